@@ -1,0 +1,1 @@
+"""scenarios: task families (world, rng, difficulty) -> ScenarioInstance, in a registry with versioned ids."""

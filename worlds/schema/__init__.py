@@ -1,0 +1,56 @@
+"""The world schema: one module per bounded context, all on one ``Base.metadata``."""
+
+from worlds.schema.base import Base, UTCDateTime
+from worlds.schema.calendar import Event, EventAttendee, Room
+from worlds.schema.chat import Channel, ChannelMember, ChatTeam, Mention, Post, Reaction
+from worlds.schema.documents import Blob, DocFolder, Document, DocumentShare, DocumentVersion
+from worlds.schema.git import Repository
+from worlds.schema.mail import MailDelivery, MailFolder, Mailbox, MailMessage, MailRecipient, MailThread
+from worlds.schema.meta import ChangeLog, WorldMeta
+from worlds.schema.org import Company, Department, Employee, EmployeePrivate, EmployeeRole, Location, Team
+from worlds.schema.projects import Milestone, Project, ProjectMember
+from worlds.schema.tickets import Sprint, Ticket, TicketComment, TicketLabel, TicketLink, TicketStatusChange
+
+__all__ = [
+    "Base",
+    "Blob",
+    "ChangeLog",
+    "Channel",
+    "ChannelMember",
+    "ChatTeam",
+    "Company",
+    "Department",
+    "DocFolder",
+    "Document",
+    "DocumentShare",
+    "DocumentVersion",
+    "Employee",
+    "EmployeePrivate",
+    "EmployeeRole",
+    "Event",
+    "EventAttendee",
+    "Location",
+    "MailDelivery",
+    "MailFolder",
+    "MailMessage",
+    "MailRecipient",
+    "MailThread",
+    "Mailbox",
+    "Mention",
+    "Milestone",
+    "Post",
+    "Project",
+    "ProjectMember",
+    "Reaction",
+    "Repository",
+    "Room",
+    "Sprint",
+    "Team",
+    "Ticket",
+    "TicketComment",
+    "TicketLabel",
+    "TicketLink",
+    "TicketStatusChange",
+    "UTCDateTime",
+    "WorldMeta",
+]
