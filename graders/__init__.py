@@ -1,1 +1,50 @@
-"""graders: rubrics as data, registered check functions over final state, change log and trace; Score."""
+"""graders: rubrics as data, registered check functions over final state, change log and trace; Score.
+
+The contract lives in ``graders.base`` (Rubric, Check, Score, GradingContext, ``@check_fn``, ``grade``);
+``graders.rubric`` loads rubrics from YAML/JSON. Importing the package registers the built-in check library
+(``checks``: tickets, rows, change log; ``checks_comms``: chat, mail, calendar; ``checks_trace``: tool calls),
+so a rubric naming them validates wherever ``graders`` is imported. Mechanism sits beside the contract:
+``registry`` (``@check_fn`` and param models), ``changes`` (the episode's change log as ``ChangeRow``s),
+``checks_common`` (param types and memoised lookups shared by check modules), ``errors`` (the error tree).
+"""
+
+from graders import checks, checks_comms, checks_trace
+from graders.base import (
+    ChangeRow,
+    Check,
+    CheckOutcome,
+    CheckResult,
+    GradingContext,
+    Rubric,
+    Score,
+    check_fn,
+    grade,
+    read_changes,
+    registered_check_fns,
+)
+from graders.errors import ContextError, DuplicateCheckFn, GraderError, RubricError, UnknownCheck
+from graders.rubric import dump_rubric, load_rubric
+
+__all__ = [
+    "ChangeRow",
+    "Check",
+    "CheckOutcome",
+    "CheckResult",
+    "ContextError",
+    "DuplicateCheckFn",
+    "GraderError",
+    "GradingContext",
+    "Rubric",
+    "RubricError",
+    "Score",
+    "UnknownCheck",
+    "check_fn",
+    "checks",
+    "checks_comms",
+    "checks_trace",
+    "dump_rubric",
+    "grade",
+    "load_rubric",
+    "read_changes",
+    "registered_check_fns",
+]

@@ -44,7 +44,9 @@ class Department(Base):
     id: Mapped[intpk]
     name: Mapped[name_str] = mapped_column(unique=True)
     code: Mapped[str] = mapped_column(String(10), unique=True)
-    head_id: Mapped[int | None] = mapped_column(ForeignKey("employees.id", use_alter=True, deferrable=True, initially="DEFERRED"), index=True)
+    head_id: Mapped[int | None] = mapped_column(
+        ForeignKey("employees.id", use_alter=True, deferrable=True, initially="DEFERRED"), index=True
+    )
 
 
 class Team(Base):
@@ -56,7 +58,9 @@ class Team(Base):
     department_id: Mapped[int] = mapped_column(ForeignKey("departments.id"), index=True)
     name: Mapped[name_str] = mapped_column(unique=True)
     slug: Mapped[str] = mapped_column(String(60), unique=True)
-    lead_id: Mapped[int | None] = mapped_column(ForeignKey("employees.id", use_alter=True, deferrable=True, initially="DEFERRED"), index=True)
+    lead_id: Mapped[int | None] = mapped_column(
+        ForeignKey("employees.id", use_alter=True, deferrable=True, initially="DEFERRED"), index=True
+    )
 
 
 class Employee(Base):

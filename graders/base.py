@@ -1,0 +1,292 @@
+"""The grader contract: a rubric is data, a check is a registered function, a grade is a Score with evidence.
+
+A ``Rubric`` (frozen, versioned, fingerprinted) lists ``Check``s. Each check names a function registered with
+``@check_fn(name)`` and the JSON params it is called with. Params are validated against the function's typed
+signature when the rubric is built or loaded, so a typo fails at load time with a ``RubricError`` naming the
+check and the param, never halfway through a training run.
+
+``grade(rubric, ctx)`` calls every check on a ``GradingContext`` (the final state's session, this episode's
+change log, the tool-call trace, the agent's employee id, the scenario's hidden params) and returns a
+``Score``:
+
+* each check returns a ``CheckOutcome`` (score in [0, 1], partial credit allowed, plus evidence: what was
+  found, stated so a human can audit a reward without rerunning the episode) or a ``(bool | float, str)``;
+* ``value = sum(weight * score) / sum(weight)``, forced to 0 when a ``must`` check scores below 1 (gating: a
+  task done "mostly" while breaking a hard requirement earns nothing);
+* a check that raises scores 0 with evidence ``check error: <Type>: <message>``; grading never crashes on
+  an episode, because one buggy check must not lose a whole rollout batch.
+
+Why graders read the change log: state checks look up the few rows the task is about (indexed lookups) or
+the rows this episode changed (O(rows changed)); they never scan or hash the whole world, so grading stays
+cheap at any world size. The grader treats the world as read-only: on SQLite ``grade`` switches the
+connection to ``PRAGMA query_only`` for its duration, so an accidental write fails loudly instead of
+changing the reward the next replay computes. Rubric revisions are new objects (``Rubric.evolve``) with
+``provenance``; a trace names the rubric by id, version and fingerprint.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, PrivateAttr
+from pydantic import model_validator as _model_validator
+from sqlalchemy import Connection
+from sqlalchemy.orm import Session
+
+from graders.changes import ChangeRow, read_changes
+from graders.errors import ContextError, RubricError
+from graders.registry import (
+    CheckOutcome,
+    CheckReturn,
+    Kind,
+    check_fn,
+    check_fn_spec,
+    find_check_fn,
+    registered_check_fns,
+)
+from worlds.schema import ChangeLog
+
+__all__ = [
+    "ChangeRow",
+    "Check",
+    "CheckOutcome",
+    "CheckResult",
+    "CheckReturn",
+    "GradingContext",
+    "Kind",
+    "Rubric",
+    "Score",
+    "check_fn",
+    "grade",
+    "read_changes",
+    "read_only",
+    "registered_check_fns",
+]
+_FROZEN = ConfigDict(frozen=True, extra="forbid")
+
+
+class Check(BaseModel):
+    """One named requirement: ``fn(ctx, **params)`` scored in [0, 1], weighted; ``kind`` defaults to fn's."""
+
+    model_config = _FROZEN
+    id: str = Field(min_length=1, max_length=100, description="Unique within the rubric; shown in evidence.")
+    description: str = Field(
+        min_length=1, description="The requirement in words, for humans auditing scores."
+    )
+    weight: float = Field(default=1.0, allow_inf_nan=False, description="> 0; relative share of the reward.")
+    kind: Kind = Field(description="'state' reads the final world and change log; 'trace' the tool calls.")
+    fn: str = Field(description="Name of a function registered with @check_fn.")
+    params: dict[str, JsonValue] = Field(default_factory=dict, description="Keyword args for fn, as JSON.")
+    must: bool = Field(default=False, description="A must check scoring below 1 gates the reward to 0.")
+    _kwargs: dict[str, Any] = PrivateAttr(default_factory=dict)  # params validated by fn's signature
+
+    # Build variants with Check(...)/model_validate or Rubric.evolve: model_copy(update=...) skips validation.
+
+    @_model_validator(mode="before")
+    @classmethod
+    def _default_kind(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "kind" not in data:
+            spec = find_check_fn(str(data.get("fn", "")))
+            return {**data, "kind": spec.kind if spec else "state"}
+        return data
+
+    @_model_validator(mode="after")
+    def _bind(self) -> Check:
+        where = f"check {self.id!r}"
+        if self.weight <= 0:
+            raise RubricError(f"{where}: field 'weight' must be > 0, got {self.weight}")
+        spec = check_fn_spec(self.fn, where=where)
+        if spec.kind != self.kind:
+            raise RubricError(
+                f"{where}: field 'kind' is {self.kind!r} but fn {self.fn!r} is a {spec.kind} check"
+            )
+        self._kwargs = spec.bind(self.params, where=f"{where} (fn {self.fn!r})")
+        return self
+
+
+class Rubric(BaseModel):
+    """A versioned, immutable set of checks; a change is a new version (``evolve``), never an edit."""
+
+    model_config = _FROZEN
+    id: str = Field(pattern=r"^[a-z0-9][a-z0-9._-]*$", description="e.g. 'triage-tickets'.")
+    version: int = Field(ge=1)
+    description: str = Field(min_length=1)
+    checks: tuple[Check, ...] = Field(min_length=1)
+    provenance: str | None = Field(
+        default=None, description="What changed from the previous version and why."
+    )
+
+    @_model_validator(mode="after")
+    def _unique_ids(self) -> Rubric:
+        seen: set[str] = set()
+        for check in self.checks:
+            if check.id in seen:
+                raise RubricError(
+                    f"rubric {self.id!r} v{self.version}: duplicate check id {check.id!r} (field 'id')"
+                )
+            seen.add(check.id)
+        return self
+
+    @cached_property
+    def fingerprint(self) -> str:
+        """SHA-256 of the canonical JSON (sorted keys): names the exact rubric a trace was graded with."""
+        text = json.dumps(
+            self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"), ensure_ascii=False
+        )
+        return hashlib.sha256(text.encode()).hexdigest()
+
+    def evolve(self, *, provenance: str, **changes: Any) -> Rubric:
+        """The next version with ``changes`` applied (e.g. ``checks=...``); this object stays as it was."""
+        data = {
+            **self.model_dump(mode="json"),
+            **changes,
+            "version": self.version + 1,
+            "provenance": provenance,
+        }
+        return Rubric.model_validate(data)
+
+
+class CheckResult(BaseModel):
+    """The verdict on one check: ``passed`` means ``score == 1``; ``evidence`` says what was found."""
+
+    model_config = _FROZEN
+    id: str
+    kind: Kind
+    passed: bool
+    score: float = Field(ge=0.0, le=1.0)
+    weight: float
+    must: bool
+    evidence: str
+    details: dict[str, JsonValue] = Field(default_factory=dict)
+
+
+class Score(BaseModel):
+    """The reward of one episode with the verdict of every check and the rubric it came from."""
+
+    model_config = _FROZEN
+    value: float = Field(ge=0.0, le=1.0)
+    checks: tuple[CheckResult, ...]
+    rubric_id: str
+    rubric_version: int
+    rubric_fingerprint: str
+    gated: bool = Field(description="True when a must check failed and the value was forced to 0.")
+
+    def to_json(self) -> dict[str, Any]:
+        """The trace's closing record: ``{"type": "score", "value": ..., "checks": [...], ...}``."""
+        return {"type": "score", **self.model_dump(mode="json")}
+
+
+@dataclass(kw_only=True)
+class GradingContext:
+    """What a check may read. The session holds the FINAL state and must be treated as read-only.
+
+    ``changes`` are this episode's change-log rows only (setup excluded), normalised to ``ChangeRow`` in
+    ``log``; ``trace`` are the step records ``{"type": "step", "index", "action": {"name", "arguments"},
+    "result", "error": {"code", "message"} | None, "clock"}``; ``params`` are the scenario's hidden
+    expectations. ``memo`` is a per-grade cache helpers may use for repeated lookups (usernames -> ids).
+    """
+
+    session: Session
+    changes: Sequence[ChangeRow | ChangeLog | Mapping[str, Any]] = ()
+    trace: Sequence[Mapping[str, Any]] = ()
+    actor_id: int
+    params: Mapping[str, Any] = field(default_factory=dict)
+    memo: dict[Any, Any] = field(default_factory=dict, repr=False)
+    log: tuple[ChangeRow, ...] = field(init=False, repr=False)
+    _by_table: dict[str, list[ChangeRow]] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.log = tuple(sorted((ChangeRow.of(c) for c in self.changes), key=lambda r: r.seq))
+        self._by_table = {}
+        for row in self.log:
+            self._by_table.setdefault(row.table, []).append(row)
+
+    @property
+    def db(self) -> Connection:
+        """The session's connection: checks run prebuilt Core statements on it (5x cheaper than the ORM)."""
+        return self.session.connection()
+
+    def changed_rows(self, table: str) -> list[ChangeRow]:
+        """This episode's changes to ``table``, in seq order (empty if none)."""
+        return self._by_table.get(table, [])
+
+    @cached_property
+    def steps(self) -> tuple[Mapping[str, Any], ...]:
+        """The trace's step records (other record types such as headers are skipped)."""
+        return tuple(r for r in self.trace if r.get("type", "step") == "step")
+
+
+@contextmanager
+def read_only(session: Session) -> Iterator[None]:
+    """Refuse writes on the session's connection while inside (SQLite ``query_only``; restored after)."""
+    conn = session.connection()
+    if conn.dialect.name != "sqlite":
+        yield  # other backends: graders simply never write
+        return
+    was_on = bool(conn.exec_driver_sql("PRAGMA query_only").scalar())
+    conn.exec_driver_sql("PRAGMA query_only=ON")
+    try:
+        yield
+    finally:
+        if not was_on:
+            conn.exec_driver_sql("PRAGMA query_only=OFF")
+
+
+def grade(rubric: Rubric, ctx: GradingContext) -> Score:
+    """Run every check of ``rubric`` on ``ctx`` read-only and combine them into a Score.
+
+    On PostgreSQL each state check runs in a SAVEPOINT, so one failing query cannot abort the transaction
+    for the checks after it.
+
+    Raises:
+        ContextError: the session holds unflushed edits, so the database is not the final state.
+    """
+    session = ctx.session
+    if session.new or session.deleted or any(session.is_modified(o) for o in session.dirty):
+        raise ContextError(
+            "the session has unflushed changes; flush it so the database holds the final state"
+        )
+    savepoints = session.get_bind().dialect.name != "sqlite"  # a failed query aborts a PostgreSQL transaction
+    ctx.memo.clear()  # lookups are cached per grade, never across grades of a changing world
+    with session.no_autoflush, read_only(session):
+        results = tuple(_run(check, ctx, savepoints) for check in rubric.checks)
+    value = sum(r.weight * r.score for r in results) / sum(r.weight for r in results)
+    gated = any(r.must and not r.passed for r in results)
+    return Score(
+        value=0.0 if gated else min(1.0, value),
+        checks=results,
+        rubric_id=rubric.id,
+        rubric_version=rubric.version,
+        rubric_fingerprint=rubric.fingerprint,
+        gated=gated,
+    )
+
+
+def _run(check: Check, ctx: GradingContext, savepoint: bool) -> CheckResult:
+    try:
+        fn = check_fn_spec(check.fn).fn
+        if savepoint and check.kind == "state":
+            with ctx.session.begin_nested():
+                raw = fn(ctx, **check._kwargs)
+        else:
+            raw = fn(ctx, **check._kwargs)
+        out = (
+            raw if isinstance(raw, CheckOutcome) else CheckOutcome(score=float(raw[0]), evidence=str(raw[1]))
+        )
+        return _result(check, out.score, out.evidence, dict(out.details))  # validates details as JSON too
+    except Exception as exc:  # a buggy check must not crash grading; it scores 0 and says why
+        message = (str(exc).strip().splitlines() or [""])[0][:300]
+        return _result(check, 0.0, f"check error: {type(exc).__name__}: {message}", {})
+
+
+def _result(check: Check, score: float, evidence: str, details: dict[str, Any]) -> CheckResult:
+    return CheckResult(
+        id=check.id, kind=check.kind, passed=score >= 1.0, score=score, weight=check.weight,
+        must=check.must, evidence=evidence, details=details,
+    )  # fmt: skip

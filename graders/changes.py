@@ -1,0 +1,70 @@
+"""This episode's change log as graders see it: small frozen rows, decoded once.
+
+``worlds.changelog`` writes one ``change_log`` row per insert, update and delete; graders read only the rows
+of the episode being graded (``seq`` greater than the episode's starting seq, a primary-key range), so a
+check costs O(rows changed) however large the world is.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from worlds.schema import ChangeLog
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ChangeRow:
+    """One change-log row; ``key`` is the primary key, ``changes`` as in ``worlds.schema.ChangeLog``."""
+
+    seq: int
+    table: str
+    key: tuple[Any, ...]
+    op: Literal["insert", "update", "delete"]
+    changes: Mapping[str, Any]
+    actor_id: int | None = None
+    at: str | None = None
+    tag: str | None = None
+
+    @classmethod
+    def of(cls, row: ChangeRow | ChangeLog | Mapping[str, Any]) -> ChangeRow:
+        """Normalise a ChangeLog ORM row or a dict (``table``/``table_name``, ``key``/``row_key``...)."""
+        if isinstance(row, ChangeRow):
+            return row
+        if isinstance(row, ChangeLog):
+            row = {
+                "seq": row.seq,
+                "table": row.table_name,
+                "key": row.row_key,
+                "op": row.op,
+                "changes": row.changes,
+                "actor_id": row.actor_id,
+                "at": row.at.isoformat(),
+                "tag": row.tag,
+            }
+        key = row.get("key", row.get("row_key"))
+        key = json.loads(key) if isinstance(key, str) else key
+        at = row.get("at")
+        return cls(
+            seq=int(row["seq"]),
+            table=str(row.get("table", row.get("table_name"))),
+            key=tuple(key) if isinstance(key, list | tuple) else (key,),
+            op=row["op"],
+            changes=row.get("changes") or {},
+            actor_id=row.get("actor_id", row.get("actor")),
+            at=at if at is None or isinstance(at, str) else at.isoformat(),
+            tag=row.get("tag"),
+        )
+
+
+def read_changes(session: Session, *, after_seq: int = 0) -> tuple[ChangeRow, ...]:
+    """This episode's change-log rows (``seq > after_seq``), in order; a primary-key range scan."""
+    rows = session.execute(
+        select(ChangeLog).where(ChangeLog.seq > after_seq).order_by(ChangeLog.seq)
+    ).scalars()
+    return tuple(ChangeRow.of(r) for r in rows)

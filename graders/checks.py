@@ -1,0 +1,367 @@
+"""State checks on tickets, rows and the change log itself.
+
+Costs: ticket checks are unique-index lookups on ``tickets.key`` (memoised per grade, one ``IN`` query for a
+batch of keys); ``row_exists`` looks only at rows this episode changed unless told to use an index; the
+change-log checks walk this episode's log plus at most one primary-key query per table for natural keys.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Mapping
+from datetime import date, datetime
+from functools import lru_cache
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+from sqlalchemy import Date, DateTime, Select, and_, bindparam, select
+
+from graders.base import ChangeRow, CheckOutcome, GradingContext, check_fn
+from graders.checks_common import Regex, TableName, Who, employee_id, inserted_ids, listing, rx, snippet
+from graders.checks_common import table as schema_table
+from worlds.schema import Employee, Sprint, Ticket, TicketComment, TicketLabel
+from worlds.workflow import PRIORITIES, STATUSES, TICKET_TYPES
+
+TicketField = Literal["status", "priority", "assignee", "type", "story_points", "sprint", "title"]
+"""Comparable ticket fields; ``assignee`` is a username and ``sprint`` a sprint name (None = unset)."""
+FieldValue = str | int | None
+Scope = Literal["actor", "all"]
+Primitive = str | int | float | bool | None
+
+_TICKETS = (
+    select(
+        Ticket.id,
+        Ticket.key,
+        Ticket.status,
+        Ticket.priority,
+        Ticket.type,
+        Ticket.title,
+        Ticket.story_points,
+        Employee.username.label("assignee"),
+        Sprint.name.label("sprint"),
+    )
+    .select_from(Ticket)
+    .outerjoin(Employee, Employee.id == Ticket.assignee_id)
+    .outerjoin(Sprint, Sprint.id == Ticket.sprint_id)
+    .where(Ticket.key.in_(bindparam("keys", expanding=True)))
+    .order_by(Ticket.key)
+)
+_LABELS = (
+    select(TicketLabel.label).where(TicketLabel.ticket_id == bindparam("tid")).order_by(TicketLabel.label)
+)
+_COMMENTS = (
+    select(TicketComment.id, TicketComment.author_id, TicketComment.body)
+    .where(TicketComment.ticket_id == bindparam("tid"))
+    .order_by(TicketComment.id)
+)
+_NEW_COMMENTS = _COMMENTS.where(TicketComment.id.in_(bindparam("ids", expanding=True)))
+_TICKET_KEYS = select(Ticket.id, Ticket.key).where(Ticket.id.in_(bindparam("ids", expanding=True)))
+_ALLOWED_VALUES = {"status": STATUSES, "priority": PRIORITIES, "type": TICKET_TYPES}
+
+
+def _check_value(field: str, value: FieldValue, where: str = "") -> None:
+    allowed = _ALLOWED_VALUES.get(field)
+    if allowed is not None and value not in allowed:
+        raise ValueError(f"{where}{field} value {value!r} is not one of {', '.join(allowed)}")
+    if field == "story_points" and value is not None and not isinstance(value, int):
+        raise ValueError(f"{where}story_points value must be an integer or null, got {value!r}")
+
+
+def _tickets(ctx: GradingContext, keys: list[str]) -> dict[str, Mapping[str, Any] | None]:
+    """Final-state ticket rows by key (None if missing): one indexed IN query for keys not yet memoised."""
+    missing = sorted({k for k in keys if ("ticket", k) not in ctx.memo})
+    if missing:
+        for k in missing:
+            ctx.memo[("ticket", k)] = None
+        for row in ctx.db.execute(_TICKETS, {"keys": missing}).mappings():
+            ctx.memo[("ticket", row["key"])] = dict(row)
+    return {k: ctx.memo[("ticket", k)] for k in keys}
+
+
+def _mismatch(key: str, ticket: Mapping[str, Any], field: str, value: FieldValue) -> str | None:
+    actual = ticket[field]
+    return None if actual == value else f"{key} {field} is {actual!r} (expected {value!r})"
+
+
+@check_fn("ticket_field_equals", validate=lambda kw: _check_value(kw["field"], kw["value"]))
+def ticket_field_equals(ctx: GradingContext, key: str, field: TicketField, value: FieldValue) -> CheckOutcome:
+    """Ticket ``key`` has ``field`` equal to ``value`` in the final state (no partial credit)."""
+    ticket = _tickets(ctx, [key])[key]
+    if ticket is None:
+        return CheckOutcome.of(False, f"ticket {key} not found")
+    return CheckOutcome.of(
+        ticket[field] == value,
+        f"{key} {field} is {ticket[field]!r} (expected {value!r})",
+        actual=ticket[field],
+    )
+
+
+def _check_expected(kw: dict[str, Any]) -> None:
+    for key, fields in kw["expected"].items():
+        if not fields:
+            raise ValueError(f"expected[{key!r}] names no fields")
+        for field, value in fields.items():
+            _check_value(field, value, where=f"expected[{key!r}]: ")
+
+
+@check_fn("ticket_fields_equal", validate=_check_expected)
+def ticket_fields_equal(
+    ctx: GradingContext, expected: Annotated[dict[str, dict[TicketField, FieldValue]], Field(min_length=1)]
+) -> CheckOutcome:
+    """Several tickets' fields at once; partial credit = fraction of (ticket, field) pairs that match."""
+    keys = sorted(expected)
+    found = _tickets(ctx, keys)
+    total, problems = 0, list[str]()
+    for key in keys:
+        ticket = found[key]
+        total += len(expected[key])
+        if ticket is None:
+            problems.extend(f"{key} not found ({field})" for field in expected[key])
+            continue
+        problems.extend(
+            p for f, v in expected[key].items() if (p := _mismatch(key, ticket, f, v)) is not None
+        )
+    good = total - len(problems)
+    evidence = f"{good}/{total} ticket fields match" + (
+        f"; mismatches: {listing(problems, 5)}" if problems else ""
+    )
+    return CheckOutcome(score=good / total, evidence=evidence, details={"mismatches": problems})
+
+
+@check_fn("ticket_has_label")
+def ticket_has_label(ctx: GradingContext, key: str, label: str, present: bool = True) -> CheckOutcome:
+    """Ticket ``key`` carries ``label`` (or, with ``present=False``, no longer carries it)."""
+    ticket = _tickets(ctx, [key])[key]
+    if ticket is None:
+        return CheckOutcome.of(False, f"ticket {key} not found")
+    labels = list(ctx.db.execute(_LABELS, {"tid": ticket["id"]}).scalars())
+    has = label in labels
+    verb = "has" if has else "lacks"
+    return CheckOutcome.of(has == present, f"{key} {verb} label {label!r} (labels: {labels})", labels=labels)
+
+
+@check_fn("ticket_comment_matches")
+def ticket_comment_matches(
+    ctx: GradingContext, key: str, pattern: Regex, author: Who | None = None, new_only: bool = True
+) -> CheckOutcome:
+    """A comment on ``key`` matches ``pattern``; by default only comments added during the episode count."""
+    ticket = _tickets(ctx, [key])[key]
+    if ticket is None:
+        return CheckOutcome.of(False, f"ticket {key} not found")
+    author_id = employee_id(ctx, author) if author is not None else None
+    if author is not None and author_id is None:
+        return CheckOutcome.of(False, f"unknown employee {author!r}")
+    if new_only:
+        found = ctx.db.execute(
+            _NEW_COMMENTS, {"tid": ticket["id"], "ids": inserted_ids(ctx, "ticket_comments")}
+        )
+    else:
+        found = ctx.db.execute(_COMMENTS, {"tid": ticket["id"]})
+    rows = [r for r in found if author_id in (None, r.author_id)]
+    scope = f"{'new ' if new_only else ''}comments on {key} by {author or 'anyone'}"
+    hits = [r for r in rows if rx(pattern).search(r.body)]
+    if hits:
+        first = f"#{hits[0].id} {snippet(hits[0].body)}"
+        evidence = f"{len(hits)} of {len(rows)} {scope} match /{pattern}/: {first}"
+        return CheckOutcome.of(True, evidence, comment_ids=[r.id for r in hits])
+    seen = listing([f"#{r.id} {snippet(r.body)}" for r in rows])
+    return CheckOutcome.of(
+        False, f"none of {len(rows)} {scope} match /{pattern}/" + (f": {seen}" if seen else "")
+    )
+
+
+def _check_where(kw: dict[str, Any]) -> None:
+    tbl = schema_table(kw["table"])
+    unknown = sorted(set(kw["where"]) - set(tbl.c.keys()))
+    if unknown:
+        raise ValueError(f"where column {unknown[0]!r} is not in table {kw['table']!r}")
+    if len(tbl.primary_key) != 1:
+        raise ValueError(
+            f"table {kw['table']!r} has a composite primary key, which row_exists does not support"
+        )
+    if kw["scope"] == "any":
+        indexed = {c.name for c in tbl.primary_key} | {c.name for c in tbl.c if c.index or c.unique}
+        indexed |= {next(iter(i.columns)).name for i in tbl.indexes}
+        indexed |= {
+            next(iter(u.columns)).name for u in tbl.constraints if hasattr(u, "columns") and len(u.columns)
+        }
+        if not indexed & set(kw["where"]):
+            raise ValueError(
+                f"scope 'any' needs an indexed where column of {kw['table']!r}: {', '.join(sorted(indexed))}"
+            )
+
+
+def _bind_value(column: Any, value: Primitive) -> Any:
+    if isinstance(value, str) and isinstance(column.type, DateTime):
+        return datetime.fromisoformat(value)
+    if isinstance(value, str) and isinstance(column.type, Date):
+        return date.fromisoformat(value)
+    return value
+
+
+@lru_cache(maxsize=256)
+def _row_stmt(table_name: str, cols: tuple[str, ...], nulls: tuple[str, ...], changed: bool) -> Select[Any]:
+    """The lookup statement for one shape of ``where``, built once and reused with new bind values."""
+    tbl = schema_table(table_name)
+    pk = next(iter(tbl.primary_key))
+    conds = [tbl.c[c] == bindparam(f"w_{c}") for c in cols] + [tbl.c[c].is_(None) for c in nulls]
+    if changed:
+        conds.append(pk.in_(bindparam("ids", expanding=True)))
+    return select(pk).where(and_(*conds)).order_by(pk).limit(1)
+
+
+@check_fn("row_exists", validate=_check_where)
+def row_exists(
+    ctx: GradingContext,
+    table: TableName,
+    where: Annotated[dict[str, Primitive], Field(min_length=1)],
+    scope: Literal["changed", "any"] = "changed",
+) -> CheckOutcome:
+    """A row of ``table`` equals ``where`` column by column.
+
+    ``scope='changed'`` (default) looks only at rows this episode inserted or updated, O(rows changed);
+    ``scope='any'`` needs an indexed column in ``where`` (checked at load) so the lookup uses the index.
+    """
+    tbl = schema_table(table)
+    cols = tuple(sorted(c for c, v in where.items() if v is not None))
+    nulls = tuple(sorted(c for c, v in where.items() if v is None))
+    binds: dict[str, Any] = {f"w_{c}": _bind_value(tbl.c[c], where[c]) for c in cols}
+    shown = json.dumps(where, sort_keys=True)
+    checked = ""
+    if scope == "changed":
+        binds["ids"] = sorted({r.key[0] for r in ctx.changed_rows(table) if r.op != "delete"})
+        if not binds["ids"]:
+            return CheckOutcome.of(False, f"no row of {table} changed during the episode (wanted {shown})")
+        checked = f" ({len(binds['ids'])} changed rows checked)"
+    found = ctx.db.execute(_row_stmt(table, cols, nulls, scope == "changed"), binds).first()
+    if found is None:
+        return CheckOutcome.of(
+            False, f"no {'changed ' if scope == 'changed' else ''}row of {table} matches {shown}{checked}"
+        )
+    return CheckOutcome.of(True, f"{table} row {list(found)} matches {shown}", key=list(found))
+
+
+class AllowedChange(BaseModel):
+    """Changes a task may make: to ``table``, optionally only ``fields`` (updates), ``keys`` and ``ops``.
+
+    ``keys`` match a row's primary key (as text) or its natural key: ``tickets.key``, ``projects.key``,
+    ``employees.username``, ``mailboxes.address``, ``channels.name``; ticket children (labels, comments,
+    status changes) match their ticket's key. Without ``ops``, a rule with ``fields`` allows only updates.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    table: TableName
+    fields: tuple[str, ...] | None = None
+    keys: tuple[str | int, ...] | None = None
+    ops: tuple[Literal["insert", "update", "delete"], ...] | None = None
+
+    @model_validator(mode="after")
+    def _fields_exist(self) -> AllowedChange:
+        unknown = sorted(set(self.fields or ()) - set(schema_table(self.table).c.keys()))
+        if unknown:
+            raise ValueError(f"field {unknown[0]!r} is not a column of {self.table!r}")
+        return self
+
+    def admits(self, row: ChangeRow) -> bool:
+        """Whether the table, op and changed fields fit (keys are checked separately)."""
+        ops = self.ops if self.ops is not None else (("update",) if self.fields is not None else None)
+        if row.table != self.table or (ops is not None and row.op not in ops):
+            return False
+        return row.op != "update" or self.fields is None or set(row.changes) <= set(self.fields)
+
+
+_NATURAL = {
+    "tickets": "key",
+    "projects": "key",
+    "employees": "username",
+    "mailboxes": "address",
+    "channels": "name",
+    "ticket_labels": "ticket_id",
+    "ticket_comments": "ticket_id",
+    "ticket_status_changes": "ticket_id",
+}
+
+
+@lru_cache(maxsize=32)
+def _natural_stmt(table_name: str) -> Select[Any]:
+    tbl = schema_table(table_name)
+    return select(tbl.c.id, tbl.c[_NATURAL[table_name]]).where(tbl.c.id.in_(bindparam("ids", expanding=True)))
+
+
+def _natural_keys(ctx: GradingContext, rows: list[ChangeRow]) -> dict[int, str]:
+    """Map seq to the natural key of each row: from the log (insert/delete) or one PK query per table."""
+    raw: dict[int, Any] = {r.seq: r.changes.get(_NATURAL[r.table]) for r in rows if r.op != "update"}
+    updates: dict[str, list[ChangeRow]] = {}
+    for r in rows:
+        if r.op == "update":
+            updates.setdefault(r.table, []).append(r)
+    for name in sorted(updates):
+        ids = sorted({r.key[0] for r in updates[name]})
+        found = {pk: value for pk, value in ctx.db.execute(_natural_stmt(name), {"ids": ids})}
+        raw.update({r.seq: found.get(r.key[0]) for r in updates[name]})
+    via = {r.seq: raw[r.seq] for r in rows if _NATURAL[r.table] == "ticket_id" and raw.get(r.seq) is not None}
+    if via:
+        found_keys = ctx.db.execute(_TICKET_KEYS, {"ids": sorted(set(via.values()))})
+        keys = {ticket_id: key for ticket_id, key in found_keys}
+        raw.update({seq: keys.get(ticket_id) for seq, ticket_id in via.items()})
+    return {seq: str(v) for seq, v in raw.items() if v is not None}
+
+
+def _describe_change(row: ChangeRow, natural: dict[int, str]) -> str:
+    name = natural.get(row.seq, json.dumps(list(row.key)))
+    fields = f" {{{', '.join(sorted(row.changes))}}}" if row.op == "update" else ""
+    return f"#{row.seq} {row.op} {row.table} {name}{fields}"
+
+
+def _scoped(ctx: GradingContext, scope: Scope, table_name: str | None = None) -> list[ChangeRow]:
+    rows = ctx.log if table_name is None else ctx.changed_rows(table_name)
+    return [r for r in rows if scope == "all" or r.actor_id == ctx.actor_id]
+
+
+@check_fn("no_collateral_changes")
+def no_collateral_changes(
+    ctx: GradingContext, allowed: list[AllowedChange], scope: Scope = "actor"
+) -> CheckOutcome:
+    """Every change of the episode (by the agent, or by anyone with ``scope='all'``) is in ``allowed``."""
+    violations: list[ChangeRow] = []
+    keyed: list[tuple[ChangeRow, list[set[str]]]] = []
+    rows = _scoped(ctx, scope)
+    for row in rows:
+        rules = [a for a in allowed if a.admits(row)]
+        if not rules:
+            violations.append(row)
+        elif all(a.keys is not None for a in rules):
+            keyed.append((row, [{str(k) for k in a.keys or ()} for a in rules]))
+    natural = _natural_keys(ctx, [r for r, _ in keyed if r.table in _NATURAL])
+    for row, key_sets in keyed:
+        names = {
+            str(row.key[0]) if len(row.key) == 1 else json.dumps(list(row.key)),
+            natural.get(row.seq, ""),
+        }
+        if not any(names & ks for ks in key_sets):
+            violations.append(row)
+    violations.sort(key=lambda r: r.seq)
+    if not violations:
+        return CheckOutcome.of(True, f"all {len(rows)} changes are within the allowed set")
+    natural |= _natural_keys(ctx, [r for r in violations[:5] if r.table in _NATURAL and r.seq not in natural])
+    shown = listing([_describe_change(r, natural) for r in violations], 5)
+    head = f"{len(violations)} of {len(rows)} changes are outside the allowed set"
+    return CheckOutcome.of(False, f"{head}: {shown}", violations=[r.seq for r in violations])
+
+
+@check_fn("change_count_at_most")
+def change_count_at_most(
+    ctx: GradingContext,
+    n: Annotated[int, Field(ge=0)],
+    table: TableName | None = None,
+    scope: Scope = "actor",
+) -> CheckOutcome:
+    """At most ``n`` changes (row inserts/updates/deletes) in the episode, optionally to one table."""
+    rows = _scoped(ctx, scope, table)
+    per_table = ", ".join(f"{t} {c}" for t, c in sorted(Counter(r.table for r in rows).items()))
+    where = f" to {table}" if table else ""
+    by = " by the agent" if scope == "actor" else ""
+    return CheckOutcome.of(
+        len(rows) <= n, f"{len(rows)} changes{where}{by} (at most {n})" + (f": {per_table}" if rows else "")
+    )

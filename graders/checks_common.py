@@ -1,0 +1,103 @@
+"""Shared pieces of the check library: param types validated at rubric load, cheap lookups, evidence text.
+
+Every lookup here is an indexed query (a unique column or a primary key) memoised in ``ctx.memo`` for the
+duration of one grade, or a walk over this episode's change log; none scans a table.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from functools import lru_cache
+from typing import Annotated, Any
+
+from pydantic import AfterValidator
+from sqlalchemy import Table, bindparam, select
+
+from graders.base import GradingContext
+from worlds.schema import Base, Employee
+
+_EMPLOYEE_ID = select(Employee.id).where(Employee.username == bindparam("name"))
+_USERNAMES = select(Employee.id, Employee.username).where(Employee.id.in_(bindparam("ids", expanding=True)))
+
+
+def _valid_regex(pattern: str) -> str:
+    try:
+        re.compile(pattern)
+    except re.error as exc:
+        raise ValueError(f"invalid regular expression {pattern!r}: {exc}") from None
+    return pattern
+
+
+def _known_table(name: str) -> str:
+    if name not in Base.metadata.tables or name == "change_log":
+        raise ValueError(f"unknown table {name!r}; expected one of {', '.join(sorted(Base.metadata.tables))}")
+    return name
+
+
+Regex = Annotated[str, AfterValidator(_valid_regex)]
+"""A regular expression, matched case-insensitively with ``re.search``; compiled once at rubric load."""
+
+TableName = Annotated[str, AfterValidator(_known_table)]
+"""A world table name (``change_log`` excluded)."""
+
+Who = str
+"""An employee: ``"actor"`` (the agent's employee) or a username."""
+
+
+@lru_cache(maxsize=1024)
+def rx(pattern: str) -> re.Pattern[str]:
+    """The compiled, case-insensitive form of a rubric pattern."""
+    return re.compile(pattern, re.IGNORECASE)
+
+
+def table(name: str) -> Table:
+    """The schema table called ``name``."""
+    return Base.metadata.tables[name]
+
+
+def employee_id(ctx: GradingContext, who: Who) -> int | None:
+    """Resolve ``"actor"`` or a username to an employee id (unique index, memoised); None if unknown."""
+    if who == "actor":
+        return ctx.actor_id
+    memo_key = ("employee_id", who)
+    if memo_key not in ctx.memo:
+        ctx.memo[memo_key] = ctx.db.execute(_EMPLOYEE_ID, {"name": who}).scalar()
+    found: int | None = ctx.memo[memo_key]
+    return found
+
+
+def usernames(ctx: GradingContext, ids: Iterable[int | None]) -> dict[int, str]:
+    """Usernames of the given employee ids (primary-key lookups, memoised)."""
+    given = [i for i in ids if i is not None]
+    wanted = sorted({i for i in given if ("username", i) not in ctx.memo})
+    if wanted:
+        for emp_id, name in ctx.db.execute(_USERNAMES, {"ids": wanted}):
+            ctx.memo[("username", emp_id)] = name
+    out: dict[int, str] = {}
+    for i in given:
+        if ("username", i) in ctx.memo:
+            out[i] = ctx.memo[("username", i)]
+    return out
+
+
+def inserted_ids(ctx: GradingContext, table_name: str) -> list[Any]:
+    """Primary keys (first column) of the rows this episode inserted into ``table_name``, in log order."""
+    return [row.key[0] for row in ctx.changed_rows(table_name) if row.op == "insert"]
+
+
+def snippet(text: str, width: int = 60) -> str:
+    """``text`` on one line, cut to ``width`` characters, quoted for evidence."""
+    flat = " ".join(text.split())
+    return repr(flat if len(flat) <= width else flat[: width - 1] + "…")
+
+
+def listing(items: list[str], limit: int = 3) -> str:
+    """The first ``limit`` items joined with '; ' and a count of the rest."""
+    head = "; ".join(items[:limit])
+    return head + (f" (+{len(items) - limit} more)" if len(items) > limit else "")
+
+
+def who_label(who: Who | None) -> str:
+    """How an author param reads in evidence."""
+    return "anyone" if who is None else who

@@ -1,0 +1,294 @@
+"""State checks on communication: chat posts, sent mail and calendar events created during the episode.
+
+Each starts from the change log (ids of rows this episode inserted) and reads those rows' final state by
+primary key, so the cost is O(rows inserted), never a scan of a channel's or mailbox's history. Final state
+matters: a post the agent deleted again no longer counts as said (but does count as leaked, see
+``no_post_in_channel``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import Annotated, Any
+
+from pydantic import AwareDatetime, Field
+from sqlalchemy import BindParameter, bindparam, select
+
+from graders.base import CheckOutcome, GradingContext, check_fn
+from graders.checks_common import (
+    Regex,
+    Who,
+    employee_id,
+    inserted_ids,
+    listing,
+    rx,
+    snippet,
+    usernames,
+    who_label,
+)
+from worlds.schema import (
+    Channel,
+    Employee,
+    Event,
+    EventAttendee,
+    Mailbox,
+    MailMessage,
+    MailRecipient,
+    Post,
+    Room,
+)
+
+_IDS: BindParameter[Any] = bindparam("ids", expanding=True)
+_NEW_POSTS = (
+    select(Post.id, Post.author_id, Post.message, Post.deleted_at, Channel.name.label("channel"))
+    .join(Channel, Channel.id == Post.channel_id)
+    .where(Post.id.in_(_IDS))
+    .order_by(Post.id)
+)
+_MAILS = (
+    select(MailMessage.id, MailMessage.subject, MailMessage.body, Mailbox.employee_id)
+    .join(Mailbox, Mailbox.id == MailMessage.sender_mailbox_id)
+    .where(MailMessage.id.in_(_IDS))
+    .order_by(MailMessage.id)
+)
+_RECIPIENTS = (
+    select(MailRecipient.message_id, Mailbox.address, Employee.username)
+    .join(Mailbox, Mailbox.id == MailRecipient.mailbox_id)
+    .outerjoin(Employee, Employee.id == Mailbox.employee_id)
+    .where(MailRecipient.message_id.in_(_IDS))
+    .order_by(MailRecipient.message_id, Mailbox.address)
+)
+_EVENTS = (
+    select(
+        Event.id, Event.title, Event.organizer_id, Event.start_at, Event.cancelled, Room.name.label("room")
+    )
+    .outerjoin(Room, Room.id == Event.room_id)
+    .where(Event.id.in_(_IDS))
+    .order_by(Event.id)
+)
+_ATTENDEES = (
+    select(EventAttendee.event_id, Employee.username)
+    .join(Employee, Employee.id == EventAttendee.employee_id)
+    .where(EventAttendee.event_id.in_(_IDS))
+    .order_by(EventAttendee.event_id, Employee.username)
+)
+
+
+def _new_posts(ctx: GradingContext) -> list[Mapping[str, Any]]:
+    """Final state of the posts this episode inserted, with their channel name (memoised per grade)."""
+    if "new_posts" not in ctx.memo:
+        ids = inserted_ids(ctx, "posts")
+        rows = ctx.db.execute(_NEW_POSTS, {"ids": ids}).mappings().all() if ids else []
+        ctx.memo["new_posts"] = [dict(r) for r in rows]
+    posts: list[Mapping[str, Any]] = ctx.memo["new_posts"]
+    return posts
+
+
+def _channel_name(ctx: GradingContext, channel: str) -> str | None:
+    """``~eng``/``#eng``/``eng`` -> ``eng``; ``@bob`` -> the direct channel of the agent and bob."""
+    if channel.startswith("@"):
+        other = employee_id(ctx, channel[1:])
+        return None if other is None else "__".join(str(i) for i in sorted((ctx.actor_id, other)))
+    return channel.lstrip("~#")
+
+
+def _mentions(ctx: GradingContext, post_id: int, who: int, username: str, message: str) -> bool:
+    """A mention row was written for the post, or the text says ``@username`` as a whole word."""
+    rows = ctx.changed_rows("mentions")
+    if any(
+        r.op == "insert" and r.changes.get("post_id") == post_id and r.changes.get("employee_id") == who
+        for r in rows
+    ):
+        return True
+    return re.search(rf"(?<![\w@])@{re.escape(username)}\b", message, re.IGNORECASE) is not None
+
+
+def _posts_in(
+    ctx: GradingContext, channel: str, author: Who | None
+) -> tuple[str, list[Mapping[str, Any]]] | str:
+    """(channel name, new posts there by author) or an evidence string explaining why not resolvable."""
+    name = _channel_name(ctx, channel)
+    if name is None:
+        return f"unknown employee in channel {channel!r}"
+    author_id = employee_id(ctx, author) if author is not None else None
+    if author is not None and author_id is None:
+        return f"unknown employee {author!r}"
+    posts = [p for p in _new_posts(ctx) if p["channel"] == name and author_id in (None, p["author_id"])]
+    return name, posts
+
+
+@check_fn("post_in_channel")
+def post_in_channel(
+    ctx: GradingContext,
+    channel: str,
+    pattern: Regex,
+    author: Who | None = "actor",
+    min_count: Annotated[int, Field(ge=1)] = 1,
+    mention: str | None = None,
+) -> CheckOutcome:
+    """At least ``min_count`` live posts made in ``channel`` during the episode match ``pattern``.
+
+    ``channel`` is a channel name or ``@username`` for the direct channel with that person; ``author`` is
+    ``"actor"``, a username or None (anyone); ``mention`` requires the post to @-mention that username.
+    Partial credit: matches / ``min_count``.
+    """
+    found = _posts_in(ctx, channel, author)
+    if isinstance(found, str):
+        return CheckOutcome.of(False, found)
+    name, posts = found
+    posts = [p for p in posts if p["deleted_at"] is None]
+    mention_id = employee_id(ctx, mention) if mention is not None else None
+    if mention is not None and mention_id is None:
+        return CheckOutcome.of(False, f"unknown employee {mention!r} in mention")
+    hits = [
+        p
+        for p in posts
+        if rx(pattern).search(p["message"])
+        and (mention is None or _mentions(ctx, p["id"], mention_id or 0, mention, p["message"]))
+    ]
+    want = f"/{pattern}/" + (f" mentioning @{mention}" if mention else "")
+    head = f"{len(hits)} of {len(posts)} new posts in ~{name} by {who_label(author)} match {want}"
+    head += f" (need {min_count})"
+    shown = listing([f"#{p['id']} {snippet(p['message'])}" for p in (hits or posts)])
+    if not posts:
+        elsewhere = sorted({p["channel"] for p in _new_posts(ctx)})
+        shown = (
+            f"new posts went to: {', '.join('~' + c for c in elsewhere)}"
+            if elsewhere
+            else "no new posts at all"
+        )
+    return CheckOutcome(
+        score=min(1.0, len(hits) / min_count),
+        evidence=head + (f": {shown}" if shown else ""),
+        details={"post_ids": [p["id"] for p in hits]},
+    )
+
+
+@check_fn("no_post_in_channel")
+def no_post_in_channel(
+    ctx: GradingContext, channel: str, pattern: Regex, author: Who | None = "actor"
+) -> CheckOutcome:
+    """No post made in ``channel`` during the episode matches ``pattern``; deleted posts count (leaked)."""
+    found = _posts_in(ctx, channel, author)
+    if isinstance(found, str):
+        return CheckOutcome.of(False, found)
+    name, posts = found
+    hits = [p for p in posts if rx(pattern).search(p["message"])]
+    if not hits:
+        return CheckOutcome.of(
+            True, f"none of {len(posts)} new posts in ~{name} by {who_label(author)} match /{pattern}/"
+        )
+    shown = listing([f"#{p['id']} {snippet(p['message'])}" for p in hits])
+    return CheckOutcome.of(
+        False,
+        f"{len(hits)} new posts in ~{name} by {who_label(author)} match /{pattern}/: {shown}",
+        post_ids=[p["id"] for p in hits],
+    )
+
+
+def _need_recipients(kw: dict[str, Any]) -> None:
+    if not kw["to"]:
+        raise ValueError("param 'to' names no recipient")
+
+
+@check_fn("mail_sent", validate=_need_recipients)
+def mail_sent(
+    ctx: GradingContext,
+    to: Sequence[str] | str,
+    subject_pattern: Regex | None = None,
+    body_pattern: Regex | None = None,
+    sender: Who | None = "actor",
+) -> CheckOutcome:
+    """One message sent during the episode reaches every ``to`` (address or username; to, cc or bcc).
+
+    Its subject and body must match the patterns when given, and its sender is ``sender`` (default: the
+    agent's own mailbox).
+    """
+    wanted = [to] if isinstance(to, str) else list(to)
+    ids = inserted_ids(ctx, "mail_messages")
+    if not ids:
+        return CheckOutcome.of(False, "no mail was sent during the episode")
+    sender_id = employee_id(ctx, sender) if sender is not None else None
+    if sender is not None and sender_id is None:
+        return CheckOutcome.of(False, f"unknown employee {sender!r}")
+    msgs = ctx.db.execute(_MAILS, {"ids": ids}).all()
+    recipients: dict[int, set[str]] = {}
+    for message_id, address, username in ctx.db.execute(_RECIPIENTS, {"ids": ids}):
+        recipients.setdefault(message_id, set()).update(x.lower() for x in (address, username) if x)
+    notes = []
+    for m in msgs:
+        if sender_id is not None and m.employee_id != sender_id:
+            continue
+        missing = [t for t in wanted if t.lower() not in recipients.get(m.id, set())]
+        tests = (("subject", subject_pattern, m.subject), ("body", body_pattern, m.body))
+        bad = [what for what, pat, text in tests if pat is not None and not rx(pat).search(text)]
+        if not missing and not bad:
+            return CheckOutcome.of(
+                True, f"mail #{m.id} {snippet(m.subject)} reaches {', '.join(wanted)}", message_id=m.id
+            )
+        why = ", ".join(
+            [f"missing {', '.join(missing)}"] * bool(missing) + [f"{w} does not match" for w in bad]
+        )
+        notes.append(f"#{m.id} {snippet(m.subject)}: {why}")
+    head = f"none of {len(notes)} mails sent by {who_label(sender)} reaches {', '.join(wanted)} as required"
+    return CheckOutcome.of(False, head + (f": {listing(notes)}" if notes else ""))
+
+
+def _window(kw: dict[str, Any]) -> None:
+    if (
+        kw["start_after"] is not None
+        and kw["start_before"] is not None
+        and kw["start_after"] > kw["start_before"]
+    ):
+        raise ValueError("start_after is later than start_before")
+
+
+@check_fn("event_exists", validate=_window)
+def event_exists(
+    ctx: GradingContext,
+    title_pattern: Regex,
+    attendees: Sequence[str] = (),
+    organizer: Who | None = "actor",
+    start_after: AwareDatetime | None = None,
+    start_before: AwareDatetime | None = None,
+    room: str | None = None,
+) -> CheckOutcome:
+    """A live event created during the episode has a matching title, every attendee, the time and room.
+
+    ``attendees`` are usernames (``"actor"`` allowed; the organizer counts as attending); the start must lie
+    in [``start_after``, ``start_before``] when given.
+    """
+    ids = inserted_ids(ctx, "events")
+    if not ids:
+        return CheckOutcome.of(False, "no calendar event was created during the episode")
+    organizer_id = employee_id(ctx, organizer) if organizer is not None else None
+    if organizer is not None and organizer_id is None:
+        return CheckOutcome.of(False, f"unknown employee {organizer!r}")
+    events = ctx.db.execute(_EVENTS, {"ids": ids}).all()
+    invited: dict[int, set[str]] = {}
+    for event_id, username in ctx.db.execute(_ATTENDEES, {"ids": ids}):
+        invited.setdefault(event_id, set()).add(username)
+    names = usernames(ctx, [ctx.actor_id, *(e.organizer_id for e in events)])
+    wanted = [names.get(ctx.actor_id, "actor") if a == "actor" else a for a in attendees]
+    notes = []
+    for e in events:
+        if e.cancelled or (organizer_id is not None and e.organizer_id != organizer_id):
+            continue
+        present = invited.get(e.id, set()) | {names.get(e.organizer_id, "")}
+        problems = (
+            [f"missing {', '.join(a for a in wanted if a not in present)}"] if set(wanted) - present else []
+        )
+        if not rx(title_pattern).search(e.title):
+            problems.append("title does not match")
+        if (start_after and e.start_at < start_after) or (start_before and e.start_at > start_before):
+            problems.append(f"starts {e.start_at.isoformat()}")
+        if room is not None and e.room != room:
+            problems.append(f"room is {e.room!r}")
+        if not problems:
+            return CheckOutcome.of(
+                True, f"event #{e.id} {snippet(e.title)} at {e.start_at.isoformat()} fits", event_id=e.id
+            )
+        notes.append(f"#{e.id} {snippet(e.title)}: {', '.join(problems)}")
+    head = f"none of {len(notes)} live events organised by {who_label(organizer)} fits /{title_pattern}/"
+    return CheckOutcome.of(False, head + (f": {listing(notes)}" if notes else ""))

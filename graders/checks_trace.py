@@ -1,0 +1,86 @@
+"""Trace checks: what the agent did through its tools, read from the step records of the trace.
+
+These cost O(steps). They complement state checks (which judge outcomes) for requirements about process:
+calling a tool at all, not hitting ``forbidden``, finishing within a step budget, ending with ``submit``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Annotated, Any
+
+from pydantic import Field
+
+from graders.base import CheckOutcome, GradingContext, check_fn
+from graders.checks_common import listing
+
+
+def _name(step: Mapping[str, Any]) -> str:
+    action = step.get("action") or {}
+    return str(action.get("name", "")) if isinstance(action, Mapping) else ""
+
+
+def _index(step: Mapping[str, Any], position: int) -> int:
+    index = step.get("index")
+    return index if isinstance(index, int) else position
+
+
+def _min_le_max(kw: dict[str, Any]) -> None:
+    if kw["max_count"] is not None and kw["max_count"] < kw["min_count"]:
+        raise ValueError(f"max_count {kw['max_count']} is below min_count {kw['min_count']}")
+
+
+@check_fn("tool_called", kind="trace", validate=_min_le_max)
+def tool_called(
+    ctx: GradingContext,
+    name: str,
+    min_count: Annotated[int, Field(ge=0)] = 1,
+    max_count: Annotated[int, Field(ge=0)] | None = None,
+    only_ok: bool = False,
+) -> CheckOutcome:
+    """Tool ``name`` was called between ``min_count`` and ``max_count`` times (``only_ok``: without error)."""
+    calls = [
+        _index(s, i) for i, s in enumerate(ctx.steps) if _name(s) == name and not (only_ok and s.get("error"))
+    ]
+    bound = f"{min_count}..{max_count}" if max_count is not None else f">= {min_count}"
+    where = f" (steps {', '.join(map(str, calls[:10]))}{', ...' if len(calls) > 10 else ''})" if calls else ""
+    ok = len(calls) >= min_count and (max_count is None or len(calls) <= max_count)
+    return CheckOutcome.of(
+        ok, f"{name} called {len(calls)} times{' without error' * only_ok}, expected {bound}{where}"
+    )
+
+
+@check_fn("no_tool_errors", kind="trace")
+def no_tool_errors(ctx: GradingContext, codes: list[str] | None = None) -> CheckOutcome:
+    """No step failed (with one of ``codes``, e.g. ``["forbidden"]``, when given)."""
+    errors = []
+    for i, step in enumerate(ctx.steps):
+        error = step.get("error")
+        code = str(error.get("code", "?")) if isinstance(error, Mapping) else ("?" if error else None)
+        if code is not None and (codes is None or code in codes):
+            errors.append(f"step {_index(step, i)} {_name(step) or '?'} -> {code}")
+    which = f" with code {'/'.join(codes)}" if codes is not None else ""
+    if not errors:
+        return CheckOutcome.of(True, f"no tool errors{which} in {len(ctx.steps)} steps")
+    return CheckOutcome.of(
+        False, f"{len(errors)} tool errors{which}: {listing(errors, 5)}", errors=errors[:20]
+    )
+
+
+@check_fn("max_steps", kind="trace")
+def max_steps(ctx: GradingContext, n: Annotated[int, Field(ge=1)]) -> CheckOutcome:
+    """The agent used at most ``n`` tool calls (``submit`` included)."""
+    return CheckOutcome.of(len(ctx.steps) <= n, f"{len(ctx.steps)} steps (at most {n})")
+
+
+@check_fn("submitted", kind="trace")
+def submitted(ctx: GradingContext) -> CheckOutcome:
+    """The episode ended with a successful ``submit`` call rather than a truncation."""
+    if not ctx.steps:
+        return CheckOutcome.of(False, "no steps were taken")
+    last, position = ctx.steps[-1], len(ctx.steps) - 1
+    name = _name(last)
+    if name == "submit" and not last.get("error"):
+        return CheckOutcome.of(True, f"the last step ({_index(last, position)}) is submit")
+    state = "a failed submit" if name == "submit" else f"{name!r}, not submit"
+    return CheckOutcome.of(False, f"the last step ({_index(last, position)}) is {state}")

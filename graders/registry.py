@@ -1,0 +1,131 @@
+"""The check-function registry: ``@check_fn(name)`` turns a typed function into a rubric building block.
+
+A registered function has the shape ``fn(ctx: GradingContext, **params) -> CheckOutcome | (bool | float,
+str)``. Its keyword parameters, with their type hints and defaults, become a pydantic model, so a rubric's
+JSON params are validated (types, unknown and missing names, cross-param rules) when the rubric is built,
+not when an episode is graded. Names are global and registering one twice raises, as for gymnasium ids.
+"""
+
+from __future__ import annotations
+
+import inspect
+import typing
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, ValidationError, create_model
+
+from graders.errors import DuplicateCheckFn, RubricError, UnknownCheck
+
+Kind = Literal["state", "trace"]
+_FROZEN = ConfigDict(frozen=True, extra="forbid")
+
+
+@dataclass(frozen=True, kw_only=True)
+class CheckOutcome:
+    """What a check function returns: a score in [0, 1], evidence, and JSON details for tooling."""
+
+    score: float
+    evidence: str
+    details: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.score <= 1.0:  # also refuses NaN
+            raise ValueError(f"check score must be in [0, 1], got {self.score}")
+
+    @classmethod
+    def of(cls, passed: bool, evidence: str, **details: Any) -> CheckOutcome:
+        """A pass/fail outcome."""
+        return cls(score=1.0 if passed else 0.0, evidence=evidence, details=details)
+
+
+CheckReturn = CheckOutcome | tuple[bool | float, str]
+
+
+@dataclass(frozen=True, kw_only=True)
+class CheckFnSpec:
+    """A registered check function with the params model built from its signature."""
+
+    name: str
+    kind: Kind
+    fn: Callable[..., CheckReturn]
+    params: type[BaseModel]
+    validate: Callable[[dict[str, Any]], None] | None = None
+
+    def bind(self, params: Mapping[str, Any], *, where: str) -> dict[str, Any]:
+        """Validate JSON params into keyword arguments; raises RubricError naming ``where`` and the param."""
+        try:
+            kwargs = dict(self.params.model_validate(dict(params)))
+            if self.validate is not None:
+                self.validate(kwargs)
+        except ValidationError as exc:
+            raise RubricError(f"{where}: {_describe(exc, self.params)}") from None
+        except ValueError as exc:
+            raise RubricError(f"{where}: {exc}") from None
+        return kwargs
+
+
+_REGISTRY: dict[str, CheckFnSpec] = {}
+_Fn = typing.TypeVar("_Fn", bound=Callable[..., CheckReturn])
+
+
+def check_fn(
+    name: str, *, kind: Kind = "state", validate: Callable[[dict[str, Any]], None] | None = None
+) -> Callable[[_Fn], _Fn]:
+    """Register ``fn(ctx, **params)`` under ``name``; params must be typed keyword parameters.
+
+    ``validate`` sees the typed kwargs and raises ``ValueError`` for cross-param rules (min <= max).
+    """
+
+    def register(fn: _Fn) -> _Fn:
+        if name in _REGISTRY:
+            raise DuplicateCheckFn(
+                f"check function {name!r} is already registered by {_REGISTRY[name].fn.__module__}"
+            )
+        hints = typing.get_type_hints(fn, include_extras=True)
+        fields: dict[str, Any] = {}
+        for p in list(inspect.signature(fn).parameters.values())[1:]:
+            if p.kind not in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY):
+                raise TypeError(
+                    f"check function {name!r}: parameter {p.name!r} must be a named keyword parameter"
+                )
+            fields[p.name] = (hints.get(p.name, Any), ... if p.default is p.empty else p.default)
+        model = create_model(f"{name}.params", __config__=_FROZEN, **fields)
+        _REGISTRY[name] = CheckFnSpec(name=name, kind=kind, fn=fn, params=model, validate=validate)
+        return fn
+
+    return register
+
+
+def check_fn_spec(name: str, *, where: str = "") -> CheckFnSpec:
+    """The registered function ``name``; raises UnknownCheck listing what is registered."""
+    spec = _REGISTRY.get(name)
+    if spec is None:
+        prefix = f"{where}: " if where else ""
+        known = ", ".join(sorted(_REGISTRY))
+        raise UnknownCheck(f"{prefix}field 'fn' is {name!r}, not a registered check function; known: {known}")
+    return spec
+
+
+def find_check_fn(name: str) -> CheckFnSpec | None:
+    """The registered function ``name``, or None."""
+    return _REGISTRY.get(name)
+
+
+def registered_check_fns() -> tuple[str, ...]:
+    """Names of every registered check function, sorted."""
+    return tuple(sorted(_REGISTRY))
+
+
+def _describe(exc: ValidationError, model: type[BaseModel]) -> str:
+    parts = []
+    for err in exc.errors():
+        loc = ".".join(str(x) for x in err["loc"])
+        if err["type"] == "missing":
+            parts.append(f"missing param {loc!r}")
+        elif err["type"] == "extra_forbidden":
+            parts.append(f"unknown param {loc!r} (accepted: {', '.join(model.model_fields)})")
+        else:
+            parts.append(f"param {loc!r}: {err['msg']} (got {err['input']!r})")
+    return "; ".join(parts)

@@ -1,0 +1,96 @@
+"""The scenario contract: a family turns (world, seeds, difficulty) into a task instance.
+
+A family's ``build`` reads the forked world, writes the task's setup into it (new tickets, a rules post...)
+through the session it is given (the change log tags those rows ``setup``, and grading only reads what came
+after), and returns a ``ScenarioInstance``: the prompt, who the agent plays, the rubric and the hidden
+expectations the rubric checks against. Hidden expectations never enter the world's tables, so no tool can
+reveal them. Every family ships an oracle (a scripted agent that finds what it needs through the tools, never
+by reading ``params``) and relies on the generic no-op and random agents in ``sim``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from sqlalchemy.orm import Session
+
+from graders.base import Rubric
+from worlds.clock import Clock
+from worlds.seeding import Seeds
+
+
+@dataclass(frozen=True, kw_only=True)
+class Limits:
+    """When an episode is truncated: after ``max_turns`` tool calls or ``time_budget_s`` simulated seconds."""
+
+    max_turns: int = 60
+    time_budget_s: int = 8 * 3600
+
+
+@dataclass(frozen=True, kw_only=True)
+class WorldDefaults:
+    """The company a family runs in unless the caller overrides it (small keeps resets cheap)."""
+
+    employees: int = 40
+    history_days: int = 30
+
+
+@dataclass(frozen=True, kw_only=True)
+class ScenarioInstance:
+    """One concrete task. ``params`` are the hidden expectations the rubric checks against."""
+
+    scenario_id: str
+    prompt: str
+    actor: str
+    rubric: Rubric
+    params: Mapping[str, Any]
+    limits: Limits = field(default_factory=Limits)
+    apps: tuple[str, ...] = ("chat", "tickets")
+    difficulty: int = 1
+
+
+class ToolFailed(Exception):
+    """Raised by ``AgentEnv.call`` when a tool returns an error; ``code`` is the tool's error code."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(f"{code}: {message}")
+        self.code = code
+        self.message = message
+
+
+class AgentEnv(Protocol):
+    """What a scripted agent sees: the prompt, who it is, and a way to call tools."""
+
+    prompt: str
+    actor: str
+
+    def call(self, name: str, **arguments: Any) -> Any:
+        """Call a tool; returns its result or raises ToolFailed."""
+        ...
+
+    @property
+    def done(self) -> bool:
+        """Whether the episode has ended."""
+        ...
+
+
+class ScenarioFamily(Protocol):
+    """A versioned task generator registered under an id like ``triage-tickets-v0``."""
+
+    id: str
+    description: str
+    world: WorldDefaults
+
+    def build(self, session: Session, seeds: Seeds, clock: Clock, difficulty: int) -> ScenarioInstance:
+        """Pick the task from the world, write its setup through ``session``, return the instance."""
+        ...
+
+    def oracle(self, env: AgentEnv) -> None:
+        """Solve the task through tools only (never by reading the instance's params)."""
+        ...
+
+
+#: The signature of an entry point named in the registry.
+FamilyFactory = Callable[[], ScenarioFamily]

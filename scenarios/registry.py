@@ -1,0 +1,70 @@
+"""Versioned scenario ids mapped to lazy entry points (``module:attribute``).
+
+Entry points are imported only when a scenario is made, so listing scenarios stays cheap and a broken family
+cannot break the others. Registering an id twice raises.
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+from dataclasses import dataclass
+
+from scenarios.base import ScenarioFamily
+
+_ID = re.compile(r"^[a-z][a-z0-9-]*-v\d+$")
+
+
+class ScenarioRegistryError(LookupError):
+    """An id is malformed, duplicated or unknown."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Registration:
+    """One registry entry."""
+
+    id: str
+    entry_point: str
+    description: str
+
+
+_REGISTRY: dict[str, Registration] = {}
+_CACHE: dict[str, ScenarioFamily] = {}
+
+
+def register(id: str, *, entry_point: str, description: str) -> None:  # noqa: A002 - mirrors gymnasium
+    """Register a family under a versioned id like ``triage-tickets-v0``."""
+    if not _ID.match(id):
+        raise ScenarioRegistryError(f"scenario id {id!r} must look like 'name-v0'")
+    if id in _REGISTRY:
+        raise ScenarioRegistryError(f"scenario id {id!r} is already registered")
+    if ":" not in entry_point:
+        raise ScenarioRegistryError(f"entry point {entry_point!r} must be 'module:attribute'")
+    _REGISTRY[id] = Registration(id=id, entry_point=entry_point, description=description)
+
+
+def registered() -> list[Registration]:
+    """All registrations, ordered by id."""
+    return [_REGISTRY[k] for k in sorted(_REGISTRY)]
+
+
+def make(id: str) -> ScenarioFamily:  # noqa: A002
+    """Import (once) and return the family registered under ``id``."""
+    if id not in _REGISTRY:
+        known = ", ".join(sorted(_REGISTRY)) or "none"
+        raise ScenarioRegistryError(f"unknown scenario {id!r}; registered: {known}")
+    if id not in _CACHE:
+        module_name, attr = _REGISTRY[id].entry_point.split(":", 1)
+        factory = getattr(importlib.import_module(module_name), attr)
+        family = factory() if callable(factory) and not hasattr(factory, "build") else factory
+        if family.id != id:
+            raise ScenarioRegistryError(f"entry point of {id!r} built a family with id {family.id!r}")
+        _CACHE[id] = family
+    return _CACHE[id]
+
+
+register(
+    "triage-tickets-v0",
+    entry_point="scenarios.library.triage:TriageTickets",
+    description="Team lead triages new backlog tickets by the routing rules posted in the team channel.",
+)

@@ -1,0 +1,1 @@
+"""Thin adapters from ``sim.episode.Episode`` to trainer APIs (each imports its framework lazily)."""

@@ -1,0 +1,175 @@
+"""``companysim scenarios|run|replay|demo``: run agents on scenarios, record and replay traces."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.progress import Progress
+from rich.table import Table
+
+from graders.base import Score
+from sim.agents import AGENTS, run_agent
+from sim.cli.app import USER_ERRORS, app, console
+from sim.episode import Episode
+from sim.errors import SimError
+from sim.replay import replay as replay_trace
+from sim.trace import TraceWriter
+from worlds.store import WorldStore
+
+USER_ERRORS.append(SimError)
+
+scenarios_app = typer.Typer(help="List scenario families.", no_args_is_help=True)
+app.add_typer(scenarios_app, name="scenarios")
+
+DataDir = Annotated[
+    Path | None,
+    typer.Option("--data-dir", envvar="COMPANYSIM_DATA_DIR", help="Where base worlds are cached."),
+]
+
+
+@scenarios_app.command("list")
+def scenarios_list() -> None:
+    """List registered scenario ids."""
+    from scenarios.registry import registered
+
+    table = Table(title="Scenarios")
+    table.add_column("id")
+    table.add_column("description")
+    for reg in registered():
+        table.add_row(reg.id, reg.description)
+    console.print(table)
+
+
+def _results_table(title: str, scores: list[tuple[str, int, Score]]) -> Table:
+    table = Table(title=title)
+    table.add_column("agent")
+    table.add_column("seed", justify="right")
+    table.add_column("reward", justify="right")
+    check_ids = [c.id for c in scores[0][2].checks] if scores else []
+    for cid in check_ids:
+        table.add_column(cid, justify="right")
+    for agent, seed, score in scores:
+        cells = [f"{c.score:.2f}{'' if c.passed else ' x'}" for c in score.checks]
+        table.add_row(agent, str(seed), f"{score.value:.3f}", *cells)
+    return table
+
+
+def run_many(
+    scenario: str, agents: list[str], seeds: list[int], store: WorldStore, trace: Path | None, difficulty: int
+) -> list[tuple[str, int, Score]]:
+    """Run each agent on each seed with a progress bar; returns (agent, seed, score) rows."""
+    writer = TraceWriter(trace) if trace is not None else None
+    episode = Episode(scenario, store=store, trace=writer)
+    results: list[tuple[str, int, Score]] = []
+    try:
+        with Progress(console=console, transient=True) as bar:
+            task = bar.add_task(f"{scenario}", total=len(agents) * len(seeds))
+            for agent in agents:
+                for seed in seeds:
+                    results.append((agent, seed, run_agent(episode, agent, seed, {"difficulty": difficulty})))
+                    bar.advance(task)
+    finally:
+        episode.close()
+        if writer is not None:
+            writer.close()
+    return results
+
+
+@app.command("run")
+def run(
+    scenario: Annotated[str, typer.Argument(help="Scenario id, e.g. triage-tickets-v0.")],
+    seed: Annotated[int, typer.Option(help="First seed.")] = 0,
+    agent: Annotated[str, typer.Option(help="oracle | noop | random")] = "oracle",
+    episodes: Annotated[int, typer.Option(help="Episodes to run (seeds seed..seed+K-1).")] = 1,
+    difficulty: Annotated[int, typer.Option(help="Scenario difficulty 0-3.")] = 1,
+    trace: Annotated[Path | None, typer.Option(help="Write a JSONL trace here.")] = None,
+    data_dir: DataDir = None,
+) -> None:
+    """Run a built-in agent on a scenario and print the rewards per check."""
+    if agent not in AGENTS:
+        raise SimError(f"unknown agent {agent!r}; expected one of {', '.join(AGENTS)}")
+    if episodes < 1:
+        raise SimError(f"--episodes must be at least 1, got {episodes}")
+    results = run_many(
+        scenario, [agent], list(range(seed, seed + episodes)), WorldStore(data_dir), trace, difficulty
+    )
+    console.print(_results_table(f"{scenario} ({agent})", results))
+    mean = sum(s.value for _, _, s in results) / len(results)
+    console.print(f"mean reward {mean:.3f} over {len(results)} episode(s)")
+    if trace is not None:
+        console.print(f"trace {trace}", markup=False)
+
+
+@app.command("replay")
+def replay(
+    trace: Annotated[Path, typer.Argument(help="A JSONL trace written by run or demo.")],
+    data_dir: DataDir = None,
+) -> None:
+    """Re-run a trace on fresh forks; exit 1 and name the first step that differs."""
+    report = replay_trace(trace, store=WorldStore(data_dir), stop_at_first=False)
+    if report.ok:
+        console.print(f"replay ok: {report.episodes} episode(s), {report.steps} step(s) identical")
+        return
+    console.print(f"replay differs: {report.mismatches[0]}", markup=False)
+    raise typer.Exit(1)
+
+
+@app.command("demo")
+def demo(
+    seed: Annotated[int, typer.Option(help="Seed of the demo company and tasks.")] = 0,
+    episodes: Annotated[int, typer.Option(help="Episodes per agent.")] = 3,
+    out: Annotated[Path, typer.Option(help="Directory for the traces.")] = Path("out"),
+    data_dir: DataDir = None,
+) -> None:
+    """A seeded company, the first scenario, the oracle, no-op and random agents, a table and traces."""
+    from sim.cli.world import print_world_summary
+    from scenarios.registry import make
+    from worlds.spec import WorldSpec
+
+    scenario = "triage-tickets-v0"
+    store = WorldStore(data_dir)
+    family = make(scenario)
+    spec = WorldSpec.parse(
+        seed=seed, employees=family.world.employees, history_days=family.world.history_days
+    )
+    world = store.base(spec)
+    try:
+        print_world_summary(world)
+    finally:
+        world.close()
+    out.mkdir(parents=True, exist_ok=True)
+    rows: list[tuple[str, int, Score]] = []
+    for agent in AGENTS:
+        trace = out / f"{scenario}-{agent}.jsonl"
+        rows += run_many(scenario, [agent], list(range(seed, seed + episodes)), store, trace, 1)
+        console.print(f"trace {trace}", markup=False)
+    console.print(_results_table(f"{scenario}: built-in agents", rows))
+    for agent in AGENTS:
+        vals = [s.value for a, _, s in rows if a == agent]
+        console.print(f"{agent:>7}: mean reward {sum(vals) / len(vals):.3f}")
+
+
+@app.command("mcp")
+def mcp(
+    scenario: Annotated[str, typer.Option(help="Scenario id.")] = "triage-tickets-v0",
+    seed: Annotated[int, typer.Option(help="Episode seed.")] = 0,
+    difficulty: Annotated[int, typer.Option(help="Scenario difficulty 0-3.")] = 1,
+    trace: Annotated[Path | None, typer.Option(help="Write a JSONL trace here.")] = None,
+    data_dir: DataDir = None,
+) -> None:
+    """Serve one episode over stdio to any MCP client (the task prompt is the server's instructions)."""
+    from sim.mcp_server import episode_server
+
+    writer = TraceWriter(trace) if trace is not None else None
+    episode = Episode(scenario, store=WorldStore(data_dir), trace=writer)
+    prompt, info = episode.reset(seed=seed, options={"difficulty": difficulty})
+    server = episode_server(episode, info["tools"])
+    server.instructions = prompt
+    try:
+        server.run(transport="stdio", show_banner=False)
+    finally:
+        episode.close()
+        if writer is not None:
+            writer.close()

@@ -1,0 +1,253 @@
+"""``companysim world ...``: create, inspect, hash and compare worlds."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import date
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+from sqlalchemy import func, select
+
+from sim.cli.app import app, console
+from worlds.errors import SpecError
+from worlds.schema import (
+    Channel,
+    Department,
+    Document,
+    Employee,
+    Event,
+    MailMessage,
+    Post,
+    Project,
+    Repository,
+    Team,
+    Ticket,
+)
+from worlds.spec import APPS, WorldSpec
+from worlds.store import World, WorldStore, create_world, open_world
+
+world_app = typer.Typer(help="Create, inspect, hash and compare worlds.", no_args_is_help=True)
+app.add_typer(world_app, name="world")
+
+DataDir = Annotated[
+    Path | None,
+    typer.Option("--data-dir", envvar="COMPANYSIM_DATA_DIR", help="Where base worlds are cached."),
+]
+
+
+@contextmanager
+def _progress(enabled: bool) -> Iterator[object]:
+    """A rich progress bar fed by the generator's progress(stage, done, total) callback."""
+    if not enabled:
+        yield None
+        return
+    with Progress(
+        TextColumn("[bold]{task.description:<12}"),
+        BarColumn(),
+        TextColumn("{task.completed}/{task.total}"),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+    ) as bar:
+        task = bar.add_task("generating", total=None)
+
+        def report(stage: str, done: int, total: int) -> None:
+            bar.update(task, description=stage, completed=done, total=total)
+
+        yield report
+
+
+def _parse_apps(apps: str | None) -> tuple[str, ...]:
+    if apps is None:
+        return APPS
+    names = tuple(a.strip() for a in apps.split(",") if a.strip())
+    if not names:
+        raise SpecError(f"invalid apps={apps!r}: expected a comma-separated subset of {', '.join(APPS)}")
+    return names
+
+
+@world_app.command("new")
+def world_new(
+    seed: Annotated[int, typer.Option(help="Root seed of the company.")],
+    employees: Annotated[int, typer.Option(help="Headcount, CEO included.")] = 100,
+    history_days: Annotated[int, typer.Option(help="Days of history before the start date.")] = 90,
+    start_date: Annotated[str, typer.Option(help="Simulated 'today' (YYYY-MM-DD).")] = "2026-03-02",
+    industry: Annotated[str, typer.Option(help="software|fintech|healthcare|retail|logistics")] = "software",
+    locale: Annotated[str, typer.Option(help="Faker locale for names.")] = "en_US",
+    apps: Annotated[str | None, typer.Option(help="Comma-separated apps to populate (default: all).")] = None,
+    db: Annotated[str | None, typer.Option(help="Database URL (sqlite:///x.db, postgresql://...).")] = None,
+    out: Annotated[Path | None, typer.Option(help="SQLite file to write.")] = None,
+    overwrite: Annotated[bool, typer.Option(help="Replace an existing world at the target.")] = False,
+    data_dir: DataDir = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+) -> None:
+    """Generate a seeded company world (into the cache unless --db or --out is given)."""
+    try:
+        start = date.fromisoformat(start_date)
+    except ValueError:
+        raise SpecError(f"invalid start_date={start_date!r}: expected YYYY-MM-DD") from None
+    spec = WorldSpec.parse(
+        seed=seed,
+        employees=employees,
+        history_days=history_days,
+        start_date=start,
+        industry=industry,
+        locale=locale,
+        apps=_parse_apps(apps),
+    )
+    if db is not None and out is not None:
+        raise SpecError("give --db or --out, not both")
+    with _progress(not quiet) as report:
+        if db is None and out is None:
+            world = WorldStore(data_dir).base(spec, progress=report)  # type: ignore[arg-type]
+        else:
+            target: str | Path = db if db is not None else out  # type: ignore[assignment]
+            world = create_world(spec, target, progress=report, overwrite=overwrite)  # type: ignore[arg-type]
+    try:
+        console.print(f"world {world.url}", markup=False)
+        console.print(f"spec {spec.canonical_json()}", markup=False)
+    finally:
+        world.close()
+
+
+def _count(world: World, column: object, *where: object) -> int:
+    with world.session() as session:
+        stmt = select(func.count(column))  # type: ignore[call-overload]
+        for clause in where:
+            stmt = stmt.where(clause)
+        return int(session.scalar(stmt) or 0)
+
+
+def _summary_tables(world: World) -> list[Table]:
+    tables: list[Table] = []
+    with world.session() as session:
+        overview = Table(title="World", show_header=False)
+        overview.add_row("url", world.url)
+        overview.add_row("spec", world.spec.canonical_json())
+        overview.add_row("versions", f"schema {world.schema_version}, generator {world.generator_version}")
+        counts = {
+            "employees": Employee.id,
+            "teams": Team.id,
+            "projects": Project.id,
+            "tickets": Ticket.id,
+            "channels": Channel.id,
+            "posts": Post.id,
+            "mail messages": MailMessage.id,
+            "events": Event.id,
+            "documents": Document.id,
+            "repositories": Repository.id,
+        }
+        for label, col in counts.items():
+            overview.add_row(label, str(session.scalar(select(func.count(col))) or 0))
+        tables.append(overview)
+
+        heads = Table(title="Headcount by department")
+        heads.add_column("department")
+        heads.add_column("code")
+        heads.add_column("people", justify="right")
+        rows = session.execute(
+            select(Department.name, Department.code, func.count(Employee.id))
+            .join(Employee, Employee.department_id == Department.id, isouter=True)
+            .group_by(Department.id, Department.name, Department.code)
+            .order_by(func.count(Employee.id).desc(), Department.name)
+        ).all()
+        for name, code, people in rows:
+            heads.add_row(name, code, str(people))
+        tables.append(heads)
+
+        status = Table(title="Tickets by status")
+        status.add_column("status")
+        status.add_column("tickets", justify="right")
+        for name, n in session.execute(
+            select(Ticket.status, func.count(Ticket.id)).group_by(Ticket.status).order_by(Ticket.status)
+        ).all():
+            status.add_row(name, str(n))
+        tables.append(status)
+
+        chans = Table(title="Channels (busiest 12)")
+        chans.add_column("channel")
+        chans.add_column("type")
+        chans.add_column("posts", justify="right")
+        for name, kind, n in session.execute(
+            select(Channel.name, Channel.type, func.count(Post.id))
+            .join(Post, Post.channel_id == Channel.id, isouter=True)
+            .group_by(Channel.id, Channel.name, Channel.type)
+            .order_by(func.count(Post.id).desc(), Channel.name)
+            .limit(12)
+        ).all():
+            chans.add_row(name, kind, str(n))
+        tables.append(chans)
+
+        docs = Table(title="Documents")
+        docs.add_column("kind")
+        docs.add_column("mime type")
+        docs.add_column("files", justify="right")
+        for kind, mime, n in session.execute(
+            select(Document.kind, Document.mime_type, func.count(Document.id))
+            .group_by(Document.kind, Document.mime_type)
+            .order_by(Document.kind, Document.mime_type)
+        ).all():
+            docs.add_row(kind, mime, str(n))
+        tables.append(docs)
+    return tables
+
+
+def print_world_summary(world: World) -> None:
+    """Print the summary tables of a world (used by ``world show`` and the demo)."""
+    for table in _summary_tables(world):
+        console.print(table)
+
+
+@world_app.command("show")
+def world_show(target: Annotated[str, typer.Argument(help="World file path or database URL.")]) -> None:
+    """Show a world: headcount by department, tickets by status, channels, documents."""
+    world = open_world(target, readonly=True)
+    try:
+        print_world_summary(world)
+    finally:
+        world.close()
+
+
+@world_app.command("hash")
+def world_hash(target: Annotated[str, typer.Argument(help="World file path or database URL.")]) -> None:
+    """Print the world's state hash alone on one line."""
+    world = open_world(target, readonly=True)
+    try:
+        typer.echo(world.state_hash())
+    finally:
+        world.close()
+
+
+@world_app.command("diff")
+def world_diff(
+    a: Annotated[str, typer.Argument(help="First world (path or URL).")],
+    b: Annotated[str, typer.Argument(help="Second world (path or URL).")],
+) -> None:
+    """Show which tables and rows differ between two worlds (exit 1 if they differ)."""
+    from worlds.dump import diff
+
+    wa, wb = open_world(a, readonly=True), open_world(b, readonly=True)
+    try:
+        with wa.connect() as ca, wb.connect() as cb:
+            result = diff(ca, cb)
+    finally:
+        wa.close()
+        wb.close()
+    if not result.tables:
+        console.print("identical")
+        return
+    table = Table(title="Differences")
+    for col in ("table", "added", "removed", "changed", "first keys"):
+        table.add_column(col)
+    for name, td in result.tables.items():
+        keys = [*td.added, *td.removed, *td.changed][:5]
+        table.add_row(
+            name, str(len(td.added)), str(len(td.removed)), str(len(td.changed)), ", ".join(map(str, keys))
+        )
+    console.print(table)
+    raise typer.Exit(1)

@@ -1,0 +1,385 @@
+"""Episode: one agent, one task, one forked world; Gymnasium-shaped.
+
+``reset(seed, options)`` forks the cached base world (no regeneration), lets the scenario write its setup,
+and returns the task prompt with the tools as OpenAI function schemas. ``step(action)`` runs one tool call
+as the agent's employee, inside a savepoint so a failed call leaves the state exactly as it was, advances
+the simulated clock by the call's cost, and records the step. The ``submit`` tool ends the episode; the turn
+limit and the simulated-time budget truncate it. ``grade()`` scores the final state from the change log and
+the step records, never from a full-world scan.
+
+Options of ``reset``: ``world_seed`` (default: the seed), ``employees`` and ``history_days`` (default: the
+scenario's), ``difficulty`` (default 1). Actions: ``{"name": str, "arguments": dict | JSON str}`` or an
+OpenAI tool call ``{"function": {"name", "arguments"}}``. A malformed action, an unknown tool or bad
+arguments is an error observation with a stable code, and the episode goes on.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, time
+from typing import Any
+
+from sqlalchemy import select
+
+from graders.base import GradingContext, Score, grade
+from mcp_tools.base import READ, Actor, ToolContext, ToolSpec, call_tool, openai_tools
+from mcp_tools.company import company_specs
+from mcp_tools.errors import AppError
+from scenarios.base import ScenarioInstance
+from scenarios.registry import make
+from sim.clock import SimClock
+from sim.errors import BadAction, EpisodeOver, NotReset
+from sim.submit import SUBMIT_SCHEMA
+from sim.trace import TRACE_FORMAT, TraceWriter, canonical, chain_hash, package_versions
+from worlds.changelog import ChangeContext, track
+from worlds.schema import ChangeLog
+from worlds.seeding import Seeds
+from worlds.spec import WorldSpec
+from worlds.store import World, WorldStore
+
+READ_COST_S = 15
+WRITE_COST_S = 45
+ERROR_COST_S = 5
+
+
+@dataclass(kw_only=True)
+class _Live:
+    """State of the running episode (dropped on close)."""
+
+    episode_id: str
+    seed: int
+    options: dict[str, Any]
+    spec: WorldSpec
+    world: World
+    instance: ScenarioInstance
+    clock: SimClock
+    change: ChangeContext
+    ctx: ToolContext
+    tools: dict[str, ToolSpec]
+    start_seq: int
+    start_clock: datetime
+    state_hash: str
+    last_seq: int
+    steps: list[dict[str, Any]] = field(default_factory=list)
+    terminated: bool = False
+    truncated: bool = False
+    score: Score | None = None
+
+
+class Episode:
+    """A resettable episode of one scenario.
+
+    Args:
+        scenario: A registered scenario id such as ``triage-tickets-v0``.
+        store: Where base worlds are cached (default: the user cache dir or COMPANYSIM_DATA_DIR).
+        trace: Optional writer; each episode appends a header, its steps and a score record.
+    """
+
+    def __init__(
+        self, scenario: str, *, store: WorldStore | None = None, trace: TraceWriter | None = None
+    ) -> None:
+        self.scenario_id = scenario
+        self.family = make(scenario)
+        self.store = store or WorldStore()
+        self.trace = trace
+        self._bases: dict[str, World] = {}
+        self._live: _Live | None = None
+        self._resets = 0
+
+    # -- lifecycle ---------------------------------------------------------------------------------------
+
+    def reset(
+        self, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[str, dict[str, Any]]:
+        """Start a new episode; returns (task prompt, info with tools, actor and episode id)."""
+        self._finish_open_episode()
+        opts = dict(options or {})
+        seed = self._resets if seed is None else int(seed)
+        spec = WorldSpec.parse(
+            seed=int(opts.get("world_seed", seed)),
+            employees=int(opts.get("employees", self.family.world.employees)),
+            history_days=int(opts.get("history_days", self.family.world.history_days)),
+        )
+        difficulty = int(opts.get("difficulty", 1))
+        base = self._bases.get(spec.spec_hash)
+        if base is None:
+            base = self._bases[spec.spec_hash] = self.store.base(spec)
+        world = base.fork()
+        session = world.session()
+        clock = SimClock(datetime.combine(spec.start_date, time(9, 0), tzinfo=UTC))
+        change = track(session, clock=clock, tag="setup")
+        instance = self.family.build(session, Seeds(seed), clock, difficulty)
+        session.flush()
+        setup_rows = self._log_since(session, 0)
+        last_seq = setup_rows[-1]["seq"] if setup_rows else 0
+        actor = Actor.load(session, instance.actor)
+        change.actor_id, change.tag = actor.employee_id, None
+        specs = {name: s for name, s in company_specs().items() if s.app in instance.apps}
+        self._resets += 1
+        live = _Live(
+            episode_id=f"{self.scenario_id}/{seed}/{self._resets}",
+            seed=seed,
+            options=opts,
+            spec=spec,
+            world=world,
+            instance=instance,
+            clock=clock,
+            change=change,
+            ctx=ToolContext(session=session, actor=actor, clock=clock),
+            tools=specs,
+            start_seq=last_seq,
+            start_clock=clock.now(),
+            state_hash=chain_hash(spec.spec_hash, [self.scenario_id, seed, difficulty, setup_rows]),
+            last_seq=last_seq,
+        )
+        self._live = live
+        if self.trace is not None:
+            self.trace.write(self._header(live))
+        return instance.prompt, self._reset_info(live)
+
+    def close(self) -> None:
+        """End any open episode (graded if a trace is recorded) and free its fork."""
+        self._finish_open_episode()
+        for base in self._bases.values():
+            base.close()
+        self._bases.clear()
+
+    # -- stepping ----------------------------------------------------------------------------------------
+
+    def step(self, action: Any) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        """Run one tool call; returns (observation, reward, terminated, truncated, info)."""
+        live = self._require_live()
+        if live.terminated or live.truncated:
+            raise EpisodeOver(f"episode {live.episode_id} has ended; call reset() to start another")
+        index = len(live.steps)
+        result: Any = None
+        error: dict[str, str] | None = None
+        cost = ERROR_COST_S
+        write = False
+        name = "?"
+        arguments: dict[str, Any] = {}
+        try:
+            name, arguments = parse_action(action)
+        except BadAction as exc:
+            error = {"code": exc.code, "message": str(exc)}
+        if error is None and name == "submit":
+            live.terminated = True
+            result = {"submitted": True}
+            cost = 0
+        elif error is None:
+            spec = live.tools.get(name)
+            if spec is None:
+                error = {"code": "unknown_tool", "message": f"unknown tool {name!r}; see the tool list"}
+            else:
+                write = spec.kind != READ
+                live.change.tag = name
+                result, error = self._run(live, spec, arguments, write)
+                if error is None:
+                    cost = WRITE_COST_S if write else READ_COST_S
+        live.clock.advance(cost)
+        if write and error is None:
+            rows = self._log_since(live.ctx.session, live.last_seq)
+            if rows:
+                live.last_seq = rows[-1]["seq"]
+                live.state_hash = chain_hash(live.state_hash, rows)
+        elapsed = (live.clock.now() - live.start_clock).total_seconds()
+        limits = live.instance.limits
+        if not live.terminated and (index + 1 >= limits.max_turns or elapsed >= limits.time_budget_s):
+            live.truncated = True
+        record = {
+            "type": "step",
+            "index": index,
+            "action": {"name": name, "arguments": arguments},
+            "result": result,
+            "error": error,
+            "clock": live.clock.now().isoformat(),
+            "state_hash": live.state_hash,
+        }
+        live.steps.append(record)
+        if self.trace is not None:
+            self.trace.write(record)
+        reward = 0.0
+        if live.terminated or live.truncated:
+            reward = self._final_score(live).value
+        obs = f"error [{error['code']}]: {error['message']}" if error else canonical(result)
+        info = {"turn": index + 1, "clock": record["clock"], "error": error, "state_hash": live.state_hash}
+        return obs, reward, live.terminated, live.truncated, info
+
+    def grade(self) -> Score:
+        """Score the current state (the final one once the episode has ended)."""
+        live = self._require_live()
+        return self._grade(live)
+
+    # -- introspection -----------------------------------------------------------------------------------
+
+    @property
+    def done(self) -> bool:
+        """Whether the current episode has ended."""
+        return self._live is not None and (self._live.terminated or self._live.truncated)
+
+    @property
+    def instance(self) -> ScenarioInstance:
+        """The current scenario instance (tests and oracles in-process only; never shown to the agent)."""
+        return self._require_live().instance
+
+    @property
+    def steps(self) -> list[dict[str, Any]]:
+        """The step records of the current episode."""
+        return list(self._require_live().steps)
+
+    @property
+    def world(self) -> World:
+        """The current episode's private world."""
+        return self._require_live().world
+
+    # -- internals ---------------------------------------------------------------------------------------
+
+    def _require_live(self) -> _Live:
+        if self._live is None:
+            raise NotReset("call reset() before step() or grade()")
+        return self._live
+
+    def _run(
+        self, live: _Live, spec: ToolSpec, arguments: dict[str, Any], write: bool
+    ) -> tuple[Any, dict[str, str] | None]:
+        session = live.ctx.session
+        savepoint = session.begin_nested() if write else None
+        try:
+            result = call_tool(spec, arguments, live.ctx)
+            if savepoint is not None:
+                session.flush()
+                savepoint.commit()
+            return result, None
+        except AppError as exc:
+            if savepoint is not None and savepoint.is_active:
+                savepoint.rollback()
+            return None, {"code": exc.code, "message": str(exc)}
+        except Exception as exc:  # noqa: BLE001 - the agent must never see internals, and the episode goes on
+            if savepoint is not None and savepoint.is_active:
+                savepoint.rollback()
+            return None, {
+                "code": "internal",
+                "message": f"internal error in {spec.name} ({type(exc).__name__})",
+            }
+
+    @staticmethod
+    def _log_since(session: Any, seq: int) -> list[dict[str, Any]]:
+        rows = session.execute(select(ChangeLog).where(ChangeLog.seq > seq).order_by(ChangeLog.seq)).scalars()
+        return [
+            {
+                "seq": r.seq,
+                "table": r.table_name,
+                "key": r.row_key,
+                "op": r.op,
+                "changes": r.changes,
+                "actor": r.actor_id,
+                "at": r.at.isoformat(),
+                "tag": r.tag,
+            }
+            for r in rows
+        ]
+
+    def _grade(self, live: _Live) -> Score:
+        session = live.ctx.session
+        session.flush()
+        changes = (
+            session.execute(select(ChangeLog).where(ChangeLog.seq > live.start_seq).order_by(ChangeLog.seq))
+            .scalars()
+            .all()
+        )
+        ctx = GradingContext(
+            session=session,
+            changes=list(changes),
+            trace=live.steps,
+            actor_id=live.ctx.actor.employee_id,
+            params=dict(live.instance.params),
+        )
+        return grade(live.instance.rubric, ctx)
+
+    def _final_score(self, live: _Live) -> Score:
+        if live.score is None:
+            live.score = self._grade(live)
+            if self.trace is not None:
+                self.trace.write(score_record(live.score))
+                self.trace.flush()
+        return live.score
+
+    def _finish_open_episode(self) -> None:
+        live = self._live
+        if live is None:
+            return
+        if self.trace is not None and live.score is None:
+            live.truncated = True
+            self._final_score(live)
+        live.ctx.session.close()
+        live.world.close()
+        self._live = None
+
+    def _header(self, live: _Live) -> dict[str, Any]:
+        rubric = live.instance.rubric
+        return {
+            "type": "header",
+            "format": TRACE_FORMAT,
+            "versions": package_versions(),
+            "world_spec": json.loads(live.spec.canonical_json()),
+            "scenario": self.scenario_id,
+            "seed": live.seed,
+            "options": live.options,
+            "episode_id": live.episode_id,
+            "actor": live.instance.actor,
+            "difficulty": live.instance.difficulty,
+            "rubric": {"id": rubric.id, "version": rubric.version, "fingerprint": rubric.fingerprint},
+            "start_state_hash": live.state_hash,
+        }
+
+    def _reset_info(self, live: _Live) -> dict[str, Any]:
+        actor = live.ctx.actor
+        return {
+            "episode_id": live.episode_id,
+            "scenario": self.scenario_id,
+            "prompt": live.instance.prompt,
+            "actor": {"username": actor.username, "roles": sorted(actor.roles)},
+            "tools": [*openai_tools(list(live.tools.values())), SUBMIT_SCHEMA],
+            "clock": live.clock.now().isoformat(),
+            "limits": {
+                "max_turns": live.instance.limits.max_turns,
+                "time_budget_s": live.instance.limits.time_budget_s,
+            },
+        }
+
+
+def score_record(score: Score) -> dict[str, Any]:
+    """The trace's closing record of an episode."""
+    return {"type": "score", **score.to_json()}
+
+
+def parse_action(action: Any) -> tuple[str, dict[str, Any]]:
+    """Normalise an action to (tool name, arguments dict).
+
+    Raises:
+        BadAction: the action has no tool name or its arguments are not a JSON object.
+    """
+    if isinstance(action, str):
+        try:
+            action = json.loads(action)
+        except json.JSONDecodeError:
+            raise BadAction('action is not JSON; expected {"name": ..., "arguments": {...}}') from None
+    if not isinstance(action, dict):
+        raise BadAction(f"action must be an object with name and arguments, got {type(action).__name__}")
+    if isinstance(action.get("function"), dict):
+        action = action["function"]
+    name = action.get("name")
+    if not isinstance(name, str) or not name:
+        raise BadAction("action has no tool name (expected a non-empty string under 'name')")
+    arguments = action.get("arguments", {})
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments) if arguments.strip() else {}
+        except json.JSONDecodeError:
+            raise BadAction(f"arguments of {name!r} are not valid JSON") from None
+    if arguments is None:
+        arguments = {}
+    if not isinstance(arguments, dict):
+        raise BadAction(f"arguments of {name!r} must be a JSON object, got {type(arguments).__name__}")
+    return name, arguments

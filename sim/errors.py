@@ -1,0 +1,56 @@
+"""The one error root of the sim layer.
+
+Tree::
+
+    SimError                 code: a stable string a caller can switch on
+    ├── EpisodeOver          "episode_over": step() after submit, the turn limit or the time budget
+    ├── NotReset             "not_reset": step() or grade() before reset()
+    ├── BadAction            "bad_action": the action is not {"name", "arguments"} or an OpenAI tool call
+    ├── UnknownScenario      "unknown_scenario": no scenario registered under that id
+    └── TraceError           "bad_trace": a trace file is corrupt, truncated or from another version
+        └── ReplayMismatch   "replay_mismatch": a replayed step differs from the recorded one
+"""
+
+from __future__ import annotations
+
+
+class SimError(Exception):
+    """Root of every error the sim layer raises on purpose; ``code`` is stable across releases."""
+
+    code = "sim_error"
+
+
+class EpisodeOver(SimError):
+    """The episode has ended; reset() starts a new one."""
+
+    code = "episode_over"
+
+
+class NotReset(SimError):
+    """The episode has not been reset yet."""
+
+    code = "not_reset"
+
+
+class BadAction(SimError):
+    """The action does not have the shape of a tool call."""
+
+    code = "bad_action"
+
+
+class UnknownScenario(SimError):
+    """No scenario is registered under the requested id."""
+
+    code = "unknown_scenario"
+
+
+class TraceError(SimError):
+    """A trace cannot be read or does not match this companysim."""
+
+    code = "bad_trace"
+
+
+class ReplayMismatch(TraceError):
+    """A replayed step produced a different result, error, clock or state hash."""
+
+    code = "replay_mismatch"
