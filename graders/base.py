@@ -11,8 +11,10 @@ change log, the tool-call trace, the agent's employee id, the scenario's hidden 
 
 * each check returns a ``CheckOutcome`` (score in [0, 1], partial credit allowed, plus evidence: what was
   found, stated so a human can audit a reward without rerunning the episode) or a ``(bool | float, str)``;
-* ``value = sum(weight * score) / sum(weight)``, forced to 0 when a ``must`` check scores below 1 (gating: a
-  task done "mostly" while breaking a hard requirement earns nothing);
+* ``value = sum(weight * score) / sum(weight)`` over the checks that are not ``must``; ``must`` checks are
+  pure gates: one scoring below 1 forces the value to 0 (a task done "mostly" while breaking a hard
+  requirement earns nothing), and passing them adds nothing, so doing nothing can score exactly 0. A rubric
+  made only of must checks scores 1 when all pass;
 * a check that raises scores 0 with evidence ``check error: <Type>: <message>``; grading never crashes on
   an episode, because one buggy check must not lose a whole rollout batch.
 
@@ -256,7 +258,8 @@ def grade(rubric: Rubric, ctx: GradingContext) -> Score:
     ctx.memo.clear()  # lookups are cached per grade, never across grades of a changing world
     with session.no_autoflush, read_only(session):
         results = tuple(_run(check, ctx, savepoints) for check in rubric.checks)
-    value = sum(r.weight * r.score for r in results) / sum(r.weight for r in results)
+    scored = [r for r in results if not r.must] or list(results)
+    value = sum(r.weight * r.score for r in scored) / sum(r.weight for r in scored)
     gated = any(r.must and not r.passed for r in results)
     return Score(
         value=0.0 if gated else min(1.0, value),

@@ -20,12 +20,12 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, time
 from typing import Any
 
-from sqlalchemy import select
-
-from graders.base import GradingContext, Score, grade
 from mcp_tools.base import READ, Actor, ToolContext, ToolSpec, call_tool, openai_tools
 from mcp_tools.company import company_specs
 from mcp_tools.errors import AppError
+from sqlalchemy import select
+
+from graders.base import GradingContext, Score, grade
 from scenarios.base import ScenarioInstance
 from scenarios.registry import make
 from sim.clock import SimClock

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import date, datetime
 from typing import Any
 
-from sqlalchemy import event, inspect, insert
+from sqlalchemy import event, insert, inspect
 from sqlalchemy.orm import Session
 from sqlalchemy.orm.attributes import get_history
 

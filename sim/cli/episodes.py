@@ -124,8 +124,8 @@ def demo(
     data_dir: DataDir = None,
 ) -> None:
     """A seeded company, the first scenario, the oracle, no-op and random agents, a table and traces."""
-    from sim.cli.world import print_world_summary
     from scenarios.registry import make
+    from sim.cli.world import print_world_summary
     from worlds.spec import WorldSpec
 
     scenario = "triage-tickets-v0"

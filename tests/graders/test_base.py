@@ -117,7 +117,12 @@ def test_grade__failed_must_check_gates_reward_to_zero(world):
 
 def test_grade__passed_must_check_does_not_gate(world):
     score = grade(rubric(check("a", score=0.5), check("gate", score=1.0, must=True)), world.ctx())
-    assert score.value == pytest.approx(0.75) and not score.gated
+    assert score.value == pytest.approx(0.5) and not score.gated  # a passed gate adds nothing
+
+
+def test_grade__only_must_checks_score_one_when_all_pass(world):
+    score = grade(rubric(check("g1", score=1.0, must=True), check("g2", score=1.0, must=True)), world.ctx())
+    assert score.value == 1.0 and not score.gated
 
 
 def test_grade__raising_check_scores_zero_with_error_evidence(world):

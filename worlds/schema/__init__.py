@@ -5,7 +5,7 @@ from worlds.schema.calendar import Event, EventAttendee, Room
 from worlds.schema.chat import Channel, ChannelMember, ChatTeam, Mention, Post, Reaction
 from worlds.schema.documents import Blob, DocFolder, Document, DocumentShare, DocumentVersion
 from worlds.schema.git import Repository
-from worlds.schema.mail import MailDelivery, MailFolder, Mailbox, MailMessage, MailRecipient, MailThread
+from worlds.schema.mail import Mailbox, MailDelivery, MailFolder, MailMessage, MailRecipient, MailThread
 from worlds.schema.meta import ChangeLog, WorldMeta
 from worlds.schema.org import Company, Department, Employee, EmployeePrivate, EmployeeRole, Location, Team
 from worlds.schema.projects import Milestone, Project, ProjectMember

@@ -1,0 +1,1 @@
+"""Benchmarks: ``python -m bench [names...]`` writes bench/results/<name>.json and prints a table."""

@@ -1,0 +1,25 @@
+"""Run benchmark modules: ``python -m bench [worlds episode ...]``."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+MODULES = ("worlds", "episode")
+
+
+def main(argv: list[str]) -> int:
+    names = argv or list(MODULES)
+    for name in names:
+        try:
+            module = importlib.import_module(f"bench.{name}")
+        except ImportError as exc:
+            print(f"bench {name}: skipped ({exc})")
+            continue
+        path = module.run()
+        print(f"bench {name}: wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

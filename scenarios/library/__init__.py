@@ -1,0 +1,1 @@
+"""Scenario families, one module each (build, rubric, oracle)."""

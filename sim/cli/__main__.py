@@ -1,0 +1,5 @@
+"""``python -m sim.cli``: the same as the ``companysim`` console script."""
+
+from sim.cli import main
+
+main()

@@ -1,0 +1,82 @@
+"""Shared fixtures: hypothesis profiles, a throwaway PostgreSQL 15 cluster, a private data dir."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, settings
+
+settings.register_profile(
+    "ci",
+    max_examples=25,
+    stateful_step_count=20,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    print_blob=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+settings.register_profile(
+    "dev", max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev"))
+
+PG_BIN = Path("/usr/lib/postgresql/15/bin")
+UNDER_CI = os.environ.get("CI", "").lower() == "true"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _as_postgres(cmd: str) -> subprocess.CompletedProcess[str]:
+    if os.geteuid() == 0:
+        return subprocess.run(["su", "postgres", "-s", "/bin/sh", "-c", cmd], capture_output=True, text=True, check=False)
+    return subprocess.run(["sh", "-c", cmd], capture_output=True, text=True, check=False)
+
+
+@pytest.fixture(scope="session")
+def postgres_url() -> Iterator[str]:
+    """A PostgreSQL 15 cluster on 127.0.0.1 for this test session (skips locally if not installed)."""
+    if not (PG_BIN / "initdb").exists():
+        if UNDER_CI:
+            pytest.fail("PostgreSQL 15 is not installed but CI must run the PostgreSQL tests (.ci/run installs it)")
+        pytest.skip("PostgreSQL 15 is not installed (apt-get install postgresql)")
+    root = Path(tempfile.mkdtemp(prefix="companysim-pg-"))
+    os.chmod(root, 0o777)
+    if os.geteuid() == 0:
+        shutil.chown(root, "postgres")
+    port = _free_port()
+    data, log = root / "data", root / "log"
+    init = _as_postgres(f"{PG_BIN}/initdb -D {data} -A trust -U postgres --no-sync -E UTF8 --locale=C.UTF-8")
+    if init.returncode != 0:
+        init = _as_postgres(f"{PG_BIN}/initdb -D {data} -A trust -U postgres --no-sync -E UTF8 --locale=C")
+    assert init.returncode == 0, init.stderr
+    opts = (
+        f"-p {port} -k {root} -c listen_addresses=127.0.0.1 -c fsync=off "
+        "-c full_page_writes=off -c synchronous_commit=off"
+    )
+    start = _as_postgres(f"{PG_BIN}/pg_ctl -D {data} -l {log} -w -o '{opts}' start")
+    assert start.returncode == 0, start.stderr + (log.read_text() if log.exists() else "")
+    try:
+        yield f"postgresql+psycopg://postgres@127.0.0.1:{port}/postgres"
+    finally:
+        _as_postgres(f"{PG_BIN}/pg_ctl -D {data} -m immediate -w stop")
+        shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture
+def tmp_data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A private COMPANYSIM_DATA_DIR for one test."""
+    d = tmp_path / "data"
+    monkeypatch.setenv("COMPANYSIM_DATA_DIR", str(d))
+    return d

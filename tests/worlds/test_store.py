@@ -1,0 +1,152 @@
+import sqlite3
+
+import pytest
+from sqlalchemy import select
+
+from worlds.errors import BadDatabaseURL, CorruptWorld, IncompatibleWorld, SnapshotError, StoreError, WorldNotFound
+from worlds.schema import Employee, Ticket, WorldMeta
+from worlds.spec import WorldSpec
+from worlds.store import Snapshot, WorldStore, create_world, open_world
+
+SPEC = WorldSpec(seed=11, employees=15, history_days=7)
+
+
+@pytest.fixture(scope="module")
+def base(tmp_path_factory):
+    store = WorldStore(tmp_path_factory.mktemp("store"))
+    world = store.base(SPEC)
+    yield world
+    world.close()
+
+
+def _rename_first_employee(world, name):
+    with world.session() as s:
+        emp = s.scalars(select(Employee).order_by(Employee.id).limit(1)).one()
+        emp.first_name = name
+        s.commit()
+
+
+def test_fork__writes_never_reach_base_or_sibling(base):
+    before = base.state_hash()
+    a, b = base.fork(), base.fork()
+    try:
+        _rename_first_employee(a, "Forked")
+        assert a.state_hash() != before
+        assert b.state_hash() == before
+        assert base.state_hash() == before
+        with b.session() as s:
+            assert s.scalars(select(Employee.first_name).order_by(Employee.id).limit(1)).one() != "Forked"
+    finally:
+        a.close()
+        b.close()
+
+
+def test_fork__savepoint_rollback_leaves_state_unchanged(base):
+    fork = base.fork()
+    try:
+        before = fork.state_hash()
+        session = fork.session()
+        sp = session.begin_nested()
+        session.scalars(select(Ticket).order_by(Ticket.id).limit(1)).first()
+        emp = session.scalars(select(Employee).order_by(Employee.id).limit(1)).one()
+        emp.title = "Changed"
+        session.flush()
+        sp.rollback()
+        session.flush()
+        assert fork.state_hash() == before
+        session.close()
+    finally:
+        fork.close()
+
+
+def test_snapshot__round_trips_and_refuses_foreign_snapshots(base, tmp_path):
+    fork = base.fork()
+    try:
+        snap = fork.snapshot()
+        h0 = fork.state_hash()
+        _rename_first_employee(fork, "Changed")
+        assert fork.state_hash() != h0
+        fork.restore(snap)
+        assert fork.state_hash() == h0
+        snap.save(tmp_path / "s.snap")
+        fork.restore(Snapshot.load(tmp_path / "s.snap"))
+        assert fork.state_hash() == h0
+        foreign = Snapshot(spec_hash="0" * 64, schema_version=1, image=snap.image)
+        with pytest.raises(SnapshotError, match="cannot restore"):
+            fork.restore(foreign)
+        assert fork.state_hash() == h0
+        (tmp_path / "junk.snap").write_bytes(b"nope")
+        with pytest.raises(SnapshotError, match="not a companysim snapshot"):
+            Snapshot.load(tmp_path / "junk.snap")
+    finally:
+        fork.close()
+
+
+def test_base__is_cached_not_regenerated(base, tmp_path):
+    store = WorldStore(tmp_path)
+    w1 = store.base(SPEC)
+    mtime = store.path_for(SPEC).stat().st_mtime_ns
+    w1.close()
+    w2 = store.base(SPEC)
+    assert store.path_for(SPEC).stat().st_mtime_ns == mtime
+    assert w2.state_hash() == base.state_hash()
+    w2.close()
+
+
+def test_create__refuses_existing_target_and_leaves_it_untouched(tmp_path):
+    target = tmp_path / "w.db"
+    target.write_bytes(b"precious")
+    with pytest.raises(StoreError, match="already exists"):
+        create_world(SPEC, target)
+    assert target.read_bytes() == b"precious"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["w.db"]
+
+
+def test_open__refuses_missing_corrupt_incomplete_and_newer_worlds(base, tmp_path):
+    with pytest.raises(WorldNotFound, match="no world at"):
+        open_world(tmp_path / "missing.db")
+    junk = tmp_path / "junk.db"
+    junk.write_bytes(b"this is not sqlite" * 10)
+    with pytest.raises(CorruptWorld, match="not a SQLite database"):
+        open_world(junk)
+    empty = tmp_path / "empty.db"
+    sqlite3.connect(empty).execute("create table x(a)").connection.close()
+    with pytest.raises(CorruptWorld, match="not a companysim world"):
+        open_world(empty)
+
+    def tampered(name, key, value):
+        path = tmp_path / name
+        src = sqlite3.connect(base.target.path)
+        dst = sqlite3.connect(path)
+        src.backup(dst)
+        src.close()
+        dst.execute("PRAGMA journal_mode=DELETE")
+        if value is None:
+            dst.execute("delete from world_meta where key=?", (key,))
+        else:
+            dst.execute("update world_meta set value=? where key=?", (value, key))
+        dst.commit()
+        dst.close()
+        return path
+
+    with pytest.raises(CorruptWorld, match="incomplete world"):
+        open_world(tampered("half.db", "complete", None))
+    with pytest.raises(IncompatibleWorld, match="schema version 99; this companysim knows up to 1"):
+        open_world(tampered("newer.db", "schema_version", "99"))
+    with pytest.raises(IncompatibleWorld, match="generator version 7"):
+        open_world(tampered("newer_gen.db", "generator_version", "7"))
+
+
+@pytest.mark.parametrize("url", ["mysql://x/y", "postgresql://host", "sqlite://", "::not a url::/x://"])
+def test_open__bad_urls_are_one_line_errors(url):
+    with pytest.raises(BadDatabaseURL) as info:
+        open_world(url)
+    assert "\n" not in str(info.value)
+
+
+def test_world__records_versions_and_spec(base):
+    assert base.spec == SPEC
+    assert base.schema_version == 1
+    with base.session() as s:
+        keys = s.scalars(select(WorldMeta.key).order_by(WorldMeta.key)).all()
+    assert keys == ["complete", "generator_version", "schema_version", "spec", "spec_hash"]

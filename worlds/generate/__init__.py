@@ -1,0 +1,49 @@
+"""The company generator: a WorldSpec becomes rows for every table, deterministically.
+
+Stages run in a fixed order (org, work, chat, mail, calendar, documents), each drawing from its own named
+stream, so changing one stage never shifts another's numbers. Nothing reads the wall clock: every timestamp
+is placed inside the history window that ends at the spec's start date.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from worlds.generate.comms import build_calendar, build_chat, build_mail
+from worlds.generate.common import Gen
+from worlds.generate.documents import build_documents
+from worlds.generate.org import build_org
+from worlds.generate.work import build_work
+from worlds.rows import WorldRows
+from worlds.seeding import Seeds
+from worlds.spec import WorldSpec
+
+__all__ = ["generate"]
+
+
+def generate(spec: WorldSpec, progress: Callable[[str, int, int], None] | None = None) -> WorldRows:
+    """Generate every row of the world described by ``spec``."""
+    g = Gen(spec=spec, seeds=Seeds(spec.seed))
+    stages = ["org", "work", "chat", "mail", "calendar", "documents"]
+
+    def step(i: int) -> None:
+        if progress is not None:
+            progress(stages[i], i + 1, len(stages))
+
+    build_org(g)
+    step(0)
+    tickets = build_work(g)
+    step(1)
+    if g.has("chat"):
+        build_chat(g, tickets)
+    step(2)
+    if g.has("mail"):
+        build_mail(g, tickets)
+    step(3)
+    if g.has("calendar"):
+        build_calendar(g)
+    step(4)
+    if g.has("docs") or g.has("sheets"):
+        build_documents(g)
+    step(5)
+    return g.rows

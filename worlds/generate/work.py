@@ -1,0 +1,165 @@
+"""Projects, members, milestones, sprints and tickets with workflow-legal histories; repositories."""
+
+from __future__ import annotations
+
+import bisect
+from datetime import date, timedelta
+from typing import Any
+
+from worlds.generate.common import Gen, pick, slug
+from worlds.workflow import TERMINAL_STATUSES, path_to
+
+COMPONENTS = ("login page", "billing service", "search API", "mobile app", "admin console", "export job",
+              "notifications", "settings screen", "reporting dashboard", "onboarding flow")  # fmt: skip
+BUG_TITLES = ("Error when saving in the {c}", "Wrong totals shown in the {c}", "Timeout in the {c} under load",
+              "{C} crashes on empty input", "Broken link in the {c}")  # fmt: skip
+WORK_TITLES = ("Add filtering to the {c}", "Refactor the {c}", "Improve logging in the {c}",
+               "Support bulk edit in the {c}", "Write tests for the {c}", "Migrate the {c} to the new API")  # fmt: skip
+LABELS = ("backend", "frontend", "tech-debt", "customer", "security", "performance", "ux", "regression")
+COMMENTS = ("I can reproduce this on staging.", "Looking into it today.", "PR is up for review.",
+            "Blocked on the API change, see {k}.", "Moved to the next sprint.", "Verified the fix.",
+            "Can we get more details from the reporter?", "Duplicate of {k}?")  # fmt: skip
+OPEN_WEIGHTS = {"backlog": 0.3, "todo": 0.25, "in_progress": 0.25, "in_review": 0.12, "blocked": 0.08}
+STATUS_PATHS = {s: path_to(s) for s in ("backlog", "todo", "in_progress", "in_review", "blocked", "done", "wont_do")}
+
+
+def _key_for(name: str, used: set[str]) -> str:
+    words = [w for w in name.upper().split() if w.isalpha()]
+    cands = [words[-1][:3], words[-1][:4], "".join(w[0] for w in words)[:5], words[-1][:2] + words[0][:2]]
+    for cand in cands:
+        if len(cand) >= 2 and cand not in used:
+            used.add(cand)
+            return cand
+    k = 2
+    while f"{cands[0][:3]}{chr(64 + k)}" in used:
+        k += 1
+    used.add(f"{cands[0][:3]}{chr(64 + k)}")
+    return f"{cands[0][:3]}{chr(64 + k)}"
+
+
+def build_work(g: Gen) -> dict[int, list[tuple[Any, str]]]:
+    """Projects and tickets; returns per team the (created_at, key) of its tickets, sorted by time."""
+    rng = g.seeds.rng("history/tickets")
+    employees = g.rows["employees"]
+    team_members: dict[int, list[int]] = {}
+    for e in employees:
+        if e["team_id"] is not None:
+            team_members.setdefault(e["team_id"], []).append(e["id"])
+    used: set[str] = set()
+    by_team: dict[int, list[tuple[Any, str]]] = {}
+    start_date: date = g.spec.start_date
+    monday = (g.history_start - timedelta(days=g.history_start.weekday())).date()
+    for team in g.rows.get("teams", []):
+        members = team_members.get(team["id"], [])
+        if not members:
+            continue
+        dept = g.rows["departments"][team["department_id"] - 1]["name"]
+        n_projects = 2 if dept == "Engineering" and len(members) >= 6 else 1
+        for p in range(n_projects):
+            name = team["name"].split(" ", 1)[-1] + ("" if p == 0 else " Revamp")
+            key = _key_for(name, used)
+            status = "active" if p == 0 or rng.random() < 0.7 else "completed"
+            pid = g.add("projects", {
+                "key": key, "name": name, "description": f"{name}: owned by the {team['name']} team.",
+                "team_id": team["id"], "lead_id": team["lead_id"], "status": status,
+                "start_date": min(start_date, g.history_start.date()) - timedelta(days=int(rng.integers(10, 200))),
+                "target_date": start_date + timedelta(days=int(rng.integers(30, 180))), "next_ticket_number": 1,
+            })  # fmt: skip
+            project = g.rows["projects"][-1]
+            for emp in members:
+                g.add("project_members", {"project_id": pid, "employee_id": emp,
+                                          "role": "lead" if emp == team["lead_id"] else "member"})  # fmt: skip
+            for m in range(int(rng.integers(2, 4))):
+                due = start_date + timedelta(days=int(rng.integers(-60, 120)))
+                g.add("milestones", {"project_id": pid, "name": f"{name} M{m + 1}", "due_date": due, "done": due < start_date})
+            if not g.has("tickets"):
+                continue
+            sprints: list[tuple[date, date, int]] = []
+            day = monday
+            n = 1
+            while day <= start_date + timedelta(days=14):
+                end = day + timedelta(days=13)
+                state = "closed" if end < start_date else ("active" if day <= start_date else "future")
+                sid = g.add("sprints", {"project_id": pid, "name": f"{key} Sprint {n}", "start_date": day,
+                                        "end_date": end, "state": state})  # fmt: skip
+                sprints.append((day, end, sid))
+                day += timedelta(days=14)
+                n += 1
+            count = max(4, round(len(members) * max(g.spec.history_days, 7) / 20))
+            made = by_team.setdefault(team["id"], [])
+            made.extend(_tickets(g, rng, project, members, sprints, count))
+    for made in by_team.values():
+        made.sort()
+    if g.has("git"):
+        for team in g.rows.get("teams", []):
+            dept = g.rows["departments"][team["department_id"] - 1]["name"]
+            if dept != "Engineering":
+                continue
+            proj = next((p["id"] for p in g.rows["projects"] if p["team_id"] == team["id"]), None)
+            for suffix in ("service", "client")[: 1 + int(rng.integers(2))]:
+                g.add("repositories", {"name": f"{team['slug'].removeprefix('engineering-')}-{suffix}",
+                                       "team_id": team["id"], "project_id": proj, "language": "python",
+                                       "description": f"{suffix.title()} code of the {team['name']} team.",
+                                       "default_branch": "main", "created_at": g.history_start - timedelta(days=60)})  # fmt: skip
+    return by_team
+
+
+def _tickets(g: Gen, rng: Any, project: dict[str, Any], members: list[int], sprints: list[tuple[date, date, int]],
+             count: int) -> list[tuple[Any, str]]:  # fmt: skip
+    employees = g.rows["employees"]
+    made: list[tuple[Any, str]] = []
+    times = sorted(g.at(rng) for _ in range(count))
+    sprint_starts = [s[0] for s in sprints]
+    open_names, open_p = list(OPEN_WEIGHTS), list(OPEN_WEIGHTS.values())
+    for number, created in enumerate(times, start=1):
+        age = (g.start_at - created).total_seconds() / g.span_s
+        if rng.random() < min(0.95, age * 1.2):
+            target = "done" if rng.random() < 0.9 else "wont_do"
+        else:
+            target = str(rng.choice(open_names, p=open_p))
+        path = list(STATUS_PATHS[target])
+        if target in ("done", "in_review") and rng.random() < 0.2:
+            i = path.index("in_review")
+            path[i:i] = ["in_review", "in_progress"]
+        kind = str(rng.choice(["bug", "task", "story", "incident", "epic"], p=[0.35, 0.35, 0.25, 0.03, 0.02]))
+        comp = pick(rng, COMPONENTS)
+        title = pick(rng, BUG_TITLES if kind in ("bug", "incident") else WORK_TITLES).format(c=comp, C=comp.capitalize())
+        key = f"{project['key']}-{number}"
+        assignee = None if target == "backlog" and rng.random() < 0.5 else int(pick(rng, members))
+        reporter = int(rng.integers(1, len(employees) + 1))
+        end = min(g.start_at, created + timedelta(days=int(rng.integers(1, 20))))
+        steps = sorted(g.at(rng, created, end) for _ in path[1:])
+        sprint_id = None
+        if target != "backlog" and sprints:
+            i = bisect.bisect_right(sprint_starts, created.date()) - 1
+            sprint_id = sprints[max(0, i)][2]
+        last = steps[-1] if steps else created
+        tid = g.add("tickets", {
+            "key": key, "project_id": project["id"], "number": number, "type": kind, "title": title,
+            "description": f"{title}. Reported by {employees[reporter - 1]['username']} while working on {comp}.",
+            "status": target, "priority": str(rng.choice(["critical", "high", "medium", "low"], p=[0.04, 0.2, 0.46, 0.3])),
+            "assignee_id": assignee, "reporter_id": reporter, "sprint_id": sprint_id,
+            "story_points": int(pick(rng, (1, 2, 3, 5, 8))) if kind in ("story", "task") else None,
+            "created_at": created, "updated_at": last, "resolved_at": last if target in TERMINAL_STATUSES else None,
+        })  # fmt: skip
+        actor = assignee or reporter
+        prev = None
+        for status, at in zip(path, [created, *steps], strict=True):
+            g.add("ticket_status_changes", {"ticket_id": tid, "from_status": prev, "to_status": status,
+                                            "actor_id": actor, "changed_at": at})  # fmt: skip
+            prev = status
+        for label in sorted({str(x) for x in rng.choice(LABELS, size=int(rng.integers(0, 2)), replace=False)}):
+            g.add("ticket_labels", {"ticket_id": tid, "label": label})
+        other = f"{project['key']}-{int(rng.integers(1, number + 1))}"
+        for _ in range(int(rng.integers(0, 2))):
+            g.add("ticket_comments", {"ticket_id": tid, "author_id": int(pick(rng, members)),
+                                      "body": pick(rng, COMMENTS).format(k=other), "created_at": g.at(rng, created)})  # fmt: skip
+        if number > 1 and rng.random() < 0.06:
+            g.add("ticket_links", {"source_id": tid, "target_id": tid - int(rng.integers(1, number)),
+                                   "kind": pick(rng, ("blocks", "relates_to", "duplicates")), "created_at": created})  # fmt: skip
+        made.append((created, key))
+    project["next_ticket_number"] = count + 1
+    return made
+
+
+__all__ = ["build_work", "slug"]
