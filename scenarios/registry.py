@@ -56,7 +56,7 @@ def make(id: str) -> ScenarioFamily:  # noqa: A002
     if id not in _CACHE:
         module_name, attr = _REGISTRY[id].entry_point.split(":", 1)
         factory = getattr(importlib.import_module(module_name), attr)
-        family = factory() if callable(factory) and not hasattr(factory, "build") else factory
+        family = factory() if isinstance(factory, type) or not hasattr(factory, "build") else factory
         if family.id != id:
             raise ScenarioRegistryError(f"entry point of {id!r} built a family with id {family.id!r}")
         _CACHE[id] = family

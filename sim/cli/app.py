@@ -32,7 +32,7 @@ def fail_on_errors() -> Iterator[None]:
         yield
     except tuple(USER_ERRORS) as exc:
         message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        err_console.print(f"error: {message}", markup=False)
+        sys.stderr.write(f"error: {message}\n")  # plain write: rich would wrap long lines
         sys.exit(2)
 
 

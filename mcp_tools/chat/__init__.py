@@ -1,0 +1,1 @@
+"""The chat app (Mattermost-like): channels, history, threads, search, posts, reactions, direct messages."""

@@ -1,0 +1,105 @@
+"""The chat tools: thin, documented wrappers over ``mcp_tools.chat.service``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mcp_tools.base import READ, WRITE, ToolSet, current_context
+from mcp_tools.chat import service
+
+chat = ToolSet("chat")
+
+
+@chat.tool(READ)
+def list_channels() -> dict[str, Any]:
+    """List the channels you can see: all public ones plus your private and direct channels."""
+    return service.list_channels(current_context())
+
+
+@chat.tool(READ)
+def read_channel(channel: str, limit: int = 30, before: int | None = None) -> dict[str, Any]:
+    """Read the latest posts of a channel, oldest first.
+
+    Args:
+        channel: Channel name such as town-square.
+        limit: How many posts to return (1-200).
+        before: Only posts with an id below this one (to page back in history).
+    """
+    return service.read_channel(current_context(), channel, limit, before)
+
+
+@chat.tool(READ)
+def read_thread(post_id: int) -> dict[str, Any]:
+    """Read a whole thread: its first post and all replies.
+
+    Args:
+        post_id: Id of any post in the thread.
+    """
+    return service.read_thread(current_context(), post_id)
+
+
+@chat.tool(READ)
+def search_posts(text: str, channel: str | None = None, author: str | None = None, limit: int = 30) -> dict[str, Any]:
+    """Search posts you can see for some text, newest first.
+
+    Args:
+        text: Text to find (case-insensitive).
+        channel: Only this channel.
+        author: Only posts by this username.
+        limit: How many posts to return (1-200).
+    """
+    return service.search_posts(current_context(), text, channel, author, limit)
+
+
+@chat.tool(WRITE)
+def post(channel: str, message: str) -> dict[str, Any]:
+    """Post a message in a channel (posting in a public channel joins it). Mention people with @username.
+
+    Args:
+        channel: Channel name such as incidents.
+        message: The text to post.
+    """
+    return service.post(current_context(), channel, message)
+
+
+@chat.tool(WRITE)
+def reply(post_id: int, message: str) -> dict[str, Any]:
+    """Reply in the thread of a post.
+
+    Args:
+        post_id: Id of the post to reply to.
+        message: The reply text.
+    """
+    return service.reply(current_context(), post_id, message)
+
+
+@chat.tool(WRITE)
+def react(post_id: int, emoji: str) -> dict[str, Any]:
+    """Add an emoji reaction to a post.
+
+    Args:
+        post_id: Id of the post.
+        emoji: Emoji name such as thumbsup or white_check_mark.
+    """
+    return service.react(current_context(), post_id, emoji)
+
+
+@chat.tool(WRITE)
+def direct_message(username: str, message: str) -> dict[str, Any]:
+    """Send a direct message to a coworker.
+
+    Args:
+        username: Their username.
+        message: The text to send.
+    """
+    return service.direct_message(current_context(), username, message)
+
+
+@chat.tool(READ)
+def list_members(channel: str) -> dict[str, Any]:
+    """List the members of a channel.
+
+    Args:
+        channel: Channel name.
+    """
+    return service.list_members(current_context(), channel)

@@ -1,0 +1,1 @@
+"""The tickets app (Jira-like): search, read, create, edit, transition, comment, assign, link, sprints."""
