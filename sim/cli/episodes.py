@@ -47,12 +47,12 @@ def _results_table(title: str, scores: list[tuple[str, int, Score]]) -> Table:
     table.add_column("agent")
     table.add_column("seed", justify="right")
     table.add_column("reward", justify="right")
-    check_ids = [c.id for c in scores[0][2].checks] if scores else []
-    for cid in check_ids:
-        table.add_column(cid, justify="right")
+    table.add_column("checks passed", justify="right")
+    table.add_column("failed checks (score)")
     for agent, seed, score in scores:
-        cells = [f"{c.score:.2f}{'' if c.passed else ' x'}" for c in score.checks]
-        table.add_row(agent, str(seed), f"{score.value:.3f}", *cells)
+        failed = [f"{c.id} ({c.score:.2f})" for c in score.checks if not c.passed]
+        passed = sum(c.passed for c in score.checks)
+        table.add_row(agent, str(seed), f"{score.value:.3f}", f"{passed}/{len(score.checks)}", ", ".join(failed))
     return table
 
 
