@@ -51,7 +51,12 @@ def machine() -> dict[str, Any]:
             versions[pkg] = metadata.version(pkg)
         except metadata.PackageNotFoundError:
             versions[pkg] = "absent"
-    return {"cpus": os.cpu_count(), "python": platform.python_version(), "machine": platform.machine(), "packages": versions}
+    return {
+        "cpus": os.cpu_count(),
+        "python": platform.python_version(),
+        "machine": platform.machine(),
+        "packages": versions,
+    }
 
 
 def write_results(name: str, figures: dict[str, dict[str, Any]]) -> Path:

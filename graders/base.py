@@ -78,9 +78,7 @@ class Check(BaseModel):
 
     model_config = _FROZEN
     id: str = Field(min_length=1, max_length=100, description="Unique within the rubric; shown in evidence.")
-    description: str = Field(
-        min_length=1, description="The requirement in words, for humans auditing scores."
-    )
+    description: str = Field(min_length=1, description="The requirement in words, for humans auditing scores.")
     weight: float = Field(default=1.0, allow_inf_nan=False, description="> 0; relative share of the reward.")
     kind: Kind = Field(description="'state' reads the final world and change log; 'trace' the tool calls.")
     fn: str = Field(description="Name of a function registered with @check_fn.")
@@ -105,9 +103,7 @@ class Check(BaseModel):
             raise RubricError(f"{where}: field 'weight' must be > 0, got {self.weight}")
         spec = check_fn_spec(self.fn, where=where)
         if spec.kind != self.kind:
-            raise RubricError(
-                f"{where}: field 'kind' is {self.kind!r} but fn {self.fn!r} is a {spec.kind} check"
-            )
+            raise RubricError(f"{where}: field 'kind' is {self.kind!r} but fn {self.fn!r} is a {spec.kind} check")
         self._kwargs = spec.bind(self.params, where=f"{where} (fn {self.fn!r})")
         return self
 
@@ -120,27 +116,21 @@ class Rubric(BaseModel):
     version: int = Field(ge=1)
     description: str = Field(min_length=1)
     checks: tuple[Check, ...] = Field(min_length=1)
-    provenance: str | None = Field(
-        default=None, description="What changed from the previous version and why."
-    )
+    provenance: str | None = Field(default=None, description="What changed from the previous version and why.")
 
     @_model_validator(mode="after")
     def _unique_ids(self) -> Rubric:
         seen: set[str] = set()
         for check in self.checks:
             if check.id in seen:
-                raise RubricError(
-                    f"rubric {self.id!r} v{self.version}: duplicate check id {check.id!r} (field 'id')"
-                )
+                raise RubricError(f"rubric {self.id!r} v{self.version}: duplicate check id {check.id!r} (field 'id')")
             seen.add(check.id)
         return self
 
     @cached_property
     def fingerprint(self) -> str:
         """SHA-256 of the canonical JSON (sorted keys): names the exact rubric a trace was graded with."""
-        text = json.dumps(
-            self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"), ensure_ascii=False
-        )
+        text = json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
         return hashlib.sha256(text.encode()).hexdigest()
 
     def evolve(self, *, provenance: str, **changes: Any) -> Rubric:
@@ -251,9 +241,7 @@ def grade(rubric: Rubric, ctx: GradingContext) -> Score:
     """
     session = ctx.session
     if session.new or session.deleted or any(session.is_modified(o) for o in session.dirty):
-        raise ContextError(
-            "the session has unflushed changes; flush it so the database holds the final state"
-        )
+        raise ContextError("the session has unflushed changes; flush it so the database holds the final state")
     savepoints = session.get_bind().dialect.name != "sqlite"  # a failed query aborts a PostgreSQL transaction
     ctx.memo.clear()  # lookups are cached per grade, never across grades of a changing world
     with session.no_autoflush, read_only(session):
@@ -279,9 +267,7 @@ def _run(check: Check, ctx: GradingContext, savepoint: bool) -> CheckResult:
                 raw = fn(ctx, **check._kwargs)
         else:
             raw = fn(ctx, **check._kwargs)
-        out = (
-            raw if isinstance(raw, CheckOutcome) else CheckOutcome(score=float(raw[0]), evidence=str(raw[1]))
-        )
+        out = raw if isinstance(raw, CheckOutcome) else CheckOutcome(score=float(raw[0]), evidence=str(raw[1]))
         return _result(check, out.score, out.evidence, dict(out.details))  # validates details as JSON too
     except Exception as exc:  # a buggy check must not crash grading; it scores 0 and says why
         message = (str(exc).strip().splitlines() or [""])[0][:300]
@@ -290,6 +276,12 @@ def _run(check: Check, ctx: GradingContext, savepoint: bool) -> CheckResult:
 
 def _result(check: Check, score: float, evidence: str, details: dict[str, Any]) -> CheckResult:
     return CheckResult(
-        id=check.id, kind=check.kind, passed=score >= 1.0, score=score, weight=check.weight,
-        must=check.must, evidence=evidence, details=details,
-    )  # fmt: skip
+        id=check.id,
+        kind=check.kind,
+        passed=score >= 1.0,
+        score=score,
+        weight=check.weight,
+        must=check.must,
+        evidence=evidence,
+        details=details,
+    )

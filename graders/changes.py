@@ -64,7 +64,5 @@ class ChangeRow:
 
 def read_changes(session: Session, *, after_seq: int = 0) -> tuple[ChangeRow, ...]:
     """This episode's change-log rows (``seq > after_seq``), in order; a primary-key range scan."""
-    rows = session.execute(
-        select(ChangeLog).where(ChangeLog.seq > after_seq).order_by(ChangeLog.seq)
-    ).scalars()
+    rows = session.execute(select(ChangeLog).where(ChangeLog.seq > after_seq).order_by(ChangeLog.seq)).scalars()
     return tuple(ChangeRow.of(r) for r in rows)

@@ -47,9 +47,7 @@ _TICKETS = (
     .where(Ticket.key.in_(bindparam("keys", expanding=True)))
     .order_by(Ticket.key)
 )
-_LABELS = (
-    select(TicketLabel.label).where(TicketLabel.ticket_id == bindparam("tid")).order_by(TicketLabel.label)
-)
+_LABELS = select(TicketLabel.label).where(TicketLabel.ticket_id == bindparam("tid")).order_by(TicketLabel.label)
 _COMMENTS = (
     select(TicketComment.id, TicketComment.author_id, TicketComment.body)
     .where(TicketComment.ticket_id == bindparam("tid"))
@@ -119,13 +117,9 @@ def ticket_fields_equal(
         if ticket is None:
             problems.extend(f"{key} not found ({field})" for field in expected[key])
             continue
-        problems.extend(
-            p for f, v in expected[key].items() if (p := _mismatch(key, ticket, f, v)) is not None
-        )
+        problems.extend(p for f, v in expected[key].items() if (p := _mismatch(key, ticket, f, v)) is not None)
     good = total - len(problems)
-    evidence = f"{good}/{total} ticket fields match" + (
-        f"; mismatches: {listing(problems, 5)}" if problems else ""
-    )
+    evidence = f"{good}/{total} ticket fields match" + (f"; mismatches: {listing(problems, 5)}" if problems else "")
     return CheckOutcome(score=good / total, evidence=evidence, details={"mismatches": problems})
 
 
@@ -153,9 +147,7 @@ def ticket_comment_matches(
     if author is not None and author_id is None:
         return CheckOutcome.of(False, f"unknown employee {author!r}")
     if new_only:
-        found = ctx.db.execute(
-            _NEW_COMMENTS, {"tid": ticket["id"], "ids": inserted_ids(ctx, "ticket_comments")}
-        )
+        found = ctx.db.execute(_NEW_COMMENTS, {"tid": ticket["id"], "ids": inserted_ids(ctx, "ticket_comments")})
     else:
         found = ctx.db.execute(_COMMENTS, {"tid": ticket["id"]})
     rows = [r for r in found if author_id in (None, r.author_id)]
@@ -166,9 +158,7 @@ def ticket_comment_matches(
         evidence = f"{len(hits)} of {len(rows)} {scope} match /{pattern}/: {first}"
         return CheckOutcome.of(True, evidence, comment_ids=[r.id for r in hits])
     seen = listing([f"#{r.id} {snippet(r.body)}" for r in rows])
-    return CheckOutcome.of(
-        False, f"none of {len(rows)} {scope} match /{pattern}/" + (f": {seen}" if seen else "")
-    )
+    return CheckOutcome.of(False, f"none of {len(rows)} {scope} match /{pattern}/" + (f": {seen}" if seen else ""))
 
 
 def _check_where(kw: dict[str, Any]) -> None:
@@ -177,15 +167,11 @@ def _check_where(kw: dict[str, Any]) -> None:
     if unknown:
         raise ValueError(f"where column {unknown[0]!r} is not in table {kw['table']!r}")
     if len(tbl.primary_key) != 1:
-        raise ValueError(
-            f"table {kw['table']!r} has a composite primary key, which row_exists does not support"
-        )
+        raise ValueError(f"table {kw['table']!r} has a composite primary key, which row_exists does not support")
     if kw["scope"] == "any":
         indexed = {c.name for c in tbl.primary_key} | {c.name for c in tbl.c if c.index or c.unique}
         indexed |= {next(iter(i.columns)).name for i in tbl.indexes}
-        indexed |= {
-            next(iter(u.columns)).name for u in tbl.constraints if hasattr(u, "columns") and len(u.columns)
-        }
+        indexed |= {next(iter(u.columns)).name for u in tbl.constraints if hasattr(u, "columns") and len(u.columns)}
         if not indexed & set(kw["where"]):
             raise ValueError(
                 f"scope 'any' needs an indexed where column of {kw['table']!r}: {', '.join(sorted(indexed))}"
@@ -320,9 +306,7 @@ def _scoped(ctx: GradingContext, scope: Scope, table_name: str | None = None) ->
 
 
 @check_fn("no_collateral_changes")
-def no_collateral_changes(
-    ctx: GradingContext, allowed: list[AllowedChange], scope: Scope = "actor"
-) -> CheckOutcome:
+def no_collateral_changes(ctx: GradingContext, allowed: list[AllowedChange], scope: Scope = "actor") -> CheckOutcome:
     """Every change of the episode (by the agent, or by anyone with ``scope='all'``) is in ``allowed``."""
     violations: list[ChangeRow] = []
     keyed: list[tuple[ChangeRow, list[set[str]]]] = []

@@ -60,9 +60,7 @@ _RECIPIENTS = (
     .order_by(MailRecipient.message_id, Mailbox.address)
 )
 _EVENTS = (
-    select(
-        Event.id, Event.title, Event.organizer_id, Event.start_at, Event.cancelled, Room.name.label("room")
-    )
+    select(Event.id, Event.title, Event.organizer_id, Event.start_at, Event.cancelled, Room.name.label("room"))
     .outerjoin(Room, Room.id == Event.room_id)
     .where(Event.id.in_(_IDS))
     .order_by(Event.id)
@@ -97,16 +95,13 @@ def _mentions(ctx: GradingContext, post_id: int, who: int, username: str, messag
     """A mention row was written for the post, or the text says ``@username`` as a whole word."""
     rows = ctx.changed_rows("mentions")
     if any(
-        r.op == "insert" and r.changes.get("post_id") == post_id and r.changes.get("employee_id") == who
-        for r in rows
+        r.op == "insert" and r.changes.get("post_id") == post_id and r.changes.get("employee_id") == who for r in rows
     ):
         return True
     return re.search(rf"(?<![\w@])@{re.escape(username)}\b", message, re.IGNORECASE) is not None
 
 
-def _posts_in(
-    ctx: GradingContext, channel: str, author: Who | None
-) -> tuple[str, list[Mapping[str, Any]]] | str:
+def _posts_in(ctx: GradingContext, channel: str, author: Who | None) -> tuple[str, list[Mapping[str, Any]]] | str:
     """(channel name, new posts there by author) or an evidence string explaining why not resolvable."""
     name = _channel_name(ctx, channel)
     if name is None:
@@ -153,11 +148,7 @@ def post_in_channel(
     shown = listing([f"#{p['id']} {snippet(p['message'])}" for p in (hits or posts)])
     if not posts:
         elsewhere = sorted({p["channel"] for p in _new_posts(ctx)})
-        shown = (
-            f"new posts went to: {', '.join('~' + c for c in elsewhere)}"
-            if elsewhere
-            else "no new posts at all"
-        )
+        shown = f"new posts went to: {', '.join('~' + c for c in elsewhere)}" if elsewhere else "no new posts at all"
     return CheckOutcome(
         score=min(1.0, len(hits) / min_count),
         evidence=head + (f": {shown}" if shown else ""),
@@ -166,9 +157,7 @@ def post_in_channel(
 
 
 @check_fn("no_post_in_channel")
-def no_post_in_channel(
-    ctx: GradingContext, channel: str, pattern: Regex, author: Who | None = "actor"
-) -> CheckOutcome:
+def no_post_in_channel(ctx: GradingContext, channel: str, pattern: Regex, author: Who | None = "actor") -> CheckOutcome:
     """No post made in ``channel`` during the episode matches ``pattern``; deleted posts count (leaked)."""
     found = _posts_in(ctx, channel, author)
     if isinstance(found, str):
@@ -227,20 +216,14 @@ def mail_sent(
             return CheckOutcome.of(
                 True, f"mail #{m.id} {snippet(m.subject)} reaches {', '.join(wanted)}", message_id=m.id
             )
-        why = ", ".join(
-            [f"missing {', '.join(missing)}"] * bool(missing) + [f"{w} does not match" for w in bad]
-        )
+        why = ", ".join([f"missing {', '.join(missing)}"] * bool(missing) + [f"{w} does not match" for w in bad])
         notes.append(f"#{m.id} {snippet(m.subject)}: {why}")
     head = f"none of {len(notes)} mails sent by {who_label(sender)} reaches {', '.join(wanted)} as required"
     return CheckOutcome.of(False, head + (f": {listing(notes)}" if notes else ""))
 
 
 def _window(kw: dict[str, Any]) -> None:
-    if (
-        kw["start_after"] is not None
-        and kw["start_before"] is not None
-        and kw["start_after"] > kw["start_before"]
-    ):
+    if kw["start_after"] is not None and kw["start_before"] is not None and kw["start_after"] > kw["start_before"]:
         raise ValueError("start_after is later than start_before")
 
 
@@ -276,9 +259,7 @@ def event_exists(
         if e.cancelled or (organizer_id is not None and e.organizer_id != organizer_id):
             continue
         present = invited.get(e.id, set()) | {names.get(e.organizer_id, "")}
-        problems = (
-            [f"missing {', '.join(a for a in wanted if a not in present)}"] if set(wanted) - present else []
-        )
+        problems = [f"missing {', '.join(a for a in wanted if a not in present)}"] if set(wanted) - present else []
         if not rx(title_pattern).search(e.title):
             problems.append("title does not match")
         if (start_after and e.start_at < start_after) or (start_before and e.start_at > start_before):

@@ -39,15 +39,11 @@ def tool_called(
     only_ok: bool = False,
 ) -> CheckOutcome:
     """Tool ``name`` was called between ``min_count`` and ``max_count`` times (``only_ok``: without error)."""
-    calls = [
-        _index(s, i) for i, s in enumerate(ctx.steps) if _name(s) == name and not (only_ok and s.get("error"))
-    ]
+    calls = [_index(s, i) for i, s in enumerate(ctx.steps) if _name(s) == name and not (only_ok and s.get("error"))]
     bound = f"{min_count}..{max_count}" if max_count is not None else f">= {min_count}"
     where = f" (steps {', '.join(map(str, calls[:10]))}{', ...' if len(calls) > 10 else ''})" if calls else ""
     ok = len(calls) >= min_count and (max_count is None or len(calls) <= max_count)
-    return CheckOutcome.of(
-        ok, f"{name} called {len(calls)} times{' without error' * only_ok}, expected {bound}{where}"
-    )
+    return CheckOutcome.of(ok, f"{name} called {len(calls)} times{' without error' * only_ok}, expected {bound}{where}")
 
 
 @check_fn("no_tool_errors", kind="trace")
@@ -62,9 +58,7 @@ def no_tool_errors(ctx: GradingContext, codes: list[str] | None = None) -> Check
     which = f" with code {'/'.join(codes)}" if codes is not None else ""
     if not errors:
         return CheckOutcome.of(True, f"no tool errors{which} in {len(ctx.steps)} steps")
-    return CheckOutcome.of(
-        False, f"{len(errors)} tool errors{which}: {listing(errors, 5)}", errors=errors[:20]
-    )
+    return CheckOutcome.of(False, f"{len(errors)} tool errors{which}: {listing(errors, 5)}", errors=errors[:20])
 
 
 @check_fn("max_steps", kind="trace")

@@ -80,16 +80,12 @@ def check_fn(
 
     def register(fn: _Fn) -> _Fn:
         if name in _REGISTRY:
-            raise DuplicateCheckFn(
-                f"check function {name!r} is already registered by {_REGISTRY[name].fn.__module__}"
-            )
+            raise DuplicateCheckFn(f"check function {name!r} is already registered by {_REGISTRY[name].fn.__module__}")
         hints = typing.get_type_hints(fn, include_extras=True)
         fields: dict[str, Any] = {}
         for p in list(inspect.signature(fn).parameters.values())[1:]:
             if p.kind not in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY):
-                raise TypeError(
-                    f"check function {name!r}: parameter {p.name!r} must be a named keyword parameter"
-                )
+                raise TypeError(f"check function {name!r}: parameter {p.name!r} must be a named keyword parameter")
             fields[p.name] = (hints.get(p.name, Any), ... if p.default is p.empty else p.default)
         model = create_model(f"{name}.params", __config__=_FROZEN, **fields)
         _REGISTRY[name] = CheckFnSpec(name=name, kind=kind, fn=fn, params=model, validate=validate)

@@ -62,7 +62,9 @@ class Actor:
         emp = session.execute(select(Employee.id, Employee.username).where(cond, Employee.active.is_(True))).first()
         if emp is None:
             raise NotFound(f"no active employee {who!r}")
-        roles = session.scalars(select(EmployeeRole.role).where(EmployeeRole.employee_id == emp.id).order_by(EmployeeRole.role))
+        roles = session.scalars(
+            select(EmployeeRole.role).where(EmployeeRole.employee_id == emp.id).order_by(EmployeeRole.role)
+        )
         return cls(employee_id=emp.id, username=emp.username, roles=frozenset(roles))
 
 
@@ -133,7 +135,9 @@ class ToolSpec:
         known = {p.name for p in self.params}
         for key in arguments:
             if key not in known:
-                raise InvalidArgument(f"{self.name}: unknown argument {key!r}; expected {', '.join(sorted(known)) or 'none'}")
+                raise InvalidArgument(
+                    f"{self.name}: unknown argument {key!r}; expected {', '.join(sorted(known)) or 'none'}"
+                )
         out: dict[str, Any] = {}
         for p in self.params:
             if p.name not in arguments:
@@ -149,7 +153,9 @@ class ToolSpec:
                 continue
             if p.is_list:
                 if not isinstance(value, list) or len(value) > MAX_LIST:
-                    raise InvalidArgument(f"{self.name}: argument {p.name!r} must be a list of at most {MAX_LIST} items")
+                    raise InvalidArgument(
+                        f"{self.name}: argument {p.name!r} must be a list of at most {MAX_LIST} items"
+                    )
                 out[p.name] = [_check(self.name, p, v) for v in value]
             else:
                 out[p.name] = _check(self.name, p, value)
@@ -236,7 +242,12 @@ class ToolSet:
                 json_type: Any = [_JSON_TYPES[base], "null"] if nullable and not is_list else _JSON_TYPES[base]
                 prop: dict[str, Any] = {"description": docs[pname]}
                 if is_list:
-                    prop.update({"type": ["array", "null"] if nullable else "array", "items": {"type": _JSON_TYPES[base]}})
+                    prop.update(
+                        {
+                            "type": ["array", "null"] if nullable else "array",
+                            "items": {"type": _JSON_TYPES[base]},
+                        }
+                    )
                 else:
                     prop["type"] = json_type
                 has_default = param.default is not inspect.Parameter.empty
@@ -245,11 +256,31 @@ class ToolSet:
                 props[pname] = prop
                 if not has_default:
                     required.append(pname)
-                params.append(_Param(name=pname, kind=base, is_list=is_list, nullable=nullable,
-                                     required=not has_default, default=None if not has_default else param.default))  # fmt: skip
-            schema = {"type": "object", "properties": props, "required": required, "additionalProperties": False}
-            self._specs[name] = ToolSpec(name=name, app=self.app, kind=kind, fn=fn, description=summary,
-                                         parameters=schema, params=tuple(params))  # fmt: skip
+                params.append(
+                    _Param(
+                        name=pname,
+                        kind=base,
+                        is_list=is_list,
+                        nullable=nullable,
+                        required=not has_default,
+                        default=None if not has_default else param.default,
+                    )
+                )
+            schema = {
+                "type": "object",
+                "properties": props,
+                "required": required,
+                "additionalProperties": False,
+            }
+            self._specs[name] = ToolSpec(
+                name=name,
+                app=self.app,
+                kind=kind,
+                fn=fn,
+                description=summary,
+                parameters=schema,
+                params=tuple(params),
+            )
             return fn
 
         return register
@@ -265,12 +296,17 @@ def call_tool(spec: ToolSpec, arguments: dict[str, Any], ctx: ToolContext) -> An
 def openai_tools(specs: list[ToolSpec]) -> list[dict[str, Any]]:
     """The OpenAI function-calling schemas of ``specs``."""
     return [
-        {"type": "function", "function": {"name": s.name, "description": s.description, "parameters": s.parameters}}
+        {
+            "type": "function",
+            "function": {"name": s.name, "description": s.description, "parameters": s.parameters},
+        }
         for s in specs
     ]
 
 
-def build_server(name: str, specs: list[ToolSpec], context_provider: Callable[[], ToolContext] = current_context) -> Any:
+def build_server(
+    name: str, specs: list[ToolSpec], context_provider: Callable[[], ToolContext] = current_context
+) -> Any:
     """A FastMCP server exposing ``specs``; AppError -> ToolError("<code>: <message>"), all else masked."""
     from fastmcp import FastMCP
     from fastmcp.exceptions import ToolError

@@ -48,7 +48,11 @@ def check_scenario(scenario_id: str, world: World, seeds: tuple[int, ...] = (0, 
             where = f"{scenario_id} seed {seed}"
             if first.scenario_id != scenario_id:
                 raise ScenarioContractError(f"{where}: instance says it is {first.scenario_id!r}")
-            if (first.prompt, first.actor, dict(first.params)) != (second.prompt, second.actor, dict(second.params)):
+            if (first.prompt, first.actor, dict(first.params)) != (
+                second.prompt,
+                second.actor,
+                dict(second.params),
+            ):
                 raise ScenarioContractError(f"{where}: build is not deterministic (prompt, actor or params differ)")
             if hash_a != hash_b:
                 raise ScenarioContractError(f"{where}: setup wrote different worlds on two forks")

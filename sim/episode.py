@@ -20,12 +20,12 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, time
 from typing import Any
 
-from mcp_tools.base import READ, Actor, ToolContext, ToolSpec, call_tool, openai_tools
-from mcp_tools.company import company_specs
-from mcp_tools.errors import AppError
 from sqlalchemy import select
 
 from graders.base import GradingContext, Score, grade
+from mcp_tools.base import READ, Actor, ToolContext, ToolSpec, call_tool, openai_tools
+from mcp_tools.company import company_specs
+from mcp_tools.errors import AppError
 from scenarios.base import ScenarioInstance
 from scenarios.registry import make
 from sim.clock import SimClock
@@ -76,9 +76,7 @@ class Episode:
         trace: Optional writer; each episode appends a header, its steps and a score record.
     """
 
-    def __init__(
-        self, scenario: str, *, store: WorldStore | None = None, trace: TraceWriter | None = None
-    ) -> None:
+    def __init__(self, scenario: str, *, store: WorldStore | None = None, trace: TraceWriter | None = None) -> None:
         self.scenario_id = scenario
         self.family = make(scenario)
         self.store = store or WorldStore()
@@ -89,9 +87,7 @@ class Episode:
 
     # -- lifecycle ---------------------------------------------------------------------------------------
 
-    def reset(
-        self, seed: int | None = None, options: dict[str, Any] | None = None
-    ) -> tuple[str, dict[str, Any]]:
+    def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
         """Start a new episode; returns (task prompt, info with tools, actor and episode id)."""
         self._finish_open_episode()
         opts = dict(options or {})

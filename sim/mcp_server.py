@@ -33,9 +33,7 @@ class EpisodeTool(Tool):
         """Run one step; a tool error becomes an MCP error result whose text starts with its code."""
         episode: Episode = self._episode  # type: ignore[attr-defined]
         async with self._lock:  # type: ignore[attr-defined]
-            obs, reward, terminated, truncated, info = episode.step(
-                {"name": self.name, "arguments": arguments}
-            )
+            obs, reward, terminated, truncated, info = episode.step({"name": self.name, "arguments": arguments})
         if info["error"] is not None:
             raise ToolError(f"{info['error']['code']}: {info['error']['message']}")
         meta = {"episode_id": episode._live.episode_id if episode._live else None, "turn": info["turn"]}  # noqa: SLF001

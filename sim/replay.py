@@ -30,12 +30,11 @@ class ReplayReport:
         return not self.mismatches
 
 
-def _compare(
-    where: str, recorded: dict[str, Any], replayed: dict[str, Any], keys: tuple[str, ...]
-) -> str | None:
+def _compare(where: str, recorded: dict[str, Any], replayed: dict[str, Any], keys: tuple[str, ...]) -> str | None:
     for key in keys:
         if canonical(recorded.get(key)) != canonical(replayed.get(key)):
-            return f"{where}: {key} differs: recorded {canonical(recorded.get(key))[:200]} / replayed {canonical(replayed.get(key))[:200]}"
+            was, now = canonical(recorded.get(key))[:200], canonical(replayed.get(key))[:200]
+            return f"{where}: {key} differs: recorded {was} / replayed {now}"
     return None
 
 
@@ -72,9 +71,7 @@ def replay(path: str | Path, *, store: WorldStore | None = None, stop_at_first: 
             for step in steps:
                 n_steps += 1
                 if episode.done:
-                    problem = (
-                        f"episode {number} step {step.get('index')}: the replayed episode had already ended"
-                    )
+                    problem = f"episode {number} step {step.get('index')}: the replayed episode had already ended"
                 else:
                     episode.step(step["action"])
                     replayed = episode.steps[-1]

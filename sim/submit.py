@@ -11,9 +11,7 @@ SUBMIT_SCHEMA: dict[str, Any] = {
         "description": "Finish the task. Call this once, when everything the task asks for is done.",
         "parameters": {
             "type": "object",
-            "properties": {
-                "summary": {"type": "string", "description": "One or two sentences on what you did."}
-            },
+            "properties": {"summary": {"type": "string", "description": "One or two sentences on what you did."}},
             "required": [],
         },
     },

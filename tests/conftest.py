@@ -40,7 +40,9 @@ def _free_port() -> int:
 
 def _as_postgres(cmd: str) -> subprocess.CompletedProcess[str]:
     if os.geteuid() == 0:
-        return subprocess.run(["su", "postgres", "-s", "/bin/sh", "-c", cmd], capture_output=True, text=True, check=False)
+        return subprocess.run(
+            ["su", "postgres", "-s", "/bin/sh", "-c", cmd], capture_output=True, text=True, check=False
+        )
     return subprocess.run(["sh", "-c", cmd], capture_output=True, text=True, check=False)
 
 

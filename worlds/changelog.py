@@ -65,9 +65,7 @@ def _columns(obj: Base) -> dict[str, Any]:
     return {attr.key: jsonable(getattr(obj, attr.key)) for attr in mapper.column_attrs}
 
 
-def log_change(
-    session: Session, *, table: str, row_key: Any, op: str, changes: dict[str, Any]
-) -> None:
+def log_change(session: Session, *, table: str, row_key: Any, op: str, changes: dict[str, Any]) -> None:
     """Log a change made with a Core statement (bulk writes that bypass the ORM listener)."""
     ctx = context(session)
     if ctx is None:

@@ -65,18 +65,32 @@ def _tickets(conn: Connection) -> list[str]:
     tickets = {
         r.id: r
         for r in conn.execute(
-            select(Ticket.id, Ticket.key, Ticket.project_id, Ticket.number, Ticket.status, Ticket.created_at, Ticket.resolved_at)
+            select(
+                Ticket.id,
+                Ticket.key,
+                Ticket.project_id,
+                Ticket.number,
+                Ticket.status,
+                Ticket.created_at,
+                Ticket.resolved_at,
+            )
         )
     }
     for t in tickets.values():
         if t.key != f"{keys.get(t.project_id)}-{t.number}":
             problems.append(f"ticket {t.key} does not match project key {keys.get(t.project_id)} and number {t.number}")
         if (t.resolved_at is not None) != (t.status in TERMINAL_STATUSES):
-            problems.append(f"ticket {t.key}: resolved_at is {'set' if t.resolved_at else 'empty'} in status {t.status}")
+            problems.append(
+                f"ticket {t.key}: resolved_at is {'set' if t.resolved_at else 'empty'} in status {t.status}"
+            )
     history: dict[int, list[tuple[str | None, str, object]]] = {}
     for ch in conn.execute(
-        select(TicketStatusChange.ticket_id, TicketStatusChange.from_status, TicketStatusChange.to_status, TicketStatusChange.changed_at)
-        .order_by(TicketStatusChange.ticket_id, TicketStatusChange.id)
+        select(
+            TicketStatusChange.ticket_id,
+            TicketStatusChange.from_status,
+            TicketStatusChange.to_status,
+            TicketStatusChange.changed_at,
+        ).order_by(TicketStatusChange.ticket_id, TicketStatusChange.id)
     ):
         history.setdefault(ch.ticket_id, []).append((ch.from_status, ch.to_status, ch.changed_at))
     for tid, t in sorted(tickets.items()):
@@ -89,14 +103,16 @@ def _tickets(conn: Connection) -> list[str]:
             if frm != prev or not is_legal(frm, to):
                 problems.append(f"ticket {t.key}: illegal status transition {frm} -> {to}")
                 break
-            if at < last_at:  # type: ignore[operator]
+            if at < last_at:
                 problems.append(f"ticket {t.key}: status change at {at} is before the previous event")
                 break
             prev, last_at = to, at
         if prev != t.status:
             problems.append(f"ticket {t.key}: history ends at {prev} but the ticket is {t.status}")
     created = {tid: t.created_at for tid, t in tickets.items()}
-    for cid, tid, at in conn.execute(select(TicketComment.id, TicketComment.ticket_id, TicketComment.created_at).order_by(TicketComment.id)):
+    for cid, tid, at in conn.execute(
+        select(TicketComment.id, TicketComment.ticket_id, TicketComment.created_at).order_by(TicketComment.id)
+    ):
         if at < created[tid]:
             problems.append(f"comment {cid} is before its ticket {tickets[tid].key} was created")
     return problems
@@ -106,14 +122,18 @@ def _chat_and_calendar(conn: Connection) -> list[str]:
     problems: list[str] = []
     channel_at = dict(conn.execute(select(Channel.id, Channel.created_at)).all())
     post_at: dict[int, object] = {}
-    for pid, cid, root, at in conn.execute(select(Post.id, Post.channel_id, Post.root_id, Post.created_at).order_by(Post.id)):
+    for pid, cid, root, at in conn.execute(
+        select(Post.id, Post.channel_id, Post.root_id, Post.created_at).order_by(Post.id)
+    ):
         post_at[pid] = at
         if at < channel_at[cid]:
             problems.append(f"post {pid} is before its channel was created")
         if root is not None and root in post_at and at < post_at[root]:  # type: ignore[operator]
             problems.append(f"reply {pid} is before its thread root {root}")
     bad = conn.execute(
-        select(EventAttendee.id, EventAttendee.rsvp).where(EventAttendee.rsvp.not_in(RSVP_STATES)).order_by(EventAttendee.id)
+        select(EventAttendee.id, EventAttendee.rsvp)
+        .where(EventAttendee.rsvp.not_in(RSVP_STATES))
+        .order_by(EventAttendee.id)
     ).all()
     problems += [f"attendee {a} has unknown RSVP {r!r}" for a, r in bad]
     return problems

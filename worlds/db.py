@@ -44,9 +44,7 @@ def parse_target(target: str | Path) -> Target:
     try:
         url = make_url(text)
     except ArgumentError:
-        raise BadDatabaseURL(
-            f"malformed database URL {text!r}; expected sqlite:///PATH or postgresql://..."
-        ) from None
+        raise BadDatabaseURL(f"malformed database URL {text!r}; expected sqlite:///PATH or postgresql://...") from None
     if url.drivername == "sqlite":
         if not url.database or url.database == ":memory:":
             raise BadDatabaseURL(f"{text!r} is an in-memory database; a world needs a file (sqlite:///PATH)")

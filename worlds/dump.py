@@ -51,7 +51,7 @@ def table_rows(conn: Connection, table: Table) -> Iterator[tuple[tuple[Any, ...]
 
 
 def canonical_dump(conn: Connection) -> Iterator[str]:
-    """Every row of the world as ``<table>\\t<canonical JSON>`` lines."""
+    """Every row of the world as ``<table>`` TAB ``<canonical JSON>`` lines."""
     for table in _tables():
         for _, line in table_rows(conn, table):
             yield f"{table.name}\t{line}"

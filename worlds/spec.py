@@ -31,9 +31,7 @@ class WorldSpec(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     seed: int = Field(ge=0, lt=2**63, description="Root seed; every random choice derives from it.")
-    employees: int = Field(
-        default=100, ge=MIN_EMPLOYEES, le=MAX_EMPLOYEES, description="Headcount, CEO included."
-    )
+    employees: int = Field(default=100, ge=MIN_EMPLOYEES, le=MAX_EMPLOYEES, description="Headcount, CEO included.")
     history_days: int = Field(
         default=90, ge=0, le=MAX_HISTORY_DAYS, description="Days of history generated before start_date."
     )

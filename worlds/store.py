@@ -179,8 +179,7 @@ class World:
             sqlite_transactions(engine)
             self._fork_engine = engine
         conn = self._fork_engine.connect()
-        raw = conn.connection.dbapi_connection
-        assert isinstance(raw, sqlite3.Connection)
+        raw: Any = conn.connection.dbapi_connection  # the sqlite3.Connection the creator made
         target = Target(backend="sqlite", url="sqlite://")
         return World(target=target, engine=self._fork_engine, meta=self.meta, connection=conn, raw=raw)
 
@@ -344,9 +343,7 @@ def create_world(
     try:
         with engine.begin() as conn:
             if conn.dialect.has_table(conn, "world_meta") and not overwrite:
-                raise StoreError(
-                    f"{make_url(tgt.url).database} already holds a world; pass overwrite to replace it"
-                )
+                raise StoreError(f"{make_url(tgt.url).database} already holds a world; pass overwrite to replace it")
             Base.metadata.drop_all(conn)
             Base.metadata.create_all(conn)
             conn.execute(text("SET CONSTRAINTS ALL DEFERRED"))
@@ -464,7 +461,8 @@ def _pg_fork(world: World) -> World:
         with admin.connect() as conn:
             conn.execute(
                 text(
-                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = :d AND pid <> pg_backend_pid()"
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                    "WHERE datname = :d AND pid <> pg_backend_pid()"
                 ),
                 {"d": base_db},
             )
@@ -474,9 +472,7 @@ def _pg_fork(world: World) -> World:
     fork_url = base_url.set(database=name).render_as_string(hide_password=False)
 
     def drop() -> None:
-        dropper = create_engine(
-            base_url.set(database="postgres"), isolation_level="AUTOCOMMIT", poolclass=NullPool
-        )
+        dropper = create_engine(base_url.set(database="postgres"), isolation_level="AUTOCOMMIT", poolclass=NullPool)
         try:
             with dropper.connect() as conn:
                 conn.exec_driver_sql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')

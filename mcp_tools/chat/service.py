@@ -24,7 +24,9 @@ MENTION = re.compile(r"@([a-z0-9][a-z0-9._\-]*[a-z0-9])", re.I)
 def _member(ctx: ToolContext, channel_id: int) -> bool:
     return (
         ctx.session.scalar(
-            select(ChannelMember.id).where(ChannelMember.channel_id == channel_id, ChannelMember.employee_id == ctx.actor.employee_id)
+            select(ChannelMember.id).where(
+                ChannelMember.channel_id == channel_id, ChannelMember.employee_id == ctx.actor.employee_id
+            )
         )
         is not None
     )
@@ -61,10 +63,26 @@ def _post(ctx: ToolContext, post_id: int) -> tuple[Post, Channel]:
 
 def _render(ctx: ToolContext, posts: list[Post], channel: str) -> list[dict[str, Any]]:
     ids = [p.id for p in posts]
-    names = dict(ctx.session.execute(select(Employee.id, Employee.username).where(Employee.id.in_({p.author_id for p in posts}))).all()) if posts else {}
-    replies = dict(ctx.session.execute(
-        select(Post.root_id, func.count(Post.id)).where(Post.root_id.in_(ids), Post.deleted_at.is_(None)).group_by(Post.root_id)
-    ).all()) if ids else {}  # fmt: skip
+    names = (
+        dict(
+            ctx.session.execute(
+                select(Employee.id, Employee.username).where(Employee.id.in_({p.author_id for p in posts}))
+            ).all()
+        )
+        if posts
+        else {}
+    )
+    replies = (
+        dict(
+            ctx.session.execute(
+                select(Post.root_id, func.count(Post.id))
+                .where(Post.root_id.in_(ids), Post.deleted_at.is_(None))
+                .group_by(Post.root_id)
+            ).all()
+        )
+        if ids
+        else {}
+    )
     reacts: dict[int, list[str]] = {}
     if ids:
         for pid, emoji, user in ctx.session.execute(
@@ -75,8 +93,16 @@ def _render(ctx: ToolContext, posts: list[Post], channel: str) -> list[dict[str,
         ):
             reacts.setdefault(pid, []).append(f"{emoji} by {user}")
     return [
-        {"id": p.id, "channel": channel, "author": names.get(p.author_id), "message": p.message, "at": p.created_at.isoformat(),
-         "root_id": p.root_id, "reply_count": replies.get(p.id, 0), "reactions": reacts.get(p.id, [])}  # fmt: skip
+        {
+            "id": p.id,
+            "channel": channel,
+            "author": names.get(p.author_id),
+            "message": p.message,
+            "at": p.created_at.isoformat(),
+            "root_id": p.root_id,
+            "reply_count": replies.get(p.id, 0),
+            "reactions": reacts.get(p.id, []),
+        }
         for p in posts
     ]
 
@@ -88,10 +114,22 @@ def _label(ch: Channel, ctx: ToolContext) -> str:
 def list_channels(ctx: ToolContext) -> dict[str, Any]:
     """Public channels plus the private and direct ones the actor belongs to."""
     mine = select(ChannelMember.channel_id).where(ChannelMember.employee_id == ctx.actor.employee_id)
-    rows = ctx.session.scalars(select(Channel).where(or_(Channel.type == "O", Channel.id.in_(mine))).order_by(Channel.name)).all()
+    rows = ctx.session.scalars(
+        select(Channel).where(or_(Channel.type == "O", Channel.id.in_(mine))).order_by(Channel.name)
+    ).all()
     member_of = set(ctx.session.scalars(mine))
-    return {"channels": [{"name": c.name, "display_name": c.display_name, "type": {"O": "public", "P": "private", "D": "direct", "G": "group"}[c.type],
-                          "purpose": c.purpose, "member": c.id in member_of} for c in rows]}  # fmt: skip
+    return {
+        "channels": [
+            {
+                "name": c.name,
+                "display_name": c.display_name,
+                "type": {"O": "public", "P": "private", "D": "direct", "G": "group"}[c.type],
+                "purpose": c.purpose,
+                "member": c.id in member_of,
+            }
+            for c in rows
+        ]
+    }
 
 
 def read_channel(ctx: ToolContext, channel: str, limit: int, before: int | None) -> dict[str, Any]:
@@ -112,9 +150,13 @@ def read_thread(ctx: ToolContext, post_id: int) -> dict[str, Any]:
     """A thread: its root and every reply, in time order."""
     post, ch = _post(ctx, post_id)
     root = post.root_id or post.id
-    posts = list(ctx.session.scalars(
-        select(Post).where(or_(Post.id == root, Post.root_id == root), Post.deleted_at.is_(None)).order_by(Post.created_at, Post.id)
-    ))  # fmt: skip
+    posts = list(
+        ctx.session.scalars(
+            select(Post)
+            .where(or_(Post.id == root, Post.root_id == root), Post.deleted_at.is_(None))
+            .order_by(Post.created_at, Post.id)
+        )
+    )
     return {"channel": ch.name, "root_id": root, "posts": _render(ctx, posts, ch.name)}
 
 
@@ -128,7 +170,11 @@ def search_posts(ctx: ToolContext, text: str, channel: str | None, author: str |
     stmt = (
         select(Post, Channel.name)
         .join(Channel, Channel.id == Post.channel_id)
-        .where(or_(Channel.type == "O", Channel.id.in_(mine)), Post.deleted_at.is_(None), func.lower(Post.message).like(f"%{text.lower()}%"))
+        .where(
+            or_(Channel.type == "O", Channel.id.in_(mine)),
+            Post.deleted_at.is_(None),
+            func.lower(Post.message).like(f"%{text.lower()}%"),
+        )
     )
     if channel:
         ch = _channel(ctx, channel)
@@ -151,13 +197,17 @@ def _write_post(ctx: ToolContext, ch: Channel, message: str, root_id: int | None
     if not _member(ctx, ch.id):
         if ch.type != "O":
             raise Forbidden(f"@{ctx.actor.username} is not a member of the private channel {ch.name!r}")
-        ctx.session.add(ChannelMember(channel_id=ch.id, employee_id=ctx.actor.employee_id, joined_at=now, last_viewed_at=None))
+        ctx.session.add(
+            ChannelMember(channel_id=ch.id, employee_id=ctx.actor.employee_id, joined_at=now, last_viewed_at=None)
+        )
     post = Post(channel_id=ch.id, author_id=ctx.actor.employee_id, root_id=root_id, message=message, created_at=now)
     ctx.session.add(post)
     ctx.session.flush()
     handles = sorted({m.lower() for m in MENTION.findall(message)})
     if handles:
-        ids = ctx.session.scalars(select(Employee.id).where(func.lower(Employee.username).in_(handles)).order_by(Employee.id))
+        ids = ctx.session.scalars(
+            select(Employee.id).where(func.lower(Employee.username).in_(handles)).order_by(Employee.id)
+        )
         for emp_id in ids:
             ctx.session.add(Mention(post_id=post.id, employee_id=emp_id))
         ctx.session.flush()
@@ -182,18 +232,26 @@ def react(ctx: ToolContext, post_id: int, emoji: str) -> dict[str, Any]:
         raise InvalidArgument(f"emoji must be a name like thumbsup (letters, digits, _+-); got {emoji!r}")
     target, _ = _post(ctx, post_id)
     dup = ctx.session.scalar(
-        select(Reaction.id).where(Reaction.post_id == target.id, Reaction.employee_id == ctx.actor.employee_id, Reaction.emoji == emoji)
+        select(Reaction.id).where(
+            Reaction.post_id == target.id,
+            Reaction.employee_id == ctx.actor.employee_id,
+            Reaction.emoji == emoji,
+        )
     )
     if dup is not None:
         raise Conflict(f"@{ctx.actor.username} already reacted {emoji} to post {post_id}")
-    ctx.session.add(Reaction(post_id=target.id, employee_id=ctx.actor.employee_id, emoji=emoji, created_at=ctx.clock.now()))
+    ctx.session.add(
+        Reaction(post_id=target.id, employee_id=ctx.actor.employee_id, emoji=emoji, created_at=ctx.clock.now())
+    )
     ctx.session.flush()
     return {"post_id": target.id, "emoji": emoji, "by": ctx.actor.username}
 
 
 def direct_message(ctx: ToolContext, username: str, message: str) -> dict[str, Any]:
     """Send a direct message, creating the direct channel on first use."""
-    other = ctx.session.scalar(select(Employee).where(Employee.username == username.lstrip("@"), Employee.active.is_(True)))
+    other = ctx.session.scalar(
+        select(Employee).where(Employee.username == username.lstrip("@"), Employee.active.is_(True))
+    )
     if other is None:
         raise NotFound(f"no active employee with username {username!r}")
     if other.id == ctx.actor.employee_id:
@@ -207,8 +265,16 @@ def direct_message(ctx: ToolContext, username: str, message: str) -> dict[str, A
         team = ctx.session.scalar(select(ChatTeam.id).order_by(ChatTeam.id).limit(1))
         if team is None:
             raise NotFound("this company has no chat team")
-        ch = Channel(team_id=team, name=name, display_name=f"{ctx.actor.username}, {other.username}", type="D", purpose="", header="",
-                     creator_id=ctx.actor.employee_id, created_at=now)  # fmt: skip
+        ch = Channel(
+            team_id=team,
+            name=name,
+            display_name=f"{ctx.actor.username}, {other.username}",
+            type="D",
+            purpose="",
+            header="",
+            creator_id=ctx.actor.employee_id,
+            created_at=now,
+        )
         ctx.session.add(ch)
         ctx.session.flush()
         for emp_id in (a, b):
@@ -227,4 +293,7 @@ def list_members(ctx: ToolContext, channel: str) -> dict[str, Any]:
         .where(ChannelMember.channel_id == ch.id)
         .order_by(Employee.username)
     ).all()
-    return {"channel": ch.name, "members": [{"username": u, "name": f"{f} {last}", "title": t} for u, f, last, t in rows]}
+    return {
+        "channel": ch.name,
+        "members": [{"username": u, "name": f"{f} {last}", "title": t} for u, f, last, t in rows],
+    }

@@ -56,7 +56,9 @@ def _employee(ctx: ToolContext, username: str) -> Employee:
 def _is_member(ctx: ToolContext, project_id: int, employee_id: int) -> bool:
     return (
         ctx.session.scalar(
-            select(ProjectMember.id).where(ProjectMember.project_id == project_id, ProjectMember.employee_id == employee_id)
+            select(ProjectMember.id).where(
+                ProjectMember.project_id == project_id, ProjectMember.employee_id == employee_id
+            )
         )
         is not None
     )
@@ -109,7 +111,9 @@ def search(
     if priority:
         stmt = stmt.where(Ticket.priority == _choice("priority", priority, PRIORITIES))
     if assignee is not None:
-        stmt = stmt.where(Ticket.assignee_id.is_(None) if assignee == "" else Ticket.assignee_id == _employee(ctx, assignee).id)
+        stmt = stmt.where(
+            Ticket.assignee_id.is_(None) if assignee == "" else Ticket.assignee_id == _employee(ctx, assignee).id
+        )
     if label:
         stmt = stmt.where(Ticket.id.in_(select(TicketLabel.ticket_id).where(TicketLabel.label == label)))
     if text:
@@ -125,14 +129,28 @@ def get(ctx: ToolContext, key: str) -> dict[str, Any]:
     """One ticket with labels, links, comments and status history."""
     t = _ticket(ctx, key)
     s = ctx.session
-    comments = s.scalars(select(TicketComment).where(TicketComment.ticket_id == t.id).order_by(TicketComment.created_at, TicketComment.id)).all()
-    history = s.scalars(select(TicketStatusChange).where(TicketStatusChange.ticket_id == t.id).order_by(TicketStatusChange.id)).all()
-    names = _usernames(ctx, {t.assignee_id, t.reporter_id, *(c.author_id for c in comments), *(h.actor_id for h in history)})
+    comments = s.scalars(
+        select(TicketComment)
+        .where(TicketComment.ticket_id == t.id)
+        .order_by(TicketComment.created_at, TicketComment.id)
+    ).all()
+    history = s.scalars(
+        select(TicketStatusChange).where(TicketStatusChange.ticket_id == t.id).order_by(TicketStatusChange.id)
+    ).all()
+    names = _usernames(
+        ctx, {t.assignee_id, t.reporter_id, *(c.author_id for c in comments), *(h.actor_id for h in history)}
+    )
     out = s.execute(
-        select(TicketLink.kind, Ticket.key).join(Ticket, Ticket.id == TicketLink.target_id).where(TicketLink.source_id == t.id).order_by(TicketLink.id)
+        select(TicketLink.kind, Ticket.key)
+        .join(Ticket, Ticket.id == TicketLink.target_id)
+        .where(TicketLink.source_id == t.id)
+        .order_by(TicketLink.id)
     ).all()
     inc = s.execute(
-        select(TicketLink.kind, Ticket.key).join(Ticket, Ticket.id == TicketLink.source_id).where(TicketLink.target_id == t.id).order_by(TicketLink.id)
+        select(TicketLink.kind, Ticket.key)
+        .join(Ticket, Ticket.id == TicketLink.source_id)
+        .where(TicketLink.target_id == t.id)
+        .order_by(TicketLink.id)
     ).all()
     sprint = s.scalar(select(Sprint.name).where(Sprint.id == t.sprint_id)) if t.sprint_id else None
     return {
@@ -143,15 +161,36 @@ def get(ctx: ToolContext, key: str) -> dict[str, Any]:
         "story_points": t.story_points,
         "created_at": t.created_at.isoformat(),
         "resolved_at": t.resolved_at.isoformat() if t.resolved_at else None,
-        "labels": list(s.scalars(select(TicketLabel.label).where(TicketLabel.ticket_id == t.id).order_by(TicketLabel.label))),
-        "links": [{"kind": k, "key": key_} for k, key_ in out] + [{"kind": f"{k} (inward)", "key": key_} for k, key_ in inc],
-        "comments": [{"id": c.id, "author": names.get(c.author_id), "body": c.body, "at": c.created_at.isoformat()} for c in comments],
-        "history": [{"from": h.from_status, "to": h.to_status, "by": names.get(h.actor_id), "at": h.changed_at.isoformat()} for h in history],
+        "labels": list(
+            s.scalars(select(TicketLabel.label).where(TicketLabel.ticket_id == t.id).order_by(TicketLabel.label))
+        ),
+        "links": [{"kind": k, "key": key_} for k, key_ in out]
+        + [{"kind": f"{k} (inward)", "key": key_} for k, key_ in inc],
+        "comments": [
+            {"id": c.id, "author": names.get(c.author_id), "body": c.body, "at": c.created_at.isoformat()}
+            for c in comments
+        ],
+        "history": [
+            {
+                "from": h.from_status,
+                "to": h.to_status,
+                "by": names.get(h.actor_id),
+                "at": h.changed_at.isoformat(),
+            }
+            for h in history
+        ],
     }
 
 
 def create(
-    ctx: ToolContext, project: str, title: str, description: str, type: str, priority: str, assignee: str | None, labels: list[str]
+    ctx: ToolContext,
+    project: str,
+    title: str,
+    description: str,
+    type: str,
+    priority: str,
+    assignee: str | None,
+    labels: list[str],
 ) -> dict[str, Any]:
     """File a new ticket in ``project`` (status backlog) and return it."""
     p = _project(ctx, project)
@@ -163,10 +202,23 @@ def create(
     now = ctx.clock.now()
     number = p.next_ticket_number
     p.next_ticket_number = number + 1
-    t = Ticket(key=f"{p.key}-{number}", project_id=p.id, number=number, type=type, title=title.strip(),
-               description=description, status="backlog", priority=priority, assignee_id=None,
-               reporter_id=ctx.actor.employee_id, sprint_id=None, story_points=None, created_at=now,
-               updated_at=now, resolved_at=None)  # fmt: skip
+    t = Ticket(
+        key=f"{p.key}-{number}",
+        project_id=p.id,
+        number=number,
+        type=type,
+        title=title.strip(),
+        description=description,
+        status="backlog",
+        priority=priority,
+        assignee_id=None,
+        reporter_id=ctx.actor.employee_id,
+        sprint_id=None,
+        story_points=None,
+        created_at=now,
+        updated_at=now,
+        resolved_at=None,
+    )
     if assignee:
         emp = _employee(ctx, assignee)
         if not _is_member(ctx, p.id, emp.id):
@@ -174,7 +226,15 @@ def create(
         t.assignee_id = emp.id
     ctx.session.add(t)
     ctx.session.flush()
-    ctx.session.add(TicketStatusChange(ticket_id=t.id, from_status=None, to_status="backlog", actor_id=ctx.actor.employee_id, changed_at=now))
+    ctx.session.add(
+        TicketStatusChange(
+            ticket_id=t.id,
+            from_status=None,
+            to_status="backlog",
+            actor_id=ctx.actor.employee_id,
+            changed_at=now,
+        )
+    )
     for label in sorted({lb.strip() for lb in labels if lb.strip()}):
         if len(label) > 50:
             raise InvalidArgument(f"label {label[:20]!r}... is longer than 50 characters")
@@ -184,7 +244,13 @@ def create(
 
 
 def update(
-    ctx: ToolContext, key: str, title: str | None, description: str | None, priority: str | None, story_points: int | None, type: str | None
+    ctx: ToolContext,
+    key: str,
+    title: str | None,
+    description: str | None,
+    priority: str | None,
+    story_points: int | None,
+    type: str | None,
 ) -> dict[str, Any]:
     """Change the given fields of a ticket (omitted ones stay)."""
     t = _ticket(ctx, key)
@@ -218,7 +284,15 @@ def transition(ctx: ToolContext, key: str, status: str) -> dict[str, Any]:
     if status not in allowed:
         raise IllegalTransition(f"{t.key} cannot go from {t.status} to {status}; allowed next: {', '.join(allowed)}")
     now = ctx.clock.now()
-    ctx.session.add(TicketStatusChange(ticket_id=t.id, from_status=t.status, to_status=status, actor_id=ctx.actor.employee_id, changed_at=now))
+    ctx.session.add(
+        TicketStatusChange(
+            ticket_id=t.id,
+            from_status=t.status,
+            to_status=status,
+            actor_id=ctx.actor.employee_id,
+            changed_at=now,
+        )
+    )
     t.status = status
     t.resolved_at = now if status in TERMINAL_STATUSES else None
     t.updated_at = now
@@ -262,7 +336,11 @@ def link(ctx: ToolContext, key: str, other_key: str, kind: str) -> dict[str, Any
     _choice("kind", kind, LINK_KINDS)
     if t.id == other.id:
         raise InvalidArgument("a ticket cannot be linked to itself")
-    exists = ctx.session.scalar(select(TicketLink.id).where(TicketLink.source_id == t.id, TicketLink.target_id == other.id, TicketLink.kind == kind))
+    exists = ctx.session.scalar(
+        select(TicketLink.id).where(
+            TicketLink.source_id == t.id, TicketLink.target_id == other.id, TicketLink.kind == kind
+        )
+    )
     if exists is None:
         ctx.session.add(TicketLink(source_id=t.id, target_id=other.id, kind=kind, created_at=ctx.clock.now()))
         ctx.session.flush()
@@ -290,5 +368,18 @@ def set_sprint(ctx: ToolContext, key: str, sprint: str) -> dict[str, Any]:
 def list_sprints(ctx: ToolContext, project: str) -> dict[str, Any]:
     """The sprints of a project, oldest first."""
     p = _project(ctx, project)
-    rows = ctx.session.scalars(select(Sprint).where(Sprint.project_id == p.id).order_by(Sprint.start_date, Sprint.id)).all()
-    return {"project": p.key, "sprints": [{"name": s.name, "state": s.state, "start": s.start_date.isoformat(), "end": s.end_date.isoformat()} for s in rows]}
+    rows = ctx.session.scalars(
+        select(Sprint).where(Sprint.project_id == p.id).order_by(Sprint.start_date, Sprint.id)
+    ).all()
+    return {
+        "project": p.key,
+        "sprints": [
+            {
+                "name": s.name,
+                "state": s.state,
+                "start": s.start_date.isoformat(),
+                "end": s.end_date.isoformat(),
+            }
+            for s in rows
+        ],
+    }

@@ -136,8 +136,20 @@ class TriageTickets:
         self._ensure_member(session, channel.id, poster_id, now)
         if difficulty >= 2:
             old = self._rules(rng, pool)
-            self._post(session, channel.id, poster_id, rules_text(project.key, old, updated=False), now - timedelta(days=6))
-        self._post(session, channel.id, poster_id, rules_text(project.key, rules, updated=difficulty >= 2), now - timedelta(hours=3))
+            self._post(
+                session,
+                channel.id,
+                poster_id,
+                rules_text(project.key, old, updated=False),
+                now - timedelta(days=6),
+            )
+        self._post(
+            session,
+            channel.id,
+            poster_id,
+            rules_text(project.key, rules, updated=difficulty >= 2),
+            now - timedelta(hours=3),
+        )
 
         count = (3, 5, 8, 12)[difficulty]
         texts = self._ticket_texts(rng, rules, count, ambiguous=difficulty >= 1)
@@ -181,7 +193,12 @@ class TriageTickets:
             prompt=prompt,
             actor=lead.username,
             rubric=self._rubric(expected, critical),
-            params={"expected": expected, "critical": critical, "project": project.key, "channel": f"team-{team.slug}"},
+            params={
+                "expected": expected,
+                "critical": critical,
+                "project": project.key,
+                "channel": f"team-{team.slug}",
+            },
             limits=Limits(max_turns=20 + 4 * len(expected), time_budget_s=8 * 3600),
             apps=("chat", "tickets"),
             difficulty=difficulty,
@@ -193,7 +210,10 @@ class TriageTickets:
             select(Team, Project, Employee)
             .join(Project, Project.team_id == Team.id)
             .join(Employee, Employee.id == Team.lead_id)
-            .join(ProjectMember, (ProjectMember.project_id == Project.id) & (ProjectMember.employee_id == Employee.id))
+            .join(
+                ProjectMember,
+                (ProjectMember.project_id == Project.id) & (ProjectMember.employee_id == Employee.id),
+            )
             .join(Channel, Channel.name == literal("team-") + Team.slug)
             .where(Project.status == "active", Employee.active.is_(True))
             .order_by(Team.id, Project.id)
@@ -221,12 +241,21 @@ class TriageTickets:
             words = CATEGORIES[cat]
             k = int(rng.integers(2, len(words) + 1))
             keywords = tuple(sorted(str(w) for w in rng.choice(words, size=k, replace=False)))
-            rules.append(Rule(keywords=keywords, priority=priorities[cat], assignee=people[i % len(people)], incident=cat == "outage"))
+            rules.append(
+                Rule(
+                    keywords=keywords,
+                    priority=priorities[cat],
+                    assignee=people[i % len(people)],
+                    incident=cat == "outage",
+                )
+            )
         rules.append(Rule(keywords=(), priority="medium", assignee=people[len(order) % len(people)]))
         return rules
 
     @staticmethod
-    def _ticket_texts(rng: np.random.Generator, rules: list[Rule], count: int, *, ambiguous: bool) -> list[tuple[str, str]]:
+    def _ticket_texts(
+        rng: np.random.Generator, rules: list[Rule], count: int, *, ambiguous: bool
+    ) -> list[tuple[str, str]]:
         keyed = [r for r in rules if r.keywords]
         out: list[tuple[str, str]] = []
         for i in range(count):
@@ -254,11 +283,27 @@ class TriageTickets:
     def _distractors(session: Session, rng: np.random.Generator, project: Project, reporters: Any, now: Any) -> None:
         other = session.scalars(select(Project).where(Project.id != project.id).order_by(Project.id)).first()
         if other is not None:
-            TriageTickets._file(session, other, "Checkout crash in the mobile app", "Seen twice today.", int(reporters[0]), now - timedelta(hours=1))
+            TriageTickets._file(
+                session,
+                other,
+                "Checkout crash in the mobile app",
+                "Seen twice today.",
+                int(reporters[0]),
+                now - timedelta(hours=1),
+            )
         lead_member = session.scalars(
-            select(ProjectMember.employee_id).where(ProjectMember.project_id == project.id).order_by(ProjectMember.employee_id)
+            select(ProjectMember.employee_id)
+            .where(ProjectMember.project_id == project.id)
+            .order_by(ProjectMember.employee_id)
         ).first()
-        done = TriageTickets._file(session, project, "Slow login on the dashboard", "Already looked at.", int(reporters[-1]), now - timedelta(hours=2))
+        done = TriageTickets._file(
+            session,
+            project,
+            "Slow login on the dashboard",
+            "Already looked at.",
+            int(reporters[-1]),
+            now - timedelta(hours=2),
+        )
         done.priority, done.assignee_id = "high", lead_member
 
     @staticmethod
@@ -266,22 +311,46 @@ class TriageTickets:
         number = project.next_ticket_number
         project.next_ticket_number = number + 1
         ticket = Ticket(
-            key=f"{project.key}-{number}", project_id=project.id, number=number, type="bug", title=title,
-            description=description, status="backlog", priority="none", assignee_id=None, reporter_id=reporter,
-            sprint_id=None, story_points=None, created_at=created, updated_at=created, resolved_at=None,
-        )  # fmt: skip
+            key=f"{project.key}-{number}",
+            project_id=project.id,
+            number=number,
+            type="bug",
+            title=title,
+            description=description,
+            status="backlog",
+            priority="none",
+            assignee_id=None,
+            reporter_id=reporter,
+            sprint_id=None,
+            story_points=None,
+            created_at=created,
+            updated_at=created,
+            resolved_at=None,
+        )
         session.add(ticket)
         session.flush()
-        session.add(TicketStatusChange(ticket_id=ticket.id, from_status=None, to_status="backlog", actor_id=reporter, changed_at=created))
+        session.add(
+            TicketStatusChange(
+                ticket_id=ticket.id,
+                from_status=None,
+                to_status="backlog",
+                actor_id=reporter,
+                changed_at=created,
+            )
+        )
         return ticket
 
     @staticmethod
     def _ensure_member(session: Session, channel_id: int, employee_id: int, now: Any) -> None:
         exists = session.scalar(
-            select(ChannelMember.id).where(ChannelMember.channel_id == channel_id, ChannelMember.employee_id == employee_id)
+            select(ChannelMember.id).where(
+                ChannelMember.channel_id == channel_id, ChannelMember.employee_id == employee_id
+            )
         )
         if exists is None:
-            session.add(ChannelMember(channel_id=channel_id, employee_id=employee_id, joined_at=now - timedelta(days=7)))
+            session.add(
+                ChannelMember(channel_id=channel_id, employee_id=employee_id, joined_at=now - timedelta(days=7))
+            )
 
     @staticmethod
     def _post(session: Session, channel_id: int, author_id: int, message: str, at: Any) -> None:
@@ -307,7 +376,11 @@ class TriageTickets:
                     "description": f"The critical ticket {key} is posted in ~incidents by the agent.",
                     "weight": 1,
                     "fn": "post_in_channel",
-                    "params": {"channel": "incidents", "pattern": rf"\b{re.escape(key)}\b", "author": "actor"},
+                    "params": {
+                        "channel": "incidents",
+                        "pattern": rf"\b{re.escape(key)}\b",
+                        "author": "actor",
+                    },
                 }
             )
         checks.append(
@@ -319,7 +392,11 @@ class TriageTickets:
                 "fn": "no_collateral_changes",
                 "params": {
                     "allowed": [
-                        {"table": "tickets", "fields": ["priority", "assignee_id", "updated_at"], "keys": allowed_keys},
+                        {
+                            "table": "tickets",
+                            "fields": ["priority", "assignee_id", "updated_at"],
+                            "keys": allowed_keys,
+                        },
                         {"table": "posts", "ops": ["insert"]},
                         {"table": "mentions", "ops": ["insert"]},
                         {"table": "channel_members", "ops": ["insert"]},
@@ -327,7 +404,14 @@ class TriageTickets:
                 },
             }
         )
-        return load_rubric({"id": "triage-tickets", "version": 1, "description": "Triage by the posted routing rules.", "checks": checks})
+        return load_rubric(
+            {
+                "id": "triage-tickets",
+                "version": 1,
+                "description": "Triage by the posted routing rules.",
+                "checks": checks,
+            }
+        )
 
     # -- oracle -----------------------------------------------------------------------------------------
 

@@ -42,9 +42,7 @@ class CompanySimEnv(gym.Env[str, str]):
         self.observation_space = spaces.Text(max_length=MAX_TEXT, charset=charset)
         self.action_space = spaces.Text(max_length=MAX_TEXT, charset=charset)
 
-    def reset(
-        self, *, seed: int | None = None, options: dict[str, Any] | None = None
-    ) -> tuple[str, dict[str, Any]]:
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
         """Start an episode; the seed selects the task (and, by default, the company)."""
         super().reset(seed=seed)
         merged = {**self.default_options, **(options or {})}

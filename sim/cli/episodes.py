@@ -92,9 +92,7 @@ def run(
         raise SimError(f"unknown agent {agent!r}; expected one of {', '.join(AGENTS)}")
     if episodes < 1:
         raise SimError(f"--episodes must be at least 1, got {episodes}")
-    results = run_many(
-        scenario, [agent], list(range(seed, seed + episodes)), WorldStore(data_dir), trace, difficulty
-    )
+    results = run_many(scenario, [agent], list(range(seed, seed + episodes)), WorldStore(data_dir), trace, difficulty)
     console.print(_results_table(f"{scenario} ({agent})", results))
     mean = sum(s.value for _, _, s in results) / len(results)
     console.print(f"mean reward {mean:.3f} over {len(results)} episode(s)")
@@ -131,9 +129,7 @@ def demo(
     scenario = "triage-tickets-v0"
     store = WorldStore(data_dir)
     family = make(scenario)
-    spec = WorldSpec.parse(
-        seed=seed, employees=family.world.employees, history_days=family.world.history_days
-    )
+    spec = WorldSpec.parse(seed=seed, employees=family.world.employees, history_days=family.world.history_days)
     world = store.base(spec)
     try:
         print_world_summary(world)

@@ -115,14 +115,6 @@ def world_new(
         world.close()
 
 
-def _count(world: World, column: object, *where: object) -> int:
-    with world.session() as session:
-        stmt = select(func.count(column))  # type: ignore[call-overload]
-        for clause in where:
-            stmt = stmt.where(clause)
-        return int(session.scalar(stmt) or 0)
-
-
 def _summary_tables(world: World) -> list[Table]:
     tables: list[Table] = []
     with world.session() as session:
@@ -246,8 +238,6 @@ def world_diff(
         table.add_column(col)
     for name, td in result.tables.items():
         keys = [*td.added, *td.removed, *td.changed][:5]
-        table.add_row(
-            name, str(len(td.added)), str(len(td.removed)), str(len(td.changed)), ", ".join(map(str, keys))
-        )
+        table.add_row(name, str(len(td.added)), str(len(td.removed)), str(len(td.changed)), ", ".join(map(str, keys)))
     console.print(table)
     raise typer.Exit(1)

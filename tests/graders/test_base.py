@@ -58,9 +58,7 @@ def _writer(ctx: GradingContext) -> CheckOutcome:
     return CheckOutcome.of(True, "wrote")
 
 
-def check(
-    cid: str, fn: str = "test.fixed", weight: float = 1.0, must: bool = False, **params: object
-) -> Check:
+def check(cid: str, fn: str = "test.fixed", weight: float = 1.0, must: bool = False, **params: object) -> Check:
     return Check(id=cid, description=f"{cid} holds", fn=fn, weight=weight, must=must, params=dict(params))
 
 
@@ -100,9 +98,7 @@ checks:
 
 
 def test_grade__value_is_weighted_mean_of_partial_scores(world):
-    r = rubric(
-        check("a", score=1.0, weight=1), check("b", score=0.5, weight=2), check("c", score=0.0, weight=1)
-    )
+    r = rubric(check("a", score=1.0, weight=1), check("b", score=0.5, weight=2), check("c", score=0.0, weight=1))
     score = grade(r, world.ctx())
     assert score.value == pytest.approx((1.0 + 2 * 0.5 + 0.0) / 4)
     assert [c.passed for c in score.checks] == [True, False, False]
@@ -133,9 +129,7 @@ def test_grade__raising_check_scores_zero_with_error_evidence(world):
 
 
 def test_grade__tuple_outcomes_and_out_of_range_scores(world):
-    score = grade(
-        rubric(check("t", fn="test.pair", ok=True), check("r", fn="test.out_of_range")), world.ctx()
-    )
+    score = grade(rubric(check("t", fn="test.pair", ok=True), check("r", fn="test.out_of_range")), world.ctx())
     assert score.checks[0].passed and score.checks[0].evidence == "ok=True"
     assert score.checks[1].score == 0.0
     assert score.checks[1].evidence.startswith("check error: ValueError: check score must be in [0, 1]")
@@ -173,13 +167,9 @@ def test_grade__is_deterministic_and_serialisable(world):
     r = load_rubric(YAML_OK)
     first, second = grade(r, world.ctx()).to_json(), grade(r, world.ctx()).to_json()
     assert first == second
-    assert (
-        first["type"] == "score" and first["rubric_id"] == "triage-tickets" and first["rubric_version"] == 2
-    )
+    assert first["type"] == "score" and first["rubric_id"] == "triage-tickets" and first["rubric_version"] == 2
     assert first["rubric_fingerprint"] == r.fingerprint
-    assert {"id", "kind", "passed", "score", "weight", "must", "evidence", "details"} <= set(
-        first["checks"][0]
-    )
+    assert {"id", "kind", "passed", "score", "weight", "must", "evidence", "details"} <= set(first["checks"][0])
     json.dumps(first, sort_keys=True)
 
 

@@ -23,9 +23,7 @@ from worlds.schema import (
 
 def verdict(world, fn: str, **params) -> CheckResult:
     """Grade a one-check rubric (so params go through load-time validation) and return its result."""
-    rubric = Rubric(
-        id="t", version=1, description="t", checks=(Check(id="c", description="d", fn=fn, params=params),)
-    )
+    rubric = Rubric(id="t", version=1, description="t", checks=(Check(id="c", description="d", fn=fn, params=params),))
     return grade(rubric, world.ctx()).checks[0]
 
 
@@ -90,8 +88,7 @@ def test_ticket_fields_equal__partial_credit_lists_mismatches(world):
     result = verdict(world, "ticket_fields_equal", expected=expected)
     assert result.score == pytest.approx(2 / 4) and not result.passed
     assert result.evidence == (
-        "2/4 ticket fields match; mismatches: "
-        "ENG-3 status is 'backlog' (expected 'todo'); ENG-9 not found (status)"
+        "2/4 ticket fields match; mismatches: ENG-3 status is 'backlog' (expected 'todo'); ENG-9 not found (status)"
     )
 
 
@@ -106,11 +103,7 @@ def test_ticket_has_label__present_absent_and_removed(world):
 def test_ticket_comment_matches__only_new_comments_by_default(world):
     assert not verdict(world, "ticket_comment_matches", key="ENG-1", pattern="root cause").passed
     assert verdict(world, "ticket_comment_matches", key="ENG-1", pattern="root cause", new_only=False).passed
-    world.add(
-        TicketComment(
-            ticket_id=1, author_id=1, body="Duplicate of ENG-2, closing", created_at=world.clock.now()
-        )
-    )
+    world.add(TicketComment(ticket_id=1, author_id=1, body="Duplicate of ENG-2, closing", created_at=world.clock.now()))
     ok = verdict(world, "ticket_comment_matches", key="ENG-1", pattern=r"duplicate of eng-2", author="actor")
     assert ok.passed and "#2 'Duplicate of ENG-2, closing'" in ok.evidence
     by_bob = verdict(world, "ticket_comment_matches", key="ENG-1", pattern="duplicate", author="bob")
@@ -121,9 +114,7 @@ def test_ticket_comment_matches__only_new_comments_by_default(world):
 
 
 def test_post_in_channel__agent_post_made_during_episode(world):
-    assert not verdict(
-        world, "post_in_channel", channel="eng", pattern="deploy", author=None
-    ).passed  # old post
+    assert not verdict(world, "post_in_channel", channel="eng", pattern="deploy", author=None).passed  # old post
     post(world, 2, "Deploying ENG-3 fix now, @bob please watch")
     ok = verdict(world, "post_in_channel", channel="~eng", pattern="deploying eng-3", mention="bob")
     assert ok.passed and ok.evidence.startswith("1 of 1 new posts in ~eng by actor match /deploying eng-3/")

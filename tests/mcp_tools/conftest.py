@@ -34,7 +34,9 @@ class App:
         self.outsider = Actor.load(
             self.session,
             self.session.scalar(
-                select(Employee.id).where(Employee.id.not_in(managers), Employee.id.not_in(members)).order_by(Employee.id)
+                select(Employee.id)
+                .where(Employee.id.not_in(managers), Employee.id.not_in(members))
+                .order_by(Employee.id)
             ),
         )
 

@@ -61,7 +61,15 @@ def test_toolset__refuses_undocumented_or_nested_arguments():
 
 @pytest.mark.parametrize(
     "args",
-    [{}, {"key": 1}, {"key": True}, {"key": None}, {"key": "X-1", "extra": 2}, {"key": "a" * 20_001}, {"key": "a\x00b"}],
+    [
+        {},
+        {"key": 1},
+        {"key": True},
+        {"key": None},
+        {"key": "X-1", "extra": 2},
+        {"key": "a" * 20_001},
+        {"key": "a\x00b"},
+    ],
 )
 def test_validator__rejects_bad_arguments_naming_them(args):
     with pytest.raises(InvalidArgument):

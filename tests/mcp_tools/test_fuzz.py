@@ -8,9 +8,30 @@ from mcp_tools.base import call_tool
 from mcp_tools.company import company_specs
 from mcp_tools.errors import AppError
 
-ODD = st.sampled_from(["", " ", "\u202e", "ZERO\u200bWIDTH", "💥" * 50, "../../etc/passwd", "'; DROP TABLE tickets;--",
-                       "A" * 20_001, "@@@", "NOPE-0", "town-square\x00", "ＥＮＧ-１"])  # fmt: skip
-WRONG = st.one_of(st.none(), st.booleans(), st.integers(-(2**70), 2**70), st.floats(allow_nan=True), st.lists(st.integers(), max_size=3), st.dictionaries(st.text(max_size=3), st.integers(), max_size=2))
+ODD = st.sampled_from(
+    [
+        "",
+        " ",
+        "\u202e",
+        "ZERO\u200bWIDTH",
+        "💥" * 50,
+        "../../etc/passwd",
+        "'; DROP TABLE tickets;--",
+        "A" * 20_001,
+        "@@@",
+        "NOPE-0",
+        "town-square\x00",
+        "ＥＮＧ-１",
+    ]
+)
+WRONG = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-(2**70), 2**70),
+    st.floats(allow_nan=True),
+    st.lists(st.integers(), max_size=3),
+    st.dictionaries(st.text(max_size=3), st.integers(), max_size=2),
+)
 
 
 def hostile(spec):
@@ -34,7 +55,11 @@ def episode(tmp_path_factory):
 def test_fuzz__hostile_arguments_give_tool_errors_and_change_nothing(episode, name):
     spec = company_specs()[name]
 
-    @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+    @settings(
+        max_examples=12,
+        deadline=None,
+        suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+    )
     @given(args=hostile(spec))
     def run(args):
         if episode.done:
@@ -50,7 +75,11 @@ def test_fuzz__hostile_arguments_give_tool_errors_and_change_nothing(episode, na
 
 
 def test_fuzz__ids_from_another_world_are_not_found(app):
-    for name, args in [("tickets_get", {"key": "ZZZ-424242"}), ("chat_read_thread", {"post_id": 10**9}), ("chat_read_channel", {"channel": "1__999999"})]:
+    for name, args in [
+        ("tickets_get", {"key": "ZZZ-424242"}),
+        ("chat_read_thread", {"post_id": 10**9}),
+        ("chat_read_channel", {"channel": "1__999999"}),
+    ]:
         with pytest.raises(AppError) as info:
             call_tool(company_specs()[name], args, app.ctx())
         assert info.value.code == "not_found"

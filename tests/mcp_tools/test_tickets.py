@@ -61,7 +61,10 @@ def test_assign__only_project_members(app):
     code, _ = _code(lambda: app.call("tickets_assign", key=target, username=app.outsider.username))
     assert code == "invalid_argument"
     member = app.session.scalar(
-        select(ProjectMember.employee_id).join(Project, Project.id == ProjectMember.project_id).where(Project.key == key).order_by(ProjectMember.id)
+        select(ProjectMember.employee_id)
+        .join(Project, Project.id == ProjectMember.project_id)
+        .where(Project.key == key)
+        .order_by(ProjectMember.id)
     )
     from worlds.schema import Employee
 

@@ -58,9 +58,15 @@ def test_triage__setup_posts_rules_and_files_untriaged_tickets_without_leaking_a
     episode.reset(seed=3, options={"difficulty": 2})
     params = episode.instance.params
     with episode.world.connect() as conn:
-        posts = conn.execute(
-            select(Post.message).join(Channel, Channel.id == Post.channel_id).where(Channel.name == params["channel"])
-        ).scalars().all()
+        posts = (
+            conn.execute(
+                select(Post.message)
+                .join(Channel, Channel.id == Post.channel_id)
+                .where(Channel.name == params["channel"])
+            )
+            .scalars()
+            .all()
+        )
         assert any(m.startswith("UPDATED triage rules") for m in posts)
         for key in params["expected"]:
             status, priority, assignee = conn.execute(

@@ -22,7 +22,9 @@ def invoke(*args):
 @pytest.fixture(scope="module")
 def world_file(tmp_path_factory):
     path = tmp_path_factory.mktemp("cli") / "w.db"
-    code, out = invoke("world", "new", "--seed", "3", "--employees", "20", "--history-days", "5", "--out", str(path), "-q")
+    code, out = invoke(
+        "world", "new", "--seed", "3", "--employees", "20", "--history-days", "5", "--out", str(path), "-q"
+    )
     assert code == 0, out
     return path
 
@@ -39,13 +41,43 @@ def test_world_hash__prints_the_hash_alone_and_is_stable(world_file, tmp_path):
     assert code == 0
     assert len(out.strip()) == 64 and out.count("\n") == 1
     again = tmp_path / "again.db"
-    assert invoke("world", "new", "--seed", "3", "--employees", "20", "--history-days", "5", "--out", str(again), "-q")[0] == 0
+    assert (
+        invoke(
+            "world",
+            "new",
+            "--seed",
+            "3",
+            "--employees",
+            "20",
+            "--history-days",
+            "5",
+            "--out",
+            str(again),
+            "-q",
+        )[0]
+        == 0
+    )
     assert invoke("world", "hash", str(again))[1] == out
 
 
 def test_world_diff__identical_then_differs(world_file, tmp_path):
     other = tmp_path / "other.db"
-    assert invoke("world", "new", "--seed", "4", "--employees", "20", "--history-days", "5", "--out", str(other), "-q")[0] == 0
+    assert (
+        invoke(
+            "world",
+            "new",
+            "--seed",
+            "4",
+            "--employees",
+            "20",
+            "--history-days",
+            "5",
+            "--out",
+            str(other),
+            "-q",
+        )[0]
+        == 0
+    )
     assert invoke("world", "diff", str(world_file), str(world_file)) == (0, "identical\n")
     code, out = invoke("world", "diff", str(world_file), str(other))
     assert code == 1
@@ -65,7 +97,19 @@ def test_world_diff__identical_then_differs(world_file, tmp_path):
 )
 def test_world_new__bad_input_is_one_line_and_exit_2(tmp_path, args, message):
     proc = subprocess.run(
-        [sys.executable, "-m", "sim.cli", "world", "new", "--seed", "1", "--out", str(tmp_path / "x.db"), "-q", *args]
+        [
+            sys.executable,
+            "-m",
+            "sim.cli",
+            "world",
+            "new",
+            "--seed",
+            "1",
+            "--out",
+            str(tmp_path / "x.db"),
+            "-q",
+            *args,
+        ]
         if "--db" not in args
         else [sys.executable, "-m", "sim.cli", "world", "new", "--seed", "1", "-q", *args],
         capture_output=True,
@@ -83,7 +127,10 @@ def test_world_show__corrupt_and_missing_files_exit_2(tmp_path):
     bad.write_text("garbage")
     for target in (bad, tmp_path / "missing.db"):
         proc = subprocess.run(
-            [sys.executable, "-m", "sim.cli", "world", "show", str(target)], capture_output=True, text=True, check=False
+            [sys.executable, "-m", "sim.cli", "world", "show", str(target)],
+            capture_output=True,
+            text=True,
+            check=False,
         )
         assert proc.returncode == 2
         assert proc.stderr.startswith("error: ")

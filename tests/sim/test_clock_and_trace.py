@@ -45,7 +45,16 @@ def test_parse_action__accepts_plain_and_openai_shapes(action):
 
 @pytest.mark.parametrize(
     "action",
-    [None, 3, [], "not json", {"arguments": {}}, {"name": ""}, {"name": "x", "arguments": "{bad"}, {"name": "x", "arguments": [1]}],
+    [
+        None,
+        3,
+        [],
+        "not json",
+        {"arguments": {}},
+        {"name": ""},
+        {"name": "x", "arguments": "{bad"},
+        {"name": "x", "arguments": [1]},
+    ],
 )
 def test_parse_action__rejects_malformed_with_bad_action_code(action):
     with pytest.raises(BadAction) as info:

@@ -63,7 +63,11 @@ class ToolsMachine(RuleBasedStateMachine):
         else:
             assert err["code"] in ("illegal_transition", "invalid_argument")
 
-    @rule(target=posts, channel=st.sampled_from(["town-square", "incidents", "off-topic"]), text=st.text(TEXT, min_size=1, max_size=50).filter(str.strip))
+    @rule(
+        target=posts,
+        channel=st.sampled_from(["town-square", "incidents", "off-topic"]),
+        text=st.text(TEXT, min_size=1, max_size=50).filter(str.strip),
+    )
     def post(self, channel, text):
         made, err = self.call("chat_post", channel=channel, message=text)
         assert err is None, err

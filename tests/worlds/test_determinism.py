@@ -27,7 +27,12 @@ class Worker:
         root = str(Path(__file__).resolve().parents[2])
         full["PYTHONPATH"] = root
         self.proc = subprocess.Popen(
-            [sys.executable, str(WORKER)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=full, cwd=root
+            [sys.executable, str(WORKER)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            env=full,
+            cwd=root,
         )
 
     def hash(self, spec: WorldSpec) -> str:
@@ -61,7 +66,13 @@ specs = st.builds(
 )
 
 
-@settings(max_examples=200, deadline=None, derandomize=True, database=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(
+    max_examples=200,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
 @given(spec=specs)
 def test_determinism__same_hash_across_processes_hashseeds_timezones_locales(workers, spec):
     a, b = (w.hash(spec) for w in workers)

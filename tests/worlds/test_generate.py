@@ -54,17 +54,24 @@ def test_generate__tiny_world_has_a_ceo_a_team_and_a_project():
 
 def test_generate__org_shape_is_plausible(world):
     with world.connect() as conn:
-        spans = conn.execute(
-            text("select count(*) from employees where manager_id is not null group by manager_id")
-        ).scalars().all()
+        spans = (
+            conn.execute(text("select count(*) from employees where manager_id is not null group by manager_id"))
+            .scalars()
+            .all()
+        )
         assert max(spans) <= 13
         eng = conn.execute(
-            text("select count(*) from employees e join departments d on d.id = e.department_id where d.name = 'Engineering'")
+            text(
+                "select count(*) from employees e join departments d on d.id = e.department_id "
+                "where d.name = 'Engineering'"
+            )
         ).scalar()
         assert 0.25 * 40 <= eng <= 0.55 * 40
         statuses = dict(conn.execute(text("select status, count(*) from tickets group by status")).all())
         assert statuses.get("done", 0) > 0 and sum(statuses.values()) > statuses.get("done", 0)
-        refs = conn.execute(text("select count(*) from posts where message like '%-%' and message glob '*[A-Z]-[0-9]*'")).scalar()
+        refs = conn.execute(
+            text("select count(*) from posts where message like '%-%' and message glob '*[A-Z]-[0-9]*'")
+        ).scalar()
         assert refs > 0
 
 

@@ -3,7 +3,14 @@ import sqlite3
 import pytest
 from sqlalchemy import select
 
-from worlds.errors import BadDatabaseURL, CorruptWorld, IncompatibleWorld, SnapshotError, StoreError, WorldNotFound
+from worlds.errors import (
+    BadDatabaseURL,
+    CorruptWorld,
+    IncompatibleWorld,
+    SnapshotError,
+    StoreError,
+    WorldNotFound,
+)
 from worlds.schema import Employee, Ticket, WorldMeta
 from worlds.spec import WorldSpec
 from worlds.store import Snapshot, WorldStore, create_world, open_world

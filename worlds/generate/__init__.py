@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from worlds.generate.comms import build_calendar, build_chat, build_mail
 from worlds.generate.common import Gen
+from worlds.generate.comms import build_calendar, build_chat, build_mail
 from worlds.generate.documents import build_documents
 from worlds.generate.org import build_org
 from worlds.generate.work import build_work

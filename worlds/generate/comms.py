@@ -9,22 +9,57 @@ from zoneinfo import ZoneInfo
 
 from worlds.generate.common import Gen, pick
 
-POSTS = ("Picked up {k}, should have a PR by tomorrow.", "{k} is ready for review, @{u} can you take a look?",
-         "Heads up: {k} might slip to next sprint.", "Standup: yesterday {k}, today testing, no blockers.",
-         "Anyone seen errors like the ones in {k} before?", "Merged the fix for {k}.",
-         "Reminder: planning is on Monday.", "Thanks @{u} for the help earlier!", "Docs updated for {k}.",
-         "Can we pair on {k} this afternoon?")  # fmt: skip
-REPLIES = ("On it.", "Looks good to me.", "I'll check after lunch.", "+1", "Done, thanks!", "Good catch @{u}.")
-GENERAL = ("Welcome to the team, @{u}!", "Lunch order closes at 11:30.", "Office is closed on Friday.",
-           "All-hands slides are in the shared folder.", "Coffee machine on 3 is fixed.")  # fmt: skip
+POSTS = (
+    "Picked up {k}, should have a PR by tomorrow.",
+    "{k} is ready for review, @{u} can you take a look?",
+    "Heads up: {k} might slip to next sprint.",
+    "Standup: yesterday {k}, today testing, no blockers.",
+    "Anyone seen errors like the ones in {k} before?",
+    "Merged the fix for {k}.",
+    "Reminder: planning is on Monday.",
+    "Thanks @{u} for the help earlier!",
+    "Docs updated for {k}.",
+    "Can we pair on {k} this afternoon?",
+)
+REPLIES = (
+    "On it.",
+    "Looks good to me.",
+    "I'll check after lunch.",
+    "+1",
+    "Done, thanks!",
+    "Good catch @{u}.",
+)
+GENERAL = (
+    "Welcome to the team, @{u}!",
+    "Lunch order closes at 11:30.",
+    "Office is closed on Friday.",
+    "All-hands slides are in the shared folder.",
+    "Coffee machine on 3 is fixed.",
+)
 EMOJI = ("thumbsup", "eyes", "white_check_mark", "tada", "pray", "rocket")
-SUBJECTS = ("Status of {k}", "Question about {k}", "Quarterly numbers", "Contract renewal", "Offsite planning",
-            "Invoice {n}", "Customer escalation: {k}", "Hiring plan update")  # fmt: skip
-BODIES = ("Hi {to},\n\nCould you share an update on {k}? We need it for the review.\n\nThanks,\n{fr}",
-          "Hi {to},\n\nAttached are the latest figures. Let me know if anything looks off.\n\nBest,\n{fr}",
-          "Hello {to},\n\nFollowing up on our call: the next step is tracked in {k}.\n\nRegards,\n{fr}")  # fmt: skip
-EXTERNAL = (("ops", "customer-northwind"), ("it", "customer-globex"), ("buyers", "customer-initech"),
-            ("billing", "vendor-cloudcorp"), ("accounts", "vendor-officeworks"), ("support", "vendor-datadash"))  # fmt: skip
+SUBJECTS = (
+    "Status of {k}",
+    "Question about {k}",
+    "Quarterly numbers",
+    "Contract renewal",
+    "Offsite planning",
+    "Invoice {n}",
+    "Customer escalation: {k}",
+    "Hiring plan update",
+)
+BODIES = (
+    "Hi {to},\n\nCould you share an update on {k}? We need it for the review.\n\nThanks,\n{fr}",
+    "Hi {to},\n\nAttached are the latest figures. Let me know if anything looks off.\n\nBest,\n{fr}",
+    "Hello {to},\n\nFollowing up on our call: the next step is tracked in {k}.\n\nRegards,\n{fr}",
+)
+EXTERNAL = (
+    ("ops", "customer-northwind"),
+    ("it", "customer-globex"),
+    ("buyers", "customer-initech"),
+    ("billing", "vendor-cloudcorp"),
+    ("accounts", "vendor-officeworks"),
+    ("support", "vendor-datadash"),
+)
 
 
 def build_chat(g: Gen, tickets_by_team: dict[int, list[tuple[Any, str]]]) -> None:
@@ -36,11 +71,27 @@ def build_chat(g: Gen, tickets_by_team: dict[int, list[tuple[Any, str]]]) -> Non
     everyone = [e["id"] for e in emps]
     channels: list[tuple[int, list[int], list[tuple[Any, str]], float]] = []
 
-    def channel(name: str, display: str, kind: str, members: list[int], tickets: list[tuple[Any, str]], weight: float) -> int:
-        cid = g.add("channels", {"team_id": 1, "name": name, "display_name": display, "type": kind, "purpose": display,
-                                 "header": "", "creator_id": members[0], "created_at": created})  # fmt: skip
+    def channel(
+        name: str, display: str, kind: str, members: list[int], tickets: list[tuple[Any, str]], weight: float
+    ) -> int:
+        cid = g.add(
+            "channels",
+            {
+                "team_id": 1,
+                "name": name,
+                "display_name": display,
+                "type": kind,
+                "purpose": display,
+                "header": "",
+                "creator_id": members[0],
+                "created_at": created,
+            },
+        )
         for m in members:
-            g.add("channel_members", {"channel_id": cid, "employee_id": m, "joined_at": created, "last_viewed_at": None})
+            g.add(
+                "channel_members",
+                {"channel_id": cid, "employee_id": m, "joined_at": created, "last_viewed_at": None},
+            )
         channels.append((cid, members, tickets, weight))
         return cid
 
@@ -55,12 +106,26 @@ def build_chat(g: Gen, tickets_by_team: dict[int, list[tuple[Any, str]]]) -> Non
     for project in g.rows.get("projects", []):
         if project["status"] == "active":
             members = [m["employee_id"] for m in g.rows["project_members"] if m["project_id"] == project["id"]]
-            channel(f"proj-{project['key'].lower()}", project["name"], "O", members, tickets_by_team.get(project["team_id"], []), 1.0)
+            channel(
+                f"proj-{project['key'].lower()}",
+                project["name"],
+                "O",
+                members,
+                tickets_by_team.get(project["team_id"], []),
+                1.0,
+            )
     execs = [e["id"] for e in emps if e["level"] in ("E1", "E2")]
     channel("leadership", "Leadership", "P", execs, [], 0.5)
     people_dept = next((d["id"] for d in g.rows["departments"] if d["name"] == "People"), None)
     if people_dept is not None:
-        channel("people-ops", "People Ops", "P", [e["id"] for e in emps if e["department_id"] == people_dept], [], 0.3)
+        channel(
+            "people-ops",
+            "People Ops",
+            "P",
+            [e["id"] for e in emps if e["department_id"] == people_dept],
+            [],
+            0.3,
+        )
     for e in emps:
         if e["manager_id"] is not None and rng.random() < 0.3:
             a, b = sorted((e["id"], e["manager_id"]))
@@ -83,8 +148,19 @@ def build_chat(g: Gen, tickets_by_team: dict[int, list[tuple[Any, str]]]) -> Non
             message = pick(rng, GENERAL).format(u=users[other])
         roots.append((at, cid, author, [other] if "@" in message else []))
         roots[-1] = (at, cid, author, roots[-1][3])
-        g.add("posts", {"channel_id": cid, "author_id": author, "root_id": None, "message": message, "created_at": at,
-                        "edited_at": None, "deleted_at": None, "is_pinned": False})  # fmt: skip
+        g.add(
+            "posts",
+            {
+                "channel_id": cid,
+                "author_id": author,
+                "root_id": None,
+                "message": message,
+                "created_at": at,
+                "edited_at": None,
+                "deleted_at": None,
+                "is_pinned": False,
+            },
+        )
     members_of = {c[0]: c[1] for c in channels}
     n_roots = len(g.rows.get("posts", []))
     for pid in range(1, n_roots + 1):
@@ -96,15 +172,33 @@ def build_chat(g: Gen, tickets_by_team: dict[int, list[tuple[Any, str]]]) -> Non
                 replier = int(pick(rng, members_of[cid]))
                 when = min(g.start_at, at + timedelta(minutes=int(rng.integers(1, 240))))
                 msg = pick(rng, REPLIES).format(u=users[author])
-                rid = g.add("posts", {"channel_id": cid, "author_id": replier, "root_id": pid, "message": msg,
-                                      "created_at": when, "edited_at": None, "deleted_at": None, "is_pinned": False})  # fmt: skip
+                rid = g.add(
+                    "posts",
+                    {
+                        "channel_id": cid,
+                        "author_id": replier,
+                        "root_id": pid,
+                        "message": msg,
+                        "created_at": when,
+                        "edited_at": None,
+                        "deleted_at": None,
+                        "is_pinned": False,
+                    },
+                )
                 if "@" in msg:
                     g.add("mentions", {"post_id": rid, "employee_id": author})
         if rng.random() < 0.2:
             who = sorted({int(pick(rng, members_of[cid])) for _ in range(int(rng.integers(1, 3)))})
             for w in who:
-                g.add("reactions", {"post_id": pid, "employee_id": w, "emoji": pick(rng, EMOJI),
-                                    "created_at": min(g.start_at, at + timedelta(minutes=5))})  # fmt: skip
+                g.add(
+                    "reactions",
+                    {
+                        "post_id": pid,
+                        "employee_id": w,
+                        "emoji": pick(rng, EMOJI),
+                        "created_at": min(g.start_at, at + timedelta(minutes=5)),
+                    },
+                )
 
 
 def build_mail(g: Gen, tickets_by_team: dict[int, list[tuple[Any, str]]]) -> None:
@@ -113,11 +207,23 @@ def build_mail(g: Gen, tickets_by_team: dict[int, list[tuple[Any, str]]]) -> Non
     emps = g.rows["employees"]
     boxes: list[int] = []
     for e in emps:
-        boxes.append(g.add("mailboxes", {"address": e["email"], "display_name": f"{e['first_name']} {e['last_name']}",
-                                         "employee_id": e["id"]}))  # fmt: skip
+        boxes.append(
+            g.add(
+                "mailboxes",
+                {
+                    "address": e["email"],
+                    "display_name": f"{e['first_name']} {e['last_name']}",
+                    "employee_id": e["id"],
+                },
+            )
+        )
     for local, org in EXTERNAL:
-        boxes.append(g.add("mailboxes", {"address": f"{local}@{org}.example", "display_name": f"{org} {local}",
-                                         "employee_id": None}))  # fmt: skip
+        boxes.append(
+            g.add(
+                "mailboxes",
+                {"address": f"{local}@{org}.example", "display_name": f"{org} {local}", "employee_id": None},
+            )
+        )
     folders: dict[tuple[int, str], int] = {}
     for box in boxes:
         for name in ("Inbox", "Sent", "Archive", "Drafts", "Trash"):
@@ -142,21 +248,50 @@ def build_mail(g: Gen, tickets_by_team: dict[int, list[tuple[Any, str]]]) -> Non
             frm = parts[0] if turn % 2 == 0 else parts[1]
             rcpt = [p for p in parts if p != frm]
             names = g.rows["mailboxes"]
-            body = pick(rng, BODIES).format(to=names[rcpt[0] - 1]["display_name"].split()[0],
-                                            fr=names[frm - 1]["display_name"], k=pick(rng, keys))  # fmt: skip
+            body = pick(rng, BODIES).format(
+                to=names[rcpt[0] - 1]["display_name"].split()[0],
+                fr=names[frm - 1]["display_name"],
+                k=pick(rng, keys),
+            )
             mid = len(g.table("mail_messages")) + 1
-            g.add("mail_messages", {"thread_id": thread, "message_id": f"<m{mid}.{g.spec.seed}@{g.domain}>",
-                                    "in_reply_to_id": prev, "sender_mailbox_id": frm,
-                                    "subject": subject if turn == 0 else f"Re: {subject}", "body": body,
-                                    "sent_at": at, "attachment_document_ids": []})  # fmt: skip
+            g.add(
+                "mail_messages",
+                {
+                    "thread_id": thread,
+                    "message_id": f"<m{mid}.{g.spec.seed}@{g.domain}>",
+                    "in_reply_to_id": prev,
+                    "sender_mailbox_id": frm,
+                    "subject": subject if turn == 0 else f"Re: {subject}",
+                    "body": body,
+                    "sent_at": at,
+                    "attachment_document_ids": [],
+                },
+            )
             old = (g.start_at - at) > timedelta(days=2)
             for r in rcpt:
                 g.add("mail_recipients", {"message_id": mid, "mailbox_id": r, "kind": "to"})
-                g.add("mail_deliveries", {"message_id": mid, "mailbox_id": r, "folder_id": folders[(r, "Inbox")],
-                                          "is_read": old or rng.random() < 0.4, "is_flagged": rng.random() < 0.05,
-                                          "read_at": None})  # fmt: skip
-            g.add("mail_deliveries", {"message_id": mid, "mailbox_id": frm, "folder_id": folders[(frm, "Sent")],
-                                      "is_read": True, "is_flagged": False, "read_at": None})  # fmt: skip
+                g.add(
+                    "mail_deliveries",
+                    {
+                        "message_id": mid,
+                        "mailbox_id": r,
+                        "folder_id": folders[(r, "Inbox")],
+                        "is_read": old or rng.random() < 0.4,
+                        "is_flagged": rng.random() < 0.05,
+                        "read_at": None,
+                    },
+                )
+            g.add(
+                "mail_deliveries",
+                {
+                    "message_id": mid,
+                    "mailbox_id": frm,
+                    "folder_id": folders[(frm, "Sent")],
+                    "is_read": True,
+                    "is_flagged": False,
+                    "read_at": None,
+                },
+            )
             prev = mid
             at = min(g.start_at, at + timedelta(minutes=int(rng.integers(10, 600))))
             if at >= g.start_at:
@@ -175,16 +310,39 @@ def build_calendar(g: Gen) -> None:
     for loc in g.rows["locations"]:
         if loc["name"] != "Remote":
             for i, room in enumerate(("Atlas", "Borealis", "Cobalt")):
-                g.add("rooms", {"name": f"{loc['name']} {room}", "location_id": loc["id"], "capacity": 4 + 4 * i})
+                g.add(
+                    "rooms",
+                    {"name": f"{loc['name']} {room}", "location_id": loc["id"], "capacity": 4 + 4 * i},
+                )
     first = g.history_start.date()
     created = g.history_start - timedelta(days=14)
     rsvp = ["accepted", "tentative", "declined", "needs_action"]
 
-    def event(org: dict[str, Any], title: str, day: Any, minute: int, minutes: int, rrule: str | None, people: list[int]) -> None:
+    def event(
+        org: dict[str, Any],
+        title: str,
+        day: Any,
+        minute: int,
+        minutes: int,
+        rrule: str | None,
+        people: list[int],
+    ) -> None:
         start = _local(day, minute, org["timezone"])
-        eid = g.add("events", {"organizer_id": org["id"], "title": title, "description": "", "start_at": start,
-                               "end_at": start + timedelta(minutes=minutes), "rrule": rrule, "until": None,
-                               "room_id": None, "cancelled": False, "created_at": min(created, start)})  # fmt: skip
+        eid = g.add(
+            "events",
+            {
+                "organizer_id": org["id"],
+                "title": title,
+                "description": "",
+                "start_at": start,
+                "end_at": start + timedelta(minutes=minutes),
+                "rrule": rrule,
+                "until": None,
+                "room_id": None,
+                "cancelled": False,
+                "created_at": min(created, start),
+            },
+        )
         for p in sorted(set(people)):
             state = "accepted" if p == org["id"] else str(rng.choice(rsvp, p=[0.7, 0.1, 0.05, 0.15]))
             g.add("event_attendees", {"event_id": eid, "employee_id": p, "rsvp": state, "optional": False})
@@ -195,14 +353,29 @@ def build_calendar(g: Gen) -> None:
         members = [e["id"] for e in emps if e["team_id"] == team["id"]]
         wd = int(rng.integers(0, 5))
         day = first + timedelta(days=(wd - first.weekday()) % 7)
-        event(lead, f"{team['name']} weekly", day, lead["work_start_minute"] + 60, 45, f"FREQ=WEEKLY;BYDAY={days[wd]}", members)
+        event(
+            lead,
+            f"{team['name']} weekly",
+            day,
+            lead["work_start_minute"] + 60,
+            45,
+            f"FREQ=WEEKLY;BYDAY={days[wd]}",
+            members,
+        )
     for e in emps:
         if e["manager_id"] is not None:
             boss = emps[e["manager_id"] - 1]
             wd = int(rng.integers(0, 5))
             day = first + timedelta(days=(wd - first.weekday()) % 7)
-            event(boss, f"1:1 {boss['first_name']} / {e['first_name']}", day, boss["work_start_minute"] + 120 + 30 * int(rng.integers(0, 8)),
-                  30, f"FREQ=WEEKLY;INTERVAL=2;BYDAY={days[wd]}", [boss["id"], e["id"]])  # fmt: skip
+            event(
+                boss,
+                f"1:1 {boss['first_name']} / {e['first_name']}",
+                day,
+                boss["work_start_minute"] + 120 + 30 * int(rng.integers(0, 8)),
+                30,
+                f"FREQ=WEEKLY;INTERVAL=2;BYDAY={days[wd]}",
+                [boss["id"], e["id"]],
+            )
     by_dept: dict[int, list[int]] = {}
     for x in emps:
         by_dept.setdefault(x["department_id"], []).append(x["id"])
@@ -213,5 +386,12 @@ def build_calendar(g: Gen) -> None:
         while day.weekday() >= 5:
             day -= timedelta(days=1)
         people = [org["id"], *[int(pick(rng, peers)) for _ in range(int(rng.integers(1, 5)))]]
-        event(org, pick(rng, ("Design review", "Planning", "Customer call prep", "Retro", "Sync")), day,
-              org["work_start_minute"] + 30 * int(rng.integers(1, 12)), 30 * int(rng.integers(1, 3)), None, people)
+        event(
+            org,
+            pick(rng, ("Design review", "Planning", "Customer call prep", "Retro", "Sync")),
+            day,
+            org["work_start_minute"] + 30 * int(rng.integers(1, 12)),
+            30 * int(rng.integers(1, 3)),
+            None,
+            people,
+        )

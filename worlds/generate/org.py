@@ -10,14 +10,29 @@ import numpy as np
 
 from worlds.generate.common import Gen, ascii_name, pick, slug
 
-HQ = {"en_US": ("New York", "America/New_York"), "en_GB": ("London", "Europe/London"),
-      "de_DE": ("Berlin", "Europe/Berlin"), "fr_FR": ("Paris", "Europe/Paris")}  # fmt: skip
-OFFICES = (("San Francisco", "America/Los_Angeles"), ("London", "Europe/London"), ("Berlin", "Europe/Berlin"),
-           ("Singapore", "Asia/Singapore"), ("Toronto", "America/Toronto"), ("Paris", "Europe/Paris"))  # fmt: skip
+HQ = {
+    "en_US": ("New York", "America/New_York"),
+    "en_GB": ("London", "Europe/London"),
+    "de_DE": ("Berlin", "Europe/Berlin"),
+    "fr_FR": ("Paris", "Europe/Paris"),
+}
+OFFICES = (
+    ("San Francisco", "America/Los_Angeles"),
+    ("London", "Europe/London"),
+    ("Berlin", "Europe/Berlin"),
+    ("Singapore", "Asia/Singapore"),
+    ("Toronto", "America/Toronto"),
+    ("Paris", "Europe/Paris"),
+)
 
 # Department mix of a software company; other industries shift weight to the functions they lean on.
 DEPARTMENTS: dict[str, tuple[str, float, str, tuple[str, ...]]] = {
-    "Engineering": ("ENG", 0.40, "Software Engineer", ("python", "go", "typescript", "sql", "kubernetes", "aws")),
+    "Engineering": (
+        "ENG",
+        0.40,
+        "Software Engineer",
+        ("python", "go", "typescript", "sql", "kubernetes", "aws"),
+    ),
     "Product": ("PRD", 0.08, "Product Manager", ("roadmapping", "analytics", "user research")),
     "Design": ("DES", 0.05, "Product Designer", ("figma", "prototyping", "accessibility")),
     "Sales": ("SAL", 0.14, "Account Executive", ("negotiation", "salesforce", "forecasting")),
@@ -35,14 +50,47 @@ INDUSTRY_SHIFT = {
     "retail": {"Operations": 3.0, "Sales": 1.3, "Engineering": 0.5, "Customer Success": 1.5},
     "logistics": {"Operations": 4.0, "Engineering": 0.6},
 }
-HEAD_TITLES = {"Engineering": "Chief Technology Officer", "Finance": "Chief Financial Officer",
-               "People": "Chief People Officer", "Product": "Chief Product Officer"}  # fmt: skip
-TEAM_WORDS = ("Platform", "Payments", "Mobile", "Web", "Data", "Infrastructure", "Search", "Growth", "Identity",
-              "Billing", "Integrations", "Reliability", "Insights", "Checkout", "Messaging", "Onboarding",
-              "Partners", "Enterprise", "Core", "Analytics")  # fmt: skip
+HEAD_TITLES = {
+    "Engineering": "Chief Technology Officer",
+    "Finance": "Chief Financial Officer",
+    "People": "Chief People Officer",
+    "Product": "Chief Product Officer",
+}
+TEAM_WORDS = (
+    "Platform",
+    "Payments",
+    "Mobile",
+    "Web",
+    "Data",
+    "Infrastructure",
+    "Search",
+    "Growth",
+    "Identity",
+    "Billing",
+    "Integrations",
+    "Reliability",
+    "Insights",
+    "Checkout",
+    "Messaging",
+    "Onboarding",
+    "Partners",
+    "Enterprise",
+    "Core",
+    "Analytics",
+)
 IC_PREFIX = {"IC1": "Associate ", "IC2": "", "IC3": "Senior ", "IC4": "Staff ", "IC5": "Principal "}
-SALARY = {"IC1": 70_000, "IC2": 95_000, "IC3": 125_000, "IC4": 155_000, "IC5": 185_000, "M1": 150_000,
-          "M2": 175_000, "M3": 210_000, "E1": 260_000, "E2": 350_000}  # fmt: skip
+SALARY = {
+    "IC1": 70_000,
+    "IC2": 95_000,
+    "IC3": 125_000,
+    "IC4": 155_000,
+    "IC5": 185_000,
+    "M1": 150_000,
+    "M2": 175_000,
+    "M3": 210_000,
+    "E1": 260_000,
+    "E2": 350_000,
+}
 
 
 def _sizes(total: int, weights: list[float]) -> list[int]:
@@ -67,8 +115,16 @@ def build_org(g: Gen) -> None:
     g.domain = slug(g.company_name)[:40] + ".test"
     founded = g.spec.start_date - timedelta(days=int(rng.integers(4 * 365, 15 * 365)))
     hq_city, hq_tz = HQ[g.spec.locale]
-    g.add("companies", {"name": g.company_name, "domain": g.domain, "industry": g.spec.industry,
-                        "founded": founded, "headquarters": hq_city})  # fmt: skip
+    g.add(
+        "companies",
+        {
+            "name": g.company_name,
+            "domain": g.domain,
+            "industry": g.spec.industry,
+            "founded": founded,
+            "headquarters": hq_city,
+        },
+    )
     n = g.spec.employees
     offices = [(hq_city, hq_tz)] + [o for o in OFFICES if o[0] != hq_city][: (1 if n < 30 else 2 if n < 300 else 3)]
     for city, tz in [*offices, ("Remote", "UTC")]:
@@ -93,11 +149,25 @@ def build_org(g: Gen) -> None:
         used.add(username)
         loc = int(rng.choice(len(loc_weights), p=loc_weights / loc_weights.sum())) + 1
         start = int(rng.choice([480, 540, 600], p=[0.25, 0.55, 0.2]))
-        row = {"first_name": first, "last_name": last, "username": username, "email": f"{username}@{g.domain}",
-               "title": title, "level": level, "manager_id": manager, "department_id": dept, "team_id": team,
-               "location_id": loc, "timezone": g.rows["locations"][loc - 1]["timezone"],
-               "work_start_minute": start, "work_end_minute": start + 480, "workdays": "1111100",
-               "skills": [], "hire_date": founded, "active": True}  # fmt: skip
+        row = {
+            "first_name": first,
+            "last_name": last,
+            "username": username,
+            "email": f"{username}@{g.domain}",
+            "title": title,
+            "level": level,
+            "manager_id": manager,
+            "department_id": dept,
+            "team_id": team,
+            "location_id": loc,
+            "timezone": g.rows["locations"][loc - 1]["timezone"],
+            "work_start_minute": start,
+            "work_end_minute": start + 480,
+            "workdays": "1111100",
+            "skills": [],
+            "hire_date": founded,
+            "active": True,
+        }
         g.add("employees", row)
         people.append(row)
         return row
@@ -122,7 +192,10 @@ def build_org(g: Gen) -> None:
         for t, tsize in enumerate(team_sizes):
             word = TEAM_WORDS[(t + dept_index * 3) % len(TEAM_WORDS)]
             team_name = f"{name} {word}" + (f" {t // len(TEAM_WORDS) + 1}" if t >= len(TEAM_WORDS) else "")
-            team_id = g.add("teams", {"department_id": dept_index, "name": team_name, "slug": slug(team_name), "lead_id": None})
+            team_id = g.add(
+                "teams",
+                {"department_id": dept_index, "name": team_name, "slug": slug(team_name), "lead_id": None},
+            )
             boss = directors[t // 5] if directors else head["id"]
             lead_title = "Engineering Manager" if name == "Engineering" else f"{name} Team Lead"
             lead = person(lead_title, pick(rng, ("M1", "M2")), boss, dept_index, team_id)
@@ -153,9 +226,12 @@ def build_org(g: Gen) -> None:
         for role in roles:
             g.add("employee_roles", {"employee_id": row["id"], "role": role})
         salary = SALARY[row["level"]] * (1 + float(rng.normal(0, 0.08)))
-        g.table("employee_private").append({
-            "employee_id": row["id"], "salary_cents": int(salary) * 100,
-            "performance_rating": int(rng.choice([1, 2, 3, 4, 5], p=[0.03, 0.12, 0.5, 0.28, 0.07])),
-            "personal_email": f"{row['username']}@personal-mail.example",
-            "personal_phone": f"+1-555-{int(rng.integers(1000, 9999))}",
-        })  # fmt: skip
+        g.table("employee_private").append(
+            {
+                "employee_id": row["id"],
+                "salary_cents": int(salary) * 100,
+                "performance_rating": int(rng.choice([1, 2, 3, 4, 5], p=[0.03, 0.12, 0.5, 0.28, 0.07])),
+                "personal_email": f"{row['username']}@personal-mail.example",
+                "personal_phone": f"+1-555-{int(rng.integers(1000, 9999))}",
+            }
+        )

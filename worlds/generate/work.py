@@ -9,16 +9,44 @@ from typing import Any
 from worlds.generate.common import Gen, pick, slug
 from worlds.workflow import TERMINAL_STATUSES, path_to
 
-COMPONENTS = ("login page", "billing service", "search API", "mobile app", "admin console", "export job",
-              "notifications", "settings screen", "reporting dashboard", "onboarding flow")  # fmt: skip
-BUG_TITLES = ("Error when saving in the {c}", "Wrong totals shown in the {c}", "Timeout in the {c} under load",
-              "{C} crashes on empty input", "Broken link in the {c}")  # fmt: skip
-WORK_TITLES = ("Add filtering to the {c}", "Refactor the {c}", "Improve logging in the {c}",
-               "Support bulk edit in the {c}", "Write tests for the {c}", "Migrate the {c} to the new API")  # fmt: skip
+COMPONENTS = (
+    "login page",
+    "billing service",
+    "search API",
+    "mobile app",
+    "admin console",
+    "export job",
+    "notifications",
+    "settings screen",
+    "reporting dashboard",
+    "onboarding flow",
+)
+BUG_TITLES = (
+    "Error when saving in the {c}",
+    "Wrong totals shown in the {c}",
+    "Timeout in the {c} under load",
+    "{C} crashes on empty input",
+    "Broken link in the {c}",
+)
+WORK_TITLES = (
+    "Add filtering to the {c}",
+    "Refactor the {c}",
+    "Improve logging in the {c}",
+    "Support bulk edit in the {c}",
+    "Write tests for the {c}",
+    "Migrate the {c} to the new API",
+)
 LABELS = ("backend", "frontend", "tech-debt", "customer", "security", "performance", "ux", "regression")
-COMMENTS = ("I can reproduce this on staging.", "Looking into it today.", "PR is up for review.",
-            "Blocked on the API change, see {k}.", "Moved to the next sprint.", "Verified the fix.",
-            "Can we get more details from the reporter?", "Duplicate of {k}?")  # fmt: skip
+COMMENTS = (
+    "I can reproduce this on staging.",
+    "Looking into it today.",
+    "PR is up for review.",
+    "Blocked on the API change, see {k}.",
+    "Moved to the next sprint.",
+    "Verified the fix.",
+    "Can we get more details from the reporter?",
+    "Duplicate of {k}?",
+)
 OPEN_WEIGHTS = {"backlog": 0.3, "todo": 0.25, "in_progress": 0.25, "in_review": 0.12, "blocked": 0.08}
 STATUS_PATHS = {s: path_to(s) for s in ("backlog", "todo", "in_progress", "in_review", "blocked", "done", "wont_do")}
 
@@ -59,19 +87,41 @@ def build_work(g: Gen) -> dict[int, list[tuple[Any, str]]]:
             name = team["name"].split(" ", 1)[-1] + ("" if p == 0 else " Revamp")
             key = _key_for(name, used)
             status = "active" if p == 0 or rng.random() < 0.7 else "completed"
-            pid = g.add("projects", {
-                "key": key, "name": name, "description": f"{name}: owned by the {team['name']} team.",
-                "team_id": team["id"], "lead_id": team["lead_id"], "status": status,
-                "start_date": min(start_date, g.history_start.date()) - timedelta(days=int(rng.integers(10, 200))),
-                "target_date": start_date + timedelta(days=int(rng.integers(30, 180))), "next_ticket_number": 1,
-            })  # fmt: skip
+            pid = g.add(
+                "projects",
+                {
+                    "key": key,
+                    "name": name,
+                    "description": f"{name}: owned by the {team['name']} team.",
+                    "team_id": team["id"],
+                    "lead_id": team["lead_id"],
+                    "status": status,
+                    "start_date": min(start_date, g.history_start.date()) - timedelta(days=int(rng.integers(10, 200))),
+                    "target_date": start_date + timedelta(days=int(rng.integers(30, 180))),
+                    "next_ticket_number": 1,
+                },
+            )
             project = g.rows["projects"][-1]
             for emp in members:
-                g.add("project_members", {"project_id": pid, "employee_id": emp,
-                                          "role": "lead" if emp == team["lead_id"] else "member"})  # fmt: skip
+                g.add(
+                    "project_members",
+                    {
+                        "project_id": pid,
+                        "employee_id": emp,
+                        "role": "lead" if emp == team["lead_id"] else "member",
+                    },
+                )
             for m in range(int(rng.integers(2, 4))):
                 due = start_date + timedelta(days=int(rng.integers(-60, 120)))
-                g.add("milestones", {"project_id": pid, "name": f"{name} M{m + 1}", "due_date": due, "done": due < start_date})
+                g.add(
+                    "milestones",
+                    {
+                        "project_id": pid,
+                        "name": f"{name} M{m + 1}",
+                        "due_date": due,
+                        "done": due < start_date,
+                    },
+                )
             if not g.has("tickets"):
                 continue
             sprints: list[tuple[date, date, int]] = []
@@ -80,8 +130,16 @@ def build_work(g: Gen) -> dict[int, list[tuple[Any, str]]]:
             while day <= start_date + timedelta(days=14):
                 end = day + timedelta(days=13)
                 state = "closed" if end < start_date else ("active" if day <= start_date else "future")
-                sid = g.add("sprints", {"project_id": pid, "name": f"{key} Sprint {n}", "start_date": day,
-                                        "end_date": end, "state": state})  # fmt: skip
+                sid = g.add(
+                    "sprints",
+                    {
+                        "project_id": pid,
+                        "name": f"{key} Sprint {n}",
+                        "start_date": day,
+                        "end_date": end,
+                        "state": state,
+                    },
+                )
                 sprints.append((day, end, sid))
                 day += timedelta(days=14)
                 n += 1
@@ -97,15 +155,29 @@ def build_work(g: Gen) -> dict[int, list[tuple[Any, str]]]:
                 continue
             proj = next((p["id"] for p in g.rows["projects"] if p["team_id"] == team["id"]), None)
             for suffix in ("service", "client")[: 1 + int(rng.integers(2))]:
-                g.add("repositories", {"name": f"{team['slug'].removeprefix('engineering-')}-{suffix}",
-                                       "team_id": team["id"], "project_id": proj, "language": "python",
-                                       "description": f"{suffix.title()} code of the {team['name']} team.",
-                                       "default_branch": "main", "created_at": g.history_start - timedelta(days=60)})  # fmt: skip
+                g.add(
+                    "repositories",
+                    {
+                        "name": f"{team['slug'].removeprefix('engineering-')}-{suffix}",
+                        "team_id": team["id"],
+                        "project_id": proj,
+                        "language": "python",
+                        "description": f"{suffix.title()} code of the {team['name']} team.",
+                        "default_branch": "main",
+                        "created_at": g.history_start - timedelta(days=60),
+                    },
+                )
     return by_team
 
 
-def _tickets(g: Gen, rng: Any, project: dict[str, Any], members: list[int], sprints: list[tuple[date, date, int]],
-             count: int) -> list[tuple[Any, str]]:  # fmt: skip
+def _tickets(
+    g: Gen,
+    rng: Any,
+    project: dict[str, Any],
+    members: list[int],
+    sprints: list[tuple[date, date, int]],
+    count: int,
+) -> list[tuple[Any, str]]:
     employees = g.rows["employees"]
     made: list[tuple[Any, str]] = []
     times = sorted(g.at(rng) for _ in range(count))
@@ -123,7 +195,9 @@ def _tickets(g: Gen, rng: Any, project: dict[str, Any], members: list[int], spri
             path[i:i] = ["in_review", "in_progress"]
         kind = str(rng.choice(["bug", "task", "story", "incident", "epic"], p=[0.35, 0.35, 0.25, 0.03, 0.02]))
         comp = pick(rng, COMPONENTS)
-        title = pick(rng, BUG_TITLES if kind in ("bug", "incident") else WORK_TITLES).format(c=comp, C=comp.capitalize())
+        title = pick(rng, BUG_TITLES if kind in ("bug", "incident") else WORK_TITLES).format(
+            c=comp, C=comp.capitalize()
+        )
         key = f"{project['key']}-{number}"
         assignee = None if target == "backlog" and rng.random() < 0.5 else int(pick(rng, members))
         reporter = int(rng.integers(1, len(employees) + 1))
@@ -134,29 +208,63 @@ def _tickets(g: Gen, rng: Any, project: dict[str, Any], members: list[int], spri
             i = bisect.bisect_right(sprint_starts, created.date()) - 1
             sprint_id = sprints[max(0, i)][2]
         last = steps[-1] if steps else created
-        tid = g.add("tickets", {
-            "key": key, "project_id": project["id"], "number": number, "type": kind, "title": title,
-            "description": f"{title}. Reported by {employees[reporter - 1]['username']} while working on {comp}.",
-            "status": target, "priority": str(rng.choice(["critical", "high", "medium", "low"], p=[0.04, 0.2, 0.46, 0.3])),
-            "assignee_id": assignee, "reporter_id": reporter, "sprint_id": sprint_id,
-            "story_points": int(pick(rng, (1, 2, 3, 5, 8))) if kind in ("story", "task") else None,
-            "created_at": created, "updated_at": last, "resolved_at": last if target in TERMINAL_STATUSES else None,
-        })  # fmt: skip
+        tid = g.add(
+            "tickets",
+            {
+                "key": key,
+                "project_id": project["id"],
+                "number": number,
+                "type": kind,
+                "title": title,
+                "description": f"{title}. Reported by {employees[reporter - 1]['username']} while working on {comp}.",
+                "status": target,
+                "priority": str(rng.choice(["critical", "high", "medium", "low"], p=[0.04, 0.2, 0.46, 0.3])),
+                "assignee_id": assignee,
+                "reporter_id": reporter,
+                "sprint_id": sprint_id,
+                "story_points": int(pick(rng, (1, 2, 3, 5, 8))) if kind in ("story", "task") else None,
+                "created_at": created,
+                "updated_at": last,
+                "resolved_at": last if target in TERMINAL_STATUSES else None,
+            },
+        )
         actor = assignee or reporter
         prev = None
         for status, at in zip(path, [created, *steps], strict=True):
-            g.add("ticket_status_changes", {"ticket_id": tid, "from_status": prev, "to_status": status,
-                                            "actor_id": actor, "changed_at": at})  # fmt: skip
+            g.add(
+                "ticket_status_changes",
+                {
+                    "ticket_id": tid,
+                    "from_status": prev,
+                    "to_status": status,
+                    "actor_id": actor,
+                    "changed_at": at,
+                },
+            )
             prev = status
         for label in sorted({str(x) for x in rng.choice(LABELS, size=int(rng.integers(0, 2)), replace=False)}):
             g.add("ticket_labels", {"ticket_id": tid, "label": label})
         other = f"{project['key']}-{int(rng.integers(1, number + 1))}"
         for _ in range(int(rng.integers(0, 2))):
-            g.add("ticket_comments", {"ticket_id": tid, "author_id": int(pick(rng, members)),
-                                      "body": pick(rng, COMMENTS).format(k=other), "created_at": g.at(rng, created)})  # fmt: skip
+            g.add(
+                "ticket_comments",
+                {
+                    "ticket_id": tid,
+                    "author_id": int(pick(rng, members)),
+                    "body": pick(rng, COMMENTS).format(k=other),
+                    "created_at": g.at(rng, created),
+                },
+            )
         if number > 1 and rng.random() < 0.06:
-            g.add("ticket_links", {"source_id": tid, "target_id": tid - int(rng.integers(1, number)),
-                                   "kind": pick(rng, ("blocks", "relates_to", "duplicates")), "created_at": created})  # fmt: skip
+            g.add(
+                "ticket_links",
+                {
+                    "source_id": tid,
+                    "target_id": tid - int(rng.integers(1, number)),
+                    "kind": pick(rng, ("blocks", "relates_to", "duplicates")),
+                    "created_at": created,
+                },
+            )
         made.append((created, key))
     project["next_ticket_number"] = count + 1
     return made
