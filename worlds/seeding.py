@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import hashlib
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 import numpy as np
-from faker import Faker
+
+if TYPE_CHECKING:
+    from faker import Faker
 
 
 def _name_key(name: str) -> tuple[int, ...]:
@@ -50,6 +53,8 @@ class Seeds:
         Faker is pinned exactly in constraints.txt: its output changes between releases. Callers must give its
         date helpers explicit bounds, because the unbounded ones read today's date.
         """
+        from faker import Faker  # imported here: episodes never need it, and it costs ~0.2 s to import
+
         fake = Faker(locale)
         fake.seed_instance(self.int_seed(name))
         return fake

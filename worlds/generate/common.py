@@ -30,10 +30,11 @@ class Gen:
     span_s: float = field(init=False)
 
     def __post_init__(self) -> None:
-        # The simulated 'now' is 09:00 UTC on the start date; history ends there (at least an hour long).
+        # The simulated 'now' is 09:00 UTC on the start date; history ends there. With zero history days every
+        # timestamp collapses onto start_at, so span_s is floored at one second to keep ratios defined.
         self.start_at = datetime.combine(self.spec.start_date, time(9, 0), tzinfo=UTC)
-        self.history_start = self.start_at - max(timedelta(days=self.spec.history_days), timedelta(hours=1))
-        self.span_s = (self.start_at - self.history_start).total_seconds()
+        self.history_start = self.start_at - timedelta(days=self.spec.history_days)
+        self.span_s = max(1.0, (self.start_at - self.history_start).total_seconds())
 
     def table(self, name: str) -> list[dict[str, Any]]:
         """The row list of a table (created on first use)."""

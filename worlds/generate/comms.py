@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import bisect
-from datetime import datetime, time, timedelta
+from datetime import UTC, datetime, time, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -66,7 +66,7 @@ def build_chat(g: Gen, tickets_by_team: dict[int, list[tuple[Any, str]]]) -> Non
     """Channels, memberships, posts with threads, mentions and reactions."""
     rng = g.seeds.rng("history/chat")
     emps = g.rows["employees"]
-    created = g.history_start - timedelta(days=7)
+    created = g.history_start
     g.add("chat_teams", {"name": g.domain.split(".")[0][:60], "display_name": g.company_name})
     everyone = [e["id"] for e in emps]
     channels: list[tuple[int, list[int], list[tuple[Any, str]], float]] = []
@@ -300,7 +300,7 @@ def build_mail(g: Gen, tickets_by_team: dict[int, list[tuple[Any, str]]]) -> Non
 
 def _local(day: Any, minute: int, tz: str) -> datetime:
     local = datetime.combine(day, time(minute // 60, minute % 60), tzinfo=ZoneInfo(tz))
-    return local.astimezone(ZoneInfo("UTC"))
+    return local.astimezone(UTC)
 
 
 def build_calendar(g: Gen) -> None:
@@ -315,7 +315,7 @@ def build_calendar(g: Gen) -> None:
                     {"name": f"{loc['name']} {room}", "location_id": loc["id"], "capacity": 4 + 4 * i},
                 )
     first = g.history_start.date()
-    created = g.history_start - timedelta(days=14)
+    created = g.history_start
     rsvp = ["accepted", "tentative", "declined", "needs_action"]
 
     def event(
@@ -328,6 +328,9 @@ def build_calendar(g: Gen) -> None:
         people: list[int],
     ) -> None:
         start = _local(day, minute, org["timezone"])
+        while rrule and start < g.history_start:
+            # A weekly series keeps its weekday; move its first occurrence into the history window.
+            start += timedelta(days=7)
         eid = g.add(
             "events",
             {
@@ -384,7 +387,8 @@ def build_calendar(g: Gen) -> None:
         peers = by_dept[org["department_id"]]
         day = g.at(rng).date()
         while day.weekday() >= 5:
-            day -= timedelta(days=1)
+            # Forward to Monday (never before the window; a meeting may be scheduled after start_at).
+            day += timedelta(days=1)
         people = [org["id"], *[int(pick(rng, peers)) for _ in range(int(rng.integers(1, 5)))]]
         event(
             org,

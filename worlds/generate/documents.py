@@ -45,7 +45,7 @@ def build_documents(g: Gen) -> None:
     """Shared and department folders, project specs, meeting notes, budget and headcount sheets."""
     rng = g.seeds.rng("documents")
     emps = g.rows["employees"]
-    at = g.history_start - timedelta(days=3)
+    at = g.history_start
     root = g.add("doc_folders", {"parent_id": None, "name": "Shared", "owner_id": 1, "created_at": at})
     dept_folder: dict[int, int] = {}
     for dept in g.rows["departments"]:

@@ -164,7 +164,7 @@ def build_work(g: Gen) -> dict[int, list[tuple[Any, str]]]:
                         "language": "python",
                         "description": f"{suffix.title()} code of the {team['name']} team.",
                         "default_branch": "main",
-                        "created_at": g.history_start - timedelta(days=60),
+                        "created_at": g.history_start,
                     },
                 )
     return by_team
@@ -199,7 +199,7 @@ def _tickets(
             c=comp, C=comp.capitalize()
         )
         key = f"{project['key']}-{number}"
-        assignee = None if target == "backlog" and rng.random() < 0.5 else int(pick(rng, members))
+        assignee = None if target == "backlog" else int(pick(rng, members))
         reporter = int(rng.integers(1, len(employees) + 1))
         end = min(g.start_at, created + timedelta(days=int(rng.integers(1, 20))))
         steps = sorted(g.at(rng, created, end) for _ in path[1:])
