@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import Connection, text
+from sqlalchemy import Connection, Engine, create_engine, event, text
+from sqlalchemy.pool import StaticPool
 
 from worlds.schema import Base
 
@@ -39,3 +40,20 @@ def insert_rows(conn: Connection, rows: WorldRows) -> int:
             conn.execute(table.insert(), batch[start : start + CHUNK])
         total += len(batch)
     return total
+
+
+def load_in_memory(rows: WorldRows) -> Engine:
+    """A fresh in-memory SQLite world holding ``rows`` (foreign keys on), for tests and hash workers.
+
+    One connection is shared by every checkout (StaticPool), so the data outlives the loading transaction.
+    """
+    engine = create_engine("sqlite://", poolclass=StaticPool, connect_args={"check_same_thread": False})
+
+    @event.listens_for(engine, "connect")
+    def _fk(dbapi_conn: Any, record: Any) -> None:
+        dbapi_conn.execute("PRAGMA foreign_keys=ON")
+
+    Base.metadata.create_all(engine)
+    with engine.begin() as conn:
+        insert_rows(conn, rows)
+    return engine

@@ -4,30 +4,18 @@ Why: a checker that always returns ``[]`` would let every generator test pass; t
 invariant at a time in an otherwise valid small world and assert the specific complaint.
 """
 
-import sqlite3
 from datetime import timedelta
 
 import pytest
-from sqlalchemy import create_engine, event
 
 from worlds.check import check_world
 from worlds.generate import generate
-from worlds.rows import insert_rows
-from worlds.schema import Base
+from worlds.rows import load_in_memory
 from worlds.spec import WorldSpec
 
 
 def _load_and_check(rows):
-    engine = create_engine("sqlite://")
-
-    @event.listens_for(engine, "connect")
-    def _fk(conn: sqlite3.Connection, record):
-        conn.execute("PRAGMA foreign_keys=ON")
-
-    Base.metadata.create_all(engine)
-    with engine.begin() as conn:
-        insert_rows(conn, rows)
-    with engine.connect() as conn:
+    with load_in_memory(rows).connect() as conn:
         return check_world(conn)
 
 

@@ -1,29 +1,16 @@
-import sqlite3
 from datetime import timedelta
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from sqlalchemy import create_engine, event, text
+from sqlalchemy import text
 
 from worlds.check import check_world
 from worlds.generate import generate
-from worlds.rows import insert_rows
-from worlds.schema import Base
+from worlds.rows import load_in_memory
 from worlds.spec import WorldSpec
 
-
-def load(rows):
-    engine = create_engine("sqlite://")
-
-    @event.listens_for(engine, "connect")
-    def _fk(conn: sqlite3.Connection, record):
-        conn.execute("PRAGMA foreign_keys=ON")
-
-    Base.metadata.create_all(engine)
-    with engine.begin() as conn:
-        insert_rows(conn, rows)
-    return engine
+load = load_in_memory
 
 
 @pytest.fixture(scope="module")
