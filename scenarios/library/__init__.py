@@ -1,1 +1,1 @@
-"""Scenario families, one module each (build, rubric, oracle)."""
+"""Scenario families, one module each (build, rubric, oracle); the registry imports them lazily by id."""

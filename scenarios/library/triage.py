@@ -1,11 +1,17 @@
 """``triage-tickets-v0``: a team lead triages the new tickets of a backlog by posted routing rules.
 
-Setup: the lead's manager (or the lead) posts numbered routing rules in the team channel ("first matching
-rule wins": keywords -> priority and assignee; the critical rule also asks for a post in ~incidents), and new
-tickets arrive in the project's backlog with priority ``none`` and no assignee. The agent must set priority
-and assignee on each by the rules and post every critical ticket's key in ~incidents. Difficulty adds
-tickets, distractors (similar tickets in another project, already-triaged tickets, a superseded older rules
-post) and ambiguous tickets that match two rules.
+Setup: the lead's manager (or the lead) posts numbered routing rules in the team channel and pins them
+("first matching rule wins": keywords -> priority and assignee; the critical rule also asks for the ticket
+key in ~incidents), and new tickets arrive in the project's backlog with priority ``none`` and no assignee.
+The agent must set priority and assignee on each by the rules and post every critical ticket's key in
+~incidents. Difficulty 0..3 adds tickets (3, 5, 8, 12) and traps, each something a careless agent would get
+wrong while a careful one can settle it from what the tools show:
+
+* 1+: ambiguous tickets whose title names a later rule's keyword and whose description an earlier one's
+  (first matching rule wins), and an already-triaged look-alike in the same backlog that must stay as is;
+* 2+: a second critical ticket, an older rules post with other assignees (marked superseded by a thread
+  reply and by the new post's wording), and untriaged look-alikes in another team's backlog;
+* 3: near-miss tickets whose words belong to no rule (they fall to the catch-all).
 
 The expected answer is computed from the rules by ``route`` and kept in ``params``; it is never written to a
 table. The oracle reads the rules and the tickets through the tools and applies the same routing itself.
@@ -15,7 +21,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import numpy as np
@@ -30,6 +36,7 @@ from worlds.schema import (
     Channel,
     ChannelMember,
     Employee,
+    Mention,
     Post,
     Project,
     ProjectMember,
@@ -39,6 +46,7 @@ from worlds.schema import (
 )
 from worlds.seeding import Seeds
 
+#: Keyword groups a rule can route on. ``outage`` is always the critical rule; the others are drawn.
 CATEGORIES: dict[str, tuple[str, ...]] = {
     "payments": ("payment", "checkout", "refund", "invoice"),
     "outage": ("crash", "outage", "data loss", "returns 500"),
@@ -48,6 +56,7 @@ CATEGORIES: dict[str, tuple[str, ...]] = {
     "docs": ("documentation", "readme", "docs page"),
 }
 SUBJECTS = ("the dashboard", "the mobile app", "the admin console", "the public API", "the settings screen")
+TITLES = ("{W} problem in {s}", "{W} reported in {s}", "Users report {w} in {s}", "{W} seen on {s}")
 NEUTRAL = (
     "Add an export option to {s}",
     "Rename a field in {s}",
@@ -55,10 +64,19 @@ NEUTRAL = (
     "Show the last update date on {s}",
     "Sort the table on {s} by name",
 )
+MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
+RULES_MARKER = "riage rules for the"  # in both "Triage rules ..." and "UPDATED triage rules ..."
 RULE_LINE = re.compile(
     r"^(\d+)\) (.+?) -> priority (\w+), assign @([A-Za-z0-9_.\-]+)(, and post the ticket key in ~incidents)?\.?$"
 )
 DEFAULT_LINE = re.compile(r"^(\d+)\) anything else -> priority (\w+), assign @([A-Za-z0-9_.\-]+)\.?$")
+#: Ticket kinds per difficulty, before shuffling: the mix is fixed so the difficulty means the same everywhere.
+MIX: tuple[dict[str, int], ...] = (
+    {"critical": 1, "keyed": 1, "neutral": 1},
+    {"critical": 1, "keyed": 2, "ambiguous": 1, "neutral": 1},
+    {"critical": 2, "keyed": 3, "ambiguous": 2, "neutral": 1},
+    {"critical": 2, "keyed": 4, "ambiguous": 3, "neutral": 1, "near_miss": 2},
+)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -72,7 +90,11 @@ class Rule:
 
 
 def route(rules: list[Rule], text: str) -> Rule:
-    """The first rule whose keyword occurs in ``text`` (case-insensitive), else the catch-all."""
+    """The first rule whose keyword occurs in ``text`` (case-insensitive), else the catch-all.
+
+    Substring matching is what the rules post promises ("mentions"), and setup only writes text whose
+    words cannot collide by accident, so the agent, the oracle and the expected answer agree.
+    """
     low = text.lower()
     for rule in rules:
         if not rule.keywords or any(k in low for k in rule.keywords):
@@ -80,10 +102,13 @@ def route(rules: list[Rule], text: str) -> Rule:
     raise ValueError("rules have no catch-all")
 
 
-def rules_text(project_key: str, rules: list[Rule], *, updated: bool) -> str:
+def rules_text(project_key: str, rules: list[Rule], *, updated: bool, replaces: str = "") -> str:
     """The chat post that states the rules (parsed back by ``parse_rules``)."""
     head = "UPDATED triage rules" if updated else "Triage rules"
-    lines = [f"{head} for the {project_key} backlog (first matching rule wins; match on title or description):"]
+    lines = [
+        f"{head} for the {project_key} backlog (first matching rule wins; a rule matches when the ticket's "
+        "title or description mentions one of its keywords):"
+    ]
     for i, rule in enumerate(rules, 1):
         if rule.keywords:
             extra = ", and post the ticket key in ~incidents" if rule.incident else ""
@@ -91,21 +116,38 @@ def rules_text(project_key: str, rules: list[Rule], *, updated: bool) -> str:
         else:
             lines.append(f"{i}) anything else -> priority {rule.priority}, assign @{rule.assignee}")
     if updated:
-        lines.append("These replace the earlier rules.")
+        lines.append(f"These replace the earlier rules{f' from {replaces}' if replaces else ''}.")
     return "\n".join(lines)
 
 
 def parse_rules(message: str) -> list[Rule]:
     """Rules from a rules post (what the oracle does with what it reads)."""
     rules: list[Rule] = []
-    for line in message.splitlines():
-        line = line.strip()
+    for raw in message.splitlines():
+        line = raw.strip()
         if m := DEFAULT_LINE.match(line):
             rules.append(Rule(keywords=(), priority=m.group(2), assignee=m.group(3)))
         elif m := RULE_LINE.match(line):
             keywords = tuple(k.strip().lower() for k in m.group(2).split(","))
             rules.append(Rule(keywords=keywords, priority=m.group(3), assignee=m.group(4), incident=bool(m.group(5))))
     return rules
+
+
+def _pick(rng: np.random.Generator, items: tuple[str, ...] | list[str]) -> str:
+    return str(items[int(rng.integers(len(items)))])
+
+
+def _pick_id(rng: np.random.Generator, ids: list[int]) -> int:
+    return ids[int(rng.integers(len(ids)))]
+
+
+def _day(at: datetime) -> str:
+    """``Mar 2``: how people write a date in chat (no zero padding, no locale dependence)."""
+    return f"{MONTHS[at.month - 1]} {at.day}"
+
+
+def _category(rule: Rule) -> str:
+    return next(name for name, words in sorted(CATEGORIES.items()) if rule.keywords[0] in words)
 
 
 class TriageTickets:
@@ -118,49 +160,40 @@ class TriageTickets:
     # -- build ------------------------------------------------------------------------------------------
 
     def build(self, session: Session, seeds: Seeds, clock: Clock, difficulty: int) -> ScenarioInstance:
-        """Pick a team and project, post the rules, file the new tickets; return the instance."""
+        """Pick a team and project, post the rules, file the new tickets and traps; return the instance."""
         difficulty = max(0, min(3, difficulty))
-        rng = seeds.rng(f"scenario/{self.id}")
+        rng = seeds.rng("scenario/triage")
         now = clock.now()
-        team, project, lead = self._pick(session, rng)
-        members = session.scalars(
-            select(Employee.username)
-            .join(ProjectMember, ProjectMember.employee_id == Employee.id)
-            .where(ProjectMember.project_id == project.id, Employee.id != lead.id, Employee.active.is_(True))
-            .order_by(Employee.username)
-        ).all()
-        pool = list(members) or [lead.username]
-        rules = self._rules(rng, pool)
-        channel = session.scalars(select(Channel).where(Channel.name == f"team-{team.slug}")).one()
-        poster_id = lead.manager_id or lead.id
-        self._ensure_member(session, channel.id, poster_id, now)
+        team, project, lead = self._pick_team(session, rng)
+        pool = self._assignees(session, rng, project, lead)
+        rules = self._rules(rng, pool, extra=1 + (difficulty >= 2))
+        channel = session.scalars(
+            select(Channel).where(Channel.name == f"team-{team.slug}").order_by(Channel.id).limit(1)
+        ).one()
+        poster = self._poster(session, lead)
+        for member in sorted({poster.id, lead.id}):
+            self._ensure_member(session, channel.id, member, now)
+        posted = now - timedelta(hours=3)
+        replaces = ""
         if difficulty >= 2:
-            old = self._rules(rng, pool)
-            self._post(
-                session,
-                channel.id,
-                poster_id,
-                rules_text(project.key, old, updated=False),
-                now - timedelta(days=6),
-            )
-        self._post(
-            session,
-            channel.id,
-            poster_id,
-            rules_text(project.key, rules, updated=difficulty >= 2),
-            now - timedelta(hours=3),
-        )
+            old_at = now - timedelta(days=6, hours=int(rng.integers(0, 5)))
+            replaces = _day(old_at)
+            old_rules = rules_text(project.key, self._rules(rng, pool, extra=2), updated=False)
+            old = self._post(session, channel.id, poster.id, old_rules, old_at)
+            reply = f"Superseded: see the UPDATED triage rules posted {_day(posted)}. Do not use these any more."
+            self._post(session, channel.id, poster.id, reply, posted, root_id=old.id)
+        text = rules_text(project.key, rules, updated=difficulty >= 2, replaces=replaces)
+        self._post(session, channel.id, poster.id, text, posted).is_pinned = True
 
-        count = (3, 5, 8, 12)[difficulty]
-        texts = self._ticket_texts(rng, rules, count, ambiguous=difficulty >= 1)
-        reporter_ids = session.scalars(select(Employee.id).where(Employee.active.is_(True)).order_by(Employee.id)).all()
-        new_keys: list[str] = []
-        for i, (title, description) in enumerate(texts):
+        active = select(Employee.id).where(Employee.active.is_(True)).order_by(Employee.id)
+        reporters = [int(i) for i in session.scalars(active)]
+        for i, (title, description, type_) in enumerate(self._ticket_texts(rng, rules, MIX[difficulty])):
             created = now - timedelta(minutes=int(rng.integers(20, 170)) + i)
-            reporter = int(reporter_ids[int(rng.integers(len(reporter_ids)))])
-            new_keys.append(self._file(session, project, title, description, reporter, created).key)
+            self._file(session, project, title, description, _pick_id(rng, reporters), created, type_)
         if difficulty >= 1:
-            self._distractors(session, rng, project, reporter_ids, now)
+            self._triaged_lookalike(session, rng, project, rules, reporters, now)
+        if difficulty >= 2:
+            self._other_project_lookalikes(session, rng, project, rules, reporters, now, count=difficulty - 1)
 
         # Every untriaged backlog ticket of the project is part of the task, including any the world had.
         pending = session.scalars(
@@ -176,10 +209,12 @@ class TriageTickets:
         expected: dict[str, dict[str, Any]] = {}
         critical: list[str] = []
         for ticket in pending:
-            rule = route(rules, f"{ticket.title} {ticket.description}")
+            rule = route(rules, f"{ticket.title}\n{ticket.description}")
             expected[ticket.key] = {"priority": rule.priority, "assignee": rule.assignee}
             if rule.incident:
                 critical.append(ticket.key)
+        if not critical:
+            raise AssertionError("triage setup filed no critical ticket")  # MIX always has one: a bug if hit
         session.flush()
         prompt = (
             f"You are {lead.first_name} {lead.last_name} (@{lead.username}), lead of the {team.name} team. "
@@ -205,7 +240,8 @@ class TriageTickets:
         )
 
     @staticmethod
-    def _pick(session: Session, rng: np.random.Generator) -> tuple[Team, Project, Employee]:
+    def _pick_team(session: Session, rng: np.random.Generator) -> tuple[Team, Project, Employee]:
+        """A team with a channel, an active project and an active lead who is a member of that project."""
         rows = session.execute(
             select(Team, Project, Employee)
             .join(Project, Project.team_id == Team.id)
@@ -224,16 +260,41 @@ class TriageTickets:
         return team, project, lead
 
     @staticmethod
-    def _rules(rng: np.random.Generator, pool: list[str]) -> list[Rule]:
-        names = sorted(CATEGORIES)
-        chosen = [str(c) for c in rng.choice([n for n in names if n != "outage"], size=2, replace=False)]
+    def _assignees(session: Session, rng: np.random.Generator, project: Project, lead: Employee) -> list[str]:
+        """Three or four active project members to route to (the lead joins only if the team is tiny)."""
+        members = [
+            str(u)
+            for u in session.scalars(
+                select(Employee.username)
+                .join(ProjectMember, ProjectMember.employee_id == Employee.id)
+                .where(ProjectMember.project_id == project.id, Employee.id != lead.id, Employee.active.is_(True))
+                .order_by(Employee.username)
+            )
+        ]
+        if len(members) < 3:
+            members.append(lead.username)
+        rng.shuffle(members)
+        return members[:4]
+
+    @staticmethod
+    def _poster(session: Session, lead: Employee) -> Employee:
+        """The lead's manager when active (rules come from above), else the lead."""
+        if lead.manager_id is not None:
+            manager = session.get(Employee, lead.manager_id)
+            if manager is not None and manager.active:
+                return manager
+        return lead
+
+    @staticmethod
+    def _rules(rng: np.random.Generator, pool: list[str], *, extra: int) -> list[Rule]:
+        """The critical rule and ``extra + 1`` other keyword rules in random order, then the catch-all."""
+        others = [n for n in sorted(CATEGORIES) if n != "outage"]
+        chosen = [str(c) for c in rng.choice(others, size=extra + 1, replace=False)]
         order = ["outage", *chosen]
         rng.shuffle(order)
-        priorities = {"outage": "critical"}
-        others = ["high", "low"]
-        rng.shuffle(others)
-        for cat, prio in zip(chosen, others, strict=True):
-            priorities[cat] = prio
+        levels = ["high", "low", "medium"]
+        rng.shuffle(levels)
+        priorities = {"outage": "critical", **dict(zip(chosen, levels, strict=False))}
         people = list(pool)
         rng.shuffle(people)
         rules = []
@@ -249,72 +310,118 @@ class TriageTickets:
                     incident=cat == "outage",
                 )
             )
-        rules.append(Rule(keywords=(), priority="medium", assignee=people[len(order) % len(people)]))
+        rest = _pick(rng, ["medium", "low"])
+        rules.append(Rule(keywords=(), priority=rest, assignee=people[len(order) % len(people)]))
         return rules
 
     @staticmethod
+    def _keyed_text(rng: np.random.Generator, rule: Rule) -> tuple[str, str]:
+        subject = _pick(rng, SUBJECTS)
+        word = _pick(rng, rule.keywords)
+        title = _pick(rng, TITLES).format(W=word.capitalize(), w=word, s=subject)
+        return title, f"Reported by a user: {word} seen in {subject} since this morning."
+
+    @classmethod
     def _ticket_texts(
-        rng: np.random.Generator, rules: list[Rule], count: int, *, ambiguous: bool
-    ) -> list[tuple[str, str]]:
+        cls, rng: np.random.Generator, rules: list[Rule], mix: dict[str, int]
+    ) -> list[tuple[str, str, str]]:
+        """(title, description, type) per new ticket, shuffled so the critical one is not always first."""
         keyed = [r for r in rules if r.keywords]
-        out: list[tuple[str, str]] = []
+        plain = [r for r in keyed if not r.incident]
+        used = {_category(r) for r in keyed}
+        spare = [w for name, words in sorted(CATEGORIES.items()) if name not in used for w in words]
+        out: list[tuple[str, str, str]] = []
+        for kind in sorted(mix):
+            for _ in range(mix[kind]):
+                subject = _pick(rng, SUBJECTS)
+                if kind == "critical":
+                    title, description = cls._keyed_text(rng, next(r for r in keyed if r.incident))
+                elif kind == "keyed":
+                    title, description = cls._keyed_text(rng, plain[int(rng.integers(len(plain)))])
+                elif kind == "ambiguous":
+                    # The title names a LATER rule, the description an earlier one: the earlier one wins.
+                    a, b = sorted(int(i) for i in rng.choice(len(keyed), size=2, replace=False))
+                    title, description = cls._keyed_text(rng, keyed[b])
+                    description += f" It may also be a {_pick(rng, keyed[a].keywords)} issue."
+                elif kind == "near_miss" and spare:
+                    word = _pick(rng, spare)
+                    title = _pick(rng, TITLES).format(W=word.capitalize(), w=word, s=subject)
+                    description = f"Someone mentioned {word} around {subject}; please have a look."
+                else:
+                    title = _pick(rng, NEUTRAL).format(s=subject)
+                    description = f"Request from a customer call about {subject}."
+                out.append((title, description, "task" if kind in ("neutral", "near_miss") else "bug"))
+        order = rng.permutation(len(out))
+        return [out[int(i)] for i in order]
+
+    @classmethod
+    def _triaged_lookalike(
+        cls,
+        session: Session,
+        rng: np.random.Generator,
+        project: Project,
+        rules: list[Rule],
+        reporters: list[int],
+        now: datetime,
+    ) -> None:
+        """A ticket of the same backlog triaged last week, to other values than today's rules give.
+
+        It looks like new work but is not untriaged: an agent that re-routes it breaks the collateral gate.
+        """
+        keyed = [r for r in rules if r.keywords]
+        rule = keyed[int(rng.integers(len(keyed)))]
+        title, description = cls._keyed_text(rng, rule)
+        reporter, created = _pick_id(rng, reporters), now - timedelta(days=5)
+        ticket = cls._file(session, project, title, f"{description} Triaged last week.", reporter, created, "bug")
+        priority = next(r.priority for r in rules if r.priority != rule.priority)
+        assignee = next((r.assignee for r in rules if r.assignee != rule.assignee), rule.assignee)
+        ticket.priority = priority
+        ticket.assignee_id = session.scalar(select(Employee.id).where(Employee.username == assignee))
+
+    @classmethod
+    def _other_project_lookalikes(
+        cls,
+        session: Session,
+        rng: np.random.Generator,
+        project: Project,
+        rules: list[Rule],
+        reporters: list[int],
+        now: datetime,
+        *,
+        count: int,
+    ) -> None:
+        """Untriaged tickets with the rules' words (one critical) in another team's backlog: not the agent's."""
+        others = session.scalars(
+            select(Project).where(Project.team_id != project.team_id, Project.status == "active").order_by(Project.id)
+        ).all()
+        if not others:
+            return
+        target = others[int(rng.integers(len(others)))]
+        keyed = [r for r in rules if r.keywords]
         for i in range(count):
-            subject = SUBJECTS[int(rng.integers(len(SUBJECTS)))]
-            if i == 0:
-                rule = next(r for r in keyed if r.incident)  # at least one critical ticket
-            elif i % 4 == 3:
-                rule = None  # falls through to the catch-all
-            else:
-                rule = keyed[int(rng.integers(len(keyed)))]
-            if rule is None:
-                template = NEUTRAL[int(rng.integers(len(NEUTRAL)))]
-                out.append((template.format(s=subject), f"Request from a customer call about {subject}."))
-                continue
-            word = rule.keywords[int(rng.integers(len(rule.keywords)))]
-            title = f"{word.capitalize()} problem in {subject}"
-            description = f"Reported by a user: {word} seen in {subject} since this morning."
-            if ambiguous and i % 3 == 2:
-                other = keyed[int(rng.integers(len(keyed)))]
-                description += f" Possibly related: {other.keywords[0]}."
-            out.append((title, description))
-        return out
+            rule = next(r for r in keyed if r.incident) if i == 0 else keyed[int(rng.integers(len(keyed)))]
+            title, description = cls._keyed_text(rng, rule)
+            created = now - timedelta(minutes=int(rng.integers(20, 170)))
+            cls._file(session, target, title, description, _pick_id(rng, reporters), created, "bug")
 
     @staticmethod
-    def _distractors(session: Session, rng: np.random.Generator, project: Project, reporters: Any, now: Any) -> None:
-        other = session.scalars(select(Project).where(Project.id != project.id).order_by(Project.id)).first()
-        if other is not None:
-            TriageTickets._file(
-                session,
-                other,
-                "Checkout crash in the mobile app",
-                "Seen twice today.",
-                int(reporters[0]),
-                now - timedelta(hours=1),
-            )
-        lead_member = session.scalars(
-            select(ProjectMember.employee_id)
-            .where(ProjectMember.project_id == project.id)
-            .order_by(ProjectMember.employee_id)
-        ).first()
-        done = TriageTickets._file(
-            session,
-            project,
-            "Slow login on the dashboard",
-            "Already looked at.",
-            int(reporters[-1]),
-            now - timedelta(hours=2),
-        )
-        done.priority, done.assignee_id = "high", lead_member
-
-    @staticmethod
-    def _file(session: Session, project: Project, title: str, description: str, reporter: int, created: Any) -> Ticket:
+    def _file(
+        session: Session,
+        project: Project,
+        title: str,
+        description: str,
+        reporter: int,
+        created: datetime,
+        type_: str,
+    ) -> Ticket:
+        """A backlog ticket with its creation status row; the key comes from the project's counter."""
         number = project.next_ticket_number
         project.next_ticket_number = number + 1
         ticket = Ticket(
             key=f"{project.key}-{number}",
             project_id=project.id,
             number=number,
-            type="bug",
+            type=type_,
             title=title,
             description=description,
             status="backlog",
@@ -331,17 +438,13 @@ class TriageTickets:
         session.flush()
         session.add(
             TicketStatusChange(
-                ticket_id=ticket.id,
-                from_status=None,
-                to_status="backlog",
-                actor_id=reporter,
-                changed_at=created,
+                ticket_id=ticket.id, from_status=None, to_status="backlog", actor_id=reporter, changed_at=created
             )
         )
         return ticket
 
     @staticmethod
-    def _ensure_member(session: Session, channel_id: int, employee_id: int, now: Any) -> None:
+    def _ensure_member(session: Session, channel_id: int, employee_id: int, now: datetime) -> None:
         exists = session.scalar(
             select(ChannelMember.id).where(
                 ChannelMember.channel_id == channel_id, ChannelMember.employee_id == employee_id
@@ -353,13 +456,29 @@ class TriageTickets:
             )
 
     @staticmethod
-    def _post(session: Session, channel_id: int, author_id: int, message: str, at: Any) -> None:
-        session.add(Post(channel_id=channel_id, author_id=author_id, root_id=None, message=message, created_at=at))
+    def _post(
+        session: Session, channel_id: int, author_id: int, message: str, at: datetime, *, root_id: int | None = None
+    ) -> Post:
+        """Add a post and its @-mention rows, as the chat app would have written them."""
+        post = Post(channel_id=channel_id, author_id=author_id, root_id=root_id, message=message, created_at=at)
+        session.add(post)
         session.flush()
+        handles = sorted({h.lower() for h in re.findall(r"@([A-Za-z0-9_.\-]+)", message)})
+        if handles:
+            found = session.scalars(select(Employee.id).where(Employee.username.in_(handles)).order_by(Employee.id))
+            session.add_all(Mention(post_id=post.id, employee_id=emp_id) for emp_id in found)
+            session.flush()
+        return post
+
+    # -- rubric -----------------------------------------------------------------------------------------
 
     @staticmethod
     def _rubric(expected: dict[str, dict[str, Any]], critical: list[str]) -> Rubric:
-        allowed_keys = sorted(expected)
+        """Triage fields (3) + critical keys in ~incidents (1, split per key); a collateral gate.
+
+        Every scored check fails when nothing is done (expected values are never ``none``/unassigned and
+        the posts must be new), and the gate adds no weight, so the no-op agent scores exactly 0.
+        """
         checks: list[dict[str, Any]] = [
             {
                 "id": "triaged",
@@ -369,36 +488,31 @@ class TriageTickets:
                 "params": {"expected": expected},
             }
         ]
-        for key in critical:
-            checks.append(
-                {
-                    "id": f"incident-{key}",
-                    "description": f"The critical ticket {key} is posted in ~incidents by the agent.",
-                    "weight": 1,
-                    "fn": "post_in_channel",
-                    "params": {
-                        "channel": "incidents",
-                        "pattern": rf"\b{re.escape(key)}\b",
-                        "author": "actor",
-                    },
-                }
-            )
+        checks += [
+            {
+                "id": f"incident-{key}",
+                "description": f"The critical ticket {key} is posted in ~incidents by the agent.",
+                "weight": 1 / len(critical),
+                "fn": "post_in_channel",
+                "params": {"channel": "incidents", "pattern": rf"\b{re.escape(key)}\b", "author": "actor"},
+            }
+            for key in critical
+        ]
+        keys: list[str | int] = sorted(expected)
         checks.append(
             {
                 "id": "no-collateral",
-                "description": "Nothing changed except the new tickets' priority/assignee and posts in ~incidents.",
+                "description": "Only the new tickets' priority/assignee changed (plus comments on them and chat).",
                 "weight": 1,
                 "must": True,
                 "fn": "no_collateral_changes",
                 "params": {
                     "allowed": [
-                        {
-                            "table": "tickets",
-                            "fields": ["priority", "assignee_id", "updated_at"],
-                            "keys": allowed_keys,
-                        },
+                        {"table": "tickets", "fields": ["priority", "assignee_id", "updated_at"], "keys": keys},
+                        {"table": "ticket_comments", "ops": ["insert"], "keys": keys},
                         {"table": "posts", "ops": ["insert"]},
                         {"table": "mentions", "ops": ["insert"]},
+                        {"table": "reactions", "ops": ["insert"]},
                         {"table": "channel_members", "ops": ["insert"]},
                     ]
                 },
@@ -408,7 +522,7 @@ class TriageTickets:
             {
                 "id": "triage-tickets",
                 "version": 1,
-                "description": "Triage by the posted routing rules.",
+                "description": "Triage new backlog tickets by the routing rules posted in the team channel.",
                 "checks": checks,
             }
         )
@@ -416,24 +530,50 @@ class TriageTickets:
     # -- oracle -----------------------------------------------------------------------------------------
 
     def oracle(self, env: AgentEnv) -> None:
-        """Read the newest rules post, route each untriaged ticket, post criticals, submit."""
+        """Read the newest rules post, route each untriaged ticket, post the critical keys, submit."""
         channel = re.search(r"~(team-[a-z0-9-]+)", env.prompt)
-        project = re.search(r"the ([A-Z]{2,5}) backlog", env.prompt)
-        assert channel and project, "prompt names the channel and project"
-        history = env.call("chat_read_channel", channel=channel.group(1), limit=200)
-        posts = [p for p in history["posts"] if "riage rules for the" in p["message"]]
-        rules = parse_rules(posts[-1]["message"])
-        found = env.call("tickets_search", project=project.group(1), status="backlog", priority="none", limit=100)
+        project = re.search(r"the ([A-Z][A-Z0-9]*) backlog", env.prompt)
+        if channel is None or project is None:
+            raise ValueError("the prompt does not name the team channel and the project")
+        rules = self._read_rules(env, channel.group(1))
         critical: list[str] = []
-        for item in found["tickets"]:
-            if item.get("assignee"):
-                continue
-            ticket = env.call("tickets_get", key=item["key"])
-            rule = route(rules, f"{ticket['title']} {ticket['description']}")
-            env.call("tickets_update", key=item["key"], priority=rule.priority)
-            env.call("tickets_assign", key=item["key"], username=rule.assignee)
+        pending = self._untriaged(env, project.group(1))
+        for key in pending:
+            ticket = env.call("tickets_get", key=key)
+            rule = route(rules, f"{ticket['title']}\n{ticket['description']}")
+            env.call("tickets_update", key=key, priority=rule.priority)
+            env.call("tickets_assign", key=key, username=rule.assignee)
             if rule.incident:
-                critical.append(item["key"])
+                critical.append(key)
         if critical:
-            env.call("chat_post", channel="incidents", message="Critical tickets triaged: " + ", ".join(critical))
-        env.call("submit", summary=f"triaged {len(found['tickets'])} tickets")
+            message = f"Critical tickets from the {project.group(1)} backlog triage: {', '.join(critical)}"
+            env.call("chat_post", channel="incidents", message=message)
+        env.call("submit", summary=f"triaged {len(pending)} tickets; critical: {', '.join(critical) or 'none'}")
+
+    @staticmethod
+    def _read_rules(env: AgentEnv, channel: str) -> list[Rule]:
+        """The newest top-level rules post of the channel that parses to a complete rule list."""
+        found = env.call("chat_search_posts", text="triage rules", channel=channel, limit=50)
+        for post in found["posts"]:  # newest first
+            rules = parse_rules(post["message"]) if post["root_id"] is None else []
+            if RULES_MARKER in post["message"] and rules and not rules[-1].keywords:
+                return rules
+        raise ValueError(f"no routing rules found in ~{channel}")
+
+    @staticmethod
+    def _untriaged(env: AgentEnv, project: str) -> list[str]:
+        """Keys of the project's backlog tickets with priority none and no assignee, paging through."""
+        keys: list[str] = []
+        while True:
+            page = env.call(
+                "tickets_search",
+                project=project,
+                status="backlog",
+                priority="none",
+                assignee="",
+                limit=100,
+                offset=len(keys),
+            )
+            keys += [t["key"] for t in page["tickets"]]
+            if not page["tickets"] or len(keys) >= page["total"]:
+                return keys
