@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import pwd
 import shutil
 import socket
 import subprocess
@@ -24,7 +25,7 @@ settings.register_profile(
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )
 settings.register_profile(
-    "dev", max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    "dev", max_examples=50, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev"))
 
@@ -49,10 +50,18 @@ def _as_postgres(cmd: str) -> subprocess.CompletedProcess[str]:
 @pytest.fixture(scope="session")
 def postgres_url() -> Iterator[str]:
     """A PostgreSQL 15 cluster on 127.0.0.1 for this test session (skips locally if not installed)."""
-    if not (PG_BIN / "initdb").exists():
+    missing = None
+    if not (PG_BIN / "initdb").exists() or not (PG_BIN / "pg_ctl").exists():
+        missing = f"PostgreSQL 15 binaries are not in {PG_BIN} (apt-get install postgresql-15)"
+    elif os.geteuid() == 0:
+        try:
+            pwd.getpwnam("postgres")
+        except KeyError:
+            missing = "running as root but there is no 'postgres' OS user to run initdb as"
+    if missing is not None:
         if UNDER_CI:
-            pytest.fail("PostgreSQL 15 is not installed but CI must run the PostgreSQL tests (.ci/run installs it)")
-        pytest.skip("PostgreSQL 15 is not installed (apt-get install postgresql)")
+            pytest.fail(f"{missing}; CI must run the PostgreSQL tests")
+        pytest.skip(missing)
     root = Path(tempfile.mkdtemp(prefix="companysim-pg-"))
     os.chmod(root, 0o777)
     if os.geteuid() == 0:

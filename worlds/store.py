@@ -1,33 +1,49 @@
 """The world store: create, open, fork, snapshot and restore worlds; cache base worlds.
 
-A world is generated once per (spec hash, generator version) and forked for every episode. A SQLite fork is
-the base's serialized image ``deserialize()``-d into a private in-memory database: a memcpy of the image, no
-engine setup, no regeneration, and nothing shared with the base or a sibling afterwards. A PostgreSQL fork is
-``CREATE DATABASE ... TEMPLATE``. A world is written to a temporary location and its ``complete`` flag is
-written last, so a half-built world is never opened.
+A world is generated once per (spec hash, generator version) and forked for every episode.
+
+- SQLite fork: the base's image, serialized once per process and cached, ``deserialize()``-d into a private
+  in-memory database. That is a memcpy, with no engine setup (all in-memory worlds share one engine whose pool
+  ``creator`` hands over the connection being adopted) and nothing shared with the base or a sibling.
+- PostgreSQL fork: ``CREATE DATABASE <fork> TEMPLATE <base>`` after ending other sessions on the base (a
+  template must have none); the fork database is dropped when the fork is closed.
+- Snapshots are always SQLite images, whatever the backend: a PostgreSQL world's rows are copied into an
+  in-memory SQLite world and serialized. One format, saveable to a file, restorable into either backend.
+- A world is written to a temporary location with its ``complete`` flag last and moved into place only when
+  done, so a half-built world is never opened.
 """
 
 from __future__ import annotations
 
 import fcntl
+import hashlib
+import itertools
 import json
 import os
 import sqlite3
-import threading
+import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from types import TracebackType
 
 import platformdirs
-from sqlalchemy import Connection, Engine, create_engine, delete, event, insert, select, text
-from sqlalchemy.engine import make_url
-from sqlalchemy.exc import DatabaseError, OperationalError, ProgrammingError
+from sqlalchemy import Connection, Engine, create_engine, insert, select, text
+from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 from sqlalchemy.orm import Session
 from sqlalchemy.pool import NullPool
 
-from worlds.db import Target, configure_sqlite_connection, make_engine, parse_target, sqlite_transactions
+from worlds.db import (
+    SQLITE_MAGIC,
+    Target,
+    adopt_connection,
+    configure_sqlite_connection,
+    file_image,
+    make_engine,
+    new_memory_connection,
+    parse_target,
+)
 from worlds.dump import canonical_dump, state_hash
 from worlds.errors import CorruptWorld, IncompatibleWorld, SnapshotError, StoreError, WorldNotFound
 from worlds.rows import WorldRows, insert_rows
@@ -36,37 +52,62 @@ from worlds.spec import WorldSpec
 from worlds.version import GENERATOR_VERSION, SCHEMA_VERSION
 
 Progress = Callable[[str, int, int], None]
-_SNAPSHOT_MAGIC = b"companysim-snapshot-1\n"
-_images: dict[tuple[str, int, int], bytes] = {}
-_images_lock = threading.Lock()
-_pg_counter = 0
+_SNAPSHOT_MAGIC = b"companysim-snapshot\n"
+_pg_names = itertools.count(1)
+
+
+def _reason(exc: BaseException) -> str:
+    """The first line of a driver error, for one-line messages."""
+    orig = getattr(exc, "orig", None) or exc
+    lines = str(orig).strip().splitlines()
+    return lines[0] if lines else type(orig).__name__
+
+
+# -- snapshots ----------------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True, kw_only=True)
 class Snapshot:
-    """A world's state at one moment: a SQLite image, or rows (PostgreSQL)."""
+    """A world's state at one moment, as a SQLite image (rollback-journal header) plus who it belongs to.
+
+    The same format serves both backends, so a snapshot can be saved to a file, restored into a fork of the
+    same base, or moved between SQLite and PostgreSQL.
+    """
 
     spec_hash: str
     schema_version: int
-    image: bytes | None = None
-    rows: WorldRows | None = None
+    generator_version: int = GENERATOR_VERSION
+    image: bytes
 
     def save(self, path: str | Path) -> None:
-        """Write the snapshot to a file (header line of JSON, then the payload)."""
+        """Write the snapshot to ``path`` atomically: a magic line, a JSON header line, then the image.
+
+        The header records the spec hash, both versions and the image's SHA-256, so ``load`` detects a file
+        that is truncated or altered.
+        """
         header = {
             "spec_hash": self.spec_hash,
             "schema_version": self.schema_version,
-            "kind": "image" if self.image is not None else "rows",
+            "generator_version": self.generator_version,
+            "size": len(self.image),
+            "sha256": hashlib.sha256(self.image).hexdigest(),
         }
-        payload = self.image if self.image is not None else json.dumps(self.rows, default=str).encode()
-        Path(path).write_bytes(_SNAPSHOT_MAGIC + json.dumps(header).encode() + b"\n" + payload)
+        target = Path(path)
+        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(_SNAPSHOT_MAGIC + json.dumps(header, sort_keys=True).encode() + b"\n")
+                fh.write(self.image)
+            os.replace(tmp, target)
+        finally:
+            Path(tmp).unlink(missing_ok=True)
 
     @classmethod
     def load(cls, path: str | Path) -> Snapshot:
-        """Read a snapshot file.
+        """Read a snapshot file written by ``save``.
 
         Raises:
-            SnapshotError: the file is missing or not a snapshot.
+            SnapshotError: the file is missing, not a snapshot, or fails its size or checksum.
         """
         p = Path(path)
         if not p.is_file():
@@ -74,24 +115,54 @@ class Snapshot:
         data = p.read_bytes()
         if not data.startswith(_SNAPSHOT_MAGIC):
             raise SnapshotError(f"{p} is not a companysim snapshot")
-        head, _, payload = data[len(_SNAPSHOT_MAGIC) :].partition(b"\n")
+        head, _, image = data[len(_SNAPSHOT_MAGIC) :].partition(b"\n")
         try:
             header = json.loads(head)
-        except json.JSONDecodeError:
+            snap = cls(
+                spec_hash=str(header["spec_hash"]),
+                schema_version=int(header["schema_version"]),
+                generator_version=int(header["generator_version"]),
+                image=image,
+            )
+            size, digest = int(header["size"]), str(header["sha256"])
+        except (ValueError, KeyError, TypeError):
             raise SnapshotError(f"{p} has a corrupt snapshot header") from None
-        if header.get("kind") == "image":
-            return cls(spec_hash=header["spec_hash"], schema_version=header["schema_version"], image=payload)
-        raise SnapshotError(f"{p}: only SQLite image snapshots can be loaded from a file")
+        if len(image) != size or hashlib.sha256(image).hexdigest() != digest:
+            raise SnapshotError(f"{p} is corrupt: the image fails its size or checksum")
+        return snap
 
 
-def default_data_dir() -> Path:
-    """COMPANYSIM_DATA_DIR, else the user cache directory."""
-    env = os.environ.get("COMPANYSIM_DATA_DIR")
-    return Path(env) if env else Path(platformdirs.user_cache_dir("companysim"))
+def _image_meta(image: bytes) -> dict[str, str]:
+    """Read world_meta out of a SQLite image, or raise SnapshotError if it is not a complete world."""
+    if not image.startswith(SQLITE_MAGIC):
+        raise SnapshotError("snapshot image is corrupt: not a SQLite database")
+    scratch = sqlite3.connect(":memory:")
+    try:
+        scratch.deserialize(image)
+        rows = scratch.execute("SELECT key, value FROM world_meta ORDER BY key").fetchall()
+    except sqlite3.Error as exc:
+        raise SnapshotError(f"snapshot image is corrupt: {_reason(exc)}") from None
+    finally:
+        scratch.close()
+    meta = {str(k): str(v) for k, v in rows}
+    if meta.get("complete") != "1":
+        raise SnapshotError("snapshot image is corrupt: it holds no complete world")
+    return meta
+
+
+# -- world handles ------------------------------------------------------------------------------------------
 
 
 class World:
-    """A handle on one world (a file, a PostgreSQL database, or a private in-memory fork)."""
+    """A handle on one world: a SQLite file, a PostgreSQL database, or a private in-memory world (a fork).
+
+    Attributes:
+        spec: The WorldSpec recorded in the world's meta.
+        url: Where it lives (``sqlite://`` for in-memory worlds).
+        backend: ``"sqlite"`` or ``"postgresql"``.
+        schema_version, generator_version: As recorded when the world was written.
+        engine: The SQLAlchemy engine (in-memory worlds share one; use ``connect``/``session`` for them).
+    """
 
     def __init__(
         self,
@@ -114,158 +185,167 @@ class World:
         self._conn = connection
         self._raw = raw
         self._on_close = on_close
-        self._fork_engine: Engine | None = None
         self.closed = False
+
+    def __repr__(self) -> str:
+        return f"World({self.target.display!r}, seed={self.spec.seed}, spec={self.spec.spec_hash[:12]})"
+
+    def __enter__(self) -> World:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
 
     # -- access ------------------------------------------------------------------------------------------
 
     @contextmanager
     def connect(self) -> Iterator[Connection]:
-        """A connection on the world (the fork's own connection for in-memory forks)."""
-        if self._conn is not None:
-            yield self._conn
+        """A connection on the world.
+
+        In-memory worlds yield their single connection; a transaction begun inside the block and left open is
+        rolled back on exit (as closing an engine connection would), while one that was already open (a
+        session's) is left alone, so ``state_hash`` inside an episode sees the session's flushed changes.
+        """
+        if self._conn is None:
+            with self.engine.connect() as conn:
+                yield conn
             return
-        with self.engine.connect() as conn:
+        conn = self._conn
+        was_open = conn.in_transaction()
+        try:
             yield conn
+        finally:
+            if not was_open and conn.in_transaction():
+                conn.rollback()
 
     def session(self) -> Session:
-        """A new ORM session on the world; forks bind it to their single connection."""
-        if self._conn is not None:
-            return Session(bind=self._conn, autoflush=True)
-        return Session(bind=self.engine)
+        """A new ORM session on the world; in-memory worlds bind it to their single connection."""
+        return Session(bind=self._conn if self._conn is not None else self.engine)
+
+    def _memory_image(self) -> bytes:
+        """Serialize an in-memory world as its connection sees it, uncommitted flushed changes included.
+
+        Serializing a ``:memory:`` database never blocks (measured: 22 us with an open write transaction, no
+        hang); committing first would break a Session that owns the transaction.
+        """
+        assert self._raw is not None
+        return self._raw.serialize()
 
     @property
     def image_size(self) -> int:
-        """Bytes of the serialized SQLite image that forks copy (0 on PostgreSQL)."""
-        return len(self._image()) if self.backend == "sqlite" else 0
+        """Bytes of the SQLite image that forks copy (0 on PostgreSQL)."""
+        if self.backend == "postgresql":
+            return 0
+        return len(self._memory_image() if self._raw is not None else self._path_image())
+
+    def _path_image(self) -> bytes:
+        assert self.target.path is not None
+        return file_image(self.target.path)
 
     # -- forks -------------------------------------------------------------------------------------------
 
-    def _image(self) -> bytes:
-        if self._raw is not None:
-            return self._raw.serialize()
-        assert self.target.path is not None
-        st = self.target.path.stat()
-        key = (str(self.target.path), st.st_mtime_ns, st.st_size)
-        with _images_lock:
-            image = _images.get(key)
-            if image is None:
-                src = sqlite3.connect(f"file:{self.target.path}?mode=ro", uri=True)
-                try:
-                    raw_image = bytearray(src.serialize())
-                finally:
-                    src.close()
-                # Bytes 18-19 of the header say "WAL"; an in-memory copy has no WAL file and would refuse
-                # writes, so mark the image as a rollback-journal database.
-                raw_image[18] = raw_image[19] = 1
-                image = bytes(raw_image)
-                _images[key] = image
-            return image
-
     def fork(self) -> World:
-        """A private copy; writes to it never reach this world or another fork."""
+        """A private copy; writes to it never reach this world or another fork. Close it when done.
+
+        SQLite: an in-memory copy of this world as its connection sees it (~0.1 ms for a 100-employee world).
+        PostgreSQL: a template copy, which first ends every other session on this world's database.
+        """
+        if self.closed:
+            raise StoreError(f"cannot fork {self.target.display}: the world is closed")
         if self.backend == "postgresql":
             return _pg_fork(self)
-        if self._fork_engine is None:
-            image = self._image()
-
-            def creator() -> sqlite3.Connection:
-                conn = sqlite3.connect(":memory:", check_same_thread=False)
-                conn.deserialize(image)
-                configure_sqlite_connection(conn, wal=False)
-                return conn
-
-            engine = create_engine("sqlite://", creator=creator, poolclass=NullPool)
-            sqlite_transactions(engine)
-            self._fork_engine = engine
-        conn = self._fork_engine.connect()
-        raw: Any = conn.connection.dbapi_connection  # the sqlite3.Connection the creator made
-        target = Target(backend="sqlite", url="sqlite://")
-        return World(target=target, engine=self._fork_engine, meta=self.meta, connection=conn, raw=raw)
+        image = self._memory_image() if self._raw is not None else self._path_image()
+        raw = new_memory_connection(image)
+        conn = adopt_connection(raw)
+        return World(
+            target=Target(backend="sqlite", url="sqlite://"),
+            engine=conn.engine,
+            meta=self.meta,
+            connection=conn,
+            raw=raw,
+        )
 
     # -- snapshots ---------------------------------------------------------------------------------------
 
     def snapshot(self) -> Snapshot:
-        """Capture the current state (commits the fork's open transaction first)."""
-        if self.backend == "sqlite":
-            if self._conn is not None:
-                if self._conn.in_transaction():
-                    self._conn.commit()
-                image = self._image()
-            else:
-                image = self._image()
-            return Snapshot(spec_hash=self.spec.spec_hash, schema_version=self.schema_version, image=image)
-        rows: WorldRows = {}
-        with self.engine.connect() as conn:
-            for table in Base.metadata.sorted_tables:
-                pk = list(table.primary_key.columns)
-                rows[table.name] = [dict(r) for r in conn.execute(select(table).order_by(*pk)).mappings()]
-        return Snapshot(spec_hash=self.spec.spec_hash, schema_version=self.schema_version, rows=rows)
+        """Capture the current state as a SQLite image (see ``Snapshot``).
+
+        SQLite files are serialized from a fresh read-only connection (never from one holding a write
+        transaction: that can hang); in-memory worlds as their connection sees them; PostgreSQL worlds are
+        copied row by row into an in-memory SQLite world first.
+        """
+        if self.backend == "postgresql":
+            image = _pg_image(self)
+        elif self._raw is not None:
+            image = self._memory_image()
+        else:
+            image = self._path_image()
+        return Snapshot(
+            spec_hash=self.spec.spec_hash,
+            schema_version=self.schema_version,
+            generator_version=self.generator_version,
+            image=image,
+        )
 
     def restore(self, snapshot: Snapshot) -> None:
-        """Put the world back to ``snapshot``.
+        """Put the world back to ``snapshot``. Sessions open on the world must be closed first.
 
         Raises:
-            SnapshotError: the snapshot belongs to another world or is unreadable.
+            SnapshotError: the snapshot belongs to another base world, another schema, or is corrupt; the world
+                is left unchanged.
         """
         if snapshot.spec_hash != self.spec.spec_hash or snapshot.schema_version != self.schema_version:
             raise SnapshotError(
                 f"snapshot of world {snapshot.spec_hash[:12]} (schema {snapshot.schema_version}) cannot restore "
                 f"world {self.spec.spec_hash[:12]} (schema {self.schema_version})"
             )
-        if self.backend == "sqlite" and snapshot.image is not None:
-            if self._raw is not None and self._conn is not None:
-                if self._conn.in_transaction():
-                    self._conn.rollback()
-                try:
-                    self._raw.deserialize(snapshot.image)
-                except sqlite3.DatabaseError as exc:
-                    raise SnapshotError(f"snapshot image is corrupt: {exc}") from None
-                configure_sqlite_connection(self._raw, wal=False)
-                return
-            assert self.target.path is not None
-            dst = sqlite3.connect(self.target.path)
-            src = sqlite3.connect(":memory:")
+        meta = _image_meta(snapshot.image)
+        if meta.get("spec_hash") != snapshot.spec_hash:
+            raise SnapshotError("snapshot image is corrupt: its world_meta names a different spec")
+        if self.backend == "postgresql":
+            _pg_restore(self, snapshot.image)
+        elif self._raw is not None and self._conn is not None:
+            if self._conn.in_transaction():
+                self._conn.rollback()
             try:
-                src.deserialize(snapshot.image)
-                src.backup(dst)
-            except sqlite3.DatabaseError as exc:
-                raise SnapshotError(f"snapshot image is corrupt: {exc}") from None
+                self._raw.deserialize(snapshot.image)
+            except sqlite3.Error as exc:
+                raise SnapshotError(f"cannot restore an in-memory world: {_reason(exc)}") from None
+            configure_sqlite_connection(self._raw, wal=False)
+        else:
+            assert self.target.path is not None
+            dst = sqlite3.connect(self.target.path, timeout=30)
+            src = new_memory_connection(snapshot.image)
+            try:
+                src.backup(dst)  # not a file copy: copying under WAL with readers open gives "disk I/O error"
+            except sqlite3.Error as exc:
+                raise SnapshotError(f"cannot restore {self.target.display}: {_reason(exc)}") from None
             finally:
                 src.close()
                 dst.close()
-            return
-        if snapshot.rows is None:
-            raise SnapshotError("snapshot has no rows to restore into a PostgreSQL world")
-        with self.engine.begin() as conn:
-            for table in reversed(Base.metadata.sorted_tables):
-                conn.execute(delete(table))
-            if conn.dialect.name == "postgresql":
-                conn.execute(text("SET CONSTRAINTS ALL DEFERRED"))
-            insert_rows(conn, snapshot.rows)
 
     # -- hashing -----------------------------------------------------------------------------------------
 
     def state_hash(self) -> str:
-        """SHA-256 of the canonical dump."""
+        """SHA-256 of the canonical dump (identical for the same data on SQLite and PostgreSQL)."""
         with self.connect() as conn:
             return state_hash(conn)
 
     def dump(self) -> list[str]:
-        """The canonical dump as lines."""
+        """The canonical dump as lines (see ``worlds.dump``)."""
         with self.connect() as conn:
             return list(canonical_dump(conn))
 
     def close(self) -> None:
-        """Release the world's connections (a fork's memory is freed)."""
+        """Release the world's connections; an in-memory world's memory is freed, a PostgreSQL fork dropped."""
         if self.closed:
             return
         self.closed = True
         if self._conn is not None:
             self._conn.close()
-        if self._fork_engine is not None:
-            self._fork_engine.dispose()
-        if self._raw is None and self._conn is None:
+        else:
             self.engine.dispose()
         if self._on_close is not None:
             self._on_close()
@@ -289,103 +369,135 @@ def _generate(spec: WorldSpec, progress: Progress | None) -> WorldRows:
     return generate(spec, progress=progress)
 
 
+def _fill(conn: Connection, spec: WorldSpec, rows: WorldRows) -> None:
+    """Tables, rows, meta, and the ``complete`` flag in its own statement after everything else."""
+    Base.metadata.create_all(conn)
+    if conn.dialect.name == "postgresql":
+        conn.execute(text("SET CONSTRAINTS ALL DEFERRED"))
+    insert_rows(conn, rows)
+    conn.execute(insert(WorldMeta), _meta_rows(spec))
+    conn.execute(insert(WorldMeta), [{"key": "complete", "value": "1"}])
+
+
+def _create_sqlite_file(spec: WorldSpec, rows: WorldRows, path: Path, overwrite: bool) -> None:
+    """Write into a temp file beside ``path``, fsync, then move it into place in one rename."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
+    tmp = Path(tmp_name)
+    try:
+        raw = sqlite3.connect(tmp, check_same_thread=False)
+        raw.execute("PRAGMA journal_mode=OFF")  # a temp file needs no crash safety: it is discarded on failure
+        raw.execute("PRAGMA synchronous=OFF")
+        conn = adopt_connection(raw)
+        try:
+            with conn.begin():
+                _fill(conn, spec, rows)
+        finally:
+            conn.close()
+        raw = sqlite3.connect(tmp, isolation_level=None)
+        try:
+            raw.execute("PRAGMA journal_mode=WAL")
+            raw.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        finally:
+            raw.close()
+        with tmp.open("rb") as fh:
+            os.fsync(fh.fileno())
+        if overwrite:
+            os.replace(tmp, path)
+        else:
+            try:
+                os.link(tmp, path)  # atomic and never clobbers a file that appeared meanwhile
+            except FileExistsError:
+                raise StoreError(f"{path} already exists; pass overwrite to replace it") from None
+    except SQLAlchemyError as exc:
+        raise StoreError(f"cannot write world to {path}: {_reason(exc)}") from None
+    finally:
+        for leftover in (tmp, Path(f"{tmp}-wal"), Path(f"{tmp}-shm")):
+            leftover.unlink(missing_ok=True)
+
+
+def _ensure_pg_database(tgt: Target) -> None:
+    """Create the target database if it does not exist yet (connecting to the ``postgres`` database)."""
+    from sqlalchemy.engine import make_url
+
+    url = make_url(tgt.url)
+    admin = create_engine(url.set(database="postgres"), isolation_level="AUTOCOMMIT", poolclass=NullPool)
+    try:
+        with admin.connect() as conn:
+            found = conn.execute(text("SELECT 1 FROM pg_database WHERE datname = :d"), {"d": url.database}).first()
+            if found is None:
+                conn.exec_driver_sql(f'CREATE DATABASE "{url.database}"')
+    except DBAPIError as exc:
+        raise StoreError(f"cannot reach {tgt.display}: {_reason(exc)}") from None
+    finally:
+        admin.dispose()
+
+
 def create_world(
     spec: WorldSpec, target: str | Path, progress: Progress | None = None, overwrite: bool = False
 ) -> World:
-    """Generate ``spec`` into ``target`` (a path or URL) and open it.
+    """Generate ``spec`` into ``target`` (a path, ``sqlite://`` for memory, or a PostgreSQL URL) and open it.
 
     Raises:
-        StoreError: the target exists and ``overwrite`` is false.
+        StoreError: the target already holds a file or a world and ``overwrite`` is false, or writing failed.
+        BadDatabaseURL: ``target`` does not parse.
     """
     tgt = parse_target(target)
-    rows = _generate(spec, progress)
-    if tgt.backend == "sqlite":
-        assert tgt.path is not None
-        if tgt.path.exists() and not overwrite:
-            raise StoreError(f"{tgt.path} already exists; pass overwrite to replace it")
-        tgt.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = tgt.path.with_name(f".{tgt.path.name}.tmp-{os.getpid()}")
-        for leftover in (tmp, Path(f"{tmp}-wal"), Path(f"{tmp}-shm"), Path(f"{tmp}-journal")):
-            leftover.unlink(missing_ok=True)
+    if tgt.path is not None and tgt.path.exists() and not overwrite:
+        raise StoreError(f"{tgt.path} already exists; pass overwrite to replace it")
+    if tgt.backend == "postgresql":
+        _ensure_pg_database(tgt)
+        engine = make_engine(tgt)
         try:
-            raw = sqlite3.connect(tmp, isolation_level=None)
-            raw.execute("PRAGMA journal_mode=OFF")
-            raw.execute("PRAGMA synchronous=OFF")
-            raw.close()
-            engine = create_engine(f"sqlite:///{tmp}", poolclass=NullPool)
-
-            @event.listens_for(engine, "connect")
-            def _fast(dbapi_conn: sqlite3.Connection, record: Any) -> None:
-                dbapi_conn.isolation_level = None
-                dbapi_conn.execute("PRAGMA foreign_keys=ON")
-                dbapi_conn.execute("PRAGMA synchronous=OFF")
-
-            sqlite_transactions(engine)
-            Base.metadata.create_all(engine)
             with engine.begin() as conn:
-                insert_rows(conn, rows)
-                conn.execute(insert(WorldMeta), _meta_rows(spec))
-                conn.execute(insert(WorldMeta), [{"key": "complete", "value": "1"}])
-            engine.dispose()
-            raw = sqlite3.connect(tmp, isolation_level=None)
-            try:
-                bad = raw.execute("PRAGMA foreign_key_check").fetchall()
-                if bad:
-                    raise StoreError(f"generated world breaks a foreign key: {bad[0]}")
-                raw.execute("PRAGMA journal_mode=WAL")
-            finally:
-                raw.close()
-            os.replace(tmp, tgt.path)
+                if conn.dialect.has_table(conn, "world_meta") and not overwrite:
+                    raise StoreError(f"{tgt.display} already holds a world; pass overwrite to replace it")
+                Base.metadata.drop_all(conn)
+                _fill(conn, spec, _generate(spec, progress))
+        except SQLAlchemyError as exc:
+            raise StoreError(f"cannot write world to {tgt.display}: {_reason(exc)}") from None
         finally:
-            tmp.unlink(missing_ok=True)
+            engine.dispose()
+        return open_world(tgt.url)
+    rows = _generate(spec, progress)
+    if tgt.path is not None:
+        _create_sqlite_file(spec, rows, tgt.path, overwrite)
         return open_world(tgt.path)
-    engine = make_engine(tgt)
-    try:
-        with engine.begin() as conn:
-            if conn.dialect.has_table(conn, "world_meta") and not overwrite:
-                raise StoreError(f"{make_url(tgt.url).database} already holds a world; pass overwrite to replace it")
-            Base.metadata.drop_all(conn)
-            Base.metadata.create_all(conn)
-            conn.execute(text("SET CONSTRAINTS ALL DEFERRED"))
-            insert_rows(conn, rows)
-            conn.execute(insert(WorldMeta), _meta_rows(spec))
-            conn.execute(insert(WorldMeta), [{"key": "complete", "value": "1"}])
-    except (OperationalError, ProgrammingError) as exc:
-        raise StoreError(
-            f"cannot write world to {make_url(tgt.url).database}: {str(exc.orig).strip().splitlines()[0]}"
-        ) from None
-    finally:
-        engine.dispose()
-    return open_world(tgt.url)
+    raw = new_memory_connection()
+    conn = adopt_connection(raw)
+    with conn.begin():
+        _fill(conn, spec, rows)
+    meta = {r["key"]: r["value"] for r in _meta_rows(spec)} | {"complete": "1"}
+    return World(target=tgt, engine=conn.engine, meta=meta, connection=conn, raw=raw)
 
 
-def _read_meta(engine: Engine, where: str) -> dict[str, str]:
+def _read_meta(conn: Connection, where: str) -> dict[str, str]:
+    """world_meta as a dict, refusing incomplete worlds and versions newer than this code."""
     try:
-        with engine.connect() as conn:
-            rows = conn.execute(select(WorldMeta.key, WorldMeta.value).order_by(WorldMeta.key)).all()
-    except (DatabaseError, OperationalError, ProgrammingError) as exc:
-        reason = str(getattr(exc, "orig", exc)).strip().splitlines()[0]
-        raise CorruptWorld(f"{where} is not a companysim world ({reason})") from None
-    meta = {k: v for k, v in rows}
+        rows = conn.execute(select(WorldMeta.key, WorldMeta.value).order_by(WorldMeta.key)).all()
+    except DBAPIError as exc:
+        raise CorruptWorld(f"{where} is not a companysim world ({_reason(exc)})") from None
+    meta = {str(k): str(v) for k, v in rows}
     if meta.get("complete") != "1":
         raise CorruptWorld(f"{where} is an incomplete world (generation did not finish)")
     for key in ("schema_version", "generator_version", "spec"):
         if key not in meta:
             raise CorruptWorld(f"{where} has no {key} in world_meta")
     try:
-        schema, gen = int(meta["schema_version"]), int(meta["generator_version"])
+        versions = {"schema": int(meta["schema_version"]), "generator": int(meta["generator_version"])}
     except ValueError:
         raise CorruptWorld(f"{where} records a non-numeric version") from None
-    if schema > SCHEMA_VERSION:
-        raise IncompatibleWorld(
-            f"{where} was written by schema version {schema}; this companysim knows up to {SCHEMA_VERSION} "
-            "— upgrade companysim"
-        )
-    if gen > GENERATOR_VERSION:
-        raise IncompatibleWorld(
-            f"{where} was written by generator version {gen}; this companysim knows up to {GENERATOR_VERSION} "
-            "— upgrade companysim"
-        )
+    for kind, known in (("schema", SCHEMA_VERSION), ("generator", GENERATOR_VERSION)):
+        if versions[kind] > known:
+            raise IncompatibleWorld(
+                f"{where} was written by {kind} version {versions[kind]}; this companysim knows up to {known} "
+                "— upgrade companysim"
+            )
+    try:
+        WorldSpec.model_validate_json(meta["spec"])
+    except ValueError:
+        raise CorruptWorld(f"{where} records a spec this companysim cannot read") from None
     return meta
 
 
@@ -393,28 +505,39 @@ def open_world(target: str | Path, readonly: bool = False) -> World:
     """Open an existing, complete world.
 
     Raises:
-        WorldNotFound, CorruptWorld, IncompatibleWorld, BadDatabaseURL: one-line messages naming the target.
+        WorldNotFound: nothing at that path, no such database, or ``sqlite://`` (always empty).
+        CorruptWorld: not SQLite, no world_meta, or ``complete`` is not "1".
+        IncompatibleWorld: written by a newer schema or generator version.
+        StoreError: the server cannot be reached. BadDatabaseURL: ``target`` does not parse.
     """
     tgt = parse_target(target)
-    where = str(tgt.path) if tgt.path is not None else make_url(tgt.url).render_as_string(hide_password=True)
-    if tgt.backend == "sqlite":
-        assert tgt.path is not None
+    where = tgt.display
+    if tgt.memory:
+        raise WorldNotFound("sqlite:// is a new, empty in-memory database; create_world() makes an in-memory world")
+    if tgt.path is not None:
         if not tgt.path.exists():
             raise WorldNotFound(f"no world at {tgt.path}")
         if not tgt.path.is_file() or not os.access(tgt.path, os.R_OK):
             raise CorruptWorld(f"{tgt.path} is not a readable file")
         with tgt.path.open("rb") as fh:
-            if fh.read(16) != b"SQLite format 3\x00":
+            if fh.read(16) != SQLITE_MAGIC:
                 raise CorruptWorld(f"{tgt.path} is not a companysim world (not a SQLite database)")
     engine = make_engine(tgt, readonly=readonly)
     try:
-        meta = _read_meta(engine, where)
-    except StoreError:
+        try:
+            conn = engine.connect()
+        except DBAPIError as exc:
+            reason = _reason(exc)
+            if "does not exist" in reason:
+                raise WorldNotFound(f"no world at {where} ({reason})") from None
+            if tgt.backend == "sqlite":
+                raise CorruptWorld(f"{where} is not a companysim world ({reason})") from None
+            raise StoreError(f"cannot connect to {where}: {reason}") from None
+        with conn:
+            meta = _read_meta(conn, where)
+    except BaseException:
         engine.dispose()
         raise
-    except OperationalError as exc:
-        engine.dispose()
-        raise WorldNotFound(f"cannot open {where}: {str(exc.orig).strip().splitlines()[0]}") from None
     return World(target=tgt, engine=engine, meta=meta)
 
 
@@ -422,41 +545,64 @@ class WorldStore:
     """Base worlds cached by (spec hash, generator version) in a data directory.
 
     Args:
-        data_dir: Cache directory; default COMPANYSIM_DATA_DIR or the user cache dir.
+        data_dir: Cache directory; default ``COMPANYSIM_DATA_DIR``, else the user cache directory.
     """
 
     def __init__(self, data_dir: str | Path | None = None) -> None:
-        self.data_dir = Path(data_dir) if data_dir is not None else default_data_dir()
+        if data_dir is None:
+            env = os.environ.get("COMPANYSIM_DATA_DIR")
+            data_dir = env if env else platformdirs.user_cache_dir("companysim")
+        self.data_dir = Path(data_dir).expanduser().absolute()
 
     def path_for(self, spec: WorldSpec) -> Path:
         """Where the base world of ``spec`` is cached."""
         return self.data_dir / "worlds" / f"{spec.spec_hash[:20]}-g{GENERATOR_VERSION}.db"
 
     def base(self, spec: WorldSpec, progress: Progress | None = None) -> World:
-        """The cached base world of ``spec``, generated on first use (one generator per file, via a lock)."""
+        """The cached base world of ``spec``, generated on first use.
+
+        An exclusive ``fcntl`` lock on a sidecar file makes concurrent processes wait for one generator
+        instead of all generating; the world itself appears by atomic rename, so readers never see half of it.
+        A cached file that fails to open as a complete world is regenerated.
+        """
         path = self.path_for(spec)
         if path.exists():
-            return open_world(path)
+            try:
+                return open_world(path)
+            except CorruptWorld:
+                pass
         path.parent.mkdir(parents=True, exist_ok=True)
         with open(path.with_suffix(".lock"), "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
             try:
-                if not path.exists():
-                    create_world(spec, path, progress=progress).close()
+                try:
+                    return open_world(path)
+                except (WorldNotFound, CorruptWorld):
+                    create_world(spec, path, progress=progress, overwrite=True).close()
+                return open_world(path)
             finally:
                 fcntl.flock(lock, fcntl.LOCK_UN)
-        return open_world(path)
+
+
+# -- PostgreSQL -----------------------------------------------------------------------------------------------
+
+
+def _pg_admin(world: World) -> Engine:
+    from sqlalchemy.engine import make_url
+
+    url = make_url(world.url).set(database="postgres")
+    return create_engine(url, isolation_level="AUTOCOMMIT", poolclass=NullPool)
 
 
 def _pg_fork(world: World) -> World:
-    """CREATE DATABASE <fork> TEMPLATE <base> (no other session may be connected to the base)."""
-    global _pg_counter
-    _pg_counter += 1
+    """CREATE DATABASE <fork> TEMPLATE <base>, after ending every other session on the base."""
+    from sqlalchemy.engine import make_url
+
     base_url = make_url(world.url)
-    base_db = base_url.database
-    name = f"{base_db}_fork{os.getpid()}_{_pg_counter}"
-    admin = create_engine(base_url.set(database="postgres"), isolation_level="AUTOCOMMIT", poolclass=NullPool)
+    base_db = str(base_url.database)
+    name = f"{base_db[:40]}_f{os.getpid()}_{next(_pg_names)}"  # PostgreSQL truncates names at 63 bytes
     world.engine.dispose()
+    admin = _pg_admin(world)
     try:
         with admin.connect() as conn:
             conn.execute(
@@ -467,17 +613,53 @@ def _pg_fork(world: World) -> World:
                 {"d": base_db},
             )
             conn.exec_driver_sql(f'CREATE DATABASE "{name}" TEMPLATE "{base_db}"')
+    except DBAPIError as exc:
+        raise StoreError(f"cannot fork {world.target.display}: {_reason(exc)}") from None
     finally:
         admin.dispose()
-    fork_url = base_url.set(database=name).render_as_string(hide_password=False)
 
     def drop() -> None:
-        dropper = create_engine(base_url.set(database="postgres"), isolation_level="AUTOCOMMIT", poolclass=NullPool)
+        dropper = _pg_admin(world)
         try:
             with dropper.connect() as conn:
                 conn.exec_driver_sql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
         finally:
             dropper.dispose()
 
-    tgt = Target(backend="postgresql", url=fork_url)
+    tgt = Target(backend="postgresql", url=base_url.set(database=name).render_as_string(hide_password=False))
     return World(target=tgt, engine=make_engine(tgt), meta=world.meta, on_close=drop)
+
+
+def _pg_image(world: World) -> bytes:
+    """Copy a PostgreSQL world's rows, typed through the schema, into an in-memory SQLite image."""
+    raw = new_memory_connection()
+    dst = adopt_connection(raw)
+    try:
+        with world.engine.connect() as src, dst.begin():
+            Base.metadata.create_all(dst)
+            dst.execute(text("PRAGMA defer_foreign_keys = ON"))
+            for table in Base.metadata.sorted_tables:
+                result = src.execute(select(table).execution_options(yield_per=5_000))
+                for part in result.mappings().partitions():
+                    dst.execute(table.insert(), [dict(r) for r in part])
+        return raw.serialize()
+    finally:
+        dst.close()
+
+
+def _pg_restore(world: World, image: bytes) -> None:
+    """Replace every row of a PostgreSQL world with the image's rows, in one transaction."""
+    raw = new_memory_connection(image)
+    src = adopt_connection(raw)
+    names = ", ".join(f'"{t.name}"' for t in Base.metadata.sorted_tables)
+    try:
+        with world.engine.begin() as dst:
+            dst.exec_driver_sql(f"TRUNCATE {names}")
+            dst.execute(text("SET CONSTRAINTS ALL DEFERRED"))
+            for table in Base.metadata.sorted_tables:
+                for part in src.execute(select(table)).mappings().partitions(5_000):
+                    dst.execute(table.insert(), [dict(r) for r in part])
+    except SQLAlchemyError as exc:
+        raise SnapshotError(f"cannot restore {world.target.display}: {_reason(exc)}") from None
+    finally:
+        src.close()

@@ -1,8 +1,12 @@
 import sqlite3
+import threading
+from dataclasses import replace
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import select, text
+from sqlalchemy.exc import IntegrityError
 
+from worlds.db import parse_target
 from worlds.errors import (
     BadDatabaseURL,
     CorruptWorld,
@@ -144,11 +148,16 @@ def test_open__refuses_missing_corrupt_incomplete_and_newer_worlds(base, tmp_pat
         open_world(tampered("newer_gen.db", "generator_version", "7"))
 
 
-@pytest.mark.parametrize("url", ["mysql://x/y", "postgresql://host", "sqlite://", "::not a url::/x://"])
+@pytest.mark.parametrize("url", ["mysql://x/y", "postgresql://host", "postgresql+asyncpg://h/d", "::not a url::/x://"])
 def test_open__bad_urls_are_one_line_errors(url):
     with pytest.raises(BadDatabaseURL) as info:
         open_world(url)
     assert "\n" not in str(info.value)
+
+
+def test_open__memory_url_holds_no_world():
+    with pytest.raises(WorldNotFound, match="in-memory"):
+        open_world("sqlite://")
 
 
 def test_world__records_versions_and_spec(base):
@@ -157,3 +166,171 @@ def test_world__records_versions_and_spec(base):
     with base.session() as s:
         keys = s.scalars(select(WorldMeta.key).order_by(WorldMeta.key)).all()
     assert keys == ["complete", "generator_version", "schema_version", "spec", "spec_hash"]
+
+
+def test_open__messages_are_one_line(base, tmp_path):
+    junk = tmp_path / "junk.db"
+    junk.write_bytes(b"SQLite format 3\x00" + b"\xff" * 200)
+    for target in (tmp_path / "missing.db", junk, tmp_path):
+        with pytest.raises(StoreError) as info:
+            open_world(target)
+        assert "\n" not in str(info.value)
+
+
+def test_open__readonly_reads_but_refuses_writes(base):
+    world = open_world(base.target.path, readonly=True)
+    try:
+        assert world.state_hash() == base.state_hash()
+        with pytest.raises(Exception, match="readonly"):
+            with world.connect() as conn:
+                conn.execute(text("UPDATE employees SET title = 'x'"))
+                conn.commit()
+    finally:
+        world.close()
+
+
+def test_base__generates_once_per_spec(tmp_path, monkeypatch):
+    import worlds.store as store_mod
+
+    calls = []
+    real = store_mod._generate
+    monkeypatch.setattr(store_mod, "_generate", lambda spec, progress: calls.append(spec) or real(spec, progress))
+    store = WorldStore(tmp_path)
+    store.base(SPEC).close()
+    store.base(SPEC).close()
+    WorldStore(tmp_path).base(SPEC).close()
+    assert len(calls) == 1
+    assert [p.name for p in (tmp_path / "worlds").iterdir() if p.suffix == ".db"] == [store.path_for(SPEC).name]
+    assert not [p for p in (tmp_path / "worlds").iterdir() if p.name.endswith(".tmp")]
+
+
+def test_base__data_dir_from_env(tmp_data_dir):
+    assert WorldStore().data_dir == tmp_data_dir
+
+
+def test_fork__forks_of_forks_and_threads(base):
+    h0 = base.state_hash()
+    parent = base.fork()
+    _rename_first_employee(parent, "Parent")
+    h_parent = parent.state_hash()
+    child = parent.fork()
+    try:
+        assert child.state_hash() == h_parent
+        _rename_first_employee(child, "Child")
+        assert parent.state_hash() == h_parent
+        results = {}
+        thread = threading.Thread(target=lambda: results.setdefault("h", child.state_hash()))
+        thread.start()
+        thread.join()
+        assert results["h"] == child.state_hash() != h_parent
+        assert base.state_hash() == h0
+    finally:
+        child.close()
+        parent.close()
+
+
+def test_fork__has_foreign_keys_on(base):
+    fork = base.fork()
+    try:
+        with pytest.raises(IntegrityError):
+            with fork.connect() as conn:
+                conn.execute(text("UPDATE employees SET department_id = 999999 WHERE id = 1"))
+                conn.commit()
+    finally:
+        fork.close()
+
+
+def test_fork__connect_rolls_back_what_it_left_open(base):
+    fork = base.fork()
+    try:
+        h0 = fork.state_hash()
+        with fork.connect() as conn:
+            conn.execute(text("UPDATE employees SET title = 'uncommitted' WHERE id = 1"))
+        assert fork.state_hash() == h0
+        session = fork.session()
+        session.get(Employee, 1).title = "flushed"
+        session.flush()
+        assert fork.state_hash() != h0  # a session's open transaction is visible, and left alone
+        session.rollback()
+        session.close()
+        assert fork.state_hash() == h0
+    finally:
+        fork.close()
+
+
+def test_snapshot__corrupt_images_are_refused(base, tmp_path):
+    fork = base.fork()
+    try:
+        h0 = fork.state_hash()
+        snap = fork.snapshot()
+        with pytest.raises(SnapshotError, match="corrupt"):
+            fork.restore(replace(snap, image=b"junk"))
+        with pytest.raises(SnapshotError, match="corrupt"):
+            fork.restore(replace(snap, image=snap.image[: len(snap.image) // 2]))
+        assert fork.state_hash() == h0
+        path = tmp_path / "s.snap"
+        snap.save(path)
+        data = bytearray(path.read_bytes())
+        data[-100] ^= 0xFF
+        path.write_bytes(bytes(data))
+        with pytest.raises(SnapshotError, match="checksum"):
+            Snapshot.load(path)
+        with pytest.raises(SnapshotError, match="no snapshot"):
+            Snapshot.load(tmp_path / "missing.snap")
+    finally:
+        fork.close()
+
+
+def test_snapshot__file_world_round_trip(tmp_path):
+    world = create_world(SPEC, tmp_path / "w.db")
+    try:
+        snap = world.snapshot()
+        h0 = world.state_hash()
+        _rename_first_employee(world, "Changed")
+        assert world.state_hash() != h0
+        assert world.snapshot().image != snap.image  # the image cache notices the write (WAL)
+        world.restore(snap)
+        assert world.state_hash() == h0
+        fork = world.fork()
+        assert fork.state_hash() == h0
+        fork.close()
+    finally:
+        world.close()
+
+
+def test_create__memory_world_forks_and_snapshots(base):
+    world = create_world(SPEC, "sqlite://")
+    try:
+        assert world.url == "sqlite://"
+        assert world.state_hash() == base.state_hash()
+        snap = world.snapshot()
+        fork = world.fork()
+        _rename_first_employee(world, "Changed")
+        assert fork.state_hash() == base.state_hash()
+        world.restore(snap)
+        assert world.state_hash() == base.state_hash()
+        fork.close()
+    finally:
+        world.close()
+
+
+def test_create__overwrite_replaces_and_leaves_no_temp_files(tmp_path):
+    target = tmp_path / "w.db"
+    target.write_bytes(b"old")
+    world = create_world(SPEC, target, overwrite=True)
+    world.close()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["w.db"]
+    reopened = open_world(target)
+    assert reopened.spec == SPEC
+    reopened.close()
+
+
+def test_parse_target__paths_and_urls(tmp_path):
+    assert parse_target(tmp_path / "a.db").path == tmp_path / "a.db"
+    assert parse_target(f"sqlite:///{tmp_path}/a.db").path == tmp_path / "a.db"
+    assert parse_target("sqlite://").memory
+    pg = parse_target("postgresql://u:secret@h:5433/db")
+    assert (pg.backend, pg.url, pg.database) == ("postgresql", "postgresql+psycopg://u:secret@h:5433/db", "db")
+    assert "secret" not in pg.display
+    with pytest.raises(BadDatabaseURL, match="names no database"):
+        parse_target("postgresql://u:secret@h")
