@@ -1,4 +1,8 @@
-"""The company server: every app's tools under its namespace (``chat_*``, ``tickets_*``)."""
+"""The company: every app's tools under its namespace (``chat_*``, ``tickets_*``), in-process and over MCP.
+
+Adding an app means adding its ``ToolSet`` to ``company_toolsets``; the golden file
+``tests/mcp_tools/golden/tool_surface.json`` then shows the new surface for review.
+"""
 
 from __future__ import annotations
 
@@ -12,16 +16,20 @@ from mcp_tools.tickets.server import tickets
 
 
 def company_toolsets() -> list[ToolSet]:
-    """The apps of the company, by name."""
-    return [chat, tickets]
+    """The apps of the company, ordered by app name."""
+    return sorted([chat, tickets], key=lambda ts: ts.app)
 
 
 @cache
 def company_specs() -> dict[str, ToolSpec]:
-    """Every tool by name."""
-    return {s.name: s for ts in company_toolsets() for s in ts.specs}
+    """Every company tool by namespaced name, ordered by name (cached: the set is fixed at import)."""
+    return {s.name: s for s in sorted((s for ts in company_toolsets() for s in ts.specs), key=lambda s: s.name)}
 
 
 def build_company_server(context_provider: Callable[[], ToolContext] = current_context) -> Any:
-    """A FastMCP server with all company tools."""
-    return build_server("companysim", list(company_specs().values()), context_provider)
+    """The company MCP server (``fastmcp.FastMCP``) with every app's tools under their namespaced names.
+
+    Args:
+        context_provider: Resolves the episode of each call; the default reads ``use_context``.
+    """
+    return build_server("companysim", company_specs().values(), context_provider)

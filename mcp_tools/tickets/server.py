@@ -54,7 +54,7 @@ def create(
     type: str = "task",
     priority: str = "medium",
     assignee: str | None = None,
-    labels: list[str] | None = None,
+    labels: str = "",
 ) -> dict[str, Any]:
     """Create a ticket in a project's backlog.
 
@@ -65,9 +65,9 @@ def create(
         type: One of bug, task, story, incident, epic.
         priority: One of critical, high, medium, low, none.
         assignee: Username of a project member to assign.
-        labels: Labels to attach.
+        labels: Comma-separated labels to attach, such as "backend,urgent".
     """
-    return service.create(current_context(), project, title, description, type, priority, assignee, labels or [])
+    return service.create(current_context(), project, title, description, type, priority, assignee, labels)
 
 
 @tickets.tool(WRITE)

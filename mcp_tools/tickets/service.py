@@ -23,7 +23,17 @@ from worlds.schema import (
     TicketLink,
     TicketStatusChange,
 )
-from worlds.workflow import LINK_KINDS, PRIORITIES, STATUSES, TERMINAL_STATUSES, TICKET_TYPES, TRANSITIONS
+from worlds.workflow import (
+    INITIAL_STATUS,
+    LINK_KINDS,
+    PRIORITIES,
+    STATUSES,
+    TERMINAL_STATUSES,
+    TICKET_TYPES,
+    TRANSITIONS,
+)
+
+STORY_POINTS: tuple[int, ...] = (0, 1, 2, 3, 5, 8, 13, 21)
 
 
 def _choice(name: str, value: str, allowed: tuple[str, ...]) -> str:
@@ -35,21 +45,40 @@ def _choice(name: str, value: str, allowed: tuple[str, ...]) -> str:
 def _project(ctx: ToolContext, key: str) -> Project:
     project = ctx.session.scalar(select(Project).where(Project.key == key.upper()))
     if project is None:
-        raise NotFound(f"no project with key {key!r}")
+        raise NotFound(f"expected a project key such as ENG; found no project {key!r}")
     return project
 
 
 def _ticket(ctx: ToolContext, key: str) -> Ticket:
     ticket = ctx.session.scalar(select(Ticket).where(Ticket.key == key.upper()))
     if ticket is None:
-        raise NotFound(f"no ticket {key!r}")
+        raise NotFound(f"expected a ticket key such as ENG-12; found no ticket {key!r}")
     return ticket
 
 
 def _employee(ctx: ToolContext, username: str) -> Employee:
     emp = ctx.session.scalar(select(Employee).where(Employee.username == username.lstrip("@")))
     if emp is None:
-        raise NotFound(f"no employee with username {username!r}")
+        raise NotFound(f"expected a username such as jane.doe; found no employee {username!r}")
+    return emp
+
+
+def _title(title: str) -> str:
+    if not title.strip() or len(title.strip()) > 300:
+        raise InvalidArgument(f"title must be 1-300 characters (after trimming); got {len(title.strip())}")
+    return title.strip()
+
+
+def _assignable(ctx: ToolContext, project: Project, username: str) -> Employee:
+    """An active member of ``project``: only they can carry its tickets."""
+    emp = _employee(ctx, username)
+    if not emp.active:
+        raise InvalidArgument(f"expected an active employee to assign; @{emp.username} has left the company")
+    if not _is_member(ctx, project.id, emp.id):
+        raise InvalidArgument(
+            f"expected a member of project {project.key} to assign; @{emp.username} is not one "
+            "(ask its lead to add them)"
+        )
     return emp
 
 
@@ -117,8 +146,13 @@ def search(
     if label:
         stmt = stmt.where(Ticket.id.in_(select(TicketLabel.ticket_id).where(TicketLabel.label == label)))
     if text:
-        pattern = f"%{text.lower()}%"
-        stmt = stmt.where(or_(func.lower(Ticket.title).like(pattern), func.lower(Ticket.description).like(pattern)))
+        needle = text.lower()  # contains(autoescape) so % and _ in the agent's text match literally
+        stmt = stmt.where(
+            or_(
+                func.lower(Ticket.title).contains(needle, autoescape=True),
+                func.lower(Ticket.description).contains(needle, autoescape=True),
+            )
+        )
     total = ctx.session.scalar(select(func.count()).select_from(stmt.subquery())) or 0
     rows = ctx.session.scalars(stmt.order_by(Project.key, Ticket.number).limit(limit).offset(offset)).all()
     names = _usernames(ctx, {t.assignee_id for t in rows})
@@ -190,15 +224,20 @@ def create(
     type: str,
     priority: str,
     assignee: str | None,
-    labels: list[str],
+    labels: str,
 ) -> dict[str, Any]:
-    """File a new ticket in ``project`` (status backlog) and return it."""
+    """File a new ticket in ``project`` (status backlog) and return it; ``labels`` is comma-separated."""
     p = _project(ctx, project)
     _may_write(ctx, p)
-    if not title.strip() or len(title) > 300:
-        raise InvalidArgument(f"title must be 1-300 characters; got {len(title)}")
+    # Validate everything before the first mutation, so a refused call leaves the session untouched.
+    title = _title(title)
     _choice("type", type, TICKET_TYPES)
     _choice("priority", priority, PRIORITIES)
+    clean = sorted({lb.strip() for lb in labels.split(",") if lb.strip()})
+    for label in clean:
+        if len(label) > 50:
+            raise InvalidArgument(f"labels must be at most 50 characters; got {label[:20]!r}... ({len(label)})")
+    assignee_id = _assignable(ctx, p, assignee).id if assignee else None
     now = ctx.clock.now()
     number = p.next_ticket_number
     p.next_ticket_number = number + 1
@@ -207,11 +246,11 @@ def create(
         project_id=p.id,
         number=number,
         type=type,
-        title=title.strip(),
+        title=title,
         description=description,
-        status="backlog",
+        status=INITIAL_STATUS,
         priority=priority,
-        assignee_id=None,
+        assignee_id=assignee_id,
         reporter_id=ctx.actor.employee_id,
         sprint_id=None,
         story_points=None,
@@ -219,25 +258,18 @@ def create(
         updated_at=now,
         resolved_at=None,
     )
-    if assignee:
-        emp = _employee(ctx, assignee)
-        if not _is_member(ctx, p.id, emp.id):
-            raise InvalidArgument(f"@{emp.username} is not a member of project {p.key} and cannot be assigned")
-        t.assignee_id = emp.id
     ctx.session.add(t)
     ctx.session.flush()
     ctx.session.add(
         TicketStatusChange(
             ticket_id=t.id,
             from_status=None,
-            to_status="backlog",
+            to_status=INITIAL_STATUS,
             actor_id=ctx.actor.employee_id,
             changed_at=now,
         )
     )
-    for label in sorted({lb.strip() for lb in labels if lb.strip()}):
-        if len(label) > 50:
-            raise InvalidArgument(f"label {label[:20]!r}... is longer than 50 characters")
+    for label in clean:
         ctx.session.add(TicketLabel(ticket_id=t.id, label=label))
     ctx.session.flush()
     return get(ctx, t.key)
@@ -255,20 +287,24 @@ def update(
     """Change the given fields of a ticket (omitted ones stay)."""
     t = _ticket(ctx, key)
     _may_write(ctx, ctx.session.get_one(Project, t.project_id))
+    # Validate everything before the first mutation, so a refused call leaves the session untouched.
     if title is not None:
-        if not title.strip() or len(title) > 300:
-            raise InvalidArgument(f"title must be 1-300 characters; got {len(title)}")
-        t.title = title.strip()
-    if description is not None:
-        t.description = description
+        title = _title(title)
     if priority is not None:
-        t.priority = _choice("priority", priority, PRIORITIES)
+        _choice("priority", priority, PRIORITIES)
     if type is not None:
-        t.type = _choice("type", type, TICKET_TYPES)
-    if story_points is not None:
-        if story_points not in (0, 1, 2, 3, 5, 8, 13, 21):
-            raise InvalidArgument(f"story_points must be a Fibonacci number up to 21; got {story_points}")
-        t.story_points = story_points
+        _choice("type", type, TICKET_TYPES)
+    if story_points is not None and story_points not in STORY_POINTS:
+        raise InvalidArgument(f"story_points must be one of {', '.join(map(str, STORY_POINTS))}; got {story_points}")
+    for attr, value in (
+        ("title", title),
+        ("description", description),
+        ("priority", priority),
+        ("type", type),
+        ("story_points", story_points),
+    ):
+        if value is not None and getattr(t, attr) != value:
+            setattr(t, attr, value)
     if ctx.session.is_modified(t):
         t.updated_at = ctx.clock.now()
     ctx.session.flush()
@@ -317,12 +353,12 @@ def assign(ctx: ToolContext, key: str, username: str) -> dict[str, Any]:
     p = ctx.session.get_one(Project, t.project_id)
     _may_write(ctx, p)
     if username == "":
-        t.assignee_id = None
+        if t.assignee_id is not None:
+            t.assignee_id = None
     else:
-        emp = _employee(ctx, username)
-        if not _is_member(ctx, p.id, emp.id):
-            raise InvalidArgument(f"@{emp.username} is not a member of project {p.key} and cannot be assigned")
-        t.assignee_id = emp.id
+        emp_id = _assignable(ctx, p, username).id
+        if t.assignee_id != emp_id:
+            t.assignee_id = emp_id
     if ctx.session.is_modified(t):
         t.updated_at = ctx.clock.now()
     ctx.session.flush()
@@ -357,7 +393,9 @@ def set_sprint(ctx: ToolContext, key: str, sprint: str) -> dict[str, Any]:
     else:
         sid = ctx.session.scalar(select(Sprint.id).where(Sprint.project_id == p.id, Sprint.name == sprint))
         if sid is None:
-            raise NotFound(f"project {p.key} has no sprint {sprint!r}")
+            raise NotFound(
+                f"expected a sprint of project {p.key} (see tickets_list_sprints); found none named {sprint!r}"
+            )
         t.sprint_id = sid
     if ctx.session.is_modified(t):
         t.updated_at = ctx.clock.now()
