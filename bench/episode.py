@@ -30,9 +30,13 @@ def run() -> Path:
     with tempfile.TemporaryDirectory() as tmp:
         store = WorldStore(tmp)
         ep = Episode(SCENARIO, store=store)
-        ep.reset(seed=0)  # generates and caches the base world
+        ep.reset(seed=0)  # generates and caches the base world, and the post-setup state of seed 0
         resets = repeat(lambda: ep.reset(seed=0), 200)
         figures["reset_p50_ms"] = fig(percentile(resets, 50) * 1e3, "ms", "<= 1 + setup")
+        fresh_ep = Episode(SCENARIO, store=store, setup_cache=False)
+        fresh = repeat(lambda: fresh_ep.reset(seed=0), 100)
+        fresh_ep.close()
+        figures["reset_with_setup_p50_ms"] = fig(percentile(fresh, 50) * 1e3, "ms", "setup not cached")
         base = ep._bases[next(iter(ep._bases))]
         forks = repeat(lambda: base.fork().close(), 500)
         figures["fork_p50_ms"] = fig(percentile(forks, 50) * 1e3, "ms", "<= 1")
@@ -62,10 +66,15 @@ def run() -> Path:
         figures["grade_p50_ms"] = fig(percentile(grades, 50) * 1e3, "ms", "<= 2")
 
         t0 = time.perf_counter()
-        n = 60
+        n = 120
         for seed in range(n):
             run_agent(ep, "oracle", seed % 3)
         figures["oracle_episodes_per_s_core"] = fig(n / (time.perf_counter() - t0), "episodes/s", ">= 200")
+        t0 = time.perf_counter()
+        n = 40
+        for seed in range(1000, 1000 + n):
+            run_agent(ep, "oracle", seed)
+        figures["oracle_episodes_per_s_core_new_seeds"] = fig(n / (time.perf_counter() - t0), "episodes/s")
         ep.close()
 
         before = _rss_kb()

@@ -16,11 +16,11 @@ arguments is an error observation with a stable code, and the episode goes on.
 from __future__ import annotations
 
 import json
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, time
 from typing import Any
-
-from sqlalchemy import select
 
 from graders.base import GradingContext, Score, grade
 from mcp_tools.base import READ, Actor, ToolContext, ToolSpec, call_tool, openai_tools
@@ -33,7 +33,7 @@ from sim.errors import BadAction, EpisodeOver, NotReset
 from sim.submit import SUBMIT_SCHEMA
 from sim.trace import TRACE_FORMAT, TraceWriter, canonical, chain_hash, package_versions
 from worlds.changelog import ChangeContext, track
-from worlds.schema import ChangeLog
+from worlds.rawsql import Sql, iso
 from worlds.seeding import Seeds
 from worlds.spec import WorldSpec
 from worlds.store import World, WorldStore
@@ -67,6 +67,61 @@ class _Live:
     score: Score | None = None
 
 
+@dataclass(frozen=True)
+class _Setup:
+    """What a scenario setup produced, kept so the same task can be reset without running the setup again."""
+
+    image: bytes
+    instance: ScenarioInstance
+    rows: list[dict[str, Any]]
+    clock_at: datetime
+    actor: Actor
+
+
+class SetupCache:
+    """Post-setup states by (scenario, world spec hash, seed, difficulty), least recently used evicted first.
+
+    Process-wide so every Episode (and every env of a vector) shares one copy of a task's state; bounded by
+    ``max_bytes`` of images (a 40-employee world is about 0.7 MB). Thread-safe: vectorised envs may reset in
+    threads.
+    """
+
+    def __init__(self, max_bytes: int = 256 * 2**20) -> None:
+        self.max_bytes = max_bytes
+        self._items: OrderedDict[tuple[str, str, int, int], _Setup] = OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple[str, str, int, int]) -> _Setup | None:
+        """The cached state of ``key`` (marked recently used), or None."""
+        with self._lock:
+            item = self._items.get(key)
+            if item is not None:
+                self._items.move_to_end(key)
+            return item
+
+    def put(self, key: tuple[str, str, int, int], item: _Setup) -> None:
+        """Keep ``item``, evicting the least recently used states beyond ``max_bytes``."""
+        with self._lock:
+            old = self._items.pop(key, None)
+            if old is not None:
+                self._bytes -= len(old.image)
+            self._items[key] = item
+            self._bytes += len(item.image)
+            while self._bytes > self.max_bytes and len(self._items) > 1:
+                _, evicted = self._items.popitem(last=False)
+                self._bytes -= len(evicted.image)
+
+    def clear(self) -> None:
+        """Forget every cached state."""
+        with self._lock:
+            self._items.clear()
+            self._bytes = 0
+
+
+SETUP_CACHE = SetupCache()
+
+
 class Episode:
     """A resettable episode of one scenario.
 
@@ -74,14 +129,27 @@ class Episode:
         scenario: A registered scenario id such as ``triage-tickets-v0``.
         store: Where base worlds are cached (default: the user cache dir or COMPANYSIM_DATA_DIR).
         trace: Optional writer; each episode appends a header, its steps and a score record.
+        setup_cache: Keep post-setup states in the process-wide ``SETUP_CACHE`` (keyed by scenario, world,
+            seed and difficulty), so resetting to a task seen recently (the group of a GRPO step, parallel envs
+            on the same seeds) forks that state instead of running the scenario setup again. Setup is a pure
+            function of those keys, so a cached reset gives the same bytes as a fresh one.
     """
 
-    def __init__(self, scenario: str, *, store: WorldStore | None = None, trace: TraceWriter | None = None) -> None:
+    def __init__(
+        self,
+        scenario: str,
+        *,
+        store: WorldStore | None = None,
+        trace: TraceWriter | None = None,
+        setup_cache: bool = True,
+    ) -> None:
         self.scenario_id = scenario
         self.family = make(scenario)
         self.store = store or WorldStore()
         self.trace = trace
         self._bases: dict[str, World] = {}
+        self._tool_specs: dict[tuple[str, ...], dict[str, ToolSpec]] = {}
+        self.setup_cache = setup_cache
         self._live: _Live | None = None
         self._resets = 0
 
@@ -101,17 +169,31 @@ class Episode:
         base = self._bases.get(spec.spec_hash)
         if base is None:
             base = self._bases[spec.spec_hash] = self.store.base(spec)
-        world = base.fork()
-        session = world.session()
-        clock = SimClock(datetime.combine(spec.start_date, time(9, 0), tzinfo=UTC))
-        change = track(session, clock=clock, tag="setup")
-        instance = self.family.build(session, Seeds(seed), clock, difficulty)
-        session.flush()
-        setup_rows = self._log_since(session, 0)
+        key = (self.scenario_id, spec.spec_hash, seed, difficulty)
+        setup = SETUP_CACHE.get(key) if self.setup_cache else None
+        if setup is None:
+            world = base.fork()
+            session = world.session()
+            clock = SimClock(datetime.combine(spec.start_date, time(9, 0), tzinfo=UTC))
+            change = track(session, clock=clock, tag="setup")
+            instance = self.family.build(session, Seeds(seed), clock, difficulty)
+            session.commit()  # the fork is private: its setup becomes its base (and an image can capture it)
+            session.expunge_all()  # tools write raw SQL from here on; no ORM object may go stale
+            setup_rows = self._log_since(session, 0)
+            actor = Actor.load(session, instance.actor)
+            image = world.image() if self.setup_cache and not clock.pending() else None
+            if image is not None:
+                SETUP_CACHE.put(key, _Setup(image, instance, setup_rows, clock.now(), actor))
+        else:
+            # The same task again (e.g. the group of a GRPO step): fork the state the setup left, skip the setup.
+            world = base.fork(image=setup.image)
+            session = world.session()
+            clock = SimClock(setup.clock_at)
+            change = track(session, clock=clock)
+            instance, setup_rows, actor = setup.instance, setup.rows, setup.actor
         last_seq = setup_rows[-1]["seq"] if setup_rows else 0
-        actor = Actor.load(session, instance.actor)
         change.actor_id, change.tag = actor.employee_id, None
-        specs = {name: s for name, s in company_specs().items() if s.app in instance.apps}
+        specs = self._specs(instance.apps)
         self._resets += 1
         live = _Live(
             episode_id=f"{self.scenario_id}/{seed}/{self._resets}",
@@ -203,8 +285,10 @@ class Episode:
         return obs, reward, live.terminated, live.truncated, info
 
     def grade(self) -> Score:
-        """Score the current state (the final one once the episode has ended)."""
+        """Score the current state; once the episode has ended, its final score (graded once, then kept)."""
         live = self._require_live()
+        if live.terminated or live.truncated:
+            return self._final_score(live)
         return self._grade(live)
 
     # -- introspection -----------------------------------------------------------------------------------
@@ -231,6 +315,12 @@ class Episode:
 
     # -- internals ---------------------------------------------------------------------------------------
 
+    def _specs(self, apps: tuple[str, ...]) -> dict[str, ToolSpec]:
+        specs = self._tool_specs.get(apps)
+        if specs is None:
+            specs = self._tool_specs[apps] = {n: s for n, s in company_specs().items() if s.app in apps}
+        return specs
+
     def _require_live(self) -> _Live:
         if self._live is None:
             raise NotReset("call reset() before step() or grade()")
@@ -240,53 +330,54 @@ class Episode:
         self, live: _Live, spec: ToolSpec, arguments: dict[str, Any], write: bool
     ) -> tuple[Any, dict[str, str] | None]:
         session = live.ctx.session
-        savepoint = session.begin_nested() if write else None
+        sql = Sql.of(session) if write else None
+        if sql is not None:
+            sql.execute("SAVEPOINT step")
         try:
             result = call_tool(spec, arguments, live.ctx)
-            if savepoint is not None:
-                session.flush()
-                savepoint.commit()
+            if sql is not None:
+                if session.new or session.dirty or session.deleted:
+                    session.flush()  # a service that used the ORM: its rows belong to this step
+                sql.execute("RELEASE SAVEPOINT step")
             return result, None
-        except AppError as exc:
-            if savepoint is not None and savepoint.is_active:
-                savepoint.rollback()
-            return None, {"code": exc.code, "message": str(exc)}
         except Exception as exc:  # noqa: BLE001 - the agent must never see internals, and the episode goes on
-            if savepoint is not None and savepoint.is_active:
-                savepoint.rollback()
-            return None, {
-                "code": "internal",
-                "message": f"internal error in {spec.name} ({type(exc).__name__})",
-            }
+            if sql is not None:
+                sql.execute("ROLLBACK TO SAVEPOINT step")
+                sql.execute("RELEASE SAVEPOINT step")
+                if session.identity_map:
+                    session.expunge_all()  # ORM objects may hold values the rollback undid
+            if isinstance(exc, AppError):
+                return None, {"code": exc.code, "message": str(exc)}
+            return None, {"code": "internal", "message": f"internal error in {spec.name} ({type(exc).__name__})"}
 
     @staticmethod
     def _log_since(session: Any, seq: int) -> list[dict[str, Any]]:
-        rows = session.execute(select(ChangeLog).where(ChangeLog.seq > seq).order_by(ChangeLog.seq)).scalars()
+        rows = Sql.of(session).all(
+            "SELECT seq, table_name, row_key, op, changes, actor_id, at, tag FROM change_log"
+            " WHERE seq > ? ORDER BY seq",
+            (seq,),
+        )
         return [
             {
-                "seq": r.seq,
-                "table": r.table_name,
-                "key": r.row_key,
-                "op": r.op,
-                "changes": r.changes,
-                "actor": r.actor_id,
-                "at": r.at.isoformat(),
-                "tag": r.tag,
+                "seq": r[0],
+                "table": r[1],
+                "key": r[2],
+                "op": r[3],
+                "changes": json.loads(r[4]) if isinstance(r[4], str) else r[4],
+                "actor": r[5],
+                "at": iso(r[6]),
+                "tag": r[7],
             }
             for r in rows
         ]
 
     def _grade(self, live: _Live) -> Score:
         session = live.ctx.session
-        session.flush()
-        changes = (
-            session.execute(select(ChangeLog).where(ChangeLog.seq > live.start_seq).order_by(ChangeLog.seq))
-            .scalars()
-            .all()
-        )
+        if session.new or session.dirty or session.deleted:
+            session.flush()
         ctx = GradingContext(
             session=session,
-            changes=list(changes),
+            changes=self._log_since(session, live.start_seq),
             trace=live.steps,
             actor_id=live.ctx.actor.employee_id,
             params=dict(live.instance.params),

@@ -217,6 +217,9 @@ def new_memory_connection(image: bytes | None = None) -> sqlite3.Connection:
     raw = sqlite3.connect(":memory:", check_same_thread=False)
     if image is not None:
         raw.deserialize(image)
+    # The pages already live in memory; a small page cache stops each fork from holding a second copy of the
+    # pages it has read (measured: 1.23 -> 1.07 MB per live episode of a 0.69 MB world, no slower per step).
+    raw.execute("PRAGMA cache_size=-64")
     return raw
 
 

@@ -2,46 +2,50 @@
 
 Access rule: public channels are readable by everyone and posting to one joins it (as in Mattermost); private
 and direct channels are readable and writable only by their members, and anything else is ``forbidden``.
-Reads never change state (no read markers are moved).
+Reads never change state (no read markers are moved). Queries are raw SQL through ``worlds.rawsql.Sql``.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Any
-
-from sqlalchemy import func, or_, select
 
 from mcp_tools.base import ToolContext
 from mcp_tools.errors import Conflict, Forbidden, InvalidArgument, NotFound
-from worlds.schema import Channel, ChannelMember, ChatTeam, Employee, Mention, Post, Reaction
+from worlds.rawsql import Sql, iso, like_pattern
 
 MAX_MESSAGE = 16_000
 EMOJI = re.compile(r"^[a-z0-9_+\-]{1,64}$")
 MENTION = re.compile(r"@([a-z0-9][a-z0-9._\-]*[a-z0-9])", re.I)
+KINDS = {"O": "public", "P": "private", "D": "direct", "G": "group"}
+# A channel row: (id, name, type, display_name, purpose); a post row: (id, author, message, created_at, root_id).
+_CH = "SELECT id, name, type, display_name, purpose FROM channels"
+_POST = (
+    "SELECT p.id, e.username, p.message, p.created_at, p.root_id FROM posts p JOIN employees e ON e.id = p.author_id"
+)
 
 
-def _member(ctx: ToolContext, channel_id: int) -> bool:
+def _member(ctx: ToolContext, sql: Sql, channel_id: int) -> bool:
     return (
-        ctx.session.scalar(
-            select(ChannelMember.id).where(
-                ChannelMember.channel_id == channel_id, ChannelMember.employee_id == ctx.actor.employee_id
-            )
+        sql.one(
+            "SELECT 1 FROM channel_members WHERE channel_id = ? AND employee_id = ?",
+            (channel_id, ctx.actor.employee_id),
         )
         is not None
     )
 
 
-def _channel(ctx: ToolContext, name: str) -> Channel:
-    ch = ctx.session.scalar(select(Channel).where(Channel.name == name.lstrip("~")).order_by(Channel.id).limit(1))
+def _channel(sql: Sql, name: str) -> Any:
+    ch = sql.one(f"{_CH} WHERE name = ? ORDER BY id LIMIT 1", (name.lstrip("~"),))
     if ch is None:
         raise NotFound(f"no channel named {name!r}")
     return ch
 
 
-def _readable(ctx: ToolContext, ch: Channel) -> None:
-    if ch.type in ("P", "D", "G") and not _member(ctx, ch.id):
-        raise Forbidden(f"@{ctx.actor.username} is not a member of the private channel {ch.name!r}")
+def _readable(ctx: ToolContext, sql: Sql, ch: Any) -> None:
+    if ch[2] in ("P", "D", "G") and not _member(ctx, sql, ch[0]):
+        raise Forbidden(f"@{ctx.actor.username} is not a member of the private channel {ch[1]!r}")
 
 
 def _message(text: str) -> str:
@@ -52,82 +56,62 @@ def _message(text: str) -> str:
     return text
 
 
-def _post(ctx: ToolContext, post_id: int) -> tuple[Post, Channel]:
-    post = ctx.session.get(Post, post_id)
-    if post is None or post.deleted_at is not None:
+def _post(ctx: ToolContext, sql: Sql, post_id: int) -> tuple[Any, Any]:
+    """(post row, channel row) of a visible, undeleted post."""
+    row = sql.one("SELECT id, channel_id, root_id FROM posts WHERE id = ? AND deleted_at IS NULL", (post_id,))
+    if row is None:
         raise NotFound(f"no post {post_id}")
-    ch = ctx.session.get_one(Channel, post.channel_id)
-    _readable(ctx, ch)
-    return post, ch
+    ch = sql.one(f"{_CH} WHERE id = ?", (row[1],))
+    _readable(ctx, sql, ch)
+    return row, ch
 
 
-def _render(ctx: ToolContext, posts: list[Post], channel: str) -> list[dict[str, Any]]:
-    ids = [p.id for p in posts]
-    names = (
-        dict(
-            ctx.session.execute(
-                select(Employee.id, Employee.username).where(Employee.id.in_({p.author_id for p in posts}))
-            ).all()
+def _render(sql: Sql, posts: Sequence[Any], channels: Sequence[str]) -> list[dict[str, Any]]:
+    """Posts as the agent sees them, with reply counts and reactions (two queries for the whole page)."""
+    if not posts:
+        return []
+    ids = [p[0] for p in posts]
+    marks = ", ".join("?" * len(ids))
+    replies = dict(
+        sql.all(
+            f"SELECT root_id, count(id) FROM posts WHERE root_id IN ({marks}) AND deleted_at IS NULL GROUP BY root_id",  # noqa: S608
+            ids,
         )
-        if posts
-        else {}
-    )
-    replies = (
-        dict(
-            ctx.session.execute(
-                select(Post.root_id, func.count(Post.id))
-                .where(Post.root_id.in_(ids), Post.deleted_at.is_(None))
-                .group_by(Post.root_id)
-            ).all()
-        )
-        if ids
-        else {}
     )
     reacts: dict[int, list[str]] = {}
-    if ids:
-        for pid, emoji, user in ctx.session.execute(
-            select(Reaction.post_id, Reaction.emoji, Employee.username)
-            .join(Employee, Employee.id == Reaction.employee_id)
-            .where(Reaction.post_id.in_(ids))
-            .order_by(Reaction.post_id, Reaction.id)
-        ):
-            reacts.setdefault(pid, []).append(f"{emoji} by {user}")
+    for pid, emoji, user in sql.all(
+        f"SELECT r.post_id, r.emoji, e.username FROM reactions r JOIN employees e ON e.id = r.employee_id"  # noqa: S608
+        f" WHERE r.post_id IN ({marks}) ORDER BY r.post_id, r.id",
+        ids,
+    ):
+        reacts.setdefault(pid, []).append(f"{emoji} by {user}")
     return [
         {
-            "id": p.id,
+            "id": pid,
             "channel": channel,
-            "author": names.get(p.author_id),
-            "message": p.message,
-            "at": p.created_at.isoformat(),
-            "root_id": p.root_id,
-            "reply_count": replies.get(p.id, 0),
-            "reactions": reacts.get(p.id, []),
+            "author": author,
+            "message": message,
+            "at": iso(at),
+            "root_id": root,
+            "reply_count": replies.get(pid, 0),
+            "reactions": reacts.get(pid, []),
         }
-        for p in posts
+        for (pid, author, message, at, root), channel in zip(posts, channels, strict=True)
     ]
-
-
-def _label(ch: Channel, ctx: ToolContext) -> str:
-    return ch.name
 
 
 def list_channels(ctx: ToolContext) -> dict[str, Any]:
     """Public channels plus the private and direct ones the actor belongs to."""
-    mine = select(ChannelMember.channel_id).where(ChannelMember.employee_id == ctx.actor.employee_id)
-    rows = ctx.session.scalars(
-        select(Channel).where(or_(Channel.type == "O", Channel.id.in_(mine))).order_by(Channel.name)
-    ).all()
-    member_of = set(ctx.session.scalars(mine))
+    sql = Sql.of(ctx.session)
+    rows = sql.all(
+        "SELECT c.name, c.display_name, c.type, c.purpose, m.id IS NOT NULL FROM channels c"
+        " LEFT JOIN channel_members m ON m.channel_id = c.id AND m.employee_id = ?"
+        " WHERE c.type = 'O' OR m.id IS NOT NULL ORDER BY c.name, c.id",
+        (ctx.actor.employee_id,),
+    )
     return {
         "channels": [
-            {
-                "name": c.name,
-                "display_name": c.display_name,
-                "type": {"O": "public", "P": "private", "D": "direct", "G": "group"}[c.type],
-                "purpose": c.purpose,
-                "member": c.id in member_of,
-            }
-            for c in rows
+            {"name": n, "display_name": d, "type": KINDS[t], "purpose": p, "member": bool(m)} for n, d, t, p, m in rows
         ]
     }
 
@@ -136,164 +120,180 @@ def read_channel(ctx: ToolContext, channel: str, limit: int, before: int | None)
     """The latest posts of a channel (oldest first), optionally before a post id."""
     if not 1 <= limit <= 200:
         raise InvalidArgument(f"limit must be 1-200; got {limit}")
-    ch = _channel(ctx, channel)
-    _readable(ctx, ch)
-    stmt = select(Post).where(Post.channel_id == ch.id, Post.deleted_at.is_(None))
-    if before is not None:
-        stmt = stmt.where(Post.id < before)
-    posts = list(ctx.session.scalars(stmt.order_by(Post.created_at.desc(), Post.id.desc()).limit(limit)))
+    sql = Sql.of(ctx.session)
+    ch = _channel(sql, channel)
+    _readable(ctx, sql, ch)
+    cond, params = ("AND p.id < ?", [ch[0], before, limit]) if before is not None else ("", [ch[0], limit])
+    posts = sql.all(
+        f"{_POST} WHERE p.channel_id = ? AND p.deleted_at IS NULL {cond}"  # noqa: S608
+        " ORDER BY p.created_at DESC, p.id DESC LIMIT ?",
+        params,
+    )
     posts.reverse()
-    return {"channel": ch.name, "posts": _render(ctx, posts, ch.name)}
+    return {"channel": ch[1], "posts": _render(sql, posts, [ch[1]] * len(posts))}
 
 
 def read_thread(ctx: ToolContext, post_id: int) -> dict[str, Any]:
     """A thread: its root and every reply, in time order."""
-    post, ch = _post(ctx, post_id)
-    root = post.root_id or post.id
-    posts = list(
-        ctx.session.scalars(
-            select(Post)
-            .where(or_(Post.id == root, Post.root_id == root), Post.deleted_at.is_(None))
-            .order_by(Post.created_at, Post.id)
-        )
+    sql = Sql.of(ctx.session)
+    post, ch = _post(ctx, sql, post_id)
+    root = post[2] or post[0]
+    posts = sql.all(
+        f"{_POST} WHERE (p.id = ? OR p.root_id = ?) AND p.deleted_at IS NULL ORDER BY p.created_at, p.id",
+        (root, root),
     )
-    return {"channel": ch.name, "root_id": root, "posts": _render(ctx, posts, ch.name)}
+    return {"channel": ch[1], "root_id": root, "posts": _render(sql, posts, [ch[1]] * len(posts))}
 
 
 def search_posts(ctx: ToolContext, text: str, channel: str | None, author: str | None, limit: int) -> dict[str, Any]:
-    """Posts containing ``text`` (case-insensitive) in channels the actor can read, newest first."""
+    """Posts containing ``text`` (case-insensitive, literally) in channels the actor can read, newest first."""
     if not text.strip():
         raise InvalidArgument("search text must not be empty")
     if not 1 <= limit <= 200:
         raise InvalidArgument(f"limit must be 1-200; got {limit}")
-    mine = select(ChannelMember.channel_id).where(ChannelMember.employee_id == ctx.actor.employee_id)
-    stmt = (
-        select(Post, Channel.name)
-        .join(Channel, Channel.id == Post.channel_id)
-        .where(
-            or_(Channel.type == "O", Channel.id.in_(mine)),
-            Post.deleted_at.is_(None),
-            func.lower(Post.message).like(f"%{text.lower()}%"),
-        )
-    )
+    sql = Sql.of(ctx.session)
+    where = [
+        "(c.type = 'O' OR c.id IN (SELECT channel_id FROM channel_members WHERE employee_id = ?))",
+        "p.deleted_at IS NULL",
+        "lower(p.message) LIKE ? ESCAPE '\\'",
+    ]
+    params: list[Any] = [ctx.actor.employee_id, like_pattern(text.lower())]
     if channel:
-        ch = _channel(ctx, channel)
-        _readable(ctx, ch)
-        stmt = stmt.where(Post.channel_id == ch.id)
+        ch = _channel(sql, channel)
+        _readable(ctx, sql, ch)
+        where.append("p.channel_id = ?")
+        params.append(ch[0])
     if author:
-        emp = ctx.session.scalar(select(Employee.id).where(Employee.username == author.lstrip("@")))
+        emp = sql.scalar("SELECT id FROM employees WHERE username = ?", (author.lstrip("@"),))
         if emp is None:
             raise NotFound(f"no employee with username {author!r}")
-        stmt = stmt.where(Post.author_id == emp)
-    rows = ctx.session.execute(stmt.order_by(Post.created_at.desc(), Post.id.desc()).limit(limit)).all()
-    out: list[dict[str, Any]] = []
-    for post, name in rows:
-        out += _render(ctx, [post], name)
-    return {"posts": out}
+        where.append("p.author_id = ?")
+        params.append(emp)
+    rows = sql.all(
+        "SELECT p.id, e.username, p.message, p.created_at, p.root_id, c.name FROM posts p"  # noqa: S608
+        " JOIN employees e ON e.id = p.author_id JOIN channels c ON c.id = p.channel_id"
+        f" WHERE {' AND '.join(where)} ORDER BY p.created_at DESC, p.id DESC LIMIT ?",
+        [*params, limit],
+    )
+    return {"posts": _render(sql, [r[:5] for r in rows], [r[5] for r in rows])}
 
 
-def _write_post(ctx: ToolContext, ch: Channel, message: str, root_id: int | None) -> dict[str, Any]:
+def _write_post(ctx: ToolContext, sql: Sql, ch: Any, message: str, root_id: int | None) -> dict[str, Any]:
     now = ctx.clock.now()
-    if not _member(ctx, ch.id):
-        if ch.type != "O":
-            raise Forbidden(f"@{ctx.actor.username} is not a member of the private channel {ch.name!r}")
-        ctx.session.add(
-            ChannelMember(channel_id=ch.id, employee_id=ctx.actor.employee_id, joined_at=now, last_viewed_at=None)
+    if not _member(ctx, sql, ch[0]):
+        if ch[2] != "O":
+            raise Forbidden(f"@{ctx.actor.username} is not a member of the private channel {ch[1]!r}")
+        sql.insert(
+            "channel_members",
+            {"channel_id": ch[0], "employee_id": ctx.actor.employee_id, "joined_at": now, "last_viewed_at": None},
         )
-    post = Post(channel_id=ch.id, author_id=ctx.actor.employee_id, root_id=root_id, message=message, created_at=now)
-    ctx.session.add(post)
-    ctx.session.flush()
+    post_id = sql.insert(
+        "posts",
+        {
+            "channel_id": ch[0],
+            "author_id": ctx.actor.employee_id,
+            "root_id": root_id,
+            "message": message,
+            "created_at": now,
+            "edited_at": None,
+            "deleted_at": None,
+            "is_pinned": False,
+        },
+    )
     handles = sorted({m.lower() for m in MENTION.findall(message)})
     if handles:
-        ids = ctx.session.scalars(
-            select(Employee.id).where(func.lower(Employee.username).in_(handles)).order_by(Employee.id)
-        )
-        for emp_id in ids:
-            ctx.session.add(Mention(post_id=post.id, employee_id=emp_id))
-        ctx.session.flush()
-    return _render(ctx, [post], ch.name)[0]
+        marks = ", ".join("?" * len(handles))
+        for emp_id in sql.column(
+            f"SELECT id FROM employees WHERE lower(username) IN ({marks}) ORDER BY id",  # noqa: S608
+            handles,
+        ):
+            sql.insert("mentions", {"post_id": post_id, "employee_id": emp_id})
+    return _render(sql, [(post_id, ctx.actor.username, message, now, root_id)], [ch[1]])[0]
 
 
 def post(ctx: ToolContext, channel: str, message: str) -> dict[str, Any]:
     """Post a new message in a channel."""
-    ch = _channel(ctx, channel)
-    return _write_post(ctx, ch, _message(message), None)
+    sql = Sql.of(ctx.session)
+    ch = _channel(sql, channel)
+    return _write_post(ctx, sql, ch, _message(message), None)
 
 
 def reply(ctx: ToolContext, post_id: int, message: str) -> dict[str, Any]:
     """Reply in the thread of a post."""
-    parent, ch = _post(ctx, post_id)
-    return _write_post(ctx, ch, _message(message), parent.root_id or parent.id)
+    sql = Sql.of(ctx.session)
+    parent, ch = _post(ctx, sql, post_id)
+    return _write_post(ctx, sql, ch, _message(message), parent[2] or parent[0])
 
 
 def react(ctx: ToolContext, post_id: int, emoji: str) -> dict[str, Any]:
     """Add an emoji reaction to a post."""
     if not EMOJI.match(emoji):
         raise InvalidArgument(f"emoji must be a name like thumbsup (letters, digits, _+-); got {emoji!r}")
-    target, _ = _post(ctx, post_id)
-    dup = ctx.session.scalar(
-        select(Reaction.id).where(
-            Reaction.post_id == target.id,
-            Reaction.employee_id == ctx.actor.employee_id,
-            Reaction.emoji == emoji,
-        )
+    sql = Sql.of(ctx.session)
+    target, _ = _post(ctx, sql, post_id)
+    dup = sql.one(
+        "SELECT 1 FROM reactions WHERE post_id = ? AND employee_id = ? AND emoji = ?",
+        (target[0], ctx.actor.employee_id, emoji),
     )
     if dup is not None:
         raise Conflict(f"@{ctx.actor.username} already reacted {emoji} to post {post_id}")
-    ctx.session.add(
-        Reaction(post_id=target.id, employee_id=ctx.actor.employee_id, emoji=emoji, created_at=ctx.clock.now())
+    sql.insert(
+        "reactions",
+        {"post_id": target[0], "employee_id": ctx.actor.employee_id, "emoji": emoji, "created_at": ctx.clock.now()},
     )
-    ctx.session.flush()
-    return {"post_id": target.id, "emoji": emoji, "by": ctx.actor.username}
+    return {"post_id": target[0], "emoji": emoji, "by": ctx.actor.username}
 
 
 def direct_message(ctx: ToolContext, username: str, message: str) -> dict[str, Any]:
     """Send a direct message, creating the direct channel on first use."""
-    other = ctx.session.scalar(
-        select(Employee).where(Employee.username == username.lstrip("@"), Employee.active.is_(True))
+    sql = Sql.of(ctx.session)
+    other = sql.one(
+        "SELECT id, username FROM employees WHERE username = ? AND active = ?", (username.lstrip("@"), True)
     )
     if other is None:
         raise NotFound(f"no active employee with username {username!r}")
-    if other.id == ctx.actor.employee_id:
+    if other[0] == ctx.actor.employee_id:
         raise InvalidArgument("you cannot send a direct message to yourself")
     text = _message(message)
-    a, b = sorted((ctx.actor.employee_id, other.id))
+    a, b = sorted((ctx.actor.employee_id, other[0]))
     name = f"{a}__{b}"
-    ch = ctx.session.scalar(select(Channel).where(Channel.name == name, Channel.type == "D"))
-    now = ctx.clock.now()
+    ch = sql.one(f"{_CH} WHERE name = ? AND type = 'D' ORDER BY id LIMIT 1", (name,))
     if ch is None:
-        team = ctx.session.scalar(select(ChatTeam.id).order_by(ChatTeam.id).limit(1))
+        team = sql.scalar("SELECT id FROM chat_teams ORDER BY id LIMIT 1")
         if team is None:
             raise NotFound("this company has no chat team")
-        ch = Channel(
-            team_id=team,
-            name=name,
-            display_name=f"{ctx.actor.username}, {other.username}",
-            type="D",
-            purpose="",
-            header="",
-            creator_id=ctx.actor.employee_id,
-            created_at=now,
+        now = ctx.clock.now()
+        display = f"{ctx.actor.username}, {other[1]}"
+        ch_id = sql.insert(
+            "channels",
+            {
+                "team_id": team,
+                "name": name,
+                "display_name": display,
+                "type": "D",
+                "purpose": "",
+                "header": "",
+                "creator_id": ctx.actor.employee_id,
+                "created_at": now,
+            },
         )
-        ctx.session.add(ch)
-        ctx.session.flush()
         for emp_id in (a, b):
-            ctx.session.add(ChannelMember(channel_id=ch.id, employee_id=emp_id, joined_at=now, last_viewed_at=None))
-        ctx.session.flush()
-    return _write_post(ctx, ch, text, None)
+            sql.insert(
+                "channel_members",
+                {"channel_id": ch_id, "employee_id": emp_id, "joined_at": now, "last_viewed_at": None},
+            )
+        ch = (ch_id, name, "D", display, "")
+    return _write_post(ctx, sql, ch, text, None)
 
 
 def list_members(ctx: ToolContext, channel: str) -> dict[str, Any]:
     """The members of a channel, by username."""
-    ch = _channel(ctx, channel)
-    _readable(ctx, ch)
-    rows = ctx.session.execute(
-        select(Employee.username, Employee.first_name, Employee.last_name, Employee.title)
-        .join(ChannelMember, ChannelMember.employee_id == Employee.id)
-        .where(ChannelMember.channel_id == ch.id)
-        .order_by(Employee.username)
-    ).all()
-    return {
-        "channel": ch.name,
-        "members": [{"username": u, "name": f"{f} {last}", "title": t} for u, f, last, t in rows],
-    }
+    sql = Sql.of(ctx.session)
+    ch = _channel(sql, channel)
+    _readable(ctx, sql, ch)
+    rows = sql.all(
+        "SELECT e.username, e.first_name, e.last_name, e.title FROM employees e"
+        " JOIN channel_members m ON m.employee_id = e.id WHERE m.channel_id = ? ORDER BY e.username",
+        (ch[0],),
+    )
+    return {"channel": ch[1], "members": [{"username": u, "name": f"{f} {last}", "title": t} for u, f, last, t in rows]}

@@ -132,3 +132,19 @@ def test_gym_adapter__passes_check_env(store):
     obs, reward, terminated, truncated, info = env.step('{"name": "submit", "arguments": {}}')
     assert terminated and reward == 0.0
     env.close()
+
+
+@pytest.mark.parametrize("agent", ["oracle", "random"])
+def test_reset__a_cached_setup_gives_the_same_episode_as_a_fresh_one(store, agent):
+    """Resetting to a recent task forks its post-setup state; every step, hash and score must match a fresh run."""
+    runs = []
+    for cache in (False, True):
+        ep = Episode(SCENARIO, store=store, setup_cache=cache)
+        first = run_agent(ep, agent, 3)
+        steps_first = ep.steps
+        again = run_agent(ep, agent, 3)  # served from the setup cache when cache > 0
+        runs.append((first.to_json(), steps_first, again.to_json(), ep.steps))
+        ep.close()
+    fresh, cached = runs
+    assert fresh == cached
+    assert fresh[0] == fresh[2] and fresh[1] == fresh[3]
