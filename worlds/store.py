@@ -29,7 +29,7 @@ from pathlib import Path
 from types import TracebackType
 
 import platformdirs
-from sqlalchemy import Connection, Engine, create_engine, insert, select, text
+from sqlalchemy import Connection, Engine, Integer, create_engine, insert, select, text
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 from sqlalchemy.orm import Session
 from sqlalchemy.pool import NullPool
@@ -387,7 +387,25 @@ def _fill(conn: Connection, spec: WorldSpec, rows: WorldRows) -> None:
         conn.execute(text("SET CONSTRAINTS ALL DEFERRED"))
     insert_rows(conn, rows)
     conn.execute(insert(WorldMeta), _meta_rows(spec))
+    if conn.dialect.name == "postgresql":
+        sync_pg_sequences(conn)
     conn.execute(insert(WorldMeta), [{"key": "complete", "value": "1"}])
+
+
+def sync_pg_sequences(conn: Connection) -> None:
+    """Move every serial column's sequence past the largest id present.
+
+    Generated rows carry explicit ids, which PostgreSQL sequences do not see; without this the first row a
+    tool inserts would reuse id 1 and fail on the primary key. (SQLite takes max(rowid) + 1 by itself.)
+    """
+    for table in Base.metadata.sorted_tables:
+        for col in table.primary_key.columns:
+            if col.autoincrement is True or (col.autoincrement == "auto" and len(table.primary_key.columns) == 1):
+                if not isinstance(col.type, Integer):
+                    continue
+                seq = f"pg_get_serial_sequence('{table.name}', '{col.name}')"
+                sql = f'SELECT setval({seq}, coalesce(max("{col.name}"), 0) + 1, false) FROM "{table.name}"'  # noqa: S608 - schema names
+                conn.exec_driver_sql(sql + f" WHERE {seq} IS NOT NULL")  # schema names only, no input
 
 
 def _create_sqlite_file(spec: WorldSpec, rows: WorldRows, path: Path, overwrite: bool) -> None:
@@ -670,6 +688,7 @@ def _pg_restore(world: World, image: bytes) -> None:
             for table in Base.metadata.sorted_tables:
                 for part in src.execute(select(table)).mappings().partitions(5_000):
                     dst.execute(table.insert(), [dict(r) for r in part])
+            sync_pg_sequences(dst)
     except SQLAlchemyError as exc:
         raise SnapshotError(f"cannot restore {world.target.display}: {_reason(exc)}") from None
     finally:
