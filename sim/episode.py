@@ -18,9 +18,11 @@ from __future__ import annotations
 import json
 import threading
 from collections import OrderedDict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, time
 from typing import Any
+
+from sqlalchemy.orm import Session
 
 from graders.base import GradingContext, Score, grade
 from mcp_tools.base import READ, Actor, ToolContext, ToolSpec, call_tool, openai_tools
@@ -71,7 +73,7 @@ class _Live:
 class _Setup:
     """What a scenario setup produced, kept so the same task can be reset without running the setup again."""
 
-    image: bytes
+    image: bytes | None
     instance: ScenarioInstance
     rows: list[dict[str, Any]]
     clock_at: datetime
@@ -105,12 +107,12 @@ class SetupCache:
         with self._lock:
             old = self._items.pop(key, None)
             if old is not None:
-                self._bytes -= len(old.image)
+                self._bytes -= len(old.image or b"")
             self._items[key] = item
-            self._bytes += len(item.image)
+            self._bytes += len(item.image or b"")
             while self._bytes > self.max_bytes and len(self._items) > 1:
                 _, evicted = self._items.popitem(last=False)
-                self._bytes -= len(evicted.image)
+                self._bytes -= len(evicted.image or b"")
 
     def clear(self) -> None:
         """Forget every cached state."""
@@ -149,6 +151,7 @@ class Episode:
         self.trace = trace
         self._bases: dict[str, World] = {}
         self._tool_specs: dict[tuple[str, ...], dict[str, ToolSpec]] = {}
+        self._warm: tuple[tuple[str, str, int, int], World, Session, _Setup] | None = None
         self.setup_cache = setup_cache
         self._live: _Live | None = None
         self._resets = 0
@@ -170,27 +173,39 @@ class Episode:
         if base is None:
             base = self._bases[spec.spec_hash] = self.store.base(spec)
         key = (self.scenario_id, spec.spec_hash, seed, difficulty)
-        setup = SETUP_CACHE.get(key) if self.setup_cache else None
-        if setup is None:
-            world = base.fork()
-            session = world.session()
-            clock = SimClock(datetime.combine(spec.start_date, time(9, 0), tzinfo=UTC))
-            change = track(session, clock=clock, tag="setup")
-            instance = self.family.build(session, Seeds(seed), clock, difficulty)
-            session.commit()  # the fork is private: its setup becomes its base (and an image can capture it)
-            session.expunge_all()  # tools write raw SQL from here on; no ORM object may go stale
-            setup_rows = self._log_since(session, 0)
-            actor = Actor.load(session, instance.actor)
-            image = world.image() if self.setup_cache and not clock.pending() else None
-            if image is not None:
-                SETUP_CACHE.put(key, _Setup(image, instance, setup_rows, clock.now(), actor))
-        else:
-            # The same task again (e.g. the group of a GRPO step): fork the state the setup left, skip the setup.
-            world = base.fork(image=setup.image)
-            session = world.session()
+        warm = self._warm
+        if warm is not None and warm[0] == key:
+            # The same task as the last episode, whose changes were rolled back: its world and session stay
+            # open (parsed schema, prepared statements), so this reset costs no fork at all.
+            _, world, session, setup = warm
             clock = SimClock(setup.clock_at)
             change = track(session, clock=clock)
-            instance, setup_rows, actor = setup.instance, setup.rows, setup.actor
+        else:
+            self._drop_warm()
+            cached = SETUP_CACHE.get(key) if self.setup_cache else None
+            if cached is None:
+                world = base.fork()
+                session = world.session()
+                clock = SimClock(datetime.combine(spec.start_date, time(9, 0), tzinfo=UTC))
+                change = track(session, clock=clock, tag="setup")
+                instance = self.family.build(session, Seeds(seed), clock, difficulty)
+                session.commit()  # the fork is private: its setup becomes its base (and an image can capture it)
+                session.expunge_all()  # tools write raw SQL from here on; no ORM object may go stale
+                setup = _Setup(
+                    None, instance, self._log_since(session, 0), clock.now(), Actor.load(session, instance.actor)
+                )
+                if self.setup_cache and not clock.pending():
+                    SETUP_CACHE.put(key, replace(setup, image=world.image()))
+            else:
+                # A task seen recently (e.g. the group of a GRPO step): fork the state its setup left.
+                setup = cached
+                world = base.fork(image=cached.image)
+                session = world.session()
+                clock = SimClock(setup.clock_at)
+                change = track(session, clock=clock)
+            if not clock.pending():
+                self._warm = (key, world, session, setup)
+        instance, setup_rows, actor = setup.instance, setup.rows, setup.actor
         last_seq = setup_rows[-1]["seq"] if setup_rows else 0
         change.actor_id, change.tag = actor.employee_id, None
         specs = self._specs(instance.apps)
@@ -219,6 +234,7 @@ class Episode:
     def close(self) -> None:
         """End any open episode (graded if a trace is recorded) and free its fork."""
         self._finish_open_episode()
+        self._drop_warm()
         for base in self._bases.values():
             base.close()
         self._bases.clear()
@@ -399,9 +415,23 @@ class Episode:
         if self.trace is not None and live.score is None:
             live.truncated = True
             self._final_score(live)
+        self._live = None
+        warm = self._warm
+        if warm is not None and warm[1] is live.world:
+            try:  # back to the committed post-setup state, ready for the same task again
+                live.ctx.session.rollback()
+                live.ctx.session.expunge_all()
+                return
+            except Exception:  # noqa: BLE001 - a world that cannot roll back is simply not reused
+                self._warm = None
         live.ctx.session.close()
         live.world.close()
-        self._live = None
+
+    def _drop_warm(self) -> None:
+        warm, self._warm = self._warm, None
+        if warm is not None:
+            warm[2].close()
+            warm[1].close()
 
     def _header(self, live: _Live) -> dict[str, Any]:
         rubric = live.instance.rubric
