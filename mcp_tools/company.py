@@ -1,4 +1,4 @@
-"""The company: every app's tools under its namespace (``chat_*``, ``tickets_*``), in-process and over MCP.
+"""The company: every app's tools under its namespace (``chat_*``, ``mail_*``, ...), in-process and over MCP.
 
 Adding an app means adding its ``ToolSet`` to ``company_toolsets``; the golden file
 ``tests/mcp_tools/golden/tool_surface.json`` then shows the new surface for review.
@@ -12,12 +12,13 @@ from typing import Any
 
 from mcp_tools.base import ToolContext, ToolSet, ToolSpec, build_server, current_context
 from mcp_tools.chat.server import chat
+from mcp_tools.mail.server import mail
 from mcp_tools.tickets.server import tickets
 
 
 def company_toolsets() -> list[ToolSet]:
     """The apps of the company, ordered by app name."""
-    return sorted([chat, tickets], key=lambda ts: ts.app)
+    return sorted([chat, mail, tickets], key=lambda ts: ts.app)
 
 
 @cache

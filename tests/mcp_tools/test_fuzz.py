@@ -46,6 +46,8 @@ def episode(tmp_path_factory):
     from worlds.store import WorldStore
 
     ep = Episode("triage-tickets-v0", store=WorldStore(tmp_path_factory.mktemp("fuzz")))
+    # Expose every company app, not just the scenario's two, so each tool is fuzzed through Episode.step.
+    ep._specs = lambda apps: dict(company_specs())
     ep.reset(seed=0)
     yield ep
     ep.close()
