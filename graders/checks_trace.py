@@ -48,9 +48,14 @@ def tool_called(
 
 @check_fn("no_tool_errors", kind="trace")
 def no_tool_errors(ctx: GradingContext, codes: list[str] | None = None) -> CheckOutcome:
-    """No step failed (with one of ``codes``, e.g. ``["forbidden"]``, when given)."""
+    """No step failed (with one of ``codes``, e.g. ``["forbidden"]``, when given).
+
+    Failures injected by the noise layer (steps with a ``fault``) are not the agent's and are not counted.
+    """
     errors = []
     for i, step in enumerate(ctx.steps):
+        if step.get("fault"):
+            continue
         error = step.get("error")
         code = str(error.get("code", "?")) if isinstance(error, Mapping) else ("?" if error else None)
         if code is not None and (codes is None or code in codes):

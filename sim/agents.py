@@ -41,12 +41,31 @@ class EpisodeEnv:
         return self.episode.done
 
     def call(self, name: str, **arguments: Any) -> Any:
-        """Run one tool; returns its result, or raises ToolFailed with the tool's error code."""
-        obs, reward, _, _, info = self.episode.step({"name": name, "arguments": arguments})
-        self.reward = reward
-        if info["error"] is not None:
-            raise ToolFailed(info["error"]["code"], info["error"]["message"])
-        return json.loads(obs)
+        """Run one tool; returns its result, or raises ToolFailed with the tool's error code.
+
+        Like a careful client, it retries (up to ``RETRIES`` times) what production systems fail transiently:
+        timeouts, rate limits, server errors, a permission check that says it failed, and a result marked
+        ``partial``. Each retry is a real step: it costs turns and simulated time.
+        """
+        for attempt in range(RETRIES + 1):
+            obs, reward, _, _, info = self.episode.step({"name": name, "arguments": arguments})
+            self.reward = reward
+            error = info["error"]
+            last = attempt == RETRIES or self.episode.done
+            if error is not None:
+                transient = error["code"] in TRANSIENT or "transient" in error["message"]
+                if transient and not last:
+                    continue
+                raise ToolFailed(error["code"], error["message"])
+            result = json.loads(obs)
+            if isinstance(result, dict) and result.get("partial") and not last:
+                continue
+            return result
+        raise AssertionError("unreachable")  # pragma: no cover
+
+
+RETRIES = 4
+TRANSIENT = frozenset({"timeout", "rate_limited", "server_error"})
 
 
 def noop_agent(env: EpisodeEnv) -> None:

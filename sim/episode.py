@@ -32,6 +32,7 @@ from scenarios.base import ScenarioInstance
 from scenarios.registry import make
 from sim.clock import SimClock
 from sim.errors import BadAction, EpisodeOver, NotReset
+from sim.noise import COST_S, Decision, NoiseProfile, decide, error_for, truncate
 from sim.submit import SUBMIT_SCHEMA
 from sim.trace import TRACE_FORMAT, TraceWriter, canonical, chain_hash, package_versions
 from worlds.changelog import ChangeContext, track
@@ -64,6 +65,11 @@ class _Live:
     state_hash: str
     last_seq: int
     steps: list[dict[str, Any]] = field(default_factory=list)
+    noise: NoiseProfile | None = None
+    noise_reads: bool = False
+    calls: dict[str, int] = field(default_factory=dict)
+    reads: dict[tuple[str, str], Any] = field(default_factory=dict)
+    faults: list[dict[str, Any]] = field(default_factory=list)
     terminated: bool = False
     truncated: bool = False
     score: Score | None = None
@@ -135,6 +141,9 @@ class Episode:
             seed and difficulty), so resetting to a task seen recently (the group of a GRPO step, parallel envs
             on the same seeds) forks that state instead of running the scenario setup again. Setup is a pure
             function of those keys, so a cached reset gives the same bytes as a fresh one.
+        noise: The default fault-injection profile (``none``, ``realistic``, ``harsh`` or a custom object, see
+            ``sim.noise``); a reset's ``noise`` option overrides it. It is recorded in the trace header's
+            options, so a replay injects the same faults.
     """
 
     def __init__(
@@ -144,7 +153,9 @@ class Episode:
         store: WorldStore | None = None,
         trace: TraceWriter | None = None,
         setup_cache: bool = True,
+        noise: str | dict[str, Any] = "none",
     ) -> None:
+        NoiseProfile.parse(noise)  # fail at construction, not at the first reset
         self.scenario_id = scenario
         self.family = make(scenario)
         self.store = store or WorldStore()
@@ -153,15 +164,23 @@ class Episode:
         self._tool_specs: dict[tuple[str, ...], dict[str, ToolSpec]] = {}
         self._warm: tuple[tuple[str, str, int, int], World, Session, _Setup] | None = None
         self.setup_cache = setup_cache
+        self.noise = noise
         self._live: _Live | None = None
         self._resets = 0
 
     # -- lifecycle ---------------------------------------------------------------------------------------
 
     def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
-        """Start a new episode; returns (task prompt, info with tools, actor and episode id)."""
-        self._finish_open_episode()
+        """Start a new episode; returns (task prompt, info with tools, actor and episode id).
+
+        Raises:
+            BadNoise: the ``noise`` option names an unknown profile or fault (nothing is reset).
+        """
         opts = dict(options or {})
+        if self.noise != "none":
+            opts.setdefault("noise", self.noise)
+        noise = NoiseProfile.parse(opts.get("noise"))  # before anything changes: bad input leaves all as it was
+        self._finish_open_episode()
         seed = self._resets if seed is None else int(seed)
         spec = WorldSpec.parse(
             seed=int(opts.get("world_seed", seed)),
@@ -226,6 +245,9 @@ class Episode:
             state_hash=chain_hash(spec.spec_hash, [self.scenario_id, seed, difficulty, setup_rows]),
             last_seq=last_seq,
         )
+        if noise.rate > 0 or noise.apps or noise.tools:
+            live.noise = noise
+            live.noise_reads = bool(noise.weights.get("partial_result") or noise.weights.get("stale_read"))
         self._live = live
         if self.trace is not None:
             self.trace.write(self._header(live))
@@ -253,6 +275,7 @@ class Episode:
         write = False
         name = "?"
         arguments: dict[str, Any] = {}
+        fault: dict[str, Any] | None = None
         try:
             name, arguments = parse_action(action)
         except BadAction as exc:
@@ -267,10 +290,21 @@ class Episode:
                 error = {"code": "unknown_tool", "message": f"unknown tool {name!r}; see the tool list"}
             else:
                 write = spec.kind != READ
-                live.change.tag = name
-                result, error = self._run(live, spec, arguments, write)
-                if error is None:
-                    cost = WRITE_COST_S if write else READ_COST_S
+                decision = self._decide(live, spec, write)
+                if decision is not None and decision.fault in COST_S:  # a failing fault: the service never runs
+                    error, cost, write = error_for(decision, spec.app), COST_S[decision.fault], False
+                else:
+                    live.change.tag = name
+                    result, error = self._run(live, spec, arguments, write)
+                    if error is None:
+                        cost = WRITE_COST_S if write else READ_COST_S
+                        if not write and live.noise_reads:
+                            result, decision = self._read_fault(live, name, arguments, result, decision)
+                    elif decision is not None:
+                        decision = None  # the call failed on its own; a read fault had nothing to act on
+                if decision is not None:
+                    fault = decision.to_json()
+                    live.faults.append({"step": index, **fault})
         live.clock.advance(cost)
         if write and error is None:
             rows = self._log_since(live.ctx.session, live.last_seq)
@@ -289,6 +323,7 @@ class Episode:
             "error": error,
             "clock": live.clock.now().isoformat(),
             "state_hash": live.state_hash,
+            "fault": fault,
         }
         live.steps.append(record)
         if self.trace is not None:
@@ -297,7 +332,13 @@ class Episode:
         if live.terminated or live.truncated:
             reward = self._final_score(live).value
         obs = f"error [{error['code']}]: {error['message']}" if error else canonical(result)
-        info = {"turn": index + 1, "clock": record["clock"], "error": error, "state_hash": live.state_hash}
+        info = {
+            "turn": index + 1,
+            "clock": record["clock"],
+            "error": error,
+            "state_hash": live.state_hash,
+            "fault": fault,
+        }
         return obs, reward, live.terminated, live.truncated, info
 
     def grade(self) -> Score:
@@ -330,6 +371,37 @@ class Episode:
         return self._require_live().world
 
     # -- internals ---------------------------------------------------------------------------------------
+
+    @staticmethod
+    def _decide(live: _Live, spec: ToolSpec, write: bool) -> Decision | None:
+        """This call's injected fault, if the episode's noise profile schedules one (pure in seed/tool/index)."""
+        if live.noise is None:
+            return None
+        index = live.calls.get(spec.name, 0)
+        live.calls[spec.name] = index + 1
+        return decide(live.noise, live.seed, spec.name, spec.app, index, read=not write)
+
+    @staticmethod
+    def _read_fault(
+        live: _Live, name: str, arguments: dict[str, Any], result: Any, decision: Decision | None
+    ) -> tuple[Any, Decision | None]:
+        """Apply a read fault to a successful read's result; remember the true result for later stale reads."""
+        key = (name, canonical(arguments))
+        previous = live.reads.get(key)
+        live.reads[key] = result
+        if decision is None:
+            return result, None
+        if decision.fault == "partial_result":
+            cut = truncate(result)
+            return (result, None) if cut is None else (cut, decision)
+        if decision.fault == "stale_read" and previous is not None and canonical(previous) != canonical(result):
+            return previous, decision
+        return result, None
+
+    @property
+    def faults(self) -> list[dict[str, Any]]:
+        """The faults injected into the current episode so far: step, type, tool, call index, request id."""
+        return list(self._require_live().faults)
 
     def _specs(self, apps: tuple[str, ...]) -> dict[str, ToolSpec]:
         specs = self._tool_specs.get(apps)
@@ -404,7 +476,7 @@ class Episode:
         if live.score is None:
             live.score = self._grade(live)
             if self.trace is not None:
-                self.trace.write(score_record(live.score))
+                self.trace.write({**score_record(live.score), "faults": live.faults})
                 self.trace.flush()
         return live.score
 

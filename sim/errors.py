@@ -7,6 +7,7 @@ Tree::
     ├── NotReset             "not_reset": step() or grade() before reset()
     ├── BadAction            "bad_action": the action is not {"name", "arguments"} or an OpenAI tool call
     ├── UnknownScenario      "unknown_scenario": no scenario registered under that id
+    ├── BadNoise             "bad_noise": an unknown noise profile or fault type, or a rate outside [0, 1]
     └── TraceError           "bad_trace": a trace file is corrupt, truncated or from another version
         └── ReplayMismatch   "replay_mismatch": a replayed step differs from the recorded one
 """
@@ -54,3 +55,9 @@ class ReplayMismatch(TraceError):
     """A replayed step produced a different result, error, clock or state hash."""
 
     code = "replay_mismatch"
+
+
+class BadNoise(SimError):
+    """An unknown noise profile or fault type, or a rate outside [0, 1]."""
+
+    code = "bad_noise"

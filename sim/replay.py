@@ -79,7 +79,7 @@ def replay(path: str | Path, *, store: WorldStore | None = None, stop_at_first: 
                         f"episode {number} step {step.get('index')} ({step['action'].get('name')})",
                         step,
                         replayed,
-                        ("result", "error", "clock", "state_hash"),
+                        ("result", "error", "clock", "state_hash", "fault"),
                     )
                 if problem:
                     mismatches.append(problem)

@@ -57,11 +57,18 @@ def _results_table(title: str, scores: list[tuple[str, int, Score]]) -> Table:
 
 
 def run_many(
-    scenario: str, agents: list[str], seeds: list[int], store: WorldStore, trace: Path | None, difficulty: int
+    scenario: str,
+    agents: list[str],
+    seeds: list[int],
+    store: WorldStore,
+    trace: Path | None,
+    difficulty: int,
+    noise: str = "none",
 ) -> list[tuple[str, int, Score]]:
     """Run each agent on each seed with a progress bar; returns (agent, seed, score) rows."""
+    episode = Episode(scenario, store=store, noise=noise)  # a bad scenario or noise fails before a trace exists
     writer = TraceWriter(trace) if trace is not None else None
-    episode = Episode(scenario, store=store, trace=writer)
+    episode.trace = writer
     results: list[tuple[str, int, Score]] = []
     try:
         with Progress(console=console, transient=True) as bar:
@@ -85,6 +92,7 @@ def run(
     episodes: Annotated[int, typer.Option(help="Episodes to run (seeds seed..seed+K-1).")] = 1,
     difficulty: Annotated[int, typer.Option(help="Scenario difficulty 0-3.")] = 1,
     trace: Annotated[Path | None, typer.Option(help="Write a JSONL trace here.")] = None,
+    noise: Annotated[str, typer.Option(help="Fault injection: none | realistic | harsh.")] = "none",
     data_dir: DataDir = None,
 ) -> None:
     """Run a built-in agent on a scenario and print the rewards per check."""
@@ -92,7 +100,8 @@ def run(
         raise SimError(f"unknown agent {agent!r}; expected one of {', '.join(AGENTS)}")
     if episodes < 1:
         raise SimError(f"--episodes must be at least 1, got {episodes}")
-    results = run_many(scenario, [agent], list(range(seed, seed + episodes)), WorldStore(data_dir), trace, difficulty)
+    seeds = list(range(seed, seed + episodes))
+    results = run_many(scenario, [agent], seeds, WorldStore(data_dir), trace, difficulty, noise)
     console.print(_results_table(f"{scenario} ({agent})", results))
     mean = sum(s.value for _, _, s in results) / len(results)
     console.print(f"mean reward {mean:.3f} over {len(results)} episode(s)")
