@@ -13,7 +13,7 @@ import numpy as np
 
 from graders.base import Score
 from scenarios.base import ToolFailed
-from sim.episode import Episode
+from sim.episode import Episode, StartState
 from worlds.seeding import Seeds
 
 AGENTS: tuple[str, ...] = ("oracle", "noop", "random")
@@ -109,11 +109,18 @@ def random_agent(env: EpisodeEnv, seed: int, steps: int = 12) -> None:
         env.call("submit", summary="random")
 
 
-def run_agent(episode: Episode, agent: str, seed: int, options: dict[str, Any] | None = None) -> Score:
-    """Reset ``episode`` with ``seed``, let ``agent`` play it to the end, and return the final score."""
+def run_agent(
+    episode: Episode,
+    agent: str,
+    seed: int,
+    options: dict[str, Any] | None = None,
+    *,
+    start: StartState | None = None,
+) -> Score:
+    """Reset ``episode`` with ``seed`` (from ``start`` if given), let ``agent`` play it to the end, and score it."""
     if agent not in AGENTS:
         raise ValueError(f"unknown agent {agent!r}; expected one of {', '.join(AGENTS)}")
-    prompt, info = episode.reset(seed=seed, options=options)
+    prompt, info = episode.reset(seed=seed, options=options, start=start)
     env = EpisodeEnv(episode, prompt, info)
     if agent == "oracle":
         episode.family.oracle(env)

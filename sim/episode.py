@@ -19,7 +19,7 @@ import json
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime, time
+from datetime import UTC, datetime, time, timedelta
 from typing import Any
 
 from sqlalchemy.orm import Session
@@ -31,7 +31,7 @@ from mcp_tools.errors import AppError
 from scenarios.base import ScenarioInstance
 from scenarios.registry import make
 from sim.clock import SimClock
-from sim.errors import BadAction, EpisodeOver, NotReset
+from sim.errors import BadAction, EpisodeOver, NotReset, SimError
 from sim.noise import COST_S, Decision, NoiseProfile, decide, error_for, truncate
 from sim.submit import SUBMIT_SCHEMA
 from sim.trace import TRACE_FORMAT, TraceWriter, canonical, chain_hash, package_versions
@@ -73,6 +73,24 @@ class _Live:
     terminated: bool = False
     truncated: bool = False
     score: Score | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class StartState:
+    """Where an episode of a campaign starts: a world image, the state-hash chain so far, and the clock."""
+
+    spec_hash: str
+    image: bytes
+    state_hash: str
+    clock_at: datetime
+
+
+def next_workday_morning(at: datetime) -> datetime:
+    """09:00 UTC of the first Monday-to-Friday day after ``at``."""
+    day = at.date() + timedelta(days=1)
+    while day.weekday() >= 5:
+        day += timedelta(days=1)
+    return datetime.combine(day, time(9, 0), tzinfo=UTC)
 
 
 @dataclass(frozen=True)
@@ -170,11 +188,17 @@ class Episode:
 
     # -- lifecycle ---------------------------------------------------------------------------------------
 
-    def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
+    def reset(
+        self, seed: int | None = None, options: dict[str, Any] | None = None, *, start: StartState | None = None
+    ) -> tuple[str, dict[str, Any]]:
         """Start a new episode; returns (task prompt, info with tools, actor and episode id).
+
+        ``start`` continues a world instead of forking the base: the state another episode ended in (see
+        ``final_state``; ``sim.campaign`` chains episodes this way). Its setup then runs on that state.
 
         Raises:
             BadNoise: the ``noise`` option names an unknown profile or fault (nothing is reset).
+            SimError: ``start`` belongs to another world than this reset's spec (nothing is reset).
         """
         opts = dict(options or {})
         if self.noise != "none":
@@ -188,12 +212,29 @@ class Episode:
             history_days=int(opts.get("history_days", self.family.world.history_days)),
         )
         difficulty = int(opts.get("difficulty", 1))
+        if start is not None and start.spec_hash != spec.spec_hash:
+            raise SimError(
+                f"start state belongs to world {start.spec_hash[:12]}, not to this reset's world {spec.spec_hash[:12]}"
+            )
         base = self._bases.get(spec.spec_hash)
         if base is None:
             base = self._bases[spec.spec_hash] = self.store.base(spec)
         key = (self.scenario_id, spec.spec_hash, seed, difficulty)
         warm = self._warm
-        if warm is not None and warm[0] == key:
+        if start is not None:
+            self._drop_warm()
+            world = base.fork(image=start.image)
+            session = world.session()
+            clock = SimClock(start.clock_at)
+            change = track(session, clock=clock, tag="setup")
+            before = Sql.of(session).scalar("SELECT max(seq) FROM change_log") or 0
+            instance = self.family.build(session, Seeds(seed), clock, difficulty)
+            session.commit()
+            session.expunge_all()
+            setup = _Setup(
+                None, instance, self._log_since(session, before), clock.now(), Actor.load(session, instance.actor)
+            )
+        elif warm is not None and warm[0] == key:
             # The same task as the last episode, whose changes were rolled back: its world and session stay
             # open (parsed schema, prepared statements), so this reset costs no fork at all.
             _, world, session, setup = warm
@@ -242,7 +283,10 @@ class Episode:
             tools=specs,
             start_seq=last_seq,
             start_clock=clock.now(),
-            state_hash=chain_hash(spec.spec_hash, [self.scenario_id, seed, difficulty, setup_rows]),
+            state_hash=chain_hash(
+                start.state_hash if start is not None else spec.spec_hash,
+                [self.scenario_id, seed, difficulty, setup_rows],
+            ),
             last_seq=last_seq,
         )
         if noise.rate > 0 or noise.apps or noise.tools:
@@ -349,6 +393,31 @@ class Episode:
         return self._grade(live)
 
     # -- introspection -----------------------------------------------------------------------------------
+
+    def final_state(self, next_start: datetime | None = None) -> StartState:
+        """The state the ended episode left, for the next episode of a campaign to start from.
+
+        Commits the episode's changes in its private fork (so a reset can no longer roll them back) and
+        captures the image. ``next_start`` is when the next episode begins (default: the next weekday, 09:00
+        UTC, after this episode's clock).
+
+        Raises:
+            SimError: the episode has not ended.
+        """
+        live = self._require_live()
+        if not (live.terminated or live.truncated):
+            raise SimError(f"episode {live.episode_id} has not ended; submit or run it to its limit first")
+        if self._warm is not None and self._warm[1] is live.world:
+            self._warm = None  # its committed state is no longer the task's start: never reuse it
+        live.ctx.session.commit()
+        image = live.world.image()
+        assert image is not None, "episodes run on in-memory forks"
+        return StartState(
+            spec_hash=live.spec.spec_hash,
+            image=image,
+            state_hash=live.state_hash,
+            clock_at=next_start or next_workday_morning(live.clock.now()),
+        )
 
     @property
     def done(self) -> bool:

@@ -1,12 +1,15 @@
 """Replay a trace on fresh forks and name the first step that differs.
 
 Every episode in the trace is reset with its recorded scenario, seed and options; its actions are re-run in
-order and each step's result, error, clock and state hash must match the record, as must the final score.
+order and each step's result, error, clock, state hash and injected fault must match the record, as must the
+final score. A campaign episode (``options.campaign.index`` > 0) starts from the state the previous replayed
+episode ended in, at the recorded start time.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +51,7 @@ def replay(path: str | Path, *, store: WorldStore | None = None, stop_at_first: 
     mismatches: list[str] = []
     n_episodes = n_steps = 0
     episodes: dict[str, Episode] = {}
+    previous: Episode | None = None
     try:
         for number, records in enumerate(read_trace(path)):
             header, steps, score = records[0], records[1:-1], records[-1]
@@ -57,7 +61,16 @@ def replay(path: str | Path, *, store: WorldStore | None = None, stop_at_first: 
             episode = episodes.get(scenario)
             if episode is None:
                 episode = episodes[scenario] = Episode(scenario, store=store)
-            episode.reset(seed=header["seed"], options=header.get("options") or {})
+            options = header.get("options") or {}
+            start = None
+            campaign = options.get("campaign")
+            if isinstance(campaign, dict) and campaign.get("index"):
+                # A campaign episode continues the state the previous replayed episode ended in.
+                if previous is None or not campaign.get("start"):
+                    raise TraceError(f"episode {number}: a campaign continuation without its previous episode")
+                start = previous.final_state(datetime.fromisoformat(str(campaign["start"])))
+            episode.reset(seed=header["seed"], options=options, start=start)
+            previous = episode
             n_episodes += 1
             live_header = episode._header(episode._live)  # type: ignore[arg-type]  # noqa: SLF001
             problem = _compare(

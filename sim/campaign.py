@@ -1,0 +1,225 @@
+"""Campaigns: a sequence of episodes on one persistent world, so what an agent did yesterday shapes today.
+
+Episode k+1 starts from the state episode k ended in (tickets, messages, documents, NPC memory: everything
+is rows), on the next working morning of the simulated calendar. At every boundary the campaign keeps a
+snapshot; with a snapshot directory it writes ``episode-KKKK.snap`` (``worlds.store.Snapshot``, checksummed)
+and then ``campaign.json``, a manifest naming the world, every boundary's scenario, seed, score, state hash
+and next start time. The manifest is replaced atomically after the snapshot file is complete, so a crash
+leaves the previous boundary resumable and nothing half-written is ever named.
+
+Determinism: the task seed of episode k is ``seed * 10_000 + k``; the world seed is ``seed``. Every episode's
+trace header carries ``options.campaign`` (index, start time), and the state-hash chain runs through the
+whole campaign, so ``sim.replay`` re-runs a campaign trace episode after episode from the same states.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from sim.agents import AGENTS, run_agent
+from sim.episode import Episode, StartState, next_workday_morning
+from sim.errors import SimError
+from sim.trace import TraceWriter
+from worlds.spec import WorldSpec
+from worlds.store import Snapshot, WorldStore
+from worlds.version import GENERATOR_VERSION, SCHEMA_VERSION
+
+MANIFEST = "campaign.json"
+MANIFEST_FORMAT = 1
+
+
+class CampaignError(SimError):
+    """A campaign cannot start or resume: bad scenarios, agent, or a missing, corrupt or foreign snapshot."""
+
+    code = "bad_campaign"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Boundary:
+    """The end of one campaign episode."""
+
+    index: int
+    scenario: str
+    seed: int
+    reward: float
+    state_hash: str
+    next_start: str
+    snapshot: str | None = None
+
+
+def task_seed(seed: int, index: int) -> int:
+    """The task seed of episode ``index`` of the campaign on world ``seed``."""
+    return seed * 10_000 + index
+
+
+class Campaign:
+    """Runs scenarios in turn on one world; episode k+1 starts where episode k ended.
+
+    Args:
+        scenarios: Scenario ids, used in order and cycled (``[a, b]`` gives a, b, a, b, ...).
+        seed: The world seed (the company) and the root of every task seed.
+        store: Where the base world is cached.
+        noise: Fault-injection profile for every episode (see ``sim.noise``).
+        trace: Optional trace writer; every episode appends its records.
+        snapshots: Optional directory for the boundary snapshots and the manifest.
+        world: Options naming the world (``employees``, ``history_days``); defaults are the first scenario's.
+    """
+
+    def __init__(
+        self,
+        scenarios: Sequence[str],
+        *,
+        seed: int,
+        store: WorldStore | None = None,
+        noise: str = "none",
+        trace: TraceWriter | None = None,
+        snapshots: Path | None = None,
+        world: dict[str, int] | None = None,
+    ) -> None:
+        if not scenarios:
+            raise CampaignError("a campaign needs at least one scenario id")
+        self.store = store or WorldStore()
+        self.episodes = {
+            sid: Episode(sid, store=self.store, trace=trace, noise=noise) for sid in dict.fromkeys(scenarios)
+        }
+        self.scenarios = list(scenarios)
+        self.seed = seed
+        self.snapshots = snapshots
+        first = self.episodes[self.scenarios[0]].family.world
+        self.world = {"employees": first.employees, "history_days": first.history_days, **(world or {})}
+        self.spec = WorldSpec.parse(seed=seed, **self.world)
+        self.boundaries: list[Boundary] = []
+        self._start: StartState | None = None
+
+    def close(self) -> None:
+        """Close every episode and free its world."""
+        for ep in self.episodes.values():
+            ep.close()
+
+    def run(self, agent: str, episodes: int, on_episode: Callable[[Boundary], None] | None = None) -> list[Boundary]:
+        """Play ``episodes`` more episodes with a built-in agent; returns the boundaries reached so far."""
+        if agent not in AGENTS:
+            raise CampaignError(f"unknown agent {agent!r}; expected one of {', '.join(AGENTS)}")
+        if episodes < 1:
+            raise CampaignError(f"a campaign needs at least one episode, got {episodes}")
+        for _ in range(episodes):
+            index = len(self.boundaries)
+            scenario = self.scenarios[index % len(self.scenarios)]
+            ep = self.episodes[scenario]
+            seed = task_seed(self.seed, index)
+            start_at = self._start.clock_at if self._start is not None else None
+            options: dict[str, Any] = {
+                "world_seed": self.seed,
+                **self.world,
+                "campaign": {"index": index, "start": start_at.isoformat() if start_at else None},
+            }
+            score = run_agent(ep, agent, seed, options, start=self._start)
+            self._start = ep.final_state()
+            boundary = Boundary(
+                index=index,
+                scenario=scenario,
+                seed=seed,
+                reward=score.value,
+                state_hash=self._start.state_hash,
+                next_start=self._start.clock_at.isoformat(),
+            )
+            if self.snapshots is not None:
+                boundary = self._save(boundary)
+            self.boundaries.append(boundary)
+            if on_episode is not None:
+                on_episode(boundary)
+        return list(self.boundaries)
+
+    # -- snapshots ---------------------------------------------------------------------------------------
+
+    def _save(self, boundary: Boundary) -> Boundary:
+        assert self.snapshots is not None and self._start is not None
+        self.snapshots.mkdir(parents=True, exist_ok=True)
+        name = f"episode-{boundary.index:04d}.snap"
+        Snapshot(
+            spec_hash=self.spec.spec_hash,
+            schema_version=SCHEMA_VERSION,
+            generator_version=GENERATOR_VERSION,
+            image=self._start.image,
+        ).save(self.snapshots / name)
+        saved = Boundary(**{**asdict(boundary), "snapshot": name})
+        manifest = {
+            "format": MANIFEST_FORMAT,
+            "world": {"seed": self.seed, **self.world, "spec_hash": self.spec.spec_hash},
+            "scenarios": self.scenarios,
+            "boundaries": [asdict(b) for b in [*self.boundaries, saved]],
+        }
+        fd, tmp = tempfile.mkstemp(dir=self.snapshots, prefix=f".{MANIFEST}.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "w") as fh:
+                json.dump(manifest, fh, indent=1, sort_keys=True)
+            os.replace(tmp, self.snapshots / MANIFEST)
+        finally:
+            Path(tmp).unlink(missing_ok=True)
+        return saved
+
+    @classmethod
+    def resume(
+        cls,
+        snapshots: Path,
+        *,
+        store: WorldStore | None = None,
+        noise: str = "none",
+        trace: TraceWriter | None = None,
+    ) -> Campaign:
+        """Continue the campaign whose manifest and snapshots are in ``snapshots``.
+
+        Raises:
+            CampaignError: the directory, manifest or last snapshot is missing or corrupt, or the snapshot
+                belongs to another world than the manifest names (the message says which).
+        """
+        path = Path(snapshots) / MANIFEST
+        if not path.is_file():
+            raise CampaignError(f"no campaign to resume: {path} does not exist")
+        try:
+            manifest = json.loads(path.read_text())
+            world = dict(manifest["world"])
+            spec_hash = str(world.pop("spec_hash"))
+            seed = int(world.pop("seed"))
+            boundaries = [Boundary(**b) for b in manifest["boundaries"]]
+            scenarios = [str(s) for s in manifest["scenarios"]]
+            if manifest.get("format") != MANIFEST_FORMAT or not boundaries:
+                raise ValueError("unsupported format or no boundary")
+        except (ValueError, KeyError, TypeError) as exc:
+            raise CampaignError(f"{path} is not a valid campaign manifest ({exc})") from None
+        camp = cls(scenarios, seed=seed, store=store, noise=noise, trace=trace, snapshots=Path(snapshots), world=world)
+        if camp.spec.spec_hash != spec_hash:
+            camp.close()
+            raise CampaignError(f"{path} names world {spec_hash[:12]} but its settings give {camp.spec.spec_hash[:12]}")
+        last = boundaries[-1]
+        try:
+            snap = Snapshot.load(Path(snapshots) / str(last.snapshot))
+        except SimError:
+            camp.close()
+            raise
+        except Exception as exc:  # noqa: BLE001 - SnapshotError and friends: one clear campaign error
+            camp.close()
+            raise CampaignError(f"cannot resume from {last.snapshot}: {exc}") from None
+        if snap.spec_hash != spec_hash:
+            camp.close()
+            raise CampaignError(
+                f"snapshot {last.snapshot} belongs to world {snap.spec_hash[:12]}, not this campaign's {spec_hash[:12]}"
+            )
+        camp.boundaries = boundaries
+        camp._start = StartState(
+            spec_hash=spec_hash,
+            image=snap.image,
+            state_hash=last.state_hash,
+            clock_at=datetime.fromisoformat(last.next_start),
+        )
+        return camp
+
+
+__all__ = ["Boundary", "Campaign", "CampaignError", "next_workday_morning", "task_seed"]

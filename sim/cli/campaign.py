@@ -1,0 +1,67 @@
+"""``companysim campaign``: several episodes on one persistent world, with snapshots at every boundary."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from scenarios.splits import SplitError, seeds_in
+from sim.campaign import Boundary, Campaign, CampaignError
+from sim.cli.app import USER_ERRORS, app, console
+from sim.cli.episodes import DataDir
+from sim.trace import TraceWriter
+from worlds.store import WorldStore
+
+USER_ERRORS.append(SplitError)
+
+
+@app.command("campaign")
+def campaign(
+    scenarios: Annotated[list[str], typer.Argument(help="Scenario ids, played in turn.")],
+    seed: Annotated[int, typer.Option(help="World seed (with --split: take the N-th world of that split).")] = 0,
+    episodes: Annotated[int, typer.Option(help="Episodes to play.")] = 3,
+    agent: Annotated[str, typer.Option(help="oracle | noop | random")] = "oracle",
+    noise: Annotated[str, typer.Option(help="Fault injection: none | realistic | harsh.")] = "none",
+    split: Annotated[str | None, typer.Option(help="train | val | test: play a company of that split.")] = None,
+    trace: Annotated[Path | None, typer.Option(help="Write a JSONL trace here (replayable).")] = None,
+    snapshots: Annotated[Path | None, typer.Option(help="Write boundary snapshots and a manifest here.")] = None,
+    resume: Annotated[bool, typer.Option(help="Continue the campaign saved in --snapshots.")] = False,
+    data_dir: DataDir = None,
+) -> None:
+    """Play episodes one after another on one company; each starts from the state the last one left."""
+    if split is not None:
+        seed = seeds_in(split, seed + 1)[seed]
+    if resume and snapshots is None:
+        raise CampaignError("--resume needs --snapshots DIR (the directory of the campaign to continue)")
+    store = WorldStore(data_dir)
+    camp = (
+        Campaign.resume(snapshots, store=store, noise=noise)  # type: ignore[arg-type]
+        if resume
+        else Campaign(scenarios, seed=seed, store=store, noise=noise, snapshots=snapshots)
+    )
+    if resume and camp.scenarios != scenarios:
+        camp.close()
+        raise CampaignError(f"the saved campaign plays {', '.join(camp.scenarios)}, not {', '.join(scenarios)}")
+    writer = TraceWriter(trace, append=resume) if trace is not None else None
+    for ep in camp.episodes.values():
+        ep.trace = writer
+    table = Table(title=f"campaign on world {camp.seed} ({agent})")
+    for column in ("episode", "scenario", "seed", "reward", "state hash", "next start"):
+        table.add_column(column)
+
+    def row(b: Boundary) -> None:
+        table.add_row(str(b.index), b.scenario, str(b.seed), f"{b.reward:.3f}", b.state_hash[:12], b.next_start)
+
+    try:
+        done = camp.run(agent, episodes)
+    finally:
+        camp.close()
+        if writer is not None:
+            writer.close()
+    for b in done:
+        row(b)
+    console.print(table)
+    console.print(f"mean reward {sum(b.reward for b in done) / len(done):.3f} over {len(done)} episode(s)")
