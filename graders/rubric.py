@@ -13,7 +13,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import ValidationError
 
 from graders.base import Rubric
@@ -47,6 +46,8 @@ def dump_rubric(rubric: Rubric, fmt: Literal["yaml", "json"] = "yaml") -> str:
     data = rubric.model_dump(mode="json")
     if fmt == "json":
         return json.dumps(data, sort_keys=True, indent=2, ensure_ascii=False) + "\n"
+    import yaml  # lazy: episodes build rubrics from data and never need YAML (keeps cold start down)
+
     return yaml.safe_dump(data, sort_keys=True, allow_unicode=True, default_flow_style=False)
 
 
@@ -55,6 +56,8 @@ def _is_path(source: str) -> bool:
 
 
 def _parse(text: str, *, origin: str) -> Any:
+    import yaml
+
     try:
         return yaml.safe_load(text)
     except yaml.YAMLError as exc:
