@@ -4,12 +4,14 @@ Tree::
 
     AppError                   code
     ├── InvalidArgument        invalid_argument   a value is missing, of the wrong type, too long, not allowed
+    │   └── UnknownSandbox     invalid_argument   no code sandbox backend of that name
     ├── NotFound               not_found          no such ticket, channel, post, person, ...
     ├── Forbidden              forbidden          the actor's roles or memberships do not allow it
     ├── Conflict               conflict           the state does not allow it (duplicate reaction, ...)
     │   └── IllegalTransition  illegal_transition a status change the workflow refuses
     ├── UnknownTool            unknown_tool       no tool of that name
-    └── Unavailable            unavailable        no episode context (the server was called outside one)
+    ├── Unavailable            unavailable        no episode context (the server was called outside one)
+    └── SandboxUnavailable     unavailable        no working sandbox: code-running tools are disabled
 """
 
 from __future__ import annotations
@@ -65,3 +67,16 @@ class Unavailable(AppError):
     """No episode context is active."""
 
     code = "unavailable"
+
+
+class SandboxUnavailable(AppError):
+    """The code sandbox cannot run here (no bubblewrap, user namespaces disabled, ...).
+
+    Code is never run unsandboxed as a fallback: refusing is the only safe answer when isolation is missing.
+    """
+
+    code = "unavailable"
+
+
+class UnknownSandbox(InvalidArgument):
+    """No sandbox backend is registered under the requested name."""

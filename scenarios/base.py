@@ -66,7 +66,7 @@ class AgentEnv(Protocol):
     prompt: str
     actor: str
 
-    def call(self, name: str, **arguments: Any) -> Any:
+    def call(self, name: str, /, **arguments: Any) -> Any:
         """Call a tool; returns its result or raises ToolFailed."""
         ...
 

@@ -40,7 +40,7 @@ class EpisodeEnv:
         """Whether the episode has ended."""
         return self.episode.done
 
-    def call(self, name: str, **arguments: Any) -> Any:
+    def call(self, name: str, /, **arguments: Any) -> Any:
         """Run one tool; returns its result, or raises ToolFailed with the tool's error code.
 
         Like a careful client, it retries (up to ``RETRIES`` times) what production systems fail transiently:

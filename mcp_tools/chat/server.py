@@ -103,3 +103,57 @@ def list_members(channel: str) -> dict[str, Any]:
         channel: Channel name.
     """
     return service.list_members(current_context(), channel)
+
+
+@chat.tool(WRITE)
+def create_channel(name: str, display_name: str = "", private: bool = False, purpose: str = "") -> dict[str, Any]:
+    """Create a channel; you become its first member (others join public channels by posting).
+
+    Args:
+        name: URL name such as release-planning (lowercase letters, digits, - and _).
+        display_name: Human name shown in lists (defaults to the name).
+        private: Make it a private channel that only invited members can read.
+        purpose: One line saying what the channel is for.
+    """
+    return service.create_channel(current_context(), name, display_name, private, purpose)
+
+
+@chat.tool(WRITE)
+def edit_post(post_id: int, message: str) -> dict[str, Any]:
+    """Replace the text of one of your own posts.
+
+    Args:
+        post_id: Id of your post.
+        message: The new text.
+    """
+    return service.edit_post(current_context(), post_id, message)
+
+
+@chat.tool(WRITE)
+def delete_post(post_id: int) -> dict[str, Any]:
+    """Delete one of your own posts.
+
+    Args:
+        post_id: Id of your post.
+    """
+    return service.delete_post(current_context(), post_id)
+
+
+@chat.tool(WRITE)
+def open_direct(username: str) -> dict[str, Any]:
+    """Open (create if needed) your direct-message channel with a coworker, without posting.
+
+    Args:
+        username: Their username.
+    """
+    return service.open_direct(current_context(), username)
+
+
+@chat.tool(READ)
+def get_post(post_id: int) -> dict[str, Any]:
+    """Read one post.
+
+    Args:
+        post_id: Id of the post.
+    """
+    return service.get_post(current_context(), post_id)

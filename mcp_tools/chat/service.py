@@ -246,43 +246,12 @@ def react(ctx: ToolContext, post_id: int, emoji: str) -> dict[str, Any]:
 
 def direct_message(ctx: ToolContext, username: str, message: str) -> dict[str, Any]:
     """Send a direct message, creating the direct channel on first use."""
-    sql = Sql.of(ctx.session)
-    other = sql.one(
-        "SELECT id, username FROM employees WHERE username = ? AND active = ?", (username.lstrip("@"), True)
-    )
-    if other is None:
-        raise NotFound(f"no active employee with username {username!r}")
-    if other[0] == ctx.actor.employee_id:
+    if username.lstrip("@") == ctx.actor.username:
         raise InvalidArgument("you cannot send a direct message to yourself")
     text = _message(message)
-    a, b = sorted((ctx.actor.employee_id, other[0]))
-    name = f"{a}__{b}"
+    sql = Sql.of(ctx.session)
+    name = open_direct(ctx, username)["channel"]
     ch = sql.one(f"{_CH} WHERE name = ? AND type = 'D' ORDER BY id LIMIT 1", (name,))
-    if ch is None:
-        team = sql.scalar("SELECT id FROM chat_teams ORDER BY id LIMIT 1")
-        if team is None:
-            raise NotFound("this company has no chat team")
-        now = ctx.clock.now()
-        display = f"{ctx.actor.username}, {other[1]}"
-        ch_id = sql.insert(
-            "channels",
-            {
-                "team_id": team,
-                "name": name,
-                "display_name": display,
-                "type": "D",
-                "purpose": "",
-                "header": "",
-                "creator_id": ctx.actor.employee_id,
-                "created_at": now,
-            },
-        )
-        for emp_id in (a, b):
-            sql.insert(
-                "channel_members",
-                {"channel_id": ch_id, "employee_id": emp_id, "joined_at": now, "last_viewed_at": None},
-            )
-        ch = (ch_id, name, "D", display, "")
     return _write_post(ctx, sql, ch, text, None)
 
 
@@ -297,3 +266,120 @@ def list_members(ctx: ToolContext, channel: str) -> dict[str, Any]:
         (ch[0],),
     )
     return {"channel": ch[1], "members": [{"username": u, "name": f"{f} {last}", "title": t} for u, f, last, t in rows]}
+
+
+CHANNEL_NAME = re.compile(r"^[a-z0-9][a-z0-9_\-]{0,62}[a-z0-9]$")
+
+
+def create_channel(ctx: ToolContext, name: str, display_name: str, private: bool, purpose: str) -> dict[str, Any]:
+    """Create a public or private channel in the company's team; the creator becomes its first member."""
+    if not CHANNEL_NAME.match(name) or "__" in name:
+        raise InvalidArgument(
+            f"channel name must be 2-64 lowercase letters, digits, '-' or '_' (not starting or ending with them, "
+            f"no '__'); got {name!r}"
+        )
+    display = display_name.strip() or name
+    if len(display) > 64 or len(purpose) > 250:
+        raise InvalidArgument(
+            f"display name must be at most 64 characters and purpose 250; got {len(display)}, {len(purpose)}"
+        )
+    sql = Sql.of(ctx.session)
+    if sql.one("SELECT 1 FROM channels WHERE name = ?", (name,)) is not None:
+        raise Conflict(f"a channel named {name!r} already exists")
+    team = sql.scalar("SELECT id FROM chat_teams ORDER BY id LIMIT 1")
+    if team is None:
+        raise NotFound("this company has no chat team")
+    now = ctx.clock.now()
+    kind = "P" if private else "O"
+    ch_id = sql.insert(
+        "channels",
+        {
+            "team_id": team,
+            "name": name,
+            "display_name": display,
+            "type": kind,
+            "purpose": purpose,
+            "header": "",
+            "creator_id": ctx.actor.employee_id,
+            "created_at": now,
+        },
+    )
+    sql.insert(
+        "channel_members",
+        {"channel_id": ch_id, "employee_id": ctx.actor.employee_id, "joined_at": now, "last_viewed_at": None},
+    )
+    return {"name": name, "display_name": display, "type": KINDS[kind], "purpose": purpose, "member": True}
+
+
+def _own_post(ctx: ToolContext, sql: Sql, post_id: int) -> tuple[Any, Any]:
+    post, ch = _post(ctx, sql, post_id)
+    author = sql.scalar("SELECT author_id FROM posts WHERE id = ?", (post_id,))
+    if author != ctx.actor.employee_id:
+        raise Forbidden(f"@{ctx.actor.username} may only edit or delete their own posts; post {post_id} is not theirs")
+    return post, ch
+
+
+def edit_post(ctx: ToolContext, post_id: int, message: str) -> dict[str, Any]:
+    """Replace the text of one of the actor's own posts."""
+    text = _message(message)
+    sql = Sql.of(ctx.session)
+    _own_post(ctx, sql, post_id)
+    old, edited = sql.one("SELECT message, edited_at FROM posts WHERE id = ?", (post_id,))
+    if old != text:
+        sql.update("posts", post_id, {"message": (old, text), "edited_at": (iso(edited), ctx.clock.now())})
+    row = sql.one(f"{_POST} WHERE p.id = ?", (post_id,))
+    ch_name = sql.scalar("SELECT c.name FROM channels c JOIN posts p ON p.channel_id = c.id WHERE p.id = ?", (post_id,))
+    return _render(sql, [row], [ch_name])[0]
+
+
+def delete_post(ctx: ToolContext, post_id: int) -> dict[str, Any]:
+    """Delete one of the actor's own posts (kept as a tombstone, as Mattermost does)."""
+    sql = Sql.of(ctx.session)
+    _own_post(ctx, sql, post_id)
+    sql.update("posts", post_id, {"deleted_at": (None, ctx.clock.now())})
+    return {"post_id": post_id, "deleted": True}
+
+
+def get_post(ctx: ToolContext, post_id: int) -> dict[str, Any]:
+    """One visible post."""
+    sql = Sql.of(ctx.session)
+    _, ch = _post(ctx, sql, post_id)
+    return _render(sql, [sql.one(f"{_POST} WHERE p.id = ?", (post_id,))], [ch[1]])[0]
+
+
+def open_direct(ctx: ToolContext, username: str) -> dict[str, Any]:
+    """The direct channel between the actor and ``username``, created (with both as members) if missing."""
+    sql = Sql.of(ctx.session)
+    other = sql.one(
+        "SELECT id, username FROM employees WHERE username = ? AND active = ?", (username.lstrip("@"), True)
+    )
+    if other is None:
+        raise NotFound(f"no active employee with username {username!r}")
+    if other[0] == ctx.actor.employee_id:
+        raise InvalidArgument("you cannot open a direct channel with yourself")
+    a, b = sorted((ctx.actor.employee_id, other[0]))
+    name = f"{a}__{b}"
+    if sql.one("SELECT 1 FROM channels WHERE name = ? AND type = 'D'", (name,)) is None:
+        team = sql.scalar("SELECT id FROM chat_teams ORDER BY id LIMIT 1")
+        if team is None:
+            raise NotFound("this company has no chat team")
+        now = ctx.clock.now()
+        ch_id = sql.insert(
+            "channels",
+            {
+                "team_id": team,
+                "name": name,
+                "display_name": f"{ctx.actor.username}, {other[1]}",
+                "type": "D",
+                "purpose": "",
+                "header": "",
+                "creator_id": ctx.actor.employee_id,
+                "created_at": now,
+            },
+        )
+        for emp_id in (a, b):
+            sql.insert(
+                "channel_members",
+                {"channel_id": ch_id, "employee_id": emp_id, "joined_at": now, "last_viewed_at": None},
+            )
+    return {"channel": name, "with": other[1]}

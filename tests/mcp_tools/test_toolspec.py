@@ -209,6 +209,8 @@ def test_errors__share_one_root_with_stable_codes():
         "IllegalTransition": "illegal_transition",
         "UnknownTool": "unknown_tool",
         "Unavailable": "unavailable",
+        "SandboxUnavailable": "unavailable",
+        "UnknownSandbox": "invalid_argument",
     }
     assert issubclass(errors.IllegalTransition, errors.Conflict)
     assert str(errors.NotFound("expected x; found y")) == "expected x; found y"
