@@ -157,3 +157,22 @@ def get_post(post_id: int) -> dict[str, Any]:
         post_id: Id of the post.
     """
     return service.get_post(current_context(), post_id)
+
+
+EXAMPLES: dict[str, list[dict[str, Any]]] = {
+    "chat_list_channels": [{}],
+    "chat_read_channel": [{"channel": "{channel}", "limit": 5}],
+    "chat_read_thread": [{"post_id": "{post}"}],
+    "chat_search_posts": [{"text": "the", "limit": 5}],
+    "chat_post": [{"channel": "{channel}", "message": "Status: on track. cc @{coworker}"}],
+    "chat_reply": [{"post_id": "{post}", "message": "Thanks, looking."}],
+    "chat_react": [{"post_id": "{post}", "emoji": "eyes"}],
+    "chat_direct_message": [{"username": "{coworker}", "message": "Quick question about {ticket}"}],
+    "chat_list_members": [{"channel": "{channel}"}],
+    "chat_create_channel": [{"name": "check-app-room", "display_name": "Check", "private": True, "purpose": "x"}],
+    "chat_edit_post": [{"post_id": "{my_post}", "message": "Edited text"}],
+    "chat_delete_post": [{"post_id": "{my_post}"}],
+    "chat_open_direct": [{"username": "{coworker}"}],
+    "chat_get_post": [{"post_id": "{post}"}],
+}
+"""Example calls for ``mcp_tools.check.check_app`` (placeholders are filled from the world)."""

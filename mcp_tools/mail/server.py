@@ -163,3 +163,21 @@ def mark_read(message_id: int, read: bool = True) -> dict[str, Any]:
         read: True for read, false for unread.
     """
     return service.mark_read(current_context(), message_id, read)
+
+
+EXAMPLES: dict[str, list[dict[str, Any]]] = {
+    "mail_list_folders": [{}],
+    "mail_create_folder": [{"name": "Check App"}],
+    "mail_list_messages": [{"limit": 5}, {"folder": "Sent", "unread_only": True}],
+    "mail_read_message": [{"message_id": "{message}"}],
+    "mail_read_thread": [{"thread_id": "{thread}"}],
+    "mail_search": [{"text": "the", "limit": 5}],
+    "mail_send": [{"to": "{coworker}", "subject": "Update on {ticket}", "body": "Done.", "cc": "{me}"}],
+    "mail_reply": [{"message_id": "{message}", "body": "Thanks."}],
+    "mail_reply_all": [{"message_id": "{message}", "body": "Noted, all."}],
+    "mail_forward": [{"message_id": "{message}", "to": "{coworker_email}", "body": "FYI"}],
+    "mail_move": [{"message_id": "{message}", "folder": "Archive"}],
+    "mail_flag": [{"message_id": "{message}", "flagged": True}],
+    "mail_mark_read": [{"message_id": "{message}", "read": True}, {"message_id": "{message}", "read": False}],
+}
+"""Example calls for ``mcp_tools.check.check_app`` (placeholders are filled from the world)."""

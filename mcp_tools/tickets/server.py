@@ -156,3 +156,18 @@ def list_sprints(project: str) -> dict[str, Any]:
         project: Project key such as ENG.
     """
     return service.list_sprints(current_context(), project)
+
+
+EXAMPLES: dict[str, list[dict[str, Any]]] = {
+    "tickets_search": [{"project": "{project}", "limit": 5}, {"text": "the", "status": "backlog"}],
+    "tickets_get": [{"key": "{ticket}"}],
+    "tickets_create": [{"project": "{project}", "title": "Check app ticket", "labels": "a,b", "assignee": "{member}"}],
+    "tickets_update": [{"key": "{ticket}", "priority": "high", "story_points": 3}],
+    "tickets_transition": [{"key": "{backlog_ticket}", "status": "todo"}, {"key": "{ticket}", "status": "todo"}],
+    "tickets_comment": [{"key": "{ticket}", "body": "Looked into it."}],
+    "tickets_assign": [{"key": "{ticket}", "username": "{member}"}, {"key": "{other_ticket}", "username": ""}],
+    "tickets_link": [{"key": "{ticket}", "other_key": "{other_ticket}", "kind": "blocks"}],
+    "tickets_set_sprint": [{"key": "{ticket}", "sprint": "{sprint}"}, {"key": "{ticket}", "sprint": ""}],
+    "tickets_list_sprints": [{"project": "{project}"}],
+}
+"""Example calls for ``mcp_tools.check.check_app`` (placeholders are filled from the world)."""
