@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 import sys
 
-MODULES = ("worlds", "episode")
+MODULES = ("worlds", "episode", "apps")
 
 
 def main(argv: list[str]) -> int:
