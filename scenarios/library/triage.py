@@ -32,17 +32,13 @@ from graders.base import Rubric
 from graders.rubric import load_rubric
 from scenarios.base import AgentEnv, Limits, ScenarioInstance, WorldDefaults
 from worlds.clock import Clock
+from worlds.rawsql import Sql
 from worlds.schema import (
     Channel,
-    ChannelMember,
     Employee,
-    Mention,
-    Post,
     Project,
     ProjectMember,
     Team,
-    Ticket,
-    TicketStatusChange,
 )
 from worlds.seeding import Seeds
 
@@ -181,12 +177,13 @@ class TriageTickets:
             old_rules = rules_text(project.key, self._rules(rng, pool, extra=2), updated=False)
             old = self._post(session, channel.id, poster.id, old_rules, old_at)
             reply = f"Superseded: see the UPDATED triage rules posted {_day(posted)}. Do not use these any more."
-            self._post(session, channel.id, poster.id, reply, posted, root_id=old.id)
+            self._post(session, channel.id, poster.id, reply, posted, root_id=old)
         text = rules_text(project.key, rules, updated=difficulty >= 2, replaces=replaces)
-        self._post(session, channel.id, poster.id, text, posted).is_pinned = True
+        self._post(session, channel.id, poster.id, text, posted, pinned=True)
 
-        active = select(Employee.id).where(Employee.active.is_(True)).order_by(Employee.id)
-        reporters = [int(i) for i in session.scalars(active)]
+        reporters = [
+            int(i) for i in Sql.of(session).column("SELECT id FROM employees WHERE active = ? ORDER BY id", (True,))
+        ]
         for i, (title, description, type_) in enumerate(self._ticket_texts(rng, rules, MIX[difficulty])):
             created = now - timedelta(minutes=int(rng.integers(20, 170)) + i)
             self._file(session, project, title, description, _pick_id(rng, reporters), created, type_)
@@ -196,23 +193,18 @@ class TriageTickets:
             self._other_project_lookalikes(session, rng, project, rules, reporters, now, count=difficulty - 1)
 
         # Every untriaged backlog ticket of the project is part of the task, including any the world had.
-        pending = session.scalars(
-            select(Ticket)
-            .where(
-                Ticket.project_id == project.id,
-                Ticket.status == "backlog",
-                Ticket.priority == "none",
-                Ticket.assignee_id.is_(None),
-            )
-            .order_by(Ticket.number)
-        ).all()
+        pending = Sql.of(session).all(
+            "SELECT key, title, description FROM tickets WHERE project_id = ? AND status = 'backlog'"
+            " AND priority = 'none' AND assignee_id IS NULL ORDER BY number",
+            (project.id,),
+        )
         expected: dict[str, dict[str, Any]] = {}
         critical: list[str] = []
-        for ticket in pending:
-            rule = route(rules, f"{ticket.title}\n{ticket.description}")
-            expected[ticket.key] = {"priority": rule.priority, "assignee": rule.assignee}
+        for key, title, description in pending:
+            rule = route(rules, f"{title}\n{description}")
+            expected[key] = {"priority": rule.priority, "assignee": rule.assignee}
             if rule.incident:
-                critical.append(ticket.key)
+                critical.append(key)
         if not critical:
             raise AssertionError("triage setup filed no critical ticket")  # MIX always has one: a bug if hit
         session.flush()
@@ -372,11 +364,12 @@ class TriageTickets:
         rule = keyed[int(rng.integers(len(keyed)))]
         title, description = cls._keyed_text(rng, rule)
         reporter, created = _pick_id(rng, reporters), now - timedelta(days=5)
-        ticket = cls._file(session, project, title, f"{description} Triaged last week.", reporter, created, "bug")
+        ticket_id, _ = cls._file(session, project, title, f"{description} Triaged last week.", reporter, created, "bug")
         priority = next(r.priority for r in rules if r.priority != rule.priority)
         assignee = next((r.assignee for r in rules if r.assignee != rule.assignee), rule.assignee)
-        ticket.priority = priority
-        ticket.assignee_id = session.scalar(select(Employee.id).where(Employee.username == assignee))
+        sql = Sql.of(session)
+        assignee_id = sql.scalar("SELECT id FROM employees WHERE username = ?", (assignee,))
+        sql.update("tickets", ticket_id, {"priority": ("none", priority), "assignee_id": (None, assignee_id)})
 
     @classmethod
     def _other_project_lookalikes(
@@ -413,62 +406,95 @@ class TriageTickets:
         reporter: int,
         created: datetime,
         type_: str,
-    ) -> Ticket:
-        """A backlog ticket with its creation status row; the key comes from the project's counter."""
-        number = project.next_ticket_number
-        project.next_ticket_number = number + 1
-        ticket = Ticket(
-            key=f"{project.key}-{number}",
-            project_id=project.id,
-            number=number,
-            type=type_,
-            title=title,
-            description=description,
-            status="backlog",
-            priority="none",
-            assignee_id=None,
-            reporter_id=reporter,
-            sprint_id=None,
-            story_points=None,
-            created_at=created,
-            updated_at=created,
-            resolved_at=None,
+    ) -> tuple[int, str]:
+        """A backlog ticket with its creation status row; returns (id, key).
+
+        The key comes from the project's counter. Raw statements (``worlds.rawsql``), as the tickets app
+        writes them: a reset runs this for every ticket, and the ORM costs ~10x more.
+        """
+        sql = Sql.of(session)
+        number = int(sql.scalar("SELECT next_ticket_number FROM projects WHERE id = ?", (project.id,)))
+        sql.update("projects", project.id, {"next_ticket_number": (number, number + 1)})
+        key = f"{project.key}-{number}"
+        ticket_id = sql.insert(
+            "tickets",
+            {
+                "key": key,
+                "project_id": project.id,
+                "number": number,
+                "type": type_,
+                "title": title,
+                "description": description,
+                "status": "backlog",
+                "priority": "none",
+                "assignee_id": None,
+                "reporter_id": reporter,
+                "sprint_id": None,
+                "story_points": None,
+                "created_at": created,
+                "updated_at": created,
+                "resolved_at": None,
+            },
         )
-        session.add(ticket)
-        session.flush()
-        session.add(
-            TicketStatusChange(
-                ticket_id=ticket.id, from_status=None, to_status="backlog", actor_id=reporter, changed_at=created
-            )
+        sql.insert(
+            "ticket_status_changes",
+            {
+                "ticket_id": ticket_id,
+                "from_status": None,
+                "to_status": "backlog",
+                "actor_id": reporter,
+                "changed_at": created,
+            },
         )
-        return ticket
+        return ticket_id, key
 
     @staticmethod
     def _ensure_member(session: Session, channel_id: int, employee_id: int, now: datetime) -> None:
-        exists = session.scalar(
-            select(ChannelMember.id).where(
-                ChannelMember.channel_id == channel_id, ChannelMember.employee_id == employee_id
-            )
+        sql = Sql.of(session)
+        if sql.one("SELECT 1 FROM channel_members WHERE channel_id = ? AND employee_id = ?", (channel_id, employee_id)):
+            return
+        sql.insert(
+            "channel_members",
+            {
+                "channel_id": channel_id,
+                "employee_id": employee_id,
+                "joined_at": now - timedelta(days=7),
+                "last_viewed_at": None,
+            },
         )
-        if exists is None:
-            session.add(
-                ChannelMember(channel_id=channel_id, employee_id=employee_id, joined_at=now - timedelta(days=7))
-            )
 
     @staticmethod
     def _post(
-        session: Session, channel_id: int, author_id: int, message: str, at: datetime, *, root_id: int | None = None
-    ) -> Post:
-        """Add a post and its @-mention rows, as the chat app would have written them."""
-        post = Post(channel_id=channel_id, author_id=author_id, root_id=root_id, message=message, created_at=at)
-        session.add(post)
-        session.flush()
+        session: Session,
+        channel_id: int,
+        author_id: int,
+        message: str,
+        at: datetime,
+        *,
+        root_id: int | None = None,
+        pinned: bool = False,
+    ) -> int:
+        """Add a post and its @-mention rows, as the chat app would have written them; returns its id."""
+        sql = Sql.of(session)
+        post_id = sql.insert(
+            "posts",
+            {
+                "channel_id": channel_id,
+                "author_id": author_id,
+                "root_id": root_id,
+                "message": message,
+                "created_at": at,
+                "edited_at": None,
+                "deleted_at": None,
+                "is_pinned": pinned,
+            },
+        )
         handles = sorted({h.lower() for h in re.findall(r"@([A-Za-z0-9_.\-]+)", message)})
         if handles:
-            found = session.scalars(select(Employee.id).where(Employee.username.in_(handles)).order_by(Employee.id))
-            session.add_all(Mention(post_id=post.id, employee_id=emp_id) for emp_id in found)
-            session.flush()
-        return post
+            marks = ", ".join("?" * len(handles))
+            for emp_id in sql.column(f"SELECT id FROM employees WHERE username IN ({marks}) ORDER BY id", handles):  # noqa: S608
+                sql.insert("mentions", {"post_id": post_id, "employee_id": emp_id})
+        return post_id
 
     # -- rubric -----------------------------------------------------------------------------------------
 
