@@ -8,7 +8,7 @@ so a rubric naming them validates wherever ``graders`` is imported. Mechanism si
 ``checks_common`` (param types and memoised lookups shared by check modules), ``errors`` (the error tree).
 """
 
-from graders import checks, checks_comms, checks_trace
+from graders import checks, checks_cases, checks_comms, checks_trace  # noqa: F401 - registers the check library
 from graders.base import (
     ChangeRow,
     Check,

@@ -68,3 +68,8 @@ register(
     entry_point="scenarios.library.triage:TriageTickets",
     description="Team lead triages new backlog tickets by the routing rules posted in the team channel.",
 )
+register(
+    "customer-escalation-v0",
+    entry_point="scenarios.library.escalation:CustomerEscalation",
+    description="Team lead works customer problem mails: file bugs by policy, reply with keys, flag outages.",
+)
