@@ -22,7 +22,7 @@ import importlib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, time
+from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 
 import numpy as np
@@ -53,7 +53,7 @@ class AppReport:
 class Placeholders:
     """Values from the world that examples refer to, chosen deterministically for the acting lead."""
 
-    def __init__(self, sql: Sql, actor: Actor) -> None:
+    def __init__(self, sql: Sql, actor: Actor, today: date | None = None) -> None:
         one = sql.one
         me = actor.employee_id
         project = one("SELECT p.id, p.key FROM projects p WHERE p.lead_id = ? ORDER BY p.id LIMIT 1", (me,))
@@ -93,15 +93,39 @@ class Placeholders:
             "post": post[0] if post else None,
             "message": mail[0] if mail else None,
             "thread": mail[1] if mail else None,
+            "room": sql.scalar("SELECT name FROM rooms ORDER BY id LIMIT 1"),
+            "event": sql.scalar(
+                "SELECT id FROM events WHERE organizer_id = ? OR id IN"
+                " (SELECT event_id FROM event_attendees WHERE employee_id = ?) ORDER BY id LIMIT 1",
+                (me, me),
+            ),
+            "invited_event": sql.scalar(
+                "SELECT a.event_id FROM event_attendees a JOIN events v ON v.id = a.event_id"
+                " WHERE a.employee_id = ? AND v.organizer_id <> ? ORDER BY a.event_id LIMIT 1",
+                (me, me),
+            ),
         }
+        if today is not None:  # calendar examples: a week from today, and a late-evening slot two days ahead
+            slot = datetime.combine(today + timedelta(days=2), time(22, 0), tzinfo=UTC)
+            self.values.update(
+                today=today.isoformat(),
+                in_week=(today + timedelta(days=7)).isoformat(),
+                slot_start=slot.isoformat(),
+                slot_end=(slot + timedelta(minutes=30)).isoformat(),
+            )
 
     def fill(self, value: Any) -> Any:
         """``value`` with ``{name}`` placeholders replaced (a whole-string placeholder keeps the value's type).
 
-        ``{my_post}`` is looked up at fill time: the actor's newest live post, which earlier calls may change.
+        ``{my_post}`` and ``{my_event}`` are looked up at fill time (the actor's newest live post or event), since
+        earlier calls may have changed them.
         """
         if value == "{my_post}":
             return self._sql.scalar("SELECT max(id) FROM posts WHERE author_id = ? AND deleted_at IS NULL", (self._me,))
+        if value == "{my_event}":
+            return self._sql.scalar(
+                "SELECT max(id) FROM events WHERE organizer_id = ? AND cancelled = ?", (self._me, False)
+            )
         if isinstance(value, str):
             if value.startswith("{") and value.endswith("}") and value[1:-1] in self.values:
                 return self.values[value[1:-1]]
@@ -172,7 +196,7 @@ def check_app(
         clock = FixedClock(datetime.combine(world.spec.start_date, time(10, 0), tzinfo=UTC))
         change = track(session, clock=clock, actor_id=actor.employee_id)
         ctx = ToolContext(session=session, actor=actor, clock=clock)
-        places = Placeholders(Sql.of(session), actor)
+        places = Placeholders(Sql.of(session), actor, world.spec.start_date)
         rng = Seeds(seed).rng(f"check_app/{toolset.app}")
         examples = _examples(toolset)
         for spec in sorted(toolset.specs, key=lambda s: s.name):
