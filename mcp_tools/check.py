@@ -94,6 +94,15 @@ class Placeholders:
             "message": mail[0] if mail else None,
             "thread": mail[1] if mail else None,
             "room": sql.scalar("SELECT name FROM rooms ORDER BY id LIMIT 1"),
+            "team": sql.scalar("SELECT t.name FROM teams t JOIN employees e ON e.team_id = t.id WHERE e.id = ?", (me,)),
+            "department": sql.scalar(
+                "SELECT d.name FROM departments d JOIN employees e ON e.department_id = d.id WHERE e.id = ?", (me,)
+            ),
+            "outsider": sql.scalar(
+                "SELECT username FROM employees WHERE id <> ? AND active = ? AND manager_id <> ?"
+                " ORDER BY id DESC LIMIT 1",
+                (me, True, me),
+            ),
             "event": sql.scalar(
                 "SELECT id FROM events WHERE organizer_id = ? OR id IN"
                 " (SELECT event_id FROM event_attendees WHERE employee_id = ?) ORDER BY id LIMIT 1",
@@ -122,6 +131,30 @@ class Placeholders:
         """
         if value == "{my_post}":
             return self._sql.scalar("SELECT max(id) FROM posts WHERE author_id = ? AND deleted_at IS NULL", (self._me,))
+        if value == "{request_to_me}":
+            # A pending access request addressed to the actor, made for the check by a coworker if there is none.
+            found = self._sql.scalar(
+                "SELECT id FROM access_requests WHERE owner_id = ? AND status = 'pending' ORDER BY id LIMIT 1",
+                (self._me,),
+            )
+            if found is None:
+                found = self._sql.insert(
+                    "access_requests",
+                    {
+                        "requester_id": self._sql.scalar(
+                            "SELECT id FROM employees WHERE username = ?", (self.values["coworker"],)
+                        ),
+                        "subject_id": self._me,
+                        "owner_id": self._me,
+                        "field": "performance",
+                        "reason": "check_app example",
+                        "status": "pending",
+                        "created_at": datetime(2000, 1, 1, tzinfo=UTC),
+                        "decided_at": None,
+                        "expires_at": None,
+                    },
+                )
+            return found
         if value == "{my_event}":
             return self._sql.scalar(
                 "SELECT max(id) FROM events WHERE organizer_id = ? AND cancelled = ?", (self._me, False)

@@ -523,6 +523,11 @@ def _read_meta(conn: Connection, where: str) -> dict[str, str]:
                 f"{where} was written by {kind} version {versions[kind]}; this companysim knows up to {known} "
                 "— upgrade companysim"
             )
+    if versions["schema"] < SCHEMA_VERSION:
+        raise IncompatibleWorld(
+            f"{where} was written by schema version {versions['schema']}, which lacks tables this companysim "
+            f"(schema {SCHEMA_VERSION}) uses — regenerate it with `companysim world new`"
+        )
     try:
         WorldSpec.model_validate_json(meta["spec"])
     except ValueError:
@@ -585,7 +590,7 @@ class WorldStore:
 
     def path_for(self, spec: WorldSpec) -> Path:
         """Where the base world of ``spec`` is cached."""
-        return self.data_dir / "worlds" / f"{spec.spec_hash[:20]}-g{GENERATOR_VERSION}.db"
+        return self.data_dir / "worlds" / f"{spec.spec_hash[:20]}-s{SCHEMA_VERSION}-g{GENERATOR_VERSION}.db"
 
     def base(self, spec: WorldSpec, progress: Progress | None = None) -> World:
         """The cached base world of ``spec``, generated on first use.

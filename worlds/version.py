@@ -7,5 +7,5 @@ newer version than this code knows is refused on open rather than misread.
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 GENERATOR_VERSION = 1

@@ -18,6 +18,7 @@ from worlds.errors import (
 from worlds.schema import Employee, Ticket, WorldMeta
 from worlds.spec import WorldSpec
 from worlds.store import Snapshot, WorldStore, create_world, open_world
+from worlds.version import SCHEMA_VERSION
 
 SPEC = WorldSpec(seed=11, employees=15, history_days=7)
 
@@ -142,8 +143,10 @@ def test_open__refuses_missing_corrupt_incomplete_and_newer_worlds(base, tmp_pat
 
     with pytest.raises(CorruptWorld, match="incomplete world"):
         open_world(tampered("half.db", "complete", None))
-    with pytest.raises(IncompatibleWorld, match="schema version 99; this companysim knows up to 1"):
+    with pytest.raises(IncompatibleWorld, match=f"schema version 99; this companysim knows up to {SCHEMA_VERSION}"):
         open_world(tampered("newer.db", "schema_version", "99"))
+    with pytest.raises(IncompatibleWorld, match="schema version 0, which lacks tables"):
+        open_world(tampered("older.db", "schema_version", "0"))
     with pytest.raises(IncompatibleWorld, match="generator version 7"):
         open_world(tampered("newer_gen.db", "generator_version", "7"))
 
@@ -162,7 +165,7 @@ def test_open__memory_url_holds_no_world():
 
 def test_world__records_versions_and_spec(base):
     assert base.spec == SPEC
-    assert base.schema_version == 1
+    assert base.schema_version == SCHEMA_VERSION
     with base.session() as s:
         keys = s.scalars(select(WorldMeta.key).order_by(WorldMeta.key)).all()
     assert keys == ["complete", "generator_version", "schema_version", "spec", "spec_hash"]

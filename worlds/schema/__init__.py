@@ -1,5 +1,6 @@
 """The world schema: one module per bounded context, all on one ``Base.metadata``."""
 
+from worlds.schema.access import AccessRequest
 from worlds.schema.base import Base, UTCDateTime
 from worlds.schema.calendar import Event, EventAttendee, Room
 from worlds.schema.chat import Channel, ChannelMember, ChatTeam, Mention, Post, Reaction
@@ -12,6 +13,7 @@ from worlds.schema.projects import Milestone, Project, ProjectMember
 from worlds.schema.tickets import Sprint, Ticket, TicketComment, TicketLabel, TicketLink, TicketStatusChange
 
 __all__ = [
+    "AccessRequest",
     "Base",
     "Blob",
     "ChangeLog",

@@ -1,0 +1,1 @@
+"""The directory app: people, the org chart, and access control over restricted fields."""
