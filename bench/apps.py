@@ -34,7 +34,7 @@ def _app_steps(world: Any) -> dict[str, Any]:
     clock = FixedClock(datetime.combine(world.spec.start_date, dtime(10), tzinfo=UTC))
     track(session, clock=clock, actor_id=actor.employee_id)
     ctx = ToolContext(session=session, actor=actor, clock=clock)
-    places = Placeholders(sql, actor)
+    places = Placeholders(sql, actor, world.spec.start_date)
     for toolset in company_toolsets():
         examples = _examples(toolset)
         times: dict[str, list[float]] = {"read": [], "write": []}
