@@ -20,9 +20,12 @@ from __future__ import annotations
 
 import importlib
 import json
+import tempfile
 from collections.abc import Mapping
+from contextlib import AbstractContextManager, ExitStack, nullcontext
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -108,6 +111,7 @@ class Placeholders:
                 " (SELECT event_id FROM event_attendees WHERE employee_id = ?) ORDER BY id LIMIT 1",
                 (me, me),
             ),
+            "repo": sql.scalar("SELECT name FROM repositories ORDER BY id LIMIT 1"),
             "invited_event": sql.scalar(
                 "SELECT a.event_id FROM event_attendees a JOIN events v ON v.id = a.event_id"
                 " WHERE a.employee_id = ? AND v.organizer_id <> ? ORDER BY a.event_id LIMIT 1",
@@ -155,6 +159,11 @@ class Placeholders:
                     },
                 )
             return found
+        if value in ("{review_mr}", "{merge_mr}"):  # made by the git app's CHECK_ENV, authored by a coworker
+            branch = "check/review" if value == "{review_mr}" else "check/merge"
+            return self._sql.scalar(
+                "SELECT max(id) FROM merge_requests WHERE source_branch = ? AND state = 'open'", (branch,)
+            )
         if value == "{my_event}":
             return self._sql.scalar(
                 "SELECT max(id) FROM events WHERE organizer_id = ? AND cancelled = ?", (self._me, False)
@@ -166,12 +175,25 @@ class Placeholders:
         return value
 
 
-def _examples(toolset: ToolSet) -> Mapping[str, list[dict[str, Any]]]:
+def _server_module(toolset: ToolSet) -> Any:
     try:
-        module = importlib.import_module(f"mcp_tools.{toolset.app}.server")
+        return importlib.import_module(f"mcp_tools.{toolset.app}.server")
     except ModuleNotFoundError:  # a tool set defined elsewhere (tests): random calls only
-        return {}
-    return getattr(module, "EXAMPLES", {})
+        return None
+
+
+def _examples(toolset: ToolSet) -> Mapping[str, list[dict[str, Any]]]:
+    return getattr(_server_module(toolset), "EXAMPLES", {})
+
+
+def _environment(toolset: ToolSet, ctx: ToolContext, scratch: Path) -> AbstractContextManager[Any]:
+    """The app's own environment for the check (``CHECK_ENV`` in its server module), e.g. a git workspace.
+
+    Apps whose state is partly outside the database (repositories on disk) declare how to set it up for a
+    world, for the checking actor's context; ``scratch`` is a private directory removed after the check.
+    """
+    factory = getattr(_server_module(toolset), "CHECK_ENV", None)
+    return nullcontext() if factory is None else factory(ctx, scratch)
 
 
 def _surface_problems(spec: ToolSpec, app: str) -> list[str]:
@@ -217,6 +239,8 @@ def check_app(
         report.problems += _surface_problems(spec, toolset.app)
     fork = world.fork()
     session = fork.session()
+    scratch = tempfile.TemporaryDirectory(prefix="companysim-check-")
+    stack = ExitStack()
     try:
         sql = Sql.of(session)
         # A project lead who has mail, so every app's examples have something to act on.
@@ -232,6 +256,7 @@ def check_app(
         places = Placeholders(Sql.of(session), actor, world.spec.start_date)
         rng = Seeds(seed).rng(f"check_app/{toolset.app}")
         examples = _examples(toolset)
+        stack.enter_context(_environment(toolset, ctx, Path(scratch.name)))
         for spec in sorted(toolset.specs, key=lambda s: s.name):
             calls: list[dict[str, Any]] = list(examples.get(spec.name, []))
             calls += [_random_args(rng, spec) for _ in range(random_calls)]
@@ -247,6 +272,8 @@ def check_app(
             if spec.kind == WRITE and not report.successes.get(spec.name):
                 report.problems.append(f"{spec.name}: no example call succeeded (add one to EXAMPLES)")
     finally:
+        stack.close()
+        scratch.cleanup()
         session.close()
         fork.close()
     if raise_on_problems and report.problems:

@@ -4,14 +4,20 @@ Tree::
 
     AppError                   code
     ├── InvalidArgument        invalid_argument   a value is missing, of the wrong type, too long, not allowed
-    │   └── UnknownSandbox     invalid_argument   no code sandbox backend of that name
+    │   ├── UnknownSandbox     invalid_argument   no code sandbox backend of that name
+    │   ├── InvalidRef         invalid_ref        a git ref that is malformed or reads as an option
+    │   ├── InvalidPath        invalid_path       a path that is absolute, escapes its root or crosses a link
+    │   ├── BinaryFile         binary_file        a binary (non-UTF-8) file asked for as text
+    │   └── TooLarge           too_large          content over the tool's size limit
     ├── NotFound               not_found          no such ticket, channel, post, person, ...
     ├── Forbidden              forbidden          the actor's roles or memberships do not allow it
     ├── Conflict               conflict           the state does not allow it (duplicate reaction, ...)
-    │   └── IllegalTransition  illegal_transition a status change the workflow refuses
+    │   ├── IllegalTransition  illegal_transition a status change the workflow refuses
+    │   └── MergeConflict      merge_conflict     branches that cannot merge without resolving conflicts
     ├── UnknownTool            unknown_tool       no tool of that name
     ├── Unavailable            unavailable        no episode context (the server was called outside one)
-    └── SandboxUnavailable     unavailable        no working sandbox: code-running tools are disabled
+    ├── SandboxUnavailable     unavailable        no working sandbox: code-running tools are disabled
+    └── GitFailed              git_error          git refused for a reason the tool did not foresee
 """
 
 from __future__ import annotations
@@ -80,3 +86,39 @@ class SandboxUnavailable(AppError):
 
 class UnknownSandbox(InvalidArgument):
     """No sandbox backend is registered under the requested name."""
+
+
+class InvalidRef(InvalidArgument):
+    """A git ref, branch name or revision that is malformed or could be read as an option."""
+
+    code = "invalid_ref"
+
+
+class InvalidPath(InvalidArgument):
+    """A repository path that is absolute, escapes the repository, names ``.git`` or crosses a symlink."""
+
+    code = "invalid_path"
+
+
+class BinaryFile(InvalidArgument):
+    """The file is binary (or not UTF-8), so it cannot be shown or edited as text."""
+
+    code = "binary_file"
+
+
+class TooLarge(InvalidArgument):
+    """The content or file is over the size limit of the tool."""
+
+    code = "too_large"
+
+
+class MergeConflict(Conflict):
+    """The branches cannot be merged without resolving conflicts."""
+
+    code = "merge_conflict"
+
+
+class GitFailed(AppError):
+    """git refused an operation for a reason the tool did not foresee (the message says what git said)."""
+
+    code = "git_error"

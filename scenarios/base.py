@@ -49,6 +49,10 @@ class ScenarioInstance:
     limits: Limits = field(default_factory=Limits)
     apps: tuple[str, ...] = ("chat", "tickets")
     difficulty: int = 1
+    npcs: Mapping[str, Any] = field(default_factory=dict)
+    """Coworkers the scenario pins, by username: a trait spec (preset name or dict) for ``TraitVector.parse``."""
+    npc_population: tuple[str, ...] | None = None
+    """Usernames that act as NPCs when NPCs are on (None: every active employee but the agent)."""
 
 
 class ToolFailed(Exception):

@@ -94,7 +94,7 @@ def _random_value(rng: np.random.Generator, schema: dict[str, Any]) -> Any:
 def random_agent(env: EpisodeEnv, seed: int, steps: int = 12) -> None:
     """Calls random tools with random (mostly wrong) arguments, then submits."""
     rng = Seeds(seed).rng("agent/random")
-    tools = [t["function"] for t in env.info["tools"] if t["function"]["name"] != "submit"]
+    tools = [t["function"] for t in env.info["tools"] if t["function"]["name"] not in ("submit", "wait")]
     for _ in range(steps):
         if env.done:
             return

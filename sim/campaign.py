@@ -67,6 +67,7 @@ class Campaign:
         seed: The world seed (the company) and the root of every task seed.
         store: Where the base world is cached.
         noise: Fault-injection profile for every episode (see ``sim.noise``).
+        npcs: Coworker option for every episode (off, ``sampled``, a trait preset; see ``sim.coworkers``).
         trace: Optional trace writer; every episode appends its records.
         snapshots: Optional directory for the boundary snapshots and the manifest.
         world: Options naming the world (``employees``, ``history_days``); defaults are the first scenario's.
@@ -79,6 +80,7 @@ class Campaign:
         seed: int,
         store: WorldStore | None = None,
         noise: str = "none",
+        npcs: Any = None,
         trace: TraceWriter | None = None,
         snapshots: Path | None = None,
         world: dict[str, int] | None = None,
@@ -87,7 +89,7 @@ class Campaign:
             raise CampaignError("a campaign needs at least one scenario id")
         self.store = store or WorldStore()
         self.episodes = {
-            sid: Episode(sid, store=self.store, trace=trace, noise=noise) for sid in dict.fromkeys(scenarios)
+            sid: Episode(sid, store=self.store, trace=trace, noise=noise, npcs=npcs) for sid in dict.fromkeys(scenarios)
         }
         self.scenarios = list(scenarios)
         self.seed = seed
@@ -172,6 +174,7 @@ class Campaign:
         *,
         store: WorldStore | None = None,
         noise: str = "none",
+        npcs: Any = None,
         trace: TraceWriter | None = None,
     ) -> Campaign:
         """Continue the campaign whose manifest and snapshots are in ``snapshots``.
@@ -194,7 +197,16 @@ class Campaign:
                 raise ValueError("unsupported format or no boundary")
         except (ValueError, KeyError, TypeError) as exc:
             raise CampaignError(f"{path} is not a valid campaign manifest ({exc})") from None
-        camp = cls(scenarios, seed=seed, store=store, noise=noise, trace=trace, snapshots=Path(snapshots), world=world)
+        camp = cls(
+            scenarios,
+            seed=seed,
+            store=store,
+            noise=noise,
+            npcs=npcs,
+            trace=trace,
+            snapshots=Path(snapshots),
+            world=world,
+        )
         if camp.spec.spec_hash != spec_hash:
             camp.close()
             raise CampaignError(f"{path} names world {spec_hash[:12]} but its settings give {camp.spec.spec_hash[:12]}")

@@ -31,9 +31,10 @@ from mcp_tools.errors import AppError
 from scenarios.base import ScenarioInstance
 from scenarios.registry import make
 from sim.clock import SimClock
+from sim.coworkers import Coworkers, check_npcs_option, enabled
 from sim.errors import BadAction, EpisodeOver, NotReset, SimError
 from sim.noise import COST_S, Decision, NoiseProfile, decide, error_for, truncate
-from sim.submit import SUBMIT_SCHEMA
+from sim.submit import MAX_WAIT_MINUTES, SUBMIT_SCHEMA, WAIT_SCHEMA
 from sim.trace import TRACE_FORMAT, TraceWriter, canonical, chain_hash, package_versions
 from worlds.changelog import ChangeContext, track
 from worlds.rawsql import Sql, iso
@@ -73,6 +74,7 @@ class _Live:
     terminated: bool = False
     truncated: bool = False
     score: Score | None = None
+    coworkers: Coworkers | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -162,6 +164,8 @@ class Episode:
         noise: The default fault-injection profile (``none``, ``realistic``, ``harsh`` or a custom object, see
             ``sim.noise``); a reset's ``noise`` option overrides it. It is recorded in the trace header's
             options, so a replay injects the same faults.
+        npcs: The default coworker option (off, ``sampled``, a trait preset or a dict of per-person trait specs;
+            see ``sim.coworkers``); a reset's ``npcs`` option overrides it, and the trace header records it.
     """
 
     def __init__(
@@ -172,8 +176,11 @@ class Episode:
         trace: TraceWriter | None = None,
         setup_cache: bool = True,
         noise: str | dict[str, Any] = "none",
+        npcs: Any = None,
     ) -> None:
         NoiseProfile.parse(noise)  # fail at construction, not at the first reset
+        check_npcs_option(npcs)
+        self.npcs = npcs
         self.scenario_id = scenario
         self.family = make(scenario)
         self.store = store or WorldStore()
@@ -198,12 +205,16 @@ class Episode:
 
         Raises:
             BadNoise: the ``noise`` option names an unknown profile or fault (nothing is reset).
+            NpcError: the ``npcs`` option names an unknown preset or a bad trait (nothing is reset).
             SimError: ``start`` belongs to another world than this reset's spec (nothing is reset).
         """
         opts = dict(options or {})
         if self.noise != "none":
             opts.setdefault("noise", self.noise)
+        if enabled(self.npcs):
+            opts.setdefault("npcs", self.npcs)
         noise = NoiseProfile.parse(opts.get("noise"))  # before anything changes: bad input leaves all as it was
+        check_npcs_option(opts.get("npcs"))
         self._finish_open_episode()
         seed = self._resets if seed is None else int(seed)
         spec = WorldSpec.parse(
@@ -289,6 +300,12 @@ class Episode:
             ),
             last_seq=last_seq,
         )
+        if enabled(opts.get("npcs")):
+            live.coworkers = Coworkers(session, spec.seed, clock, instance, opts["npcs"])
+            rows = self._log_since(session, last_seq)  # the personas, part of this episode's start
+            if rows:
+                live.last_seq = rows[-1]["seq"]
+                live.state_hash = chain_hash(live.state_hash, rows)
         if noise.rate > 0 or noise.apps or noise.tools:
             live.noise = noise
             live.noise_reads = bool(noise.weights.get("partial_result") or noise.weights.get("stale_read"))
@@ -328,6 +345,16 @@ class Episode:
             live.terminated = True
             result = {"submitted": True}
             cost = 0
+        elif error is None and name == "wait":
+            minutes = arguments.get("minutes")
+            if isinstance(minutes, bool) or not isinstance(minutes, int) or not 1 <= minutes <= MAX_WAIT_MINUTES:
+                error = {
+                    "code": "invalid_argument",
+                    "message": f"minutes: expected an integer from 1 to {MAX_WAIT_MINUTES}; got {minutes!r:.40}",
+                }
+            else:
+                cost = minutes * 60
+                result = {"waited_minutes": minutes}
         elif error is None:
             spec = live.tools.get(name)
             if spec is None:
@@ -349,8 +376,10 @@ class Episode:
                 if decision is not None:
                     fault = decision.to_json()
                     live.faults.append({"step": index, **fault})
+        if live.coworkers is not None:
+            live.coworkers.after_step()
         live.clock.advance(cost)
-        if write and error is None:
+        if (write and error is None) or live.coworkers is not None:
             rows = self._log_since(live.ctx.session, live.last_seq)
             if rows:
                 live.last_seq = rows[-1]["seq"]
@@ -545,7 +574,8 @@ class Episode:
         if live.score is None:
             live.score = self._grade(live)
             if self.trace is not None:
-                self.trace.write({**score_record(live.score), "faults": live.faults})
+                extra = {"npc_failures": live.coworkers.failures} if live.coworkers and live.coworkers.failures else {}
+                self.trace.write({**score_record(live.score), "faults": live.faults, **extra})
                 self.trace.flush()
         return live.score
 
@@ -598,7 +628,7 @@ class Episode:
             "scenario": self.scenario_id,
             "prompt": live.instance.prompt,
             "actor": {"username": actor.username, "roles": sorted(actor.roles)},
-            "tools": [*openai_tools(list(live.tools.values())), SUBMIT_SCHEMA],
+            "tools": [*openai_tools(list(live.tools.values())), WAIT_SCHEMA, SUBMIT_SCHEMA],
             "clock": live.clock.now().isoformat(),
             "limits": {
                 "max_turns": live.instance.limits.max_turns,

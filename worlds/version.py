@@ -7,5 +7,7 @@ newer version than this code knows is refused on open rather than misread.
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 2
+# Schema history: 1 the first tables; 2 access_requests; 3 repository_refs, merge requests and their notes,
+# git_activity, npc_personas and npc_memory.
+SCHEMA_VERSION = 3
 GENERATOR_VERSION = 1

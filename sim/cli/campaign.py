@@ -11,7 +11,7 @@ from rich.table import Table
 from scenarios.splits import SplitError, seeds_in
 from sim.campaign import Boundary, Campaign, CampaignError
 from sim.cli.app import USER_ERRORS, app, console
-from sim.cli.episodes import DataDir
+from sim.cli.episodes import NPCS_HELP, DataDir
 from sim.trace import TraceWriter
 from worlds.store import WorldStore
 
@@ -25,6 +25,7 @@ def campaign(
     episodes: Annotated[int, typer.Option(help="Episodes to play.")] = 3,
     agent: Annotated[str, typer.Option(help="oracle | noop | random")] = "oracle",
     noise: Annotated[str, typer.Option(help="Fault injection: none | realistic | harsh.")] = "none",
+    npcs: Annotated[str | None, typer.Option(help=NPCS_HELP)] = None,
     split: Annotated[str | None, typer.Option(help="train | val | test: play a company of that split.")] = None,
     trace: Annotated[Path | None, typer.Option(help="Write a JSONL trace here (replayable).")] = None,
     snapshots: Annotated[Path | None, typer.Option(help="Write boundary snapshots and a manifest here.")] = None,
@@ -38,9 +39,9 @@ def campaign(
         raise CampaignError("--resume needs --snapshots DIR (the directory of the campaign to continue)")
     store = WorldStore(data_dir)
     camp = (
-        Campaign.resume(snapshots, store=store, noise=noise)  # type: ignore[arg-type]
+        Campaign.resume(snapshots, store=store, noise=noise, npcs=npcs)  # type: ignore[arg-type]
         if resume
-        else Campaign(scenarios, seed=seed, store=store, noise=noise, snapshots=snapshots)
+        else Campaign(scenarios, seed=seed, store=store, noise=noise, npcs=npcs, snapshots=snapshots)
     )
     if resume and camp.scenarios != scenarios:
         camp.close()

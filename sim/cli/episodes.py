@@ -10,6 +10,7 @@ from rich.progress import Progress
 from rich.table import Table
 
 from graders.base import Score
+from npcs.errors import NpcError
 from sim.agents import AGENTS, run_agent
 from sim.cli.app import USER_ERRORS, app, console
 from sim.episode import Episode
@@ -18,7 +19,8 @@ from sim.replay import replay as replay_trace
 from sim.trace import TraceWriter
 from worlds.store import WorldStore
 
-USER_ERRORS.append(SimError)
+USER_ERRORS.extend([SimError, NpcError])
+NPCS_HELP = "Coworkers: off (default) | sampled | cooperative | adversarial | chaotic | absent | neutral."
 
 scenarios_app = typer.Typer(help="List scenario families.", no_args_is_help=True)
 app.add_typer(scenarios_app, name="scenarios")
@@ -64,9 +66,11 @@ def run_many(
     trace: Path | None,
     difficulty: int,
     noise: str = "none",
+    npcs: str | None = None,
 ) -> list[tuple[str, int, Score]]:
     """Run each agent on each seed with a progress bar; returns (agent, seed, score) rows."""
-    episode = Episode(scenario, store=store, noise=noise)  # a bad scenario or noise fails before a trace exists
+    # A bad scenario, noise profile or NPC preset fails here, before a trace exists.
+    episode = Episode(scenario, store=store, noise=noise, npcs=npcs)
     writer = TraceWriter(trace) if trace is not None else None
     episode.trace = writer
     results: list[tuple[str, int, Score]] = []
@@ -93,6 +97,7 @@ def run(
     difficulty: Annotated[int, typer.Option(help="Scenario difficulty 0-3.")] = 1,
     trace: Annotated[Path | None, typer.Option(help="Write a JSONL trace here.")] = None,
     noise: Annotated[str, typer.Option(help="Fault injection: none | realistic | harsh.")] = "none",
+    npcs: Annotated[str | None, typer.Option(help=NPCS_HELP)] = None,
     data_dir: DataDir = None,
 ) -> None:
     """Run a built-in agent on a scenario and print the rewards per check."""
@@ -101,7 +106,7 @@ def run(
     if episodes < 1:
         raise SimError(f"--episodes must be at least 1, got {episodes}")
     seeds = list(range(seed, seed + episodes))
-    results = run_many(scenario, [agent], seeds, WorldStore(data_dir), trace, difficulty, noise)
+    results = run_many(scenario, [agent], seeds, WorldStore(data_dir), trace, difficulty, noise, npcs)
     console.print(_results_table(f"{scenario} ({agent})", results))
     mean = sum(s.value for _, _, s in results) / len(results)
     console.print(f"mean reward {mean:.3f} over {len(results)} episode(s)")

@@ -211,6 +211,12 @@ def test_errors__share_one_root_with_stable_codes():
         "Unavailable": "unavailable",
         "SandboxUnavailable": "unavailable",
         "UnknownSandbox": "invalid_argument",
+        "InvalidRef": "invalid_ref",
+        "InvalidPath": "invalid_path",
+        "BinaryFile": "binary_file",
+        "TooLarge": "too_large",
+        "MergeConflict": "merge_conflict",
+        "GitFailed": "git_error",
     }
     assert issubclass(errors.IllegalTransition, errors.Conflict)
     assert str(errors.NotFound("expected x; found y")) == "expected x; found y"

@@ -5,9 +5,10 @@ from worlds.schema.base import Base, UTCDateTime
 from worlds.schema.calendar import Event, EventAttendee, Room
 from worlds.schema.chat import Channel, ChannelMember, ChatTeam, Mention, Post, Reaction
 from worlds.schema.documents import Blob, DocFolder, Document, DocumentShare, DocumentVersion
-from worlds.schema.git import Repository
+from worlds.schema.git import GitActivity, MergeRequest, MergeRequestNote, Repository, RepositoryRef
 from worlds.schema.mail import Mailbox, MailDelivery, MailFolder, MailMessage, MailRecipient, MailThread
 from worlds.schema.meta import ChangeLog, WorldMeta
+from worlds.schema.npcs import NpcMemory, NpcPersona
 from worlds.schema.org import Company, Department, Employee, EmployeePrivate, EmployeeRole, Location, Team
 from worlds.schema.projects import Milestone, Project, ProjectMember
 from worlds.schema.tickets import Sprint, Ticket, TicketComment, TicketLabel, TicketLink, TicketStatusChange
@@ -31,6 +32,7 @@ __all__ = [
     "EmployeeRole",
     "Event",
     "EventAttendee",
+    "GitActivity",
     "Location",
     "MailDelivery",
     "MailFolder",
@@ -38,13 +40,18 @@ __all__ = [
     "MailRecipient",
     "MailThread",
     "Mailbox",
+    "MergeRequest",
+    "MergeRequestNote",
     "Mention",
     "Milestone",
+    "NpcMemory",
+    "NpcPersona",
     "Post",
     "Project",
     "ProjectMember",
     "Reaction",
     "Repository",
+    "RepositoryRef",
     "Room",
     "Sprint",
     "Team",

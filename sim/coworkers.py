@@ -1,0 +1,107 @@
+"""NPC coworkers inside an episode: which population, with which traits, and when their turns run.
+
+The ``npcs`` option of an episode (``Episode(npcs=...)``, ``reset(options={"npcs": ...})``, ``--npcs`` on the
+CLI) chooses them:
+
+- ``None`` or ``"off"``: no coworkers act (the default; scenarios that need none stay as cheap as before);
+- ``"sampled"``: coworkers with the traits sampled per employee from the world seed, plus the scenario's pins;
+- a preset name (``cooperative``, ``adversarial``, ``chaotic``, ``absent``, ``neutral``): every coworker of
+  the population gets that preset, overriding the scenario's pins (the preset is the experiment's knob);
+- a dict ``{username: trait spec}``: the sampled traits, the scenario's pins, then these overrides.
+
+Turns run on the simulated clock: after each agent step the population is poked (new DMs, mentions,
+assignments, invites, mail) and a clock event is armed at the earliest pending turn; when the clock passes it,
+every due turn runs, inside its own savepoint so a failing NPC action never corrupts the agent's world.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+from npcs.errors import NpcError
+from npcs.model import NpcWorld
+from npcs.traits import PRESETS, TraitVector
+from scenarios.base import ScenarioInstance
+from sim.clock import SimClock
+from worlds.rawsql import Sql
+
+OFF = ("off", "none")
+
+
+def check_npcs_option(value: Any) -> None:
+    """Validate an ``npcs`` option before anything changes.
+
+    Raises:
+        NpcError: an unknown preset or a bad trait (the message names the value).
+    """
+    if value is None or value in OFF or value == "sampled":
+        return
+    if isinstance(value, str):
+        TraitVector.parse(value)
+        return
+    if not isinstance(value, Mapping):
+        raise NpcError(
+            f"npcs must be off, sampled, a preset ({', '.join(sorted(PRESETS))}) or a dict; got {value!r:.60}"
+        )
+    for spec in value.values():
+        TraitVector.parse(spec)
+
+
+def enabled(value: Any) -> bool:
+    """Whether the option turns coworkers on."""
+    return value is not None and value not in OFF
+
+
+class Coworkers:
+    """An episode's NPC population bound to its clock (built only when the ``npcs`` option is on)."""
+
+    def __init__(self, session: Any, world_seed: int, clock: SimClock, instance: ScenarioInstance, option: Any) -> None:
+        self.session = session
+        self.clock = clock
+        overrides: dict[int | str, Any] = {k: v for k, v in instance.npcs.items()}
+        population = list(instance.npc_population) if instance.npc_population is not None else None
+        if isinstance(option, str) and option != "sampled":
+            names = population or Sql.of(session).column(
+                "SELECT username FROM employees WHERE active = ? AND username <> ? ORDER BY id",
+                (True, instance.actor),
+            )
+            overrides = {name: option for name in names}
+        elif isinstance(option, Mapping):
+            overrides.update(option)
+        self.world = NpcWorld(
+            session, world_seed, clock, agent=instance.actor, overrides=overrides, population=population
+        )
+        self._armed: datetime | None = None
+        self.failures: list[dict[str, Any]] = []
+
+    def after_step(self) -> None:
+        """Poke the population with what the agent's step changed and arm the next turn on the clock."""
+        self.world.poke(self.clock.now())
+        self._arm()
+
+    def _arm(self) -> None:
+        nxt = self.world.next_wakeup()
+        if nxt is None:
+            return
+        at = max(nxt, self.clock.now())
+        if self._armed is not None and self._armed <= at:
+            return  # an earlier event is already queued; it re-arms when it fires
+        self._armed = at
+        self.clock.schedule(at, self._fire, "npcs")
+
+    def _fire(self) -> None:
+        self._armed = None
+        sql = Sql.of(self.session)
+        sql.execute("SAVEPOINT npc_turns")
+        try:
+            self.world.run_due(self.clock.now())
+            sql.execute("RELEASE SAVEPOINT npc_turns")
+        except Exception as exc:  # noqa: BLE001 - an NPC bug must not end the agent's episode; it is reported
+            sql.execute("ROLLBACK TO SAVEPOINT npc_turns")
+            sql.execute("RELEASE SAVEPOINT npc_turns")
+            if self.session.identity_map:
+                self.session.expunge_all()
+            self.failures.append({"at": self.clock.now().isoformat(), "error": f"{type(exc).__name__}: {exc}"[:300]})
+        self._arm()

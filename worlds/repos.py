@@ -1,0 +1,500 @@
+"""Real git repositories for a world: generated once per world, checked out per episode without copying objects.
+
+Generation (``generate_repos``): each product team (a team of the Engineering department) owns a repository
+(the ``repositories`` rows when the world has the git app; otherwise ``<team>-service``, recorded on request).
+Its content is a small Python service that passes its own pytest suite at every commit, and its history is
+written by the team's employees with dates inside the world's simulated past: features land on branches and
+are merged with merge commits, some branches stay open, releases are annotated tags. All of it comes from the
+rows and the stream ``repos/<name>`` of the world seed, written by one ``git fast-import`` per repository (no
+process per commit), so the same world and seed give the same commit hashes on any host.
+
+Episodes (``checkout``): a base repository is bare and read-only. An episode's repository is a new ``.git``
+whose ``objects/info/alternates`` points at the base's objects and whose refs are a copy of the base's
+``packed-refs``: making it costs a few small files plus writing the working tree, however long the history.
+New objects of the episode go to its own object directory, so neither the base nor another episode sees them.
+The base must therefore never be repacked or pruned while episodes use it.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import shutil
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime, time, timedelta
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Connection, text
+from sqlalchemy.orm import Session
+
+from worlds.gitrun import git, write_repo_config
+from worlds.schema import Base
+from worlds.seeding import Seeds
+from worlds.spec import WorldSpec
+
+PRODUCT_DEPARTMENT = "Engineering"
+MIN_HISTORY_DAYS = 60  # repositories are older than the world's recorded history
+
+NOUNS: tuple[str, ...] = ("order", "invoice", "account", "session", "report", "metric", "event", "quota", "batch")
+NOUNS += ("token", "payment", "shipment", "profile", "ledger", "alert", "cache", "route", "schedule", "export", "audit")
+VERBS = ("scale", "clamp", "round", "weight", "normalize", "discount", "adjust", "score", "rate", "bound")
+CHORES = ("Tidy README", "Clarify setup steps", "Document configuration", "Note release process")
+
+
+@dataclass(frozen=True, kw_only=True)
+class RepoInfo:
+    """A generated repository: where its bare base lives and what its refs point at."""
+
+    name: str
+    team_id: int
+    path: Path
+    default_branch: str
+    head: str
+    branches: dict[str, str] = field(default_factory=dict)
+    tags: dict[str, str] = field(default_factory=dict)
+    commits: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-able form (for the base cache's manifest); ``from_json`` is the inverse."""
+        return {**asdict(self), "path": str(self.path)}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> RepoInfo:  # noqa: D102
+        return cls(**{**data, "path": Path(data["path"])})
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Person:
+    name: str
+    email: str
+
+
+@dataclass(kw_only=True)
+class _Plan:
+    """One repository to generate, read from the database."""
+
+    name: str
+    team_id: int
+    team_name: str
+    default_branch: str
+    people: list[_Person]
+    repo_id: int | None
+
+
+# -- content: a small Python service ------------------------------------------------------------------------
+
+
+def _package(name: str) -> str:
+    return "".join(c if c.isalnum() else "_" for c in name.lower()).strip("_") or "service"
+
+
+def _scaffold(repo: str, team: str, pkg: str) -> dict[str, str]:
+    """The first commit's files: a package with models, an in-memory store, an API layer and their tests."""
+    return {
+        "README.md": f"# {repo}\n\nService owned by the {team} team.\n\n## Development\n\n"
+        "```\npip install -e .\npytest\n```\n",
+        "CHANGELOG.md": "# Changelog\n",
+        ".gitignore": "__pycache__/\n*.pyc\n.pytest_cache/\n",
+        "pyproject.toml": f'[project]\nname = "{repo}"\nversion = "0.1.0"\nrequires-python = ">=3.10"\n\n'
+        '[tool.pytest.ini_options]\npythonpath = ["."]\ntestpaths = ["tests"]\n',
+        f"{pkg}/__init__.py": f'"""{team} service."""\n\n__version__ = "0.1.0"\n',
+        f"{pkg}/config.py": '"""Settings."""\n\nPAGE_SIZE = 50\n',
+        f"{pkg}/models.py": '"""Records kept by the service."""\n\nfrom dataclasses import dataclass\n\n\n'
+        "@dataclass(frozen=True)\nclass Item:\n    id: int\n    name: str\n    amount: float = 0.0\n",
+        f"{pkg}/store.py": f'"""An in-memory store of items."""\n\nfrom {pkg}.models import Item\n\n\n'
+        "class Store:\n    def __init__(self) -> None:\n        self._items: dict[int, Item] = {}\n\n"
+        "    def add(self, name: str, amount: float = 0.0) -> Item:\n"
+        "        item = Item(id=len(self._items) + 1, name=name, amount=amount)\n"
+        "        self._items[item.id] = item\n        return item\n\n"
+        "    def get(self, item_id: int) -> Item | None:\n        return self._items.get(item_id)\n\n"
+        "    def all(self) -> list[Item]:\n        return [self._items[k] for k in sorted(self._items)]\n",
+        f"{pkg}/api.py": f'"""Request handlers."""\n\nfrom {pkg}.config import PAGE_SIZE\n'
+        f"from {pkg}.store import Store\n\n\n"
+        "def create(store: Store, name: str, amount: float = 0.0) -> dict:\n"
+        '    if not name:\n        raise ValueError("name is required")\n'
+        "    item = store.add(name, amount)\n"
+        '    return {"id": item.id, "name": item.name, "amount": item.amount}\n\n\n'
+        "def page(store: Store, offset: int = 0) -> list[dict]:\n"
+        '    return [{"id": i.id, "name": i.name} for i in store.all()[offset : offset + PAGE_SIZE]]\n',
+        f"{pkg}/util.py": '"""Small numeric helpers."""\n',
+        "tests/test_api.py": f"import pytest\n\nfrom {pkg}.api import create, page\n"
+        f"from {pkg}.config import PAGE_SIZE\n"
+        f"from {pkg}.store import Store\n\n\ndef test_create_and_page():\n    store = Store()\n"
+        '    assert create(store, "a", 2.0) == {"id": 1, "name": "a", "amount": 2.0}\n'
+        '    assert page(store) == [{"id": 1, "name": "a"}]\n    assert 1 <= PAGE_SIZE <= 500\n\n\n'
+        'def test_create_needs_a_name():\n    with pytest.raises(ValueError):\n        create(Store(), "")\n',
+        "tests/test_util.py": f"from {pkg} import util\n\n\ndef test_module_imports():\n    assert util.__doc__\n",
+    }
+
+
+def _helper(name: str, k: int, c: int) -> tuple[str, str]:
+    """A helper function and its test (the test checks the exact arithmetic, so it always passes)."""
+    fn = f"\n\ndef {name}(value: float) -> float:\n    return value * {k} + {c}\n"
+    test = f"\n\ndef test_{name}():\n    assert util.{name}(2) == {2 * k + c}\n"
+    return fn, test
+
+
+def _feature(pkg: str, noun: str, k: int) -> dict[str, str]:
+    """A feature module and its test, added on a branch."""
+    return {
+        f"{pkg}/{noun}.py": f'"""{noun.title()} handling."""\n\nLIMIT = {k * 10}\n\n\n'
+        f"def within_limit(amount: float) -> bool:\n    return 0 <= amount <= LIMIT\n",
+        f"tests/test_{noun}.py": f"from {pkg}.{noun} import LIMIT, within_limit\n\n\n"
+        f"def test_within_limit():\n    assert within_limit(LIMIT)\n    assert not within_limit(LIMIT + 1)\n",
+    }
+
+
+# -- the fast-import stream ---------------------------------------------------------------------------------
+
+
+class _Stream:
+    """Builds a ``git fast-import`` stream; marks name commits, branch states are dicts of path -> text."""
+
+    def __init__(self) -> None:
+        self.parts: list[bytes] = []
+        self.marks = 0
+        self.commits = 0
+
+    def _data(self, payload: str) -> None:
+        raw = payload.encode("utf-8")
+        self.parts.append(b"data %d\n" % len(raw) + raw + b"\n")
+
+    def commit(
+        self,
+        ref: str,
+        who: _Person,
+        at: datetime,
+        message: str,
+        changes: dict[str, str],
+        parents: list[int],
+    ) -> int:
+        self.marks += 1
+        self.commits += 1
+        stamp = f"<{who.email}> {int(at.timestamp())} +0000"
+        head = f"commit {ref}\nmark :{self.marks}\nauthor {who.name} {stamp}\ncommitter {who.name} {stamp}\n"
+        self.parts.append(head.encode("utf-8"))
+        self._data(message)
+        if parents:
+            self.parts.append(f"from :{parents[0]}\n".encode())
+        for extra in parents[1:]:
+            self.parts.append(f"merge :{extra}\n".encode())
+        for path in sorted(changes):
+            self.parts.append(f"M 100644 inline {path}\n".encode())
+            self._data(changes[path])
+        self.parts.append(b"\n")
+        return self.marks
+
+    def tag(self, name: str, mark: int, who: _Person, at: datetime, message: str) -> None:
+        stamp = f"<{who.email}> {int(at.timestamp())} +0000"
+        self.parts.append(f"tag {name}\nfrom :{mark}\ntagger {who.name} {stamp}\n".encode())
+        self._data(message)
+
+    def branch(self, ref: str, mark: int) -> None:
+        self.parts.append(f"reset {ref}\nfrom :{mark}\n\n".encode())
+
+    def bytes(self) -> bytes:
+        return b"".join(self.parts) + b"done\n"
+
+
+def _history(plan: _Plan, seed: int, start: datetime, end: datetime, commits: int | None) -> tuple[_Stream, str]:
+    """The fast-import stream of one repository and the package name."""
+    rng = Seeds(seed).rng(f"repos/{plan.name}")
+    pkg = _package(plan.name)
+    people = plan.people
+    main_ref = f"refs/heads/{plan.default_branch}"
+    total = commits if commits is not None else 24 + 6 * len(people)
+    span = max(1.0, (end - start).total_seconds())
+    times = sorted(start + timedelta(seconds=int(s)) for s in rng.uniform(0, span, size=total + 8))
+    clock = iter(times)
+
+    def who() -> _Person:
+        return people[int(rng.integers(len(people)))]
+
+    st = _Stream()
+    files = _scaffold(plan.name, plan.team_name, pkg)
+    util, util_test = files[f"{pkg}/util.py"], files["tests/test_util.py"]
+    head = st.commit(main_ref, people[0], next(clock), "Initial service skeleton\n", dict(files), [])
+    used: set[str] = set()
+    version, changelog, readme = 1, files["CHANGELOG.md"], files["README.md"]
+    open_branch: tuple[str, int, dict[str, str], str] | None = None  # ref, mark, files, noun
+    while st.commits < total:
+        left = total - st.commits
+        roll = float(rng.random())
+        at = next(clock, times[-1])
+        if open_branch is not None and (roll < 0.35 or left <= 2):
+            ref, mark, added, noun = open_branch
+            open_branch = None
+            if left > 3 or rng.random() < 0.5:  # merge it; otherwise it stays open
+                msg = f"Merge branch '{ref.removeprefix('refs/heads/')}'\n\nAdds {noun} limits.\n"
+                head = st.commit(main_ref, who(), at, msg, added, [head, mark])
+                changelog += f"\n- {noun.title()} limits\n"
+        elif open_branch is None and roll < 0.25 and left > 3:
+            noun = str(rng.choice([n for n in NOUNS if n not in used] or list(NOUNS)))
+            used.add(noun)
+            ref = f"refs/heads/feature/{noun}-limits"
+            st.branch(ref, head)
+            added = _feature(pkg, noun, int(rng.integers(2, 50)))
+            mark = st.commit(ref, who(), at, f"Add {noun} limits\n", added, [head])
+            open_branch = (ref, mark, added, noun)
+        elif open_branch is not None and roll < 0.5:
+            ref, mark, added, noun = open_branch
+            path = f"{pkg}/{noun}.py"
+            added = {**added, path: added[path] + f"\n\ndef describe() -> str:\n    return {noun!r}\n"}
+            mark = st.commit(ref, who(), at, f"Describe {noun} module\n", {path: added[path]}, [mark])
+            open_branch = (ref, mark, added, noun)
+        elif roll < 0.8:
+            name = f"{rng.choice(VERBS)}_{rng.choice(NOUNS)}"
+            name = name if name not in used else f"{name}_{st.commits}"
+            used.add(name)
+            fn, test = _helper(name, int(rng.integers(1, 9)), int(rng.integers(0, 20)))
+            util, util_test = util + fn, util_test + test
+            changes = {f"{pkg}/util.py": util, "tests/test_util.py": util_test}
+            head = st.commit(main_ref, who(), at, f"Add {name} helper\n", changes, [head])
+        elif roll < 0.9 and left > 1:
+            version += 1
+            ver = f"0.{version}.0"
+            changelog += f"\n## {ver}\n"
+            changes = {
+                "CHANGELOG.md": changelog,
+                "pyproject.toml": files["pyproject.toml"].replace('version = "0.1.0"', f'version = "{ver}"'),
+                f"{pkg}/__init__.py": files[f"{pkg}/__init__.py"].replace('"0.1.0"', f'"{ver}"'),
+            }
+            releaser = who()
+            head = st.commit(main_ref, releaser, at, f"Release {ver}\n", changes, [head])
+            st.tag(f"v{ver}", head, releaser, at, f"Release {ver}\n")
+        else:
+            chore = str(rng.choice(CHORES))
+            readme += f"\n{chore}: see the team wiki.\n"
+            head = st.commit(main_ref, who(), at, f"{chore}\n", {"README.md": readme}, [head])
+    return st, pkg
+
+
+# -- reading the world --------------------------------------------------------------------------------------
+
+
+def _now(db: Connection | Session) -> datetime:
+    """The world's simulated 'now' (09:00 UTC on the spec's start date) and its history length."""
+    row = db.execute(text("SELECT value FROM world_meta WHERE key = 'spec'")).first()
+    if row is None:
+        raise ValueError("the world has no world_meta spec row; pass now= explicitly")
+    spec = WorldSpec.model_validate_json(row[0])
+    return datetime.combine(spec.start_date, time(9, 0), tzinfo=UTC)
+
+
+def _plans(db: Connection | Session) -> list[_Plan]:
+    """One plan per repository row of a product team, or one ``<team>-service`` per product team."""
+    teams = db.execute(
+        text(
+            "SELECT t.id, t.name, t.slug, t.lead_id FROM teams t JOIN departments d ON d.id = t.department_id"
+            " WHERE d.name = :dept ORDER BY t.id"
+        ),
+        {"dept": PRODUCT_DEPARTMENT},
+    ).all()
+    repos = db.execute(text("SELECT id, name, team_id, default_branch FROM repositories ORDER BY id")).all()
+    plans: list[_Plan] = []
+    for team_id, team_name, team_slug, lead_id in teams:
+        rows = db.execute(
+            text(
+                "SELECT first_name, last_name, email FROM employees WHERE (team_id = :t AND active) OR id = :lead"
+                " ORDER BY CASE WHEN id = :lead THEN 0 ELSE 1 END, id"
+            ),
+            {"t": team_id, "lead": lead_id if lead_id is not None else -1},
+        ).all()
+        people = [_Person(name=f"{f} {la}", email=e) for f, la, e in rows]
+        if not people:
+            continue
+        owned = [(i, n, b) for i, n, t, b in repos if t == team_id]
+        if not repos:  # a world without the git app: one service per product team, recorded only on request
+            owned = [(None, f"{str(team_slug).removeprefix('engineering-')}-service", "main")]
+        for i, n, b in owned:
+            plans.append(
+                _Plan(name=n, team_id=team_id, team_name=team_name, default_branch=b, people=people, repo_id=i)
+            )
+    return plans
+
+
+def _record(db: Connection | Session, plan: _Plan, info: RepoInfo, created: datetime) -> None:
+    """Insert the repository row (if the world had none) and its refs."""
+    tables = Base.metadata.tables
+    if plan.repo_id is None:
+        project = db.execute(
+            text("SELECT id FROM projects WHERE team_id = :t ORDER BY id LIMIT 1"), {"t": plan.team_id}
+        ).first()
+        values = {
+            "name": plan.name,
+            "team_id": plan.team_id,
+            "project_id": project[0] if project else None,
+            "description": f"Service code of the {plan.team_name} team.",
+            "default_branch": plan.default_branch,
+            "language": "python",
+            "created_at": created,
+        }
+        db.execute(tables["repositories"].insert().values(**values))
+        plan.repo_id = int(db.execute(text("SELECT id FROM repositories WHERE name = :n"), {"n": plan.name}).one()[0])
+    if db.execute(text("SELECT 1 FROM repository_refs WHERE repository_id = :r"), {"r": plan.repo_id}).first():
+        return
+    refs: list[dict[str, Any]] = [
+        {"repository_id": plan.repo_id, "name": f"refs/heads/{b}", "commit_sha": c} for b, c in info.branches.items()
+    ]
+    refs += [{"repository_id": plan.repo_id, "name": f"refs/tags/{t}", "commit_sha": c} for t, c in info.tags.items()]
+    db.execute(tables["repository_refs"].insert(), sorted(refs, key=lambda r: str(r["name"])))
+
+
+# -- public API ---------------------------------------------------------------------------------------------
+
+
+def build_repo(
+    plan_name: str,
+    dest: Path,
+    *,
+    seed: int,
+    people: list[tuple[str, str]],
+    team_id: int = 0,
+    team_name: str = "Core",
+    start: datetime,
+    end: datetime,
+    commits: int | None = None,
+    default_branch: str = "main",
+) -> RepoInfo:
+    """Write one bare repository at ``dest`` (which must not exist) from explicit inputs.
+
+    ``people`` is a list of (name, email); the first is the initial author. ``generate_repos`` calls this per
+    repository; benchmarks call it directly to make a repository of a chosen length.
+    """
+    plan = _Plan(
+        name=plan_name,
+        team_id=team_id,
+        team_name=team_name,
+        default_branch=default_branch,
+        people=[_Person(name=n, email=e) for n, e in people],
+        repo_id=None,
+    )
+    stream, _ = _history(plan, seed, start, end, commits)
+    dest.mkdir(parents=True)
+    for sub in ("objects/info", "objects/pack", "refs/heads", "refs/tags"):
+        (dest / sub).mkdir(parents=True)
+    (dest / "HEAD").write_text(f"ref: refs/heads/{default_branch}\n", encoding="ascii")
+    write_repo_config(dest, bare=True)
+    git(dest, "fast-import", "--quiet", "--date-format=raw", "--done", input=stream.bytes())
+    git(dest, "pack-refs", "--all", "--prune")
+    branches: dict[str, str] = {}
+    tags: dict[str, str] = {}
+    out = git(dest, "for-each-ref", "--format=%(refname) %(objectname)", "refs/heads", "refs/tags")
+    for line in out.decode().splitlines():
+        ref, oid = line.split(" ")
+        if ref.startswith("refs/heads/"):
+            branches[ref.removeprefix("refs/heads/")] = oid
+        else:
+            tags[ref.removeprefix("refs/tags/")] = oid
+    return RepoInfo(
+        name=plan_name,
+        team_id=team_id,
+        path=dest,
+        default_branch=default_branch,
+        head=branches[default_branch],
+        branches=dict(sorted(branches.items())),
+        tags=dict(sorted(tags.items())),
+        commits=stream.commits,
+    )
+
+
+def generate_repos(
+    db: Connection | Session,
+    seed: int,
+    dest_dir: str | Path,
+    *,
+    now: datetime | None = None,
+    commits: int | None = None,
+    record: bool = False,
+) -> list[RepoInfo]:
+    """Generate every product team's repository as a bare repository ``<dest_dir>/<name>.git``.
+
+    Args:
+        db: A connection or session on the world (read: teams, employees, repositories, projects, world_meta).
+        seed: The world seed; each repository draws from the stream ``repos/<name>``.
+        dest_dir: Where to write; existing repositories of the same name are an error (generate into new dirs).
+        now: The world's simulated now (default: 09:00 UTC on the spec's start date, read from world_meta).
+        commits: Commits per repository (default: grows with the team's size).
+        record: Also write the repository rows (only if the world has none) and ``repository_refs``; the
+            caller commits. Off by default so generating repositories never changes a world by surprise.
+    """
+    end = now or _now(db)
+    meta = db.execute(text("SELECT value FROM world_meta WHERE key = 'spec'")).first() if now is None else None
+    history = WorldSpec.model_validate_json(meta[0]).history_days if meta else 0
+    start = end - timedelta(days=max(history, MIN_HISTORY_DAYS))
+    out = Path(dest_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    infos: list[RepoInfo] = []
+    for plan in _plans(db):
+        info = build_repo(
+            plan.name,
+            out / f"{plan.name}.git",
+            seed=seed,
+            people=[(p.name, p.email) for p in plan.people],
+            team_id=plan.team_id,
+            team_name=plan.team_name,
+            start=start,
+            end=end - timedelta(hours=1),
+            commits=commits,
+            default_branch=plan.default_branch,
+        )
+        infos.append(info)
+        if record:
+            _record(db, plan, info, start)
+    return infos
+
+
+def base_repos_dir(world_path: str | Path) -> Path:
+    """Where the base repositories of a world file live: ``<world>.repos/``."""
+    return Path(f"{world_path}.repos")
+
+
+def ensure_base_repos(world_path: str | Path, db: Connection | Session, seed: int) -> list[RepoInfo]:
+    """The world's base repositories, generated on first use and cached beside the world file.
+
+    Built in a temporary directory and renamed into place under a file lock: one generation, never half-used.
+    """
+    final = base_repos_dir(world_path)
+    manifest = final / "manifest.json"
+    lock_path = Path(f"{final}.lock")
+    with lock_path.open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not manifest.is_file():
+            tmp = Path(f"{final}.tmp{os.getpid()}")
+            shutil.rmtree(tmp, ignore_errors=True)
+            infos = generate_repos(db, seed, tmp)
+            moved = [RepoInfo.from_json({**i.to_json(), "path": str(final / i.path.name)}) for i in infos]
+            data = json.dumps([i.to_json() for i in moved], sort_keys=True, indent=1)
+            (tmp / "manifest.json").write_text(data, encoding="utf-8")
+            shutil.rmtree(final, ignore_errors=True)
+            os.replace(tmp, final)
+        return [RepoInfo.from_json(d) for d in json.loads(manifest.read_text(encoding="utf-8"))]
+
+
+def checkout(base_bare: str | Path, episode_dir: str | Path) -> Path:
+    """Give an episode its own repository with a working tree at ``episode_dir``, sharing the base's objects.
+
+    Writes ``.git`` by hand (HEAD, fixed config, alternates to the base's objects, the base's packed refs) and
+    runs one ``git reset --hard`` to fill the index and working tree. Cost: a few small files plus the current
+    tree's size, independent of history length. Returns ``episode_dir``.
+
+    Raises:
+        FileExistsError: ``episode_dir`` already holds a repository.
+    """
+    base = Path(base_bare).resolve()
+    root = Path(episode_dir)
+    gd = root / ".git"
+    if gd.exists():
+        raise FileExistsError(f"{gd} already exists")
+    for sub in ("objects/info", "objects/pack", "refs/heads", "refs/tags", "info"):
+        (gd / sub).mkdir(parents=True)
+    (gd / "HEAD").write_bytes((base / "HEAD").read_bytes())
+    write_repo_config(gd, bare=False)
+    (gd / "objects/info/alternates").write_text(f"{base / 'objects'}\n", encoding="utf-8")
+    packed = base / "packed-refs"
+    if packed.is_file():
+        shutil.copyfile(packed, gd / "packed-refs")
+    git(root.resolve(), "reset", "-q", "--hard")
+    return root
