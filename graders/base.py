@@ -189,6 +189,8 @@ class GradingContext:
     trace: Sequence[Mapping[str, Any]] = ()
     actor_id: int
     params: Mapping[str, Any] = field(default_factory=dict)
+    workspace: Any = None
+    """The episode's git workspace (``mcp_tools.git.workspace.Workspace``) when the task has one."""
     memo: dict[Any, Any] = field(default_factory=dict, repr=False)
     log: tuple[ChangeRow, ...] = field(init=False, repr=False)
     _by_table: dict[str, list[ChangeRow]] = field(init=False, repr=False)

@@ -8,7 +8,10 @@ Tree::
     │   ├── InvalidRef         invalid_ref        a git ref that is malformed or reads as an option
     │   ├── InvalidPath        invalid_path       a path that is absolute, escapes its root or crosses a link
     │   ├── BinaryFile         binary_file        a binary (non-UTF-8) file asked for as text
-    │   └── TooLarge           too_large          content over the tool's size limit
+    │   ├── TooLarge           too_large          content over the tool's size limit
+    │   ├── InvalidCell        invalid_cell       a malformed or out-of-bounds cell, range, sheet or name
+    │   ├── InvalidFormula     invalid_formula    a formula that does not parse, is unsupported or circular
+    │   └── UnsupportedFormat  unsupported_format a file format other than ODT, DOCX, ODS, XLSX
     ├── NotFound               not_found          no such ticket, channel, post, person, ...
     ├── Forbidden              forbidden          the actor's roles or memberships do not allow it
     ├── Conflict               conflict           the state does not allow it (duplicate reaction, ...)
@@ -17,7 +20,8 @@ Tree::
     ├── UnknownTool            unknown_tool       no tool of that name
     ├── Unavailable            unavailable        no episode context (the server was called outside one)
     ├── SandboxUnavailable     unavailable        no working sandbox: code-running tools are disabled
-    └── GitFailed              git_error          git refused for a reason the tool did not foresee
+    ├── GitFailed              git_error          git refused for a reason the tool did not foresee
+    └── CorruptFile            corrupt_file       a stored document's bytes cannot be read as its format
 """
 
 from __future__ import annotations
@@ -122,3 +126,27 @@ class GitFailed(AppError):
     """git refused an operation for a reason the tool did not foresee (the message says what git said)."""
 
     code = "git_error"
+
+
+class InvalidCell(InvalidArgument):
+    """A cell, range, sheet or defined-name reference that is malformed, out of bounds or does not exist."""
+
+    code = "invalid_cell"
+
+
+class InvalidFormula(InvalidArgument):
+    """A formula that does not parse, calls an unsupported function, names a missing sheet or name, or is circular."""
+
+    code = "invalid_formula"
+
+
+class UnsupportedFormat(InvalidArgument):
+    """A file format (or extension) the documents apps do not read or write; they do ODT, DOCX, ODS and XLSX."""
+
+    code = "unsupported_format"
+
+
+class CorruptFile(AppError):
+    """A stored document's bytes cannot be read as the format it claims (or fail their checksum)."""
+
+    code = "corrupt_file"

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, Protocol
 
 from sqlalchemy.orm import Session
@@ -38,6 +39,21 @@ class WorldDefaults:
 
 
 @dataclass(frozen=True, kw_only=True)
+class RepoCommit:
+    """A commit a scenario adds on top of a generated repository's default branch (e.g. a seeded bug).
+
+    The episode builds a task base from it once per task (the world's base objects are shared, never
+    copied), so every checkout of the task starts from the same commit hash.
+    """
+
+    repo: str
+    files: Mapping[str, str]
+    message: str
+    author: str
+    at: datetime
+
+
+@dataclass(frozen=True, kw_only=True)
 class ScenarioInstance:
     """One concrete task. ``params`` are the hidden expectations the rubric checks against."""
 
@@ -53,6 +69,11 @@ class ScenarioInstance:
     """Coworkers the scenario pins, by username: a trait spec (preset name or dict) for ``TraitVector.parse``."""
     npc_population: tuple[str, ...] | None = None
     """Usernames that act as NPCs when NPCs are on (None: every active employee but the agent)."""
+    needs_npcs: bool = False
+    """The task cannot be done without coworkers who answer: with the ``npcs`` option off, the episode still runs
+    ``sampled`` NPCs (so the scenario's pins in ``npcs`` apply, within ``npc_population``)."""
+    repo_commits: tuple[RepoCommit, ...] = ()
+    """Commits the task adds to repositories before the agent starts (needs the ``git`` app)."""
 
 
 class ToolFailed(Exception):

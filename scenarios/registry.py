@@ -73,3 +73,8 @@ register(
     entry_point="scenarios.library.escalation:CustomerEscalation",
     description="Team lead works customer problem mails: file bugs by policy, reply with keys, flag outages.",
 )
+register(
+    "fix-failing-test-v0",
+    entry_point="scenarios.library.fix_test:FixFailingTest",
+    description="Fix a user-reported bug in a team repository; branch, commit, merge request, green pipeline.",
+)

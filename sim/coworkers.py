@@ -3,7 +3,8 @@
 The ``npcs`` option of an episode (``Episode(npcs=...)``, ``reset(options={"npcs": ...})``, ``--npcs`` on the
 CLI) chooses them:
 
-- ``None`` or ``"off"``: no coworkers act (the default; scenarios that need none stay as cheap as before);
+- ``None`` or ``"off"``: no coworkers act (the default; scenarios that need none stay as cheap as before),
+  except for a scenario with ``needs_npcs``, which then runs ``"sampled"`` (see ``effective_option``);
 - ``"sampled"``: coworkers with the traits sampled per employee from the world seed, plus the scenario's pins;
 - a preset name (``cooperative``, ``adversarial``, ``chaotic``, ``absent``, ``neutral``): every coworker of
   the population gets that preset, overriding the scenario's pins (the preset is the experiment's knob);
@@ -52,6 +53,15 @@ def check_npcs_option(value: Any) -> None:
 def enabled(value: Any) -> bool:
     """Whether the option turns coworkers on."""
     return value is not None and value not in OFF
+
+
+def effective_option(value: Any, instance: ScenarioInstance) -> Any:
+    """The option an episode actually runs: ``value``, or ``"sampled"`` when it is off and the task needs NPCs.
+
+    Why ``sampled`` and not a preset: it keeps the scenario's own pins (``instance.npcs``), so a scheduling task
+    meets the coworkers it was written for (e.g. cooperative) unless the caller explicitly chooses otherwise.
+    """
+    return "sampled" if instance.needs_npcs and not enabled(value) else value
 
 
 class Coworkers:

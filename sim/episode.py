@@ -20,6 +20,7 @@ import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, time, timedelta
+from pathlib import Path
 from typing import Any
 
 from sqlalchemy.orm import Session
@@ -31,11 +32,12 @@ from mcp_tools.errors import AppError
 from scenarios.base import ScenarioInstance
 from scenarios.registry import make
 from sim.clock import SimClock
-from sim.coworkers import Coworkers, check_npcs_option, enabled
+from sim.coworkers import Coworkers, check_npcs_option, effective_option, enabled
 from sim.errors import BadAction, EpisodeOver, NotReset, SimError
 from sim.noise import COST_S, Decision, NoiseProfile, decide, error_for, truncate
 from sim.submit import MAX_WAIT_MINUTES, SUBMIT_SCHEMA, WAIT_SCHEMA
 from sim.trace import TRACE_FORMAT, TraceWriter, canonical, chain_hash, package_versions
+from sim.workspace import EpisodeCode, new_scratch, task_bases, world_bases
 from worlds.changelog import ChangeContext, track
 from worlds.rawsql import Sql, iso
 from worlds.seeding import Seeds
@@ -75,6 +77,7 @@ class _Live:
     truncated: bool = False
     score: Score | None = None
     coworkers: Coworkers | None = None
+    code: EpisodeCode | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -186,6 +189,7 @@ class Episode:
         self.store = store or WorldStore()
         self.trace = trace
         self._bases: dict[str, World] = {}
+        self._repo_bases: dict[str, dict[str, Path]] = {}
         self._tool_specs: dict[tuple[str, ...], dict[str, ToolSpec]] = {}
         self._warm: tuple[tuple[str, str, int, int], World, Session, _Setup] | None = None
         self.setup_cache = setup_cache
@@ -300,8 +304,11 @@ class Episode:
             ),
             last_seq=last_seq,
         )
-        if enabled(opts.get("npcs")):
-            live.coworkers = Coworkers(session, spec.seed, clock, instance, opts["npcs"])
+        if "git" in instance.apps:
+            live.code = self._code(spec, session, key, instance)
+        npcs = effective_option(opts.get("npcs"), instance)
+        if enabled(npcs):
+            live.coworkers = Coworkers(session, spec.seed, clock, instance, npcs)
             rows = self._log_since(session, last_seq)  # the personas, part of this episode's start
             if rows:
                 live.last_seq = rows[-1]["seq"]
@@ -507,6 +514,17 @@ class Episode:
             specs = self._tool_specs[apps] = {n: s for n, s in company_specs().items() if s.app in apps}
         return specs
 
+    def _code(
+        self, spec: WorldSpec, session: Session, key: tuple[str, str, int, int], instance: ScenarioInstance
+    ) -> EpisodeCode:
+        """The episode's code workspace: the world's repositories plus the task's commits, checked out lazily."""
+        world_path = self.store.path_for(spec)
+        bases = self._repo_bases.get(spec.spec_hash)
+        if bases is None:
+            bases = self._repo_bases[spec.spec_hash] = world_bases(world_path, session, spec.seed)
+        task_key = "/".join(str(k) for k in key)
+        return EpisodeCode(task_bases(world_path, bases, task_key, instance.repo_commits, session), new_scratch())
+
     def _require_live(self) -> _Live:
         if self._live is None:
             raise NotReset("call reset() before step() or grade()")
@@ -520,7 +538,11 @@ class Episode:
         if sql is not None:
             sql.execute("SAVEPOINT step")
         try:
-            result = call_tool(spec, arguments, live.ctx)
+            if live.code is None:
+                result = call_tool(spec, arguments, live.ctx)
+            else:
+                with live.code.active():
+                    result = call_tool(spec, arguments, live.ctx)
             if sql is not None:
                 if session.new or session.dirty or session.deleted:
                     session.flush()  # a service that used the ORM: its rows belong to this step
@@ -567,6 +589,7 @@ class Episode:
             trace=live.steps,
             actor_id=live.ctx.actor.employee_id,
             params=dict(live.instance.params),
+            workspace=live.code.workspace if live.code is not None else None,
         )
         return grade(live.instance.rubric, ctx)
 
@@ -587,6 +610,8 @@ class Episode:
             live.truncated = True
             self._final_score(live)
         self._live = None
+        if live.code is not None:
+            live.code.close()
         warm = self._warm
         if warm is not None and warm[1] is live.world:
             try:  # back to the committed post-setup state, ready for the same task again

@@ -324,3 +324,20 @@ def mr_merge(ctx: ToolContext, ws: Workspace, mr_id: int, strategy: str) -> dict
         },
     )
     return mr_get(ctx, ws, mr_id)
+
+
+def rerun_pipelines(ctx: ToolContext, repo: str, branch: str) -> None:
+    """Run the pipeline again for every open request from ``branch`` (a commit just landed on it)."""
+    hook = _HOOK.get()
+    if hook is None:
+        return
+    sql = Sql.of(ctx.session)
+    ids = sql.column(
+        "SELECT m.id FROM merge_requests m JOIN repositories r ON r.id = m.repository_id"
+        " WHERE r.name = ? AND m.source_branch = ? AND m.state = 'open' ORDER BY m.id",
+        (repo, branch),
+    )
+    for mr_id in ids:
+        result = hook(ctx, _summary(_row(sql, int(mr_id))))
+        if result is not None:
+            set_pipeline(ctx, int(mr_id), result)

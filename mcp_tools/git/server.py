@@ -229,7 +229,7 @@ def edit_file(repo: str, path: str, old_text: str, new_text: str) -> dict[str, A
 
 @git.tool(WRITE)
 def commit(repo: str, message: str) -> dict[str, Any]:
-    """Commit all changes of your working tree to the current branch, as you.
+    """Commit all changes of your working tree to the current branch, as you (open requests from it re-run CI).
 
     Args:
         repo: Repository name from git_list_repos.
@@ -239,6 +239,7 @@ def commit(repo: str, message: str) -> dict[str, Any]:
     rid = _repository_id(ctx, repo)
     out = service.commit(ctx, current_workspace(), repo, message)
     _record(ctx, rid, "commit", branch=out["branch"], commit_sha=out["commit"])
+    mr.rerun_pipelines(ctx, repo, out["branch"])
     return out
 
 

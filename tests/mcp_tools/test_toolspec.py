@@ -217,6 +217,10 @@ def test_errors__share_one_root_with_stable_codes():
         "TooLarge": "too_large",
         "MergeConflict": "merge_conflict",
         "GitFailed": "git_error",
+        "InvalidCell": "invalid_cell",
+        "InvalidFormula": "invalid_formula",
+        "UnsupportedFormat": "unsupported_format",
+        "CorruptFile": "corrupt_file",
     }
     assert issubclass(errors.IllegalTransition, errors.Conflict)
     assert str(errors.NotFound("expected x; found y")) == "expected x; found y"

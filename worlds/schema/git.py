@@ -85,7 +85,7 @@ class MergeRequestNote(Base):
 
 
 class GitActivity(Base):
-    """One change an actor made to a repository's working tree or refs (write, edit, branch, switch, commit).
+    """One change an actor made to a repository (write, edit, branch, switch, commit) or a command run in it.
 
     The objects stay on disk, but every git write is also a row here, so the change log, the episode's state
     hash chain, graders and replays see git work as they see any other app's: a different file content or
@@ -97,7 +97,9 @@ class GitActivity(Base):
     id: Mapped[intpk]
     repository_id: Mapped[int] = mapped_column(ForeignKey("repositories.id"), index=True)
     actor_id: Mapped[int] = mapped_column(ForeignKey("employees.id"), index=True)
-    op: Mapped[str] = mapped_column(String(20), doc="write_file, edit_file, create_branch, switch_branch or commit.")
+    op: Mapped[str] = mapped_column(
+        String(20), doc="write_file, edit_file, create_branch, switch_branch, commit, shell_run."
+    )
     branch: Mapped[str | None] = mapped_column(String(200))
     path: Mapped[str | None] = mapped_column(String(1000))
     commit_sha: Mapped[str | None] = mapped_column(String(64))

@@ -1,0 +1,145 @@
+"""Running a repository's code in the sandbox: the merge-request pipeline and out-of-process checks.
+
+Both start from ``export``: the tree of one commit written into a fresh directory by ``git archive``, so what
+runs is exactly what was committed (never the agent's working tree), and nothing the run writes reaches any
+repository. Code only ever runs through a ``Sandbox`` (unprivileged, offline, limited); when none works,
+``SandboxUnavailable`` says so and nothing runs.
+
+``pipeline`` runs the repository's own test suite, as a forge's CI would, and reports counts without the
+timings pytest prints (a replay must give the same bytes). ``call_cases`` runs a harness that imports one
+function and calls it on given arguments, printing each result as JSON after a per-run marker line; the host
+compares values and exact types itself, so an object that claims to equal anything, a test file edited to
+pass, a ``conftest.py`` or a ``sys.exit(0)`` cannot make a check pass.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import re
+import shutil
+import tarfile
+import tempfile
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from mcp_tools.sandbox import Limits, RunResult, get_sandbox
+from worlds.gitrun import git
+
+PIPELINE_LIMITS = Limits(cpu_seconds=30, memory_mb=512, max_processes=64, wall_seconds=60, max_output_bytes=20_000)
+_TIMING = re.compile(r" in [0-9.]+s( \([0-9:]+\))?")
+_COUNTS = re.compile(r"(\d+) (passed|failed|error|errors|skipped|xfailed|xpassed|deselected)")
+
+_HARNESS = """
+import importlib, json, sys
+marker = sys.stdin.readline().strip()
+spec = json.loads(sys.stdin.readline())
+def tag(v):
+    if v is None or isinstance(v, (bool, int, float, str)):
+        return [type(v).__name__, v]
+    if isinstance(v, (list, tuple)):
+        return [type(v).__name__, [tag(x) for x in v]]
+    if isinstance(v, dict):
+        return ["dict", [[tag(k), tag(x)] for k, x in v.items()]]
+    return ["other", type(v).__name__]
+out = []
+try:
+    fn = getattr(importlib.import_module(spec["module"]), spec["function"])
+except BaseException as exc:
+    fn = None
+    out = [["import_error", type(exc).__name__]] * len(spec["cases"])
+for args in spec["cases"] if fn is not None else []:
+    try:
+        out.append(["ok", tag(fn(*args))])
+    except BaseException as exc:
+        out.append(["raised", type(exc).__name__])
+sys.stdout.write("\\n" + marker + json.dumps(out) + "\\n")
+sys.stdout.flush()
+"""
+
+
+def export(root: Path, commit: str, dest: Path) -> Path:
+    """Write the tree of ``commit`` (a full object id) into the new directory ``dest``; returns ``dest``."""
+    data = git(root, "archive", "--format=tar", commit)
+    dest.mkdir(parents=True)
+    with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+        tar.extractall(dest, filter="data")
+    return dest
+
+
+def _summary(result: RunResult) -> dict[str, Any]:
+    text = _TIMING.sub("", result.stdout)
+    counts = {
+        k if k != "errors" else "error": int(n) for n, k in _COUNTS.findall(text.splitlines()[-1] if text else "")
+    }
+    tail = "\n".join(text.strip().splitlines()[-30:])
+    status = "passed" if result.exit_code == 0 and not result.killed_by else "failed"
+    return {
+        "status": status,
+        "exit_code": result.exit_code,
+        "counts": counts,
+        "killed_by": result.killed_by,
+        "log": tail,
+    }
+
+
+def pipeline(root: Path, commit: str, scratch: Path | None = None) -> dict[str, Any]:
+    """Run the repository's tests at ``commit`` in the sandbox; ``{"status": "passed" | "failed", ...}``.
+
+    Raises:
+        SandboxUnavailable: no sandbox works here (the tests never run unsandboxed).
+    """
+    sandbox = get_sandbox()
+    with tempfile.TemporaryDirectory(prefix="companysim-ci-", dir=scratch) as tmp:
+        tree = export(root, commit, Path(tmp) / "tree")
+        result = sandbox.run(
+            ["python3", "-m", "pytest", "-q", "-p", "no:cacheprovider", "--color=no"], tree, limits=PIPELINE_LIMITS
+        )
+    return {"commit": commit, **_summary(result)}
+
+
+def call_cases(
+    root: Path, commit: str, module: str, function: str, cases: Sequence[Sequence[Any]], scratch: Path | None = None
+) -> list[Any]:
+    """Call ``module.function(*args)`` for each case on the code at ``commit``, in the sandbox.
+
+    Returns one entry per case: ``["ok", tagged value]`` (the value with its exact types, see the harness),
+    ``["raised", exception name]``, ``["import_error", name]``, or ``["missing", why]`` when the run produced
+    no result line (it exited early, timed out or was killed).
+    """
+    marker = "@@companysim-result-" + hashlib.sha256(f"{commit}{module}{function}{cases}".encode()).hexdigest()[:32]
+    stdin = marker + "\n" + json.dumps({"module": module, "function": function, "cases": list(cases)}) + "\n"
+    with tempfile.TemporaryDirectory(prefix="companysim-check-", dir=scratch) as tmp:
+        tree = export(root, commit, Path(tmp) / "tree")
+        for conftest in sorted(tree.rglob("conftest.py")):
+            conftest.unlink()
+        result = get_sandbox().run(["python3", "-s", "-E", "-c", _HARNESS], tree, stdin=stdin, limits=PIPELINE_LIMITS)
+    found = [line[len(marker) :] for line in result.stdout.splitlines() if line.startswith(marker)]
+    if len(found) != 1:
+        why = result.killed_by or f"exit {result.exit_code}"
+        return [["missing", f"no single result line ({len(found)} found; {why})"]] * len(cases)
+    try:
+        out = json.loads(found[0])
+    except json.JSONDecodeError:
+        return [["missing", "unreadable result line"]] * len(cases)
+    if not isinstance(out, list) or len(out) != len(cases):
+        return [["missing", "wrong number of results"]] * len(cases)
+    return out
+
+
+def tag(value: Any) -> Any:
+    """The harness's typed form of a JSON-able expected value (the same function, run on the host)."""
+    if value is None or isinstance(value, bool | int | float | str):
+        return [type(value).__name__, value]
+    if isinstance(value, list | tuple):
+        return [type(value).__name__, [tag(x) for x in value]]
+    if isinstance(value, Mapping):
+        return ["dict", [[tag(k), tag(x)] for k, x in value.items()]]
+    return ["other", type(value).__name__]
+
+
+def remove_tree(path: Path) -> None:
+    """Delete a directory tree that sandboxed code may have made read-only."""
+    shutil.rmtree(path, ignore_errors=True)

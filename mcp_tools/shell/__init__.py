@@ -1,0 +1,1 @@
+"""The shell app: run a command in an episode's repository checkout, sandboxed."""

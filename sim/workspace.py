@@ -1,0 +1,120 @@
+"""The code workspace of episodes: base repositories per world, task bases per task, checkouts per episode.
+
+Three layers, each cheap for the one above it:
+
+1. **World bases** (``worlds.repos.ensure_base_repos``): every product team's repository, generated once per
+   world and cached beside the world file (``<world>.repos/``).
+2. **Task bases**: when a scenario adds commits (``ScenarioInstance.repo_commits``, e.g. a seeded bug), they
+   are written once per task key into ``<world>.repos/tasks/<key>/<repo>/.git``, whose objects are borrowed
+   from the world base through ``alternates``. The same task always gets the same commit hashes.
+3. **Episode checkouts** (``mcp_tools.git.workspace``): made lazily on the first git call that names a
+   repository, again borrowing objects; removed when the episode ends.
+
+The merge-request pipeline runs the repository's tests in the sandbox when a request is opened (and again
+when a commit lands on its source branch), so ``pipeline`` in a request is real.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator, Mapping
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
+from typing import Any
+
+from mcp_tools.base import ToolContext
+from mcp_tools.git import mr
+from mcp_tools.git.pipeline import pipeline
+from mcp_tools.git.workspace import Workspace, use_workspace
+from scenarios.base import RepoCommit
+from worlds.gitrun import git
+from worlds.rawsql import Sql
+from worlds.repos import base_repos_dir, checkout, ensure_base_repos
+
+
+def world_bases(world_path: Path, session: Any, seed: int) -> dict[str, Path]:
+    """The world's base repositories by name (generated on first use)."""
+    return {i.name: i.path for i in ensure_base_repos(world_path, session, seed)}
+
+
+def task_bases(
+    world_path: Path, bases: Mapping[str, Path], key: str, commits: tuple[RepoCommit, ...], session: Any
+) -> dict[str, Path]:
+    """``bases`` with each repository a task commits to replaced by its task base (built once, under a lock)."""
+    if not commits:
+        return dict(bases)
+    digest = hashlib.sha256(json.dumps([key, [_commit_json(c) for c in commits]], sort_keys=True).encode()).hexdigest()
+    final = base_repos_dir(world_path) / "tasks" / digest[:24]
+    out = dict(bases)
+    final.parent.mkdir(parents=True, exist_ok=True)
+    with Path(f"{final}.lock").open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (final / "done").is_file():
+            tmp = Path(f"{final}.tmp{os.getpid()}")
+            shutil.rmtree(tmp, ignore_errors=True)
+            for name in sorted({c.repo for c in commits}):
+                _build_task_repo(bases[name], tmp / name, [c for c in commits if c.repo == name], session)
+            (tmp / "done").write_text("1", encoding="ascii")
+            shutil.rmtree(final, ignore_errors=True)
+            os.replace(tmp, final)
+    for name in {c.repo for c in commits}:
+        out[name] = final / name / ".git"
+    return out
+
+
+def _commit_json(c: RepoCommit) -> dict[str, Any]:
+    return {"repo": c.repo, "files": dict(sorted(c.files.items())), "message": c.message, "author": c.author,
+            "at": c.at.isoformat()}  # fmt: skip
+
+
+def _build_task_repo(base: Path, dest: Path, commits: list[RepoCommit], session: Any) -> None:
+    checkout(base, dest)
+    for c in commits:
+        for rel, content in sorted(c.files.items()):
+            path = dest / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(content, encoding="utf-8")
+        row = Sql.of(session).one("SELECT first_name, last_name, email FROM employees WHERE username = ?", (c.author,))
+        name, email = (f"{row[0]} {row[1]}", str(row[2])) if row else (c.author, f"{c.author}@example.com")
+        stamp = f"@{int(c.at.timestamp())} +0000"
+        env = {"GIT_AUTHOR_NAME": name, "GIT_AUTHOR_EMAIL": email, "GIT_AUTHOR_DATE": stamp}
+        env |= {"GIT_COMMITTER_NAME": name, "GIT_COMMITTER_EMAIL": email, "GIT_COMMITTER_DATE": stamp}
+        git(dest, "add", "-A", "--", ".")
+        git(dest, "commit", "-q", "--no-verify", "--no-gpg-sign", "-m", c.message, env=env)
+    git(dest, "pack-refs", "--all")
+
+
+class EpisodeCode:
+    """One episode's checkouts and pipeline: the context the git and shell tools run in."""
+
+    def __init__(self, bases: Mapping[str, Path], scratch: Path) -> None:
+        self.workspace = Workspace(root=scratch / "checkouts", bases=dict(bases))
+        self.scratch = scratch
+
+    @contextmanager
+    def active(self) -> Iterator[None]:
+        """Make this workspace and its pipeline current for the tool calls inside the block."""
+        with ExitStack() as stack:
+            stack.enter_context(use_workspace(self.workspace.root, self.workspace.bases))
+            stack.enter_context(mr.use_pipeline_hook(self.run_pipeline))
+            yield
+
+    def run_pipeline(self, ctx: ToolContext, request: dict[str, Any]) -> dict[str, Any]:
+        """The pipeline of a merge request: its source head's tests, run in the sandbox."""
+        root = self.workspace.repo(str(request["repo"]))
+        head = git(root, "rev-parse", "--verify", f"refs/heads/{request['source_branch']}^{{commit}}").decode().strip()
+        return pipeline(root, head, self.scratch)
+
+    def close(self) -> None:
+        """Remove the checkouts (sandboxed code may have left read-only files; they go too)."""
+        shutil.rmtree(self.scratch, ignore_errors=True)
+
+
+def new_scratch() -> Path:
+    """A private directory for one episode's checkouts and pipeline runs."""
+    return Path(tempfile.mkdtemp(prefix="companysim-code-"))
