@@ -25,7 +25,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from mcp_tools.sandbox import Limits, RunResult, get_sandbox
+from mcp_tools.errors import AppError, SandboxUnavailable
+from mcp_tools.sandbox import Limits, RunResult, Sandbox, get_sandbox
 from worlds.gitrun import git
 
 PIPELINE_LIMITS = Limits(cpu_seconds=30, memory_mb=512, max_processes=64, wall_seconds=60, max_output_bytes=20_000)
@@ -85,13 +86,29 @@ def _summary(result: RunResult) -> dict[str, Any]:
     }
 
 
+def code_sandbox() -> Sandbox:
+    """The configured sandbox, or ``SandboxUnavailable`` when it is misconfigured or cannot isolate code here.
+
+    Why not ``get_sandbox`` alone: an operator's bad ``COMPANYSIM_SANDBOX`` (an unknown name, a root uid) is not
+    the caller's argument error; the agent and the grader must see one stable code, ``unavailable``.
+    """
+    try:
+        sandbox = get_sandbox()
+    except AppError as exc:
+        raise SandboxUnavailable(f"the configured code sandbox is unusable: {exc}") from exc
+    if not sandbox.available():
+        reason = getattr(sandbox, "reason", "") or "its probe failed"
+        raise SandboxUnavailable(f"the {sandbox.name} sandbox is unavailable: {reason}")
+    return sandbox
+
+
 def pipeline(root: Path, commit: str, scratch: Path | None = None) -> dict[str, Any]:
     """Run the repository's tests at ``commit`` in the sandbox; ``{"status": "passed" | "failed", ...}``.
 
     Raises:
         SandboxUnavailable: no sandbox works here (the tests never run unsandboxed).
     """
-    sandbox = get_sandbox()
+    sandbox = code_sandbox()
     with tempfile.TemporaryDirectory(prefix="companysim-ci-", dir=scratch) as tmp:
         tree = export(root, commit, Path(tmp) / "tree")
         result = sandbox.run(
@@ -115,7 +132,7 @@ def call_cases(
         tree = export(root, commit, Path(tmp) / "tree")
         for conftest in sorted(tree.rglob("conftest.py")):
             conftest.unlink()
-        result = get_sandbox().run(["python3", "-s", "-E", "-c", _HARNESS], tree, stdin=stdin, limits=PIPELINE_LIMITS)
+        result = code_sandbox().run(["python3", "-s", "-E", "-c", _HARNESS], tree, stdin=stdin, limits=PIPELINE_LIMITS)
     found = [line[len(marker) :] for line in result.stdout.splitlines() if line.startswith(marker)]
     if len(found) != 1:
         why = result.killed_by or f"exit {result.exit_code}"

@@ -18,8 +18,9 @@ from typing import Any
 from mcp_tools.base import WRITE, ToolSet, current_context
 from mcp_tools.errors import InvalidArgument, NotFound
 from mcp_tools.git.checkenv import check_environment
+from mcp_tools.git.pipeline import code_sandbox
 from mcp_tools.git.workspace import current_workspace
-from mcp_tools.sandbox import Limits, get_sandbox
+from mcp_tools.sandbox import Limits
 from worlds.rawsql import Sql
 
 MAX_COMMAND = 4000
@@ -48,7 +49,7 @@ def run(repo: str, command: str, timeout_seconds: int = 30) -> dict[str, Any]:
         raise NotFound(f"expected a repository of this company; found none called {repo!r}")
     root = current_workspace().repo(repo)
     limits = Limits(cpu_seconds=min(60, timeout_seconds), wall_seconds=timeout_seconds, max_output_bytes=20_000)
-    result = get_sandbox().run(["/bin/sh", "-c", command], root, limits=limits)
+    result = code_sandbox().run(["/bin/sh", "-c", command], root, limits=limits)
     out = {
         "repo": repo,
         "exit_code": result.exit_code,
