@@ -78,3 +78,8 @@ register(
     entry_point="scenarios.library.fix_test:FixFailingTest",
     description="Fix a user-reported bug in a team repository; branch, commit, merge request, green pipeline.",
 )
+register(
+    "schedule-with-coworkers-v0",
+    entry_point="scenarios.library.schedule:ScheduleWithCoworkers",
+    description="Project lead gets 2-3 coworkers in other time zones to agree on a design review and books it.",
+)

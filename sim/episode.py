@@ -107,6 +107,8 @@ class _Setup:
     rows: list[dict[str, Any]]
     clock_at: datetime
     actor: Actor
+    base_seq: int = 0
+    """The last change-log seq before the setup ran (a campaign's later episodes start after earlier ones' rows)."""
 
 
 class SetupCache:
@@ -247,7 +249,12 @@ class Episode:
             session.commit()
             session.expunge_all()
             setup = _Setup(
-                None, instance, self._log_since(session, before), clock.now(), Actor.load(session, instance.actor)
+                None,
+                instance,
+                self._log_since(session, before),
+                clock.now(),
+                Actor.load(session, instance.actor),
+                base_seq=int(before),
             )
         elif warm is not None and warm[0] == key:
             # The same task as the last episode, whose changes were rolled back: its world and session stay
@@ -281,7 +288,7 @@ class Episode:
             if not clock.pending():
                 self._warm = (key, world, session, setup)
         instance, setup_rows, actor = setup.instance, setup.rows, setup.actor
-        last_seq = setup_rows[-1]["seq"] if setup_rows else 0
+        last_seq = setup_rows[-1]["seq"] if setup_rows else setup.base_seq  # a setup that wrote nothing
         change.actor_id, change.tag = actor.employee_id, None
         specs = self._specs(instance.apps)
         self._resets += 1

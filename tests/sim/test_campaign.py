@@ -117,3 +117,49 @@ def test_splits__stable_shares_and_disjoint_seed_lists():
     assert seeds_in("test", 5) == seeds_in("test", 5)
     with pytest.raises(SplitError, match="'holdout'"):
         seeds_in("holdout", 1)
+
+
+class _NothingToSet:
+    """A task whose setup writes no rows: the grading window must still start after the earlier episodes."""
+
+    def __init__(self, inner):
+        self.inner, self.id, self.world = inner, inner.id, inner.world
+
+    def build(self, session, seeds, clock, difficulty):
+        from dataclasses import replace
+
+        from graders.rubric import load_rubric
+
+        instance = self.inner.build(session, seeds, clock, difficulty)
+        session.rollback()  # nothing of the setup stays: the episode starts exactly from the campaign state
+        rubric = load_rubric(
+            {
+                "id": "changes-of-this-episode",
+                "version": 1,
+                "description": "Nothing changed in this episode.",
+                "checks": [
+                    {
+                        "id": "none",
+                        "description": "No row changed.",
+                        "fn": "change_count_at_most",
+                        "params": {"n": 0, "scope": "all"},
+                    }
+                ],
+            }
+        )
+        return replace(instance, rubric=rubric)
+
+
+def test_campaign__an_episode_whose_setup_writes_nothing_is_graded_on_its_own_changes(store):
+    camp = Campaign([SCENARIO], seed=5, store=store)
+    try:
+        camp.run("oracle", 1)  # episode 0 writes plenty
+        ep = camp.episodes[SCENARIO]
+        start = ep.final_state()
+        ep.family = _NothingToSet(ep.family)
+        ep.reset(seed=5 * 10_000 + 1, options={"world_seed": 5}, start=start)
+        ep.step({"name": "submit", "arguments": {}})
+        score = ep.grade()
+    finally:
+        camp.close()
+    assert score.value == 1.0, score  # episode 0's rows are not this episode's changes

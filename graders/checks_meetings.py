@@ -1,0 +1,398 @@
+"""State checks on a meeting the agent arranged with coworkers: when, who, where, agreed, announced.
+
+"The meeting" is the live event the agent organised during the episode whose title matches a pattern (the
+ticket key). Every check finds it the same way, from the change log's event inserts, so the cost is
+O(rows the episode inserted) plus indexed lookups of the attendees' other commitments.
+
+Agreement is read from state, not from chat text (which the agent could write itself): an attendee agreed
+when their NPC memory (``npc_memory``, written by the coworker's own turn, unreachable through any tool)
+records an answer ``yes`` to an agreement question about exactly the meeting's start, given before the meeting
+was booked, and no answer ``no`` to that start. An RSVP does not count: it can only come after the booking,
+and the rule is to ask first. An attendee who never agreed may instead have been escalated, and the
+escalation must be justified by the rule the scenario states: the agent asked them, and then either they
+answered without agreeing or disagreeing (pushed back, refused) or ``answer_minutes`` of their own working
+time passed in silence, before the agent direct-messaged their manager naming them (also before booking).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from datetime import datetime, timedelta
+from typing import Annotated, Any
+from zoneinfo import ZoneInfo
+
+from pydantic import AwareDatetime, Field
+from sqlalchemy import BindParameter, bindparam, select
+
+from graders.base import CheckOutcome, GradingContext, check_fn
+from graders.checks_common import Regex, employee_id, inserted_ids, listing, rx, snippet, usernames
+from mcp_tools.calendar.slots import Person, occurrences
+from npcs.hours import WorkHours
+from worlds.schema import Channel, Employee, Event, EventAttendee, Location, NpcMemory, Post, Room
+
+_IDS: BindParameter[Any] = bindparam("ids", expanding=True)
+_EVENTS = (
+    select(
+        Event.id,
+        Event.title,
+        Event.organizer_id,
+        Event.start_at,
+        Event.end_at,
+        Event.room_id,
+        Event.cancelled,
+        Event.created_at,
+    )
+    .where(Event.id.in_(_IDS))
+    .order_by(Event.id)
+)
+_ATTENDEES = (
+    select(EventAttendee.employee_id, Employee.username, EventAttendee.rsvp)
+    .join(Employee, Employee.id == EventAttendee.employee_id)
+    .where(EventAttendee.event_id == bindparam("event"))
+    .order_by(Employee.username)
+)
+_PEOPLE = (
+    select(
+        Employee.id,
+        Employee.username,
+        Employee.timezone,
+        Employee.work_start_minute,
+        Employee.work_end_minute,
+        Employee.workdays,
+        Employee.manager_id,
+    )
+    .where(Employee.id.in_(_IDS))
+    .order_by(Employee.id)
+)
+_COMMITTED = (
+    select(Event.id, Event.title, Event.start_at, Event.end_at, Event.rrule, Event.until)
+    .where(
+        Event.cancelled.is_(False),
+        Event.start_at < bindparam("hi"),
+        Event.id != bindparam("skip"),
+        (Event.organizer_id == bindparam("who"))
+        | Event.id.in_(
+            select(EventAttendee.event_id).where(
+                EventAttendee.employee_id == bindparam("who"),
+                EventAttendee.rsvp.in_(("accepted", "needs_action", "tentative")),
+            )
+        ),
+    )
+    .order_by(Event.start_at, Event.id)
+)
+_ROOM_TAKEN = (
+    select(Event.id, Event.title, Event.start_at, Event.end_at, Event.rrule, Event.until)
+    .where(
+        Event.room_id == bindparam("room"),
+        Event.cancelled.is_(False),
+        Event.start_at < bindparam("hi"),
+        Event.id != bindparam("skip"),
+    )
+    .order_by(Event.start_at, Event.id)
+)
+_ROOM = (
+    select(Room.name, Room.capacity, Location.name.label("location")).join(Location).where(Room.id == bindparam("id"))
+)
+_DM_POSTS = (
+    select(Post.id, Post.author_id, Post.message, Post.created_at, Channel.name.label("channel"))
+    .join(Channel, Channel.id == Post.channel_id)
+    .where(Post.id.in_(_IDS), Post.deleted_at.is_(None))
+    .order_by(Post.created_at, Post.id)
+)
+_MEMORY = (
+    select(NpcMemory.id, NpcMemory.employee_id, NpcMemory.at, NpcMemory.kind, NpcMemory.subject, NpcMemory.data)
+    .where(NpcMemory.id.in_(_IDS))
+    .order_by(NpcMemory.at, NpcMemory.id)
+)
+ISO = re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2})?(?:Z|[+-]\d{2}:?\d{2})")
+
+
+def _meetings(ctx: GradingContext, title_pattern: str) -> list[Any]:
+    """Live events the agent organised during the episode whose title matches (memoised per grade)."""
+    key = ("meetings", title_pattern)
+    if key not in ctx.memo:
+        ids = inserted_ids(ctx, "events")
+        rows = ctx.db.execute(_EVENTS, {"ids": ids}).all() if ids else []
+        ctx.memo[key] = [
+            r
+            for r in rows
+            if not r.cancelled and r.organizer_id == ctx.actor_id and rx(title_pattern).search(r.title or "")
+        ]
+    found: list[Any] = ctx.memo[key]
+    return found
+
+
+def _the_meeting(ctx: GradingContext, title_pattern: str) -> tuple[Any, str]:
+    """(meeting row or None, evidence prefix): the latest matching live meeting."""
+    found = _meetings(ctx, title_pattern)
+    if not found:
+        return None, f"no live meeting organised by the agent matches /{title_pattern}/"
+    m = found[-1]
+    return m, f"event #{m.id} {snippet(m.title)} at {m.start_at.isoformat()}"
+
+
+def _attendees(ctx: GradingContext, event_id: int) -> list[Any]:
+    return list(ctx.db.execute(_ATTENDEES, {"event": event_id}).all())
+
+
+def _people(ctx: GradingContext, ids: Sequence[int]) -> dict[int, Any]:
+    return {r.id: r for r in ctx.db.execute(_PEOPLE, {"ids": sorted(set(ids))})} if ids else {}
+
+
+def _resolve(ctx: GradingContext, names: Sequence[str]) -> tuple[dict[str, int], list[str]]:
+    found: dict[str, int] = {}
+    unknown = []
+    for name in names:
+        emp = employee_id(ctx, name)
+        if emp is None:
+            unknown.append(name)
+        else:
+            found[name] = emp
+    return found, unknown
+
+
+@check_fn("meeting_in_working_hours")
+def meeting_in_working_hours(
+    ctx: GradingContext, title_pattern: Regex, start_before: AwareDatetime | None = None
+) -> CheckOutcome:
+    """The meeting lies inside every participant's working hours (own zone and workdays), before the deadline.
+
+    Participants are the organiser and every invitee who has not declined.
+    """
+    m, head = _the_meeting(ctx, title_pattern)
+    if m is None:
+        return CheckOutcome.of(False, head)
+    going = [a.employee_id for a in _attendees(ctx, m.id) if a.rsvp != "declined"]
+    people = _people(ctx, [m.organizer_id, *going])
+    outside = []
+    for p in people.values():
+        person = Person(p.id, p.username, p.timezone, p.work_start_minute, p.work_end_minute, p.workdays)
+        if not person.works(m.start_at, m.end_at):
+            local = m.start_at.astimezone(ZoneInfo(p.timezone)).strftime("%a %H:%M")
+            outside.append(f"@{p.username} ({local} {p.timezone})")
+    late = start_before is not None and m.start_at >= start_before
+    problems = [f"outside working hours of {listing(outside, 5)}"] * bool(outside)
+    problems += [f"starts after the deadline {start_before.isoformat() if start_before else ''}"] * late
+    if problems:
+        return CheckOutcome.of(False, f"{head}: {'; '.join(problems)}", event_id=m.id)
+    return CheckOutcome.of(True, f"{head}: inside working hours of all {len(people)} participants", event_id=m.id)
+
+
+@check_fn("meeting_attendees")
+def meeting_attendees(ctx: GradingContext, title_pattern: Regex, attendees: Sequence[str]) -> CheckOutcome:
+    """Every named coworker is invited to the meeting (any answer: an invitation is what the agent controls)."""
+    m, head = _the_meeting(ctx, title_pattern)
+    if m is None:
+        return CheckOutcome.of(False, head)
+    invited = {a.username for a in _attendees(ctx, m.id)}
+    missing = [a for a in attendees if a not in invited]
+    if missing:
+        return CheckOutcome.of(False, f"{head}: not invited: {', '.join('@' + a for a in missing)}", event_id=m.id)
+    return CheckOutcome.of(True, f"{head}: invites {', '.join('@' + a for a in attendees)}", event_id=m.id)
+
+
+def _clashes(ctx: GradingContext, stmt: Any, params: dict[str, Any], s: datetime, e: datetime) -> list[str]:
+    out = []
+    for r in ctx.db.execute(stmt, {**params, "hi": e}):
+        for a, b in occurrences(r.start_at, r.end_at, r.rrule, r.until, s, e):
+            if a < e and s < b:
+                out.append(f"#{r.id} {snippet(r.title, 30)}")
+                break
+    return out
+
+
+@check_fn("meeting_no_double_booking")
+def meeting_no_double_booking(ctx: GradingContext, title_pattern: Regex) -> CheckOutcome:
+    """Exactly one live meeting, and neither a participant nor its room is committed elsewhere at that time.
+
+    A participant's commitments are what the calendar counts as busy: events they organise, or were invited
+    to and have not declined. Recurring events are expanded.
+    """
+    found = _meetings(ctx, title_pattern)
+    if not found:
+        return CheckOutcome.of(False, f"no live meeting organised by the agent matches /{title_pattern}/")
+    if len(found) > 1:
+        shown = listing([f"#{m.id} at {m.start_at.isoformat()}" for m in found])
+        return CheckOutcome.of(False, f"{len(found)} live meetings match /{title_pattern}/ (book one): {shown}")
+    m = found[0]
+    going = [a for a in _attendees(ctx, m.id) if a.rsvp != "declined" and a.employee_id != m.organizer_id]
+    names = usernames(ctx, [m.organizer_id])
+    who = [(m.organizer_id, names.get(m.organizer_id, "?"))] + [(a.employee_id, a.username) for a in going]
+    problems = []
+    for emp, name in who:
+        clash = _clashes(ctx, _COMMITTED, {"who": emp, "skip": m.id}, m.start_at, m.end_at)
+        if clash:
+            problems.append(f"@{name} is also in {listing(clash, 2)}")
+    if m.room_id is not None:
+        taken = _clashes(ctx, _ROOM_TAKEN, {"room": m.room_id, "skip": m.id}, m.start_at, m.end_at)
+        if taken:
+            problems.append(f"the room is also booked for {listing(taken, 2)}")
+    head = f"event #{m.id} at {m.start_at.isoformat()}"
+    if problems:
+        return CheckOutcome.of(False, f"{head}: {'; '.join(problems)}", event_id=m.id)
+    return CheckOutcome.of(True, f"{head}: no clash for {len(who)} participants or the room", event_id=m.id)
+
+
+@check_fn("meeting_room")
+def meeting_room(ctx: GradingContext, title_pattern: Regex, location: str) -> CheckOutcome:
+    """The meeting has a room in ``location`` that holds every participant who has not declined."""
+    m, head = _the_meeting(ctx, title_pattern)
+    if m is None:
+        return CheckOutcome.of(False, head)
+    if m.room_id is None:
+        return CheckOutcome.of(False, f"{head}: no room booked", event_id=m.id)
+    room = ctx.db.execute(_ROOM, {"id": m.room_id}).one()
+    people = 1 + sum(1 for a in _attendees(ctx, m.id) if a.rsvp != "declined" and a.employee_id != m.organizer_id)
+    problems = [f"it is in {room.location}, not {location}"] * (room.location.lower() != location.lower())
+    problems += [f"it holds {room.capacity}, not {people}"] * (room.capacity < people)
+    text = f"{head} in {room.name} ({room.location}, {room.capacity} seats)"
+    return CheckOutcome.of(not problems, text + (f": {'; '.join(problems)}" if problems else ""), event_id=m.id)
+
+
+def _instants(text: str) -> list[datetime]:
+    out = []
+    for found in ISO.findall(text):
+        try:
+            out.append(datetime.fromisoformat(found.replace("Z", "+00:00").replace(" ", "T")))
+        except ValueError:
+            continue
+    return out
+
+
+@check_fn("meeting_announced")
+def meeting_announced(ctx: GradingContext, title_pattern: Regex, channel: str, key: str) -> CheckOutcome:
+    """The agent posted in ``channel`` a live message naming ``key`` and the meeting's start (ISO 8601 with offset).
+
+    The time is compared as an instant, so ``15:00Z`` and ``16:00+01:00`` are the same announcement.
+    """
+    m, head = _the_meeting(ctx, title_pattern)
+    if m is None:
+        return CheckOutcome.of(False, head)
+    ids = inserted_ids(ctx, "posts")
+    posts = ctx.db.execute(_DM_POSTS, {"ids": ids}).all() if ids else []
+    mine = [p for p in posts if p.channel == channel.lstrip("~#") and p.author_id == ctx.actor_id]
+    key_rx = re.compile(rf"\b{re.escape(key)}\b", re.IGNORECASE)
+    for p in mine:
+        if key_rx.search(p.message) and m.start_at in _instants(p.message):
+            return CheckOutcome.of(True, f"post #{p.id} in ~{p.channel} names {key} and {m.start_at.isoformat()}")
+    shown = listing([f"#{p.id} {snippet(p.message)}" for p in mine]) or "none"
+    return CheckOutcome.of(False, f"no new post by the agent in ~{channel} names {key} and {head}; posts: {shown}")
+
+
+def _dm_name(a: int, b: int) -> str:
+    return "__".join(str(i) for i in sorted((a, b)))
+
+
+def _memories(ctx: GradingContext) -> list[Any]:
+    if "npc_memory" not in ctx.memo:
+        ids = inserted_ids(ctx, "npc_memory")
+        ctx.memo["npc_memory"] = list(ctx.db.execute(_MEMORY, {"ids": ids}).all()) if ids else []
+    rows: list[Any] = ctx.memo["npc_memory"]
+    return rows
+
+
+def _fact(row: Any) -> Mapping[str, Any] | None:
+    data = row.data if isinstance(row.data, Mapping) else {}
+    fact = data.get("fact")
+    return fact if isinstance(fact, Mapping) and fact.get("intent") == "agreement" else None
+
+
+def _said_about(row: Any, start: datetime) -> str | None:
+    """What an agreement answer said (yes/no) about ``start``, or None if it is about another time."""
+    fact = _fact(row)
+    if fact is None:
+        return None
+    try:
+        when = datetime.fromisoformat(str(fact.get("subject", "")))
+    except ValueError:
+        return None
+    return str(fact.get("said")) if when.tzinfo is not None and when == start else None
+
+
+@check_fn("meeting_agreed")
+def meeting_agreed(
+    ctx: GradingContext,
+    title_pattern: Regex,
+    attendees: Sequence[str],
+    answer_minutes: Annotated[int, Field(ge=1)] = 180,
+) -> CheckOutcome:
+    """Each named coworker agreed to the meeting's time, or was escalated to their manager by the stated rule.
+
+    Agreed: an NPC answer ``yes`` to the exact start before the booking, and never ``no``. Escalated: after the agent's
+    question by direct message, the coworker pushed back/refused (an NPC reply to the agent without an
+    agreement answer) or stayed silent for ``answer_minutes`` of their working time, and then the agent
+    direct-messaged their manager naming them (``@username`` or the username). An escalation does not count
+    for someone who had already said ``no`` to that time (the rule is to propose another time then).
+    Partial credit: the share of coworkers covered.
+    """
+    m, head = _the_meeting(ctx, title_pattern)
+    if m is None:
+        return CheckOutcome.of(False, head)
+    ids, unknown = _resolve(ctx, attendees)
+    people = _people(ctx, list(ids.values()))
+    ids_posts = inserted_ids(ctx, "posts")
+    posts = ctx.db.execute(_DM_POSTS, {"ids": ids_posts}).all() if ids_posts else []
+    agent_name = usernames(ctx, [ctx.actor_id]).get(ctx.actor_id, "")
+    covered, notes = 0, [f"unknown employee {u!r}" for u in unknown]
+    for name, emp in ids.items():
+        mem = [r for r in _memories(ctx) if r.employee_id == emp and r.kind == "did" and r.at <= m.created_at]
+        said = [_said_about(r, m.start_at) for r in mem]
+        if "yes" in said and "no" not in said:
+            covered += 1
+            notes.append(f"@{name} agreed at {mem[said.index('yes')].at:%H:%M}")
+            continue
+        if "no" in said:  # rule 3: a "no" means another time, and neither a later yes nor escalation undoes it
+            notes.append(f"@{name} said no to that time at {mem[said.index('no')].at:%H:%M}, yet it was booked")
+            continue
+        why = _escalation(ctx, people[emp], posts, mem, m.start_at, m.created_at, agent_name, answer_minutes)
+        covered += why.startswith("escalated")
+        notes.append(f"@{name} {why}")
+    total = len(attendees)
+    return CheckOutcome(
+        score=covered / total if total else 0.0,
+        evidence=f"{head}: {covered} of {total} covered: {listing(notes, 5)}",
+        details={"event_id": m.id},
+    )
+
+
+def _escalation(
+    ctx: GradingContext,
+    person: Any,
+    posts: Sequence[Any],
+    memory: Sequence[Any],
+    start: datetime,
+    booked: datetime,
+    agent_name: str,
+    answer_minutes: int,
+) -> str:
+    """``escalated ...`` if a justified escalation of ``person`` before ``booked`` exists, else why not."""
+    asks = [p for p in posts if p.channel == _dm_name(ctx.actor_id, person.id) and p.author_id == ctx.actor_id]
+    if not asks:
+        return "was never asked by direct message"
+    if person.manager_id is None:
+        return "has no manager to escalate to"
+    name_rx = re.compile(rf"(?<![\w.]){re.escape(person.username)}\b", re.IGNORECASE)
+    escalations = [
+        p
+        for p in posts
+        if p.channel == _dm_name(ctx.actor_id, person.manager_id)
+        and p.author_id == ctx.actor_id
+        and p.created_at <= booked
+        and name_rx.search(p.message)
+    ]
+    if not escalations:
+        return "neither agreed nor was escalated to their manager"
+    hours = WorkHours(person.timezone, person.work_start_minute, person.work_end_minute, person.workdays)
+    for esc in escalations:
+        before = [a for a in asks if a.created_at <= esc.created_at]
+        if not before:
+            continue
+        ask = before[-1]
+        replies = [r for r in memory if r.subject == agent_name and ask.created_at <= r.at <= esc.created_at]
+        if any(_fact(r) is None for r in replies):
+            return f"escalated after pushing back (post #{esc.id})"
+        answered = [r for r in replies if _said_about(r, start) is not None]  # answers about other times do not count
+        if not answered and esc.created_at >= hours.add(ask.created_at, answer_minutes) - timedelta(seconds=1):
+            return f"escalated after {answer_minutes} working minutes of silence (post #{esc.id})"
+    return "was escalated without a refusal or the stated silence"
