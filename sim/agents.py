@@ -14,6 +14,7 @@ import numpy as np
 from graders.base import Score
 from scenarios.base import ToolFailed
 from sim.episode import Episode, StartState
+from sim.errors import EpisodeOver
 from worlds.seeding import Seeds
 
 AGENTS: tuple[str, ...] = ("oracle", "noop", "random")
@@ -122,12 +123,18 @@ def run_agent(
         raise ValueError(f"unknown agent {agent!r}; expected one of {', '.join(AGENTS)}")
     prompt, info = episode.reset(seed=seed, options=options, start=start)
     env = EpisodeEnv(episode, prompt, info)
-    if agent == "oracle":
-        episode.family.oracle(env)
-    elif agent == "noop":
-        noop_agent(env)
-    else:
-        random_agent(env, seed)
+    try:
+        if agent == "oracle":
+            episode.family.oracle(env)
+        elif agent == "noop":
+            noop_agent(env)
+        else:
+            random_agent(env, seed)
+    except EpisodeOver:
+        # The agent kept acting after the turn limit or time budget ended the episode: that is its score,
+        # not a crash of the run (or of the campaign around it).
+        if not episode.done:
+            raise
     if not episode.done:
         env.call("submit", summary="agent stopped")
     return episode.grade()

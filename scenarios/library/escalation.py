@@ -332,24 +332,27 @@ class CustomerEscalation:
         inbox = env.call("mail_list_messages", folder="Inbox", unread_only=True, limit=100)
         for summary in sorted(inbox["messages"], key=lambda m: m["id"]):
             mail = env.call("mail_read_message", message_id=summary["id"])
-            ref = re.search(r"\bREF-\d{4}\b", mail["body"])
-            if ref is None:
-                continue  # newsletters and internal mail: nothing to do
-            tracked = re.search(rf"\b{project.group(1)}-\d+\b", mail["body"])
-            if tracked is not None:
-                env.call("mail_reply", message_id=mail["id"], body=f"This is tracked as {tracked.group(0)}.")
-                continue
-            priority = classify(mail["body"], rules)
-            title = f"{ref.group(0)}: {mail['subject']}"
-            made = env.call(
-                "tickets_create",
-                project=project.group(1),
-                title=title,
-                description=mail["body"],
-                type="bug",
-                priority=priority,
-            )
-            env.call("mail_reply", message_id=mail["id"], body=f"Thank you. We track this as {made['key']}.")
-            if priority == "critical":
-                env.call("chat_post", channel="incidents", message=f"{made['key']} ({ref.group(0)}): {mail['subject']}")
+            self._handle(env, mail, project.group(1), rules)
+            # Reading leaves a message unread; marking it keeps tomorrow's unread mail to tomorrow's work
+            # (on a persistent world, a campaign's next episode starts from this inbox).
+            env.call("mail_mark_read", message_id=mail["id"], read=True)
         env.call("submit", summary="customer mail handled")
+
+    @staticmethod
+    def _handle(env: AgentEnv, mail: dict[str, Any], project: str, rules: list[tuple[str, list[str]]]) -> None:
+        """File, answer and flag one customer mail as the policy says; other mail needs nothing."""
+        ref = re.search(r"\bREF-\d{4}\b", mail["body"])
+        if ref is None:
+            return  # newsletters and internal mail: nothing to do
+        tracked = re.search(rf"\b{project}-\d+\b", mail["body"])
+        if tracked is not None:
+            env.call("mail_reply", message_id=mail["id"], body=f"This is tracked as {tracked.group(0)}.")
+            return
+        priority = classify(mail["body"], rules)
+        title = f"{ref.group(0)}: {mail['subject']}"
+        made = env.call(
+            "tickets_create", project=project, title=title, description=mail["body"], type="bug", priority=priority
+        )
+        env.call("mail_reply", message_id=mail["id"], body=f"Thank you. We track this as {made['key']}.")
+        if priority == "critical":
+            env.call("chat_post", channel="incidents", message=f"{made['key']} ({ref.group(0)}): {mail['subject']}")

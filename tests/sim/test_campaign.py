@@ -163,3 +163,12 @@ def test_campaign__an_episode_whose_setup_writes_nothing_is_graded_on_its_own_ch
     finally:
         camp.close()
     assert score.value == 1.0, score  # episode 0's rows are not this episode's changes
+
+
+def test_campaign__a_mail_task_repeated_on_one_world_keeps_yesterdays_mail_done(store):
+    camp = Campaign(["customer-escalation-v0"], seed=3, store=store)
+    try:
+        camp.run("oracle", 10)  # leads come back to their own inbox; the oracle marks handled mail read
+    finally:
+        camp.close()
+    assert [b.reward for b in camp.boundaries] == [1.0] * 10

@@ -148,3 +148,30 @@ def test_reset__a_cached_setup_gives_the_same_episode_as_a_fresh_one(store, agen
     fresh, cached = runs
     assert fresh == cached
     assert fresh[0] == fresh[2] and fresh[1] == fresh[3]
+
+
+class _FewTurns:
+    """The triage task with a turn limit its oracle cannot finish within."""
+
+    def __init__(self, inner):
+        self.inner, self.id, self.world = inner, inner.id, inner.world
+
+    def build(self, session, seeds, clock, difficulty):
+        from dataclasses import replace
+
+        from scenarios.base import Limits
+
+        instance = self.inner.build(session, seeds, clock, difficulty)
+        return replace(instance, limits=Limits(max_turns=3, time_budget_s=instance.limits.time_budget_s))
+
+    def oracle(self, env):
+        self.inner.oracle(env)
+
+
+def test_run_agent__an_agent_that_outlives_the_turn_limit_is_graded_not_crashed(store):
+    ep = Episode(SCENARIO, store=store, setup_cache=False)  # the cache holds this seed's normal-limits setup
+    ep.family = _FewTurns(ep.family)
+    score = run_agent(ep, "oracle", 4)
+    assert ep.done
+    assert 0.0 <= score.value < 1.0
+    ep.close()
