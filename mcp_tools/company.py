@@ -14,15 +14,17 @@ from mcp_tools.base import ToolContext, ToolSet, ToolSpec, build_server, current
 from mcp_tools.calendar.server import calendar
 from mcp_tools.chat.server import chat
 from mcp_tools.directory.server import directory
+from mcp_tools.docs.server import docs
 from mcp_tools.git.server import git
 from mcp_tools.mail.server import mail
+from mcp_tools.sheets.server import sheets
 from mcp_tools.shell.server import shell
 from mcp_tools.tickets.server import tickets
 
 
 def company_toolsets() -> list[ToolSet]:
     """The apps of the company, ordered by app name."""
-    return sorted([calendar, chat, directory, git, mail, shell, tickets], key=lambda ts: ts.app)
+    return sorted([calendar, chat, directory, docs, git, mail, sheets, shell, tickets], key=lambda ts: ts.app)
 
 
 @cache

@@ -10,4 +10,6 @@ from __future__ import annotations
 # Schema history: 1 the first tables; 2 access_requests; 3 repository_refs, merge requests and their notes,
 # git_activity, npc_personas and npc_memory.
 SCHEMA_VERSION = 3
-GENERATOR_VERSION = 1
+# Generator history: 1 the first generator; 2 documents are real DOCX/ODT/XLSX/ODS files in blobs, with
+# content referring to people, projects and tickets, and a roadmap spreadsheet.
+GENERATOR_VERSION = 2

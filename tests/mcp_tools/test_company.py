@@ -36,7 +36,9 @@ def test_tool_surface__matches_golden():
 def test_tool_surface__is_flat_documented_namespaced_and_sorted():
     specs = company_specs()
     assert list(specs) == sorted(specs)
-    assert {ts.app for ts in company_toolsets()} == {"calendar", "chat", "directory", "git", "mail", "shell", "tickets"}
+    assert {ts.app for ts in company_toolsets()} == set(
+        "calendar chat directory docs git mail sheets shell tickets".split()
+    )
     for name, spec in specs.items():
         assert name == f"{spec.app}_{spec.fn.__name__}" and spec.kind in (READ, WRITE)
         assert spec.description and spec.parameters["type"] == "object"

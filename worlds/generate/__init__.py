@@ -1,8 +1,8 @@
 """The company generator: a WorldSpec becomes rows for every table, deterministically.
 
-Stages run in a fixed order (org, work, chat, mail, calendar, documents), each drawing from its own named
-stream, so changing one stage never shifts another's numbers. Nothing reads the wall clock: every timestamp
-is placed inside the history window that ends at the spec's start date.
+Stages run in a fixed order (org, work, chat, mail, calendar, documents and their office files), each drawing
+from its own named stream, so changing one stage never shifts another's numbers. Nothing reads the wall clock:
+every timestamp is placed inside the history window that ends at the spec's start date.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from collections.abc import Callable
 from worlds.generate.common import Gen
 from worlds.generate.comms import build_calendar, build_chat, build_mail
 from worlds.generate.documents import build_documents
+from worlds.generate.office_files import build_office_files
 from worlds.generate.org import build_org
 from worlds.generate.work import build_work
 from worlds.rows import WorldRows
@@ -45,5 +46,6 @@ def generate(spec: WorldSpec, progress: Callable[[str, int, int], None] | None =
     step(4)
     if g.has("docs") or g.has("sheets"):
         build_documents(g)
+        build_office_files(g)
     step(5)
     return g.rows

@@ -1,4 +1,13 @@
-"""Folders and documents: specs and meeting notes as structured text, a budget and a headcount plan as sheets."""
+"""Folders and documents: project specs, meeting notes, a budget, a headcount plan and a project roadmap.
+
+Everything written here refers to the company's own people, projects and tickets (specs list their project's
+tickets with assignees; meeting notes name the team and give ticket action items to their assignees; the
+budget names each department's head; the roadmap counts each project's tickets), so a task can follow a fact
+from a document to the tracker and back. Content is structured (sections, rows of cells); the
+``office_files`` stage turns it into real DOCX/ODT/XLSX/ODS bytes, picking the format by MIME type: specs
+are DOCX, meeting notes ODT, the budget and roadmap XLSX, the headcount plan ODS, so every format is present
+in every company.
+"""
 
 from __future__ import annotations
 
@@ -6,19 +15,17 @@ from datetime import timedelta
 from typing import Any
 
 from worlds.generate.common import Gen, pick
-
-TEXT_MIME = "application/vnd.oasis.opendocument.text"
-SHEET_MIME = "application/vnd.oasis.opendocument.spreadsheet"
+from worlds.office import files
 
 
-def _doc(g: Gen, folder: int, name: str, kind: str, owner: int, content: dict[str, Any], at: Any) -> int:
+def _doc(g: Gen, folder: int, name: str, fmt: str, owner: int, content: dict[str, Any], at: Any) -> int:
     did = g.add(
         "documents",
         {
             "folder_id": folder,
-            "name": name,
-            "kind": kind,
-            "mime_type": TEXT_MIME if kind == "text" else SHEET_MIME,
+            "name": f"{name}.{fmt}",
+            "kind": files.kind_of(fmt),
+            "mime_type": files.MIME[fmt],
             "owner_id": owner,
             "content": content,
             "blob_sha256": None,
@@ -33,7 +40,7 @@ def _doc(g: Gen, folder: int, name: str, kind: str, owner: int, content: dict[st
             "document_id": did,
             "version": 1,
             "author_id": owner,
-            "content": content,
+            "content": {"format": fmt, "change": "generated"},
             "blob_sha256": None,
             "created_at": at,
         },
@@ -41,8 +48,12 @@ def _doc(g: Gen, folder: int, name: str, kind: str, owner: int, content: dict[st
     return did
 
 
+def _user(g: Gen, employee_id: int | None) -> str:
+    return f"@{g.rows['employees'][employee_id - 1]['username']}" if employee_id else "unassigned"
+
+
 def build_documents(g: Gen) -> None:
-    """Shared and department folders, project specs, meeting notes, budget and headcount sheets."""
+    """Shared and department folders, project specs, meeting notes, budget, headcount and roadmap sheets."""
     rng = g.seeds.rng("documents")
     emps = g.rows["employees"]
     at = g.history_start
@@ -53,44 +64,43 @@ def build_documents(g: Gen) -> None:
             "doc_folders",
             {"parent_id": root, "name": dept["name"], "owner_id": dept["head_id"], "created_at": at},
         )
-    keys_of: dict[int, list[str]] = {}
+    tickets_of: dict[int, list[dict[str, Any]]] = {}
     for t in g.rows.get("tickets", []):
-        keys_of.setdefault(t["project_id"], []).append(t["key"])
+        tickets_of.setdefault(t["project_id"], []).append(t)
     for project in g.rows.get("projects", []):
-        keys = keys_of.get(project["id"], [])[:5]
+        tickets = tickets_of.get(project["id"], [])
         team = g.rows["teams"][project["team_id"] - 1]
+        scope = [f"{t['key']}: {t['title']} ({_user(g, t['assignee_id'])}, {t['status']})" for t in tickets[:6]]
+        members = [m["employee_id"] for m in g.rows["project_members"] if m["project_id"] == project["id"]]
         content = {
-            "format": "markdown",
             "sections": [
+                {"heading": f"{project['name']} ({project['key']})", "body": project["description"]},
                 {"heading": "Goal", "body": project["description"]},
-                {
-                    "heading": "Scope",
-                    "body": "Tracked in " + (", ".join(keys) if keys else "the project board") + ".",
-                },
-                {"heading": "Owner", "body": f"@{emps[project['lead_id'] - 1]['username']}"},
+                {"heading": "Scope", "body": "\n\n".join(scope) if scope else "Tracked on the project board."},
+                {"heading": "Owner", "body": f"{_user(g, project['lead_id'])} leads; team {team['name']}."},
+                {"heading": "People", "body": ", ".join(_user(g, m) for m in sorted(set(members))) or "TBD"},
             ],
         }
         did = _doc(
-            g,
-            dept_folder[team["department_id"]],
-            f"{project['name']} spec",
-            "text",
-            project["lead_id"],
-            content,
+            g, dept_folder[team["department_id"]], f"{project['name']} spec", "docx", project["lead_id"], content,
             g.at(rng),
-        )
-        members = [m["employee_id"] for m in g.rows["project_members"] if m["project_id"] == project["id"]]
+        )  # fmt: skip
         for m in sorted(set(members) - {project["lead_id"]})[:5]:
             g.add("document_shares", {"document_id": did, "employee_id": m, "permission": "edit"})
     for team in g.rows.get("teams", []):
+        project_ids = {p["id"] for p in g.rows.get("projects", []) if p["team_id"] == team["id"]}
+        open_tickets = [
+            t for pid in sorted(project_ids) for t in tickets_of.get(pid, []) if t["status"] not in ("done", "closed")
+        ]
         for week in range(min(3, max(1, g.spec.history_days // 7))):
             when = g.start_at - timedelta(days=7 * (week + 1))
+            actions = [f"{_user(g, t['assignee_id'])} to update {t['key']} ({t['title']})." for t in open_tickets[:3]]
             content = {
-                "format": "markdown",
                 "sections": [
+                    {"heading": f"{team['name']} weekly {when.date().isoformat()}", "body": ""},
                     {
                         "heading": "Attendees",
-                        "body": ", ".join(f"@{e['username']}" for e in emps if e["team_id"] == team["id"]),
+                        "body": ", ".join(_user(g, e["id"]) for e in emps if e["team_id"] == team["id"]),
                     },
                     {
                         "heading": "Notes",
@@ -103,47 +113,86 @@ def build_documents(g: Gen) -> None:
                             ),
                         ),
                     },
-                    {"heading": "Action items", "body": "Follow up in the team channel."},
+                    {"heading": "Action items", "body": "\n\n".join(actions) or "Follow up in the team channel."},
                 ],
             }
             _doc(
                 g,
                 dept_folder[team["department_id"]],
                 f"{team['name']} weekly notes {when.date().isoformat()}",
-                "text",
+                "odt",
                 team["lead_id"],
                 content,
                 max(g.history_start, when),
             )
-    finance = next((d for d in g.rows["departments"] if d["name"] == "Finance"), g.rows["departments"][0])
-    head = finance["head_id"]
+    _sheets(g, rng, dept_folder, tickets_of)
+
+
+def _sheets(g: Gen, rng: Any, dept_folder: dict[int, int], tickets_of: dict[int, list[dict[str, Any]]]) -> None:
+    emps = g.rows["employees"]
     depts = g.rows["departments"]
+    finance = next((d for d in depts if d["name"] == "Finance"), depts[0])
+    head = finance["head_id"]
+    year = g.spec.start_date.year
     n = len(depts)
-    budget: list[list[Any]] = [["Department", "Q1", "Q2", "Q3", "Q4", "Total"]]
+    budget: list[list[Any]] = [["Department", "Head", "Q1", "Q2", "Q3", "Q4", "Total"]]
     for i, d in enumerate(depts, start=2):
         base = int(rng.integers(50, 500)) * 1000
-        budget.append([d["name"], *[base + int(rng.integers(-20, 20)) * 1000 for _ in range(4)], f"=SUM(B{i}:E{i})"])
-    budget.append(["Total", *[f"=SUM({c}2:{c}{n + 1})" for c in "BCDEF"]])
+        quarters = [base + int(rng.integers(-20, 20)) * 1000 for _ in range(4)]
+        budget.append([d["name"], _user(g, d["head_id"]), *quarters, f"=SUM(C{i}:F{i})"])
+    budget.append(["Total", "", *[f"=SUM({c}2:{c}{n + 1})" for c in "CDEFG"]])
     _doc(
         g,
         dept_folder[finance["id"]],
-        f"Budget {g.spec.start_date.year}",
-        "spreadsheet",
+        f"Budget {year}",
+        "xlsx",
         head,
-        {"sheets": [{"name": "Budget", "cells": budget}]},
+        {"sheets": [{"name": "Budget", "cells": budget}], "names": {"Totals": f"Budget!$G$2:$G${n + 1}"}},
         g.history_start,
     )
-    heads: list[list[Any]] = [["Department", "Current", "Planned hires", "End of year"]]
+    heads: list[list[Any]] = [["Department", "Current", "Planned hires", "End of year", "Share of hires"]]
     for i, d in enumerate(depts, start=2):
         current = sum(1 for e in emps if e["department_id"] == d["id"])
-        heads.append([d["name"], current, int(rng.integers(0, 1 + current // 4 + 1)), f"=B{i}+C{i}"])
-    heads.append(["Total", f"=SUM(B2:B{n + 1})", f"=SUM(C2:C{n + 1})", f"=SUM(D2:D{n + 1})"])
+        hires = int(rng.integers(0, 1 + current // 4 + 1))
+        heads.append([d["name"], current, hires, f"=B{i}+C{i}", f"=IF($C${n + 2}=0,0,ROUND(C{i}/$C${n + 2},3))"])
+    heads.append(["Total", f"=SUM(B2:B{n + 1})", f"=SUM(C2:C{n + 1})", f"=SUM(D2:D{n + 1})", ""])
     _doc(
         g,
         dept_folder[finance["id"]],
-        f"Headcount plan {g.spec.start_date.year}",
-        "spreadsheet",
+        f"Headcount plan {year}",
+        "ods",
         head,
-        {"sheets": [{"name": "Headcount", "cells": heads}]},
+        {"sheets": [{"name": "Headcount", "cells": heads}], "names": {"Hires": f"Headcount!$C$2:$C${n + 1}"}},
+        g.history_start,
+    )
+    projects = g.rows.get("projects", [])
+    if not projects:
+        return
+    roadmap: list[list[Any]] = [["Key", "Project", "Lead", "Open tickets", "Done tickets", "Done %"]]
+    for i, p in enumerate(projects, start=2):
+        tickets = tickets_of.get(p["id"], [])
+        done = sum(1 for t in tickets if t["status"] in ("done", "closed"))
+        roadmap.append(
+            [p["key"], p["name"], _user(g, p["lead_id"]), len(tickets) - done, done, f"=IFERROR(E{i}/(D{i}+E{i}),0)"]
+        )
+    last = len(projects) + 1
+    roadmap.append(
+        [
+            "Total",
+            "",
+            "",
+            f"=SUM(D2:D{last})",
+            f"=SUM(E2:E{last})",
+            f"=IFERROR(E{last + 1}/(D{last + 1}+E{last + 1}),0)",
+        ]
+    )
+    engineering = next((d for d in depts if d["name"] == "Engineering"), depts[0])
+    _doc(
+        g,
+        dept_folder[engineering["id"]],
+        f"Roadmap {year}",
+        "xlsx",
+        engineering["head_id"],
+        {"sheets": [{"name": "Projects", "cells": roadmap}]},
         g.history_start,
     )
