@@ -158,12 +158,13 @@ def meeting_in_working_hours(
 ) -> CheckOutcome:
     """The meeting lies inside every participant's working hours (own zone and workdays), before the deadline.
 
-    Participants are the organiser and every invitee who has not declined.
+    Participants are the organiser and every invitee, declined or not: the agent chose the time, and an NPC
+    declining a slot outside its hours must not turn that slot into a pass.
     """
     m, head = _the_meeting(ctx, title_pattern)
     if m is None:
         return CheckOutcome.of(False, head)
-    going = [a.employee_id for a in _attendees(ctx, m.id) if a.rsvp != "declined"]
+    going = [a.employee_id for a in _attendees(ctx, m.id)]
     people = _people(ctx, [m.organizer_id, *going])
     outside = []
     for p in people.values():

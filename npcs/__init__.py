@@ -6,6 +6,7 @@ Pieces (each module's docstring says why it is built the way it is):
   ``absent``, ``sample_traits(world_seed, employee_id)``, ``TraitVector.parse``.
 - ``persona``: persona and memory rows in the world DB (``worlds.schema.npcs``), loaded and saved through Sql.
 - ``perceive`` -> ``decide`` -> ``actions`` (act) -> memory: one turn, run as a langgraph graph (``behaviour``).
+  ``apps`` decides app items (RSVP an invitation, review a merge request, decide an access request);
   ``intents`` recognises questions and reads the true facts; ``text`` renders trait-modulated templates;
   ``realiser`` optionally rephrases them through an OpenAI-compatible endpoint, recorded and replayed.
 - ``model``: ``NpcWorld``, a ``mesa.Model`` that owns the NPC streams and schedules reactive and proactive

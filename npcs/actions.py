@@ -13,7 +13,10 @@ from datetime import datetime
 from typing import Any
 
 from mcp_tools.base import ToolContext
+from mcp_tools.calendar import service as calendar
 from mcp_tools.chat import service as chat
+from mcp_tools.directory import service as directory
+from mcp_tools.git import mr
 from mcp_tools.mail import service as mail
 from mcp_tools.tickets import service as tickets
 
@@ -78,5 +81,10 @@ TOOLS: dict[str, Callable[[ToolContext, dict[str, Any]], dict[str, Any]]] = {
         c, a["key"], a.get("title"), a.get("description"), a.get("priority"), a.get("story_points"), a.get("type")
     ),
     "mail_reply": lambda c, a: mail.reply(c, a["message_id"], a["body"], "", False),
+    "calendar_rsvp": lambda c, a: calendar.rsvp(c, a["event_id"], a["response"]),
+    "git_mr_comment": lambda c, a: mr.mr_comment(c, a["mr_id"], a["body"]),
+    "git_mr_review": lambda c, a: mr.mr_review_at(c, a["mr_id"], a["verdict"], a["body"], a["commit"]),
+    "directory_decide_access_request": lambda c, a: directory.decide_access_request(c, a["request_id"], a["approve"]),
 }
-"""The services an NPC may call, by the agent-facing tool name."""
+"""The services an NPC may call, by the agent-facing tool name (``git_mr_review`` at a known commit: an NPC
+has no checkout, see ``mcp_tools.git.mr.mr_review_at``; there is deliberately no merge)."""

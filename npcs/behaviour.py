@@ -17,8 +17,9 @@ from typing import TYPE_CHECKING, Any, TypedDict
 
 from mcp_tools.errors import AppError
 from npcs.actions import TOOLS, Action, Plan
+from npcs.apps import react_app
 from npcs.decide import TurnEnv, proactive, react
-from npcs.perceive import Stimulus, inbound
+from npcs.perceive import APP_KINDS, Stimulus, inbound
 from npcs.persona import assigned_ids, maxima, remember, save_progress
 from npcs.realiser import Realiser
 from worlds.rawsql import Sql
@@ -27,7 +28,7 @@ if TYPE_CHECKING:
     from langchain_core.runnables import RunnableConfig
 
 _TEXT_ARG = {"chat_direct_message": "message", "chat_reply": "message", "chat_post": "message"}
-_TEXT_ARG |= {"tickets_comment": "body", "mail_reply": "body"}
+_TEXT_ARG |= {"tickets_comment": "body", "mail_reply": "body", "git_mr_comment": "body", "git_mr_review": "body"}
 
 
 class TurnState(TypedDict, total=False):
@@ -53,7 +54,7 @@ def _rt(config: RunnableConfig) -> Runtime:
 
 
 def perceive(state: TurnState, config: RunnableConfig) -> TurnState:
-    """Everything inbound since the NPC's cursor, up to now; the cursor moves to now."""
+    """Everything inbound since the NPC's cursors, up to now; every cursor moves to now."""
     env = _rt(config).env
     p, sql, now = env.persona, Sql.of(env.ctx.session), env.ctx.clock.now()
     me = p.employee_id
@@ -69,7 +70,7 @@ def decide(state: TurnState, config: RunnableConfig) -> TurnState:
     env = rt.env
     plans: list[Plan] = []
     for s in state.get("stimuli", []):
-        plans += react(env, s)
+        plans += react_app(env, s) if s.kind in APP_KINDS else react(env, s)
     if env.turn.kind == "proactive":
         plans += proactive(env)
     if rt.realiser is not None:

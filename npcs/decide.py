@@ -12,7 +12,7 @@ traits, chosen so the presets land where the issue's properties need them:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -44,6 +44,7 @@ class TurnEnv:
     number: int
     rng: np.random.Generator
     npc_ids: frozenset[int]
+    booked: list[tuple[Any, Any]] = field(default_factory=list)  # slots accepted earlier in this turn's decide
 
 
 def p_ignore(env: TurnEnv) -> float:

@@ -37,7 +37,7 @@ from npcs import behaviour
 from npcs.actions import Action, Turn
 from npcs.decide import TurnEnv
 from npcs.errors import UnknownNpc
-from npcs.perceive import Stimulus, inbound
+from npcs.perceive import CURSOR_OF, Stimulus, inbound
 from npcs.persona import Persona, active_employees, ensure_persona, maxima
 from npcs.realiser import Realiser
 from npcs.traits import TraitVector
@@ -45,8 +45,6 @@ from worlds.changelog import context
 from worlds.clock import Clock
 from worlds.rawsql import Sql
 from worlds.seeding import Seeds
-
-_CURSOR_OF = {"dm": "post", "mention": "post", "ticket_comment": "comment", "mail": "mail"}
 
 
 def median_latency(traits: TraitVector) -> float:
@@ -182,8 +180,9 @@ class NpcWorld(mesa.Model):  # type: ignore[misc]
     def poke(self, now: datetime | None = None) -> list[Stimulus]:
         """Look for anything new that reached an NPC since the last poke and schedule its reactive turn.
 
-        Call after every agent step (the population also pokes itself after each NPC turn). Cheap: five
-        indexed queries on ids above the last poke, whatever the population size. Returns what it found.
+        Call after every agent step (the population also pokes itself after each NPC turn). Cheap: a handful
+        of indexed queries on ids above the last poke (posts, comments, mail, invites, merge requests and their
+        notes, access requests), whatever the population size. Returns what it found.
         """
         now = now or self.clock.now()
         sql = Sql.of(self.session)
@@ -192,7 +191,7 @@ class NpcWorld(mesa.Model):  # type: ignore[misc]
         found = []
         for s in inbound(sql, self._seen, now, list(live), assigned):
             npc = live[s.recipient_id]
-            field = _CURSOR_OF.get(s.kind)
+            field = CURSOR_OF.get(s.kind)
             if field is not None and s.ref <= int(npc.persona.cursor.get(field, 0)):
                 continue  # already perceived in an earlier turn
             found.append(s)

@@ -1,21 +1,44 @@
-"""What reaches an NPC: direct messages, @mentions, comments on its tickets, new assignments and mail.
+"""What reaches an NPC: DMs, @mentions, ticket comments, assignments, mail, invites, merge requests, access requests.
 
 One function, ``inbound``, serves two callers: the population's ``poke`` (everyone, since the last poke, to
 schedule reactive turns) and one NPC's perceive step (itself, since its own cursor). Each source is one
 indexed query on ids greater than a cursor, so the cost per agent step does not grow with the world's history.
 Items written by the recipient itself are never inbound.
+
+App items (``app_inbound``): a calendar invitation still awaiting the NPC's answer (``invite``, cursor on
+``event_attendees.id``), a merge request opened in a repository of the NPC's team or naming it (``@user``) in
+its title or description (``merge_request``, cursor on ``merge_requests.id``), a later note on such a request
+(``mr_note``, cursor on ``merge_request_notes.id``: how "CI is green now, please look again" reaches a
+reviewer), and an access request the NPC decides as data owner (``access_request``, cursor on
+``access_requests.id``). ``decide`` re-reads the current state of each, so an item answered or withdrawn in
+the meantime is simply skipped.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from worlds.rawsql import Sql, iso
 
-KINDS: tuple[str, ...] = ("dm", "mention", "ticket_comment", "assigned", "mail")
+KINDS: tuple[str, ...] = (
+    "dm",
+    "mention",
+    "ticket_comment",
+    "assigned",
+    "mail",
+    "invite",
+    "merge_request",
+    "mr_note",
+    "access_request",
+)
+APP_KINDS: frozenset[str] = frozenset({"invite", "merge_request", "mr_note", "access_request"})
+CURSOR_OF: dict[str, str] = {"dm": "post", "mention": "post", "ticket_comment": "comment", "mail": "mail"}
+CURSOR_OF |= {"invite": "attendee", "merge_request": "mr", "mr_note": "mr_note", "access_request": "access"}
+"""Which id cursor (a key of ``persona.maxima``) an inbound kind advances; ``assigned`` uses the time cursor."""
 
 
 @dataclass(frozen=True, order=True)
@@ -31,6 +54,7 @@ class Stimulus:
     text: str
     ticket: str | None = None
     channel: str | None = None
+    item: int | None = None  # the event, merge request or access request an app item is about
 
     @property
     def marker(self) -> str:
@@ -71,6 +95,92 @@ _ASSIGNED = (
     " WHERE t.assignee_id IS NOT NULL AND t.updated_at >= ? AND t.updated_at <= ?"
 )
 
+_INVITE = (
+    "SELECT a.employee_id, v.created_at, a.id, v.organizer_id, o.username, v.title, v.id FROM event_attendees a"
+    " JOIN events v ON v.id = a.event_id JOIN employees o ON o.id = v.organizer_id"
+    " WHERE a.id > ? AND a.rsvp = 'needs_action' AND a.employee_id != v.organizer_id AND v.cancelled = ?"
+    " AND v.created_at <= ?"
+)
+_MR = (
+    "SELECT m.id, m.created_at, m.author_id, a.username, m.title, m.description, r.team_id FROM merge_requests m"
+    " JOIN repositories r ON r.id = m.repository_id JOIN employees a ON a.id = m.author_id"
+    " WHERE m.id > ? AND m.created_at <= ?"
+)
+_MR_NOTE = (
+    "SELECT n.id, n.created_at, n.author_id, a.username, n.body, m.id, m.title, m.description, r.team_id"
+    " FROM merge_request_notes n JOIN merge_requests m ON m.id = n.merge_request_id"
+    " JOIN repositories r ON r.id = m.repository_id JOIN employees a ON a.id = n.author_id"
+    " WHERE n.id > ? AND n.created_at <= ? AND m.state = 'open'"
+)
+_ACCESS = (
+    "SELECT q.owner_id, q.created_at, q.id, q.requester_id, e.username, q.reason FROM access_requests q"
+    " JOIN employees e ON e.id = q.requester_id"
+    " WHERE q.id > ? AND q.status = 'pending' AND q.owner_id != q.requester_id AND q.created_at <= ?"
+)
+_HANDLE = re.compile(r"@([A-Za-z0-9_][A-Za-z0-9_.\-]*[A-Za-z0-9_])")
+
+
+def handles(text: str) -> set[str]:
+    """The ``@username`` handles in ``text`` (how a merge request or a note asks someone to review)."""
+    return set(_HANDLE.findall(text or ""))
+
+
+def _later(at: Any, floor: datetime | None) -> str:
+    """``at`` as ISO, but never before ``floor``: an invitee added to an old event was invited just now."""
+    when = datetime.fromisoformat(iso(at) or "")
+    return (max(when, floor) if floor is not None else when).astimezone(UTC).isoformat()
+
+
+def app_inbound(sql: Sql, since: Mapping[str, Any], until: datetime, who: set[int]) -> list[Stimulus]:
+    """Invites, merge requests, merge request notes and access requests for ``who`` (see the module doc).
+
+    Args:
+        sql: The world.
+        since: ``{"attendee", "mr", "mr_note", "access"}`` id cursors (missing ones count as 0) and ``"at"``.
+        until: Nothing written after this instant is perceived yet.
+        who: Employee ids to collect for.
+    """
+    end = sql.bind(until)
+    floor = datetime.fromisoformat(since["at"]) if since.get("at") else None
+    out: list[Stimulus] = []
+    invites = sql.all(f"{_INVITE} ORDER BY a.id", (since.get("attendee", 0), False, end))
+    for rcpt, at, ref, sender_id, sender, title, event in invites:
+        if rcpt in who:
+            out.append(Stimulus(_later(at, floor), "invite", ref, rcpt, sender_id, sender, title, item=event))
+    mrs = sql.all(f"{_MR} ORDER BY m.id", (since.get("mr", 0), end))
+    notes = sql.all(f"{_MR_NOTE} ORDER BY n.id", (since.get("mr_note", 0), end))
+    teams = {t for *_, t in mrs} | {t for *_, t in notes}
+    names = {h for r in mrs for h in handles(f"{r[4]}\n{r[5]}")}
+    names |= {h for r in notes for h in handles(f"{r[4]}\n{r[7]}")}
+    team_of: dict[int, list[int]] = {t: [] for t in teams}
+    if teams:
+        marks = ", ".join("?" * len(teams))
+        for emp, team in sql.all(
+            f"SELECT id, team_id FROM employees WHERE active = ? AND team_id IN ({marks}) ORDER BY id",  # noqa: S608
+            (True, *sorted(teams)),
+        ):
+            team_of[team].append(int(emp))
+    ids: dict[str, int] = {}
+    if names:
+        marks = ", ".join("?" * len(names))
+        query = f"SELECT username, id FROM employees WHERE username IN ({marks}) ORDER BY id"  # noqa: S608
+        ids = dict(sql.all(query, sorted(names)))
+
+    def readers(team: int, text: str, author: int) -> list[int]:
+        named = {ids[h] for h in handles(text) if h in ids}
+        return sorted(r for r in (set(team_of.get(team, [])) | named) & who if r != author)
+
+    for ref, at, author, sender, title, desc, team in mrs:
+        for rcpt in readers(team, f"{title}\n{desc}", author):
+            out.append(Stimulus(iso(at) or "", "merge_request", ref, rcpt, author, sender, title, item=ref))
+    for ref, at, author, sender, body, mr_id, title, desc, team in notes:
+        for rcpt in readers(team, f"{body}\n{title}\n{desc}", author):
+            out.append(Stimulus(iso(at) or "", "mr_note", ref, rcpt, author, sender, body, item=mr_id))
+    for rcpt, at, ref, sender_id, sender, reason in sql.all(f"{_ACCESS} ORDER BY q.id", (since.get("access", 0), end)):
+        if rcpt in who:
+            out.append(Stimulus(iso(at) or "", "access_request", ref, rcpt, sender_id, sender, reason, item=ref))
+    return out
+
 
 def inbound(
     sql: Sql,
@@ -83,7 +193,8 @@ def inbound(
 
     Args:
         sql: The world.
-        since: ``{"post", "comment", "mail"}`` id cursors and ``"at"`` (ISO time) for assignment changes.
+        since: ``{"post", "comment", "mail"}`` id cursors, ``"at"`` (ISO time) for assignment changes, and the
+            app cursors of ``app_inbound``.
         until: Nothing written after this instant is perceived yet.
         recipients: Employee ids to collect for (others are dropped in Python: the sets are small).
         assigned: Per recipient, ticket ids already known as theirs (a ticket outside it is a new assignment).
@@ -107,5 +218,6 @@ def inbound(
     for rcpt, at, ref, key, title in sql.all(f"{_ASSIGNED} ORDER BY t.id", (start, end)):
         if rcpt in who and ref not in assigned.get(rcpt, ()):
             out.append(Stimulus(iso(at) or "", "assigned", ref, rcpt, None, "", title, ticket=key))
+    out += app_inbound(sql, since, until, who)
     out.sort()
     return out

@@ -63,13 +63,21 @@ def _json(value: Any) -> Any:
     return json.loads(value) if isinstance(value, str) else value
 
 
+CURSOR_TABLES: dict[str, str] = {
+    "post": "posts",
+    "comment": "ticket_comments",
+    "mail": "mail_messages",
+    "attendee": "event_attendees",
+    "mr": "merge_requests",
+    "mr_note": "merge_request_notes",
+    "access": "access_requests",
+}
+"""Each id cursor of a persona and the table whose ids it follows (constant names, safe to splice)."""
+
+
 def maxima(sql: Sql) -> dict[str, int]:
-    """The highest post, ticket comment and mail message ids: where a fresh perception cursor starts."""
-    return {
-        "post": int(sql.scalar("SELECT max(id) FROM posts") or 0),
-        "comment": int(sql.scalar("SELECT max(id) FROM ticket_comments") or 0),
-        "mail": int(sql.scalar("SELECT max(id) FROM mail_messages") or 0),
-    }
+    """The highest id of every cursor table: where a fresh perception cursor starts."""
+    return {k: int(sql.scalar(f"SELECT max(id) FROM {t}") or 0) for k, t in CURSOR_TABLES.items()}  # noqa: S608
 
 
 def assigned_ids(sql: Sql, employee_id: int) -> list[int]:
@@ -137,9 +145,23 @@ def ensure_persona(
         traits=TraitVector.parse(_json(row[2])),
         preset=row[1],
         goals=list(_json(row[3])),
-        cursor=dict(_json(row[4])),
+        cursor=_backfill(sql, dict(_json(row[4]))),
         turns=int(row[5]),
     )
+
+
+def _backfill(sql: Sql, cursor: dict[str, Any]) -> dict[str, Any]:
+    """A stored cursor with any id cursor it predates (a row saved before invites were perceived) set to now.
+
+    Why "now" and not 0: a persona saved by an older version never looked at those tables, and starting from 0
+    would make it answer the world's whole history of invites and requests on its next turn. Keys present are
+    kept as they are, so rows written by this version load unchanged.
+    """
+    missing = [k for k in CURSOR_TABLES if k not in cursor]
+    if not missing:
+        return cursor
+    top = maxima(sql)
+    return {**cursor, **{k: top[k] for k in missing}}
 
 
 def save_progress(sql: Sql, persona: Persona, old_cursor: Mapping[str, Any], old_turns: int) -> None:

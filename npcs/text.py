@@ -44,6 +44,17 @@ TEMPLATES: dict[str, tuple[str, ...]] = {
     "change_announce": ("Heads up: change of plans on {key}. {value}.", "Scope change on {key}: {value}."),
     "escalation": ("{key} is {value} and I need help to move it. Can you weigh in?",),
     "peer_question": ("What is the status of {key}?", "Quick one: what's the status of {key}?"),
+    "decline_hours": ("I declined {key}: {value} is outside my working hours.", "{value} is outside my hours."),
+    "decline_busy": ("I declined {key}: I'm already booked at {value}.", "I have a clash at {value}, so no."),
+    "decline_free": ("I declined {key}; I won't make it.", "I'm skipping {key}.", "Not joining {key}, sorry."),
+    "mr_approve": ("Looks good to me, pipeline is green.", "LGTM.", "Approved: green pipeline, changes look fine."),
+    "mr_nitpick": (
+        "A few things need cleaning up before this goes in.",
+        "Not convinced by this approach yet.",
+        "Please split this into smaller changes.",
+    ),
+    "mr_failed": ("The pipeline is {value}; please fix it first.", "Pipeline {value}, requesting changes."),
+    "mr_wait": ("I'll review once the pipeline has run.", "Waiting for CI before I review."),
 }
 CHANGES: tuple[str, ...] = (
     "it must also export CSV",

@@ -242,8 +242,25 @@ def mr_comment(ctx: ToolContext, mr_id: int, body: str) -> dict[str, Any]:
 
 def mr_review(ctx: ToolContext, ws: Workspace, mr_id: int, verdict: str, body: str) -> dict[str, Any]:
     """Approve or request changes on an open merge request at its current source head."""
-    sql = Sql.of(ctx.session)
-    row = _row(sql, mr_id)
+    row = _reviewable(ctx, mr_id, verdict, body)
+    head = branch_oid(ws.repo(row[1]), row[6])
+    if head is None:
+        raise Conflict(f"source branch {row[6]!r} no longer exists")
+    return _note(ctx, mr_id, verdict, body, head)
+
+
+def mr_review_at(ctx: ToolContext, mr_id: int, verdict: str, body: str, commit: str) -> dict[str, Any]:
+    """Review an open request at a commit the reviewer saw, for reviewers without a checkout (NPCs).
+
+    Same rules as ``mr_review``; the approval counts for merging only while ``commit`` is still the source head
+    (``_approval`` compares), so reviewing a stale commit can never approve newer code.
+    """
+    _reviewable(ctx, mr_id, verdict, body)
+    return _note(ctx, mr_id, verdict, body, commit)
+
+
+def _reviewable(ctx: ToolContext, mr_id: int, verdict: str, body: str) -> Any:
+    row = _row(Sql.of(ctx.session), mr_id)
     if verdict not in VERDICTS:
         raise InvalidArgument(f"verdict: expected approve or request_changes; got {verdict[:40]!r}")
     if len(body) > 16_000:
@@ -252,10 +269,7 @@ def mr_review(ctx: ToolContext, ws: Workspace, mr_id: int, verdict: str, body: s
         raise Conflict(f"merge request {mr_id} is {row[8]}; only open requests can be reviewed")
     if row[15] == ctx.actor.employee_id:
         raise Forbidden("you cannot review your own merge request")
-    head = branch_oid(ws.repo(row[1]), row[6])
-    if head is None:
-        raise Conflict(f"source branch {row[6]!r} no longer exists")
-    return _note(ctx, mr_id, verdict, body, head)
+    return row
 
 
 def mr_merge(ctx: ToolContext, ws: Workspace, mr_id: int, strategy: str) -> dict[str, Any]:
