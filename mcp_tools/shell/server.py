@@ -5,8 +5,10 @@ only the checkout writable, limits on CPU, memory, processes, file size, output 
 environment of the sandbox (``TZ=UTC``, ``LANG=C``), so the same command on the same tree prints the same
 bytes. When no sandbox works here the tool refuses with ``unavailable``: code never runs unsandboxed.
 
-Each run is logged as a ``git_activity`` row (op ``shell_run``) with a hash of the command and its output, so
-the change log and the state hash of a replay cover what ran.
+Each run is logged as a ``git_activity`` row (op ``shell_run``) with a hash of the command and its outcome (exit
+code, timeout, kill reason), so the change log and the state hash of a replay cover what ran. The output is not
+hashed: programs print wall-clock figures (``42 passed in 0.04s``) that no sandbox can pin, so the output is what
+the agent sees, not part of the world's state.
 """
 
 from __future__ import annotations
@@ -58,7 +60,8 @@ def run(repo: str, command: str, timeout_seconds: int = 30) -> dict[str, Any]:
         "timed_out": result.timed_out,
         "killed_by": result.killed_by,
     }
-    digest = hashlib.sha256(json.dumps([command, out], sort_keys=True).encode("utf-8")).hexdigest()
+    outcome = [command, result.exit_code, result.timed_out, result.killed_by]
+    digest = hashlib.sha256(json.dumps(outcome).encode("utf-8")).hexdigest()
     sql.insert(
         "git_activity",
         {

@@ -72,7 +72,7 @@ def test_each_run_is_logged_as_git_activity(gapp):
     run(gapp, repo=REPO, command="echo two")
     new = activity(gapp)[len(before) :]
     assert [op for op, _, _ in new] == ["shell_run", "shell_run"]
-    assert new[0][2] != new[1][2]  # the digest covers command and output
+    assert new[0][2] != new[1][2]  # the digest covers the command and its outcome
 
 
 def test_a_command_that_never_ends_is_killed_with_everything_it_started(gapp):
