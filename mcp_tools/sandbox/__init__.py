@@ -10,7 +10,9 @@ Usage::
     result = sandbox.run(["python3", "-m", "pytest", "-q"], workspace, limits=Limits(wall_seconds=60))
 
 Backends register a factory by name (``register_sandbox("docker", DockerSandbox)``); ``get_sandbox`` returns
-one shared instance per name so the availability probe runs once per process.
+one shared instance per name so the availability probe runs once per process. Two are built in: ``bwrap``
+(bubblewrap, the default) and ``docker`` (a container per run on a local engine; its module and the optional
+docker SDK are imported only when it is chosen).
 """
 
 from __future__ import annotations
@@ -49,11 +51,22 @@ __all__ = [
     "Sandbox",
     "get_sandbox",
     "register_sandbox",
+    "sandbox_names",
+    "selected_name",
 ]
 
 DEFAULT_SANDBOX = "bwrap"
 ENV_VAR = "COMPANYSIM_SANDBOX"
-_FACTORIES: dict[str, Callable[[], Sandbox]] = {"bwrap": BwrapSandbox}
+
+
+def _docker() -> Sandbox:
+    """The Docker backend, imported on first use so the docker SDK stays an optional dependency."""
+    from mcp_tools.sandbox.docker import DockerSandbox
+
+    return DockerSandbox()
+
+
+_FACTORIES: dict[str, Callable[[], Sandbox]] = {"bwrap": BwrapSandbox, "docker": _docker}
 _INSTANCES: dict[str, Sandbox] = {}
 
 
@@ -63,15 +76,25 @@ def register_sandbox(name: str, factory: Callable[[], Sandbox]) -> None:
     _INSTANCES.pop(name, None)
 
 
+def sandbox_names() -> list[str]:
+    """The registered backend names, sorted (for status reports and error messages)."""
+    return sorted(_FACTORIES)
+
+
+def selected_name() -> str:
+    """The backend ``get_sandbox()`` picks: ``$COMPANYSIM_SANDBOX``, else bubblewrap."""
+    return os.environ.get(ENV_VAR) or DEFAULT_SANDBOX
+
+
 def get_sandbox(name: str | None = None) -> Sandbox:
     """The shared backend called ``name``, else ``$COMPANYSIM_SANDBOX``, else bubblewrap.
 
     Raises:
         UnknownSandbox: No backend is registered under that name.
     """
-    chosen = name or os.environ.get(ENV_VAR) or DEFAULT_SANDBOX
+    chosen = name or selected_name()
     if chosen not in _FACTORIES:
-        known = ", ".join(sorted(_FACTORIES))
+        known = ", ".join(sandbox_names())
         raise UnknownSandbox(f"unknown sandbox {chosen!r} (from {'argument' if name else ENV_VAR}); known: {known}")
     if chosen not in _INSTANCES:
         _INSTANCES[chosen] = _FACTORIES[chosen]()

@@ -37,4 +37,4 @@ def fail_on_errors() -> Iterator[None]:
 
 
 # Command modules register themselves on import.
-from sim.cli import campaign, episodes, serve, world  # noqa: E402, F401
+from sim.cli import campaign, episodes, sandbox, serve, world  # noqa: E402, F401

@@ -250,8 +250,8 @@ def test_bwrap__bad_requests_are_invalid_arguments(box, ws, tmp_path):
 def test_bwrap__selection_by_name_and_environment(monkeypatch):
     monkeypatch.delenv("COMPANYSIM_SANDBOX", raising=False)
     assert isinstance(get_sandbox(), BwrapSandbox) and get_sandbox() is get_sandbox("bwrap")
-    monkeypatch.setenv("COMPANYSIM_SANDBOX", "docker")
-    with pytest.raises(UnknownSandbox, match="unknown sandbox 'docker'") as err:
+    monkeypatch.setenv("COMPANYSIM_SANDBOX", "no-such-sandbox")
+    with pytest.raises(UnknownSandbox, match="unknown sandbox 'no-such-sandbox'") as err:
         get_sandbox()
     assert err.value.code == "invalid_argument"
 
