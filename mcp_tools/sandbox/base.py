@@ -8,13 +8,14 @@ no pids), so the same command on the same workspace gives the same ``RunResult``
 from __future__ import annotations
 
 import abc
+import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
-from mcp_tools.errors import InvalidArgument
+from mcp_tools.errors import InvalidArgument, SandboxUnavailable
 from mcp_tools.sandbox.limits import DEFAULT_LIMITS, Limits
 
 WORKSPACE = "/workspace"
@@ -133,15 +134,56 @@ def sandbox_env(env: Mapping[str, str] | None) -> dict[str, str]:
 
 
 class Sandbox(abc.ABC):
-    """A way to run untrusted commands. Backends never fall back to running code unsandboxed."""
+    """A way to run untrusted commands. Backends never fall back to running code unsandboxed.
+
+    The contract lives here once: ``run`` validates the request, refuses when the backend's probe failed, and
+    turns a failure of the backend's own machinery into ``SandboxUnavailable``; a backend supplies ``_probe``
+    (a real run, done once) and ``_run_checked`` (one run of a valid request).
+    """
 
     name: ClassVar[str]
+    uid: int
+    """The host uid code runs as when this process is root (never 0)."""
+    gid: int
+    reason: str = ""
+    """Why the backend is unavailable (empty when it works or has not been probed)."""
+    _ready: bool | None = None
 
-    @abc.abstractmethod
+    @property
+    def runs_as_root(self) -> bool:
+        """Whether this process is root, so code must drop to the sandbox uid (otherwise it runs as the caller)."""
+        return os.geteuid() == 0
+
+    @property
+    def effective_uid(self) -> int:
+        """The host uid sandboxed code runs as."""
+        return self.uid if self.runs_as_root else os.getuid()
+
+    @property
+    def effective_gid(self) -> int:
+        """The host gid sandboxed code runs as."""
+        return self.gid if self.runs_as_root else os.getgid()
+
     def available(self) -> bool:
         """Whether this backend can isolate code on this machine (checked once, by a real probe run)."""
+        if self._ready is None:
+            self._ready, self.reason = self._probe()
+        return self._ready
 
     @abc.abstractmethod
+    def _probe(self) -> tuple[bool, str]:
+        """Try the backend for real; ``(True, "")`` or ``(False, why)``."""
+
+    @abc.abstractmethod
+    def _run_checked(
+        self, argv: list[str], workspace: Path, limits: Limits, env: Mapping[str, str] | None, stdin: bytes
+    ) -> RunResult:
+        """One run of an already validated request on an available backend."""
+
+    def _machinery_errors(self) -> tuple[type[BaseException], ...]:
+        """Exceptions of the backend's own machinery (not of the code run) that mean it failed mid-run."""
+        return (OSError,)
+
     def run(
         self,
         argv: list[str],
@@ -161,6 +203,26 @@ class Sandbox(abc.ABC):
             stdin: Text fed to the command's standard input.
 
         Raises:
-            SandboxUnavailable: The backend cannot isolate code here.
-            InvalidArgument: A malformed argv, workspace, env or stdin.
+            SandboxUnavailable: The backend cannot isolate code here (its probe failed) or failed mid-run;
+                nothing ran unsandboxed.
+            InvalidArgument: A malformed argv, workspace, env, stdin or limits.
         """
+        args, path, data = check_request(argv, workspace, env, stdin)
+        if not isinstance(limits, Limits):
+            raise InvalidArgument("limits must be a Limits")
+        if not self.available():
+            raise SandboxUnavailable(f"the {self.name} sandbox is unavailable: {self.reason}")
+        try:
+            return self._run_checked(args, path, limits, env, data)
+        except self._machinery_errors() as exc:
+            text = str(exc).strip()
+            detail = text.splitlines()[0][:300] if text else type(exc).__name__
+            raise SandboxUnavailable(f"the {self.name} sandbox failed: {detail}") from exc
+
+
+def chown_tree(root: Path, uid: int, gid: int) -> None:
+    """Give the workspace tree to the sandbox uid without following symlinks (links are re-owned, not targets)."""
+    os.chown(root, uid, gid, follow_symlinks=False)
+    for top, dirs, files in os.walk(root, followlinks=False):
+        for name in dirs + files:
+            os.chown(os.path.join(top, name), uid, gid, follow_symlinks=False)

@@ -48,11 +48,11 @@ from mcp_tools.sandbox.base import (
     WORKSPACE,
     RunResult,
     Sandbox,
-    check_request,
+    chown_tree,
     render_output,
     sandbox_env,
 )
-from mcp_tools.sandbox.limits import DEFAULT_LIMITS, MIB, Limits
+from mcp_tools.sandbox.limits import MIB, Limits
 from mcp_tools.sandbox.pump import FdOnce, Outcome, Stream, await_namespace, pump
 
 DEFAULT_UID = 64000
@@ -95,25 +95,6 @@ class BwrapSandbox(Sandbox):
         self.gid = self.uid if gid is None else gid
         if self.uid <= 0 or self.gid <= 0:
             raise InvalidArgument("the sandbox uid and gid must be positive: code never runs as root")
-        self._ready: bool | None = None
-        self.reason = ""
-        """Why the backend is unavailable (empty when it works)."""
-
-    @property
-    def runs_as_root(self) -> bool:
-        """Whether this process is root and must drop to the sandbox uid (otherwise it runs as itself)."""
-        return os.geteuid() == 0
-
-    @property
-    def effective_uid(self) -> int:
-        """The host uid sandboxed code runs as."""
-        return self.uid if self.runs_as_root else os.getuid()
-
-    def available(self) -> bool:
-        """Probe once: find the tools, then run ``id -u`` in a sandbox and check the uid it reports."""
-        if self._ready is None:
-            self._ready, self.reason = self._probe()
-        return self._ready
 
     def _probe(self) -> tuple[bool, str]:
         tools = ("bwrap", "prlimit", "setpriv", "unshare", "sh", "mount") if self.runs_as_root else ("bwrap", "prlimit")
@@ -134,36 +115,15 @@ class BwrapSandbox(Sandbox):
             return False, f"bwrap probe failed (exit {result.exit_code}): {detail}"
         return True, ""
 
-    def run(
-        self,
-        argv: list[str],
-        workspace: Path,
-        *,
-        limits: Limits = DEFAULT_LIMITS,
-        env: dict[str, str] | None = None,
-        stdin: str = "",
-    ) -> RunResult:
-        """Run ``argv`` in the sandbox; see ``Sandbox.run``.
-
-        Raises:
-            SandboxUnavailable: bubblewrap cannot isolate code here (the probe failed); nothing was run.
-            InvalidArgument: A malformed request.
-        """
-        args, path, data = check_request(argv, workspace, env, stdin)
-        if not isinstance(limits, Limits):
-            raise InvalidArgument("limits must be a Limits")
-        if not self.available():
-            raise SandboxUnavailable(f"the bwrap sandbox is unavailable: {self.reason}")
-        try:
-            return self._run_checked(args, path, limits, env, data)
-        except (OSError, subprocess.SubprocessError) as exc:
-            raise SandboxUnavailable(f"the bwrap sandbox failed to start: {exc}") from exc
+    def _machinery_errors(self) -> tuple[type[BaseException], ...]:
+        """Bubblewrap and its launchers failing to start (a missing tool, a refused namespace)."""
+        return (OSError, subprocess.SubprocessError)
 
     def _run_checked(
         self, argv: list[str], workspace: Path, limits: Limits, env: Mapping[str, str] | None, stdin: bytes
     ) -> RunResult:
         if self.runs_as_root:
-            _chown_tree(workspace, self.uid, self.gid)
+            chown_tree(workspace, self.uid, self.gid)
         with contextlib.ExitStack() as stack:
             etc = {path: stack.enter_context(_data_fd(text)) for path, text in self._etc_files().items()}
             root = self.runs_as_root
@@ -284,14 +244,6 @@ def _data_fd(text: str) -> Iterator[int]:
         yield read_end
     finally:
         os.close(read_end)
-
-
-def _chown_tree(root: Path, uid: int, gid: int) -> None:
-    """Give the workspace tree to the sandbox uid without following symlinks (links are re-owned, not targets)."""
-    os.chown(root, uid, gid, follow_symlinks=False)
-    for top, dirs, files in os.walk(root, followlinks=False):
-        for name in dirs + files:
-            os.chown(os.path.join(top, name), uid, gid, follow_symlinks=False)
 
 
 def _kill_namespace(pid: int) -> None:

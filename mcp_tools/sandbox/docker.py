@@ -41,7 +41,6 @@ written in a probe workspace reaches the host.
 from __future__ import annotations
 
 import contextlib
-import os
 import select
 import signal
 import socket
@@ -61,13 +60,13 @@ from mcp_tools.sandbox.base import (
     WORKSPACE,
     RunResult,
     Sandbox,
-    check_request,
+    chown_tree,
     render_output,
     sandbox_env,
 )
 from mcp_tools.sandbox.bwrap import FILE_SIZE_MARKERS, MEMORY_MARKERS
 from mcp_tools.sandbox.engine import API_TIMEOUT, IMAGE, LABEL, SANDBOX_UID, connect, docker_host, image_present
-from mcp_tools.sandbox.limits import DEFAULT_LIMITS, MIB, Limits
+from mcp_tools.sandbox.limits import MIB, Limits
 from mcp_tools.sandbox.pump import CHUNK, EXIT_GRACE_SECONDS, Stream
 
 HOSTNAME = "sandbox"
@@ -127,36 +126,13 @@ class DockerSandbox(Sandbox):
         self.base_url = base_url
         self.image = image
         self.uid = uid
+        self.gid = uid
         self._api: Any = None
-        self._ready: bool | None = None
-        self.reason = ""
-        """Why the backend is unavailable (empty when it works)."""
-
-    @property
-    def runs_as_root(self) -> bool:
-        """Whether this process is root, so code runs as the sandbox uid (otherwise as the caller)."""
-        return os.geteuid() == 0
-
-    @property
-    def effective_uid(self) -> int:
-        """The uid sandboxed code runs as (on the host too: no user namespace remapping)."""
-        return self.uid if self.runs_as_root else os.getuid()
-
-    @property
-    def effective_gid(self) -> int:
-        """The gid sandboxed code runs as."""
-        return self.uid if self.runs_as_root else os.getgid()
 
     @property
     def where(self) -> str:
         """The engine address, for messages."""
         return self.base_url or docker_host() or "the default socket (unix:///var/run/docker.sock)"
-
-    def available(self) -> bool:
-        """Probe once: the SDK, the engine, the image, then a real run of ``id -u`` that writes a file."""
-        if self._ready is None:
-            self._ready, self.reason = self._probe()
-        return self._ready
 
     def _client(self) -> Any:
         if self._api is None:
@@ -164,6 +140,7 @@ class DockerSandbox(Sandbox):
         return self._api
 
     def _probe(self) -> tuple[bool, str]:
+        """The SDK, the engine, the image, then a real run of ``id -u`` that writes a file."""
         if self.effective_uid == 0:
             return False, "sandboxed code would run as uid 0"
         try:
@@ -195,38 +172,16 @@ class DockerSandbox(Sandbox):
                 )
         return True, ""
 
-    def run(
-        self,
-        argv: list[str],
-        workspace: Path,
-        *,
-        limits: Limits = DEFAULT_LIMITS,
-        env: dict[str, str] | None = None,
-        stdin: str = "",
-    ) -> RunResult:
-        """Run ``argv`` in a fresh container; see ``Sandbox.run``.
-
-        Raises:
-            SandboxUnavailable: No usable engine or image (the probe failed), or the engine failed mid-run;
-                nothing runs unsandboxed.
-            InvalidArgument: A malformed request.
-        """
-        args, path, data = check_request(argv, workspace, env, stdin)
-        if not isinstance(limits, Limits):
-            raise InvalidArgument("limits must be a Limits")
-        if not self.available():
-            raise SandboxUnavailable(f"the docker sandbox is unavailable: {self.reason}")
-        try:
-            return self._run_checked(args, path, limits, env, data)
-        except engine_errors() as exc:
-            raise SandboxUnavailable(f"the docker sandbox failed: {_first_line(exc)}") from exc
+    def _machinery_errors(self) -> tuple[type[BaseException], ...]:
+        """The engine failing mid-run (API errors, a dropped connection)."""
+        return engine_errors()
 
     def _run_checked(
         self, argv: list[str], workspace: Path, limits: Limits, env: Mapping[str, str] | None, stdin: bytes
     ) -> RunResult:
         api = self._client()
         if self.runs_as_root:
-            _chown_tree(workspace, self.uid, self.uid)
+            chown_tree(workspace, self.uid, self.gid)
         container = api.create_container(
             self.image,
             command=command(argv, limits),
@@ -488,14 +443,6 @@ def _remove(api: Any, container: str) -> None:
         api.remove_container(container, force=True)
     except NotFound:
         return
-
-
-def _chown_tree(root: Path, uid: int, gid: int) -> None:
-    """Give the workspace tree to the sandbox uid without following symlinks (links are re-owned, not targets)."""
-    os.chown(root, uid, gid, follow_symlinks=False)
-    for top, dirs, files in os.walk(root, followlinks=False):
-        for name in dirs + files:
-            os.chown(os.path.join(top, name), uid, gid, follow_symlinks=False)
 
 
 def _result(code: int, out: Stream, err: Stream, stopped: str | None, *, oom: bool) -> RunResult:
