@@ -29,8 +29,9 @@ import hashlib
 import json
 import re
 import unicodedata
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from mcp_tools.base import ToolContext
 from mcp_tools.errors import (
@@ -59,6 +60,7 @@ PERMISSIONS = ("view", "comment", "edit")
 _PERCENT = re.compile(r"%[0-9A-Fa-f]{2}")
 _BAD_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"})
 _EXT = re.compile(r"\.([A-Za-z][A-Za-z0-9]{1,4})$")
+_Model = TypeVar("_Model", Workbook, TextDoc)
 _DOC = "SELECT id, folder_id, name, kind, mime_type, owner_id, blob_sha256, version FROM documents"
 
 
@@ -287,15 +289,7 @@ def load_workbook(sql: Sql, doc: Doc) -> Workbook:
     Raises:
         CorruptFile, UnsupportedFormat, TooLarge: the stored file cannot be read.
     """
-    try:
-        content = _cached(sql, doc)
-        if doc.sha256 is None or content.get("sha256") == doc.sha256:
-            return workbook_from_json(content)
-        return files.read_workbook(blob(sql, doc.sha256), doc.fmt)
-    except oe.OfficeError as exc:
-        raise office_error(exc) from None
-    except (KeyError, TypeError, ValueError) as exc:
-        raise CorruptFile(f"the stored spreadsheet cannot be read ({type(exc).__name__})") from None
+    return _load(sql, doc, workbook_from_json, files.read_workbook, "spreadsheet")
 
 
 def load_text(sql: Sql, doc: Doc) -> TextDoc:
@@ -304,15 +298,25 @@ def load_text(sql: Sql, doc: Doc) -> TextDoc:
     Raises:
         CorruptFile, UnsupportedFormat, TooLarge: the stored file cannot be read.
     """
+    return _load(sql, doc, text_from_json, files.read_text, "document")
+
+
+def _load(
+    sql: Sql,
+    doc: Doc,
+    from_json: Callable[[dict[str, Any]], _Model],
+    parse: Callable[[bytes, str], _Model],
+    what: str,
+) -> _Model:
     try:
         content = _cached(sql, doc)
         if doc.sha256 is None or content.get("sha256") == doc.sha256:
-            return text_from_json(content)
-        return files.read_text(blob(sql, doc.sha256), doc.fmt)
+            return from_json(content)
+        return parse(blob(sql, doc.sha256), doc.fmt)
     except oe.OfficeError as exc:
         raise office_error(exc) from None
     except (KeyError, TypeError, ValueError) as exc:
-        raise CorruptFile(f"the stored document cannot be read ({type(exc).__name__})") from None
+        raise CorruptFile(f"the stored {what} cannot be read ({type(exc).__name__})") from None
 
 
 def encode(model: Workbook | TextDoc, fmt: str) -> tuple[bytes, dict[str, Any]]:
