@@ -87,7 +87,7 @@ def _summary(result: RunResult) -> dict[str, Any]:
 
 
 def code_sandbox() -> Sandbox:
-    """The configured sandbox, or ``SandboxUnavailable`` when it is misconfigured or cannot isolate code here.
+    """The configured sandbox, or ``SandboxUnavailable`` when the configuration names none that can be built.
 
     Why not ``get_sandbox`` alone: an operator's bad ``COMPANYSIM_SANDBOX`` (an unknown name, a root uid) is not
     the caller's argument error; the agent and the grader must see one stable code, ``unavailable``.
