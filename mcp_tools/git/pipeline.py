@@ -87,15 +87,19 @@ def _summary(result: RunResult) -> dict[str, Any]:
 
 
 def code_sandbox() -> Sandbox:
-    """The configured sandbox, or ``SandboxUnavailable`` when the configuration names none that can be built.
+    """The configured sandbox, or ``SandboxUnavailable`` when it is misconfigured or cannot isolate code here.
 
     Why not ``get_sandbox`` alone: an operator's bad ``COMPANYSIM_SANDBOX`` (an unknown name, a root uid) is not
     the caller's argument error; the agent and the grader must see one stable code, ``unavailable``.
     """
     try:
-        return get_sandbox()  # Sandbox.run itself refuses, with ``unavailable``, when the backend's probe failed
+        sandbox = get_sandbox()
     except AppError as exc:
         raise SandboxUnavailable(f"the configured code sandbox is unusable: {exc}") from exc
+    if not sandbox.available():  # refuse before any export, not only when the run starts
+        reason = getattr(sandbox, "reason", "") or "its probe failed"
+        raise SandboxUnavailable(f"the {sandbox.name} sandbox is unavailable: {reason}")
+    return sandbox
 
 
 def pipeline(root: Path, commit: str, scratch: Path | None = None) -> dict[str, Any]:
