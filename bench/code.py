@@ -21,7 +21,6 @@ from bench.common import fig, percentile, repeat, timed, write_results
 from mcp_tools.git.pipeline import pipeline
 from mcp_tools.sandbox import get_sandbox
 from sim.episode import Episode
-from worlds.gitrun import git
 from worlds.repos import checkout
 from worlds.store import WorldStore
 
@@ -84,6 +83,14 @@ def _steps(ep: Episode, repo: str, path: str, default: str) -> dict[str, list[fl
     return out
 
 
+def _fork(base: Path, dest: Path, user: tuple[int, int] | None) -> None:
+    """One episode checkout, made the way the workspace makes it (git directory apart, as git's uid)."""
+    dest.mkdir(parents=True)
+    if user is not None:
+        os.chown(dest, *user)
+    checkout(base, dest / "repo.git", dest / "repo", user=user)
+
+
 def run() -> Path:
     figures: dict[str, dict[str, Any]] = {}
     with tempfile.TemporaryDirectory(prefix="bench-code-") as tmp:
@@ -94,15 +101,16 @@ def run() -> Path:
         code = ep._live.code if ep._live is not None else None
         assert code is not None, f"{SCENARIO} has no code workspace"
         base = code.workspace.bases[repo]
-        dests = iter(Path(tmp) / "forks" / str(i) for i in range(FORKS))
-        forks = repeat(lambda: checkout(base, next(dests)), FORKS)
+        dests = iter(code.scratch / "forks" / str(i) for i in range(FORKS))
+        user = code.workspace.user
+        forks = repeat(lambda: _fork(base, next(dests), user), FORKS)
         figures["repo_fork_p50_ms"] = fig(percentile(forks, 50) * 1e3, "ms", "checkout from the shared objects")
         first, _ = timed(lambda: ep.step({"name": "git_status", "arguments": {"repo": repo}}))
         figures["first_git_step_with_fork_ms"] = fig(first * 1e3, "ms", "episode's first call on the repo")
 
         root = code.workspace.repo(repo)
-        head = git(root, "rev-parse", "HEAD").decode().strip()
-        default = git(root, "rev-parse", "--abbrev-ref", "HEAD").decode().strip()
+        head = root("rev-parse", "HEAD").decode().strip()
+        default = root("rev-parse", "--abbrev-ref", "HEAD").decode().strip()
         workspace = Path(tmp) / "ws"
         workspace.mkdir()
         for name in BACKENDS:

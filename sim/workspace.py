@@ -5,10 +5,11 @@ Three layers, each cheap for the one above it:
 1. **World bases** (``worlds.repos.ensure_base_repos``): every product team's repository, generated once per
    world and cached beside the world file (``<world>.repos/``).
 2. **Task bases**: when a scenario adds commits (``ScenarioInstance.repo_commits``, e.g. a seeded bug), they
-   are written once per task key into ``<world>.repos/tasks/<key>/<repo>/.git``, whose objects are borrowed
-   from the world base through ``alternates``. The same task always gets the same commit hashes.
+   are written once per task key into the bare ``<world>.repos/tasks/<key>/<repo>.git``, which links the
+   world base's packs and adds one pack of its own. The same task always gets the same commit hashes.
 3. **Episode checkouts** (``mcp_tools.git.workspace``): made lazily on the first git call that names a
-   repository, again borrowing objects; removed when the episode ends.
+   repository, linking the packs again, with the git directory apart from the agent-writable work tree;
+   removed when the episode ends.
 
 The merge-request pipeline runs the repository's tests in the sandbox when a request is opened (and again
 when a commit lands on its source branch), so ``pipeline`` in a request is real.
@@ -30,11 +31,14 @@ from typing import Any
 from mcp_tools.base import ToolContext
 from mcp_tools.git import mr
 from mcp_tools.git.pipeline import pipeline
-from mcp_tools.git.workspace import Workspace, use_workspace
+from mcp_tools.git.workspace import Workspace, searchable_by, use_workspace
 from scenarios.base import RepoCommit
-from worlds.gitrun import git
+from worlds.gitrun import host_git_user
 from worlds.rawsql import Sql
 from worlds.repos import base_repos_dir, checkout, ensure_base_repos
+
+TASK_LAYOUT = 2
+"""Version of a task base's layout on disk (2: bare ``<repo>.git`` with linked packs), part of its cache key."""
 
 
 def world_bases(world_path: Path, session: Any, seed: int) -> dict[str, Path]:
@@ -48,7 +52,8 @@ def task_bases(
     """``bases`` with each repository a task commits to replaced by its task base (built once, under a lock)."""
     if not commits:
         return dict(bases)
-    digest = hashlib.sha256(json.dumps([key, [_commit_json(c) for c in commits]], sort_keys=True).encode()).hexdigest()
+    data = [TASK_LAYOUT, key, [_commit_json(c) for c in commits]]
+    digest = hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
     final = base_repos_dir(world_path) / "tasks" / digest[:24]
     out = dict(bases)
     final.parent.mkdir(parents=True, exist_ok=True)
@@ -58,12 +63,12 @@ def task_bases(
             tmp = Path(f"{final}.tmp{os.getpid()}")
             shutil.rmtree(tmp, ignore_errors=True)
             for name in sorted({c.repo for c in commits}):
-                _build_task_repo(bases[name], tmp / name, [c for c in commits if c.repo == name], session)
+                _build_task_repo(bases[name], tmp / f"{name}.git", [c for c in commits if c.repo == name], session)
             (tmp / "done").write_text("1", encoding="ascii")
             shutil.rmtree(final, ignore_errors=True)
             os.replace(tmp, final)
     for name in {c.repo for c in commits}:
-        out[name] = final / name / ".git"
+        out[name] = final / f"{name}.git"
     return out
 
 
@@ -73,20 +78,33 @@ def _commit_json(c: RepoCommit) -> dict[str, Any]:
 
 
 def _build_task_repo(base: Path, dest: Path, commits: list[RepoCommit], session: Any) -> None:
-    checkout(base, dest)
-    for c in commits:
-        for rel, content in sorted(c.files.items()):
-            path = dest / rel
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(content, encoding="utf-8")
-        row = Sql.of(session).one("SELECT first_name, last_name, email FROM employees WHERE username = ?", (c.author,))
-        name, email = (f"{row[0]} {row[1]}", str(row[2])) if row else (c.author, f"{c.author}@example.com")
-        stamp = f"@{int(c.at.timestamp())} +0000"
-        env = {"GIT_AUTHOR_NAME": name, "GIT_AUTHOR_EMAIL": email, "GIT_AUTHOR_DATE": stamp}
-        env |= {"GIT_COMMITTER_NAME": name, "GIT_COMMITTER_EMAIL": email, "GIT_COMMITTER_DATE": stamp}
-        git(dest, "add", "-A", "--", ".")
-        git(dest, "commit", "-q", "--no-verify", "--no-gpg-sign", "-m", c.message, env=env)
-    git(dest, "pack-refs", "--all")
+    """Write ``commits`` on top of ``base`` into the new git directory ``dest`` (trusted content, run as us).
+
+    The work tree is temporary; afterwards ``dest`` holds the base's linked packs plus one pack of the new
+    objects, so checkouts made from it need no ``alternates``.
+    """
+    tree = dest.with_name(dest.name + ".tree")
+    repo = checkout(base, dest, tree)
+    try:
+        for c in commits:
+            for rel, content in sorted(c.files.items()):
+                path = tree / rel
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text(content, encoding="utf-8")
+            row = Sql.of(session).one(
+                "SELECT first_name, last_name, email FROM employees WHERE username = ?", (c.author,)
+            )
+            name, email = (f"{row[0]} {row[1]}", str(row[2])) if row else (c.author, f"{c.author}@example.com")
+            stamp = f"@{int(c.at.timestamp())} +0000"
+            env = {"GIT_AUTHOR_NAME": name, "GIT_AUTHOR_EMAIL": email, "GIT_AUTHOR_DATE": stamp}
+            env |= {"GIT_COMMITTER_NAME": name, "GIT_COMMITTER_EMAIL": email, "GIT_COMMITTER_DATE": stamp}
+            repo("add", "-A", "--", ".")
+            repo("commit", "-q", "--no-verify", "--no-gpg-sign", "-m", c.message, env=env)
+        repo("repack", "-d", "-q")
+        repo("pack-refs", "--all")
+    finally:
+        shutil.rmtree(tree, ignore_errors=True)
+    (dest / "index").unlink(missing_ok=True)
 
 
 class EpisodeCode:
@@ -100,15 +118,13 @@ class EpisodeCode:
     def active(self) -> Iterator[None]:
         """Make this workspace and its pipeline current for the tool calls inside the block."""
         with ExitStack() as stack:
-            stack.enter_context(use_workspace(self.workspace.root, self.workspace.bases))
+            stack.enter_context(use_workspace(self.workspace))
             stack.enter_context(mr.use_pipeline_hook(self.run_pipeline))
             yield
 
     def run_pipeline(self, ctx: ToolContext, request: dict[str, Any]) -> dict[str, Any]:
-        """The pipeline of a merge request: its source head's tests, run in the sandbox."""
-        root = self.workspace.repo(str(request["repo"]))
-        head = git(root, "rev-parse", "--verify", f"refs/heads/{request['source_branch']}^{{commit}}").decode().strip()
-        return pipeline(root, head, self.scratch)
+        """The pipeline of a merge request: the tests of the head the forge recorded for it, run in the sandbox."""
+        return pipeline(self.workspace.repo(str(request["repo"])), str(request["source_head"]), self.scratch)
 
     def close(self) -> None:
         """Remove the checkouts (sandboxed code may have left read-only files; they go too)."""
@@ -116,5 +132,15 @@ class EpisodeCode:
 
 
 def new_scratch() -> Path:
-    """A private directory for one episode's checkouts and pipeline runs."""
-    return Path(tempfile.mkdtemp(prefix="companysim-code-"))
+    """A directory for one episode's checkouts and pipeline runs, under ``$TMPDIR`` (else ``/tmp``).
+
+    Mode 0711: others may pass through, as host git's unprivileged uid must, but not list it. When ``$TMPDIR``
+    itself is private (not searchable by that uid), ``/tmp`` is used instead.
+    """
+    user = host_git_user()
+    parent = Path(tempfile.gettempdir())
+    if searchable_by(parent, user) is not None:
+        parent = Path("/tmp")  # noqa: S108 - the system's shared temporary directory, as a fallback
+    scratch = Path(tempfile.mkdtemp(prefix="companysim-code-", dir=parent))
+    scratch.chmod(0o711)
+    return scratch

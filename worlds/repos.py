@@ -8,11 +8,11 @@ are merged with merge commits, some branches stay open, releases are annotated t
 rows and the stream ``repos/<name>`` of the world seed, written by one ``git fast-import`` per repository (no
 process per commit), so the same world and seed give the same commit hashes on any host.
 
-Episodes (``checkout``): a base repository is bare and read-only. An episode's repository is a new ``.git``
-whose ``objects/info/alternates`` points at the base's objects and whose refs are a copy of the base's
-``packed-refs``: making it costs a few small files plus writing the working tree, however long the history.
-New objects of the episode go to its own object directory, so neither the base nor another episode sees them.
-The base must therefore never be repacked or pruned while episodes use it.
+Episodes (``checkout``): a base repository is bare and read-only. An episode's repository is a git directory
+kept apart from its work tree (the work tree is agent-writable; the git directory never is), holding hard links
+to the base's packs and a copy of its ``packed-refs``: making it costs a few links and small files plus writing
+the working tree, however long the history. New objects of the episode go to its own object directory, so
+neither the base nor another episode sees them. Packs are never rewritten in place, so linking is safe.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from typing import Any
 from sqlalchemy import Connection, text
 from sqlalchemy.orm import Session
 
-from worlds.gitrun import git, write_repo_config
+from worlds.gitrun import LOCKED_ATTRIBUTES, GitRepo, git, write_repo_config
 from worlds.schema import Base
 from worlds.seeding import Seeds
 from worlds.spec import WorldSpec
@@ -473,28 +473,90 @@ def ensure_base_repos(world_path: str | Path, db: Connection | Session, seed: in
         return [RepoInfo.from_json(d) for d in json.loads(manifest.read_text(encoding="utf-8"))]
 
 
-def checkout(base_bare: str | Path, episode_dir: str | Path) -> Path:
-    """Give an episode its own repository with a working tree at ``episode_dir``, sharing the base's objects.
+PACK_SUFFIXES = (".pack", ".idx", ".rev", ".bitmap")
 
-    Writes ``.git`` by hand (HEAD, fixed config, alternates to the base's objects, the base's packed refs) and
-    runs one ``git reset --hard`` to fill the index and working tree. Cost: a few small files plus the current
-    tree's size, independent of history length. Returns ``episode_dir``.
+
+def object_dirs(git_dir: Path) -> list[Path]:
+    """``git_dir``'s object directory and every one it borrows from through ``info/alternates``, nearest first."""
+    out: list[Path] = []
+    todo = [(git_dir / "objects").resolve()]
+    while todo:
+        objects = todo.pop(0)
+        if objects in out or not objects.is_dir():
+            continue
+        out.append(objects)
+        alternates = objects / "info" / "alternates"
+        if alternates.is_file():
+            for line in alternates.read_text(encoding="utf-8").splitlines():
+                if line.strip() and not line.startswith("#"):
+                    todo.append((objects / line.strip()).resolve())
+    return out
+
+
+def _link_or_copy(src: Path, dest: Path) -> None:
+    try:
+        os.link(src, dest)
+    except OSError:  # another file system, or links refused: a copy holds the same immutable bytes
+        shutil.copyfile(src, dest)
+
+
+def checkout(
+    base: str | Path, git_dir: str | Path, work_tree: str | Path, *, user: tuple[int, int] | None = None
+) -> GitRepo:
+    """Give an episode its own repository: a git directory ``git_dir`` apart from the work tree ``work_tree``.
+
+    The git directory gets the base's HEAD and packed refs, the fixed config, the locked attributes and hard
+    links to the base's packs (and those of every repository the base borrows from), so it is self-contained:
+    no ``alternates`` path is followed at run time, which lets git run as the unprivileged ``user`` even when
+    the bases live in a directory only root can enter. Packs are immutable and linked, not copied; a copy is
+    made only across file systems. Directories and files written here are given to ``user``; the linked packs
+    keep their owner (read-only, world-readable). One ``git reset --hard``, run as ``user``, fills the index and
+    the work tree. Cost: a few links and small files plus the current tree's size, whatever the history.
 
     Raises:
-        FileExistsError: ``episode_dir`` already holds a repository.
+        FileExistsError: ``git_dir`` or ``work_tree`` already exists.
     """
-    base = Path(base_bare).resolve()
-    root = Path(episode_dir)
-    gd = root / ".git"
-    if gd.exists():
-        raise FileExistsError(f"{gd} already exists")
+    src = Path(base).resolve()
+    gd, tree = Path(git_dir), Path(work_tree)
+    for path in (gd, tree):
+        if os.path.lexists(path):
+            raise FileExistsError(f"{path} already exists")
     for sub in ("objects/info", "objects/pack", "refs/heads", "refs/tags", "info"):
         (gd / sub).mkdir(parents=True)
-    (gd / "HEAD").write_bytes((base / "HEAD").read_bytes())
+    (gd / "HEAD").write_bytes((src / "HEAD").read_bytes())
     write_repo_config(gd, bare=False)
-    (gd / "objects/info/alternates").write_text(f"{base / 'objects'}\n", encoding="utf-8")
-    packed = base / "packed-refs"
+    (gd / "info" / "attributes").write_text(LOCKED_ATTRIBUTES, encoding="ascii")
+    packed = src / "packed-refs"
     if packed.is_file():
         shutil.copyfile(packed, gd / "packed-refs")
-    git(root.resolve(), "reset", "-q", "--hard")
-    return root
+    linked: set[str] = set()
+    for objects in object_dirs(src):
+        for pack in sorted((objects / "pack").glob("pack-*")):
+            if pack.suffix in PACK_SUFFIXES and pack.name not in linked:
+                linked.add(pack.name)
+                _link_or_copy(pack, gd / "objects" / "pack" / pack.name)
+        for loose in sorted(objects.glob("[0-9a-f][0-9a-f]/*")):
+            target = gd / "objects" / loose.parent.name / loose.name
+            target.parent.mkdir(exist_ok=True)
+            if not target.exists():
+                _link_or_copy(loose, target)
+    tree.mkdir(parents=True)
+    if user is not None:
+        _give(gd, tree, user, linked)
+    repo = GitRepo(git_dir=gd.resolve(), work_tree=tree.resolve(), user=user)
+    repo("reset", "-q", "--hard")
+    return repo
+
+
+def _give(git_dir: Path, tree: Path, user: tuple[int, int], packs: set[str]) -> None:
+    """Own what ``checkout`` wrote to ``user``, but not the linked packs and objects (they are the base's inodes)."""
+    uid, gid = user
+    os.chown(tree, uid, gid)
+    os.chown(git_dir, uid, gid)
+    for top, dirs, files in os.walk(git_dir):
+        for name in dirs:
+            os.chown(os.path.join(top, name), uid, gid, follow_symlinks=False)
+        for name in files:
+            path = os.path.join(top, name)
+            if os.stat(path, follow_symlinks=False).st_nlink == 1 and name not in packs:
+                os.chown(path, uid, gid, follow_symlinks=False)

@@ -32,6 +32,7 @@ def _coworkers(ctx: ToolContext) -> tuple[Actor, Actor]:
 @contextmanager
 def check_environment(ctx: ToolContext, scratch: Path) -> Iterator[None]:
     """Generate the repositories under ``scratch``, make the workspace current and stage work to act on."""
+    scratch.chmod(0o711)  # host git runs as an unprivileged uid that must pass through to the workspace
     sql = Sql.of(ctx.session)
     seed = WorldSpec.model_validate_json(str(sql.scalar("SELECT value FROM world_meta WHERE key = 'spec'"))).seed
     infos = ensure_base_repos(scratch / "world.db", ctx.session, seed)

@@ -24,7 +24,6 @@ from mcp_tools.errors import Conflict, Forbidden, InvalidArgument, MergeConflict
 from mcp_tools.git import safety
 from mcp_tools.git.service import branch_oid, current_branch, identity
 from mcp_tools.git.workspace import Workspace
-from worlds.gitrun import git, run_git
 from worlds.rawsql import Sql, iso
 
 NOT_RUN: dict[str, Any] = {"status": "not_run"}
@@ -116,7 +115,7 @@ def mr_open(
 ) -> dict[str, Any]:
     """Open a merge request from ``source`` into ``target`` (default: the repository's default branch)."""
     sql = Sql.of(ctx.session)
-    root = ws.repo(repo)
+    g = ws.repo(repo)
     rid = _repo_id(sql, repo)
     target = target or str(sql.scalar("SELECT default_branch FROM repositories WHERE id = ?", (rid,)))
     title = title.strip()
@@ -126,10 +125,10 @@ def mr_open(
         raise InvalidArgument("description: at most 16000 characters")
     if source == target:
         raise InvalidArgument("source and target must be different branches")
-    src, tgt = branch_oid(root, source), branch_oid(root, target)
+    src, tgt = branch_oid(g, source), branch_oid(g, target)
     if src is None or tgt is None:
         raise NotFound(f"branch: no local branch called {(source if src is None else target)!r}")
-    code, _ = run_git(root, ["merge-base", "--is-ancestor", src, tgt], ok_codes=(0, 1))
+    code, _ = g.run(["merge-base", "--is-ancestor", src, tgt], ok_codes=(0, 1))
     if code == 0:
         raise Conflict(f"{source!r} has no commits that {target!r} lacks; nothing to merge")
     dup = sql.scalar(
@@ -186,11 +185,11 @@ def mr_get(ctx: ToolContext, ws: Workspace, mr_id: int) -> dict[str, Any]:
     head = row[9]
     commits: list[str] = []
     if row[8] == "open" and row[1] in ws.names():
-        root = ws.repo(row[1])
-        src, tgt = branch_oid(root, row[6]), branch_oid(root, row[7])
+        g = ws.repo(row[1])
+        src, tgt = branch_oid(g, row[6]), branch_oid(g, row[7])
         head = src or head
         if src and tgt:
-            raw = git(root, "log", "--format=%H %s", "--max-count=50", src, f"^{tgt}", "--")
+            raw = g("log", "--format=%H %s", "--max-count=50", src, f"^{tgt}", "--")
             commits = raw.decode("utf-8", "replace").splitlines()
     out["current_source_head"] = head
     out["commits"] = commits
@@ -281,33 +280,30 @@ def mr_merge(ctx: ToolContext, ws: Workspace, mr_id: int, strategy: str) -> dict
     if row[8] != "open":
         raise Conflict(f"merge request {mr_id} is {row[8]}; only open requests can be merged")
     repo, source, target = row[1], row[6], row[7]
-    root = ws.repo(repo)
-    src, tgt = branch_oid(root, source), branch_oid(root, target)
+    g = ws.repo(repo)
+    src, tgt = branch_oid(g, source), branch_oid(g, target)
     if src is None or tgt is None:
         raise Conflict(f"branch {(source if src is None else target)!r} no longer exists")
     approval = _approval(sql, mr_id, src)
     if not approval["approved"]:
         raise Conflict("the merge request needs an approval of its current head and no change requests")
-    checked_out = current_branch(root) == target
-    if checked_out and git(root, "status", "--porcelain", "--untracked-files=no").strip():
+    checked_out = current_branch(g) == target
+    if checked_out and g("status", "--porcelain", "--untracked-files=no").strip():
         raise Conflict(f"{target!r} is checked out with uncommitted changes; commit or discard them first")
     now = ctx.clock.now()
     if strategy == "fast_forward":
-        code, _ = run_git(root, ["merge-base", "--is-ancestor", tgt, src], ok_codes=(0, 1))
+        code, _ = g.run(["merge-base", "--is-ancestor", tgt, src], ok_codes=(0, 1))
         if code != 0:
             raise Conflict(f"{target!r} has moved on; fast-forward is impossible, use merge_commit")
         new = src
     else:
-        code, out = run_git(
-            root, ["merge-tree", "--write-tree", "--name-only", "--no-messages", tgt, src], ok_codes=(0, 1)
-        )
+        code, out = g.run(["merge-tree", "--write-tree", "--name-only", "--no-messages", tgt, src], ok_codes=(0, 1))
         lines = out.decode("utf-8", "replace").splitlines()
         if code == 1:
             raise MergeConflict(f"conflicts in: {', '.join(sorted(set(lines[1:]))[:50])}")
         msg = f"Merge branch '{source}' into '{target}'\n\n{row[3]}\n\nMerge request !{row[2]}\n"
         new = (
-            git(
-                root,
+            g(
                 "commit-tree",
                 lines[0],
                 "-p",
@@ -322,9 +318,9 @@ def mr_merge(ctx: ToolContext, ws: Workspace, mr_id: int, strategy: str) -> dict
             .decode()
             .strip()
         )
-    git(root, "update-ref", f"refs/heads/{target}", new, tgt)
+    g("update-ref", f"refs/heads/{target}", new, tgt)
     if checked_out:
-        git(root, "reset", "-q", "--hard", new)
+        g("reset", "-q", "--hard", new)
     sql.update(
         "merge_requests",
         mr_id,
@@ -337,21 +333,31 @@ def mr_merge(ctx: ToolContext, ws: Workspace, mr_id: int, strategy: str) -> dict
             "updated_at": (row[13], now),
         },
     )
+    rerun_pipelines(ctx, ws, repo, target)
     return mr_get(ctx, ws, mr_id)
 
 
-def rerun_pipelines(ctx: ToolContext, repo: str, branch: str) -> None:
-    """Run the pipeline again for every open request from ``branch`` (a commit just landed on it)."""
-    hook = _HOOK.get()
-    if hook is None:
-        return
+def rerun_pipelines(ctx: ToolContext, ws: Workspace, repo: str, branch: str) -> None:
+    """A commit just landed on ``branch``: record it as the head of every open request from it, rerun pipelines.
+
+    ``source_head`` is the forge's record of what a request proposes; graders read it, so moving a ref by any
+    other way than the tools cannot change what is graded.
+    """
     sql = Sql.of(ctx.session)
     ids = sql.column(
         "SELECT m.id FROM merge_requests m JOIN repositories r ON r.id = m.repository_id"
         " WHERE r.name = ? AND m.source_branch = ? AND m.state = 'open' ORDER BY m.id",
         (repo, branch),
     )
+    if not ids:
+        return
+    head = branch_oid(ws.repo(repo), branch)
+    hook = _HOOK.get()
     for mr_id in ids:
-        result = hook(ctx, _summary(_row(sql, int(mr_id))))
+        row = _row(sql, int(mr_id))
+        if head is not None and row[9] != head:
+            sql.update("merge_requests", int(mr_id), {"source_head": (row[9], head)})
+            row = _row(sql, int(mr_id))
+        result = hook(ctx, _summary(row)) if hook is not None else None
         if result is not None:
             set_pipeline(ctx, int(mr_id), result)

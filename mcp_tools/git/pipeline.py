@@ -1,9 +1,12 @@
 """Running a repository's code in the sandbox: the merge-request pipeline and out-of-process checks.
 
-Both start from ``export``: the tree of one commit written into a fresh directory by ``git archive``, so what
-runs is exactly what was committed (never the agent's working tree), and nothing the run writes reaches any
-repository. Code only ever runs through a ``Sandbox`` (unprivileged, offline, limited); when none works,
-``SandboxUnavailable`` says so and nothing runs.
+Both start from ``mcp_tools.git.trees.export``: the tree of one commit written into a fresh directory by host
+code (never ``git archive``, whose attributes the committed tree would control), so what runs is exactly what
+was committed (never the agent's working tree), and nothing the run writes reaches any repository. Host git
+reads the objects as its unprivileged uid; the harness runs with ``python3 -I`` and adds the tree to
+``sys.path`` only after its own imports, so a file in the tree cannot stand in for the modules it uses. Code
+only ever runs through a ``Sandbox`` (unprivileged, offline, limited); when none works, ``SandboxUnavailable``
+says so and nothing runs.
 
 ``pipeline`` runs the repository's own test suite, as a forge's CI would, and reports counts without the
 timings pytest prints (a replay must give the same bytes). ``call_cases`` runs a harness that imports one
@@ -15,26 +18,26 @@ pass, a ``conftest.py`` or a ``sys.exit(0)`` cannot make a check pass.
 from __future__ import annotations
 
 import hashlib
-import io
 import json
 import re
 import shutil
-import tarfile
 import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from mcp_tools.errors import AppError, SandboxUnavailable
+from mcp_tools.git.trees import export
 from mcp_tools.sandbox import Limits, RunResult, Sandbox, get_sandbox
-from worlds.gitrun import git
+from worlds.gitrun import GitRepo
 
 PIPELINE_LIMITS = Limits(cpu_seconds=30, memory_mb=512, max_processes=64, wall_seconds=60, max_output_bytes=20_000)
 _TIMING = re.compile(r" in [0-9.]+s( \([0-9:]+\))?")
 _COUNTS = re.compile(r"(\d+) (passed|failed|error|errors|skipped|xfailed|xpassed|deselected)")
 
 _HARNESS = """
-import importlib, json, sys
+import importlib, json, os, sys
+sys.path.insert(0, os.getcwd())
 marker = sys.stdin.readline().strip()
 spec = json.loads(sys.stdin.readline())
 def tag(v):
@@ -59,15 +62,6 @@ for args in spec["cases"] if fn is not None else []:
 sys.stdout.write("\\n" + marker + json.dumps(out) + "\\n")
 sys.stdout.flush()
 """
-
-
-def export(root: Path, commit: str, dest: Path) -> Path:
-    """Write the tree of ``commit`` (a full object id) into the new directory ``dest``; returns ``dest``."""
-    data = git(root, "archive", "--format=tar", commit)
-    dest.mkdir(parents=True)
-    with tarfile.open(fileobj=io.BytesIO(data)) as tar:
-        tar.extractall(dest, filter="data")
-    return dest
 
 
 def _summary(result: RunResult) -> dict[str, Any]:
@@ -102,15 +96,16 @@ def code_sandbox() -> Sandbox:
     return sandbox
 
 
-def pipeline(root: Path, commit: str, scratch: Path | None = None) -> dict[str, Any]:
+def pipeline(repo: GitRepo, commit: str, scratch: Path | None = None) -> dict[str, Any]:
     """Run the repository's tests at ``commit`` in the sandbox; ``{"status": "passed" | "failed", ...}``.
 
     Raises:
         SandboxUnavailable: no sandbox works here (the tests never run unsandboxed).
+        InvalidPath: the commit's tree has a link out of the tree (see ``trees.export``).
     """
     sandbox = code_sandbox()
     with tempfile.TemporaryDirectory(prefix="companysim-ci-", dir=scratch) as tmp:
-        tree = export(root, commit, Path(tmp) / "tree")
+        tree = export(repo, commit, Path(tmp) / "tree")
         result = sandbox.run(
             ["python3", "-m", "pytest", "-q", "-p", "no:cacheprovider", "--color=no"], tree, limits=PIPELINE_LIMITS
         )
@@ -118,7 +113,7 @@ def pipeline(root: Path, commit: str, scratch: Path | None = None) -> dict[str, 
 
 
 def call_cases(
-    root: Path, commit: str, module: str, function: str, cases: Sequence[Sequence[Any]], scratch: Path | None = None
+    repo: GitRepo, commit: str, module: str, function: str, cases: Sequence[Sequence[Any]], scratch: Path | None = None
 ) -> list[Any]:
     """Call ``module.function(*args)`` for each case on the code at ``commit``, in the sandbox.
 
@@ -129,10 +124,10 @@ def call_cases(
     marker = "@@companysim-result-" + hashlib.sha256(f"{commit}{module}{function}{cases}".encode()).hexdigest()[:32]
     stdin = marker + "\n" + json.dumps({"module": module, "function": function, "cases": list(cases)}) + "\n"
     with tempfile.TemporaryDirectory(prefix="companysim-check-", dir=scratch) as tmp:
-        tree = export(root, commit, Path(tmp) / "tree")
+        tree = export(repo, commit, Path(tmp) / "tree")
         for conftest in sorted(tree.rglob("conftest.py")):
             conftest.unlink()
-        result = code_sandbox().run(["python3", "-s", "-E", "-c", _HARNESS], tree, stdin=stdin, limits=PIPELINE_LIMITS)
+        result = code_sandbox().run(["python3", "-I", "-c", _HARNESS], tree, stdin=stdin, limits=PIPELINE_LIMITS)
     found = [line[len(marker) :] for line in result.stdout.splitlines() if line.startswith(marker)]
     if len(found) != 1:
         why = result.killed_by or f"exit {result.exit_code}"

@@ -13,6 +13,7 @@ refusal costs the agent one retry while a clever value that slips through can co
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import stat
@@ -22,6 +23,10 @@ from mcp_tools.errors import InvalidArgument, InvalidPath, InvalidRef, NotFound
 
 MAX_REF = 200
 MAX_PATH = 1000
+MAX_PATH_BYTES = 3000
+"""Longest path in UTF-8 bytes: with the workspace root in front it stays under PATH_MAX (4096)."""
+MAX_NAME_BYTES = 255
+"""Longest path component a Linux file system stores (NAME_MAX), in UTF-8 bytes."""
 REPO_NAME = re.compile(r"^[a-z0-9][a-z0-9._-]{0,99}$")
 _REF_CHARS = re.compile(r"^[A-Za-z0-9._/-]+$")
 _REV = re.compile(r"^(?P<name>[A-Za-z0-9._/-]+?)(?P<suffix>(?:~[0-9]{0,4}|\^[0-9]?)*)$")
@@ -89,8 +94,8 @@ def path(value: str, *, allow_root: bool = False) -> str:
             or a component starting with ``-``.
     """
     shown = value[:80]
-    if len(value) > MAX_PATH:
-        raise InvalidPath(f"path: expected at most {MAX_PATH} characters; got {len(value)}")
+    if len(value) > MAX_PATH or len(value.encode("utf-8", "surrogateescape")) > MAX_PATH_BYTES:
+        raise InvalidPath(f"path: expected at most {MAX_PATH} characters and {MAX_PATH_BYTES} bytes; got {len(value)}")
     if _CONTROL.search(value) or "\\" in value:
         raise InvalidPath(f"path: control characters and backslashes are not allowed; got {shown!r}")
     if value.startswith("/"):
@@ -107,6 +112,11 @@ def path(value: str, *, allow_root: bool = False) -> str:
             raise InvalidPath(f"path: components may not start with '-'; got {shown!r}")
         if part.lower().rstrip(". ") == ".git":
             raise InvalidPath(f"path: the .git directory is not part of the repository's files; got {shown!r}")
+        if len(part.encode("utf-8", "surrogateescape")) > MAX_NAME_BYTES:
+            raise InvalidPath(
+                f"path: a file name may be at most {MAX_NAME_BYTES} bytes; {part[:40]!r}... is"
+                f" {len(part.encode('utf-8', 'surrogateescape'))}"
+            )
     return norm
 
 
@@ -147,6 +157,10 @@ def on_disk(root: Path, rel: str, *, must_exist: bool = True) -> Path:
             break
         except NotADirectoryError:
             raise InvalidPath(f"path: {'/'.join(parts[:i])!r} is a file, not a directory") from None
+        except OSError as exc:
+            if exc.errno == errno.ENAMETOOLONG:
+                raise InvalidPath(f"path: {rel[:80]!r} is longer than the file system allows") from None
+            raise
         if stat.S_ISLNK(st.st_mode):
             raise InvalidPath(f"path: {'/'.join(parts[: i + 1])!r} is a symbolic link; links are not followed")
         if i < len(parts) - 1 and not stat.S_ISDIR(st.st_mode):

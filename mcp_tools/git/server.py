@@ -239,7 +239,7 @@ def commit(repo: str, message: str) -> dict[str, Any]:
     rid = _repository_id(ctx, repo)
     out = service.commit(ctx, current_workspace(), repo, message)
     _record(ctx, rid, "commit", branch=out["branch"], commit_sha=out["commit"])
-    mr.rerun_pipelines(ctx, repo, out["branch"])
+    mr.rerun_pipelines(ctx, current_workspace(), repo, out["branch"])
     return out
 
 

@@ -19,10 +19,19 @@ from pathlib import Path
 from typing import Any
 
 from mcp_tools.base import ToolContext
-from mcp_tools.errors import BinaryFile, Conflict, GitFailed, InvalidArgument, InvalidPath, NotFound, TooLarge
-from mcp_tools.git import safety
+from mcp_tools.errors import (
+    AppError,
+    BinaryFile,
+    Conflict,
+    GitFailed,
+    InvalidArgument,
+    InvalidPath,
+    NotFound,
+    TooLarge,
+)
+from mcp_tools.git import safety, trees
 from mcp_tools.git.workspace import Workspace
-from worlds.gitrun import GitCommandError, git, git_capped, run_git
+from worlds.gitrun import GitCommandError, GitRepo
 from worlds.rawsql import Sql
 
 MAX_OUTPUT = 30_000
@@ -49,31 +58,31 @@ def _fail(exc: GitCommandError, what: str) -> GitFailed:
     return GitFailed(f"{what}: {exc.stderr.splitlines()[-1] if exc.stderr else 'git failed'}")
 
 
-def resolve(root: Path, rev: str, kind: str = "commit") -> str:
+def resolve(g: GitRepo, rev: str, kind: str = "commit") -> str:
     """The full object id of a validated revision (peeled to a commit by default).
 
     Raises:
         InvalidRef: malformed. NotFound: no such ref or commit.
     """
     safety.revision(rev)
-    code, out = run_git(
-        root, ["rev-parse", "--verify", "--quiet", "--end-of-options", f"{rev}^{{{kind}}}"], ok_codes=(0, 1, 128)
+    code, out = g.run(
+        ["rev-parse", "--verify", "--quiet", "--end-of-options", f"{rev}^{{{kind}}}"], ok_codes=(0, 1, 128)
     )
     if code != 0:
         raise NotFound(f"ref: expected an existing branch, tag or commit; found none called {rev!r}")
     return out.decode().strip()
 
 
-def current_branch(root: Path) -> str | None:
-    """The checked-out branch (read from HEAD, no git process), or None when detached."""
-    head = (root / ".git" / "HEAD").read_text(encoding="utf-8", errors="replace").strip()
+def current_branch(g: GitRepo) -> str | None:
+    """The checked-out branch (read from HEAD in the git directory, no git process), or None when detached."""
+    head = (g.git_dir / "HEAD").read_text(encoding="utf-8", errors="replace").strip()
     return head.removeprefix("ref: refs/heads/") if head.startswith("ref: refs/heads/") else None
 
 
-def branch_oid(root: Path, name: str) -> str | None:
+def branch_oid(g: GitRepo, name: str) -> str | None:
     """The commit of local branch ``name`` (validated), or None."""
     safety.ref_name(name, "branch")
-    code, out = run_git(root, ["rev-parse", "--verify", "--quiet", f"refs/heads/{name}"], ok_codes=(0, 1, 128))
+    code, out = g.run(["rev-parse", "--verify", "--quiet", f"refs/heads/{name}"], ok_codes=(0, 1, 128))
     return out.decode().strip() if code == 0 else None
 
 
@@ -86,27 +95,45 @@ def _decode(data: bytes, path: str) -> str:
         raise BinaryFile(f"{path} is not UTF-8 text; only text files can be shown or edited") from None
 
 
+def _kind(mode: int) -> str:
+    """What a non-regular file is, in words, for a refusal."""
+    for test, name in ((stat.S_ISDIR, "a directory"), (stat.S_ISLNK, "a symbolic link"), (stat.S_ISFIFO, "a FIFO")):
+        if test(mode):
+            return name
+    return "a socket" if stat.S_ISSOCK(mode) else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "special"
+
+
 def _read_worktree(root: Path, rel: str) -> bytes:
+    """A regular file's bytes, opened without following links or blocking, and checked again once open.
+
+    The tree is agent-written: a FIFO, socket or device must be refused, not opened (an open would block or
+    touch a device), and the check is repeated on the open descriptor so a swap between the two cannot pass.
+    """
     full = safety.on_disk(root, rel)
     st = os.lstat(full)
     if stat.S_ISDIR(st.st_mode):
         raise InvalidPath(f"path: {rel!r} is a directory; use git_tree to list it")
     if not stat.S_ISREG(st.st_mode):
-        raise InvalidPath(f"path: {rel!r} is not a regular file")
+        raise InvalidPath(f"path: {rel!r} is {_kind(st.st_mode)}, not a regular file")
     if st.st_size > MAX_FILE:
         raise TooLarge(f"{rel} is {st.st_size} bytes; files over {MAX_FILE} bytes cannot be read")
-    fd = os.open(full, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    fd = os.open(full, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     with os.fdopen(fd, "rb") as fh:
-        return fh.read(MAX_FILE + 1)
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise InvalidPath(f"path: {rel!r} is not a regular file")
+        data = fh.read(MAX_FILE + 1)
+    if len(data) > MAX_FILE:
+        raise TooLarge(f"{rel} grew past {MAX_FILE} bytes; files that large cannot be read")
+    return data
 
 
 def worktree_bytes(ws: Workspace, repo: str, rel: str) -> bytes:
     """The bytes of a confined working-tree file of ``repo`` (``rel`` already checked by ``safety.path``)."""
-    return _read_worktree(ws.repo(repo), rel)
+    return _read_worktree(ws.repo(repo).tree, rel)
 
 
-def _read_at(root: Path, oid: str, rel: str) -> bytes:
-    out = git(root, "ls-tree", "-z", "--long", oid, "--", rel)
+def _read_at(g: GitRepo, oid: str, rel: str) -> bytes:
+    out = g("ls-tree", "-z", "--long", oid, "--", rel)
     entry = next((e for e in out.split(b"\x00") if e and e.split(b"\t", 1)[1].decode() == rel), None)
     if entry is None:
         raise NotFound(f"path: no file {rel!r} at {oid[:12]}")
@@ -117,7 +144,7 @@ def _read_at(root: Path, oid: str, rel: str) -> bytes:
         raise InvalidPath(f"path: {rel!r} is a symbolic link; links are not followed")
     if int(size) > MAX_FILE:
         raise TooLarge(f"{rel} is {int(size)} bytes; files over {MAX_FILE} bytes cannot be read")
-    return git(root, "cat-file", "blob", blob.decode())
+    return g("cat-file", "blob", blob.decode())
 
 
 # -- read tools -----------------------------------------------------------------------------------------------
@@ -141,21 +168,21 @@ def list_repos(ctx: ToolContext, ws: Workspace) -> dict[str, Any]:
             "checked_out": ws.is_checked_out(name),
         }
         if item["checked_out"]:
-            item["branch"] = current_branch(ws.root / name)
+            item["branch"] = current_branch(ws.repo(name))
         out.append(item)
     return {"repos": out}
 
 
 def status(ws: Workspace, repo: str) -> dict[str, Any]:
     """The current branch, its commit and the uncommitted changes (porcelain codes), sorted by path."""
-    root = ws.repo(repo)
-    out = git(root, "status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames")
+    g = ws.repo(repo)
+    out = g("status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames")
     changes = sorted((e[3:].decode("utf-8", "replace"), e[:2].decode()) for e in out.split(b"\x00") if e)
-    head = git(root, "rev-parse", "--verify", "HEAD").decode().strip()
+    head = g("rev-parse", "--verify", "HEAD").decode().strip()
     rows = [{"path": p, "status": s} for p, s in changes[:MAX_ENTRIES]]
     return {
         "repo": repo,
-        "branch": current_branch(root),
+        "branch": current_branch(g),
         "head": head,
         "changes": rows,
         "truncated": len(changes) > MAX_ENTRIES,
@@ -164,13 +191,13 @@ def status(ws: Workspace, repo: str) -> dict[str, Any]:
 
 def tree(ws: Workspace, repo: str, path: str, ref: str | None, recursive: bool) -> dict[str, Any]:
     """Entries under ``path`` at ``ref`` (git objects) or in the working tree (ref None), sorted by path."""
-    root = ws.repo(repo)
+    g = ws.repo(repo)
     rel = safety.path(path, allow_root=True)
     entries: list[dict[str, Any]] = []
     if ref is not None:
-        oid = resolve(root, ref)
+        oid = resolve(g, ref)
         args = ["ls-tree", "-z", "--long", *(["-r"] if recursive else []), oid, "--"]
-        out = git(root, *args, *([rel + "/"] if rel else []))
+        out = g(*args, *([rel + "/"] if rel else []))
         for e in out.split(b"\x00"):
             if not e:
                 continue
@@ -183,19 +210,19 @@ def tree(ws: Workspace, repo: str, path: str, ref: str | None, recursive: bool) 
         if rel and not entries:
             raise NotFound(f"path: no directory {rel!r} at {ref}")
     else:
-        base = safety.on_disk(root, rel)
+        base = safety.on_disk(g.tree, rel)
         if not base.is_dir() or base.is_symlink():
             raise InvalidPath(f"path: {rel!r} is not a directory")
         stack = [base]
         while stack and len(entries) <= MAX_ENTRIES:
             for item in sorted(os.scandir(stack.pop()), key=lambda d: d.name):
-                if item.name == ".git" and Path(item.path).parent == root:
+                if item.name == ".git" and Path(item.path).parent == g.tree:
                     continue
                 what = "symlink" if item.is_symlink() else "dir" if item.is_dir(follow_symlinks=False) else "file"
                 st = item.stat(follow_symlinks=False)
                 entries.append(
                     {
-                        "path": str(Path(item.path).relative_to(root)),
+                        "path": str(Path(item.path).relative_to(g.tree)),
                         "type": what,
                         "size": st.st_size if what == "file" else None,
                     }
@@ -216,9 +243,9 @@ def read_file(ws: Workspace, repo: str, path: str, ref: str | None, start_line: 
     """A text file's lines at ``ref`` or in the working tree; binary files are refused with ``binary_file``."""
     if start_line < 1 or not 1 <= max_lines <= 5000:
         raise InvalidArgument(f"expected start_line >= 1 and max_lines 1-5000; got {start_line}, {max_lines}")
-    root = ws.repo(repo)
+    g = ws.repo(repo)
     rel = safety.path(path)
-    data = _read_at(root, resolve(root, ref), rel) if ref is not None else _read_worktree(root, rel)
+    data = _read_at(g, resolve(g, ref), rel) if ref is not None else _read_worktree(g.tree, rel)
     lines = _decode(data, rel).splitlines(keepends=True)
     part = "".join(lines[start_line - 1 : start_line - 1 + max_lines])
     content, cut = cap(part, "file")
@@ -239,15 +266,15 @@ def grep(
     ws: Workspace, repo: str, pattern: str, regex: bool, ignore_case: bool, path_glob: str | None, ref: str | None
 ) -> dict[str, Any]:
     """Matching lines of tracked text files (``git grep``), filtered by a path glob, at most MAX_MATCHES."""
-    root = ws.repo(repo)
+    g = ws.repo(repo)
     safety.pattern(pattern)
     glob = safety.glob(path_glob) if path_glob is not None else None
-    oid = resolve(root, ref) if ref is not None else None
+    oid = resolve(g, ref) if ref is not None else None
     args = ["grep", "-I", "-n", "-z", "--no-color", "--full-name", "-E" if regex else "-F"]
     args += ["-i"] if ignore_case else []
     args += ["-e", pattern, *([oid] if oid else []), "--"]
     try:
-        out, cut = git_capped(root, args, 400_000, timeout=GREP_TIMEOUT, ok_codes=(0, 1))
+        out, cut = g.capped(args, 400_000, timeout=GREP_TIMEOUT, ok_codes=(0, 1))
     except GitCommandError as exc:
         if exc.returncode == -1:
             raise InvalidArgument("pattern: the search took too long; use a simpler pattern") from None
@@ -290,10 +317,10 @@ def log(ws: Workspace, repo: str, ref: str | None, path: str | None, limit: int)
     """Commits reachable from ``ref`` (default HEAD), newest first, optionally only those touching ``path``."""
     if not 1 <= limit <= 200:
         raise InvalidArgument(f"limit must be 1-200; got {limit}")
-    root = ws.repo(repo)
-    oid = resolve(root, ref if ref is not None else "HEAD")
+    g = ws.repo(repo)
+    oid = resolve(g, ref if ref is not None else "HEAD")
     rel = safety.path(path) if path is not None else None
-    raw = git(root, "log", "--no-color", _LOG_FORMAT, f"--max-count={limit + 1}", oid, "--", *([rel] if rel else []))
+    raw = g("log", "--no-color", _LOG_FORMAT, f"--max-count={limit + 1}", oid, "--", *([rel] if rel else []))
     commits = _commits(raw)
     return {"repo": repo, "ref": ref or "HEAD", "commits": commits[:limit], "truncated": len(commits) > limit}
 
@@ -307,27 +334,27 @@ def _name_status(raw: bytes) -> list[dict[str, str]]:
 
 def show(ws: Workspace, repo: str, commit: str) -> dict[str, Any]:
     """One commit: metadata, full message, changed files and the patch (against its first parent)."""
-    root = ws.repo(repo)
-    oid = resolve(root, commit)
-    meta = _commits(git(root, "log", "-1", "--no-color", _LOG_FORMAT, oid, "--"))[0]
-    body = git(root, "log", "-1", "--format=%B", oid, "--").decode("utf-8", "replace").rstrip("\n")
+    g = ws.repo(repo)
+    oid = resolve(g, commit)
+    meta = _commits(g("log", "-1", "--no-color", _LOG_FORMAT, oid, "--"))[0]
+    body = g("log", "-1", "--format=%B", oid, "--").decode("utf-8", "replace").rstrip("\n")
     common = ["--no-color", "--no-ext-diff", "--no-textconv", "--diff-merges=first-parent", "--no-renames"]
-    files = _name_status(git(root, "show", *common, "--format=", "--name-status", "-z", oid, "--"))
-    raw, cut = git_capped(root, ["show", *common, "--format=", "-p", oid, "--"], MAX_OUTPUT * 2)
+    files = _name_status(g("show", *common, "--format=", "--name-status", "-z", oid, "--"))
+    raw, cut = g.capped(["show", *common, "--format=", "-p", oid, "--"], MAX_OUTPUT * 2)
     patch, trunc = cap(raw.decode("utf-8", "replace"), "patch")
     return {**meta, "repo": repo, "message": body, "files": files, "patch": patch, "truncated": trunc or cut}
 
 
 def diff(ws: Workspace, repo: str, base: str, head: str | None, path: str | None) -> dict[str, Any]:
     """Changes from ``base`` to ``head`` (a ref) or to the working tree's tracked files (head None)."""
-    root = ws.repo(repo)
-    a = resolve(root, base)
-    b = resolve(root, head) if head is not None else None
-    rel = [safety.path(path, allow_root=True)] if path else []
+    g = ws.repo(repo)
+    a = resolve(g, base)
+    b = resolve(g, head) if head is not None else None
+    rel = [p for p in [safety.path(path, allow_root=True)] if p] if path else []
     revs = [a, *([b] if b else [])]
     common = ["diff", "--no-color", "--no-ext-diff", "--no-textconv", "--no-renames", *revs]
-    files = _name_status(git(root, *common, "--name-status", "-z", "--", *rel))
-    raw, cut = git_capped(root, [*common, "-p", "--", *rel], MAX_OUTPUT * 2)
+    files = _name_status(g(*common, "--name-status", "-z", "--", *rel))
+    raw, cut = g.capped([*common, "-p", "--", *rel], MAX_OUTPUT * 2)
     patch, trunc = cap(raw.decode("utf-8", "replace"), "patch")
     return {
         "repo": repo,
@@ -344,47 +371,55 @@ def diff(ws: Workspace, repo: str, base: str, head: str | None, path: str | None
 
 def create_branch(ws: Workspace, repo: str, name: str, start: str | None, switch: bool) -> dict[str, Any]:
     """Create local branch ``name`` at ``start`` (default HEAD) and, by default, switch to it."""
-    root = ws.repo(repo)
+    g = ws.repo(repo)
     safety.branch_name(name)
-    oid = resolve(root, start if start is not None else "HEAD")
-    if branch_oid(root, name) is not None:
+    oid = resolve(g, start if start is not None else "HEAD")
+    if branch_oid(g, name) is not None:
         raise Conflict(f"branch {name!r} already exists")
     try:
-        git(root, "update-ref", f"refs/heads/{name}", oid, ZERO)
+        g("update-ref", f"refs/heads/{name}", oid, ZERO)
     except GitCommandError as exc:
         raise Conflict(f"cannot create branch {name!r}: {exc.stderr.splitlines()[-1][:200]}") from None
     if switch:
         try:
-            git(root, "checkout", "-q", name, "--")
+            g("checkout", "-q", name, "--")
         except GitCommandError as exc:
-            git(root, "update-ref", "-d", f"refs/heads/{name}", oid)
+            g("update-ref", "-d", f"refs/heads/{name}", oid)
             raise Conflict(f"cannot switch to {name!r} with the current changes: {exc.stderr[:300]}") from None
-    return {"repo": repo, "branch": name, "commit": oid, "current_branch": current_branch(root)}
+    return {"repo": repo, "branch": name, "commit": oid, "current_branch": current_branch(g)}
 
 
 def switch_branch(ws: Workspace, repo: str, name: str) -> dict[str, Any]:
     """Check out an existing local branch (uncommitted changes are carried over when git allows it)."""
-    root = ws.repo(repo)
+    g = ws.repo(repo)
     safety.ref_name(name, "branch")
-    oid = branch_oid(root, name)
+    oid = branch_oid(g, name)
     if oid is None:
         raise NotFound(f"branch: no local branch called {name!r}")
     try:
-        git(root, "checkout", "-q", name, "--")
+        g("checkout", "-q", name, "--")
     except GitCommandError as exc:
         raise Conflict(f"cannot switch to {name!r} with the current changes: {exc.stderr[:300]}") from None
     return {"repo": repo, "branch": name, "commit": oid}
 
 
-def _store(root: Path, rel: str, content: str) -> bool:
-    """Write text to a confined working-tree file without following links; returns whether it was new."""
+def _store(g: GitRepo, rel: str, content: str) -> bool:
+    """Write text to a confined working-tree file without following links; returns whether it was new.
+
+    Only a regular file is ever replaced (a FIFO, socket, device or directory there is refused before any
+    open, and the open itself cannot block), and what is written belongs to git's uid like the rest of the tree.
+    """
     data = content.encode("utf-8")
     if len(data) > MAX_WRITE:
         raise TooLarge(f"content is {len(data)} bytes; the limit is {MAX_WRITE}")
+    root = g.tree
     full = safety.on_disk(root, rel, must_exist=False)
-    if full.is_dir() and not full.is_symlink():
-        raise InvalidPath(f"path: {rel!r} is a directory")
-    created = not os.path.lexists(full)
+    try:
+        st: os.stat_result | None = os.lstat(full)
+    except FileNotFoundError:
+        st = None
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        raise InvalidPath(f"path: {rel!r} is {_kind(st.st_mode)}; only regular files can be written")
     parent = full.parent
     missing = []
     while not os.path.lexists(parent):
@@ -392,33 +427,40 @@ def _store(root: Path, rel: str, content: str) -> bool:
         parent = parent.parent
     for d in reversed(missing):
         os.mkdir(d)
-    fd = os.open(full, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
+        if g.user is not None:
+            os.chown(d, *g.user, follow_symlinks=False)
+    fd = os.open(full, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o644)
     with os.fdopen(fd, "wb") as fh:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise InvalidPath(f"path: {rel!r} is not a regular file; only regular files can be written")
+        os.ftruncate(fd, 0)
         fh.write(data)
-    return created
+        if g.user is not None:
+            os.fchown(fd, *g.user)
+    return st is None
 
 
 def write_file(ws: Workspace, repo: str, path: str, content: str) -> dict[str, Any]:
     """Create or overwrite a text file in the working tree (not committed until git_commit)."""
-    root = ws.repo(repo)
+    g = ws.repo(repo)
     rel = safety.path(path)
-    created = _store(root, rel, content)
+    created = _store(g, rel, content)
     return {"repo": repo, "path": rel, "bytes": len(content.encode("utf-8")), "created": created}
 
 
 def edit_file(ws: Workspace, repo: str, path: str, old_text: str, new_text: str) -> dict[str, Any]:
     """Replace the one exact occurrence of ``old_text`` in a working-tree text file."""
-    root = ws.repo(repo)
+    g = ws.repo(repo)
     rel = safety.path(path)
     if not old_text:
         raise InvalidArgument("old_text: expected the exact text to replace; got an empty string")
-    text = _decode(_read_worktree(root, rel), rel)
+    text = _decode(_read_worktree(g.tree, rel), rel)
     count = text.count(old_text)
     if count == 0:
         raise NotFound(f"old_text: not found in {rel}; read the file and copy the text exactly")
     if count > 1:
         raise Conflict(f"old_text: found {count} times in {rel}; include more context so it is unique")
-    _store(root, rel, text.replace(old_text, new_text, 1))
+    _store(g, rel, text.replace(old_text, new_text, 1))
     return {"repo": repo, "path": rel, "replaced": 1}
 
 
@@ -444,21 +486,25 @@ def identity(ctx: ToolContext, when: Any) -> dict[str, str]:
 
 def commit(ctx: ToolContext, ws: Workspace, repo: str, message: str) -> dict[str, Any]:
     """Commit every change of the working tree to the current branch as the actor, at the simulated time."""
-    root = ws.repo(repo)
+    g = ws.repo(repo)
     msg = message.strip()
     if not msg or len(msg) > 5000:
         raise InvalidArgument("message: expected a non-empty commit message of at most 5000 characters")
-    branch = current_branch(root)
+    branch = current_branch(g)
     if branch is None:
         raise Conflict("HEAD is detached; switch to a branch before committing")
     env = identity(ctx, ctx.clock.now())
-    git(root, "add", "-A", "--", ".")
-    code, _ = run_git(root, ["diff", "--cached", "--quiet"], ok_codes=(0, 1))
+    try:
+        g("add", "-A", "--", ".")
+        trees.check_index(g)
+    except AppError:
+        g("reset", "-q")
+        raise
+    code, _ = g.run(["diff", "--cached", "--quiet"], ok_codes=(0, 1))
     if code == 0:
         raise Conflict("nothing to commit: the working tree matches the last commit")
     try:
-        git(
-            root,
+        g(
             "commit",
             "-q",
             "--no-verify",
@@ -470,8 +516,8 @@ def commit(ctx: ToolContext, ws: Workspace, repo: str, message: str) -> dict[str
             env=env,
         )
     except GitCommandError as exc:
-        git(root, "reset", "-q")
+        g("reset", "-q")
         raise _fail(exc, "commit") from None
-    oid = git(root, "rev-parse", "--verify", "HEAD").decode().strip()
-    files = _name_status(git(root, "show", "--no-renames", "--format=", "--name-status", "-z", oid, "--"))
+    oid = g("rev-parse", "--verify", "HEAD").decode().strip()
+    files = _name_status(g("show", "--no-renames", "--format=", "--name-status", "-z", oid, "--"))
     return {"repo": repo, "branch": branch, "commit": oid, "files": files}

@@ -3,7 +3,9 @@
 The command runs through ``/bin/sh -c`` in the sandbox (an unprivileged user, no network, a read-only system,
 only the checkout writable, limits on CPU, memory, processes, file size, output and wall time), with the fixed
 environment of the sandbox (``TZ=UTC``, ``LANG=C``), so the same command on the same tree prints the same
-bytes. When no sandbox works here the tool refuses with ``unavailable``: code never runs unsandboxed.
+bytes. When no sandbox works here the tool refuses with ``unavailable``: code never runs unsandboxed. Only the
+work tree is mounted, never the repository's git directory (see ``mcp_tools.git.workspace``); after the run the
+tree is given back to host git's uid, without following links.
 
 Each run is logged as a ``git_activity`` row (op ``shell_run``) with a hash of the command and its outcome (exit
 code, timeout, kill reason), so the change log and the state hash of a replay cover what ran. The output is not
@@ -49,9 +51,13 @@ def run(repo: str, command: str, timeout_seconds: int = 30) -> dict[str, Any]:
     rid = sql.scalar("SELECT id FROM repositories WHERE name = ?", (repo,))
     if rid is None:
         raise NotFound(f"expected a repository of this company; found none called {repo!r}")
-    root = current_workspace().repo(repo)
+    ws = current_workspace()
+    tree = ws.repo(repo).tree
     limits = Limits(cpu_seconds=min(60, timeout_seconds), wall_seconds=timeout_seconds, max_output_bytes=20_000)
-    result = code_sandbox().run(["/bin/sh", "-c", command], root, limits=limits)
+    try:
+        result = code_sandbox().run(["/bin/sh", "-c", command], tree, limits=limits)
+    finally:
+        ws.reclaim(repo)
     out = {
         "repo": repo,
         "exit_code": result.exit_code,

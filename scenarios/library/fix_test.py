@@ -5,10 +5,12 @@ bug family: an inclusive bound, a page offset, a discount, an empty average), wi
 the default branch; a user reports the symptom in a ticket assigned to the agent. No coworker acts (no NPCs).
 
 What counts (the rubric): gates that zero the reward when they fail: a merge request from a new branch into
-the default branch, the repository's tests untouched (tests, ``conftest.py`` and the pytest configuration:
-editing them is the classic reward hack), and every hidden check passing on the request's head (run out of
-process in the sandbox on a copy the agent never sees; values and exact types compared on the host). Scored:
-the pipeline green at the request's current head (2), the ticket's key in the request or a commit (1).
+the default branch, the repository's tests untouched (tests, ``conftest.py``, pytest's config files, and the
+pytest sections of ``pyproject.toml``, ``setup.cfg`` and ``tox.ini``: editing them is the classic reward hack,
+measured from where the default branch stood when the task began), and every hidden check passing on the
+commit the request names (run out of process in the sandbox on a copy the agent never sees; values and exact
+types compared on the host). Scored: the pipeline green at the request's current head (2), the ticket's key
+in the request or a commit (1).
 The hidden cases and the correct code exist only in the hidden params: no object of either is ever written
 to a repository the agent can reach.
 """
@@ -87,7 +89,9 @@ FAMILIES: dict[str, dict[str, Any]] = {
     },
 }
 ORDER = ("window", "page", "discount", "mean")
-PROTECTED = ("tests/", "conftest.py", "pyproject.toml", "setup.cfg", "pytest.ini", "tox.ini")
+PROTECTED = ("tests/", "conftest.py", "pytest.ini", ".pytest.ini", "pytest.toml", ".pytest.toml")
+"""Paths no fix may change: the tests, conftest files anywhere and pytest's own config files. Shared config files
+(``pyproject.toml``, ``setup.cfg``, ``tox.ini``) are compared by their pytest sections instead."""
 
 
 def module_source(family: dict[str, Any], fixed: bool) -> str:
@@ -184,7 +188,7 @@ class FixFailingTest:
         return load_rubric(
             {
                 "id": "fix-failing-test",
-                "version": 1,
+                "version": 2,
                 "description": "Fix the reported bug through a merge request with a green pipeline.",
                 "checks": [
                     {
@@ -197,11 +201,19 @@ class FixFailingTest:
                     },
                     {
                         "id": "tests-untouched",
-                        "description": "The request changes no test, conftest.py or pytest configuration.",
+                        "description": "The request changes no test, conftest.py or pytest config file.",
                         "weight": 1,
                         "must": True,
                         "fn": "merge_request_leaves_paths",
                         "params": {"repo": repo, "paths": list(PROTECTED)},
+                    },
+                    {
+                        "id": "runner-config-untouched",
+                        "description": "The request leaves pytest's sections of pyproject.toml, setup.cfg, tox.ini.",
+                        "weight": 1,
+                        "must": True,
+                        "fn": "merge_request_keeps_pytest_config",
+                        "params": {"repo": repo},
                     },
                     {
                         "id": "hidden-checks",

@@ -5,7 +5,11 @@ so the git tests pin the same people: ``lena.lead`` leads team Platform, ``dev.o
 """
 
 import importlib.util
+import shutil
 import subprocess
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +17,7 @@ import pytest
 
 from mcp_tools.base import call_tool
 from mcp_tools.git.server import git
-from mcp_tools.git.workspace import use_workspace
+from mcp_tools.git.workspace import GIT_DIRS, use_workspace
 from worlds.gitrun import GIT_ENV
 from worlds.repos import generate_repos
 
@@ -26,9 +30,32 @@ REPO = "platform-service"
 
 
 def sh(repo: Path, *args: str) -> str:
-    """Plain git for assertions (same fixed environment as the app)."""
-    out = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, env=GIT_ENV, check=True)
+    """Plain git for assertions (same fixed environment as the app), on a base or on an episode's work tree.
+
+    A work tree's git directory lives in the workspace's ``.gitdirs`` (owned by git's unprivileged uid, so the
+    test, as root, names it safe).
+    """
+    git_dir = repo.parent / GIT_DIRS / f"{repo.name}.git"
+    where = [f"--git-dir={git_dir}", f"--work-tree={repo}"] if git_dir.is_dir() else ["-C", str(repo)]
+    argv = ["git", *where, "-c", "safe.directory=*", *args]
+    out = subprocess.run(argv, capture_output=True, env=GIT_ENV, check=True, cwd=repo)
     return out.stdout.decode()
+
+
+def git_dir(root: Path) -> Path:
+    """The git directory of the episode work tree ``root``."""
+    return root.parent / GIT_DIRS / f"{root.name}.git"
+
+
+@contextmanager
+def reachable_dir() -> Iterator[Path]:
+    """A temporary directory host git's unprivileged uid can pass through (pytest's own are private to root)."""
+    path = Path(tempfile.mkdtemp(prefix="companysim-test-"))
+    path.chmod(0o711)
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def repo_state(repo: Path) -> tuple[str, str, str]:
@@ -64,9 +91,10 @@ class GitApp:
 
 
 @pytest.fixture
-def gapp(tmp_path):
+def gapp():
     """A fresh tiny world with its repositories and an empty episode workspace per test."""
-    g = GitApp(tmp_path)
-    yield g
-    g.app.session.close()
-    g.app.engine.dispose()
+    with reachable_dir() as tmp:
+        g = GitApp(tmp)
+        yield g
+        g.app.session.close()
+        g.app.engine.dispose()

@@ -1,11 +1,14 @@
 """Generation is deterministic and real; episode checkouts share objects yet are isolated."""
 
+import os
 import subprocess
 import sys
 
-from gitkit import REPO, SEED, sh, tiny
+from gitkit import REPO, SEED, git_dir, sh, tiny
 from sqlalchemy import text
 
+from mcp_tools.git.workspace import GIT_DIRS
+from worlds.gitrun import host_git_user
 from worlds.repos import checkout, ensure_base_repos, generate_repos
 
 
@@ -41,7 +44,7 @@ def test_generated_service_passes_its_tests(tmp_path):
     engine = tiny.tiny_engine()
     with engine.connect() as conn:
         info = generate_repos(conn, SEED, tmp_path / "b", now=tiny.T0)[0]
-    root = checkout(info.path, tmp_path / "co")
+    root = checkout(info.path, tmp_path / "co.git", tmp_path / "co").tree
     proc = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"],
         cwd=root,
@@ -67,19 +70,27 @@ def test_record_writes_rows_only_when_asked(tmp_path):
     assert [tuple(r) for r in rows] == [(i.name, i.head) for i in infos]
 
 
-def test_checkout_uses_alternates_and_episodes_are_isolated(gapp, tmp_path):
+def test_checkout__links_packs_keeps_git_dir_apart_and_episodes_are_isolated(gapp):
     base = gapp.bases[REPO]
     base_refs = sh(base, "for-each-ref")
-    one = checkout(base, tmp_path / "one")
-    two = checkout(base, tmp_path / "two")
-    assert (one / ".git/objects/info/alternates").read_text().strip() == str(base.resolve() / "objects")
-    assert not list((one / ".git/objects/pack").iterdir())  # no object copied
+    user = host_git_user()
+    for name in ("one", "two"):
+        checkout(base, gapp.root / GIT_DIRS / f"{name}.git", gapp.root / name, user=user)
+    one, two = gapp.root / "one", gapp.root / "two"
+    assert not os.path.lexists(one / ".git")  # the agent-writable tree holds no git directory
+    packs = sorted((git_dir(one) / "objects/pack").glob("*.pack"))
+    assert packs and all(os.stat(p).st_ino == os.stat(base / "objects/pack" / p.name).st_ino for p in packs)
+    assert not (git_dir(one) / "objects/info/alternates").exists()  # no path outside is followed at run time
+    assert "!filter" in (git_dir(one) / "info/attributes").read_text()
+    if user is not None:  # as root: the checkout belongs to git's unprivileged uid, the linked packs stay root's
+        assert os.stat(one).st_uid == os.stat(git_dir(one) / "index").st_uid == user[0]
+        assert os.stat(packs[0]).st_uid == 0
     (one / "NEW.md").write_text("only in one\n")
     sh(one, "add", "NEW.md")
     sh(one, "-c", "user.name=T", "-c", "user.email=t@x", "commit", "-q", "-m", "one")
     new = sh(one, "rev-parse", "HEAD").strip()
-    for other in (two, base):
-        proc = subprocess.run(["git", "-C", str(other), "cat-file", "-e", new], capture_output=True)
+    for other in (git_dir(two), base):
+        proc = subprocess.run(["git", f"--git-dir={other}", "cat-file", "-e", new], capture_output=True)
         assert proc.returncode != 0
     assert sh(base, "for-each-ref") == base_refs
     assert sh(two, "rev-parse", "HEAD").strip() == gapp.infos[0].head

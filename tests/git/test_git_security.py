@@ -2,11 +2,10 @@
 and planted config never run."""
 
 import os
-import stat
 from pathlib import Path
 
 import pytest
-from gitkit import REPO, repo_state, sh
+from gitkit import REPO, git_dir, repo_state, sh
 
 from mcp_tools.errors import AppError
 from mcp_tools.git import safety
@@ -218,9 +217,15 @@ def test_symlinks_are_never_followed(gapp, tmp_path):
     assert sorted(p.name for p in canary.iterdir()) == ["secret.txt"]
     assert (canary / "secret.txt").read_text() == "secret\n"
     assert (root / "README.md").read_text().startswith("# ")
-    # a committed symlink is refused when read at a ref too
+    # links out of the tree cannot be committed (the refusal names them); the tree is left as it was
+    before = repo_state(root)
+    assert _codes(gapp, "commit", message="links") == "invalid_path"
+    assert repo_state(root) == before
+    for name in ("etc-link", "out-link", "secret.txt"):
+        os.unlink(root / name)
+    # a link inside the tree is committed as a link, and refused when read at a ref too
     gapp.call("commit", repo=REPO, message="links")
-    assert _codes(gapp, "read_file", path="secret.txt", ref="HEAD") == "invalid_path"
+    assert _codes(gapp, "read_file", path="inner-link", ref="HEAD") == "invalid_path"
 
 
 def test_hooks_global_and_planted_config_never_run(gapp, tmp_path, monkeypatch):
@@ -257,15 +262,14 @@ def test_hooks_global_and_planted_config_never_run(gapp, tmp_path, monkeypatch):
     monkeypatch.setenv("GIT_CONFIG_PARAMETERS", f"'core.hooksPath'='{hooks}'")
     monkeypatch.setenv("GIT_DIR", "/nonexistent")
     root = gapp.repo()
+    real_config = (git_dir(root) / "config").read_text()
+    # code in the sandbox can write anything into the work tree, a whole planted .git included: it is data
+    planted = root / ".git"
+    (planted / "hooks").mkdir(parents=True)
     for name in names:
-        os.symlink(script, root / ".git" / "hooks" / name) if (root / ".git/hooks").is_dir() else None
-    (root / ".git/hooks").mkdir(exist_ok=True)
-    for name in names:
-        if not os.path.lexists(root / ".git/hooks" / name):
-            os.symlink(script, root / ".git/hooks" / name)
-    # code run in the sandbox could plant config in the checkout: it is restored before the next call
-    with (root / ".git/config").open("a") as fh:
-        fh.write(evil)
+        os.symlink(script, planted / "hooks" / name)
+    (planted / "config").write_text(evil)
+    (planted / "HEAD").write_text("ref: refs/heads/main\n")
     (root / ".gitattributes").write_text("* filter=x diff=x\n")
     gapp.call("write_file", repo=REPO, path="a.txt", content="a\n")
     gapp.call("status", repo=REPO)
@@ -278,9 +282,11 @@ def test_hooks_global_and_planted_config_never_run(gapp, tmp_path, monkeypatch):
     gapp.call("mr_merge", mr_id=mr["id"])
     gapp.call("read_file", repo=REPO, path="a.txt")
     assert not canary.exists()
-    assert "hooksPath = /dev/null" in (root / ".git/config").read_text()
-    assert str(script) not in (root / ".git/config").read_text()
-    assert stat.S_ISREG(os.lstat(root / ".git/config").st_mode)
+    assert (git_dir(root) / "config").read_text() == real_config
+    assert not (git_dir(root) / "hooks").exists()
+    assert (planted / "config").read_text() == evil  # never read, never rewritten
+    shown = gapp.call("show", repo=REPO, commit="main")
+    assert all(".git/" not in f["path"] for f in shown["files"])  # a planted .git is never committed
 
 
 def test_safety_rules_directly():

@@ -134,12 +134,13 @@ def test_write_edit_branch_commit(gapp):
     assert code_of(gapp, "switch_branch", repo=REPO, name="nope") == "not_found"
 
 
-def test_commit_is_deterministic(tmp_path):
-    from gitkit import GitApp
+def test_commit_is_deterministic():
+    from gitkit import GitApp, reachable_dir
 
     heads = []
-    for k in range(2):
-        g = GitApp(tmp_path / str(k))
-        g.call("write_file", repo=REPO, path="x.txt", content="x\n")
-        heads.append(g.call("commit", repo=REPO, message="x")["commit"])
+    for _ in range(2):
+        with reachable_dir() as tmp:
+            g = GitApp(tmp)
+            g.call("write_file", repo=REPO, path="x.txt", content="x\n")
+            heads.append(g.call("commit", repo=REPO, message="x")["commit"])
     assert heads[0] == heads[1]

@@ -24,6 +24,7 @@ from mcp_tools.git.pipeline import pipeline
 from mcp_tools.sandbox import BASE_ENV, Limits, RunResult, get_sandbox
 from mcp_tools.sandbox.docker import DockerSandbox
 from mcp_tools.sandbox.engine import LABEL
+from worlds.gitrun import GitRepo
 
 UNDER_CI = os.environ.get("CI") == "true"
 UID = 65000 + os.getpid() % 400  # a uid of its own, so the leftover scan sees only this module's processes
@@ -319,7 +320,7 @@ def test_docker__chosen_by_environment_and_runs_the_test_pipeline(box, ws, tmp_p
     subprocess.run([*git, "add", "-A"], check=True)
     subprocess.run([*git, "commit", "-qm", "tests"], check=True)
     head = subprocess.run([*git, "rev-parse", "HEAD"], check=True, capture_output=True, text=True).stdout.strip()
-    report = pipeline(repo, head, scratch=tmp_path)
+    report = pipeline(GitRepo(git_dir=repo / ".git"), head, scratch=tmp_path)
     assert (report["status"], report["counts"]) == ("failed", {"failed": 1, "passed": 1}), report
 
 
@@ -338,7 +339,7 @@ def test_docker__no_engine_means_unavailable_and_nothing_runs(tmp_path, monkeypa
     monkeypatch.setitem(registry._INSTANCES, "docker", sandbox)
     monkeypatch.setenv("COMPANYSIM_SANDBOX", "docker")
     with pytest.raises(SandboxUnavailable, match="docker sandbox is unavailable"):
-        pipeline(tmp_path, "0" * 40)
+        pipeline(GitRepo(git_dir=tmp_path), "0" * 40)
 
 
 def test_docker__without_the_sdk_the_backend_says_so(tmp_path, monkeypatch):

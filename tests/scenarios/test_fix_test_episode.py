@@ -5,14 +5,12 @@ working sandbox the tests skip locally and fail under CI.
 """
 
 import os
-import subprocess
 
 import pytest
 
 from mcp_tools.sandbox import get_sandbox
 from sim.agents import EpisodeEnv, run_agent
 from sim.episode import Episode
-from worlds.gitrun import GIT_ENV
 
 SCENARIO = "fix-failing-test-v0"
 
@@ -136,11 +134,10 @@ def test_answer_withheld__no_object_of_the_fix_reachable_in_the_agents_repositor
     env, params = _start(episode, 6)
     repo = params["repo"]
     env.call("git_status", repo=repo)  # makes the checkout
-    root = episode._live.code.workspace.repo(repo)
+    checkout = episode._live.code.workspace.repo(repo)
 
     def sh(*args, data=None):
-        out = subprocess.run(["git", "-C", str(root), *args], input=data, capture_output=True, env=GIT_ENV, check=True)
-        return out.stdout.decode("utf-8", "replace")
+        return checkout(*args, input=data).decode("utf-8", "replace")
 
     fixed_blob = sh("hash-object", "--stdin", data=params["fixed_source"].encode()).strip()
     buggy_blob = sh("hash-object", "--stdin", data=params["buggy_source"].encode()).strip()
