@@ -16,7 +16,9 @@ change log, the tool-call trace, the agent's employee id, the scenario's hidden 
   requirement earns nothing), and passing them adds nothing, so doing nothing can score exactly 0. A rubric
   made only of must checks scores 1 when all pass;
 * a check that raises scores 0 with evidence ``check error: <Type>: <message>``; grading never crashes on
-  an episode, because one buggy check must not lose a whole rollout batch.
+  an episode, because one buggy check must not lose a whole rollout batch;
+* a ``judge`` check that could not be judged (``graders.judge``) is listed in ``Score.unjudged`` and left out
+  of the value and of gating: an unknown verdict is neither a pass nor a fail.
 
 Why graders read the change log: state checks look up the few rows the task is about (indexed lookups) or
 the rows this episode changed (O(rows changed)); they never scan or hash the whole world, so grading stays
@@ -80,7 +82,9 @@ class Check(BaseModel):
     id: str = Field(min_length=1, max_length=100, description="Unique within the rubric; shown in evidence.")
     description: str = Field(min_length=1, description="The requirement in words, for humans auditing scores.")
     weight: float = Field(default=1.0, allow_inf_nan=False, description="> 0; relative share of the reward.")
-    kind: Kind = Field(description="'state' reads the final world and change log; 'trace' the tool calls.")
+    kind: Kind = Field(
+        description="'state' reads the final world and change log; 'trace' the tool calls; 'judge' asks a judge model."
+    )
     fn: str = Field(description="Name of a function registered with @check_fn.")
     params: dict[str, JsonValue] = Field(default_factory=dict, description="Keyword args for fn, as JSON.")
     must: bool = Field(default=False, description="A must check scoring below 1 gates the reward to 0.")
@@ -168,10 +172,20 @@ class Score(BaseModel):
     rubric_version: int
     rubric_fingerprint: str
     gated: bool = Field(description="True when a must check failed and the value was forced to 0.")
+    unjudged: tuple[str, ...] = Field(
+        default=(), description="Judge checks that could not be judged; left out of the value, never counted 0 or 1."
+    )
 
     def to_json(self) -> dict[str, Any]:
-        """The trace's closing record: ``{"type": "score", "value": ..., "checks": [...], ...}``."""
-        return {"type": "score", **self.model_dump(mode="json")}
+        """The trace's closing record: ``{"type": "score", "value": ..., "checks": [...], ...}``.
+
+        ``unjudged`` appears only when some check was unjudged, so records of rubrics without judge checks keep
+        their exact bytes.
+        """
+        data = self.model_dump(mode="json")
+        if not data["unjudged"]:
+            del data["unjudged"]
+        return {"type": "score", **data}
 
 
 @dataclass(kw_only=True)
@@ -191,6 +205,8 @@ class GradingContext:
     params: Mapping[str, Any] = field(default_factory=dict)
     workspace: Any = None
     """The episode's git workspace (``mcp_tools.git.workspace.Workspace``) when the task has one."""
+    judge: Any = None
+    """The judge for ``judge`` checks (``graders.judge.Judge``); None leaves them unjudged."""
     memo: dict[Any, Any] = field(default_factory=dict, repr=False)
     log: tuple[ChangeRow, ...] = field(init=False, repr=False)
     _by_table: dict[str, list[ChangeRow]] = field(init=False, repr=False)
@@ -248,9 +264,12 @@ def grade(rubric: Rubric, ctx: GradingContext) -> Score:
     ctx.memo.clear()  # lookups are cached per grade, never across grades of a changing world
     with session.no_autoflush, read_only(session):
         results = tuple(_run(check, ctx, savepoints) for check in rubric.checks)
-    scored = [r for r in results if not r.must] or list(results)
-    value = sum(r.weight * r.score for r in scored) / sum(r.weight for r in scored)
-    gated = any(r.must and not r.passed for r in results)
+    unjudged = tuple(r.id for r in results if r.details.get("unjudged") is True)
+    judged = [r for r in results if r.id not in unjudged]
+    scored = [r for r in judged if not r.must] or judged
+    weight = sum(r.weight for r in scored)
+    value = sum(r.weight * r.score for r in scored) / weight if weight else 0.0
+    gated = any(r.must and not r.passed for r in judged)
     return Score(
         value=0.0 if gated else min(1.0, value),
         checks=results,
@@ -258,13 +277,14 @@ def grade(rubric: Rubric, ctx: GradingContext) -> Score:
         rubric_version=rubric.version,
         rubric_fingerprint=rubric.fingerprint,
         gated=gated,
+        unjudged=unjudged,
     )
 
 
 def _run(check: Check, ctx: GradingContext, savepoint: bool) -> CheckResult:
     try:
         fn = check_fn_spec(check.fn).fn
-        if savepoint and check.kind == "state":
+        if savepoint and check.kind != "trace":
             with ctx.session.begin_nested():
                 raw = fn(ctx, **check._kwargs)
         else:

@@ -10,8 +10,10 @@ Tree::
 
     GraderError
     ├── RubricError          rubric data is invalid (bad params, duplicate check id, weight <= 0, bad YAML)
-    │   └── UnknownCheck     a check names a function that is not registered
+    │   ├── UnknownCheck     a check names a function that is not registered
+    │   └── RubricNotFound   the rubric store has no such id or version
     ├── DuplicateCheckFn     two check functions were registered under one name
+    ├── JudgeRefused         the judge model is the policy model it would grade
     └── ContextError         the grading context cannot be graded (unflushed changes in the session)
 """
 
@@ -34,8 +36,16 @@ class UnknownCheck(RubricError):
     """A check's ``fn`` is not a registered check function."""
 
 
+class RubricNotFound(RubricError):
+    """The rubric store holds no rubric of that id, or not that version; the message lists what it holds."""
+
+
 class DuplicateCheckFn(GraderError):
     """A check function name was registered twice (names are global, like gymnasium env ids)."""
+
+
+class JudgeRefused(GraderError):
+    """A judge was configured with the same model as the policy it grades (a model must not grade itself)."""
 
 
 class ContextError(GraderError):

@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
 from graders.errors import DuplicateCheckFn, RubricError, UnknownCheck
 
-Kind = Literal["state", "trace"]
+Kind = Literal["state", "trace", "judge"]
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
 
 
