@@ -4,13 +4,14 @@ The contract lives in ``graders.base`` (Rubric, Check, Score, GradingContext, ``
 ``graders.rubric`` loads rubrics from YAML/JSON. Importing the package registers the built-in check library
 (``checks``: tickets, rows, change log; ``checks_comms``: chat, mail, calendar; ``checks_code``: merge requests,
 pipelines and hidden test cases; ``checks_meetings``: a meeting arranged with coworkers, its agreement and
-announcement; ``checks_trace``: tool calls; ``judge``: LLM-judge checks),
+announcement; ``checks_trace``: tool calls; ``judge``: LLM-judge checks; ``buffer``: the log-only checks the
+rubric buffer proposes),
 so a rubric naming them validates wherever ``graders`` is imported. Mechanism sits beside the contract:
 ``registry`` (``@check_fn`` and param models), ``changes`` (the episode's change log as ``ChangeRow``s),
 ``checks_common`` (param types and memoised lookups shared by check modules), ``errors`` (the error tree).
 """
 
-from graders import checks, checks_cases, checks_code, checks_comms, checks_meetings, checks_trace, judge  # noqa: F401 - registers the check library
+from graders import buffer, checks, checks_cases, checks_code, checks_comms, checks_meetings, checks_trace, judge  # noqa: F401 - registers the check library
 from graders.base import (
     ChangeRow,
     Check,
