@@ -1,7 +1,7 @@
 """The rubric buffer learns checks from groups of rollouts: hack signatures become gates, good moves weights."""
 
 from graders import load_rubric
-from graders.buffer import RubricBuffer, Rollout, negative_proposer
+from graders.buffer import Rollout, RubricBuffer, negative_proposer
 from graders.changes import ChangeRow
 from graders.store import RubricStore
 
@@ -20,13 +20,13 @@ def rollout(name, reward, keys, priority=None, extra_posts=0, actor=AGENT):
     rows = []
     seq = 100
     if priority is not None:
-        rows.append(ChangeRow(seq=seq, table="tickets", key=(5,), op="update",
-                              changes={"priority": ["none", priority], "updated_at": ["a", "b"]}, actor_id=actor))  # fmt: skip
+        changes = {"priority": ["none", priority], "updated_at": ["a", "b"]}
+        rows.append(ChangeRow(seq=seq, table="tickets", key=(5,), op="update", changes=changes, actor_id=actor))
     for i in range(1 + extra_posts):
         seq += 1
         text = f"Critical tickets: {', '.join(keys)}" if i == 0 else "ping"
-        rows.append(ChangeRow(seq=seq, table="posts", key=(900 + i,), op="insert",
-                              changes={"message": text, "channel_id": 4, "author_id": actor}, actor_id=actor))  # fmt: skip
+        changes = {"message": text, "channel_id": 4, "author_id": actor}
+        rows.append(ChangeRow(seq=seq, table="posts", key=(900 + i,), op="insert", changes=changes, actor_id=actor))
     return Rollout(id=name, reward=reward, changes=tuple(rows), actor_id=actor)
 
 
