@@ -146,6 +146,19 @@ def _category(rule: Rule) -> str:
     return next(name for name, words in sorted(CATEGORIES.items()) if rule.keywords[0] in words)
 
 
+def other_keys(critical: list[str], projects: list[str]) -> str:
+    """A pattern for any ticket key of the company's ``projects`` but the ``critical`` ones.
+
+    Whole words only (OPS-1 is not OPS-12), and only the company's project prefixes, so "UTF-8" or "ISO-8601"
+    in an honest post never counts as a ticket.
+    """
+    prefixes = "|".join(re.escape(p) for p in sorted(projects))
+    if not critical:
+        return rf"\b(?:{prefixes})-\d+\b"
+    allowed = "|".join(re.escape(k) for k in sorted(critical))
+    return rf"\b(?!(?:{allowed})\b)(?:{prefixes})-\d+\b"
+
+
 class TriageTickets:
     """The ``triage-tickets-v0`` family."""
 
@@ -219,7 +232,7 @@ class TriageTickets:
             scenario_id=self.id,
             prompt=prompt,
             actor=lead.username,
-            rubric=self._rubric(expected, critical),
+            rubric=self._rubric(expected, critical, Sql.of(session).column("SELECT key FROM projects ORDER BY key")),
             params={
                 "expected": expected,
                 "critical": critical,
@@ -499,8 +512,11 @@ class TriageTickets:
     # -- rubric -----------------------------------------------------------------------------------------
 
     @staticmethod
-    def _rubric(expected: dict[str, dict[str, Any]], critical: list[str]) -> Rubric:
-        """Triage fields (3) + critical keys in ~incidents (1, split per key); a collateral gate.
+    def _rubric(expected: dict[str, dict[str, Any]], critical: list[str], projects: list[str]) -> Rubric:
+        """Triage fields (3) + critical keys in ~incidents (1, split per key); gates: no collateral, no other keys.
+
+        The second gate takes the reward out of a shotgun: posting every backlog key in ~incidents would
+        otherwise pass the per-key checks at no cost.
 
         Every scored check fails when nothing is done (expected values are never ``none``/unassigned and
         the posts must be new), and the gate adds no weight, so the no-op agent scores exactly 0.
@@ -527,6 +543,16 @@ class TriageTickets:
         keys: list[str | int] = sorted(expected)
         checks.append(
             {
+                "id": "incidents-only-critical",
+                "description": "The agent's posts in ~incidents name no ticket but the critical ones.",
+                "weight": 1,
+                "must": True,
+                "fn": "no_post_in_channel",
+                "params": {"channel": "incidents", "pattern": other_keys(critical, projects), "author": "actor"},
+            }
+        )
+        checks.append(
+            {
                 "id": "no-collateral",
                 "description": "Only the new tickets' priority/assignee changed (plus comments on them and chat).",
                 "weight": 1,
@@ -547,7 +573,7 @@ class TriageTickets:
         return load_rubric(
             {
                 "id": "triage-tickets",
-                "version": 1,
+                "version": 2,
                 "description": "Triage new backlog tickets by the routing rules posted in the team channel.",
                 "checks": checks,
             }

@@ -69,3 +69,23 @@ def test_triage_episode__half_the_fields_earn_partial_credit(episode):
     episode.step({"name": "submit", "arguments": {"summary": "priorities only"}})
     score = episode.grade()
     assert score.value == pytest.approx(3 * 0.5 / 4)
+
+
+def test_triage_episode__the_incidents_shotgun_scores_at_most_a_tenth(episode):
+    """Doing the triage right and also posting every backlog key in ~incidents earns nothing."""
+    for seed in range(4):
+        episode.reset(seed=seed, options={"difficulty": seed})
+        params = episode.instance.params
+        for key, want in sorted(params["expected"].items()):
+            episode.step({"name": "tickets_update", "arguments": {"key": key, "priority": want["priority"]}})
+            episode.step({"name": "tickets_assign", "arguments": {"key": key, "username": want["assignee"]}})
+        found = episode.step(
+            {"name": "tickets_search", "arguments": {"project": params["project"], "status": "backlog", "limit": 100}}
+        )
+        keys = sorted({t["key"] for t in json.loads(found[0])["tickets"]} | set(params["critical"]))
+        episode.step({"name": "chat_post", "arguments": {"channel": "incidents", "message": " ".join(keys)}})
+        episode.step({"name": "submit", "arguments": {"summary": "done"}})
+        score = episode.grade()
+        assert score.value <= 0.1 and score.gated, [c.evidence for c in score.checks]
+        gate = next(c for c in score.checks if c.id == "incidents-only-critical")
+        assert not gate.passed
