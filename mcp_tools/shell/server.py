@@ -8,15 +8,20 @@ work tree is mounted, never the repository's git directory (see ``mcp_tools.git.
 tree is given back to host git's uid, without following links.
 
 Each run is logged as a ``git_activity`` row (op ``shell_run``) with a hash of the command and its outcome (exit
-code, timeout, kill reason), so the change log and the state hash of a replay cover what ran. The output is not
-hashed: programs print wall-clock figures (``42 passed in 0.04s``) that no sandbox can pin, so the output is what
-the agent sees, not part of the world's state.
+code, timeout, kill reason), so the change log and the state hash of a replay cover what ran.
+
+Wall-clock figures: test runners print how long they took (``42 passed in 0.04s``), and no sandbox can pin that
+number; on a busy machine it changes from run to run, and a replay of the same actions would see other bytes.
+``normalise_timings`` rewrites the figures of the common tools (pytest's summary and ``--durations`` lines,
+unittest's ``Ran N tests in``, the shell's ``time``) to ``[elapsed]`` before the agent sees the output, so
+the observation is a function of the command and the tree alone.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import re
 from typing import Any
 
 from mcp_tools.base import WRITE, ToolSet, current_context
@@ -28,6 +33,27 @@ from mcp_tools.sandbox import Limits
 from worlds.rawsql import Sql
 
 MAX_COMMAND = 4000
+_TIMINGS: tuple[tuple[re.Pattern[str], str], ...] = (
+    (  # pytest's summary line: "1 failed, 39 passed in 0.21s" (also "(0:01:02)")
+        re.compile(
+            r"((?:passed|failed|errors?|skipped|xfailed|xpassed|deselected|warnings?|no tests ran)[^\n]* in )"
+            r"\d+(?:\.\d+)?s(?: \(\d+:\d{2}:\d{2}(?:\.\d+)?\))?"
+        ),
+        r"\1[elapsed]",
+    ),
+    (re.compile(r"(?m)^\d+(?:\.\d+)?s(?= (?:call|setup|teardown) )"), "[elapsed]"),  # pytest --durations
+    (re.compile(r"(?<=^Ran )(\d+ tests?) in \d+(?:\.\d+)?s", re.M), r"\1 in [elapsed]"),  # unittest
+    (re.compile(r"(?m)^(real|user|sys)(\s+)\d+m\d+(?:\.\d+)?s$"), r"\1\2[elapsed]"),  # the shell's time
+)
+
+
+def normalise_timings(text: str) -> str:
+    """``text`` with the wall-clock figures of common test runners and ``time`` replaced by ``[elapsed]``."""
+    for pattern, repl in _TIMINGS:
+        text = pattern.sub(repl, text)
+    return text
+
+
 MAX_TIMEOUT = 120
 
 shell = ToolSet("shell")
@@ -61,8 +87,8 @@ def run(repo: str, command: str, timeout_seconds: int = 30) -> dict[str, Any]:
     out = {
         "repo": repo,
         "exit_code": result.exit_code,
-        "stdout": result.stdout,
-        "stderr": result.stderr,
+        "stdout": normalise_timings(result.stdout),
+        "stderr": normalise_timings(result.stderr),
         "timed_out": result.timed_out,
         "killed_by": result.killed_by,
     }

@@ -1,6 +1,7 @@
 """``shell_run``: commands in the episode's checkout, sandboxed, deterministic, capped, logged, refused cleanly."""
 
 import os
+import re
 import subprocess
 from typing import Any
 
@@ -130,3 +131,24 @@ def test_no_working_sandbox_means_the_tool_refuses_and_nothing_runs(gapp, monkey
     assert "root" in str(err.value)
     assert not (gapp.root / REPO / "ran-unsandboxed").exists()
     assert activity(gapp) == before
+
+
+def test_wall_clock_figures_never_reach_the_agent(gapp):
+    """pytest's and unittest's timings and the shell's ``time`` are normalised, so replays see the same bytes."""
+    command = (
+        "python3 -m pytest -q -p no:cacheprovider; python3 -m unittest -q 2>&1 | tail -3; bash -c 'time true' 2>&1"
+    )
+    out = run(gapp, repo=REPO, command=command, timeout_seconds=60)
+    text = out["stdout"] + out["stderr"]
+    assert " passed in [elapsed]" in text and "Ran 0 tests in [elapsed]" in text and "real\t[elapsed]" in text
+    assert not re.search(r"\b\d+\.\d+s\b", text), text
+
+
+def test_normalise_timings__only_timing_figures_change():
+    from mcp_tools.shell.server import normalise_timings
+
+    assert normalise_timings("== 1 failed, 2 passed, 1 warning in 3.21s (0:00:03) ==") == (
+        "== 1 failed, 2 passed, 1 warning in [elapsed] =="
+    )
+    assert normalise_timings("0.50s call     tests/test_a.py::test_x") == "[elapsed] call     tests/test_a.py::test_x"
+    assert normalise_timings("wait in 5s, then retry in 2.0s") == "wait in 5s, then retry in 2.0s"
