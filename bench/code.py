@@ -98,7 +98,7 @@ def run() -> Path:
         ep.reset(seed=0)  # generates the world, its base repositories and the task base (cached afterwards)
         params = ep.instance.params
         repo, path = str(params["repo"]), str(params["module_path"])
-        code = ep._live.code if ep._live is not None else None
+        code = ep.code
         assert code is not None, f"{SCENARIO} has no code workspace"
         base = code.workspace.bases[repo]
         dests = iter(code.scratch / "forks" / str(i) for i in range(FORKS))

@@ -22,7 +22,6 @@ from datetime import datetime
 from typing import Any
 
 from npcs.errors import NpcError
-from npcs.model import NpcWorld
 from npcs.traits import PRESETS, TraitVector
 from scenarios.base import ScenarioInstance
 from sim.clock import SimClock
@@ -80,6 +79,8 @@ class Coworkers:
             overrides = {name: option for name in names}
         elif isinstance(option, Mapping):
             overrides.update(option)
+        from npcs.model import NpcWorld  # lazy: mesa and langgraph load only when an episode has coworkers
+
         self.world = NpcWorld(
             session, world_seed, clock, agent=instance.actor, overrides=overrides, population=population
         )

@@ -36,7 +36,7 @@ class EpisodeTool(Tool):
             obs, reward, terminated, truncated, info = episode.step({"name": self.name, "arguments": arguments})
         if info["error"] is not None:
             raise ToolError(f"{info['error']['code']}: {info['error']['message']}")
-        meta = {"episode_id": episode._live.episode_id if episode._live else None, "turn": info["turn"]}  # noqa: SLF001
+        meta = {"episode_id": episode.episode_id, "turn": info["turn"]}
         if terminated or truncated:
             meta.update({"reward": reward, "terminated": terminated, "truncated": truncated})
         structured = json.loads(obs)

@@ -27,6 +27,7 @@ change what the agent sees. ``submit`` never faults. Profiles: ``none``, ``reali
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
@@ -221,3 +222,52 @@ def truncate(result: Any) -> Any | None:
     out["partial"] = True
     out["warning"] = "partial results: the search backend timed out; retry for the full list"
     return out
+
+
+def _canonical(obj: Any) -> str:
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+
+
+class FaultGate:
+    """One episode's side of the noise: the call counters, the reads it remembers, the faults injected so far.
+
+    Args:
+        profile: The episode's profile.
+        seed: The episode's seed (the schedule is a pure function of it, the tool and the call index).
+    """
+
+    def __init__(self, profile: NoiseProfile, seed: int) -> None:
+        self.profile = profile
+        self.seed = seed
+        self.reads = bool(profile.weights.get("partial_result") or profile.weights.get("stale_read"))
+        self.faults: list[dict[str, Any]] = []
+        self._calls: dict[str, int] = {}
+        self._seen: dict[tuple[str, str], Any] = {}
+
+    def decide(self, tool: str, app: str, write: bool) -> Decision | None:
+        """This call's fault, if the profile schedules one (counts the call either way)."""
+        index = self._calls.get(tool, 0)
+        self._calls[tool] = index + 1
+        return decide(self.profile, self.seed, tool, app, index, read=not write)
+
+    def read(
+        self, name: str, arguments: Mapping[str, Any], result: Any, decision: Decision | None
+    ) -> tuple[Any, Decision | None]:
+        """Apply a read fault to a successful read's result; remember the true result for later stale reads."""
+        key = (name, _canonical(arguments))
+        previous = self._seen.get(key)
+        self._seen[key] = result
+        if decision is None:
+            return result, None
+        if decision.fault == "partial_result":
+            cut = truncate(result)
+            return (result, None) if cut is None else (cut, decision)
+        if decision.fault == "stale_read" and previous is not None and _canonical(previous) != _canonical(result):
+            return previous, decision
+        return result, None
+
+    def record(self, step: int, decision: Decision) -> dict[str, Any]:
+        """Note an injected fault at ``step``; returns its JSON form for the step record."""
+        fault = decision.to_json()
+        self.faults.append({"step": step, **fault})
+        return fault

@@ -72,7 +72,7 @@ def replay(path: str | Path, *, store: WorldStore | None = None, stop_at_first: 
             episode.reset(seed=header["seed"], options=options, start=start)
             previous = episode
             n_episodes += 1
-            live_header = episode._header(episode._live)  # type: ignore[arg-type]  # noqa: SLF001
+            live_header = episode.header()
             problem = _compare(
                 f"episode {number} header", header, live_header, ("world_spec", "rubric", "start_state_hash")
             )

@@ -43,7 +43,7 @@ class EpisodeBackend:
 
     def authenticate(self, login_id: str, password: str) -> str | None:
         """The token, if ``login_id`` is the agent's username (or email) and ``password`` is the token."""
-        ctx = self.episode._require_live().ctx  # noqa: SLF001 - the backend is the episode's own face
+        ctx = self.episode.tool_context
         actor = ctx.actor
         with self.lock:
             email = Sql.of(ctx.session).scalar("SELECT email FROM employees WHERE id = ?", (actor.employee_id,))
@@ -53,9 +53,9 @@ class EpisodeBackend:
 
     def context(self, token: str) -> ToolContext | None:
         """The episode's tool context for the right token."""
-        if not hmac.compare_digest(token, self.token) or self.episode._live is None:  # noqa: SLF001
+        if not hmac.compare_digest(token, self.token) or self.episode.episode_id is None:
             return None
-        return self.episode._live.ctx  # noqa: SLF001
+        return self.episode.tool_context
 
     def call(self, token: str, tool: str, arguments: dict[str, Any]) -> Any:
         """One step of the episode; its error becomes a StepError with the same code."""

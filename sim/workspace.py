@@ -36,6 +36,8 @@ from scenarios.base import RepoCommit
 from worlds.gitrun import host_git_user
 from worlds.rawsql import Sql
 from worlds.repos import base_repos_dir, checkout, ensure_base_repos
+from worlds.spec import WorldSpec
+from worlds.store import WorldStore
 
 TASK_LAYOUT = 2
 """Version of a task base's layout on disk (2: bare ``<repo>.git`` with linked packs), part of its cache key."""
@@ -144,3 +146,24 @@ def new_scratch() -> Path:
     scratch = Path(tempfile.mkdtemp(prefix="companysim-code-", dir=parent))
     scratch.chmod(0o711)
     return scratch
+
+
+class CodeBases:
+    """The repositories an ``Episode``'s tasks start from: world bases (per spec, generated once) and task bases.
+
+    Args:
+        store: The world store, beside whose world files the bases are cached.
+    """
+
+    def __init__(self, store: WorldStore) -> None:
+        self.store = store
+        self._worlds: dict[str, dict[str, Path]] = {}
+
+    def for_task(self, spec: WorldSpec, session: Any, key: tuple[str, str, int, int], instance: Any) -> EpisodeCode:
+        """The episode's code workspace: the world's repositories plus the task's commits, checked out lazily."""
+        world_path = self.store.path_for(spec)
+        bases = self._worlds.get(spec.spec_hash)
+        if bases is None:
+            bases = self._worlds[spec.spec_hash] = world_bases(world_path, session, spec.seed)
+        task_key = "/".join(str(k) for k in key)
+        return EpisodeCode(task_bases(world_path, bases, task_key, instance.repo_commits, session), new_scratch())

@@ -1,0 +1,166 @@
+"""The state of a running episode, what the agent is told at reset, and the world spec a reset asks for."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from graders.base import Score, grade
+from mcp_tools.base import ToolContext, ToolSpec, openai_tools
+from scenarios.base import ScenarioFamily, ScenarioInstance
+from sim.clock import SimClock
+from sim.coworkers import Coworkers
+from sim.noise import FaultGate
+from sim.record import ChangeChain, StepLog, grading_context, header_record, score_record
+from sim.submit import SUBMIT_SCHEMA, WAIT_SCHEMA
+from sim.tasks import OpenTask
+from sim.trace import TraceWriter, chain_hash
+from sim.workspace import EpisodeCode
+from worlds.changelog import ChangeContext
+from worlds.spec import WorldSpec
+from worlds.store import World
+
+
+@functools.cache
+def tools_for(apps: tuple[str, ...]) -> dict[str, ToolSpec]:
+    """The tools of ``apps`` by name (built once per set of apps)."""
+    from mcp_tools.company import company_specs
+
+    return {n: s for n, s in company_specs().items() if s.app in apps}
+
+
+def spec_for(family: ScenarioFamily, seed: int, options: Mapping[str, Any]) -> WorldSpec:
+    """The world a reset asks for: ``world_seed`` (default the seed), ``employees``, ``history_days``."""
+    return WorldSpec.parse(
+        seed=int(options.get("world_seed", seed)),
+        employees=int(options.get("employees", family.world.employees)),
+        history_days=int(options.get("history_days", family.world.history_days)),
+    )
+
+
+@dataclass(kw_only=True)
+class LiveEpisode:
+    """Everything a running episode holds (dropped when it ends and its world is released)."""
+
+    episode_id: str
+    scenario_id: str
+    seed: int
+    options: dict[str, Any]
+    spec: WorldSpec
+    world: World
+    instance: ScenarioInstance
+    clock: SimClock
+    change: ChangeContext
+    ctx: ToolContext
+    tools: dict[str, ToolSpec]
+    start_seq: int
+    start_clock: datetime
+    chain: ChangeChain
+    steps: StepLog
+    gate: FaultGate | None = None
+    terminated: bool = False
+    truncated: bool = False
+    score: Score | None = None
+    coworkers: Coworkers | None = None
+    code: EpisodeCode | None = None
+    header: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def begin(
+        cls,
+        task: OpenTask,
+        episode_id: str,
+        scenario_id: str,
+        seed: int,
+        options: dict[str, Any],
+        spec: WorldSpec,
+        difficulty: int,
+        *,
+        chain_start: str,
+        tools: dict[str, ToolSpec],
+        trace: TraceWriter | None,
+    ) -> LiveEpisode:
+        """The episode that starts on ``task``: the agent's context, the hash chain from the setup, empty steps."""
+        setup, clock = task.setup, task.clock
+        last_seq = setup.rows[-1]["seq"] if setup.rows else setup.base_seq  # a setup that wrote nothing
+        task.change.actor_id, task.change.tag = setup.actor.employee_id, None
+        return cls(
+            episode_id=episode_id,
+            scenario_id=scenario_id,
+            seed=seed,
+            options=options,
+            spec=spec,
+            world=task.world,
+            instance=setup.instance,
+            clock=clock,
+            change=task.change,
+            ctx=ToolContext(session=task.session, actor=setup.actor, clock=clock),
+            tools=tools,
+            start_seq=last_seq,
+            start_clock=clock.now(),
+            chain=ChangeChain(
+                task.session, last_seq, chain_hash(chain_start, [scenario_id, seed, difficulty, setup.rows])
+            ),
+            steps=StepLog(trace),
+        )
+
+    def header_record(self) -> dict[str, Any]:
+        """The trace header of this episode as it starts."""
+        return header_record(
+            scenario=self.scenario_id,
+            spec_json=self.spec.canonical_json(),
+            seed=self.seed,
+            options=self.options,
+            episode_id=self.episode_id,
+            actor=self.instance.actor,
+            difficulty=self.instance.difficulty,
+            rubric=self.instance.rubric,
+            start_state_hash=self.chain.state_hash,
+        )
+
+    @property
+    def over(self) -> bool:
+        """Whether the episode has ended (submitted, or truncated by a limit)."""
+        return self.terminated or self.truncated
+
+    def grade(self, rubric: Any = None, judge: Any = None) -> Score:
+        """Score the current state under ``rubric`` (default: the task's own)."""
+        ctx = grading_context(
+            self.ctx.session,
+            start_seq=self.start_seq,
+            steps=self.steps.records,
+            actor_id=self.ctx.actor.employee_id,
+            params=self.instance.params,
+            workspace=self.code.workspace if self.code is not None else None,
+            judge=judge,
+        )
+        return grade(rubric or self.instance.rubric, ctx)
+
+    def final_score(self, trace: TraceWriter | None) -> Score:
+        """The ended episode's score: graded once, written to the trace with its faults and NPC failures."""
+        if self.score is None:
+            self.score = self.grade()
+            if trace is not None:
+                failures = self.coworkers.failures if self.coworkers is not None else []
+                extra = {"npc_failures": failures} if failures else {}
+                faults = self.gate.faults if self.gate is not None else []
+                trace.write({**score_record(self.score), "faults": faults, **extra})
+                trace.flush()
+        return self.score
+
+    def reset_info(self) -> dict[str, Any]:
+        """What ``reset`` returns beside the prompt: ids, who the agent is, the tools, the clock, the limits."""
+        actor = self.ctx.actor
+        limits = self.instance.limits
+        return {
+            "episode_id": self.episode_id,
+            "scenario": self.scenario_id,
+            "prompt": self.instance.prompt,
+            "actor": {"username": actor.username, "roles": sorted(actor.roles)},
+            "tools": [*openai_tools(list(self.tools.values())), WAIT_SCHEMA, SUBMIT_SCHEMA],
+            "clock": self.clock.now().isoformat(),
+            "limits": {"max_turns": limits.max_turns, "time_budget_s": limits.time_budget_s},
+        }
