@@ -1,7 +1,8 @@
 """graders: rubrics as data, registered check functions over final state, change log and trace; Score.
 
 The contract lives in ``graders.base`` (Rubric, Check, Score, GradingContext, ``@check_fn``, ``grade``);
-``graders.rubric`` loads rubrics from YAML/JSON. Importing the package registers the built-in check library
+``graders.rubric`` loads rubrics from YAML/JSON. The built-in check library is imported on demand, module by
+module, when a rubric first names one of its functions (``registry.LIBRARY``)
 (``checks``: tickets, rows, change log; ``checks_comms``: chat, mail, calendar; ``checks_code``: merge requests,
 pipelines and hidden test cases; ``checks_meetings``: a meeting arranged with coworkers, its agreement and
 announcement; ``checks_trace``: tool calls; ``judge``: LLM-judge checks; ``buffer``: the log-only checks the
@@ -11,7 +12,6 @@ so a rubric naming them validates wherever ``graders`` is imported. Mechanism si
 ``checks_common`` (param types and memoised lookups shared by check modules), ``errors`` (the error tree).
 """
 
-from graders import buffer, checks, checks_cases, checks_code, checks_comms, checks_meetings, checks_trace, judge  # noqa: F401 - registers the check library
 from graders.base import (
     ChangeRow,
     Check,
@@ -42,10 +42,6 @@ __all__ = [
     "Score",
     "UnknownCheck",
     "check_fn",
-    "checks",
-    "checks_comms",
-    "checks_meetings",
-    "checks_trace",
     "dump_rubric",
     "grade",
     "load_rubric",

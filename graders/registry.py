@@ -8,6 +8,8 @@ not when an episode is graded. Names are global and registering one twice raises
 
 from __future__ import annotations
 
+import functools
+import importlib
 import inspect
 import typing
 from collections.abc import Callable, Mapping
@@ -45,13 +47,25 @@ CheckReturn = CheckOutcome | tuple[bool | float, str]
 
 @dataclass(frozen=True, kw_only=True)
 class CheckFnSpec:
-    """A registered check function with the params model built from its signature."""
+    """A registered check function; the params model is built from its signature on first use.
+
+    Why lazily: building a pydantic model per function costs a few milliseconds each, and an episode uses the
+    handful of functions its rubric names, not the whole library (process start-up stays short).
+    """
 
     name: str
     kind: Kind
     fn: Callable[..., CheckReturn]
-    params: type[BaseModel]
     validate: Callable[[dict[str, Any]], None] | None = None
+
+    @functools.cached_property
+    def params(self) -> type[BaseModel]:
+        """The pydantic model of the function's keyword parameters (types and defaults from its signature)."""
+        hints = typing.get_type_hints(self.fn, include_extras=True)
+        fields: dict[str, Any] = {}
+        for p in list(inspect.signature(self.fn).parameters.values())[1:]:
+            fields[p.name] = (hints.get(p.name, Any), ... if p.default is p.empty else p.default)
+        return create_model(f"{self.name}.params", __config__=_FROZEN, **fields)
 
     def bind(self, params: Mapping[str, Any], *, where: str) -> dict[str, Any]:
         """Validate JSON params into keyword arguments; raises RubricError naming ``where`` and the param."""
@@ -67,6 +81,31 @@ class CheckFnSpec:
 
 
 _REGISTRY: dict[str, CheckFnSpec] = {}
+LIBRARY: tuple[str, ...] = (
+    "graders.checks",
+    "graders.checks_comms",
+    "graders.checks_trace",
+    "graders.checks_cases",
+    "graders.checks_meetings",
+    "graders.checks_code",
+    "graders.judge",
+    "graders.buffer",
+)
+"""The built-in check modules, imported when a rubric first names a function not registered yet (in this order,
+until it is found), so an episode loads the checks its rubric uses rather than the whole library."""
+_loaded: set[str] = set()
+
+
+def _load_library(until: str | None = None) -> None:
+    """Import library modules not imported yet, stopping once ``until`` is registered (None: all of them)."""
+    for module in LIBRARY:
+        if until is not None and until in _REGISTRY:
+            return
+        if module not in _loaded:
+            _loaded.add(module)
+            importlib.import_module(module)
+
+
 _Fn = typing.TypeVar("_Fn", bound=Callable[..., CheckReturn])
 
 
@@ -81,14 +120,10 @@ def check_fn(
     def register(fn: _Fn) -> _Fn:
         if name in _REGISTRY:
             raise DuplicateCheckFn(f"check function {name!r} is already registered by {_REGISTRY[name].fn.__module__}")
-        hints = typing.get_type_hints(fn, include_extras=True)
-        fields: dict[str, Any] = {}
         for p in list(inspect.signature(fn).parameters.values())[1:]:
             if p.kind not in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY):
                 raise TypeError(f"check function {name!r}: parameter {p.name!r} must be a named keyword parameter")
-            fields[p.name] = (hints.get(p.name, Any), ... if p.default is p.empty else p.default)
-        model = create_model(f"{name}.params", __config__=_FROZEN, **fields)
-        _REGISTRY[name] = CheckFnSpec(name=name, kind=kind, fn=fn, params=model, validate=validate)
+        _REGISTRY[name] = CheckFnSpec(name=name, kind=kind, fn=fn, validate=validate)
         return fn
 
     return register
@@ -96,7 +131,7 @@ def check_fn(
 
 def check_fn_spec(name: str, *, where: str = "") -> CheckFnSpec:
     """The registered function ``name``; raises UnknownCheck listing what is registered."""
-    spec = _REGISTRY.get(name)
+    spec = find_check_fn(name)
     if spec is None:
         prefix = f"{where}: " if where else ""
         known = ", ".join(sorted(_REGISTRY))
@@ -105,12 +140,15 @@ def check_fn_spec(name: str, *, where: str = "") -> CheckFnSpec:
 
 
 def find_check_fn(name: str) -> CheckFnSpec | None:
-    """The registered function ``name``, or None."""
+    """The registered function ``name`` (importing library modules until it is found), or None."""
+    if name not in _REGISTRY:
+        _load_library(until=name)
     return _REGISTRY.get(name)
 
 
 def registered_check_fns() -> tuple[str, ...]:
-    """Names of every registered check function, sorted."""
+    """Names of every registered check function (the whole library loaded), sorted."""
+    _load_library()
     return tuple(sorted(_REGISTRY))
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.orm import Session
 
@@ -20,9 +20,11 @@ from mcp_tools.errors import AppError
 from sim.errors import BadAction
 from sim.noise import COST_S, FaultGate, error_for
 from sim.submit import MAX_WAIT_MINUTES
-from sim.workspace import EpisodeCode
 from worlds.changelog import ChangeContext
 from worlds.rawsql import Sql
+
+if TYPE_CHECKING:
+    from sim.workspace import EpisodeCode
 
 READ_COST_S = 15
 WRITE_COST_S = 45

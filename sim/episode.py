@@ -9,33 +9,34 @@ seeded faults, advances the simulated clock by the call's cost, lets coworkers t
 tool ends the episode; the turn limit and the simulated-time budget truncate it. ``grade()`` scores the final
 state from the change log and the step records, never from a full-world scan.
 
-Options of ``reset``: ``world_seed`` (default: the seed), ``employees`` and ``history_days`` (default: the
-scenario's), ``difficulty`` (default 1), ``noise``, ``npcs``. Actions: ``{"name": str, "arguments": dict |
-JSON str}`` or an OpenAI tool call ``{"function": {"name", "arguments"}}``. A malformed action, an unknown tool
-or bad arguments is an error observation with a stable code, and the episode goes on. An ``Episode`` is a
-context manager; one dropped without ``close()`` still frees its checkouts when collected or at exit.
+Reset options: ``world_seed`` (default: the seed), ``employees``, ``history_days``, ``difficulty`` (default 1),
+``noise``, ``npcs``. A malformed action, an unknown tool or bad arguments is an error observation with a stable
+code, and the episode goes on. A context manager; one never closed frees its checkouts when collected.
 """
 
 from __future__ import annotations
 
 import weakref
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from graders.base import Score
 from mcp_tools.base import ToolContext
+from mcp_tools.company import app_specs
 from scenarios.base import ScenarioFamily, ScenarioInstance
 from scenarios.registry import make
 from sim.calls import Outcome, dispatch, parse_action
 from sim.coworkers import Coworkers, check_npcs_option, effective_option, enabled
 from sim.errors import BadAction, EpisodeOver, NotReset, SimError
-from sim.live import LiveEpisode, spec_for, tools_for
+from sim.live import LiveEpisode, spec_for
 from sim.noise import FaultGate, NoiseProfile
 from sim.record import score_record
 from sim.tasks import SETUP_CACHE, SetupCache, StartState, TaskWorlds, next_workday_morning
 from sim.trace import TraceWriter, canonical
-from sim.workspace import CodeBases, EpisodeCode
 from worlds.store import World, WorldStore
+
+if TYPE_CHECKING:
+    from sim.workspace import EpisodeCode
 
 __all__ = ["SETUP_CACHE", "Episode", "SetupCache", "StartState", "next_workday_morning", "parse_action", "score_record"]
 
@@ -52,6 +53,7 @@ class Episode:
             ``sim.noise``); a reset's ``noise`` option overrides it, and the trace header records it.
         npcs: The default coworker option (off, ``sampled``, a trait preset or a dict of per-person trait specs;
             see ``sim.coworkers``); a reset's ``npcs`` option overrides it, and the trace header records it.
+        apps: The apps whose tools the agent gets (default: the scenario's; e.g. every app, to explore or fuzz).
     """
 
     def __init__(
@@ -63,14 +65,14 @@ class Episode:
         setup_cache: bool = True,
         noise: str | dict[str, Any] = "none",
         npcs: Any = None,
+        apps: tuple[str, ...] | None = None,
     ) -> None:
         NoiseProfile.parse(noise)  # fail at construction, not at the first reset
         check_npcs_option(npcs)
-        self.npcs, self.noise, self.trace = npcs, noise, trace
+        self.npcs, self.noise, self.trace, self.apps = npcs, noise, trace, apps
         self.scenario_id = scenario
         self.store = store or WorldStore()
         self.worlds = TaskWorlds(make(scenario), self.store, use_cache=setup_cache)
-        self.code_bases = CodeBases(self.store)
         self._live: LiveEpisode | None = None
         self._resets = 0
         self._open: list[EpisodeCode] = []  # what the finalizer frees if the episode is never closed
@@ -118,10 +120,10 @@ class Episode:
         first = start.state_hash if start is not None else spec.spec_hash
         live = LiveEpisode.begin(
             task, f"{self.scenario_id}/{seed}/{self._resets}", self.scenario_id, seed, opts, spec, difficulty,
-            chain_start=first, tools=tools_for(instance.apps), trace=self.trace,
+            chain_start=first, tools=app_specs(self.apps or instance.apps), trace=self.trace,
         )  # fmt: skip
         if "git" in instance.apps:
-            live.code = self.code_bases.for_task(spec, task.session, task.key, instance)
+            live.code = self.worlds.code_for(spec, task, instance)
             self._open.append(live.code)
         npcs = effective_option(opts.get("npcs"), instance)
         if enabled(npcs):
@@ -136,11 +138,9 @@ class Episode:
         return instance.prompt, live.reset_info()
 
     def close(self) -> None:
-        """End any open episode (graded if a trace is recorded) and free its fork and every base world."""
+        """End any open episode (graded if a trace is recorded) and free its world (bases stay shared)."""
         self._finish_open_episode()
         self.worlds.close()
-
-    # -- stepping ----------------------------------------------------------------------------------------
 
     def step(self, action: Any) -> tuple[str, float, bool, bool, dict[str, Any]]:
         """Run one tool call; returns (observation, reward, terminated, truncated, info)."""

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from graders.base import Score, grade
 from mcp_tools.base import ToolContext, ToolSpec, openai_tools
@@ -18,18 +17,12 @@ from sim.record import ChangeChain, StepLog, grading_context, header_record, sco
 from sim.submit import SUBMIT_SCHEMA, WAIT_SCHEMA
 from sim.tasks import OpenTask
 from sim.trace import TraceWriter, chain_hash
-from sim.workspace import EpisodeCode
 from worlds.changelog import ChangeContext
 from worlds.spec import WorldSpec
 from worlds.store import World
 
-
-@functools.cache
-def tools_for(apps: tuple[str, ...]) -> dict[str, ToolSpec]:
-    """The tools of ``apps`` by name (built once per set of apps)."""
-    from mcp_tools.company import company_specs
-
-    return {n: s for n, s in company_specs().items() if s.app in apps}
+if TYPE_CHECKING:
+    from sim.workspace import EpisodeCode
 
 
 def spec_for(family: ScenarioFamily, seed: int, options: Mapping[str, Any]) -> WorldSpec:

@@ -20,7 +20,7 @@ import threading
 from collections import OrderedDict
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, time, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.orm import Session
 
@@ -33,6 +33,9 @@ from worlds.rawsql import Sql, iso
 from worlds.seeding import Seeds
 from worlds.spec import WorldSpec
 from worlds.store import World, WorldStore
+
+if TYPE_CHECKING:
+    from sim.workspace import CodeBases, EpisodeCode
 
 TaskKey = tuple[str, str, int, int]
 """(scenario id, world spec hash, seed, difficulty): what determines a task's post-setup state."""
@@ -111,6 +114,22 @@ class SetupCache:
 
 
 SETUP_CACHE = SetupCache()
+_BASES: dict[tuple[str, str], World] = {}
+_BASES_LOCK = threading.Lock()
+
+
+def shared_base(store: WorldStore, spec: WorldSpec) -> World:
+    """The base world of ``spec`` in ``store``, opened once per process and shared by every episode.
+
+    Why shared: each ``Episode`` opening its own copy held another connection, engine and page cache per live
+    episode; forks only read the base's image, so one open base serves them all (threads included).
+    """
+    key = (str(store.data_dir), spec.spec_hash)
+    with _BASES_LOCK:
+        world = _BASES.get(key)
+        if world is None or world.closed:
+            world = _BASES[key] = store.base(spec)
+        return world
 
 
 @dataclass(kw_only=True)
@@ -161,15 +180,20 @@ class TaskWorlds:
         self.family = family
         self.store = store
         self.use_cache = use_cache
-        self._bases: dict[str, World] = {}
         self._warm: OpenTask | None = None
+        self._code: CodeBases | None = None
+
+    def code_for(self, spec: WorldSpec, task: OpenTask, instance: ScenarioInstance) -> EpisodeCode:
+        """The code workspace of a task with repositories (git and the sandbox are imported only then)."""
+        if self._code is None:
+            from sim.workspace import CodeBases
+
+            self._code = CodeBases(self.store)
+        return self._code.for_task(spec, task.session, task.key, instance)
 
     def base(self, spec: WorldSpec) -> World:
-        """The base world of ``spec`` (generated on first use, then kept open)."""
-        world = self._bases.get(spec.spec_hash)
-        if world is None:
-            world = self._bases[spec.spec_hash] = self.store.base(spec)
-        return world
+        """The base world of ``spec`` (generated on first use, then shared by the process's episodes)."""
+        return shared_base(self.store, spec)
 
     def open(self, spec: WorldSpec, seed: int, difficulty: int, start: StartState | None) -> OpenTask:
         """A private world with the task set up (see the module docstring for the four paths).
@@ -258,8 +282,5 @@ class TaskWorlds:
             warm.world.close()
 
     def close(self) -> None:
-        """Close the warm world and every base world."""
+        """Close the warm world (base worlds stay open for the process's other episodes)."""
         self.drop_warm()
-        for base in self._bases.values():
-            base.close()
-        self._bases.clear()

@@ -12,6 +12,7 @@ changes, same state) at a cost proportional to the rows the step changed, which 
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from collections.abc import Iterator, Sequence
@@ -30,15 +31,20 @@ def canonical(obj: Any) -> str:
     return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
 
 
-def package_versions() -> dict[str, str]:
-    """Installed versions of the packages that shape a run."""
+@functools.cache
+def _versions() -> tuple[tuple[str, str], ...]:
     out: dict[str, str] = {}
     for name in _PACKAGES:
         try:
             out[name] = metadata.version(name)
         except metadata.PackageNotFoundError:
             out[name] = "absent"
-    return out
+    return tuple(out.items())
+
+
+def package_versions() -> dict[str, str]:
+    """Installed versions of the packages that shape a run (read once per process: metadata parsing is slow)."""
+    return dict(_versions())
 
 
 def chain_hash(previous: str, rows: Sequence[Any]) -> str:

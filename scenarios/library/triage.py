@@ -25,7 +25,6 @@ from datetime import datetime, timedelta
 from typing import Any
 
 import numpy as np
-from sqlalchemy import literal, select
 from sqlalchemy.orm import Session
 
 from graders.base import Rubric
@@ -33,13 +32,6 @@ from graders.rubric import load_rubric
 from scenarios.base import AgentEnv, Limits, ScenarioInstance, WorldDefaults
 from worlds.clock import Clock
 from worlds.rawsql import Sql
-from worlds.schema import (
-    Channel,
-    Employee,
-    Project,
-    ProjectMember,
-    Team,
-)
 from worlds.seeding import Seeds
 
 #: Keyword groups a rule can route on. ``outage`` is always the critical rule; the others are drawn.
@@ -159,6 +151,37 @@ def other_keys(critical: list[str], projects: list[str]) -> str:
     return rf"\b(?!(?:{allowed})\b)(?:{prefixes})-\d+\b"
 
 
+@dataclass(frozen=True)
+class _Team:
+    """The columns of a team the setup uses (read with raw SQL: setup runs on every new task, the ORM costs ~10x)."""
+
+    id: int
+    name: str
+    slug: str
+
+
+@dataclass(frozen=True)
+class _Project:
+    id: int
+    key: str
+    team_id: int
+
+
+@dataclass(frozen=True)
+class _Person:
+    id: int
+    username: str
+    first_name: str
+    last_name: str
+    manager_id: int | None
+    active: bool
+
+
+def _person(row: Any) -> _Person:
+    """An employee from (id, username, first_name, last_name, manager_id, active)."""
+    return _Person(int(row[0]), str(row[1]), str(row[2]), str(row[3]), row[4], bool(row[5]))
+
+
 class TriageTickets:
     """The ``triage-tickets-v0`` family."""
 
@@ -176,23 +199,23 @@ class TriageTickets:
         team, project, lead = self._pick_team(session, rng)
         pool = self._assignees(session, rng, project, lead)
         rules = self._rules(rng, pool, extra=1 + (difficulty >= 2))
-        channel = session.scalars(
-            select(Channel).where(Channel.name == f"team-{team.slug}").order_by(Channel.id).limit(1)
-        ).one()
+        channel_id = int(
+            Sql.of(session).scalar("SELECT id FROM channels WHERE name = ? ORDER BY id LIMIT 1", (f"team-{team.slug}",))
+        )
         poster = self._poster(session, lead)
         for member in sorted({poster.id, lead.id}):
-            self._ensure_member(session, channel.id, member, now)
+            self._ensure_member(session, channel_id, member, now)
         posted = now - timedelta(hours=3)
         replaces = ""
         if difficulty >= 2:
             old_at = now - timedelta(days=6, hours=int(rng.integers(0, 5)))
             replaces = _day(old_at)
             old_rules = rules_text(project.key, self._rules(rng, pool, extra=2), updated=False)
-            old = self._post(session, channel.id, poster.id, old_rules, old_at)
+            old = self._post(session, channel_id, poster.id, old_rules, old_at)
             reply = f"Superseded: see the UPDATED triage rules posted {_day(posted)}. Do not use these any more."
-            self._post(session, channel.id, poster.id, reply, posted, root_id=old)
+            self._post(session, channel_id, poster.id, reply, posted, root_id=old)
         text = rules_text(project.key, rules, updated=difficulty >= 2, replaces=replaces)
-        self._post(session, channel.id, poster.id, text, posted, pinned=True)
+        self._post(session, channel_id, poster.id, text, posted, pinned=True)
 
         reporters = [
             int(i) for i in Sql.of(session).column("SELECT id FROM employees WHERE active = ? ORDER BY id", (True,))
@@ -245,49 +268,46 @@ class TriageTickets:
         )
 
     @staticmethod
-    def _pick_team(session: Session, rng: np.random.Generator) -> tuple[Team, Project, Employee]:
+    def _pick_team(session: Session, rng: np.random.Generator) -> tuple[_Team, _Project, _Person]:
         """A team with a channel, an active project and an active lead who is a member of that project."""
-        rows = session.execute(
-            select(Team, Project, Employee)
-            .join(Project, Project.team_id == Team.id)
-            .join(Employee, Employee.id == Team.lead_id)
-            .join(
-                ProjectMember,
-                (ProjectMember.project_id == Project.id) & (ProjectMember.employee_id == Employee.id),
-            )
-            .join(Channel, Channel.name == literal("team-") + Team.slug)
-            .where(Project.status == "active", Employee.active.is_(True))
-            .order_by(Team.id, Project.id)
-        ).all()
+        rows = Sql.of(session).all(
+            "SELECT t.id, t.name, t.slug, p.id, p.key, p.team_id, e.id, e.username, e.first_name, e.last_name,"
+            " e.manager_id, e.active FROM teams t JOIN projects p ON p.team_id = t.id"
+            " JOIN employees e ON e.id = t.lead_id"
+            " JOIN project_members pm ON pm.project_id = p.id AND pm.employee_id = e.id"
+            " JOIN channels c ON c.name = 'team-' || t.slug"
+            " WHERE p.status = 'active' AND e.active = ? ORDER BY t.id, p.id",
+            (True,),
+        )
         if not rows:
             raise ValueError("no team with an active project led by a project member: world too small")
-        team, project, lead = rows[int(rng.integers(len(rows)))]
-        return team, project, lead
+        r = rows[int(rng.integers(len(rows)))]
+        return _Team(int(r[0]), str(r[1]), str(r[2])), _Project(int(r[3]), str(r[4]), int(r[5])), _person(r[6:])
 
     @staticmethod
-    def _assignees(session: Session, rng: np.random.Generator, project: Project, lead: Employee) -> list[str]:
+    def _assignees(session: Session, rng: np.random.Generator, project: _Project, lead: _Person) -> list[str]:
         """Three or four active project members to route to (the lead joins only if the team is tiny)."""
-        members = [
-            str(u)
-            for u in session.scalars(
-                select(Employee.username)
-                .join(ProjectMember, ProjectMember.employee_id == Employee.id)
-                .where(ProjectMember.project_id == project.id, Employee.id != lead.id, Employee.active.is_(True))
-                .order_by(Employee.username)
-            )
-        ]
+        members = Sql.of(session).column(
+            "SELECT e.username FROM employees e JOIN project_members pm ON pm.employee_id = e.id"
+            " WHERE pm.project_id = ? AND e.id <> ? AND e.active = ? ORDER BY e.username",
+            (project.id, lead.id, True),
+        )
+        members = [str(u) for u in members]
         if len(members) < 3:
             members.append(lead.username)
         rng.shuffle(members)
         return members[:4]
 
     @staticmethod
-    def _poster(session: Session, lead: Employee) -> Employee:
+    def _poster(session: Session, lead: _Person) -> _Person:
         """The lead's manager when active (rules come from above), else the lead."""
         if lead.manager_id is not None:
-            manager = session.get(Employee, lead.manager_id)
-            if manager is not None and manager.active:
-                return manager
+            row = Sql.of(session).one(
+                "SELECT id, username, first_name, last_name, manager_id, active FROM employees WHERE id = ?",
+                (lead.manager_id,),
+            )
+            if row is not None and row[5]:
+                return _person(row)
         return lead
 
     @staticmethod
@@ -364,7 +384,7 @@ class TriageTickets:
         cls,
         session: Session,
         rng: np.random.Generator,
-        project: Project,
+        project: _Project,
         rules: list[Rule],
         reporters: list[int],
         now: datetime,
@@ -389,7 +409,7 @@ class TriageTickets:
         cls,
         session: Session,
         rng: np.random.Generator,
-        project: Project,
+        project: _Project,
         rules: list[Rule],
         reporters: list[int],
         now: datetime,
@@ -397,12 +417,14 @@ class TriageTickets:
         count: int,
     ) -> None:
         """Untriaged tickets with the rules' words (one critical) in another team's backlog: not the agent's."""
-        others = session.scalars(
-            select(Project).where(Project.team_id != project.team_id, Project.status == "active").order_by(Project.id)
-        ).all()
+        others = Sql.of(session).all(
+            "SELECT id, key, team_id FROM projects WHERE team_id <> ? AND status = 'active' ORDER BY id",
+            (project.team_id,),
+        )
         if not others:
             return
-        target = others[int(rng.integers(len(others)))]
+        row = others[int(rng.integers(len(others)))]
+        target = _Project(int(row[0]), str(row[1]), int(row[2]))
         keyed = [r for r in rules if r.keywords]
         for i in range(count):
             rule = next(r for r in keyed if r.incident) if i == 0 else keyed[int(rng.integers(len(keyed)))]
@@ -413,7 +435,7 @@ class TriageTickets:
     @staticmethod
     def _file(
         session: Session,
-        project: Project,
+        project: _Project,
         title: str,
         description: str,
         reporter: int,

@@ -5,7 +5,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mcp_tools.base import call_tool
-from mcp_tools.company import company_specs
+from mcp_tools.company import APPS, company_specs
 from mcp_tools.errors import AppError
 
 ODD = st.sampled_from(
@@ -45,9 +45,8 @@ def episode(tmp_path_factory):
     from sim.episode import Episode
     from worlds.store import WorldStore
 
-    ep = Episode("triage-tickets-v0", store=WorldStore(tmp_path_factory.mktemp("fuzz")))
     # Expose every company app, not just the scenario's two, so each tool is fuzzed through Episode.step.
-    ep._specs = lambda apps: dict(company_specs())
+    ep = Episode("triage-tickets-v0", store=WorldStore(tmp_path_factory.mktemp("fuzz")), apps=tuple(APPS))
     ep.reset(seed=0)
     yield ep
     ep.close()

@@ -8,8 +8,9 @@ import subprocess
 import sys
 import tempfile
 
+from mcp_tools.company import app_specs
 from sim.episode import Episode
-from sim.live import spec_for, tools_for
+from sim.live import spec_for
 from sim.noise import FaultGate, NoiseProfile
 from sim.record import ChangeChain, StepLog, header_record
 from sim.tasks import log_since
@@ -50,7 +51,7 @@ def test_header_and_reset_info__name_what_a_replay_and_an_agent_need(store):
             start_state_hash=header["start_state_hash"],
         )  # fmt: skip
         names = {t["function"]["name"] for t in info["tools"]}
-        assert {"submit", "wait"} <= names and set(tools_for(("chat", "tickets"))) <= names
+        assert {"submit", "wait"} <= names and set(app_specs(("chat", "tickets"))) <= names
         assert info["prompt"] == prompt and info["actor"]["username"] == ep.instance.actor
     assert spec_for(ep.family, 9, {"world_seed": 3, "employees": 12}).seed == 3
 
