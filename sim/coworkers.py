@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from npcs.errors import NpcError
+from npcs.errors import NpcError, UnknownPreset
 from npcs.traits import PRESETS, TraitVector
 from scenarios.base import ScenarioInstance
 from sim.clock import SimClock
@@ -39,6 +39,10 @@ def check_npcs_option(value: Any) -> None:
     if value is None or value in OFF or value == "sampled":
         return
     if isinstance(value, str):
+        if value not in PRESETS:
+            raise UnknownPreset(
+                f"npcs must be off, sampled or a preset ({', '.join(sorted(PRESETS))}), or a dict; got {value!r:.60}"
+            )
         TraitVector.parse(value)
         return
     if not isinstance(value, Mapping):

@@ -92,8 +92,9 @@ def read_trace(path: str | Path) -> Iterator[list[dict[str, Any]]]:
     if not p.is_file():
         raise TraceError(f"no trace file at {p}")
     episode: list[dict[str, Any]] = []
-    with p.open(encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
+    episodes = 0
+    with p.open(encoding="utf-8", errors="strict") as fh:
+        for lineno, line in _lines(fh, p):
             if not line.strip():
                 continue
             try:
@@ -114,9 +115,22 @@ def read_trace(path: str | Path) -> Iterator[list[dict[str, Any]]]:
                     raise TraceError(f"{p}:{lineno}: {kind} record before any header")
                 episode.append(record)
                 if kind == "score":
+                    episodes += 1
                     yield episode
                     episode = []
             else:
                 raise TraceError(f"{p}:{lineno}: unknown record type {kind!r}")
     if episode:
         raise TraceError(f"{p}: last episode has no score record (truncated trace?)")
+    if episodes == 0:
+        raise TraceError(f"{p} holds no episode (an empty file is not a trace)")
+
+
+def _lines(fh: IO[str], path: Path) -> Iterator[tuple[int, str]]:
+    """Numbered lines of a text file; a file that is not UTF-8 text (a world, a snapshot) is a ``TraceError``."""
+    lineno = 0
+    try:
+        for lineno, line in enumerate(fh, 1):  # noqa: B007 - lineno is reported after the loop too
+            yield lineno, line
+    except UnicodeDecodeError:
+        raise TraceError(f"{path}:{lineno + 1}: not a text trace (is it a world or a snapshot file?)") from None

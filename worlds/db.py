@@ -126,7 +126,11 @@ def sqlite_transactions(engine: Engine) -> None:
 def _sqlite_file_creator(path: Path, readonly: bool) -> Any:
     """A pool ``creator`` opening ``path`` directly, so no character in the path needs URL escaping."""
     if readonly:
-        uri = f"file:{quote(str(path))}?mode=ro"
+        # A world file with no pending WAL content is opened immutable: nothing (no -shm, no -wal) is created
+        # beside the user's file by a read-only look at it. With pending WAL content, a plain read-only open.
+        wal = Path(f"{path}-wal")
+        pending = wal.exists() and wal.stat().st_size > 0
+        uri = f"file:{quote(str(path))}?mode=ro" + ("" if pending else "&immutable=1")
 
         def connect_ro() -> sqlite3.Connection:
             return sqlite3.connect(uri, uri=True, check_same_thread=False)

@@ -25,6 +25,11 @@ MAX_HISTORY_DAYS = 3_650
 Industry = Literal["software", "fintech", "healthcare", "retail", "logistics"]
 
 
+MIN_START = date(1980, 1, 1)
+MAX_START = date(2999, 12, 31)
+"""Simulated 'today' stays where history (up to MAX_HISTORY_DAYS back) and plans ahead are valid dates."""
+
+
 class WorldSpec(BaseModel):
     """The inputs of the company generator (frozen; hashable; JSON round-trips exactly)."""
 
@@ -41,6 +46,13 @@ class WorldSpec(BaseModel):
     industry: Industry = Field(default="software", description="Shapes department mix and vocabulary.")
     locale: str = Field(default="en_US", description="Faker locale for names and places.")
     apps: tuple[str, ...] = Field(default=APPS, description="Which apps get data (subset of APPS).")
+
+    @field_validator("start_date")
+    @classmethod
+    def _start_in_range(cls, value: date) -> date:
+        if not MIN_START <= value <= MAX_START:
+            raise ValueError(f"start_date {value} is out of range; expected {MIN_START} to {MAX_START}")
+        return value
 
     @field_validator("locale")
     @classmethod
@@ -80,4 +92,6 @@ class WorldSpec(BaseModel):
             err = exc.errors()[0]
             where = ".".join(str(p) for p in err["loc"]) or "spec"
             msg = err["msg"].removeprefix("Value error, ")
-            raise SpecError(f"invalid {where}={err.get('input')!r}: {msg}") from None
+            given = err.get("input")
+            shown = given.isoformat() if isinstance(given, date) else repr(given)
+            raise SpecError(f"invalid {where}={shown}: {msg}") from None

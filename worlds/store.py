@@ -438,7 +438,7 @@ def _create_sqlite_file(spec: WorldSpec, rows: WorldRows, path: Path, overwrite:
             try:
                 os.link(tmp, path)  # atomic and never clobbers a file that appeared meanwhile
             except FileExistsError:
-                raise StoreError(f"{path} already exists; pass overwrite to replace it") from None
+                raise StoreError(f"{path} already exists; pass --overwrite (overwrite=True) to replace it") from None
     except SQLAlchemyError as exc:
         raise StoreError(f"cannot write world to {path}: {_reason(exc)}") from None
     finally:
@@ -473,15 +473,19 @@ def create_world(
         BadDatabaseURL: ``target`` does not parse.
     """
     tgt = parse_target(target)
+    if tgt.path is not None and tgt.path.is_dir():
+        raise StoreError(f"{tgt.path} is a directory; expected the path of a world file")
     if tgt.path is not None and tgt.path.exists() and not overwrite:
-        raise StoreError(f"{tgt.path} already exists; pass overwrite to replace it")
+        raise StoreError(f"{tgt.path} already exists; pass --overwrite (overwrite=True) to replace it")
     if tgt.backend == "postgresql":
         _ensure_pg_database(tgt)
         engine = make_engine(tgt)
         try:
             with engine.begin() as conn:
                 if conn.dialect.has_table(conn, "world_meta") and not overwrite:
-                    raise StoreError(f"{tgt.display} already holds a world; pass overwrite to replace it")
+                    raise StoreError(
+                        f"{tgt.display} already holds a world; pass --overwrite (overwrite=True) to replace it"
+                    )
                 Base.metadata.drop_all(conn)
                 _fill(conn, spec, _generate(spec, progress))
         except SQLAlchemyError as exc:

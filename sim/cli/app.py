@@ -1,15 +1,15 @@
-"""The typer application and the error boundary shared by all commands."""
+"""The typer application: each command module adds its commands here, and none imports this module back.
+
+Why a ``register`` function per module instead of modules importing ``app``: the import graph stays a tree (the
+old circle made the import order matter and every command module load on start).
+"""
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
-
 import typer
-from rich.console import Console
 
-from worlds.errors import WorldError
+from sim.cli import campaign, episodes, sandbox, serve, world
+from sim.cli.common import console, err_console, fail_on_errors
 
 app = typer.Typer(
     name="companysim",
@@ -18,23 +18,7 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-console = Console(highlight=False)
-err_console = Console(stderr=True, highlight=False)
+for module in (world, episodes, campaign, serve, sandbox):
+    module.register(app)
 
-#: Error roots whose messages are meant for users; other layers register theirs here as they land.
-USER_ERRORS: list[type[Exception]] = [WorldError]
-
-
-@contextmanager
-def fail_on_errors() -> Iterator[None]:
-    """Turn any user-facing error into one stderr line and exit code 2."""
-    try:
-        yield
-    except tuple(USER_ERRORS) as exc:
-        message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        sys.stderr.write(f"error: {message}\n")  # plain write: rich would wrap long lines
-        sys.exit(2)
-
-
-# Command modules register themselves on import.
-from sim.cli import campaign, episodes, sandbox, serve, world  # noqa: E402, F401
+__all__ = ["app", "console", "err_console", "fail_on_errors"]

@@ -8,44 +8,59 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from scenarios.splits import SplitError, seeds_in
+from scenarios.splits import seeds_in
 from sim.campaign import Boundary, Campaign, CampaignError
-from sim.cli.app import USER_ERRORS, app, console
-from sim.cli.episodes import NPCS_HELP, DataDir
+from sim.cli.common import NPCS_HELP, DataDir, UsageError, check_count, console, output_dir, output_file
+from sim.cli.episodes import check_agent
 from sim.trace import TraceWriter
 from worlds.store import WorldStore
 
-USER_ERRORS.append(SplitError)
+
+def register(app: typer.Typer) -> None:
+    """Add ``campaign`` to the application."""
+    app.command("campaign")(campaign)
 
 
-@app.command("campaign")
 def campaign(
     scenarios: Annotated[list[str], typer.Argument(help="Scenario ids, played in turn.")],
-    seed: Annotated[int, typer.Option(help="World seed (with --split: take the N-th world of that split).")] = 0,
+    seed: Annotated[
+        int | None, typer.Option(help="World seed (with --split: the N-th world of that split). Default 0.")
+    ] = None,
     episodes: Annotated[int, typer.Option(help="Episodes to play.")] = 3,
     agent: Annotated[str, typer.Option(help="oracle | noop | random")] = "oracle",
     noise: Annotated[str, typer.Option(help="Fault injection: none | realistic | harsh.")] = "none",
     npcs: Annotated[str | None, typer.Option(help=NPCS_HELP)] = None,
     split: Annotated[str | None, typer.Option(help="train | val | test: play a company of that split.")] = None,
     trace: Annotated[Path | None, typer.Option(help="Write a JSONL trace here (replayable).")] = None,
+    overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace an existing --trace file.")] = False,
     snapshots: Annotated[Path | None, typer.Option(help="Write boundary snapshots and a manifest here.")] = None,
     resume: Annotated[bool, typer.Option(help="Continue the campaign saved in --snapshots.")] = False,
     data_dir: DataDir = None,
 ) -> None:
     """Play episodes one after another on one company; each starts from the state the last one left."""
-    if split is not None:
-        seed = seeds_in(split, seed + 1)[seed]
+    check_agent(agent)
+    check_count("--episodes", episodes)
+    output_dir(snapshots, "--snapshots")
     if resume and snapshots is None:
         raise CampaignError("--resume needs --snapshots DIR (the directory of the campaign to continue)")
+    if resume and split is not None:
+        raise UsageError("--resume continues the saved campaign's world; --split cannot choose another")
+    if not resume:
+        output_file(trace, "--trace", overwrite=overwrite)  # a resumed campaign appends to its trace
+    world = 0 if seed is None else seed
+    if split is not None:
+        check_count("--seed", world, minimum=0)
+        world = seeds_in(split, world + 1)[world]
     store = WorldStore(data_dir)
-    camp = (
-        Campaign.resume(snapshots, store=store, noise=noise, npcs=npcs)  # type: ignore[arg-type]
-        if resume
-        else Campaign(scenarios, seed=seed, store=store, noise=noise, npcs=npcs, snapshots=snapshots)
-    )
-    if resume and camp.scenarios != scenarios:
-        camp.close()
-        raise CampaignError(f"the saved campaign plays {', '.join(camp.scenarios)}, not {', '.join(scenarios)}")
+    if resume:
+        camp = Campaign.resume(snapshots, store=store, noise=noise, npcs=npcs)  # type: ignore[arg-type]
+        if camp.scenarios != scenarios or (seed is not None and seed != camp.seed):
+            saved = f"{', '.join(camp.scenarios)} on world {camp.seed}"
+            asked = f"{', '.join(scenarios)} on world {camp.seed if seed is None else seed}"
+            camp.close()
+            raise CampaignError(f"the saved campaign plays {saved}, not {asked}")
+    else:
+        camp = Campaign(scenarios, seed=world, store=store, noise=noise, npcs=npcs, snapshots=snapshots)
     writer = TraceWriter(trace, append=resume) if trace is not None else None
     for ep in camp.episodes.values():
         ep.trace = writer

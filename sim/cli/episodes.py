@@ -1,4 +1,4 @@
-"""``companysim scenarios|run|replay|demo``: run agents on scenarios, record and replay traces."""
+"""``companysim scenarios|run|replay|demo|mcp``: run agents on scenarios, record and replay traces."""
 
 from __future__ import annotations
 
@@ -10,25 +10,33 @@ from rich.progress import Progress
 from rich.table import Table
 
 from graders.base import Score
-from npcs.errors import NpcError
+from scenarios.base import ToolFailed
 from sim.agents import AGENTS, run_agent
-from sim.cli.app import USER_ERRORS, app, console
+from sim.cli.common import (
+    NPCS_HELP,
+    DataDir,
+    UsageError,
+    check_count,
+    check_difficulty,
+    console,
+    output_dir,
+    output_file,
+)
 from sim.episode import Episode
 from sim.errors import SimError
-from sim.replay import replay as replay_trace
 from sim.trace import TraceWriter
 from worlds.store import WorldStore
 
-USER_ERRORS.extend([SimError, NpcError])
-NPCS_HELP = "Coworkers: off (default) | sampled | cooperative | adversarial | chaotic | absent | neutral."
-
 scenarios_app = typer.Typer(help="List scenario families.", no_args_is_help=True)
-app.add_typer(scenarios_app, name="scenarios")
 
-DataDir = Annotated[
-    Path | None,
-    typer.Option("--data-dir", envvar="COMPANYSIM_DATA_DIR", help="Where base worlds are cached."),
-]
+Overwrite = Annotated[bool, typer.Option("--overwrite", help="Replace an existing --trace file.")]
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``scenarios``, ``run``, ``replay``, ``demo`` and ``mcp`` to the application."""
+    app.add_typer(scenarios_app, name="scenarios")
+    for name, fn in (("run", run), ("replay", replay), ("demo", demo), ("mcp", mcp)):
+        app.command(name)(fn)
 
 
 @scenarios_app.command("list")
@@ -58,6 +66,13 @@ def _results_table(title: str, scores: list[tuple[str, int, Score]]) -> Table:
     return table
 
 
+def check_agent(agent: str) -> str:
+    """A built-in agent's name."""
+    if agent not in AGENTS:
+        raise UsageError(f"--agent must be one of {', '.join(AGENTS)}; got {agent!r}")
+    return agent
+
+
 def run_many(
     scenario: str,
     agents: list[str],
@@ -81,6 +96,12 @@ def run_many(
                 for seed in seeds:
                     results.append((agent, seed, run_agent(episode, agent, seed, {"difficulty": difficulty})))
                     bar.advance(task)
+    except ToolFailed as exc:
+        if exc.code != "unavailable":
+            raise
+        raise SimError(
+            f"{scenario} needs something this machine lacks: {exc.message} (see `companysim sandbox status`)"
+        ) from None
     finally:
         episode.close()
         if writer is not None:
@@ -88,7 +109,6 @@ def run_many(
     return results
 
 
-@app.command("run")
 def run(
     scenario: Annotated[str, typer.Argument(help="Scenario id, e.g. triage-tickets-v0.")],
     seed: Annotated[int, typer.Option(help="First seed.")] = 0,
@@ -96,15 +116,16 @@ def run(
     episodes: Annotated[int, typer.Option(help="Episodes to run (seeds seed..seed+K-1).")] = 1,
     difficulty: Annotated[int, typer.Option(help="Scenario difficulty 0-3.")] = 1,
     trace: Annotated[Path | None, typer.Option(help="Write a JSONL trace here.")] = None,
+    overwrite: Overwrite = False,
     noise: Annotated[str, typer.Option(help="Fault injection: none | realistic | harsh.")] = "none",
     npcs: Annotated[str | None, typer.Option(help=NPCS_HELP)] = None,
     data_dir: DataDir = None,
 ) -> None:
     """Run a built-in agent on a scenario and print the rewards per check."""
-    if agent not in AGENTS:
-        raise SimError(f"unknown agent {agent!r}; expected one of {', '.join(AGENTS)}")
-    if episodes < 1:
-        raise SimError(f"--episodes must be at least 1, got {episodes}")
+    check_agent(agent)
+    check_count("--episodes", episodes)
+    check_difficulty(difficulty)
+    output_file(trace, "--trace", overwrite=overwrite)
     seeds = list(range(seed, seed + episodes))
     results = run_many(scenario, [agent], seeds, WorldStore(data_dir), trace, difficulty, noise, npcs)
     console.print(_results_table(f"{scenario} ({agent})", results))
@@ -114,12 +135,13 @@ def run(
         console.print(f"trace {trace}", markup=False)
 
 
-@app.command("replay")
 def replay(
     trace: Annotated[Path, typer.Argument(help="A JSONL trace written by run or demo.")],
     data_dir: DataDir = None,
 ) -> None:
     """Re-run a trace on fresh forks; exit 1 and name the first step that differs."""
+    from sim.replay import replay as replay_trace
+
     report = replay_trace(trace, store=WorldStore(data_dir), stop_at_first=False)
     if report.ok:
         console.print(f"replay ok: {report.episodes} episode(s), {report.steps} step(s) identical")
@@ -128,11 +150,10 @@ def replay(
     raise typer.Exit(1)
 
 
-@app.command("demo")
 def demo(
     seed: Annotated[int, typer.Option(help="Seed of the demo company and tasks.")] = 0,
     episodes: Annotated[int, typer.Option(help="Episodes per agent.")] = 3,
-    out: Annotated[Path, typer.Option(help="Directory for the traces.")] = Path("out"),
+    out: Annotated[Path, typer.Option(help="Directory for the traces (its demo traces are replaced).")] = Path("out"),
     data_dir: DataDir = None,
 ) -> None:
     """A seeded company, the first scenario, the oracle, no-op and random agents, a table and traces."""
@@ -140,6 +161,8 @@ def demo(
     from sim.cli.world import print_world_summary
     from worlds.spec import WorldSpec
 
+    check_count("--episodes", episodes)
+    output_dir(out, "--out")
     scenario = "triage-tickets-v0"
     store = WorldStore(data_dir)
     family = make(scenario)
@@ -161,19 +184,22 @@ def demo(
         console.print(f"{agent:>7}: mean reward {sum(vals) / len(vals):.3f}")
 
 
-@app.command("mcp")
 def mcp(
     scenario: Annotated[str, typer.Option(help="Scenario id.")] = "triage-tickets-v0",
     seed: Annotated[int, typer.Option(help="Episode seed.")] = 0,
     difficulty: Annotated[int, typer.Option(help="Scenario difficulty 0-3.")] = 1,
     trace: Annotated[Path | None, typer.Option(help="Write a JSONL trace here.")] = None,
+    overwrite: Overwrite = False,
     data_dir: DataDir = None,
 ) -> None:
     """Serve one episode over stdio to any MCP client (the task prompt is the server's instructions)."""
     from sim.mcp_server import episode_server
 
+    check_difficulty(difficulty)
+    output_file(trace, "--trace", overwrite=overwrite)
+    episode = Episode(scenario, store=WorldStore(data_dir))
     writer = TraceWriter(trace) if trace is not None else None
-    episode = Episode(scenario, store=WorldStore(data_dir), trace=writer)
+    episode.trace = writer
     prompt, info = episode.reset(seed=seed, options={"difficulty": difficulty})
     server = episode_server(episode, info["tools"])
     server.instructions = prompt

@@ -13,17 +13,20 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from mcp_tools.errors import AppError, SandboxUnavailable
+from mcp_tools.errors import AppError
 from mcp_tools.sandbox import get_sandbox, sandbox_names, selected_name
 from mcp_tools.sandbox.base import Sandbox
 from mcp_tools.sandbox.engine import HOST_ENV, IMAGE
 from mcp_tools.sandbox.image import ImageBuildError, build_image
-from sim.cli.app import USER_ERRORS, app, console, err_console
-
-USER_ERRORS.append(SandboxUnavailable)
+from sim.cli.common import console, err_console
 
 sandbox_app = typer.Typer(help="Code sandbox backends: availability and the Docker image.", no_args_is_help=True)
-app.add_typer(sandbox_app, name="sandbox")
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``sandbox ...`` to the application."""
+    app.add_typer(sandbox_app, name="sandbox")
+
 
 Host = Annotated[
     str | None,

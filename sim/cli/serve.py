@@ -2,20 +2,38 @@
 
 from __future__ import annotations
 
+import socket
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from sim.cli.app import app, console
-from sim.cli.episodes import DataDir
+from sim.cli.common import NPCS_HELP, DataDir, UsageError, check_port, console, output_file
 from sim.episode import Episode
 from sim.serve import EpisodeBackend, check_bind
 from sim.trace import TraceWriter
 from worlds.store import WorldStore
 
 
-@app.command("serve")
+def register(app: typer.Typer) -> None:
+    """Add ``serve`` to the application."""
+    app.command("serve")(serve)
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    """A listening socket on ``host:port``, so a busy port is an error before anything says it is served."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+        sock.listen(128)
+    except OSError as exc:
+        sock.close()
+        raise UsageError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    return sock
+
+
 def serve(
     scenario: Annotated[str, typer.Option(help="Scenario id.")] = "triage-tickets-v0",
     seed: Annotated[int, typer.Option(help="Episode seed.")] = 0,
@@ -23,7 +41,9 @@ def serve(
     port: Annotated[int, typer.Option(help="TCP port.")] = 8065,
     token: Annotated[str | None, typer.Option(help="Login password and session token (random if omitted).")] = None,
     trace: Annotated[Path | None, typer.Option(help="Write a JSONL trace of every call here.")] = None,
+    overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace an existing --trace file.")] = False,
     noise: Annotated[str, typer.Option(help="Fault injection: none | realistic | harsh.")] = "none",
+    npcs: Annotated[str | None, typer.Option(help=NPCS_HELP)] = None,
     data_dir: DataDir = None,
 ) -> None:
     """Serve one episode's chat as a Mattermost server at http://HOST:PORT/api/v4 until interrupted."""
@@ -31,8 +51,11 @@ def serve(
 
     from mcp_tools.chat.mattermost import build_mattermost_app  # FastAPI loads only for this command
 
+    check_port(port)
     check_bind(host, token)
-    episode = Episode(scenario, store=WorldStore(data_dir), noise=noise)
+    output_file(trace, "--trace", overwrite=overwrite)
+    episode = Episode(scenario, store=WorldStore(data_dir), noise=noise, npcs=npcs)
+    sock = _listen(host, port)
     writer = TraceWriter(trace) if trace is not None else None
     episode.trace = writer
     try:
@@ -41,8 +64,10 @@ def serve(
         console.print(f"episode {info['episode_id']}: log in as {info['actor']['username']}", markup=False)
         console.print(f"password/token: {backend.token}", markup=False)
         console.print(f"serving http://{host}:{port}/api/v4 (Ctrl-C to stop)", markup=False)
-        uvicorn.run(build_mattermost_app(backend), host=host, port=port, log_level="warning")
+        config = uvicorn.Config(build_mattermost_app(backend), log_level="warning")
+        uvicorn.Server(config).run(sockets=[sock])
     finally:
+        sock.close()
         episode.close()
         if writer is not None:
             writer.close()

@@ -9,12 +9,13 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 from sqlalchemy import func, select
+from sqlalchemy.exc import DBAPIError
 
-from sim.cli.app import app, console
-from worlds.errors import SpecError
+from sim.cli.common import DataDir, console
+from worlds.errors import CorruptWorld, SpecError
 from worlds.schema import (
     Channel,
     Department,
@@ -32,12 +33,11 @@ from worlds.spec import APPS, WorldSpec
 from worlds.store import World, WorldStore, create_world, open_world
 
 world_app = typer.Typer(help="Create, inspect, hash and compare worlds.", no_args_is_help=True)
-app.add_typer(world_app, name="world")
 
-DataDir = Annotated[
-    Path | None,
-    typer.Option("--data-dir", envvar="COMPANYSIM_DATA_DIR", help="Where base worlds are cached."),
-]
+
+def register(app: typer.Typer) -> None:
+    """Add ``world ...`` to the application."""
+    app.add_typer(world_app, name="world")
 
 
 @contextmanager
@@ -49,7 +49,7 @@ def _progress(enabled: bool) -> Iterator[object]:
     with Progress(
         TextColumn("[bold]{task.description:<12}"),
         BarColumn(),
-        TextColumn("{task.completed}/{task.total}"),
+        MofNCompleteColumn(),  # "0/?" until the generator says how many stages there are
         TimeElapsedColumn(),
         console=console,
         transient=True,
@@ -189,9 +189,21 @@ def _summary_tables(world: World) -> list[Table]:
     return tables
 
 
+@contextmanager
+def _readable(world: World) -> Iterator[None]:
+    """Turn a database error while reading a world (a dropped table, a damaged page) into ``CorruptWorld``."""
+    try:
+        yield
+    except DBAPIError as exc:
+        reason = str(exc.orig).splitlines()[0] if exc.orig is not None else type(exc).__name__
+        raise CorruptWorld(f"{world.target.display} is damaged: {reason}") from None
+
+
 def print_world_summary(world: World) -> None:
     """Print the summary tables of a world (used by ``world show`` and the demo)."""
-    for table in _summary_tables(world):
+    with _readable(world):
+        tables = _summary_tables(world)
+    for table in tables:
         console.print(table)
 
 
@@ -210,9 +222,11 @@ def world_hash(target: Annotated[str, typer.Argument(help="World file path or da
     """Print the world's state hash alone on one line."""
     world = open_world(target, readonly=True)
     try:
-        typer.echo(world.state_hash())
+        with _readable(world):
+            digest = world.state_hash()
     finally:
         world.close()
+    typer.echo(digest)
 
 
 @world_app.command("diff")
@@ -223,10 +237,18 @@ def world_diff(
     """Show which tables and rows differ between two worlds (exit 1 if they differ)."""
     from worlds.dump import diff
 
-    wa, wb = open_world(a, readonly=True), open_world(b, readonly=True)
+    wa = open_world(a, readonly=True)
+    try:
+        wb = open_world(b, readonly=True)
+    except BaseException:
+        wa.close()
+        raise
     try:
         with wa.connect() as ca, wb.connect() as cb:
             result = diff(ca, cb)
+    except DBAPIError as exc:
+        reason = str(exc.orig).splitlines()[0] if exc.orig is not None else type(exc).__name__
+        raise CorruptWorld(f"cannot compare {a} and {b}, one is damaged: {reason}") from None
     finally:
         wa.close()
         wb.close()

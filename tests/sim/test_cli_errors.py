@@ -1,0 +1,116 @@
+"""Every user mistake on the command line: one line on stderr, exit code 2, no traceback, nothing changed.
+
+This is the place for the next such case: add a row to ``CASES`` (the command, what its one line must say). Each
+case runs the real ``companysim`` in a subprocess, in a directory holding a world file, a damaged world, a file,
+a directory, an empty file and a saved campaign; the directory's every file (name, size, mtime) must be as
+before the command.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+CLI = [sys.executable, "-m", "sim.cli"]
+NO_SANDBOX = {"COMPANYSIM_SANDBOX": "docker", "COMPANYSIM_DOCKER_HOST": "unix:///nonexistent/docker.sock"}
+CASES = [
+    (["run", "triage-ticket-v0"], "unknown scenario 'triage-ticket-v0'", {}),
+    (["campaign", "triage-ticket-v0"], "unknown scenario", {}),
+    (["serve", "--scenario", "triage-ticket-v0", "--port", "1"], "unknown scenario", {}),
+    (["mcp", "--scenario", "triage-ticket-v0"], "unknown scenario", {}),
+    (["replay", "foreign.jsonl"], "unknown scenario", {}),
+    (["run", "fix-failing-test-v0"], "sandbox status", NO_SANDBOX),
+    (["run", "triage-tickets-v0", "--trace", "adir"], "is a directory", {}),
+    (["run", "triage-tickets-v0", "--trace", "afile"], "pass --overwrite", {}),
+    (["run", "triage-tickets-v0", "--trace", "nodir/t.jsonl"], "does not exist", {}),
+    (["run", "triage-tickets-v0", "--agent", "smart"], "--agent must be one of", {}),
+    (["run", "triage-tickets-v0", "--episodes", "0"], "--episodes must be at least 1", {}),
+    (["run", "triage-tickets-v0", "--difficulty", "9"], "--difficulty must be 0, 1, 2 or 3", {}),
+    (["run", "triage-tickets-v0", "--difficulty", "-1"], "--difficulty must be 0, 1, 2 or 3", {}),
+    (["run", "triage-tickets-v0", "--npcs", "bogus"], "off, sampled", {}),
+    (["run", "triage-tickets-v0", "--noise", "loud"], "loud", {}),
+    (["replay", "w.db"], "not a text trace", {}),
+    (["replay", "empty.jsonl"], "holds no episode", {}),
+    (["replay", "missing.jsonl"], "no trace file", {}),
+    (["demo", "--episodes", "0"], "--episodes must be at least 1", {}),
+    (["demo", "--out", "afile"], "is a file", {}),
+    (["campaign", "triage-tickets-v0", "--snapshots", "afile"], "is a file", {}),
+    (["campaign", "triage-tickets-v0", "--split", "test", "--seed", "-1"], "--seed must be at least 0", {}),
+    (["campaign", "triage-tickets-v0", "--resume"], "--resume needs --snapshots", {}),
+    (["campaign", "triage-tickets-v0", "--snapshots", "camp", "--resume", "--seed", "5"], "not triage", {}),
+    (["world", "new", "--seed", "1", "--start-date", "9999-12-31", "-q"], "start_date 9999-12-31 is out of range", {}),
+    (["world", "new", "--seed", "1", "--start-date", "2026-13-01", "-q"], "expected YYYY-MM-DD", {}),
+    (["world", "new", "--seed", "1", "--out", "adir", "--overwrite", "-q"], "is a directory", {}),
+    (["world", "new", "--seed", "1", "--out", "w.db", "-q"], "pass --overwrite", {}),
+    (["world", "new", "--seed", "-3", "-q"], "invalid seed", {}),
+    (["world", "show", "damaged.db"], "is damaged: no such table: tickets", {}),
+    (["world", "hash", "damaged.db"], "is damaged", {}),
+    (["world", "diff", "w.db", "damaged.db"], "one is damaged", {}),
+    (["world", "show", "afile"], "", {}),
+    (["serve", "--port", "99999"], "--port must be 1-65535", {}),
+    (["serve", "--port", "BUSY"], "cannot listen on 127.0.0.1", {}),
+    (["serve", "--host", "0.0.0.0"], "pass --token", {}),  # noqa: S104 - refused without a token
+]
+
+
+def _snapshot(root: Path) -> dict[str, tuple[int, int]]:
+    return {
+        str(p.relative_to(root)): (p.stat().st_size, p.stat().st_mtime_ns)
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
+
+
+@pytest.fixture(scope="module")
+def place(tmp_path_factory):
+    """A working directory with the files the cases name, and a base-world cache of its own."""
+    root = tmp_path_factory.mktemp("cli")
+    data = tmp_path_factory.mktemp("cli-data")
+    env = {**os.environ, "COMPANYSIM_DATA_DIR": str(data)}
+    run = [*CLI, "world", "new", "--seed", "1", "--employees", "12", "--history-days", "5", "--out", "w.db", "-q"]
+    subprocess.run(run, cwd=root, env=env, check=True, capture_output=True)
+    damaged = root / "damaged.db"
+    damaged.write_bytes((root / "w.db").read_bytes())
+    conn = sqlite3.connect(damaged)
+    conn.execute("DROP TABLE tickets")
+    conn.commit()
+    conn.close()
+    (root / "adir").mkdir()
+    (root / "afile").write_text("not a world\n")
+    (root / "empty.jsonl").write_text("")
+    header = {"type": "header", "format": 1, "scenario": "triage-ticket-v0", "seed": 0, "options": {}}
+    (root / "foreign.jsonl").write_text(json.dumps(header) + "\n" + json.dumps({"type": "score", "value": 0}) + "\n")
+    camp = [*CLI, "campaign", "triage-tickets-v0", "--seed", "3", "--episodes", "1", "--snapshots", "camp"]
+    subprocess.run(camp, cwd=root, env=env, check=True, capture_output=True)
+    return root, env
+
+
+@pytest.mark.parametrize(("args", "says", "extra_env"), CASES, ids=[" ".join(c[0]) for c in CASES])
+def test_cli_error__one_line_exit_2_nothing_changed(place, args, says, extra_env):
+    root, env = place
+    busy = None
+    if "BUSY" in args:
+        busy = socket.socket()
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        args = [str(busy.getsockname()[1]) if a == "BUSY" else a for a in args]
+    before = _snapshot(root)
+    try:
+        out = subprocess.run(
+            [*CLI, *args], cwd=root, env={**env, **extra_env}, capture_output=True, text=True, timeout=300
+        )
+    finally:
+        if busy is not None:
+            busy.close()
+    lines = [line for line in out.stderr.splitlines() if line.strip()]
+    assert out.returncode == 2, (out.returncode, out.stderr[-2000:])
+    assert len(lines) == 1 and lines[0].startswith("error: "), out.stderr[-2000:]
+    assert "Traceback" not in out.stderr and says in lines[0], lines[0]
+    assert _snapshot(root) == before, "the command changed files in its directory"
