@@ -193,8 +193,15 @@ def mcp(
     data_dir: DataDir = None,
 ) -> None:
     """Serve one episode over stdio to any MCP client (the task prompt is the server's instructions)."""
+    import logging
+
     from sim.mcp_server import episode_server
 
+    handler = logging.StreamHandler()  # stderr: stdout carries the protocol
+    handler.setFormatter(logging.Formatter("companysim mcp: %(message)s"))
+    log = logging.getLogger("companysim.mcp")
+    log.addHandler(handler)
+    log.setLevel(logging.INFO)
     check_difficulty(difficulty)
     output_file(trace, "--trace", overwrite=overwrite)
     episode = Episode(scenario, store=WorldStore(data_dir))

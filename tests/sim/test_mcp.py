@@ -69,3 +69,35 @@ def test_mcp_in_memory__fastmcp_client_runs_an_episode(store):
     assert episode.done and episode.grade().value == 0.0
     assert [s["action"]["name"] for s in episode.steps] == ["chat_list_channels", "chat_post", "submit"]
     episode.close()
+
+
+async def _refuse(data_dir: str, errlog) -> list[tuple[bool, str]]:
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "sim.cli", "mcp", "--scenario", "triage-tickets-v0", "--seed", "0"],
+        env={**os.environ, "COMPANYSIM_DATA_DIR": data_dir},
+    )
+    from mcp import ClientSession
+    from mcp.client.stdio import stdio_client
+
+    out = []
+    async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as client:
+        await client.initialize()
+        for _ in range(20):
+            bad = await client.call_tool("tickets_get", {"key": "NOPE-1"})
+            out.append((bad.is_error, _text(bad)))
+        await client.call_tool("submit", {"summary": "stop"})
+        after = await client.call_tool("tickets_search", {"limit": 1})
+        out.append((after.is_error, _text(after)))
+    return out
+
+
+def test_mcp_stdio__refused_calls_log_one_line_each_and_say_their_code(store, tmp_path):
+    with (tmp_path / "stderr.log").open("w") as errlog:
+        out = asyncio.run(_refuse(str(store.data_dir), errlog))
+    assert all(is_error and text.startswith("not_found: ") for is_error, text in out[:-1])
+    assert out[-1][0] and out[-1][1].startswith("episode_over: ")  # a call after the end says why, with its code
+    lines = (tmp_path / "stderr.log").read_text().splitlines()
+    refused = [line for line in lines if line.startswith("companysim mcp: refused ")]
+    assert len(refused) == 21 and refused[-1] == "companysim mcp: refused tickets_search: episode_over"
+    assert not any("Traceback" in line for line in lines) and len(lines) <= 25
