@@ -33,6 +33,7 @@ from mcp_tools.git import mr
 from mcp_tools.git.pipeline import pipeline
 from mcp_tools.git.workspace import Workspace, searchable_by, use_workspace
 from scenarios.base import RepoCommit
+from worlds.cache import sweep_temps
 from worlds.gitrun import host_git_user
 from worlds.rawsql import Sql
 from worlds.repos import base_repos_dir, checkout, ensure_base_repos
@@ -62,6 +63,7 @@ def task_bases(
     with Path(f"{final}.lock").open("a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not (final / "done").is_file():
+            sweep_temps(final.parent)  # half-built task bases of killed processes
             tmp = Path(f"{final}.tmp{os.getpid()}")
             shutil.rmtree(tmp, ignore_errors=True)
             for name in sorted({c.repo for c in commits}):

@@ -7,6 +7,7 @@ import pwd
 import shutil
 import socket
 import subprocess
+import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -91,3 +92,27 @@ def tmp_data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     d = tmp_path / "data"
     monkeypatch.setenv("COMPANYSIM_DATA_DIR", str(d))
     return d
+
+
+_TMP = Path(tempfile.gettempdir())
+_KEEP = ("companysim-docker",)  # the private engine CI starts before the suite, and removes after it
+
+
+def _ours() -> set[str]:
+    return {p.name for p in _TMP.glob("companysim-*") if not p.name.startswith(_KEEP)}
+
+
+_BEFORE = _ours()
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Fail the run when it left checkouts, scratch or test directories of ours in $TMPDIR."""
+    import gc
+
+    if "mcp_tools.sheets.libreoffice" in sys.modules:  # the office stops at exit; stop it now to check its dir
+        sys.modules["mcp_tools.sheets.libreoffice"].office().shutdown()
+    gc.collect()  # episodes a test dropped without close() free their checkouts when collected
+    left = sorted(_ours() - _BEFORE)
+    if left:
+        sys.stderr.write(f"\nleft behind in {_TMP}: {', '.join(left[:20])}\n")
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED

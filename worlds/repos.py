@@ -29,6 +29,7 @@ from typing import Any
 from sqlalchemy import Connection, text
 from sqlalchemy.orm import Session
 
+from worlds.cache import sweep_temps
 from worlds.gitrun import LOCKED_ATTRIBUTES, GitRepo, git, write_repo_config
 from worlds.schema import Base
 from worlds.seeding import Seeds
@@ -462,6 +463,7 @@ def ensure_base_repos(world_path: str | Path, db: Connection | Session, seed: in
     with lock_path.open("a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not manifest.is_file():
+            sweep_temps(final.parent)  # half-written bases of killed processes
             tmp = Path(f"{final}.tmp{os.getpid()}")
             shutil.rmtree(tmp, ignore_errors=True)
             infos = generate_repos(db, seed, tmp)

@@ -21,7 +21,6 @@ import itertools
 import json
 import os
 import sqlite3
-import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -34,6 +33,7 @@ from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 from sqlalchemy.orm import Session
 from sqlalchemy.pool import NullPool
 
+from worlds.cache import default_max_bytes, prune, sweep_temps, temp_name, touch
 from worlds.db import (
     SQLITE_MAGIC,
     Target,
@@ -93,7 +93,8 @@ class Snapshot:
             "sha256": hashlib.sha256(self.image).hexdigest(),
         }
         target = Path(path)
-        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+        tmp = temp_name(target)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
         try:
             with os.fdopen(fd, "wb") as fh:
                 fh.write(_SNAPSHOT_MAGIC + json.dumps(header, sort_keys=True).encode() + b"\n")
@@ -411,9 +412,8 @@ def sync_pg_sequences(conn: Connection) -> None:
 def _create_sqlite_file(spec: WorldSpec, rows: WorldRows, path: Path, overwrite: bool) -> None:
     """Write into a temp file beside ``path``, fsync, then move it into place in one rename."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
-    tmp = Path(tmp_name)
+    sweep_temps(path.parent)  # what killed writers left beside it
+    tmp = temp_name(path)
     try:
         raw = sqlite3.connect(tmp, check_same_thread=False)
         raw.execute("PRAGMA journal_mode=OFF")  # a temp file needs no crash safety: it is discarded on failure
@@ -580,21 +580,29 @@ def open_world(target: str | Path, readonly: bool = False) -> World:
 
 
 class WorldStore:
-    """Base worlds cached by (spec hash, generator version) in a data directory.
+    """Base worlds cached by (spec hash, generator version) in a data directory, within a size limit.
 
     Args:
         data_dir: Cache directory; default ``COMPANYSIM_DATA_DIR``, else the user cache directory.
+        max_bytes: The cache's size limit (default ``COMPANYSIM_CACHE_MAX_MB`` or 2048 MB): after generating a
+            world the least recently used ones are evicted until it fits (see ``worlds.cache``).
     """
 
-    def __init__(self, data_dir: str | Path | None = None) -> None:
+    def __init__(self, data_dir: str | Path | None = None, *, max_bytes: int | None = None) -> None:
         if data_dir is None:
             env = os.environ.get("COMPANYSIM_DATA_DIR")
             data_dir = env if env else platformdirs.user_cache_dir("companysim")
         self.data_dir = Path(data_dir).expanduser().absolute()
+        self.max_bytes = default_max_bytes() if max_bytes is None else max_bytes
+
+    @property
+    def worlds_dir(self) -> Path:
+        """Where the cached worlds live."""
+        return self.data_dir / "worlds"
 
     def path_for(self, spec: WorldSpec) -> Path:
         """Where the base world of ``spec`` is cached."""
-        return self.data_dir / "worlds" / f"{spec.spec_hash[:20]}-s{SCHEMA_VERSION}-g{GENERATOR_VERSION}.db"
+        return self.worlds_dir / f"{spec.spec_hash[:20]}-s{SCHEMA_VERSION}-g{GENERATOR_VERSION}.db"
 
     def base(self, spec: WorldSpec, progress: Progress | None = None) -> World:
         """The cached base world of ``spec``, generated on first use.
@@ -606,7 +614,9 @@ class WorldStore:
         path = self.path_for(spec)
         if path.exists():
             try:
-                return open_world(path)
+                world = open_world(path)
+                touch(path)
+                return world
             except CorruptWorld:
                 pass
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -617,9 +627,12 @@ class WorldStore:
                     return open_world(path)
                 except (WorldNotFound, CorruptWorld):
                     create_world(spec, path, progress=progress, overwrite=True).close()
-                return open_world(path)
+                world = open_world(path)
+                touch(path)
             finally:
                 fcntl.flock(lock, fcntl.LOCK_UN)
+        prune(self.worlds_dir, self.max_bytes, keep=frozenset({path}))
+        return world
 
 
 # -- PostgreSQL -----------------------------------------------------------------------------------------------

@@ -104,6 +104,7 @@ def pipeline(repo: GitRepo, commit: str, scratch: Path | None = None) -> dict[st
         InvalidPath: the commit's tree has a link out of the tree (see ``trees.export``).
     """
     sandbox = code_sandbox()
+    sandbox.require("python3", "pytest")
     with tempfile.TemporaryDirectory(prefix="companysim-ci-", dir=scratch) as tmp:
         tree = export(repo, commit, Path(tmp) / "tree")
         result = sandbox.run(
@@ -123,6 +124,7 @@ def call_cases(
     """
     marker = "@@companysim-result-" + hashlib.sha256(f"{commit}{module}{function}{cases}".encode()).hexdigest()[:32]
     stdin = marker + "\n" + json.dumps({"module": module, "function": function, "cases": list(cases)}) + "\n"
+    code_sandbox().require("python3")
     with tempfile.TemporaryDirectory(prefix="companysim-check-", dir=scratch) as tmp:
         tree = export(repo, commit, Path(tmp) / "tree")
         for conftest in sorted(tree.rglob("conftest.py")):

@@ -10,6 +10,7 @@ from __future__ import annotations
 import abc
 import os
 import re
+import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,6 +35,15 @@ MAX_ARGV = 1_000
 MAX_ARG_BYTES = 256_000
 MAX_STDIN_BYTES = 4_000_000
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
+
+TOOL_PROBES: dict[str, str] = {
+    "python3": "command -v python3",
+    "pytest": "python3 -c 'import pytest'",
+    "git": "command -v git",
+}
+"""Programs code may need inside a sandbox, each with the shell test that finds it."""
+TOOL_PACKAGES = {"python3": "python3", "pytest": "python3-pytest", "git": "git"}
+TOOL_SCRIPT = "; ".join(f"{test} >/dev/null 2>&1 && echo {name}" for name, test in TOOL_PROBES.items())
 
 # Why a run was stopped or died; None when it exited on its own.
 KILLED_TIMEOUT = "timeout"
@@ -169,6 +179,39 @@ class Sandbox(abc.ABC):
         if self._ready is None:
             self._ready, self.reason = self._probe()
         return self._ready
+
+    _tools: dict[str, bool] | None = None
+
+    def tools(self) -> dict[str, bool]:
+        """Which programs code run here can use (``TOOL_PROBES``), found by one real run inside, then kept.
+
+        Why: a sandbox can isolate code yet lack what pipelines run (``python3 -m pytest``); the probe lets
+        ``sandbox status`` say so and pipelines refuse with the reason instead of failing with an empty log.
+        Empty when the backend is unavailable.
+        """
+        if self._tools is None:
+            self._tools = {}
+            if self.available():
+                with tempfile.TemporaryDirectory(prefix="sandbox-tools-") as tmp:
+                    result = self._run_checked(["/bin/sh", "-c", TOOL_SCRIPT], Path(tmp), DEFAULT_LIMITS, None, b"")
+                found = set(result.stdout.split())
+                self._tools = {name: name in found for name in TOOL_PROBES}
+        return dict(self._tools)
+
+    def require(self, *names: str) -> None:
+        """Refuse (``SandboxUnavailable``) unless every program in ``names`` is available inside.
+
+        Raises:
+            SandboxUnavailable: with the missing programs named.
+        """
+        have = self.tools()
+        missing = [n for n in names if not have.get(n)]
+        if missing:
+            packages = ", ".join(TOOL_PACKAGES[n] for n in missing)
+            raise SandboxUnavailable(
+                f"the {self.name} sandbox lacks {', '.join(missing)} (install {packages} in its image or host;"
+                " see `companysim sandbox status`)"
+            )
 
     @abc.abstractmethod
     def _probe(self) -> tuple[bool, str]:

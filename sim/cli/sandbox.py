@@ -78,6 +78,10 @@ def status(host: Host = None) -> None:
         ok = sandbox.available()
         usable[name] = ok
         details = _details(sandbox) if ok else str(getattr(sandbox, "reason", "") or "its probe failed")
+        if ok:
+            missing = [t for t, have in sandbox.tools().items() if not have]
+            details += f"; inside: {', '.join(t for t in sandbox.tools() if t not in missing)}"
+            details += f"; [red]missing: {', '.join(missing)}[/]" if missing else ""
         table.add_row(name, _mark(name == selected), "[green]yes[/]" if ok else "[red]no[/]", details)
     console.print(table)
     if selected not in usable:

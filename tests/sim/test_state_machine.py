@@ -2,6 +2,7 @@
 
 import json
 
+import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import Bundle, RuleBasedStateMachine, initialize, invariant, rule
@@ -22,6 +23,18 @@ def store():
 
         STORE = WorldStore(tempfile.mkdtemp(prefix="companysim-sm-"))
     return STORE
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _remove_store():
+    """The machine's world cache goes when the module is done (nothing is left in $TMPDIR)."""
+    global STORE
+    yield
+    if STORE is not None:
+        import shutil
+
+        shutil.rmtree(STORE.data_dir, ignore_errors=True)
+        STORE = None
 
 
 class ToolsMachine(RuleBasedStateMachine):
