@@ -71,10 +71,12 @@ def run_tool(
 ) -> tuple[Any, dict[str, str] | None]:
     """Run ``spec`` with ``arguments`` as the context's actor; returns (result, None) or (None, error).
 
-    A write runs inside ``SAVEPOINT step``: on failure it is rolled back, so state is exactly as before.
+    A write runs inside ``SAVEPOINT step``: on failure it is rolled back, so state is exactly as before. On
+    PostgreSQL reads do too: a failed statement aborts the whole transaction there until it is rolled back.
     """
     session: Session = ctx.session
-    sql = Sql.of(session) if write else None
+    guarded = Sql.of(session)
+    sql = guarded if write or guarded.pg else None
     if sql is not None:
         sql.execute("SAVEPOINT step")
     try:

@@ -54,6 +54,7 @@ class Episode:
         npcs: The default coworker option (off, ``sampled``, a trait preset or a dict of per-person trait specs;
             see ``sim.coworkers``); a reset's ``npcs`` option overrides it, and the trace header records it.
         apps: The apps whose tools the agent gets (default: the scenario's; e.g. every app, to explore or fuzz).
+        db: A PostgreSQL server URL: worlds become databases there, forks template copies (unless ``store``).
     """
 
     def __init__(
@@ -66,12 +67,13 @@ class Episode:
         noise: str | dict[str, Any] = "none",
         npcs: Any = None,
         apps: tuple[str, ...] | None = None,
+        db: str | None = None,
     ) -> None:
         NoiseProfile.parse(noise)  # fail at construction, not at the first reset
         check_npcs_option(npcs)
         self.npcs, self.noise, self.trace, self.apps = npcs, noise, trace, apps
         self.scenario_id = scenario
-        self.store = store or WorldStore()
+        self.store = store or WorldStore(db=db)
         self.worlds = TaskWorlds(make(scenario), self.store, use_cache=setup_cache)
         self._live: LiveEpisode | None = None
         self._resets = 0
@@ -202,8 +204,7 @@ class Episode:
             raise SimError(f"episode {live.episode_id} has not ended; submit or run it to its limit first")
         self.worlds.keep(live.world)
         live.ctx.session.commit()
-        image = live.world.image()
-        assert image is not None, "episodes run on in-memory forks"
+        image = live.world.image() or live.world.snapshot().image  # PostgreSQL: its rows as a SQLite image
         return StartState(
             spec_hash=live.spec.spec_hash,
             image=image,

@@ -32,7 +32,7 @@ from worlds.changelog import ChangeContext, track
 from worlds.rawsql import Sql, iso
 from worlds.seeding import Seeds
 from worlds.spec import WorldSpec
-from worlds.store import World, WorldStore
+from worlds.store import Snapshot, World, WorldStore
 
 if TYPE_CHECKING:
     from sim.workspace import CodeBases, EpisodeCode
@@ -124,7 +124,7 @@ def shared_base(store: WorldStore, spec: WorldSpec) -> World:
     Why shared: each ``Episode`` opening its own copy held another connection, engine and page cache per live
     episode; forks only read the base's image, so one open base serves them all (threads included).
     """
-    key = (str(store.data_dir), spec.spec_hash)
+    key = (str(store.db or store.data_dir), spec.spec_hash)
     with _BASES_LOCK:
         world = _BASES.get(key)
         if world is None or world.closed:
@@ -165,6 +165,28 @@ def log_since(session: Any, seq: int) -> list[dict[str, Any]]:
         }
         for r in rows
     ]
+
+
+def _fork_at(base: World, image: bytes | None) -> World:
+    """A fork of ``base`` holding ``image`` (a later state of one of its forks).
+
+    SQLite: an in-memory copy of the image. PostgreSQL: a template copy of the base with the image's rows loaded.
+    """
+    if base.backend != "postgresql" or image is None:
+        return base.fork(image=image)
+    world = base.fork()
+    try:
+        snap = Snapshot(
+            spec_hash=base.spec.spec_hash,
+            schema_version=base.schema_version,
+            generator_version=base.generator_version,
+            image=image,
+        )
+        world.restore(snap)
+    except BaseException:
+        world.close()
+        raise
+    return world
 
 
 class TaskWorlds:
@@ -209,7 +231,7 @@ class TaskWorlds:
         key: TaskKey = (self.family.id, spec.spec_hash, seed, difficulty)
         if start is not None:
             self.drop_warm()
-            world = base.fork(image=start.image)
+            world = _fork_at(base, start.image)
             session = world.session()
             before = int(Sql.of(session).scalar("SELECT max(seq) FROM change_log") or 0)
             return self._setup(key, world, session, SimClock(start.clock_at), seed, difficulty, before)
@@ -226,10 +248,11 @@ class TaskWorlds:
                 world = base.fork()
                 clock = SimClock(datetime.combine(spec.start_date, time(9, 0), tzinfo=UTC))
                 opened = self._setup(key, world, world.session(), clock, seed, difficulty, 0)
-                if self.use_cache and not clock.pending():
-                    SETUP_CACHE.put(key, replace(opened.setup, image=world.image()))
+                image = world.image()  # None on PostgreSQL: its forks are template copies, not images
+                if self.use_cache and image is not None and not clock.pending():
+                    SETUP_CACHE.put(key, replace(opened.setup, image=image))
             else:  # a task seen recently (e.g. the group of a GRPO step): fork the state its setup left
-                world = base.fork(image=cached.image)
+                world = _fork_at(base, cached.image)
                 session = world.session()
                 clock = SimClock(cached.clock_at)
                 opened = OpenTask(

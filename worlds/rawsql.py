@@ -164,8 +164,21 @@ class Sql:
             f"UPDATE {table} SET {sets} WHERE id = ?",  # noqa: S608 - names checked
             [*(self.bind(n) for _, n in diff.values()), row_id],
         )
-        self.log(table, [row_id], "update", {c: [jsonable(o), jsonable(n)] for c, (o, n) in diff.items()})
+        self.log(table, [row_id], "update", {c: [jsonable(self.stored(o)), jsonable(n)] for c, (o, n) in diff.items()})
         return True
+
+    def stored(self, value: Any) -> Any:
+        """An old value as read back from the database, in the form SQLite returns it on every backend.
+
+        Callers log "old" timestamps they read with raw statements as they come: SQLite hands back its storage
+        text, PostgreSQL a naive datetime. The change log (and so the state hash) must not depend on the
+        backend, so PostgreSQL's timestamps are put in SQLite's text form (callers normalise other types).
+        """
+        if not self.pg:
+            return value
+        if isinstance(value, datetime) and value.tzinfo is None:
+            return value.strftime(_SA_TS)
+        return value
 
     def delete(self, table: str, key: Mapping[str, Any], old: Mapping[str, Any]) -> None:
         """Delete the row matching ``key`` (column -> value); logs ``old`` (every column of the row)."""

@@ -460,6 +460,7 @@ def ensure_base_repos(world_path: str | Path, db: Connection | Session, seed: in
     final = base_repos_dir(world_path)
     manifest = final / "manifest.json"
     lock_path = Path(f"{final}.lock")
+    final.parent.mkdir(parents=True, exist_ok=True)
     with lock_path.open("a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not manifest.is_file():

@@ -45,7 +45,7 @@ from worlds.db import (
     parse_target,
 )
 from worlds.dump import canonical_dump, state_hash
-from worlds.errors import CorruptWorld, IncompatibleWorld, SnapshotError, StoreError, WorldNotFound
+from worlds.errors import BadDatabaseURL, CorruptWorld, IncompatibleWorld, SnapshotError, StoreError, WorldNotFound
 from worlds.rows import WorldRows, insert_rows
 from worlds.schema import Base, WorldMeta
 from worlds.spec import WorldSpec
@@ -588,12 +588,17 @@ class WorldStore:
             world the least recently used ones are evicted until it fits (see ``worlds.cache``).
     """
 
-    def __init__(self, data_dir: str | Path | None = None, *, max_bytes: int | None = None) -> None:
+    def __init__(
+        self, data_dir: str | Path | None = None, *, max_bytes: int | None = None, db: str | None = None
+    ) -> None:
         if data_dir is None:
             env = os.environ.get("COMPANYSIM_DATA_DIR")
             data_dir = env if env else platformdirs.user_cache_dir("companysim")
         self.data_dir = Path(data_dir).expanduser().absolute()
         self.max_bytes = default_max_bytes() if max_bytes is None else max_bytes
+        self.db = db
+        if db is not None and parse_target(db).backend != "postgresql":
+            raise BadDatabaseURL(f"expected a postgresql:// server URL for the world store; got {db!r}")
 
     @property
     def worlds_dir(self) -> Path:
@@ -601,8 +606,17 @@ class WorldStore:
         return self.data_dir / "worlds"
 
     def path_for(self, spec: WorldSpec) -> Path:
-        """Where the base world of ``spec`` is cached."""
-        return self.worlds_dir / f"{spec.spec_hash[:20]}-s{SCHEMA_VERSION}-g{GENERATOR_VERSION}.db"
+        """Where the base world of ``spec`` is cached (with ``db``: the local place of its lock and repositories)."""
+        name = f"{spec.spec_hash[:20]}-s{SCHEMA_VERSION}-g{GENERATOR_VERSION}"
+        return self.worlds_dir / (f"{name}.pg" if self.db is not None else f"{name}.db")
+
+    def url_for(self, spec: WorldSpec) -> str:
+        """The PostgreSQL database of the base world of ``spec`` on the ``db`` server (one database per spec)."""
+        from sqlalchemy.engine import make_url
+
+        assert self.db is not None
+        name = f"cs_{spec.spec_hash[:20]}_s{SCHEMA_VERSION}_g{GENERATOR_VERSION}"
+        return make_url(self.db).set(database=name).render_as_string(hide_password=False)
 
     def base(self, spec: WorldSpec, progress: Progress | None = None) -> World:
         """The cached base world of ``spec``, generated on first use.
@@ -611,6 +625,8 @@ class WorldStore:
         instead of all generating; the world itself appears by atomic rename, so readers never see half of it.
         A cached file that fails to open as a complete world is regenerated.
         """
+        if self.db is not None:
+            return self._pg_base(spec, progress)
         path = self.path_for(spec)
         if path.exists():
             try:
@@ -633,6 +649,25 @@ class WorldStore:
                 fcntl.flock(lock, fcntl.LOCK_UN)
         prune(self.worlds_dir, self.max_bytes, keep=frozenset({path}))
         return world
+
+    def _pg_base(self, spec: WorldSpec, progress: Progress | None) -> World:
+        """The base world of ``spec`` as a database on the ``db`` server, generated once under a local lock.
+
+        PostgreSQL base worlds are not evicted by the size limit (their space is the server's); drop them with
+        ``DROP DATABASE`` when no longer wanted.
+        """
+        url = self.url_for(spec)
+        self.worlds_dir.mkdir(parents=True, exist_ok=True)
+        with open(self.path_for(spec).with_suffix(".lock"), "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            try:
+                try:
+                    return open_world(url)
+                except (WorldNotFound, CorruptWorld):
+                    create_world(spec, url, progress=progress, overwrite=True).close()
+                return open_world(url)
+            finally:
+                fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 # -- PostgreSQL -----------------------------------------------------------------------------------------------

@@ -327,7 +327,7 @@ def list_rooms(ctx: ToolContext, location: str | None, min_capacity: int) -> dic
     sql = Sql.of(ctx.session)
     rows = sql.all(
         "SELECT r.name, r.capacity, l.name, l.timezone FROM rooms r JOIN locations l ON l.id = r.location_id"
-        " WHERE r.capacity >= ? AND (? IS NULL OR lower(l.name) = lower(?)) ORDER BY l.name, r.name",
+        " WHERE r.capacity >= ? AND (CAST(? AS TEXT) IS NULL OR lower(l.name) = lower(?)) ORDER BY l.name, r.name",
         (min_capacity, location, location),
     )
     return {"rooms": [{"name": n, "capacity": c, "location": loc, "timezone": tz} for n, c, loc, tz in rows]}

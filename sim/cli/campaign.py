@@ -10,7 +10,7 @@ from rich.table import Table
 
 from scenarios.splits import seeds_in
 from sim.campaign import Boundary, Campaign, CampaignError
-from sim.cli.common import NPCS_HELP, DataDir, UsageError, check_count, console, output_dir, output_file
+from sim.cli.common import NPCS_HELP, DataDir, Db, UsageError, check_count, console, output_dir, output_file
 from sim.cli.episodes import check_agent
 from sim.trace import TraceWriter
 from worlds.store import WorldStore
@@ -36,6 +36,7 @@ def campaign(
     snapshots: Annotated[Path | None, typer.Option(help="Write boundary snapshots and a manifest here.")] = None,
     resume: Annotated[bool, typer.Option(help="Continue the campaign saved in --snapshots.")] = False,
     data_dir: DataDir = None,
+    db: Db = None,
 ) -> None:
     """Play episodes one after another on one company; each starts from the state the last one left."""
     check_agent(agent)
@@ -51,7 +52,7 @@ def campaign(
     if split is not None:
         check_count("--seed", world, minimum=0)
         world = seeds_in(split, world + 1)[world]
-    store = WorldStore(data_dir)
+    store = WorldStore(data_dir, db=db)
     if resume:
         camp = Campaign.resume(snapshots, store=store, noise=noise, npcs=npcs)  # type: ignore[arg-type]
         if camp.scenarios != scenarios or (seed is not None and seed != camp.seed):

@@ -24,6 +24,10 @@ DataDir = Annotated[
     Path | None,
     typer.Option("--data-dir", envvar="COMPANYSIM_DATA_DIR", help="Where base worlds are cached."),
 ]
+Db = Annotated[
+    str | None,
+    typer.Option("--db", envvar="COMPANYSIM_DB", help="PostgreSQL server URL: worlds live there (default: SQLite)."),
+]
 NPCS_HELP = "Coworkers: off (default) | sampled | cooperative | adversarial | chaotic | absent | neutral."
 DIFFICULTIES = range(0, 4)
 

@@ -15,6 +15,7 @@ from sim.agents import AGENTS, run_agent
 from sim.cli.common import (
     NPCS_HELP,
     DataDir,
+    Db,
     UsageError,
     check_count,
     check_difficulty,
@@ -120,6 +121,7 @@ def run(
     noise: Annotated[str, typer.Option(help="Fault injection: none | realistic | harsh.")] = "none",
     npcs: Annotated[str | None, typer.Option(help=NPCS_HELP)] = None,
     data_dir: DataDir = None,
+    db: Db = None,
 ) -> None:
     """Run a built-in agent on a scenario and print the rewards per check."""
     check_agent(agent)
@@ -127,7 +129,7 @@ def run(
     check_difficulty(difficulty)
     output_file(trace, "--trace", overwrite=overwrite)
     seeds = list(range(seed, seed + episodes))
-    results = run_many(scenario, [agent], seeds, WorldStore(data_dir), trace, difficulty, noise, npcs)
+    results = run_many(scenario, [agent], seeds, WorldStore(data_dir, db=db), trace, difficulty, noise, npcs)
     console.print(_results_table(f"{scenario} ({agent})", results))
     mean = sum(s.value for _, _, s in results) / len(results)
     console.print(f"mean reward {mean:.3f} over {len(results)} episode(s)")
