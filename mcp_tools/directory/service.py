@@ -257,7 +257,8 @@ def list_access_requests(ctx: ToolContext, role: str, status: str | None) -> dic
     sql = Sql.of(ctx.session)
     column = "requester_id" if role == "mine" else "owner_id"
     ids = sql.column(
-        f"SELECT id FROM access_requests WHERE {column} = ? AND (CAST(? AS TEXT) IS NULL OR status = ?) ORDER BY id DESC LIMIT 100",  # noqa: S608
+        f"SELECT id FROM access_requests WHERE {column} = ?"  # noqa: S608 - column is one of two constants
+        " AND (CAST(? AS TEXT) IS NULL OR status = ?) ORDER BY id DESC LIMIT 100",
         (ctx.actor.employee_id, status, status),
     )
     return {"requests": [_request(sql, i) for i in ids]}

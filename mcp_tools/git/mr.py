@@ -205,8 +205,8 @@ def mr_list(ctx: ToolContext, repo: str | None, state: str | None) -> dict[str, 
     if repo is not None:
         safety.repo_name(repo)
     rows = sql.all(
-        f"{_MR} WHERE (CAST(? AS TEXT) IS NULL OR r.name = ?) AND (CAST(? AS TEXT) IS NULL OR m.state = ?) ORDER BY m.created_at DESC, m.id DESC"  # noqa: S608
-        " LIMIT 201",
+        f"{_MR} WHERE (CAST(? AS TEXT) IS NULL OR r.name = ?) AND (CAST(? AS TEXT) IS NULL OR m.state = ?)"  # noqa: S608
+        " ORDER BY m.created_at DESC, m.id DESC LIMIT 201",
         (repo, repo, state, state),
     )
     return {"merge_requests": [_summary(r) for r in rows[:200]], "truncated": len(rows) > 200}
