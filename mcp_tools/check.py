@@ -130,8 +130,8 @@ class Placeholders:
     def fill(self, value: Any) -> Any:
         """``value`` with ``{name}`` placeholders replaced (a whole-string placeholder keeps the value's type).
 
-        ``{my_post}`` and ``{my_event}`` are looked up at fill time (the actor's newest live post or event), since
-        earlier calls may have changed them.
+        ``{my_post}``, ``{my_file}`` and ``{my_event}`` are looked up at fill time (the actor's newest live post,
+        file or event), since earlier calls may have changed them.
         """
         if value == "{my_post}":
             return self._sql.scalar("SELECT max(id) FROM posts WHERE author_id = ? AND deleted_at IS NULL", (self._me,))
@@ -164,6 +164,8 @@ class Placeholders:
             return self._sql.scalar(
                 "SELECT max(id) FROM merge_requests WHERE source_branch = ? AND state = 'open'", (branch,)
             )
+        if value == "{my_file}":
+            return self._sql.scalar("SELECT max(id) FROM chat_files WHERE uploader_id = ?", (self._me,))
         if value == "{my_event}":
             return self._sql.scalar(
                 "SELECT max(id) FROM events WHERE organizer_id = ? AND cancelled = ?", (self._me, False)

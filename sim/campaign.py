@@ -4,8 +4,12 @@ Episode k+1 starts from the state episode k ended in (tickets, messages, documen
 is rows), on the next working morning of the simulated calendar. At every boundary the campaign keeps a
 snapshot; with a snapshot directory it writes ``episode-KKKK.snap`` (``worlds.store.Snapshot``, checksummed)
 and then ``campaign.json``, a manifest naming the world, every boundary's scenario, seed, score, state hash
-and next start time. The manifest is replaced atomically after the snapshot file is complete, so a crash
-leaves the previous boundary resumable and nothing half-written is ever named.
+and next start time, and the SHA-256 of the snapshot's image. The manifest is replaced atomically after the
+snapshot file is complete (and after the trace is flushed), so a crash leaves the previous boundary resumable
+and nothing half-written is ever named. Resuming checks the last snapshot's image against the hash the
+manifest recorded for it (an older boundary's file copied over it, or another campaign's file on the same
+world, is refused), and cuts the trace back to the episodes the snapshots hold (``continue_trace``): a killed
+run's unsaved episodes are played again, so they must not stay in the trace twice.
 
 Determinism: the task seed of episode k is ``seed * 10_000 + k``; the world seed is ``seed``. Every episode's
 trace header carries ``options.campaign`` (index, start time), and the state-hash chain runs through the
@@ -14,9 +18,9 @@ whole campaign, so ``sim.replay`` re-runs a campaign trace episode after episode
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
-import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from datetime import datetime
@@ -27,6 +31,7 @@ from sim.agents import AGENTS, run_agent
 from sim.episode import Episode, StartState, next_workday_morning
 from sim.errors import SimError
 from sim.trace import TraceWriter
+from worlds.cache import sweep_temps, temp_name
 from worlds.spec import WorldSpec
 from worlds.store import Snapshot, WorldStore
 from worlds.version import GENERATOR_VERSION, SCHEMA_VERSION
@@ -52,6 +57,7 @@ class Boundary:
     state_hash: str
     next_start: str
     snapshot: str | None = None
+    image_sha256: str | None = None  # of the snapshot's image; absent in manifests written before it existed
 
 
 def task_seed(seed: int, index: int) -> int:
@@ -99,6 +105,8 @@ class Campaign:
         self.spec = WorldSpec.parse(seed=seed, **self.world)
         self.boundaries: list[Boundary] = []
         self._start: StartState | None = None
+        if snapshots is not None:
+            sweep_temps(Path(snapshots))  # what a killed run was writing (a snapshot, a manifest)
 
     def close(self) -> None:
         """Close every episode and free its world."""
@@ -124,6 +132,8 @@ class Campaign:
             }
             score = run_agent(ep, agent, seed, options, start=self._start)
             self._start = ep.final_state()
+            if ep.trace is not None:
+                ep.trace.flush()  # the episode is on disk before any manifest names its boundary
             boundary = Boundary(
                 index=index,
                 scenario=scenario,
@@ -151,16 +161,17 @@ class Campaign:
             generator_version=GENERATOR_VERSION,
             image=self._start.image,
         ).save(self.snapshots / name)
-        saved = Boundary(**{**asdict(boundary), "snapshot": name})
+        digest = hashlib.sha256(self._start.image).hexdigest()
+        saved = Boundary(**{**asdict(boundary), "snapshot": name, "image_sha256": digest})
         manifest = {
             "format": MANIFEST_FORMAT,
             "world": {"seed": self.seed, **self.world, "spec_hash": self.spec.spec_hash},
             "scenarios": self.scenarios,
             "boundaries": [asdict(b) for b in [*self.boundaries, saved]],
         }
-        fd, tmp = tempfile.mkstemp(dir=self.snapshots, prefix=f".{MANIFEST}.", suffix=".tmp")
+        tmp = temp_name(self.snapshots / MANIFEST)  # names this process, so a killed run's file is swept
         try:
-            with os.fdopen(fd, "w") as fh:
+            with tmp.open("x") as fh:
                 json.dump(manifest, fh, indent=1, sort_keys=True)
             os.replace(tmp, self.snapshots / MANIFEST)
         finally:
@@ -224,6 +235,12 @@ class Campaign:
             raise CampaignError(
                 f"snapshot {last.snapshot} belongs to world {snap.spec_hash[:12]}, not this campaign's {spec_hash[:12]}"
             )
+        if last.image_sha256 is not None and hashlib.sha256(snap.image).hexdigest() != last.image_sha256:
+            camp.close()
+            raise CampaignError(
+                f"snapshot {last.snapshot} is not the state the manifest recorded after episode {last.index} "
+                "(another boundary's or another campaign's file?); refusing to resume from it"
+            )
         camp.boundaries = boundaries
         camp._start = StartState(
             spec_hash=spec_hash,
@@ -234,4 +251,60 @@ class Campaign:
         return camp
 
 
-__all__ = ["Boundary", "Campaign", "CampaignError", "next_workday_morning", "task_seed"]
+def continue_trace(path: Path, boundaries: Sequence[Boundary]) -> int:
+    """Cut a resumed campaign's trace back to the episodes its snapshots hold; returns the records dropped.
+
+    A run killed between a boundary and the next leaves, after the last saved episode, records of episodes
+    the manifest does not name (complete or cut off mid-line). They are played again on resume, so they are
+    dropped; the saved episodes must be there, in order, each ending in the state its boundary recorded.
+
+    Raises:
+        CampaignError: the trace is missing or does not hold the saved episodes (nothing is changed then).
+    """
+    if not path.is_file():
+        raise CampaignError(
+            f"--trace {path} does not exist; a resumed campaign's trace continues the one it started with "
+            "(run without --trace, or pass that file)"
+        )
+    kept, cut, offset = 0, 0, 0
+    header: dict[str, Any] | None = None
+    last_hash: Any = None
+    with path.open("rb") as fh:
+        for raw in fh:
+            offset += len(raw)
+            try:
+                record = json.loads(raw) if raw.endswith(b"\n") else None
+            except ValueError:
+                record = None
+            if not isinstance(record, dict):
+                break  # a line cut off by the kill, or garbage after it
+            kind = record.get("type")
+            if kind == "header":
+                if kept == len(boundaries):
+                    break  # the first episode no snapshot holds
+                header, last_hash = record, record.get("start_state_hash")
+            elif kind == "step" and header is not None:
+                last_hash = record.get("state_hash")
+            elif kind == "score" and header is not None:
+                saved = boundaries[kept]
+                index = ((header.get("options") or {}).get("campaign") or {}).get("index")
+                found = (index, header.get("scenario"), header.get("seed"), last_hash)
+                if found != (saved.index, saved.scenario, saved.seed, saved.state_hash):
+                    raise CampaignError(
+                        f"--trace {path}: its episode {kept} is not the saved campaign's (another campaign's trace?)"
+                    )
+                kept, cut, header = kept + 1, offset, None
+    if kept < len(boundaries):
+        raise CampaignError(
+            f"--trace {path} holds {kept} complete episode(s) of this campaign, but its snapshots reach "
+            f"{len(boundaries)}; pass the trace the campaign started with"
+        )
+    with path.open("rb") as fh:
+        fh.seek(cut)
+        dropped = sum(1 for _ in fh)
+    if dropped:
+        os.truncate(path, cut)
+    return dropped
+
+
+__all__ = ["Boundary", "Campaign", "CampaignError", "continue_trace", "next_workday_morning", "task_seed"]

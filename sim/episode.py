@@ -10,8 +10,10 @@ tool ends the episode; the turn limit and the simulated-time budget truncate it.
 state from the change log and the step records, never from a full-world scan.
 
 Reset options: ``world_seed`` (default: the seed), ``employees``, ``history_days``, ``difficulty`` (default 1),
-``noise``, ``npcs``. A malformed action, an unknown tool or bad arguments is an error observation with a stable
-code, and the episode goes on. A context manager; one never closed frees its checkouts when collected.
+``noise``, ``npcs``, ``turns`` (``all``, the default: every call is a turn and costs simulated time; ``writes``:
+reads are free, neither turns nor time, for clients that poll, as behind ``companysim serve``). A malformed
+action, an unknown tool or bad arguments is an error observation with a stable code, and the episode goes on.
+A context manager; one never closed frees its checkouts when collected.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from scenarios.base import ScenarioFamily, ScenarioInstance
 from scenarios.registry import make
 from sim.calls import Outcome, dispatch, parse_action
 from sim.coworkers import Coworkers, check_npcs_option, effective_option, enabled
-from sim.errors import BadAction, EpisodeOver, NotReset, SimError
+from sim.errors import BadAction, BadOption, EpisodeOver, NotReset, SimError
 from sim.live import LiveEpisode, spec_for
 from sim.noise import FaultGate, NoiseProfile
 from sim.record import score_record
@@ -38,6 +40,7 @@ from worlds.store import World, WorldStore
 if TYPE_CHECKING:
     from sim.workspace import EpisodeCode
 
+TURNS = ("all", "writes")
 __all__ = ["SETUP_CACHE", "Episode", "SetupCache", "StartState", "next_workday_morning", "parse_action", "score_record"]
 
 
@@ -108,6 +111,8 @@ class Episode:
             opts.setdefault("npcs", self.npcs)
         noise = NoiseProfile.parse(opts.get("noise"))  # before anything changes: bad input leaves all as it was
         check_npcs_option(opts.get("npcs"))
+        if opts.get("turns", "all") not in TURNS:
+            raise BadOption(f"turns must be one of {', '.join(TURNS)}; got {opts['turns']!r:.40}")
         seed = self._resets if seed is None else int(seed)
         spec = spec_for(self.family, seed, opts)
         if start is not None and start.spec_hash != spec.spec_hash:
@@ -133,6 +138,7 @@ class Episode:
             live.chain.advance()  # the personas, part of this episode's start
         if noise.rate > 0 or noise.apps or noise.tools:
             live.gate = FaultGate(noise, seed)
+        live.free_reads = opts.get("turns") == "writes"
         live.header = live.header_record()
         self._live = live
         if self.trace is not None:
@@ -161,14 +167,17 @@ class Episode:
         except BadAction as exc:
             out = Outcome(error={"code": exc.code, "message": str(exc)})
         live.terminated = out.submitted
+        free = live.free_reads and not out.write and name not in ("submit", "wait")
+        if not free:
+            live.turns += 1
         if live.coworkers is not None:
             live.coworkers.after_step()
-        live.clock.advance(out.cost)
+        live.clock.advance(0 if free else out.cost)
         if (out.write and out.error is None) or live.coworkers is not None:
             live.chain.advance()
         elapsed = (live.clock.now() - live.start_clock).total_seconds()
         limits = live.instance.limits
-        if not live.terminated and (index + 1 >= limits.max_turns or elapsed >= limits.time_budget_s):
+        if not live.terminated and (live.turns >= limits.max_turns or elapsed >= limits.time_budget_s):
             live.truncated = True
         clock, state_hash, error, fault = live.clock.now().isoformat(), live.chain.state_hash, out.error, out.fault
         live.steps.add(
@@ -177,7 +186,7 @@ class Episode:
         )  # fmt: skip
         reward = self._final_score(live).value if live.over else 0.0
         obs = f"error [{error['code']}]: {error['message']}" if error else canonical(out.result)
-        info = {"turn": index + 1, "clock": clock, "error": error, "state_hash": state_hash, "fault": fault}
+        info = {"turn": live.turns, "clock": clock, "error": error, "state_hash": state_hash, "fault": fault}
         return obs, reward, live.terminated, live.truncated, info
 
     def grade(self) -> Score:

@@ -8,6 +8,7 @@ Tree::
     ├── BadAction            "bad_action": the action is not {"name", "arguments"} or an OpenAI tool call
     ├── UnknownScenario      "unknown_scenario": no scenario registered under that id
     ├── BadNoise             "bad_noise": an unknown noise profile or fault type, or a rate outside [0, 1]
+    ├── BadOption            "bad_option": a reset option outside its allowed values
     └── TraceError           "bad_trace": a trace file is corrupt, truncated or from another version
         └── ReplayMismatch   "replay_mismatch": a replayed step differs from the recorded one
 """
@@ -61,3 +62,9 @@ class BadNoise(SimError):
     """An unknown noise profile or fault type, or a rate outside [0, 1]."""
 
     code = "bad_noise"
+
+
+class BadOption(SimError):
+    """A reset option outside its allowed values (the message names the option and what it allows)."""
+
+    code = "bad_option"

@@ -60,6 +60,8 @@ class LiveEpisode:
     coworkers: Coworkers | None = None
     code: EpisodeCode | None = None
     header: dict[str, Any] = field(default_factory=dict)
+    turns: int = 0  # turns spent (every step, or only non-reads when ``free_reads``)
+    free_reads: bool = False  # the ``turns: writes`` option: reads cost neither a turn nor simulated time
 
     @classmethod
     def begin(

@@ -8,8 +8,8 @@ newer version than this code knows is refused on open rather than misread.
 from __future__ import annotations
 
 # Schema history: 1 the first tables; 2 access_requests; 3 repository_refs, merge requests and their notes,
-# git_activity, npc_personas and npc_memory.
-SCHEMA_VERSION = 3
+# git_activity, npc_personas and npc_memory; 4 chat_files (uploads attached to posts).
+SCHEMA_VERSION = 4
 # Generator history: 1 the first generator; 2 documents are real DOCX/ODT/XLSX/ODS files in blobs, with
 # content referring to people, projects and tickets, and a roadmap spreadsheet.
 GENERATOR_VERSION = 2

@@ -52,25 +52,27 @@ def search_posts(text: str, channel: str | None = None, author: str | None = Non
 
 
 @chat.tool(WRITE)
-def post(channel: str, message: str) -> dict[str, Any]:
+def post(channel: str, message: str, file_ids: list[int] | None = None) -> dict[str, Any]:
     """Post a message in a channel (posting in a public channel joins it). Mention people with @username.
 
     Args:
         channel: Channel name such as incidents.
-        message: The text to post.
+        message: The text to post (may be empty when files are attached).
+        file_ids: Ids of files you uploaded to this channel with chat_upload_file, to attach (at most 5).
     """
-    return service.post(current_context(), channel, message)
+    return service.post(current_context(), channel, message, file_ids or ())
 
 
 @chat.tool(WRITE)
-def reply(post_id: int, message: str) -> dict[str, Any]:
+def reply(post_id: int, message: str, file_ids: list[int] | None = None) -> dict[str, Any]:
     """Reply in the thread of a post.
 
     Args:
         post_id: Id of the post to reply to.
-        message: The reply text.
+        message: The reply text (may be empty when files are attached).
+        file_ids: Ids of files you uploaded to the thread's channel, to attach (at most 5).
     """
-    return service.reply(current_context(), post_id, message)
+    return service.reply(current_context(), post_id, message, file_ids or ())
 
 
 @chat.tool(WRITE)
@@ -159,6 +161,44 @@ def get_post(post_id: int) -> dict[str, Any]:
     return service.get_post(current_context(), post_id)
 
 
+@chat.tool(READ)
+def unread() -> dict[str, Any]:
+    """Count what is new for you: per channel you are in, posts by others since you last read it, and mentions."""
+    return service.unread(current_context())
+
+
+@chat.tool(WRITE)
+def mark_read(channel: str) -> dict[str, Any]:
+    """Mark a channel you belong to as read up to now (its unread and mention counts drop to zero).
+
+    Args:
+        channel: Channel name.
+    """
+    return service.mark_read(current_context(), channel)
+
+
+@chat.tool(WRITE)
+def upload_file(channel: str, name: str, content_base64: str) -> dict[str, Any]:
+    """Upload a file to a channel; it stays private to you until you attach it to a post by its id.
+
+    Args:
+        channel: Channel name the file is for.
+        name: File name such as notes.txt (no slashes).
+        content_base64: The file's bytes, base64-encoded (at most 10 MiB).
+    """
+    return service.upload_file(current_context(), channel, name, content_base64)
+
+
+@chat.tool(READ)
+def get_file(file_id: int) -> dict[str, Any]:
+    """Download a file attached to a post you can read (or one you uploaded), with its bytes in base64.
+
+    Args:
+        file_id: Id of the file (posts list their files).
+    """
+    return service.get_file(current_context(), file_id)
+
+
 EXAMPLES: dict[str, list[dict[str, Any]]] = {
     "chat_list_channels": [{}],
     "chat_read_channel": [{"channel": "{channel}", "limit": 5}],
@@ -174,5 +214,9 @@ EXAMPLES: dict[str, list[dict[str, Any]]] = {
     "chat_delete_post": [{"post_id": "{my_post}"}],
     "chat_open_direct": [{"username": "{coworker}"}],
     "chat_get_post": [{"post_id": "{post}"}],
+    "chat_unread": [{}],
+    "chat_mark_read": [{"channel": "{channel}"}],
+    "chat_upload_file": [{"channel": "{channel}", "name": "minutes.txt", "content_base64": "TWludXRlcwo="}],
+    "chat_get_file": [{"file_id": "{my_file}"}],
 }
 """Example calls for ``mcp_tools.check.check_app`` (placeholders are filled from the world)."""

@@ -2,7 +2,8 @@
 
 Access rule: public channels are readable by everyone and posting to one joins it (as in Mattermost); private
 and direct channels are readable and writable only by their members, and anything else is ``forbidden``.
-Reads never change state (no read markers are moved). Queries are raw SQL through ``worlds.rawsql.Sql``.
+Reads never change state: read markers move only through ``mark_read``, which is a write. Files follow the
+same rules (``mcp_tools.chat.files``). Queries are raw SQL through ``worlds.rawsql.Sql``.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from mcp_tools.base import ToolContext
+from mcp_tools.chat import files
 from mcp_tools.errors import Conflict, Forbidden, InvalidArgument, NotFound
 from worlds.rawsql import Sql, iso, like_pattern
 
@@ -85,7 +87,8 @@ def _render(sql: Sql, posts: Sequence[Any], channels: Sequence[str]) -> list[dic
         ids,
     ):
         reacts.setdefault(pid, []).append(f"{emoji} by {user}")
-    return [
+    attached = files.attachments(sql, ids)
+    rendered = [
         {
             "id": pid,
             "channel": channel,
@@ -98,6 +101,10 @@ def _render(sql: Sql, posts: Sequence[Any], channels: Sequence[str]) -> list[dic
         }
         for (pid, author, message, at, root), channel in zip(posts, channels, strict=True)
     ]
+    for post in rendered:  # only posts with files carry the key, so a post reads as it always did
+        if post["id"] in attached:
+            post["files"] = attached[post["id"]]
+    return rendered
 
 
 def list_channels(ctx: ToolContext) -> dict[str, Any]:
@@ -178,8 +185,11 @@ def search_posts(ctx: ToolContext, text: str, channel: str | None, author: str |
     return {"posts": _render(sql, [r[:5] for r in rows], [r[5] for r in rows])}
 
 
-def _write_post(ctx: ToolContext, sql: Sql, ch: Any, message: str, root_id: int | None) -> dict[str, Any]:
+def _write_post(
+    ctx: ToolContext, sql: Sql, ch: Any, message: str, root_id: int | None, file_ids: Sequence[int] = ()
+) -> dict[str, Any]:
     now = ctx.clock.now()
+    claimed = files.claim(ctx, sql, ch[0], file_ids)
     if not _member(ctx, sql, ch[0]):
         if ch[2] != "O":
             raise Forbidden(f"@{ctx.actor.username} is not a member of the private channel {ch[1]!r}")
@@ -208,21 +218,27 @@ def _write_post(ctx: ToolContext, sql: Sql, ch: Any, message: str, root_id: int 
             handles,
         ):
             sql.insert("mentions", {"post_id": post_id, "employee_id": emp_id})
+    files.attach(sql, post_id, claimed)
     return _render(sql, [(post_id, ctx.actor.username, message, now, root_id)], [ch[1]])[0]
 
 
-def post(ctx: ToolContext, channel: str, message: str) -> dict[str, Any]:
-    """Post a new message in a channel."""
+def _post_text(message: str, file_ids: Sequence[int]) -> str:
+    """A post's text: it may be empty when files carry the post, as in Mattermost."""
+    return message if file_ids and not message.strip() and len(message) <= MAX_MESSAGE else _message(message)
+
+
+def post(ctx: ToolContext, channel: str, message: str, file_ids: Sequence[int] = ()) -> dict[str, Any]:
+    """Post a new message in a channel, with the actor's pending uploads to it attached."""
     sql = Sql.of(ctx.session)
     ch = _channel(sql, channel)
-    return _write_post(ctx, sql, ch, _message(message), None)
+    return _write_post(ctx, sql, ch, _post_text(message, file_ids), None, file_ids)
 
 
-def reply(ctx: ToolContext, post_id: int, message: str) -> dict[str, Any]:
-    """Reply in the thread of a post."""
+def reply(ctx: ToolContext, post_id: int, message: str, file_ids: Sequence[int] = ()) -> dict[str, Any]:
+    """Reply in the thread of a post, with the actor's pending uploads to its channel attached."""
     sql = Sql.of(ctx.session)
     parent, ch = _post(ctx, sql, post_id)
-    return _write_post(ctx, sql, ch, _message(message), parent[2] or parent[0])
+    return _write_post(ctx, sql, ch, _post_text(message, file_ids), parent[2] or parent[0], file_ids)
 
 
 def react(ctx: ToolContext, post_id: int, emoji: str) -> dict[str, Any]:
@@ -383,3 +399,64 @@ def open_direct(ctx: ToolContext, username: str) -> dict[str, Any]:
                 {"channel_id": ch_id, "employee_id": emp_id, "joined_at": now, "last_viewed_at": None},
             )
     return {"channel": name, "with": other[1]}
+
+
+def unread(ctx: ToolContext) -> dict[str, Any]:
+    """Per channel the actor belongs to: posts by others since it was last marked read, and mentions among them.
+
+    A channel never marked read counts everything posted since the actor joined it.
+    """
+    sql = Sql.of(ctx.session)
+    me = ctx.actor.employee_id
+    since = (
+        "FROM posts p WHERE p.channel_id = c.id AND p.deleted_at IS NULL AND p.author_id <> ?"
+        " AND p.created_at > COALESCE(m.last_viewed_at, m.joined_at)"
+    )
+    rows = sql.all(
+        f"SELECT c.name, c.display_name, c.type, m.last_viewed_at, (SELECT count(p.id) {since}),"  # noqa: S608
+        f" (SELECT count(p.id) {since} AND p.id IN (SELECT x.post_id FROM mentions x WHERE x.employee_id = ?))"
+        " FROM channel_members m JOIN channels c ON c.id = m.channel_id WHERE m.employee_id = ? ORDER BY c.name, c.id",
+        (me, me, me, me),
+    )
+    channels = [
+        {"name": n, "display_name": d, "type": KINDS[t], "last_read_at": iso(v) if v else None, "unread": u,
+         "mentions": x}
+        for n, d, t, v, u, x in rows
+    ]  # fmt: skip
+    return {
+        "channels": channels,
+        "unread": sum(c["unread"] for c in channels),
+        "mentions": sum(c["mentions"] for c in channels),
+    }
+
+
+def mark_read(ctx: ToolContext, channel: str) -> dict[str, Any]:
+    """Move the actor's read marker of a channel they belong to up to now.
+
+    Raises:
+        Forbidden: the actor is not a member of the channel.
+    """
+    sql = Sql.of(ctx.session)
+    ch = _channel(sql, channel)
+    row = sql.one(
+        "SELECT id, last_viewed_at FROM channel_members WHERE channel_id = ? AND employee_id = ?",
+        (ch[0], ctx.actor.employee_id),
+    )
+    if row is None:
+        raise Forbidden(f"@{ctx.actor.username} is not a member of {ch[1]!r}; post there to join it first")
+    now = ctx.clock.now()
+    sql.update("channel_members", row[0], {"last_viewed_at": (iso(row[1]) if row[1] else None, now)})
+    return {"channel": ch[1], "last_read_at": iso(now)}
+
+
+def upload_file(ctx: ToolContext, channel: str, name: str, content_base64: str) -> dict[str, Any]:
+    """Upload a file to a channel as the actor's pending attachment (attach it by id in a post)."""
+    data = files.decode(content_base64)
+    files.file_name(name)
+    sql = Sql.of(ctx.session)
+    return files.upload(ctx, sql, _channel(sql, channel), name, data)
+
+
+def get_file(ctx: ToolContext, file_id: int) -> dict[str, Any]:
+    """A visible file with its bytes (base64)."""
+    return files.get(ctx, Sql.of(ctx.session), file_id)

@@ -47,6 +47,7 @@ from mcp_tools.errors import (
     TooLarge,
     UnsupportedFormat,
 )
+from worlds.blobs import put_blob, read_blob
 from worlds.office import errors as oe
 from worlds.office import files
 from worlds.office.model import TextDoc, Workbook, text_from_json, text_json, workbook_from_json, workbook_json
@@ -256,25 +257,10 @@ def blob(sql: Sql, sha: str) -> bytes:
     Raises:
         CorruptFile: the blob is missing or does not hash to its address.
     """
-    data = sql.scalar("SELECT data FROM blobs WHERE sha256 = ?", (sha,))
+    data = read_blob(sql, sha)
     if data is None:
-        raise CorruptFile(f"the document's file {sha[:12]} is missing from the store")
-    out = bytes(data)
-    if hashlib.sha256(out).hexdigest() != sha:
-        raise CorruptFile(f"the document's file {sha[:12]} does not match its checksum")
-    return out
-
-
-def put_blob(sql: Sql, data: bytes) -> str:
-    """Store ``data`` by SHA-256 once (later identical bytes reuse the row); returns the hash.
-
-    The change log records the blob's address and size, not the bytes: the address identifies them.
-    """
-    sha = hashlib.sha256(data).hexdigest()
-    if sql.one("SELECT 1 FROM blobs WHERE sha256 = ?", (sha,)) is None:
-        sql.execute("INSERT INTO blobs (sha256, size, data) VALUES (?, ?, ?)", (sha, len(data), data))
-        sql.log("blobs", [sha], "insert", {"sha256": sha, "size": len(data)})
-    return sha
+        raise CorruptFile(f"the document's file {sha[:12]} is missing from the store or fails its checksum")
+    return data
 
 
 def _cached(sql: Sql, doc: Doc) -> dict[str, Any]:

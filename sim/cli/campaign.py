@@ -9,7 +9,7 @@ import typer
 from rich.table import Table
 
 from scenarios.splits import seeds_in
-from sim.campaign import Boundary, Campaign, CampaignError
+from sim.campaign import Boundary, Campaign, CampaignError, continue_trace
 from sim.cli.common import NPCS_HELP, DataDir, Db, UsageError, check_count, console, output_dir, output_file
 from sim.cli.episodes import check_agent
 from sim.trace import TraceWriter
@@ -62,6 +62,14 @@ def campaign(
             raise CampaignError(f"the saved campaign plays {saved}, not {asked}")
     else:
         camp = Campaign(scenarios, seed=world, store=store, noise=noise, npcs=npcs, snapshots=snapshots)
+    if resume and trace is not None:
+        try:
+            dropped = continue_trace(trace, camp.boundaries)
+        except CampaignError:
+            camp.close()
+            raise
+        if dropped:
+            console.print(f"{trace}: dropped {dropped} record(s) of episodes no snapshot holds; playing them again")
     writer = TraceWriter(trace, append=resume) if trace is not None else None
     for ep in camp.episodes.values():
         ep.trace = writer

@@ -1,4 +1,4 @@
-"""``companysim serve``: one episode behind the Mattermost v4 REST facade, for real chat clients."""
+"""``companysim serve``: episodes behind the Mattermost v4 REST facade, for real chat clients."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import typer
 
 from sim.cli.common import NPCS_HELP, DataDir, UsageError, check_port, console, output_file
 from sim.episode import Episode
-from sim.serve import EpisodeBackend, check_bind
+from sim.serve import RESET_HOW, EpisodeBackend, build_app, check_bind
 from sim.trace import TraceWriter
 from worlds.store import WorldStore
 
@@ -44,12 +44,17 @@ def serve(
     overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace an existing --trace file.")] = False,
     noise: Annotated[str, typer.Option(help="Fault injection: none | realistic | harsh.")] = "none",
     npcs: Annotated[str | None, typer.Option(help=NPCS_HELP)] = None,
+    auto_next: Annotated[
+        bool, typer.Option("--auto-next", help="When an episode ends, start the next seed's on the next call.")
+    ] = False,
     data_dir: DataDir = None,
 ) -> None:
-    """Serve one episode's chat as a Mattermost server at http://HOST:PORT/api/v4 until interrupted."""
-    import uvicorn
+    """Serve episodes' chat as a Mattermost server at http://HOST:PORT/api/v4 until interrupted.
 
-    from mcp_tools.chat.mattermost import build_mattermost_app  # FastAPI loads only for this command
+    Reads cost neither turns nor simulated time; writes, POST /api/v4/companysim/wait and /submit do. When an
+    episode ends, POST /api/v4/companysim/reset starts the next (or pass --auto-next).
+    """
+    import uvicorn  # the web stack loads only for this command
 
     check_port(port)
     check_bind(host, token)
@@ -59,12 +64,14 @@ def serve(
     writer = TraceWriter(trace) if trace is not None else None
     episode.trace = writer
     try:
-        _, info = episode.reset(seed=seed)
-        backend = EpisodeBackend(episode, token)
-        console.print(f"episode {info['episode_id']}: log in as {info['actor']['username']}", markup=False)
+        backend = EpisodeBackend(episode, token, auto_next=auto_next)
+        info = backend.start(seed)
+        console.print(f"episode {info['episode_id']}: log in as {info['actor']}", markup=False)
         console.print(f"password/token: {backend.token}", markup=False)
         console.print(f"serving http://{host}:{port}/api/v4 (Ctrl-C to stop)", markup=False)
-        config = uvicorn.Config(build_mattermost_app(backend), log_level="warning")
+        if not auto_next:
+            console.print(f"when the episode ends, {RESET_HOW}", markup=False)
+        config = uvicorn.Config(build_app(backend), log_level="warning")
         uvicorn.Server(config).run(sockets=[sock])
     finally:
         sock.close()

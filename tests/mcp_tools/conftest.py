@@ -275,7 +275,7 @@ class App:
         """A tool context acting as ``actor`` (default: the lead)."""
         return ToolContext(session=self.session, actor=actor or self.lead, clock=self.clock)
 
-    def call(self, name: str, actor: Actor | None = None, **arguments: Any) -> Any:
+    def call(self, name: str, /, actor: Actor | None = None, **arguments: Any) -> Any:
         """Call a company tool in-process as ``actor``."""
         return call_tool(company_specs()[name], arguments, self.ctx(actor))
 

@@ -61,3 +61,85 @@ def test_bad_input__gives_the_code_and_changes_nothing(app, tool, args, code):
     h = app.hash()
     assert _code(lambda: app.call(tool, **args)) == code
     assert app.hash() == h
+
+
+def _unread(app, actor=None):
+    return {c["name"]: (c["unread"], c["mentions"]) for c in app.call("chat_unread", actor=actor)["channels"]}
+
+
+def test_unread__counts_others_posts_since_the_marker_and_mentions_among_them(app):
+    from datetime import timedelta
+
+    from tests.mcp_tools.conftest import T0
+
+    # Never marked read: everything others posted since lena joined town-square (posts 1 and 2; 3 is hers).
+    assert _unread(app) == {"town-square": (2, 0), "off-topic": (0, 0), "leads": (0, 0)}
+    app.call("chat_mark_read", channel="town-square")
+    app.clock.set(T0 + timedelta(minutes=5))
+    app.call("chat_post", actor=app.outsider, channel="town-square", message="@lena.lead can you look at ENG-2?")
+    app.call("chat_post", actor=app.outsider, channel="town-square", message="no rush")
+    app.call("chat_post", channel="town-square", message="on it")  # her own post is never unread
+    counts = app.call("chat_unread")
+    assert _unread(app)["town-square"] == (2, 1) and counts["unread"] == 2 and counts["mentions"] == 1
+    app.clock.set(T0 + timedelta(minutes=6))
+    marked = app.call("chat_mark_read", channel="town-square")
+    assert marked["last_read_at"] == (T0 + timedelta(minutes=6)).isoformat()
+    assert _unread(app)["town-square"] == (0, 0)
+
+
+def test_mark_read__needs_membership_and_changes_nothing_when_refused(app):
+    h = app.hash()
+    assert _code(lambda: app.call("chat_mark_read", actor=app.outsider, channel="off-topic")) == "forbidden"
+    assert _code(lambda: app.call("chat_mark_read", channel="no-such-channel")) == "not_found"
+    assert app.hash() == h
+
+
+def test_files__upload_attach_read_back_and_visibility(app):
+    import base64
+
+    data = b"\x89PNG\r\n\x1a\n" + bytes(range(256))
+    up = app.call("chat_upload_file", channel="leads", name="chart.png", content_base64=base64.b64encode(data).decode())
+    assert up["mime_type"] == "image/png" and up["size"] == len(data) and up["post_id"] is None
+    # A pending upload is the uploader's alone; a member of the channel cannot see it yet.
+    assert _code(lambda: app.call("chat_get_file", actor=app.ceo, file_id=up["id"])) == "not_found"
+    posted = app.call("chat_post", channel="leads", message="", file_ids=[up["id"]])
+    assert posted["files"] == [{"id": up["id"], "name": "chart.png", "mime_type": "image/png", "size": len(data)}]
+    got = app.call("chat_get_file", actor=app.ceo, file_id=up["id"])
+    assert base64.b64decode(got["content_base64"]) == data and got["post_id"] == posted["id"]
+    assert got["uploader"] == "lena.lead" and got["channel"] == "leads"
+    # The private channel's file stays out of reach of a non-member; a post without files has no "files" key.
+    assert _code(lambda: app.call("chat_get_file", actor=app.outsider, file_id=up["id"])) == "forbidden"
+    history = app.call("chat_read_channel", channel="leads")["posts"]
+    assert history[-1]["files"][0]["id"] == up["id"] and "files" not in history[0]
+    # Attached once: a second post cannot claim it again.
+    again = lambda: app.call("chat_post", channel="leads", message="again", file_ids=[up["id"]])  # noqa: E731
+    assert _code(again) == "conflict"
+
+
+@pytest.mark.parametrize(
+    ("tool", "args", "code"),
+    [
+        ("chat_upload_file", {"channel": "off-topic", "name": "a.txt", "content_base64": "no!"}, "invalid_argument"),
+        ("chat_upload_file", {"channel": "off-topic", "name": "../pw", "content_base64": "eA=="}, "invalid_argument"),
+        ("chat_upload_file", {"channel": "town-square", "name": "a\nb", "content_base64": "eA=="}, "invalid_argument"),
+        ("chat_upload_file", {"channel": "town-square", "name": "", "content_base64": "eA=="}, "invalid_argument"),
+        ("chat_upload_file", {"channel": "leads", "name": "a.txt", "content_base64": "eA=="}, "forbidden"),
+        ("chat_upload_file", {"channel": "nowhere", "name": "a.txt", "content_base64": "eA=="}, "not_found"),
+        ("chat_post", {"channel": "town-square", "message": "x", "file_ids": [424242]}, "not_found"),
+        ("chat_post", {"channel": "town-square", "message": "x", "file_ids": [1, 2, 3, 4, 5, 6]}, "invalid_argument"),
+        ("chat_post", {"channel": "town-square", "message": "", "file_ids": []}, "invalid_argument"),
+        ("chat_get_file", {"file_id": 424242}, "not_found"),
+    ],
+)
+def test_files__bad_input_gives_the_code_and_changes_nothing(app, tool, args, code):
+    h = app.hash()
+    assert _code(lambda: app.call(tool, actor=app.outsider, **args)) == code
+    assert app.hash() == h
+
+
+def test_files__an_upload_to_another_channel_cannot_be_attached_here(app):
+    up = app.call("chat_upload_file", channel="off-topic", name="plan.txt", content_base64="cGxhbgo=")
+    h = app.hash()
+    claim = lambda: app.call("chat_post", channel="town-square", message="see plan", file_ids=[up["id"]])  # noqa: E731
+    assert _code(claim) == "conflict"
+    assert app.hash() == h

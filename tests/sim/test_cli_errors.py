@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
 import sqlite3
 import subprocess
@@ -45,6 +46,23 @@ CASES = [
     (["campaign", "triage-tickets-v0", "--split", "test", "--seed", "-1"], "--seed must be at least 0", {}),
     (["campaign", "triage-tickets-v0", "--resume"], "--resume needs --snapshots", {}),
     (["campaign", "triage-tickets-v0", "--snapshots", "camp", "--resume", "--seed", "5"], "not triage", {}),
+    (["campaign", "triage-tickets-v0", "--snapshots", "swapped", "--resume"], "is not the state the manifest", {}),
+    (["campaign", "triage-tickets-v0", "--snapshots", "foreign", "--resume"], "is not the state the manifest", {}),
+    (
+        ["campaign", "triage-tickets-v0", "--snapshots", "traced", "--resume", "--trace", "nope.jsonl"],
+        "does not exist",
+        {},
+    ),
+    (
+        ["campaign", "triage-tickets-v0", "--snapshots", "traced", "--resume", "--trace", "other.jsonl"],
+        "not the saved",
+        {},
+    ),
+    (
+        ["campaign", "triage-tickets-v0", "--snapshots", "traced", "--resume", "--trace", "empty.jsonl"],
+        "holds 0 complete",
+        {},
+    ),
     (["world", "new", "--seed", "1", "--start-date", "9999-12-31", "-q"], "start_date 9999-12-31 is out of range", {}),
     (["world", "new", "--seed", "1", "--start-date", "2026-13-01", "-q"], "expected YYYY-MM-DD", {}),
     (["world", "new", "--seed", "1", "--out", "adir", "--overwrite", "-q"], "is a directory", {}),
@@ -89,6 +107,17 @@ def place(tmp_path_factory):
     (root / "foreign.jsonl").write_text(json.dumps(header) + "\n" + json.dumps({"type": "score", "value": 0}) + "\n")
     camp = [*CLI, "campaign", "triage-tickets-v0", "--seed", "3", "--episodes", "1", "--snapshots", "camp"]
     subprocess.run(camp, cwd=root, env=env, check=True, capture_output=True)
+    # Two campaigns on one world (oracle and no-op agents), traced; then a copy whose last snapshot is an older
+    # boundary's file, and a copy whose last snapshot is the other campaign's.
+    for name, agent in (("traced", "oracle"), ("other", "noop")):
+        run = [*camp[:-4], "--episodes", "2", "--agent", agent, "--snapshots", name, "--trace", f"{name}.jsonl"]
+        subprocess.run(run, cwd=root, env=env, check=True, capture_output=True)
+    for name, source in (
+        ("swapped", root / "traced" / "episode-0000.snap"),
+        ("foreign", root / "other" / "episode-0001.snap"),
+    ):
+        shutil.copytree(root / "traced", root / name)
+        shutil.copyfile(source, root / name / "episode-0001.snap")
     return root, env
 
 

@@ -1,54 +1,29 @@
 """The Mattermost v4 facade driven by the real ``mattermostdriver`` client, seen through the episode's tools."""
 
 import json
-import socket
-import threading
-import time
 
 import pytest
 
 pytest.importorskip("mattermostdriver")
-import uvicorn  # noqa: E402
-from mattermostdriver import Driver  # noqa: E402
 from mattermostdriver.exceptions import NoAccessTokenProvided, ResourceNotFound  # noqa: E402
 
-from mcp_tools.chat.mattermost import build_mattermost_app  # noqa: E402
 from sim.episode import Episode  # noqa: E402
 from sim.errors import SimError  # noqa: E402
-from sim.serve import EpisodeBackend, check_bind  # noqa: E402
-
-TOKEN = "test-token-0123456789"
-
-
-def _port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+from sim.serve import check_bind  # noqa: E402
+from tests.sim.mattermost_server import TOKEN, driver, serving  # noqa: E402
 
 
 @pytest.fixture
 def served(store):
     episode = Episode("triage-tickets-v0", store=store)
-    _, info = episode.reset(seed=2)
-    port = _port()
-    server = uvicorn.Server(
-        uvicorn.Config(
-            build_mattermost_app(EpisodeBackend(episode, TOKEN)), host="127.0.0.1", port=port, log_level="error"
-        )
-    )
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started and time.monotonic() < deadline:
-        time.sleep(0.02)
+    backend, port, stop = serving(episode, 2)
+    info = {"actor": {"username": backend.status()["actor"]}}
     yield episode, info, port
-    server.should_exit = True
-    thread.join(timeout=10)
+    stop()
     episode.close()
 
 
-def _driver(port, login_id, password=TOKEN):
-    return Driver({"url": "127.0.0.1", "port": port, "scheme": "http", "login_id": login_id, "password": password})
+_driver = driver
 
 
 def test_driver__logs_in_reads_posts_replies_reacts_and_the_tools_see_it(served):

@@ -3,7 +3,7 @@
 from worlds.schema.access import AccessRequest
 from worlds.schema.base import Base, UTCDateTime
 from worlds.schema.calendar import Event, EventAttendee, Room
-from worlds.schema.chat import Channel, ChannelMember, ChatTeam, Mention, Post, Reaction
+from worlds.schema.chat import Channel, ChannelMember, ChatFile, ChatTeam, Mention, Post, Reaction
 from worlds.schema.documents import Blob, DocFolder, Document, DocumentShare, DocumentVersion
 from worlds.schema.git import GitActivity, MergeRequest, MergeRequestNote, Repository, RepositoryRef
 from worlds.schema.mail import Mailbox, MailDelivery, MailFolder, MailMessage, MailRecipient, MailThread
@@ -20,6 +20,7 @@ __all__ = [
     "ChangeLog",
     "Channel",
     "ChannelMember",
+    "ChatFile",
     "ChatTeam",
     "Company",
     "Department",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import ForeignKey, String, UniqueConstraint
+from sqlalchemy import ForeignKey, Integer, String, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
 from worlds.schema.base import Base, UTCDateTime, intpk, name_str, text, utc_ts
@@ -90,3 +90,23 @@ class Mention(Base):
     id: Mapped[intpk]
     post_id: Mapped[int] = mapped_column(ForeignKey("posts.id"), index=True)
     employee_id: Mapped[int] = mapped_column(ForeignKey("employees.id"), index=True)
+
+
+class ChatFile(Base):
+    """A file uploaded to a channel; its bytes live in ``blobs``. ``post_id`` is set once a post attaches it.
+
+    Mattermost's flow: upload first (the file belongs to a channel and its uploader), then name its id in a
+    post's ``file_ids``; a file no post has claimed yet is visible only to its uploader.
+    """
+
+    __tablename__ = "chat_files"
+
+    id: Mapped[intpk]
+    channel_id: Mapped[int] = mapped_column(ForeignKey("channels.id"), index=True)
+    uploader_id: Mapped[int] = mapped_column(ForeignKey("employees.id"), index=True)
+    post_id: Mapped[int | None] = mapped_column(ForeignKey("posts.id"), index=True)
+    name: Mapped[name_str]
+    mime_type: Mapped[str] = mapped_column(String(120))
+    size: Mapped[int] = mapped_column(Integer)
+    blob_sha256: Mapped[str] = mapped_column(ForeignKey("blobs.sha256"))
+    created_at: Mapped[utc_ts]
