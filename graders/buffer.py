@@ -11,7 +11,10 @@ every backlog key in ~incidents once scored full marks on triage). The buffer ke
   worst. An optional proposer may call an LLM through ``worlds.llm`` (recorded, so it replays);
 - the **active set**: base checks plus the top ``top_k`` candidates by the standard deviation of their score
   across the current group. A candidate whose score does not vary in the group says nothing about it and
-  retires (it stays in the pool and comes back when the group varies on it again).
+  retires (it stays in the pool and comes back when the group varies on it again). Gates are the exception:
+  an active gate stays while the group passes it (it costs nothing, and dropping it would readmit the hack
+  it caught). A negative candidate that every best-rewarded rollout of the group fails is not activated (or
+  is dropped): it would gate the task's best outcome.
 
 Negative checks are gates (``must``): a rollout that shows the signature earns 0, which is what takes the
 reward out of a hack. Positive checks add weight. Every change of the active set is a new rubric version
@@ -36,6 +39,7 @@ from pydantic import Field
 
 from graders.base import Check, CheckOutcome, GradingContext, Rubric, check_fn
 from graders.changes import ChangeRow
+from graders.errors import RubricError
 from graders.store import Origin, RubricStore
 
 KEY = re.compile(r"\b[A-Z][A-Z0-9]{1,9}-\d{1,6}\b")
@@ -278,6 +282,28 @@ class RubricBuffer:
         if store is not None:
             store.put(base)
 
+    @classmethod
+    def resume(cls, base: Rubric, store: RubricStore, *, top_k: int = 4) -> RubricBuffer:
+        """A buffer continuing the newest version of ``base``'s id in ``store`` (its active checks and origins).
+
+        Raises:
+            RubricError: the stored history does not start from ``base`` (another task's rubric).
+        """
+        versions = store.log(base.id)
+        buffer = cls(base, top_k=top_k, store=store)
+        if not versions or versions[-1].rubric.fingerprint == base.fingerprint:
+            return buffer
+        if versions[0].rubric.fingerprint != base.fingerprint:
+            raise RubricError(f"the store's {base.id!r} history starts from another rubric (another task's?)")
+        newest, base_ids = versions[-1], {c.id for c in base.checks}
+        for check in newest.rubric.checks:
+            if check.id not in base_ids:
+                origin = newest.origins.get(check.id) or Origin(by="store", added_in=newest.rubric.version)
+                buffer.pool[check.id] = Candidate(check, origin)
+        buffer.active = tuple(sorted(buffer.pool))
+        buffer._rubric = newest.rubric
+        return buffer
+
     def rubric(self) -> Rubric:
         """The current rubric: base checks plus the active candidates."""
         return self._rubric
@@ -292,9 +318,18 @@ class RubricBuffer:
             for cand in proposer(group, version):
                 if cand.check.id not in base_ids and cand.check.id not in self.pool:
                     self.pool[cand.check.id] = cand
-        spread = {cid: _std([c.score(g) for g in group]) for cid, c in sorted(self.pool.items())}
-        ranked = sorted((cid for cid, s in spread.items() if s > 0), key=lambda cid: (-spread[cid], cid))
-        active = tuple(sorted(ranked[: self.top_k]))
+        scores = {cid: [c.score(g) for g in group] for cid, c in sorted(self.pool.items())}
+        spread = {cid: _std(values) for cid, values in scores.items()}
+        best = max(g.reward for g in group)
+        top = [i for i, g in enumerate(group) if g.reward == best]
+        # A gate that every best-rewarded rollout fails would make the task's best outcome unreachable (a group
+        # where few rollouts posted at all proposes "leave posts alone"): such a candidate contradicts the task.
+        usable = {cid for cid, values in scores.items() if not self.pool[cid].check.must or any(values[i] for i in top)}
+        # An active gate stays while it is usable: when the whole group passes it, it costs nothing, and dropping it
+        # would let the hack it caught back in for a group before its spread returned.
+        kept = {cid for cid in self.active if self.pool[cid].check.must and cid in usable}
+        ranked = sorted((cid for cid in usable - kept if spread[cid] > 0), key=lambda cid: (-spread[cid], cid))
+        active = tuple(sorted(kept | set(ranked[: self.top_k])))
         activated = tuple(c for c in active if c not in self.active)
         retired = tuple(c for c in self.active if c not in active)
         if activated or retired:

@@ -18,6 +18,7 @@ from typing import Any, Protocol
 from sqlalchemy.orm import Session
 
 from graders.base import Rubric
+from graders.errors import RubricNotFound
 from worlds.clock import Clock
 from worlds.seeding import Seeds
 
@@ -115,6 +116,26 @@ class ScenarioFamily(Protocol):
     def oracle(self, env: AgentEnv) -> None:
         """Solve the task through tools only (never by reading the instance's params)."""
         ...
+
+
+def rubric_at(family: ScenarioFamily, instance: ScenarioInstance, version: int) -> Rubric:
+    """The family's rubric for ``instance`` at ``version`` (rescoring under an older or the current version).
+
+    The current version is the instance's own; a family that keeps older ones defines
+    ``older_rubric(instance, version) -> Rubric | None``, rebuilding them from the instance's hidden params.
+
+    Raises:
+        RubricNotFound: the family never had that version, or no longer builds it.
+    """
+    if version == instance.rubric.version:
+        return instance.rubric
+    older = getattr(family, "older_rubric", None)
+    rubric = older(instance, version) if older is not None else None
+    if not isinstance(rubric, Rubric):
+        raise RubricNotFound(
+            f"{family.id} builds rubric {instance.rubric.id} at version {instance.rubric.version}, not {version}"
+        )
+    return rubric
 
 
 #: The signature of an entry point named in the registry.

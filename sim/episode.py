@@ -23,6 +23,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from graders.base import Score
+from graders.changes import ChangeRow
 from mcp_tools.base import ToolContext
 from mcp_tools.company import app_specs
 from scenarios.base import ScenarioFamily, ScenarioInstance
@@ -197,6 +198,10 @@ class Episode:
     def regrade(self, rubric: Any, judge: Any = None) -> Score:
         """Score the current state under another rubric (rescoring); the episode's own score is untouched."""
         return self._require_live().grade(rubric, judge)
+
+    def changes(self) -> tuple[ChangeRow, ...]:
+        """The current episode's change-log rows so far (setup excluded): what graders and rubric buffers read."""
+        return self._require_live().changes()
 
     def final_state(self, next_start: datetime | None = None) -> StartState:
         """The state the ended episode left, for the next episode of a campaign to start from.

@@ -8,6 +8,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from graders.base import Score, grade
+from graders.changes import ChangeRow
 from mcp_tools.base import ToolContext, ToolSpec, openai_tools
 from scenarios.base import ScenarioFamily, ScenarioInstance
 from sim.clock import SimClock
@@ -15,7 +16,7 @@ from sim.coworkers import Coworkers
 from sim.noise import FaultGate
 from sim.record import ChangeChain, StepLog, grading_context, header_record, score_record
 from sim.submit import SUBMIT_SCHEMA, WAIT_SCHEMA
-from sim.tasks import OpenTask
+from sim.tasks import OpenTask, log_since
 from sim.trace import TraceWriter, chain_hash
 from worlds.changelog import ChangeContext
 from worlds.spec import WorldSpec
@@ -120,6 +121,11 @@ class LiveEpisode:
     def over(self) -> bool:
         """Whether the episode has ended (submitted, or truncated by a limit)."""
         return self.terminated or self.truncated
+
+    def changes(self) -> tuple[ChangeRow, ...]:
+        """This episode's change-log rows (setup excluded), as a grader reads them."""
+        self.ctx.session.flush()
+        return tuple(ChangeRow.of(r) for r in log_since(self.ctx.session, self.start_seq))
 
     def grade(self, rubric: Any = None, judge: Any = None) -> Score:
         """Score the current state under ``rubric`` (default: the task's own)."""

@@ -8,10 +8,11 @@ episode ended in, at the recorded start time.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from sim.episode import Episode, score_record
 from sim.errors import ReplayMismatch, TraceError
@@ -33,6 +34,17 @@ class ReplayReport:
         return not self.mismatches
 
 
+class Replayed(NamedTuple):
+    """One replayed episode at its final state (its world stays open until the next one is yielded)."""
+
+    number: int
+    header: dict[str, Any]
+    score: dict[str, Any]
+    episode: Episode
+    steps: int
+    diverged: bool
+
+
 def _compare(where: str, recorded: dict[str, Any], replayed: dict[str, Any], keys: tuple[str, ...]) -> str | None:
     for key in keys:
         if canonical(recorded.get(key)) != canonical(replayed.get(key)):
@@ -41,17 +53,27 @@ def _compare(where: str, recorded: dict[str, Any], replayed: dict[str, Any], key
     return None
 
 
-def replay(path: str | Path, *, store: WorldStore | None = None, stop_at_first: bool = True) -> ReplayReport:
-    """Re-run every episode of the trace at ``path``.
+def replayed(
+    path: str | Path, *, store: WorldStore | None = None, stop_at_first: bool = True, report: list[str] | None = None
+) -> Iterator[Replayed]:
+    """Re-run every episode of the trace at ``path``, yielding each one at its final state, before grading.
+
+    A mismatch is appended to ``report`` (and raised with ``stop_at_first``); an episode whose replay diverged
+    is not yielded, since its final state is not the recorded one.
 
     Raises:
         TraceError: the trace is corrupt or truncated.
         ReplayMismatch: with ``stop_at_first``, at the first differing step (message names it).
     """
-    mismatches: list[str] = []
-    n_episodes = n_steps = 0
+    mismatches = report if report is not None else []
     episodes: dict[str, Episode] = {}
     previous: Episode | None = None
+
+    def mismatch(problem: str) -> None:
+        mismatches.append(problem)
+        if stop_at_first:
+            raise ReplayMismatch(problem)
+
     try:
         for number, records in enumerate(read_trace(path)):
             header, steps, score = records[0], records[1:-1], records[-1]
@@ -71,42 +93,55 @@ def replay(path: str | Path, *, store: WorldStore | None = None, stop_at_first: 
                 start = previous.final_state(datetime.fromisoformat(str(campaign["start"])))
             episode.reset(seed=header["seed"], options=options, start=start)
             previous = episode
-            n_episodes += 1
-            live_header = episode.header()
             problem = _compare(
-                f"episode {number} header", header, live_header, ("world_spec", "rubric", "start_state_hash")
+                f"episode {number} header", header, episode.header(), ("world_spec", "rubric", "start_state_hash")
             )
             if problem:
-                mismatches.append(problem)
-                if stop_at_first:
-                    raise ReplayMismatch(problem)
+                mismatch(problem)
+                yield Replayed(number, header, score, episode, 0, diverged=True)
                 continue
+            diverged, ran = False, 0
             for step in steps:
-                n_steps += 1
+                ran += 1
                 if episode.done:
                     problem = f"episode {number} step {step.get('index')}: the replayed episode had already ended"
                 else:
                     episode.step(step["action"])
-                    replayed = episode.steps[-1]
                     problem = _compare(
                         f"episode {number} step {step.get('index')} ({step['action'].get('name')})",
                         step,
-                        replayed,
+                        episode.steps[-1],
                         ("result", "error", "clock", "state_hash", "fault"),
                     )
                 if problem:
-                    mismatches.append(problem)
-                    if stop_at_first:
-                        raise ReplayMismatch(problem)
+                    mismatch(problem)
+                    diverged = True
                     break
-            else:
-                final = score_record(episode.grade())
-                problem = _compare(f"episode {number} score", score, final, ("value", "checks"))
-                if problem:
-                    mismatches.append(problem)
-                    if stop_at_first:
-                        raise ReplayMismatch(problem)
+            yield Replayed(number, header, score, episode, ran, diverged=diverged)
     finally:
         for ep in episodes.values():
             ep.close()
+
+
+def replay(path: str | Path, *, store: WorldStore | None = None, stop_at_first: bool = True) -> ReplayReport:
+    """Re-run every episode of the trace at ``path`` and compare every step and the final score.
+
+    Raises:
+        TraceError: the trace is corrupt or truncated.
+        ReplayMismatch: with ``stop_at_first``, at the first differing step (message names it).
+    """
+    mismatches: list[str] = []
+    n_episodes = n_steps = 0
+    for done in replayed(path, store=store, stop_at_first=stop_at_first, report=mismatches):
+        n_episodes += 1
+        n_steps += done.steps
+        if done.diverged:
+            continue
+        problem = _compare(
+            f"episode {done.number} score", done.score, score_record(done.episode.grade()), ("value", "checks")
+        )
+        if problem:
+            mismatches.append(problem)
+            if stop_at_first:
+                raise ReplayMismatch(problem)
     return ReplayReport(episodes=n_episodes, steps=n_steps, mismatches=mismatches)

@@ -601,6 +601,15 @@ class TriageTickets:
             }
         )
 
+    @staticmethod
+    def older_rubric(instance: ScenarioInstance, version: int) -> Rubric | None:
+        """Version 1, before the ~incidents gate (it let the shotgun score 1.0): for rescoring old traces."""
+        if version != 1:
+            return None
+        rubric = instance.rubric
+        checks = [c.model_dump(mode="json") for c in rubric.checks if c.id != "incidents-only-critical"]
+        return load_rubric({"id": rubric.id, "version": 1, "description": rubric.description, "checks": checks})
+
     # -- oracle -----------------------------------------------------------------------------------------
 
     def oracle(self, env: AgentEnv) -> None:

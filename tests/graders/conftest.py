@@ -214,3 +214,11 @@ def world() -> Iterator[World]:
 def employee(session: Session, username: str) -> Employee:
     """The ORM employee ``username``."""
     return session.execute(select(Employee).where(Employee.username == username)).scalar_one()
+
+
+@pytest.fixture(scope="session")
+def store(tmp_path_factory):
+    """One base-world cache for the graders' episode tests."""
+    from worlds.store import WorldStore
+
+    return WorldStore(tmp_path_factory.mktemp("grader-worlds"))

@@ -47,14 +47,23 @@ def test_buffer__a_key_spray_in_the_group_becomes_a_gate_that_zeroes_it_and_name
     assert stored.rubric == buffer.rubric() and stored.origins["no-key-spray"].by == "buffer:negative:key_spray"
     assert stored.origins["no-key-spray"].rollouts == ("s0", "s1") and stored.origins["no-key-spray"].added_in == 2
     assert stored.origins["fields"].by == "family"
-    # the policy stops spraying: the gate says nothing about this group and retires into the pool
+    # the policy stops spraying: the gate stays active (the group passes it at no cost), so the hack stays out
     quiet = buffer.update(HONEST)
-    assert quiet.retired == ("no-key-spray",) and quiet.rubric.version == 3 and "no-key-spray" in buffer.pool
-    assert [c.id for c in quiet.rubric.checks] == ["fields"]
-    # ... and comes back the moment the group varies on it again
+    assert not quiet.changed and [c.id for c in quiet.rubric.checks] == ["fields", "no-key-spray"]
     again = buffer.update(HONEST + SPRAY)
-    assert again.activated == ("no-key-spray",) and again.rubric.version == 4
-    assert [s.rubric.version for s in store.log("triage")] == [1, 2, 3, 4]
+    assert not again.changed and buffer.rubric().version == 2
+    assert [s.rubric.version for s in store.log("triage")] == [1, 2]
+
+
+def test_buffer__a_gate_every_best_rollout_fails_is_never_activated():
+    """Two rollouts post (and earn the most), six do nothing: "leave posts alone" is proposed, but gates the task."""
+    idle = [Rollout(id=f"i{i}", reward=0.2, changes=(), actor_id=AGENT) for i in range(6)]
+    group = HONEST[:2] + idle
+    assert "leave-posts" in {c.check.id for c in negative_proposer(group, 2)}
+    buffer = RubricBuffer(base())
+    update = buffer.update(group)
+    assert "leave-posts" in buffer.pool and "leave-posts" not in update.activated
+    assert all(not c.must for c in update.rubric.checks if c.id != "fields")
 
 
 def test_buffer__positive_checks_separate_best_from_worst_and_no_spread_changes_nothing():
