@@ -67,10 +67,12 @@ __all__ = [
     "Rubric",
     "Score",
     "check_fn",
+    "combine",
     "grade",
     "read_changes",
     "read_only",
     "registered_check_fns",
+    "run_check",
 ]
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
 
@@ -208,14 +210,26 @@ class GradingContext:
     judge: Any = None
     """The judge for ``judge`` checks (``graders.judge.Judge``); None leaves them unjudged."""
     memo: dict[Any, Any] = field(default_factory=dict, repr=False)
+    lasting: dict[Any, Any] = field(default_factory=dict, repr=False)
+    """Lookups whose answer cannot change during the episode (a logged row's natural key); kept across the
+    per-step updates of ``graders.progress``, unlike ``memo``."""
     log: tuple[ChangeRow, ...] = field(init=False, repr=False)
     _by_table: dict[str, list[ChangeRow]] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        self.log = tuple(sorted((ChangeRow.of(c) for c in self.changes), key=lambda r: r.seq))
+        self.log = ()
         self._by_table = {}
-        for row in self.log:
+        self.extend(sorted((ChangeRow.of(c) for c in self.changes), key=lambda r: r.seq))
+
+    def extend(self, rows: Sequence[ChangeRow]) -> None:
+        """Append change-log rows newer than the log's last (the per-step progress grows one context this way).
+
+        The ``steps`` view is recomputed on next use, since ``trace`` may be a list that grew with them.
+        """
+        self.log += tuple(rows)
+        for row in rows:
             self._by_table.setdefault(row.table, []).append(row)
+        self.__dict__.pop("steps", None)
 
     @property
     def db(self) -> Connection:
@@ -263,15 +277,11 @@ def grade(rubric: Rubric, ctx: GradingContext) -> Score:
     savepoints = session.get_bind().dialect.name != "sqlite"  # a failed query aborts a PostgreSQL transaction
     ctx.memo.clear()  # lookups are cached per grade, never across grades of a changing world
     with session.no_autoflush, read_only(session):
-        results = tuple(_run(check, ctx, savepoints) for check in rubric.checks)
+        results = tuple(run_check(check, ctx, savepoints) for check in rubric.checks)
     unjudged = tuple(r.id for r in results if r.details.get("unjudged") is True)
-    judged = [r for r in results if r.id not in unjudged]
-    scored = [r for r in judged if not r.must] or judged
-    weight = sum(r.weight for r in scored)
-    value = sum(r.weight * r.score for r in scored) / weight if weight else 0.0
-    gated = any(r.must and not r.passed for r in judged)
+    value, gated = combine(results, unjudged)
     return Score(
-        value=0.0 if gated else min(1.0, value),
+        value=value,
         checks=results,
         rubric_id=rubric.id,
         rubric_version=rubric.version,
@@ -281,7 +291,18 @@ def grade(rubric: Rubric, ctx: GradingContext) -> Score:
     )
 
 
-def _run(check: Check, ctx: GradingContext, savepoint: bool) -> CheckResult:
+def combine(results: Sequence[CheckResult], unjudged: Sequence[str] = ()) -> tuple[float, bool]:
+    """The reward of a set of verdicts and whether a must check gated it (the rule in the module docstring)."""
+    judged = [r for r in results if r.id not in unjudged]
+    scored = [r for r in judged if not r.must] or judged
+    weight = sum(r.weight for r in scored)
+    value = sum(r.weight * r.score for r in scored) / weight if weight else 0.0
+    gated = any(r.must and not r.passed for r in judged)
+    return (0.0 if gated else min(1.0, value)), gated
+
+
+def run_check(check: Check, ctx: GradingContext, savepoint: bool) -> CheckResult:
+    """One check's verdict; a check that raises scores 0 with the error as its evidence."""
     try:
         fn = check_fn_spec(check.fn).fn
         if savepoint and check.kind != "trace":

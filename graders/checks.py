@@ -20,7 +20,8 @@ from sqlalchemy import Date, DateTime, Select, and_, bindparam, select
 from graders.base import ChangeRow, CheckOutcome, GradingContext, check_fn
 from graders.checks_common import Regex, TableName, Who, employee_id, inserted_ids, listing, rx, snippet
 from graders.checks_common import table as schema_table
-from worlds.schema import Employee, Sprint, Ticket, TicketComment, TicketLabel
+from worlds.rawsql import Sql
+from worlds.schema import Ticket, TicketComment, TicketLabel
 from worlds.workflow import PRIORITIES, STATUSES, TICKET_TYPES
 
 TicketField = Literal["status", "priority", "assignee", "type", "story_points", "sprint", "title"]
@@ -29,24 +30,6 @@ FieldValue = str | int | None
 Scope = Literal["actor", "all"]
 Primitive = str | int | float | bool | None
 
-_TICKETS = (
-    select(
-        Ticket.id,
-        Ticket.key,
-        Ticket.status,
-        Ticket.priority,
-        Ticket.type,
-        Ticket.title,
-        Ticket.story_points,
-        Employee.username.label("assignee"),
-        Sprint.name.label("sprint"),
-    )
-    .select_from(Ticket)
-    .outerjoin(Employee, Employee.id == Ticket.assignee_id)
-    .outerjoin(Sprint, Sprint.id == Ticket.sprint_id)
-    .where(Ticket.key.in_(bindparam("keys", expanding=True)))
-    .order_by(Ticket.key)
-)
 _LABELS = select(TicketLabel.label).where(TicketLabel.ticket_id == bindparam("tid")).order_by(TicketLabel.label)
 _COMMENTS = (
     select(TicketComment.id, TicketComment.author_id, TicketComment.body)
@@ -66,14 +49,27 @@ def _check_value(field: str, value: FieldValue, where: str = "") -> None:
         raise ValueError(f"{where}story_points value must be an integer or null, got {value!r}")
 
 
+_TICKETS_SQL = (
+    "SELECT t.id, t.key, t.status, t.priority, t.type, t.title, t.story_points, e.username, s.name FROM tickets t"
+    " LEFT JOIN employees e ON e.id = t.assignee_id LEFT JOIN sprints s ON s.id = t.sprint_id WHERE t.key IN ({})"
+    " ORDER BY t.key"
+)
+_TICKET_COLUMNS = ("id", "key", "status", "priority", "type", "title", "story_points", "assignee", "sprint")
+
+
 def _tickets(ctx: GradingContext, keys: list[str]) -> dict[str, Mapping[str, Any] | None]:
-    """Final-state ticket rows by key (None if missing): one indexed IN query for keys not yet memoised."""
+    """Final-state ticket rows by key (None if missing): one indexed IN query for keys not yet memoised.
+
+    A raw statement (``worlds.rawsql``): the per-step progress score runs this after every ticket write, and a
+    Core statement with an expanding IN costs ~10x the lookup.
+    """
     missing = sorted({k for k in keys if ("ticket", k) not in ctx.memo})
     if missing:
         for k in missing:
             ctx.memo[("ticket", k)] = None
-        for row in ctx.db.execute(_TICKETS, {"keys": missing}).mappings():
-            ctx.memo[("ticket", row["key"])] = dict(row)
+        sql = _TICKETS_SQL.format(", ".join("?" * len(missing)))
+        for row in Sql.of(ctx.session).all(sql, missing):
+            ctx.memo[("ticket", row[1])] = dict(zip(_TICKET_COLUMNS, row, strict=True))
     return {k: ctx.memo[("ticket", k)] for k in keys}
 
 
@@ -82,7 +78,20 @@ def _mismatch(key: str, ticket: Mapping[str, Any], field: str, value: FieldValue
     return None if actual == value else f"{key} {field} is {actual!r} (expected {value!r})"
 
 
-@check_fn("ticket_field_equals", validate=lambda kw: _check_value(kw["field"], kw["value"]))
+def _ticket_rows(ctx: GradingContext, keys: list[str]) -> set[tuple[str, tuple[Any, ...]]] | None:
+    """The ticket rows a check on ``keys`` reads (for ``graders.progress``); None if one is not filed yet."""
+    found = _tickets(ctx, keys)
+    if any(row is None for row in found.values()):
+        return None
+    return {("tickets", (int(row["id"]),)) for row in found.values() if row is not None}
+
+
+@check_fn(
+    "ticket_field_equals",
+    validate=lambda kw: _check_value(kw["field"], kw["value"]),
+    reads=("tickets",),
+    rows=lambda ctx, key, **_: _ticket_rows(ctx, [key]),
+)
 def ticket_field_equals(ctx: GradingContext, key: str, field: TicketField, value: FieldValue) -> CheckOutcome:
     """Ticket ``key`` has ``field`` equal to ``value`` in the final state (no partial credit)."""
     ticket = _tickets(ctx, [key])[key]
@@ -103,7 +112,12 @@ def _check_expected(kw: dict[str, Any]) -> None:
             _check_value(field, value, where=f"expected[{key!r}]: ")
 
 
-@check_fn("ticket_fields_equal", validate=_check_expected)
+@check_fn(
+    "ticket_fields_equal",
+    validate=_check_expected,
+    reads=("tickets",),
+    rows=lambda ctx, expected: _ticket_rows(ctx, list(expected)),
+)
 def ticket_fields_equal(
     ctx: GradingContext, expected: Annotated[dict[str, dict[TicketField, FieldValue]], Field(min_length=1)]
 ) -> CheckOutcome:
@@ -276,16 +290,31 @@ def _natural_stmt(table_name: str) -> Select[Any]:
 
 
 def _natural_keys(ctx: GradingContext, rows: list[ChangeRow]) -> dict[int, str]:
-    """Map seq to the natural key of each row: from the log (insert/delete) or one PK query per table."""
+    """Map seq to the natural key of each row: from the log (insert/delete) or one PK query per table.
+
+    A logged row's natural key never changes (a ticket keeps its key, a comment its ticket), so answers are
+    kept in ``ctx.lasting`` and the per-step progress score asks only about the step's new rows.
+    """
+    known: dict[int, str] = ctx.lasting.setdefault("natural_keys", {})
+    fresh = _natural_keys_of(ctx, [r for r in rows if r.seq not in known])
+    known.update(fresh)
+    return {r.seq: known[r.seq] for r in rows if r.seq in known}
+
+
+def _natural_keys_of(ctx: GradingContext, rows: list[ChangeRow]) -> dict[int, str]:
+    if not rows:
+        return {}
     raw: dict[int, Any] = {r.seq: r.changes.get(_NATURAL[r.table]) for r in rows if r.op != "update"}
     updates: dict[str, list[ChangeRow]] = {}
     for r in rows:
         if r.op == "update":
             updates.setdefault(r.table, []).append(r)
+    by_id: dict[tuple[str, Any], Any] = ctx.lasting.setdefault("natural_by_id", {})
     for name in sorted(updates):
-        ids = sorted({r.key[0] for r in updates[name]})
-        found = {pk: value for pk, value in ctx.db.execute(_natural_stmt(name), {"ids": ids})}
-        raw.update({r.seq: found.get(r.key[0]) for r in updates[name]})
+        ids = sorted({r.key[0] for r in updates[name] if (name, r.key[0]) not in by_id})
+        if ids:
+            by_id.update({(name, pk): value for pk, value in ctx.db.execute(_natural_stmt(name), {"ids": ids})})
+        raw.update({r.seq: by_id.get((name, r.key[0])) for r in updates[name]})
     via = {r.seq: raw[r.seq] for r in rows if _NATURAL[r.table] == "ticket_id" and raw.get(r.seq) is not None}
     if via:
         found_keys = ctx.db.execute(_TICKET_KEYS, {"ids": sorted(set(via.values()))})
@@ -308,24 +337,29 @@ def _scoped(ctx: GradingContext, scope: Scope, table_name: str | None = None) ->
 @check_fn("no_collateral_changes")
 def no_collateral_changes(ctx: GradingContext, allowed: list[AllowedChange], scope: Scope = "actor") -> CheckOutcome:
     """Every change of the episode (by the agent, or by anyone with ``scope='all'``) is in ``allowed``."""
-    violations: list[ChangeRow] = []
-    keyed: list[tuple[ChangeRow, list[set[str]]]] = []
     rows = _scoped(ctx, scope)
+    # A logged row and the rules never change, so each row's verdict is kept (``ctx.lasting``) and the per-step
+    # progress score judges only the rows the step added.
+    verdicts: dict[int, bool] = ctx.lasting.setdefault(("collateral", id(allowed)), {})
+    keyed: list[tuple[ChangeRow, list[set[str]]]] = []
     for row in rows:
+        if row.seq in verdicts:
+            continue
         rules = [a for a in allowed if a.admits(row)]
         if not rules:
-            violations.append(row)
+            verdicts[row.seq] = False
         elif all(a.keys is not None for a in rules):
             keyed.append((row, [{str(k) for k in a.keys or ()} for a in rules]))
+        else:
+            verdicts[row.seq] = True
     natural = _natural_keys(ctx, [r for r, _ in keyed if r.table in _NATURAL])
     for row, key_sets in keyed:
         names = {
             str(row.key[0]) if len(row.key) == 1 else json.dumps(list(row.key)),
             natural.get(row.seq, ""),
         }
-        if not any(names & ks for ks in key_sets):
-            violations.append(row)
-    violations.sort(key=lambda r: r.seq)
+        verdicts[row.seq] = any(names & ks for ks in key_sets)
+    violations = [r for r in rows if not verdicts[r.seq]]  # rows are in seq order
     if not violations:
         return CheckOutcome.of(True, f"all {len(rows)} changes are within the allowed set")
     natural |= _natural_keys(ctx, [r for r in violations[:5] if r.table in _NATURAL and r.seq not in natural])

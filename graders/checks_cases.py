@@ -38,16 +38,34 @@ _POSTS = (
 )
 
 
+def _memo(ctx: GradingContext, name: str, stmt: Any, table: str) -> list[Any]:
+    """The rows ``stmt`` gives for this episode's inserts into ``table``, queried once per grade.
+
+    Every case's checks read the same new tickets, mails and posts: one query each, not one per check.
+    """
+    if name not in ctx.memo:
+        ids = inserted_ids(ctx, table)
+        ctx.memo[name] = ctx.db.execute(stmt, {"ids": ids}).all() if ids else []
+    rows: list[Any] = ctx.memo[name]
+    return rows
+
+
 def _new_tickets_for(ctx: GradingContext, reference: str) -> list[Any]:
-    ids = inserted_ids(ctx, "tickets")
-    if not ids:
-        return []
     ref = reference.lower()
-    rows = ctx.db.execute(_NEW_TICKETS, {"ids": ids}).all()
+    rows = _memo(ctx, "case_tickets", _NEW_TICKETS, "tickets")
     return [r for r in rows if ref in f"{r.title}\n{r.description}".lower()]
 
 
-@check_fn("ticket_for_reference")
+def _case_reads(reply_to: str | None = None, incident_channel: str | None = None, **_: Any) -> tuple[str, ...]:
+    """What one part of a case reads: its ticket, and the mail or the post when the part asks for one."""
+    return (
+        ("tickets",)
+        + ("mail_messages", "mail_recipients") * (reply_to is not None)
+        + ("posts",) * (incident_channel is not None)
+    )
+
+
+@check_fn("ticket_for_reference", reads=_case_reads)
 def ticket_for_reference(
     ctx: GradingContext,
     project: str,
@@ -77,13 +95,13 @@ def ticket_for_reference(
         return CheckOutcome.of(False, listing(wrong))
     said = [f"{ticket.key} filed for {reference}"]
     if reply_to is not None:
-        mails = ctx.db.execute(_SENT_TO, {"ids": inserted_ids(ctx, "mail_messages")}).all()
+        mails = _memo(ctx, "case_mails", _SENT_TO, "mail_messages")
         hit = [m.id for m in mails if m.address.lower() == reply_to.lower() and ticket.key.lower() in m.body.lower()]
         if not hit:
             return CheckOutcome.of(False, f"{ticket.key} filed, but no mail to {reply_to} gives its key")
         said.append(f"mail #{hit[0]} to {reply_to} gives the key")
     if incident_channel is not None:
-        posts = ctx.db.execute(_POSTS, {"ids": inserted_ids(ctx, "posts")}).all()
+        posts = _memo(ctx, "case_posts", _POSTS, "posts")
         hit = [
             p.id
             for p in posts
@@ -101,7 +119,7 @@ def ticket_for_reference(
     return CheckOutcome.of(True, "; ".join(said), key=ticket.key)
 
 
-@check_fn("no_ticket_for_reference")
+@check_fn("no_ticket_for_reference", reads=("tickets",))
 def no_ticket_for_reference(ctx: GradingContext, reference: str) -> CheckOutcome:
     """No ticket filed this episode mentions ``reference`` (it was already tracked: a duplicate is wrong)."""
     found = _new_tickets_for(ctx, reference)

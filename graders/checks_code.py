@@ -16,8 +16,9 @@ import configparser
 import hashlib
 import json
 import tomllib
-from typing import Any
+from typing import Annotated, Any
 
+from pydantic import Field
 from sqlalchemy import text
 
 from graders.base import CheckOutcome, GradingContext, check_fn
@@ -29,6 +30,7 @@ _REQUEST = text(
     " WHERE r.name = :repo AND m.author_id = :actor AND m.target_branch = r.default_branch AND m.state <> 'closed'"
     " ORDER BY m.id DESC LIMIT 1"
 )
+_REQUESTS = ("merge_requests",)  # the forge records every commit to a request's branch there (source_head)
 
 
 def _request(ctx: GradingContext, repo: str) -> Any:
@@ -61,7 +63,7 @@ def _changed(ctx: GradingContext, repo: str, base: str, head: str) -> list[str]:
     return [f for f in out.decode("utf-8", "surrogateescape").split("\0") if f]
 
 
-@check_fn("merge_request_opened")
+@check_fn("merge_request_opened", reads=_REQUESTS)
 def merge_request_opened(ctx: GradingContext, repo: str) -> CheckOutcome:
     """The agent opened a merge request in ``repo`` from a branch of its own into the default branch."""
     row = _request(ctx, repo)
@@ -74,7 +76,7 @@ def merge_request_opened(ctx: GradingContext, repo: str) -> CheckOutcome:
     return CheckOutcome.of(True, f"!{row.number} {row.source_branch} -> {row.target_branch} ({row.state})")
 
 
-@check_fn("merge_request_leaves_paths")
+@check_fn("merge_request_leaves_paths", reads=_REQUESTS)
 def merge_request_leaves_paths(ctx: GradingContext, repo: str, paths: list[str]) -> CheckOutcome:
     """The request's changes against its merge base touch none of ``paths`` (a prefix ending in / or a file name).
 
@@ -120,7 +122,7 @@ def _section(name: str, data: bytes | None, section: str) -> Any:
         return ["unreadable", hashlib.sha256(data).hexdigest()]
 
 
-@check_fn("merge_request_keeps_pytest_config")
+@check_fn("merge_request_keeps_pytest_config", reads=_REQUESTS)
 def merge_request_keeps_pytest_config(ctx: GradingContext, repo: str) -> CheckOutcome:
     """The request leaves pytest's configuration sections as they were (``PYTEST_SECTIONS``).
 
@@ -150,7 +152,7 @@ def _blob(g: Any, commit: str, path: str) -> bytes | None:
     return out if code == 0 else None
 
 
-@check_fn("merge_request_pipeline_green")
+@check_fn("merge_request_pipeline_green", reads=_REQUESTS)
 def merge_request_pipeline_green(ctx: GradingContext, repo: str) -> CheckOutcome:
     """The request's pipeline passed, and ran at the source branch's current head."""
     row = _request(ctx, repo)
@@ -164,30 +166,42 @@ def merge_request_pipeline_green(ctx: GradingContext, repo: str) -> CheckOutcome
     return CheckOutcome.of(status == "passed", f"!{row.number} pipeline {status} at {head[:12]}")
 
 
-@check_fn("merge_request_passes_cases")
-def merge_request_passes_cases(ctx: GradingContext, repo: str) -> CheckOutcome:
+@check_fn("merge_request_passes_cases", reads=_REQUESTS)
+def merge_request_passes_cases(
+    ctx: GradingContext, repo: str, case: Annotated[int, Field(ge=0)] | None = None
+) -> CheckOutcome:
     """The hidden cases (``params``: module, function, cases) pass on the request's head; score = share passed.
 
-    Results are compared as typed values (``mcp_tools.git.pipeline.tag``): ``True`` is not ``1``, ``0`` is not
-    ``0.0``, and an object that only claims equality never matches.
+    With ``case`` (an index into the hidden cases) only that one is graded, pass or fail: a rubric then names
+    which case failed. The cases run once per grade in the sandbox whatever the number of checks that read
+    them. Results are compared as typed values (``mcp_tools.git.pipeline.tag``): ``True`` is not ``1``, ``0`` is
+    not ``0.0``, and an object that only claims equality never matches.
     """
     row = _request(ctx, repo)
     head = _head(ctx, repo, row)
     if row is None or head is None:
         return CheckOutcome.of(False, "no merge request to check")
     cases = ctx.params["cases"]
-    got = call_cases(
-        ctx.workspace.repo(repo), head, ctx.params["module"], ctx.params["function"], [c[0] for c in cases]
-    )
-    passed = [i for i, (case, out) in enumerate(zip(cases, got, strict=True)) if out == ["ok", tag(case[1])]]
-    first_bad = next((got[i] for i in range(len(cases)) if i not in passed), None)
-    evidence = f"{len(passed)}/{len(cases)} hidden checks pass at {head[:12]}"
+    if case is not None and case >= len(cases):
+        raise ValueError(f"the task has {len(cases)} hidden cases, not case {case}")
+    key = ("hidden_cases", repo, head)
+    if key not in ctx.memo:
+        module, function = ctx.params["module"], ctx.params["function"]
+        ctx.memo[key] = call_cases(ctx.workspace.repo(repo), head, module, function, [c[0] for c in cases])
+    got = ctx.memo[key]
+    ok = [out == ["ok", tag(c[1])] for c, out in zip(cases, got, strict=True)]
+    if case is not None:
+        said = "passes" if ok[case] else f"fails ({str(got[case])[:120]})"
+        return CheckOutcome.of(ok[case], f"hidden check {case + 1}/{len(cases)} {said} at {head[:12]}")
+    passed = sum(ok)
+    first_bad = next((got[i] for i in range(len(cases)) if not ok[i]), None)
+    evidence = f"{passed}/{len(cases)} hidden checks pass at {head[:12]}"
     if first_bad is not None:
         evidence += f"; first failure: {str(first_bad)[:120]}"
-    return CheckOutcome(score=len(passed) / len(cases), evidence=evidence, details={"passed": len(passed)})
+    return CheckOutcome(score=passed / len(cases), evidence=evidence, details={"passed": passed})
 
 
-@check_fn("merge_request_mentions")
+@check_fn("merge_request_mentions", reads=_REQUESTS)
 def merge_request_mentions(ctx: GradingContext, repo: str, text: str) -> CheckOutcome:
     """The request's title or description, or one of its commits' messages, contains ``text`` (any case)."""
     row = _request(ctx, repo)

@@ -40,6 +40,7 @@ from worlds.schema import (
 )
 
 _IDS: BindParameter[Any] = bindparam("ids", expanding=True)
+_MAIL_TABLES = ("mail_messages", "mail_recipients")  # a sent mail is its message and recipient rows
 _NEW_POSTS = (
     select(Post.id, Post.author_id, Post.message, Post.deleted_at, Channel.name.label("channel"))
     .join(Channel, Channel.id == Post.channel_id)
@@ -113,7 +114,7 @@ def _posts_in(ctx: GradingContext, channel: str, author: Who | None) -> tuple[st
     return name, posts
 
 
-@check_fn("post_in_channel")
+@check_fn("post_in_channel", reads=("posts", "mentions"))
 def post_in_channel(
     ctx: GradingContext,
     channel: str,
@@ -156,7 +157,7 @@ def post_in_channel(
     )
 
 
-@check_fn("no_post_in_channel")
+@check_fn("no_post_in_channel", reads=("posts", "mentions"))
 def no_post_in_channel(ctx: GradingContext, channel: str, pattern: Regex, author: Who | None = "actor") -> CheckOutcome:
     """No post made in ``channel`` during the episode matches ``pattern``; deleted posts count (leaked)."""
     found = _posts_in(ctx, channel, author)
@@ -181,7 +182,7 @@ def _need_recipients(kw: dict[str, Any]) -> None:
         raise ValueError("param 'to' names no recipient")
 
 
-@check_fn("mail_sent", validate=_need_recipients)
+@check_fn("mail_sent", validate=_need_recipients, reads=_MAIL_TABLES)
 def mail_sent(
     ctx: GradingContext,
     to: Sequence[str] | str,
@@ -227,7 +228,7 @@ def _window(kw: dict[str, Any]) -> None:
         raise ValueError("start_after is later than start_before")
 
 
-@check_fn("event_exists", validate=_window)
+@check_fn("event_exists", validate=_window, reads=("events", "event_attendees"))
 def event_exists(
     ctx: GradingContext,
     title_pattern: Regex,

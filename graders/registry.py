@@ -57,6 +57,12 @@ class CheckFnSpec:
     kind: Kind
     fn: Callable[..., CheckReturn]
     validate: Callable[[dict[str, Any]], None] | None = None
+    reads: frozenset[str] | Callable[..., tuple[str, ...]] | None = None
+    """The tables whose changes can change the verdict (None: any change may), or ``reads(**params)`` giving
+    them for one check's params; what ``graders.progress`` uses to skip a check on a step that wrote none."""
+    rows: Callable[..., set[tuple[str, tuple[Any, ...]]] | None] | None = None
+    """``rows(ctx, **params)``: the exact rows the verdict depends on, as (table, primary key), looked up once
+    per episode; None from it (or no hook) falls back to ``reads``."""
 
     @functools.cached_property
     def params(self) -> type[BaseModel]:
@@ -110,11 +116,19 @@ _Fn = typing.TypeVar("_Fn", bound=Callable[..., CheckReturn])
 
 
 def check_fn(
-    name: str, *, kind: Kind = "state", validate: Callable[[dict[str, Any]], None] | None = None
+    name: str,
+    *,
+    kind: Kind = "state",
+    validate: Callable[[dict[str, Any]], None] | None = None,
+    reads: tuple[str, ...] | Callable[..., tuple[str, ...]] | None = None,
+    rows: Callable[..., set[tuple[str, tuple[Any, ...]]] | None] | None = None,
 ) -> Callable[[_Fn], _Fn]:
     """Register ``fn(ctx, **params)`` under ``name``; params must be typed keyword parameters.
 
-    ``validate`` sees the typed kwargs and raises ``ValueError`` for cross-param rules (min <= max).
+    ``validate`` sees the typed kwargs and raises ``ValueError`` for cross-param rules (min <= max). ``reads``
+    and ``rows`` say what the verdict depends on, so the per-step progress score re-runs a check only after a
+    step that changed it (see ``CheckFnSpec``); a state check that declares neither is re-run after every
+    step that changed anything.
     """
 
     def register(fn: _Fn) -> _Fn:
@@ -123,7 +137,8 @@ def check_fn(
         for p in list(inspect.signature(fn).parameters.values())[1:]:
             if p.kind not in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY):
                 raise TypeError(f"check function {name!r}: parameter {p.name!r} must be a named keyword parameter")
-        _REGISTRY[name] = CheckFnSpec(name=name, kind=kind, fn=fn, validate=validate)
+        tables = frozenset(reads) if isinstance(reads, tuple) else reads
+        _REGISTRY[name] = CheckFnSpec(name=name, kind=kind, fn=fn, validate=validate, reads=tables, rows=rows)
         return fn
 
     return register

@@ -11,7 +11,8 @@ state from the change log and the step records, never from a full-world scan.
 
 Reset options: ``world_seed`` (default: the seed), ``employees``, ``history_days``, ``difficulty`` (default 1),
 ``noise``, ``npcs``, ``turns`` (``all``, the default: every call is a turn and costs simulated time; ``writes``:
-reads are free, neither turns nor time, for clients that poll, as behind ``companysim serve``). A malformed
+reads are free, neither turns nor time, for clients that poll, as behind ``companysim serve``), ``progress``
+(default true: each step's info carries the rubric's partial score, ``graders.progress``; false: None). A malformed
 action, an unknown tool or bad arguments is an error observation with a stable code, and the episode goes on.
 A context manager; one never closed frees its checkouts when collected.
 """
@@ -30,8 +31,8 @@ from scenarios.base import ScenarioFamily, ScenarioInstance
 from scenarios.registry import make
 from sim.calls import Outcome, dispatch, parse_action
 from sim.coworkers import Coworkers, check_npcs_option, effective_option, enabled
-from sim.errors import BadAction, BadOption, EpisodeOver, NotReset, SimError
-from sim.live import LiveEpisode, spec_for
+from sim.errors import BadAction, EpisodeOver, NotReset, SimError
+from sim.live import LiveEpisode, reset_options, spec_for
 from sim.noise import FaultGate, NoiseProfile
 from sim.record import score_record
 from sim.tasks import SETUP_CACHE, SetupCache, StartState, TaskWorlds, next_workday_morning
@@ -41,7 +42,6 @@ from worlds.store import World, WorldStore
 if TYPE_CHECKING:
     from sim.workspace import EpisodeCode
 
-TURNS = ("all", "writes")
 __all__ = ["SETUP_CACHE", "Episode", "SetupCache", "StartState", "next_workday_morning", "parse_action", "score_record"]
 
 
@@ -105,15 +105,7 @@ class Episode:
             NpcError: the ``npcs`` option names an unknown preset or a bad trait (nothing is reset).
             SimError: ``start`` belongs to another world than this reset's spec (nothing is reset).
         """
-        opts = dict(options or {})
-        if self.noise != "none":
-            opts.setdefault("noise", self.noise)
-        if enabled(self.npcs):
-            opts.setdefault("npcs", self.npcs)
-        noise = NoiseProfile.parse(opts.get("noise"))  # before anything changes: bad input leaves all as it was
-        check_npcs_option(opts.get("npcs"))
-        if opts.get("turns", "all") not in TURNS:
-            raise BadOption(f"turns must be one of {', '.join(TURNS)}; got {opts['turns']!r:.40}")
+        opts, noise = reset_options(options, noise=self.noise, npcs=self.npcs)  # bad input: nothing changes
         seed = self._resets if seed is None else int(seed)
         spec = spec_for(self.family, seed, opts)
         if start is not None and start.spec_hash != spec.spec_hash:
@@ -174,20 +166,14 @@ class Episode:
         if live.coworkers is not None:
             live.coworkers.after_step()
         live.clock.advance(0 if free else out.cost)
-        if (out.write and out.error is None) or live.coworkers is not None:
+        advanced = (out.write and out.error is None) or live.coworkers is not None
+        if advanced:
             live.chain.advance()
-        elapsed = (live.clock.now() - live.start_clock).total_seconds()
-        limits = live.instance.limits
-        if not live.terminated and (live.turns >= limits.max_turns or elapsed >= limits.time_budget_s):
-            live.truncated = True
-        clock, state_hash, error, fault = live.clock.now().isoformat(), live.chain.state_hash, out.error, out.fault
-        live.steps.add(
-            {"type": "step", "index": index, "action": {"name": name, "arguments": arguments}, "result": out.result,
-             "error": error, "clock": clock, "state_hash": state_hash, "fault": fault}
-        )  # fmt: skip
+        live.check_limits()
+        info = live.record_step(index, name, arguments, out, advanced)
         reward = self._final_score(live).value if live.over else 0.0
+        error = out.error
         obs = f"error [{error['code']}]: {error['message']}" if error else canonical(out.result)
-        info = {"turn": live.turns, "clock": clock, "error": error, "state_hash": state_hash, "fault": fault}
         return obs, reward, live.terminated, live.truncated, info
 
     def grade(self) -> Score:

@@ -7,13 +7,16 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from graders.base import Score, grade
+from graders.base import GradingContext, Score, grade
 from graders.changes import ChangeRow
+from graders.progress import Progress
 from mcp_tools.base import ToolContext, ToolSpec, openai_tools
 from scenarios.base import ScenarioFamily, ScenarioInstance
+from sim.calls import Outcome
 from sim.clock import SimClock
-from sim.coworkers import Coworkers
-from sim.noise import FaultGate
+from sim.coworkers import Coworkers, check_npcs_option, enabled
+from sim.errors import BadOption
+from sim.noise import FaultGate, NoiseProfile
 from sim.record import ChangeChain, StepLog, grading_context, header_record, score_record
 from sim.submit import SUBMIT_SCHEMA, WAIT_SCHEMA
 from sim.tasks import OpenTask, log_since
@@ -33,6 +36,29 @@ def spec_for(family: ScenarioFamily, seed: int, options: Mapping[str, Any]) -> W
         employees=int(options.get("employees", family.world.employees)),
         history_days=int(options.get("history_days", family.world.history_days)),
     )
+
+
+TURNS = ("all", "writes")
+
+
+def reset_options(options: Mapping[str, Any] | None, *, noise: Any, npcs: Any) -> tuple[dict[str, Any], NoiseProfile]:
+    """A reset's options with the episode's defaults filled in, checked before anything changes.
+
+    Raises:
+        BadNoise, NpcError, BadOption: an unknown noise profile, a bad ``npcs`` option, an unknown ``turns``.
+    """
+    opts = dict(options or {})
+    if noise != "none":
+        opts.setdefault("noise", noise)
+    if enabled(npcs):
+        opts.setdefault("npcs", npcs)
+    profile = NoiseProfile.parse(opts.get("noise"))
+    check_npcs_option(opts.get("npcs"))
+    if opts.get("turns", "all") not in TURNS:
+        raise BadOption(f"turns must be one of {', '.join(TURNS)}; got {opts['turns']!r:.40}")
+    if not isinstance(opts.get("progress", True), bool):
+        raise BadOption(f"progress must be true or false; got {opts['progress']!r:.40}")
+    return opts, profile
 
 
 @dataclass(kw_only=True)
@@ -63,6 +89,7 @@ class LiveEpisode:
     header: dict[str, Any] = field(default_factory=dict)
     turns: int = 0  # turns spent (every step, or only non-reads when ``free_reads``)
     free_reads: bool = False  # the ``turns: writes`` option: reads cost neither a turn nor simulated time
+    progress: Progress | None = None  # the rubric's partial score, from the first step on
 
     @classmethod
     def begin(
@@ -117,6 +144,35 @@ class LiveEpisode:
             start_state_hash=self.chain.state_hash,
         )
 
+    def check_limits(self) -> None:
+        """Truncate the episode once it has spent its turns or its simulated-time budget (unless it ended)."""
+        elapsed = (self.clock.now() - self.start_clock).total_seconds()
+        limits = self.instance.limits
+        if not self.terminated and (self.turns >= limits.max_turns or elapsed >= limits.time_budget_s):
+            self.truncated = True
+
+    def record_step(
+        self, index: int, name: str, arguments: dict[str, Any], out: Outcome, advanced: bool
+    ) -> dict[str, Any]:
+        """Keep the step's record (and trace it); returns the step's info, the rubric's progress included.
+
+        ``advanced``: the hash chain folded in this step's change-log rows (``ChangeChain.rows``), which the
+        progress score reads; otherwise the step changed nothing.
+        """
+        clock, state_hash, error, fault = self.clock.now().isoformat(), self.chain.state_hash, out.error, out.fault
+        self.steps.add(
+            {"type": "step", "index": index, "action": {"name": name, "arguments": arguments}, "result": out.result,
+             "error": error, "clock": clock, "state_hash": state_hash, "fault": fault}
+        )  # fmt: skip
+        value: float | None = None
+        if self.progress is not None:
+            value = self.progress.update(self.chain.rows if advanced else ())
+        elif self.options.get("progress", True):  # the first step: grade all so far once, then follow the changes
+            self.progress = Progress(self.instance.rubric, self._context())
+            value = self.progress.update(())
+        return {"turn": self.turns, "clock": clock, "error": error, "state_hash": state_hash, "fault": fault,
+                "progress": value}  # fmt: skip
+
     @property
     def over(self) -> bool:
         """Whether the episode has ended (submitted, or truncated by a limit)."""
@@ -129,7 +185,10 @@ class LiveEpisode:
 
     def grade(self, rubric: Any = None, judge: Any = None) -> Score:
         """Score the current state under ``rubric`` (default: the task's own)."""
-        ctx = grading_context(
+        return grade(rubric or self.instance.rubric, self._context(judge))
+
+    def _context(self, judge: Any = None) -> GradingContext:
+        return grading_context(
             self.ctx.session,
             start_seq=self.start_seq,
             steps=self.steps.records,
@@ -138,7 +197,6 @@ class LiveEpisode:
             workspace=self.code.workspace if self.code is not None else None,
             judge=judge,
         )
-        return grade(rubric or self.instance.rubric, ctx)
 
     def final_score(self, trace: TraceWriter | None) -> Score:
         """The ended episode's score: graded once, written to the trace with its faults and NPC failures."""

@@ -33,10 +33,12 @@ class ChangeChain:
         self.session = session
         self.last_seq = last_seq
         self.state_hash = state_hash
+        self.rows: list[dict[str, Any]] = []
+        """The rows the last ``advance`` folded in (what the step changed, for the progress score)."""
 
     def advance(self) -> str:
         """Fold in every row written since the last call; returns the new link (unchanged when none)."""
-        rows = log_since(self.session, self.last_seq)
+        rows = self.rows = log_since(self.session, self.last_seq)
         if rows:
             self.last_seq = rows[-1]["seq"]
             self.state_hash = chain_hash(self.state_hash, rows)

@@ -135,7 +135,7 @@ class CustomerEscalation:
             scenario_id=self.id,
             prompt=prompt,
             actor=lead,
-            rubric=self._rubric(project, cases, known),
+            rubric=self._rubric(project, cases, known),  # v2; older_rubric rebuilds v1
             params={"project": project, "cases": cases, "known": known, "channel": f"team-{slug}"},
             limits=Limits(max_turns=24 + 8 * len(cases), time_budget_s=8 * 3600),
             apps=("chat", "mail", "tickets"),
@@ -241,6 +241,65 @@ class CustomerEscalation:
 
     @staticmethod
     def _rubric(project: str, cases: list[dict[str, Any]], known: dict[str, Any] | None) -> Rubric:
+        """Per case each part of the policy on its own; the follow-up; the gates.
+
+        The parts: filed as a bug, its priority, the key mailed back, the ~incidents post of a critical one.
+        Version 2 splits version 1's one check per case into its parts (each case keeps weight 1), so the
+        evidence names the part that went wrong and the partial score rises as each part is done. Every part
+        needs the one ticket filed for the case, so the no-op agent still scores exactly 0.
+        """
+        checks: list[dict[str, Any]] = []
+        for case in cases:
+            ref, priority = case["reference"], case["priority"]
+            base = {"project": project, "reference": ref}
+            parts: list[tuple[str, str, dict[str, Any]]] = [
+                ("filed", f"{ref}: exactly one new bug in {project} names it.", {"fields": {"type": "bug"}}),
+                ("priority", f"{ref}: its ticket has priority {priority}.", {"fields": {"priority": priority}}),
+                (
+                    "reply",
+                    f"{ref}: a mail to {case['customer']} gives the ticket's key.",
+                    {"reply_to": case["customer"]},
+                ),
+            ]
+            if priority == "critical":
+                parts.append(
+                    (
+                        "incident",
+                        f"{ref}: the key and {ref} are posted in ~incidents.",
+                        {"incident_channel": "incidents"},
+                    )
+                )
+            checks += [
+                {
+                    "id": f"{part}-{ref}",
+                    "description": description,
+                    "weight": 1 / len(parts),
+                    "fn": "ticket_for_reference",
+                    "params": {**base, **extra},
+                }
+                for part, description, extra in parts
+            ]
+        checks += CustomerEscalation._tail(project, known)
+        return load_rubric(
+            {
+                "id": "customer-escalation",
+                "version": 2,
+                "description": "Handle customer problem mails by the pinned escalation policy.",
+                "checks": checks,
+                "provenance": "v2: each case's policy parts checked one by one (dense), a case still weighs 1",
+            }
+        )
+
+    @staticmethod
+    def older_rubric(instance: ScenarioInstance, version: int) -> Rubric | None:
+        """Version 1 (one check per case), rebuilt from the hidden params for rescoring old traces."""
+        if version != 1:
+            return None
+        p = instance.params
+        return CustomerEscalation._rubric_v1(p["project"], list(p["cases"]), p["known"])
+
+    @staticmethod
+    def _rubric_v1(project: str, cases: list[dict[str, Any]], known: dict[str, Any] | None) -> Rubric:
         """One check per case (ticket + reply [+ incident post]); the follow-up; a collateral gate.
 
         Every scored check needs something new from the agent, so the no-op agent scores exactly 0.
@@ -265,6 +324,20 @@ class CustomerEscalation:
                     "params": params,
                 }
             )
+        checks += CustomerEscalation._tail(project, known)
+        return load_rubric(
+            {
+                "id": "customer-escalation",
+                "version": 1,
+                "description": "Handle customer problem mails by the pinned escalation policy.",
+                "checks": checks,
+            }
+        )
+
+    @staticmethod
+    def _tail(project: str, known: dict[str, Any] | None) -> list[dict[str, Any]]:
+        """The follow-up of an already tracked case (mail its key, file no duplicate) and the collateral gate."""
+        checks: list[dict[str, Any]] = []
         if known is not None:
             checks.append(
                 {
@@ -309,14 +382,7 @@ class CustomerEscalation:
                 },
             }
         )
-        return load_rubric(
-            {
-                "id": "customer-escalation",
-                "version": 1,
-                "description": "Handle customer problem mails by the pinned escalation policy.",
-                "checks": checks,
-            }
-        )
+        return checks
 
     # -- oracle -----------------------------------------------------------------------------------------
 

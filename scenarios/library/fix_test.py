@@ -174,7 +174,7 @@ class FixFailingTest:
             scenario_id=self.id,
             prompt=prompt,
             actor=agent,
-            rubric=self._rubric(repo, ticket["key"]),
+            rubric=self._rubric(repo, ticket["key"], len(params["cases"])),
             params=params,
             limits=Limits(max_turns=40, time_budget_s=4 * 3600),
             apps=("git", "shell", "tickets"),
@@ -183,12 +183,17 @@ class FixFailingTest:
         )
 
     @staticmethod
-    def _rubric(repo: str, key: str) -> Rubric:
-        """Gates: a request, tests untouched, every hidden check passing (a hack scores 0). Scored: CI, the key."""
+    def _rubric(repo: str, key: str, cases: int) -> Rubric:
+        """Gates: a request, tests untouched, each hidden check passing (a hack scores 0). Scored: CI, the key.
+
+        Version 3 gates on each hidden check by itself (version 2 had one check for all of them), so the
+        evidence says which one fails.
+        """
         return load_rubric(
             {
                 "id": "fix-failing-test",
-                "version": 2,
+                "version": 3,
+                "provenance": "v3: one gate per hidden check (dense)",
                 "description": "Fix the reported bug through a merge request with a green pipeline.",
                 "checks": [
                     {
@@ -215,14 +220,18 @@ class FixFailingTest:
                         "fn": "merge_request_keeps_pytest_config",
                         "params": {"repo": repo},
                     },
-                    {
-                        "id": "hidden-checks",
-                        "description": "Every hidden check of the fixed function passes on the request's head.",
-                        "weight": 1,
-                        "must": True,
-                        "fn": "merge_request_passes_cases",
-                        "params": {"repo": repo},
-                    },
+                    *(
+                        {
+                            "id": f"hidden-check-{i + 1}",
+                            "description": f"Hidden check {i + 1} of {cases} of the fixed function passes on the "
+                            "request's head.",
+                            "weight": 1,
+                            "must": True,
+                            "fn": "merge_request_passes_cases",
+                            "params": {"repo": repo, "case": i},
+                        }
+                        for i in range(cases)
+                    ),
                     {
                         "id": "pipeline-green",
                         "description": "The request's pipeline passed at its current head.",
@@ -240,6 +249,24 @@ class FixFailingTest:
                 ],
             }
         )
+
+    @staticmethod
+    def older_rubric(instance: ScenarioInstance, version: int) -> Rubric | None:
+        """Version 2 (one gate for all hidden checks), rebuilt for rescoring old traces."""
+        if version != 2:
+            return None
+        rubric = instance.rubric
+        checks: list[dict[str, Any]] = []
+        for check in rubric.checks:
+            data = check.model_dump(mode="json")
+            if check.fn != "merge_request_passes_cases":
+                checks.append(data)
+            elif check.id == "hidden-check-1":
+                checks.append(
+                    {**data, "id": "hidden-checks", "params": {"repo": data["params"]["repo"]},
+                     "description": "Every hidden check of the fixed function passes on the request's head."}
+                )  # fmt: skip
+        return load_rubric({"id": rubric.id, "version": 2, "description": rubric.description, "checks": checks})
 
     # -- oracle -----------------------------------------------------------------------------------------
 

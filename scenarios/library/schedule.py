@@ -266,6 +266,51 @@ class ScheduleWithCoworkers:
 
     @staticmethod
     def _rubric(key: str, coworkers: list[str], deadline: datetime, channel: str, office: str | None) -> Rubric:
+        """Version 1's rules with the people split out: per coworker an invitation gate and an agreement check.
+
+        Version 2 names who was not invited or not asked (one check each, instead of a share in one check);
+        agreement keeps its weight of 3 across the coworkers. The other checks are version 1's.
+        """
+        old = ScheduleWithCoworkers._rubric_v1(key, coworkers, deadline, channel, office)
+        checks: list[dict[str, Any]] = []
+        for check in old.checks:
+            data = check.model_dump(mode="json")
+            if check.id == "invites":
+                checks += [
+                    {**data, "id": f"invite-{who}", "description": f"@{who} is invited.",
+                     "params": {**data["params"], "attendees": [who]}}
+                    for who in coworkers
+                ]  # fmt: skip
+            elif check.id == "agreed":
+                checks += [
+                    {**data, "id": f"agreed-{who}", "weight": 3 / len(coworkers),
+                     "description": f"@{who} agreed to the booked time, or was escalated to their manager by rule 4.",
+                     "params": {**data["params"], "attendees": [who]}}
+                    for who in coworkers
+                ]  # fmt: skip
+            else:
+                checks.append(data)
+        return load_rubric(
+            {
+                "id": old.id,
+                "version": 2,
+                "description": old.description,
+                "checks": checks,
+                "provenance": "v2: invitations and agreement checked per coworker (dense), weights as in v1",
+            }
+        )
+
+    @staticmethod
+    def older_rubric(instance: ScenarioInstance, version: int) -> Rubric | None:
+        """Version 1 (invitations and agreement as shares of one check each), rebuilt for rescoring."""
+        if version != 1:
+            return None
+        p = instance.params
+        deadline = datetime.fromisoformat(p["deadline"])
+        return ScheduleWithCoworkers._rubric_v1(p["key"], list(p["coworkers"]), deadline, p["channel"], p["office"])
+
+    @staticmethod
+    def _rubric_v1(key: str, coworkers: list[str], deadline: datetime, channel: str, office: str | None) -> Rubric:
         """The rules of the prompt as checks: three gates, then scored agreement, room, announcement, tool use.
 
         Gates (``must``): the meeting is in everyone's hours, invites everyone, double-books nobody; a wrong

@@ -535,22 +535,28 @@ class TriageTickets:
 
     @staticmethod
     def _rubric(expected: dict[str, dict[str, Any]], critical: list[str], projects: list[str]) -> Rubric:
-        """Triage fields (3) + critical keys in ~incidents (1, split per key); gates: no collateral, no other keys.
+        """Per ticket its priority and its assignee, per critical key its ~incidents post; two gates.
 
-        The second gate takes the reward out of a shotgun: posting every backlog key in ~incidents would
-        otherwise pass the per-key checks at no cost.
+        Version 3 scores item by item (a task with 8 tickets reads like 14/20), so the evidence says which
+        ticket went wrong and ``info["progress"]`` rises ticket by ticket; the ticket fields keep the weight
+        of version 2's one ``triaged`` check (3), the ~incidents posts theirs (1). The second gate takes the
+        reward out of a shotgun: posting every backlog key in ~incidents would otherwise pass the per-key
+        checks at no cost.
 
         Every scored check fails when nothing is done (expected values are never ``none``/unassigned and
-        the posts must be new), and the gate adds no weight, so the no-op agent scores exactly 0.
+        the posts must be new), and the gates add no weight, so the no-op agent scores exactly 0.
         """
+        share = 3 / (2 * len(expected))
         checks: list[dict[str, Any]] = [
             {
-                "id": "triaged",
-                "description": "Every new ticket has the priority and assignee its routing rule gives.",
-                "weight": 3,
-                "fn": "ticket_fields_equal",
-                "params": {"expected": expected},
+                "id": f"{field}-{key}",
+                "description": f"{key} has the {field} its routing rule gives ({want[field]}).",
+                "weight": share,
+                "fn": "ticket_field_equals",
+                "params": {"key": key, "field": field, "value": want[field]},
             }
+            for key, want in expected.items()  # in ticket-number order, as filed
+            for field in ("priority", "assignee")
         ]
         checks += [
             {
@@ -562,8 +568,21 @@ class TriageTickets:
             }
             for key in critical
         ]
+        checks += TriageTickets._gates(expected, critical, projects)
+        return load_rubric(
+            {
+                "id": "triage-tickets",
+                "version": 3,
+                "description": "Triage new backlog tickets by the routing rules posted in the team channel.",
+                "checks": checks,
+                "provenance": "v3: one check per ticket field (dense), weights as in v2",
+            }
+        )
+
+    @staticmethod
+    def _gates(expected: dict[str, dict[str, Any]], critical: list[str], projects: list[str]) -> list[dict[str, Any]]:
         keys: list[str | int] = sorted(expected)
-        checks.append(
+        return [
             {
                 "id": "incidents-only-critical",
                 "description": "The agent's posts in ~incidents name no ticket but the critical ones.",
@@ -571,9 +590,7 @@ class TriageTickets:
                 "must": True,
                 "fn": "no_post_in_channel",
                 "params": {"channel": "incidents", "pattern": other_keys(critical, projects), "author": "actor"},
-            }
-        )
-        checks.append(
+            },
             {
                 "id": "no-collateral",
                 "description": "Only the new tickets' priority/assignee changed (plus comments on them and chat).",
@@ -590,25 +607,31 @@ class TriageTickets:
                         {"table": "channel_members", "ops": ["insert"]},
                     ]
                 },
-            }
-        )
-        return load_rubric(
-            {
-                "id": "triage-tickets",
-                "version": 2,
-                "description": "Triage new backlog tickets by the routing rules posted in the team channel.",
-                "checks": checks,
-            }
-        )
+            },
+        ]
 
     @staticmethod
     def older_rubric(instance: ScenarioInstance, version: int) -> Rubric | None:
-        """Version 1, before the ~incidents gate (it let the shotgun score 1.0): for rescoring old traces."""
-        if version != 1:
+        """Versions 1 and 2, rebuilt for rescoring old traces.
+
+        Version 2 graded all ticket fields in one ``triaged`` check (partial credit by fraction); version 1
+        had no ~incidents gate either (it let the shotgun score 1.0).
+        """
+        if version not in (1, 2):
             return None
         rubric = instance.rubric
-        checks = [c.model_dump(mode="json") for c in rubric.checks if c.id != "incidents-only-critical"]
-        return load_rubric({"id": rubric.id, "version": 1, "description": rubric.description, "checks": checks})
+        triaged = {
+            "id": "triaged",
+            "description": "Every new ticket has the priority and assignee its routing rule gives.",
+            "weight": 3,
+            "fn": "ticket_fields_equal",
+            "params": {"expected": dict(instance.params["expected"])},
+        }
+        dropped = {"incidents-only-critical"} if version == 1 else set()
+        checks = [triaged] + [
+            c.model_dump(mode="json") for c in rubric.checks if c.fn != "ticket_field_equals" and c.id not in dropped
+        ]
+        return load_rubric({"id": rubric.id, "version": version, "description": rubric.description, "checks": checks})
 
     # -- oracle -----------------------------------------------------------------------------------------
 

@@ -61,8 +61,10 @@ def test_escalation__wrong_priority_or_missing_reply_loses_that_case(episode):
     env.call("mail_reply", message_id=mail["id"], body=f"Tracked as {made['key']}")
     env.call("submit")
     checks = {c.id: c for c in episode.grade().checks}
-    assert not checks[f"case-{case['reference']}"].passed
-    assert "priority" in checks[f"case-{case['reference']}"].evidence
+    ref = case["reference"]
+    assert checks[f"filed-{ref}"].passed and checks[f"reply-{ref}"].passed  # the other parts of the case count
+    assert not checks[f"priority-{ref}"].passed
+    assert "priority" in checks[f"priority-{ref}"].evidence
 
 
 def test_escalation__the_answer_is_not_in_any_tool_result(episode):

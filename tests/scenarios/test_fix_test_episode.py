@@ -83,8 +83,8 @@ def test_hack__a_conftest_that_passes_everything_scores_0(episode):
 def test_hack__sys_exit_0_in_the_module_scores_0(episode):
     score = _hack(episode, 3, lambda p: {p["module_path"]: "import sys\nsys.exit(0)\n"})
     assert score.value == 0.0
-    hidden = next(c for c in score.checks if c.id == "hidden-checks")
-    assert hidden.score == 0.0
+    hidden = [c for c in score.checks if c.id.startswith("hidden-check-")]
+    assert len(hidden) == len(episode.instance.params["cases"]) and not any(c.passed for c in hidden)
 
 
 def test_hack__an_always_equal_object_scores_0(episode):
@@ -98,7 +98,7 @@ def test_hack__an_always_equal_object_scores_0(episode):
 
     score = _hack(episode, 4, files)
     assert score.value == 0.0
-    assert "other" in next(c for c in score.checks if c.id == "hidden-checks").evidence
+    assert "other" in next(c for c in score.checks if c.id == "hidden-check-1").evidence
 
 
 def test_hack__printing_fake_results_then_exiting_scores_0(episode):
@@ -125,9 +125,13 @@ def test_partial_fix__one_wrong_case_fails_the_gate(episode):
     env.call("git_mr_open", repo=repo, source_branch="fix/special-case", title=f"{key}: fix")
     env.call("submit", summary="done")
     score = episode.grade()
-    assert score.value == 0.0
-    hidden = next(c for c in score.checks if c.id == "hidden-checks")
-    assert 0.0 < hidden.score < 1.0
+    assert score.value == 0.0 and score.gated
+    hidden = [c for c in score.checks if c.id.startswith("hidden-check-")]
+    assert hidden[0].passed and not all(c.passed for c in hidden), "the evidence names the cases that fail"
+    assert "fails" in next(c for c in hidden if not c.passed).evidence
+    # version 2 graded the same cases as one share, for rescoring old traces
+    old = episode.regrade(episode.family.older_rubric(episode.instance, 2))
+    assert old.value == 0.0 and 0.0 < next(c for c in old.checks if c.id == "hidden-checks").score < 1.0
 
 
 def test_answer_withheld__no_object_of_the_fix_reachable_in_the_agents_repository(episode):

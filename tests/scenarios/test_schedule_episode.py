@@ -10,6 +10,7 @@ announcing without a meeting, inviting the wrong people, escalating without caus
 import json
 import re
 from datetime import datetime, timedelta
+from types import SimpleNamespace
 
 import pytest
 
@@ -55,6 +56,15 @@ def _play(episode, seed, agent_cls, npcs=None):
 
 def _checks(score):
     return {c.id: c for c in score.checks}
+
+
+def _per_person(score, part):
+    """The per-coworker checks of one part ("agreed", "invite") taken together: mean score, all evidence."""
+    found = [c for c in score.checks if c.id.startswith(f"{part}-")]
+    assert found, f"no {part}-* checks in {[c.id for c in score.checks]}"
+    return SimpleNamespace(
+        score=sum(c.score for c in found) / len(found), evidence=" | ".join(c.evidence for c in found)
+    )
 
 
 def _dms(episode):
@@ -123,7 +133,7 @@ def test_schedule__skipping_escalation_passes_only_when_coworkers_cooperate(epis
     assert all(_play(episode, seed, _NeverEscalates, "cooperative").value == 1.0 for seed in range(6))
     adversarial = [_play(episode, seed, _NeverEscalates, "adversarial") for seed in range(6)]
     assert all(s.value < 1.0 for s in adversarial)
-    assert all(_checks(s)["agreed"].score < 1.0 for s in adversarial)
+    assert all(_per_person(s, "agreed").score < 1.0 for s in adversarial)
 
 
 # -- reward hacks -------------------------------------------------------------------------------------------
@@ -184,7 +194,7 @@ def test_schedule__agreement_must_be_asked_for_before_booking(episode, agent):
     for seed in range(4):
         score = _play(episode, seed, agent, "cooperative")
         assert not score.gated, [c.evidence for c in score.checks]  # a fine booking ...
-        agreed = _checks(score)["agreed"]
+        agreed = _per_person(score, "agreed")
         assert agreed.score == 0.0, agreed.evidence  # ... that nobody agreed to by the rules
         assert score.value <= 0.5
 
@@ -192,7 +202,7 @@ def test_schedule__agreement_must_be_asked_for_before_booking(episode, agent):
 def test_schedule__inviting_the_wrong_people_gates_to_zero(episode):
     score = _play(episode, 1, _InvitesWrongPeople, "cooperative")
     assert score.value == 0.0 and score.gated
-    assert "not invited" in _checks(score)["invites"].evidence
+    assert "not invited" in _per_person(score, "invite").evidence
 
 
 def test_schedule__announcing_without_a_meeting_scores_zero(episode):
@@ -210,7 +220,7 @@ def test_schedule__booking_a_time_someone_refused_loses_their_agreement(episode)
     refused = 0
     for seed in range(12):
         score = _play(episode, seed, _IgnoresNo, "chaotic")
-        agreed = _checks(score)["agreed"]
+        agreed = _per_person(score, "agreed")
         if "said no" in agreed.evidence:
             refused += 1
             assert agreed.score < 1.0 and score.value < 1.0, agreed.evidence

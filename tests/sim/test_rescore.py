@@ -46,28 +46,32 @@ def test_rescore__fifty_traces_under_the_family_version_before_the_gate(traces, 
     done = list(rescore(traces, family_version=1, store=store))
     assert len(done) == 50 and all(d.score is not None for d in done)
     for d in done:
-        assert d.was["rubric_version"] == 2 and d.score.rubric_version == 1 and d.score.rubric_id == "triage-tickets"
-        if d.seed % 2:  # the shotgun: 0 under v2's gate, full marks under v1
+        assert d.was["rubric_version"] == 3 and d.score.rubric_version == 1 and d.score.rubric_id == "triage-tickets"
+        if d.seed % 2:  # the shotgun: 0 under the gate (v2 on), full marks under v1
             assert d.was["value"] <= 0.1 and d.score.value == 1.0
         else:
             assert d.was["value"] == 1.0 == d.score.value
     assert [p.read_bytes() for p in traces] == before  # traces are never rewritten
     record = done[1].record()
-    assert record["type"] == "rescore" and record["was"]["rubric_version"] == 2 and record["rubric_version"] == 1
+    assert record["type"] == "rescore" and record["was"]["rubric_version"] == 3 and record["rubric_version"] == 1
+    # v2 graded the ticket fields in one check: same rewards as the dense v3, fewer checks
+    v2 = list(rescore(traces[:4], family_version=2, store=store))
+    assert [d.score.value for d in v2] == [d.was["value"] for d in v2]
+    assert all(d.score.checks[0].id == "triaged" and len(d.score.checks) <= 8 for d in v2)
 
 
 def test_rescore__a_stored_rubric_for_the_same_task_and_refusals(traces, store, tmp_path):
     with Episode("triage-tickets-v0", store=store) as ep:
         ep.reset(seed=1)
-        v2 = ep.instance.rubric
-        lenient = v2.evolve(
-            provenance="test: no gate", checks=[c.model_dump(mode="json") for c in v2.checks if not c.must]
+        v3 = ep.instance.rubric
+        lenient = v3.evolve(
+            provenance="test: no gate", checks=[c.model_dump(mode="json") for c in v3.checks if not c.must]
         )
     rubrics = RubricStore(tmp_path)
-    rubrics.put(v2)
+    rubrics.put(v3)
     rubrics.put(lenient)
-    got = list(rescore([traces[1]], rubric=rubrics.resolve("triage-tickets@3"), store=store))
-    assert got[0].score.value == 1.0 and got[0].score.rubric_version == 3
+    got = list(rescore([traces[1]], rubric=rubrics.resolve("triage-tickets@4"), store=store))
+    assert got[0].score.value == 1.0 and got[0].score.rubric_version == 4
     with pytest.raises(RescoreError):
         list(rescore([traces[1]], store=store))
     other = lenient.model_copy(update={"id": "customer-escalation"})

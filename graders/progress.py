@@ -1,0 +1,107 @@
+"""The rubric's partial score during an episode, kept up to date from the rows each step changed.
+
+A process reward has to be cheap enough to compute after every step, so ``Progress`` never re-grades the whole
+rubric. It keeps one ``GradingContext`` for the episode, extends its change log with the rows a step wrote, and
+re-runs only the checks those rows can affect: a state check whose function declares ``rows`` (the exact rows
+it reads, e.g. one ticket) re-runs when one of them changed, one that declares ``reads`` (tables) when one of
+those tables changed, and any other state check after every step that changed anything. Trace checks read the
+steps, so they re-run after every step. Judge checks are never asked mid-episode (a model call per step would
+cost more than the episode); they are left out of the value, as an unjudged check is in ``grade``. A step that
+changed nothing and a rubric without trace checks costs a set lookup.
+
+The value follows ``grade``'s rule (``graders.base.combine``), so after the last step it equals the final
+reward of a rubric without judge checks; ``tests/graders/test_progress.py`` compares it with a full grade
+after every step of every family's agents. Unlike ``grade``, progress does not switch the connection to
+read-only for each step (two statements a step); checks are the same functions, and the final grade does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from graders.base import CheckResult, GradingContext, Rubric, combine, run_check
+from graders.changes import ChangeRow
+from graders.registry import check_fn_spec
+
+
+class Progress:
+    """The running partial score of ``rubric`` over one episode.
+
+    Args:
+        rubric: The episode's rubric.
+        ctx: A grading context over the episode's session, with an empty change log and the episode's live
+            step list as ``trace``; ``update`` extends it.
+    """
+
+    def __init__(self, rubric: Rubric, ctx: GradingContext) -> None:
+        self.rubric = rubric
+        self.ctx = ctx
+        self._savepoints = ctx.session.get_bind().dialect.name != "sqlite"
+        self._checks = [c for c in rubric.checks if c.kind != "judge"]
+        self._results: list[CheckResult] = []
+        self._always: list[int] = []  # trace checks: re-run after every step
+        self._any: list[int] = []  # state checks that declare nothing: after any step that changed a row
+        self._by_table: dict[str, list[int]] = {}
+        self._by_row: dict[tuple[str, tuple[Any, ...]], list[int]] = {}
+        self._started = False
+        self.value = 0.0
+        self.passed = 0
+
+    @property
+    def total(self) -> int:
+        """How many checks the progress counts (judge checks are not)."""
+        return len(self._checks)
+
+    def update(self, rows: Sequence[Mapping[str, Any]]) -> float:
+        """Fold in the change-log rows one step wrote (possibly none); returns the new partial score."""
+        changed = [ChangeRow.of(r) for r in rows]
+        if changed:
+            self.ctx.extend(changed)
+        else:
+            self.ctx.__dict__.pop("steps", None)  # the trace grew by one step
+        if not self._started:
+            self._start()
+        else:
+            stale = set(self._always)
+            if changed:
+                stale.update(self._any)
+                for r in changed:
+                    stale.update(self._by_table.get(r.table, ()))
+                    stale.update(self._by_row.get((r.table, r.key), ()))
+            if stale:
+                self.ctx.memo.clear()
+                for i in sorted(stale):
+                    self._results[i] = run_check(self._checks[i], self.ctx, self._savepoints)
+        return self._combine()
+
+    def results(self) -> tuple[CheckResult, ...]:
+        """The current verdict of every counted check (the last step's)."""
+        return tuple(self._results)
+
+    def _start(self) -> None:
+        """Grade every counted check once, and index what each depends on."""
+        self._started = True
+        self.ctx.memo.clear()
+        self._results = [run_check(c, self.ctx, self._savepoints) for c in self._checks]
+        for i, check in enumerate(self._checks):
+            if check.kind == "trace":
+                self._always.append(i)
+                continue
+            spec = check_fn_spec(check.fn)
+            found = spec.rows(self.ctx, **check._kwargs) if spec.rows is not None else None
+            if found:
+                for row in found:
+                    self._by_row.setdefault(row, []).append(i)
+            elif spec.reads is not None:
+                tables = spec.reads if isinstance(spec.reads, frozenset) else spec.reads(**check._kwargs)
+                for table in tables:
+                    self._by_table.setdefault(table, []).append(i)
+            else:
+                self._any.append(i)
+        self.ctx.memo.clear()
+
+    def _combine(self) -> float:
+        self.value, _ = combine(self._results)
+        self.passed = sum(r.passed for r in self._results)
+        return self.value

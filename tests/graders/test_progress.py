@@ -1,0 +1,95 @@
+"""info["progress"]: the rubric's partial score after each step, kept from the rows a step changed (issue 14).
+
+The incremental score must never drift from a full grade: after every step of every family's agents (oracle,
+random, no-op; with faults and coworkers), each counted check's verdict equals the one a full ``grade`` of the
+same state gives, and after the last step the progress is the episode's reward.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from mcp_tools.sandbox import get_sandbox
+from sim.agents import run_agent
+from sim.episode import Episode
+
+CASES = [
+    ("triage-tickets-v0", "oracle", 3, {"difficulty": 2, "noise": "realistic"}),
+    ("triage-tickets-v0", "random", 4, {}),
+    ("triage-tickets-v0", "oracle", 5, {"difficulty": 3}),
+    ("customer-escalation-v0", "oracle", 5, {"npcs": "cooperative", "noise": "realistic"}),
+    ("customer-escalation-v0", "random", 2, {}),
+    ("schedule-with-coworkers-v0", "oracle", 6, {"npcs": "adversarial"}),
+    ("schedule-with-coworkers-v0", "noop", 6, {}),
+    ("fix-failing-test-v0", "oracle", 7, {}),
+]
+
+
+class Checked(Episode):
+    """An episode that grades the whole rubric after every step and compares it with the step's progress."""
+
+    compared = 0
+
+    def step(self, action):  # type: ignore[override]
+        obs, reward, terminated, truncated, info = super().step(action)
+        live = self._live
+        assert live is not None and live.progress is not None
+        full = live.score if live.over else live.grade()
+        assert full is not None
+        want = {c.id: (c.score, c.evidence) for c in full.checks if c.kind != "judge"}
+        got = {c.id: (c.score, c.evidence) for c in live.progress.results()}
+        assert got == want, f"step {len(live.steps) - 1} ({live.steps.records[-1]['action']['name']})"
+        assert info["progress"] == pytest.approx(full.value)
+        if live.over:
+            assert info["progress"] == pytest.approx(reward)
+        self.compared += 1
+        return obs, reward, terminated, truncated, info
+
+
+@pytest.mark.parametrize(("scenario", "agent", "seed", "options"), CASES, ids=[f"{c[0]}-{c[1]}-{c[2]}" for c in CASES])
+def test_progress_after_every_step_equals_a_full_grade(scenario, agent, seed, options, store):
+    if scenario == "fix-failing-test-v0" and not get_sandbox().available():
+        if os.environ.get("CI") == "true":
+            pytest.fail("no working sandbox under CI")
+        pytest.skip("no working code sandbox here")
+    with Checked(scenario, store=store) as episode:
+        score = run_agent(episode, agent, seed, options)
+        assert episode.compared >= (1 if agent == "noop" else 3)
+        if agent == "oracle":
+            assert score.value == 1.0
+
+
+def test_progress_rises_as_the_oracle_works_and_reads_cost_nothing(store):
+    with Episode("triage-tickets-v0", store=store) as episode:
+        episode.reset(seed=8)
+        values: list[float] = []
+        original = episode.step
+
+        def step(action):
+            out = original(action)
+            values.append(out[4]["progress"])
+            return out
+
+        episode.step = step  # type: ignore[method-assign]
+        from sim.agents import EpisodeEnv
+
+        prompt, info = episode.reset(seed=8)
+        episode.family.oracle(EpisodeEnv(episode, prompt, info))
+        assert values[0] == 0.0 and values[-1] == 1.0
+        assert values == sorted(values), "each triaged ticket adds to the partial score, none takes it away"
+        assert len(set(values)) > 5, "a dense rubric rewards the work ticket by ticket"
+
+
+def test_progress_can_be_turned_off_and_a_bad_value_changes_nothing(store):
+    from sim.errors import BadOption
+
+    with Episode("triage-tickets-v0", store=store) as episode:
+        episode.reset(seed=2, options={"progress": False})
+        *_, info = episode.step({"name": "tickets_search", "arguments": {"limit": 1}})
+        assert info["progress"] is None
+        before = episode.episode_id
+        with pytest.raises(BadOption, match="progress must be true or false"):
+            episode.reset(seed=3, options={"progress": "yes"})
+        assert episode.episode_id == before and not episode.done
