@@ -225,8 +225,9 @@ def _figure(plot: Plot) -> str:
     data = base64.b64encode(plot.svg).decode("ascii")
     files = f"{plot.name}.png, {plot.name}.svg"
     return (
-        f'<figure><img src="data:image/svg+xml;base64,{data}" alt="{escape(plot.description)}">'
-        f"<figcaption>{escape(plot.description)} Files: {escape(files)}.</figcaption></figure>"
+        f'<figure aria-labelledby="fig-{plot.name}"><img src="data:image/svg+xml;base64,{data}"'
+        f' alt="{escape(plot.description)}"><figcaption id="fig-{plot.name}">{escape(plot.description)}'
+        f" Files: {escape(files)}.</figcaption></figure>"
     )
 
 

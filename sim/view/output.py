@@ -37,6 +37,8 @@ def check_report_dir(target: Path, *, overwrite: bool, names: set[str] | None = 
     """
     if target.exists() and not target.is_dir():
         raise OutputError(f"{target} is a file; expected a directory for the report")
+    if target.parent.exists() and not target.parent.is_dir():
+        raise OutputError(f"cannot write {target}: {target.parent} is a file, not a directory")
     if not target.parent.is_dir():
         raise OutputError(f"cannot write {target}: the directory {target.parent} does not exist")
     if target.is_dir():
