@@ -94,6 +94,7 @@ def write_file(target: Path, write: Callable[[Path], None]) -> None:
     tmp = Path(name)
     try:
         write(tmp)
+        tmp.chmod(0o644)  # mkstemp makes it private; a dataset is meant to be shared
         os.replace(tmp, target)
     except BaseException as exc:
         tmp.unlink(missing_ok=True)

@@ -273,3 +273,40 @@ def test_view__in_chromium_every_table_image_and_link_has_an_accessible_name(pag
         unnamed = [n for n in seen.get(role, []) if not n]
         assert not unnamed, f"{len(unnamed)} {role} element(s) without an accessible name"
     assert "Episode 1: triage-tickets-v0 seed 3" in " ".join(seen["heading"])
+
+
+def test_view__a_replay_that_diverges_is_reported_instead_of_a_wrong_state_diff(traces, store, tmp_path):
+    lines = traces[0].read_text().splitlines()
+    step = json.loads(lines[3])  # episode 0, step 2: record a result the world will not give again
+    step["result"] = {"tampered": True}
+    lines[3] = json.dumps(step, sort_keys=True, separators=(",", ":"))
+    tampered = tmp_path / "tampered.jsonl"
+    tampered.write_text("\n".join(lines) + "\n")
+    done = report([tampered], store=store)
+    html = Page(done.files["index.html"].decode())
+    assert "The replay diverged" in html.text["ep-0"] and "episode 0 step 2" in html.text["ep-0"]
+    assert "State before and after episode 1" not in html.text["ep-0"]
+    assert "State before and after episode 2" in html.text["ep-1"]  # the other episodes still replay
+
+
+def test_net_changes__a_row_added_then_removed_is_gone_and_a_value_set_back_is_no_change():
+    from graders.changes import ChangeRow
+    from sim.view.model import net_changes
+
+    rows = [
+        ChangeRow(seq=1, table="posts", key=(9,), op="insert", changes={"id": 9, "message": "hi"}),
+        ChangeRow(seq=2, table="posts", key=(9,), op="update", changes={"message": ["hi", "hello"]}),
+        ChangeRow(seq=3, table="tickets", key=(1000,), op="update", changes={"priority": ["none", "high"]}),
+        ChangeRow(seq=4, table="tickets", key=(239,), op="update", changes={"priority": ["low", "high"]}),
+        ChangeRow(seq=5, table="tickets", key=(239,), op="update", changes={"priority": ["high", "low"]}),
+        ChangeRow(seq=6, table="tickets", key=(1000,), op="update", changes={"status": ["todo", "done"]}),
+        ChangeRow(seq=7, table="mentions", key=(4,), op="insert", changes={"id": 4}),
+        ChangeRow(seq=8, table="mentions", key=(4,), op="delete", changes={"id": 4}),
+        ChangeRow(seq=9, table="events", key=(2,), op="delete", changes={"id": 2, "title": "standup"}),
+    ]
+    got = [(c.table, c.key, c.kind, dict(c.values)) for c in net_changes(rows)]
+    assert got == [
+        ("events", "2", "removed", {"id": 2, "title": "standup"}),
+        ("posts", "9", "added", {"id": 9, "message": "hello"}),
+        ("tickets", "1000", "changed", {"priority": ["none", "high"], "status": ["todo", "done"]}),
+    ]
