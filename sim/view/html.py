@@ -23,6 +23,8 @@ from sim.view.plots import Plot
 
 CLIP = 1200
 """Characters of a JSON value shown before it is cut (the trace holds the rest)."""
+FOLD = 100
+"""Characters of a result shown inline; a longer one is folded into a disclosure."""
 
 CSS = """
 body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;margin:0;color:#1b1b1b;background:#fff;line-height:1.4}
@@ -38,6 +40,7 @@ tr.fault td,tr.fault th{background:#fdecea}
 tr.diverge td,tr.diverge th{background:#fff4d6;font-weight:600}
 .pass{color:#176b2c;font-weight:600}.fail{color:#b3261e;font-weight:600}
 dl{display:grid;grid-template-columns:max-content auto;gap:.1rem 1rem}dt{font-weight:600}dd{margin:0}
+summary{cursor:pointer}code.tool{white-space:nowrap}code{font-size:.8rem;word-break:break-word}
 figure{margin:1rem 0}figure img{max-width:100%;height:auto;border:1px solid #ddd}
 nav ul{columns:2;font-size:.85rem}
 """
@@ -72,11 +75,19 @@ def _anchor(index: int) -> str:
     return f"ep-{index}"
 
 
+def _folded(value: Any) -> str:
+    """A short value inline; a long one as a disclosure whose summary is its start (no script: ``<details>``)."""
+    compact = json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
+    if len(compact) <= FOLD:
+        return f"<code>{escape(compact)}</code>"
+    return f"<details><summary><code>{escape(compact[:FOLD])}…</code></summary>{_pre(value)}</details>"
+
+
 def _outcome(step: Mapping[str, Any]) -> str:
     error = step.get("error")
     if error:
         return f'<span class="fail">error [{escape(str(error.get("code")))}]</span> {escape(str(error.get("message")))}'
-    return _pre(step.get("result"))
+    return _folded(step.get("result"))
 
 
 def _fault(step: Mapping[str, Any]) -> str:
@@ -101,8 +112,9 @@ def _timeline(ep: EpisodeView, index: int) -> str:
         )
         rows.append(
             f'<tr{" class=fault" if faulted else ""} id="{_anchor(index)}-step-{i}"><th scope="row">{i}</th>'
-            f"<td>{escape(str(step.get('clock')))}</td><td><code>{escape(str(action.get('name')))}</code></td>"
-            f"<td>{_pre(action.get('arguments'))}</td><td>{_outcome(step)}</td><td>{_fault(step)}</td>"
+            f"<td>{escape(str(step.get('clock')))}</td>"
+            f"<td><code class=tool>{escape(str(action.get('name')))}</code></td>"
+            f"<td>{_folded(action.get('arguments'))}</td><td>{_outcome(step)}</td><td>{_fault(step)}</td>"
             f"<td>{f'<ul>{coworkers}</ul>' if coworkers else ''}</td></tr>"
         )
     head = ("step", "simulated clock", "tool", "arguments", "result or error", "fault", "coworker actions")
