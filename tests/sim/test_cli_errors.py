@@ -75,6 +75,25 @@ CASES = [
     (["serve", "--port", "99999"], "--port must be 1-65535", {}),
     (["serve", "--port", "BUSY"], "cannot listen on 127.0.0.1", {}),
     (["serve", "--host", "0.0.0.0"], "pass --token", {}),  # noqa: S104 - refused without a token
+    (["view", "missing.jsonl"], "no trace file at missing.jsonl", {}),
+    (["view", "adir"], "adir is a directory", {}),
+    (["view", "w.db", "--out", "r"], "not a text trace", {}),
+    (["view", "afile", "--out", "r"], "afile:1: not a JSON record", {}),
+    (["view", "empty.jsonl", "--out", "r"], "holds no episode", {}),
+    (["view", "traced.jsonl", "cut.jsonl", "--out", "r"], "cut.jsonl:", {}),
+    (["view", "traced.jsonl", "--out", "afile"], "afile is a file", {}),
+    (["view", "traced.jsonl", "--out", "afile/r"], "afile is a file, not a directory", {}),
+    (["view", "traced.jsonl", "--out", "nodir/r"], "does not exist", {}),
+    (["view", "traced.jsonl", "--out", "camp"], "is not a companysim report", {}),
+    (["view", "traced.jsonl", "--out", "camp", "--overwrite"], "is not a companysim report", {}),
+    (["view", "traced.jsonl", "--out", "areport"], "pass --overwrite", {}),
+    (["view", "traced.jsonl", "--no-replay", "--out", "/proc/companysim-report"], "cannot write /proc/", {}),
+    (["export", "cut.jsonl", "--parquet", "e.parquet"], "cut.jsonl:", {}),
+    (["export", "missing.jsonl", "--parquet", "e.parquet"], "no trace file", {}),
+    (["export", "traced.jsonl", "--parquet", "adir"], "is a directory", {}),
+    (["export", "traced.jsonl", "--parquet", "afile"], "pass --overwrite", {}),
+    (["export", "traced.jsonl", "--parquet", "nodir/e.parquet"], "does not exist", {}),
+    (["export", "traced.jsonl", "--parquet", "/proc/companysim.parquet"], "cannot write /proc/", {}),
 ]
 
 
@@ -112,6 +131,11 @@ def place(tmp_path_factory):
     for name, agent in (("traced", "oracle"), ("other", "noop")):
         run = [*camp[:-4], "--episodes", "2", "--agent", agent, "--snapshots", name, "--trace", f"{name}.jsonl"]
         subprocess.run(run, cwd=root, env=env, check=True, capture_output=True)
+    # A trace cut in the middle of a line (a killed writer), and a report a new one may only replace with --overwrite.
+    lines = (root / "traced.jsonl").read_text().splitlines(keepends=True)
+    (root / "cut.jsonl").write_text("".join(lines[:-2]) + lines[-2][: len(lines[-2]) // 2])
+    (root / "areport").mkdir()
+    (root / "areport" / "index.html").write_text("an older report\n")
     for name, source in (
         ("swapped", root / "traced" / "episode-0000.snap"),
         ("foreign", root / "other" / "episode-0001.snap"),
