@@ -222,7 +222,8 @@ class CompanySimTool:
             tools = {t["function"]["name"]: t for t in scenario_tools(self.scenario, self.data_dir)}
             self.tool_schema = ToolSchema.model_validate(verl_tool_schema(tools[self.name]))
         self.pool = POOL
-        self._pending: dict[str, dict[str, Any]] = {}
+        self._pending: dict[str, dict[str, Any]] = {}  # handle -> the task its create named
+        self._bound: dict[str, str] = {}  # handle -> the episode key its execute used
         self._handles = 0
 
     def get_openai_tool_schema(self) -> Any:
@@ -260,6 +261,7 @@ class CompanySimTool:
         The step reward is 0.0 until the episode ends, then its score. A refused call is an error line.
         """
         key = self._key(instance_id, kwargs.get("agent_data"))
+        self._bound[instance_id] = key  # verl releases the handle without agent_data
         runner = self.pool.get(key)
         if runner is None:
             task = self._pending.get(instance_id)
@@ -280,7 +282,7 @@ class CompanySimTool:
 
     async def release(self, instance_id: str, **kwargs: Any) -> None:
         """Forget this call's handle; free the episode only if it has ended (verl releases after every call)."""
-        key = self._key(instance_id, kwargs.get("agent_data"))
+        key = self._bound.pop(instance_id, None) or self._key(instance_id, kwargs.get("agent_data"))
         self._pending.pop(instance_id, None)
         runner = self.pool.get(key)
         if runner is not None and runner.done:
