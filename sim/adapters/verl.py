@@ -160,6 +160,7 @@ class EpisodePool:
         self.max_episodes = max_episodes
         self.live: OrderedDict[str, EpisodeRunner] = OrderedDict()
         self.idle: dict[tuple[str, str | None], list[EpisodeRunner]] = {}
+        self.ended: OrderedDict[str, float] = OrderedDict()  # key -> final score of an episode closed after its end
         self._keys: dict[int, tuple[str, str | None]] = {}
 
     def get(self, key: str) -> EpisodeRunner | None:
@@ -172,6 +173,7 @@ class EpisodePool:
     def start(self, key: str, task: TaskRow, data_dir: str | None) -> tuple[EpisodeRunner, str]:
         """Reset a new episode of ``task`` under ``key`` (replacing any episode there); returns it and its prompt."""
         self.close(key)
+        self.ended.pop(key, None)
         slot = (task.scenario, data_dir)
         idle = self.idle.get(slot)
         runner = idle.pop() if idle else EpisodeRunner(task.scenario, data_dir, scenario_apps(task.scenario, data_dir))
@@ -186,6 +188,10 @@ class EpisodePool:
         """Stop the episode under ``key`` (if any) and keep its runner for reuse."""
         runner = self.live.pop(key, None)
         if runner is not None:
+            if runner.done:  # a later call of that rollout is refused, not a new episode
+                self.ended[key] = runner.reward()
+                while len(self.ended) > self.max_episodes:
+                    self.ended.popitem(last=False)
             self.idle.setdefault(self._keys[id(runner)], []).append(runner)
 
     def close_all(self) -> None:
@@ -197,6 +203,7 @@ class EpisodePool:
                 self._keys.pop(id(runner), None)
                 runner.close()
         self.idle.clear()
+        self.ended.clear()
 
 
 POOL = EpisodePool()
@@ -263,6 +270,8 @@ class CompanySimTool:
         key = self._key(instance_id, kwargs.get("agent_data"))
         self._bound[instance_id] = key  # verl releases the handle without agent_data
         runner = self.pool.get(key)
+        if runner is None and key in self.pool.ended:
+            return _response(error_line("episode_over", f"episode {key!r} has ended")), 0.0, {"done": True}
         if runner is None:
             task = self._pending.get(instance_id)
             if task is None:
@@ -277,8 +286,9 @@ class CompanySimTool:
 
     async def calc_reward(self, instance_id: str, **kwargs: Any) -> float:
         """The rollout's score: final once it ended, the current state's before (0.0 for an unknown episode)."""
-        runner = self.pool.get(self._key(instance_id, kwargs.get("agent_data")))
-        return runner.reward() if runner is not None else 0.0
+        key = self._key(instance_id, kwargs.get("agent_data"))
+        runner = self.pool.get(key)
+        return runner.reward() if runner is not None else self.pool.ended.get(key, 0.0)
 
     async def release(self, instance_id: str, **kwargs: Any) -> None:
         """Forget this call's handle; free the episode only if it has ended (verl releases after every call)."""

@@ -161,6 +161,7 @@ def test_oracle_through_the_agent_loop_contract_reaches_reward_1(scenario, store
     assert rewards[-1] == 1.0 and set(rewards[:-1]) == {0.0}, "0 per step, the score on the submit call"
     assert metrics[-1]["done"] is True and metrics[-1]["error"] is None
     assert POOL.get("req-A") is None, "an ended episode is freed at its release"
+    assert asyncio.run(submit.calc_reward("h", agent_data=AgentData("req-A"))) == 1.0, "its score is kept"
 
 
 def test_rollouts_of_one_row_play_separate_episodes(store):
@@ -182,8 +183,9 @@ def test_bad_input_is_an_error_response(store):
     assert text("tickets_get", {"nope": 1}).startswith("error [invalid_argument]: tickets_get: unknown argument")
     assert text("tickets_get", ["SEA-1"]).startswith("error [bad_action]: arguments of 'tickets_get' must be")
     assert text("submit", {}) == '{"submitted":true}'
-    # Released once ended: a later call of that rollout starts nothing silently, it is refused by the pool key
-    # being gone and the row's task starting a new episode only on a new request id.
+    # The ended episode was released; a later call of that rollout is refused, it does not start a new one.
+    assert text("tickets_get", {"key": "SEA-1"}) == "error [episode_over]: episode 'bad' has ended"
+    assert asyncio.run(tools["submit"].calc_reward("h", agent_data=AgentData("bad"))) == 0.0
     search = tools["tickets_search"]
 
     async def after_end():
