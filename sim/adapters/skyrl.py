@@ -25,7 +25,7 @@ from skyrl_gym.envs.base_text_env import BaseTextEnv, BaseTextEnvStepOutput
 
 from sim.adapters.common import EpisodeRunner, TaskRow, error_line
 from sim.calls import parse_action
-from sim.errors import BadAction
+from sim.errors import BadAction, BadOption
 
 ENV_ID = "companysim"
 TOOL_CALL = re.compile(r"<tool_call>(.*?)</tool_call>", re.S)
@@ -60,13 +60,16 @@ class CompanySimTextEnv(BaseTextEnv):  # type: ignore[misc]  # skyrl-gym is unty
         extras: The dataset row: ``seed`` (required), ``difficulty``, ``options``, ``scenario``, ``max_turns``.
 
     Raises:
-        BadOption: the row does not name a task (a dataset bug, raised at construction like skyrl's own envs).
+        BadOption: no scenario is named, or the row does not name a task (a dataset bug, raised at construction
+            like skyrl's own envs).
     """
 
     def __init__(self, env_config: Any = None, extras: Mapping[str, Any] | None = None) -> None:
         super().__init__()
         row = dict(extras or {})
-        scenario = str(row.get("scenario") or _get(env_config, "scenario", "triage-tickets-v0"))
+        scenario = row.get("scenario") or _get(env_config, "scenario")
+        if not isinstance(scenario, str) or not scenario:
+            raise BadOption("name the scenario in env_config ('scenario') or in the row")
         self.task = TaskRow.parse(row, scenario)
         self.runner = EpisodeRunner(scenario, _get(env_config, "data_dir"))
         self.max_turns = int(row.get("max_turns") or 10_000)

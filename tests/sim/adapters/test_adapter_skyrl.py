@@ -19,7 +19,8 @@ SCENARIOS = [r.id for r in registered()]
 
 
 def make(store, **extras):
-    env = skyrl_gym.make(ENV_ID, env_config={"data_dir": str(store.data_dir)}, extras=extras)
+    config = {"data_dir": str(store.data_dir), "scenario": "triage-tickets-v0"}
+    env = skyrl_gym.make(ENV_ID, env_config=config, extras=extras)
     assert isinstance(env, CompanySimTextEnv) and isinstance(env, skyrl_gym.Env)
     return env
 
@@ -101,3 +102,5 @@ def test_a_row_without_a_task_is_refused_at_make(store):
 
     with pytest.raises(BadOption, match="integer 'seed'"):
         make(store, scenario="triage-tickets-v0")
+    with pytest.raises(BadOption, match="name the scenario"):
+        skyrl_gym.make(ENV_ID, env_config={}, extras={"seed": 0})
