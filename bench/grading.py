@@ -64,7 +64,7 @@ def _family(figures: dict[str, Any], family: str, store: WorldStore) -> None:
         for warm in (True, False):
             _Timed.samples = []
             for seed in SEEDS:
-                run_agent(ep, "oracle", seed, {"difficulty": 1 + seed % 3})
+                run_agent(ep, "oracle", seed, {"difficulty": 1 + seed % 3, "progress": True})
                 if not warm:
                     checks.append(len(ep.instance.rubric.checks))
                     live = ep._live

@@ -12,8 +12,9 @@ state from the change log and the step records, never from a full-world scan.
 Reset options: ``world_seed`` (default: the seed), ``employees``, ``history_days``, ``difficulty`` (default 1),
 ``noise``, ``npcs``, ``turns`` (``all``, the default: every call is a turn and costs simulated time; ``writes``:
 reads are free, neither turns nor time, for clients that poll, as behind ``companysim serve``), ``progress``
-(default true: each step's info carries the rubric's partial score, ``graders.progress``; false: None). A malformed
-action, an unknown tool or bad arguments is an error observation with a stable code, and the episode goes on.
+(true: each step's info carries the rubric's partial score, ``graders.progress``, ~0.1-0.3 ms a write; the
+default false gives None). A malformed action, an unknown tool or bad arguments is an error observation with a
+stable code, and the episode goes on.
 A context manager; one never closed frees its checkouts when collected.
 """
 

@@ -56,7 +56,7 @@ def reset_options(options: Mapping[str, Any] | None, *, noise: Any, npcs: Any) -
     check_npcs_option(opts.get("npcs"))
     if opts.get("turns", "all") not in TURNS:
         raise BadOption(f"turns must be one of {', '.join(TURNS)}; got {opts['turns']!r:.40}")
-    if not isinstance(opts.get("progress", True), bool):
+    if not isinstance(opts.get("progress", False), bool):
         raise BadOption(f"progress must be true or false; got {opts['progress']!r:.40}")
     return opts, profile
 
@@ -167,7 +167,7 @@ class LiveEpisode:
         value: float | None = None
         if self.progress is not None:
             value = self.progress.update(self.chain.rows if advanced else ())
-        elif self.options.get("progress", True):  # the first step: grade all so far once, then follow the changes
+        elif self.options.get("progress"):  # the first step: grade all so far once, then follow the changes
             self.progress = Progress(self.instance.rubric, self._context())
             value = self.progress.update(())
         return {"turn": self.turns, "clock": clock, "error": error, "state_hash": state_hash, "fault": fault,

@@ -55,7 +55,7 @@ def test_progress_after_every_step_equals_a_full_grade(scenario, agent, seed, op
             pytest.fail("no working sandbox under CI")
         pytest.skip("no working code sandbox here")
     with Checked(scenario, store=store) as episode:
-        score = run_agent(episode, agent, seed, options)
+        score = run_agent(episode, agent, seed, {**options, "progress": True})
         assert episode.compared >= (1 if agent == "noop" else 3)
         if agent == "oracle":
             assert score.value == 1.0
@@ -63,7 +63,6 @@ def test_progress_after_every_step_equals_a_full_grade(scenario, agent, seed, op
 
 def test_progress_rises_as_the_oracle_works_and_reads_cost_nothing(store):
     with Episode("triage-tickets-v0", store=store) as episode:
-        episode.reset(seed=8)
         values: list[float] = []
         original = episode.step
 
@@ -75,18 +74,18 @@ def test_progress_rises_as_the_oracle_works_and_reads_cost_nothing(store):
         episode.step = step  # type: ignore[method-assign]
         from sim.agents import EpisodeEnv
 
-        prompt, info = episode.reset(seed=8)
+        prompt, info = episode.reset(seed=8, options={"progress": True})
         episode.family.oracle(EpisodeEnv(episode, prompt, info))
         assert values[0] == 0.0 and values[-1] == 1.0
         assert values == sorted(values), "each triaged ticket adds to the partial score, none takes it away"
         assert len(set(values)) > 5, "a dense rubric rewards the work ticket by ticket"
 
 
-def test_progress_can_be_turned_off_and_a_bad_value_changes_nothing(store):
+def test_progress_is_off_unless_asked_for_and_a_bad_value_changes_nothing(store):
     from sim.errors import BadOption
 
     with Episode("triage-tickets-v0", store=store) as episode:
-        episode.reset(seed=2, options={"progress": False})
+        episode.reset(seed=2)
         *_, info = episode.step({"name": "tickets_search", "arguments": {"limit": 1}})
         assert info["progress"] is None
         before = episode.episode_id
