@@ -38,7 +38,15 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue, PrivateAttr
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    JsonValue,
+    PrivateAttr,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+)
 from pydantic import model_validator as _model_validator
 from sqlalchemy import Connection
 from sqlalchemy.orm import Session
@@ -66,6 +74,7 @@ __all__ = [
     "Kind",
     "Rubric",
     "Score",
+    "apply_needs",
     "check_fn",
     "combine",
     "grade",
@@ -90,9 +99,22 @@ class Check(BaseModel):
     fn: str = Field(description="Name of a function registered with @check_fn.")
     params: dict[str, JsonValue] = Field(default_factory=dict, description="Keyword args for fn, as JSON.")
     must: bool = Field(default=False, description="A must check scoring below 1 gates the reward to 0.")
+    needs: tuple[str, ...] = Field(
+        default=(),
+        description="Ids of checks that must pass for this one to count: announcing a meeting nobody agreed to, "
+        "or booking its room, earns nothing. A check whose needs fail scores 0 and says which.",
+    )
     _kwargs: dict[str, Any] = PrivateAttr(default_factory=dict)  # params validated by fn's signature
 
     # Build variants with Check(...)/model_validate or Rubric.evolve: model_copy(update=...) skips validation.
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """Leave ``needs`` out when empty, so rubrics that use none keep their fingerprints and stored bytes."""
+        data: dict[str, Any] = handler(self)
+        if not data.get("needs"):
+            data.pop("needs", None)
+        return data
 
     @_model_validator(mode="before")
     @classmethod
@@ -131,6 +153,13 @@ class Rubric(BaseModel):
             if check.id in seen:
                 raise RubricError(f"rubric {self.id!r} v{self.version}: duplicate check id {check.id!r} (field 'id')")
             seen.add(check.id)
+        for check in self.checks:
+            unknown = [n for n in check.needs if n not in seen or n == check.id]
+            if unknown:
+                raise RubricError(
+                    f"rubric {self.id!r} v{self.version}: check {check.id!r} field 'needs' names {unknown[0]!r}, "
+                    "not another check of this rubric"
+                )
         return self
 
     @cached_property
@@ -277,7 +306,7 @@ def grade(rubric: Rubric, ctx: GradingContext) -> Score:
     savepoints = session.get_bind().dialect.name != "sqlite"  # a failed query aborts a PostgreSQL transaction
     ctx.memo.clear()  # lookups are cached per grade, never across grades of a changing world
     with session.no_autoflush, read_only(session):
-        results = tuple(run_check(check, ctx, savepoints) for check in rubric.checks)
+        results = apply_needs(rubric.checks, [run_check(check, ctx, savepoints) for check in rubric.checks])
     unjudged = tuple(r.id for r in results if r.details.get("unjudged") is True)
     value, gated = combine(results, unjudged)
     return Score(
@@ -289,6 +318,19 @@ def grade(rubric: Rubric, ctx: GradingContext) -> Score:
         gated=gated,
         unjudged=unjudged,
     )
+
+
+def apply_needs(checks: Sequence[Check], results: Sequence[CheckResult]) -> tuple[CheckResult, ...]:
+    """Zero each check whose ``needs`` did not all pass, saying which (results in the rubric's order)."""
+    passed = {r.id for r in results if r.passed}
+    out = list(results)
+    for i, check in enumerate(checks):
+        missing = [n for n in check.needs if n not in passed]
+        if missing and out[i].score > 0:
+            r = out[i]
+            evidence = f"{r.evidence}; counts only once {', '.join(missing)} pass{'es' * (len(missing) == 1)}"
+            out[i] = _result(check, 0.0, evidence, dict(r.details))
+    return tuple(out)
 
 
 def combine(results: Sequence[CheckResult], unjudged: Sequence[str] = ()) -> tuple[float, bool]:

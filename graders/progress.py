@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from graders.base import CheckResult, GradingContext, Rubric, combine, run_check
+from graders.base import CheckResult, GradingContext, Rubric, apply_needs, combine, run_check
 from graders.changes import ChangeRow
 from graders.registry import check_fn_spec
 
@@ -76,8 +76,8 @@ class Progress:
         return self._combine()
 
     def results(self) -> tuple[CheckResult, ...]:
-        """The current verdict of every counted check (the last step's)."""
-        return tuple(self._results)
+        """The current verdict of every counted check (the last step's), ``needs`` applied as ``grade`` does."""
+        return apply_needs(self._checks, self._results)
 
     def _start(self) -> None:
         """Grade every counted check once, and index what each depends on."""
@@ -102,6 +102,7 @@ class Progress:
         self.ctx.memo.clear()
 
     def _combine(self) -> float:
-        self.value, _ = combine(self._results)
-        self.passed = sum(r.passed for r in self._results)
+        results = self.results()
+        self.value, _ = combine(results)
+        self.passed = sum(r.passed for r in results)
         return self.value

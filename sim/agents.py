@@ -17,7 +17,11 @@ from sim.episode import Episode, StartState
 from sim.errors import EpisodeOver
 from worlds.seeding import Seeds
 
-AGENTS: tuple[str, ...] = ("oracle", "noop", "random")
+AGENTS: tuple[str, ...] = (
+    "oracle", "noop", "random",
+    "cheat-shotgun", "cheat-keys", "cheat-hunt", "cheat-spoof", "cheat-others", "cheat-flood",
+)  # fmt: skip
+"""Built-in agents; ``cheat-*`` are the scripted reward hacks of ``sim.cheaters``."""
 
 
 class EpisodeEnv:
@@ -128,8 +132,12 @@ def run_agent(
             episode.family.oracle(env)
         elif agent == "noop":
             noop_agent(env)
-        else:
+        elif agent == "random":
             random_agent(env, seed)
+        else:
+            from sim.cheaters import CHEATERS  # the red team loads only when asked for
+
+            CHEATERS[agent.removeprefix("cheat-")](env, seed)
     except EpisodeOver:
         # The agent kept acting after the turn limit or time budget ended the episode: that is its score,
         # not a crash of the run (or of the campaign around it).

@@ -269,7 +269,9 @@ class ScheduleWithCoworkers:
         """Version 1's rules with the people split out: per coworker an invitation gate and an agreement check.
 
         Version 2 names who was not invited or not asked (one check each, instead of a share in one check);
-        agreement keeps its weight of 3 across the coworkers. The other checks are version 1's.
+        agreement keeps its weight of 3 across the coworkers. The room, the announcement and clean tool use count
+        only once everyone agreed (``needs``): booking a time nobody was asked about, announcing it and claiming
+        in chat that people agreed scored 0.45 under version 1, and earns nothing now.
         """
         old = ScheduleWithCoworkers._rubric_v1(key, coworkers, deadline, channel, office)
         checks: list[dict[str, Any]] = []
@@ -288,6 +290,8 @@ class ScheduleWithCoworkers:
                      "params": {**data["params"], "attendees": [who]}}
                     for who in coworkers
                 ]  # fmt: skip
+            elif check.id in ("room", "announced", "no-tool-errors"):
+                checks.append({**data, "needs": [f"agreed-{who}" for who in coworkers]})
             else:
                 checks.append(data)
         return load_rubric(
@@ -296,7 +300,8 @@ class ScheduleWithCoworkers:
                 "version": 2,
                 "description": old.description,
                 "checks": checks,
-                "provenance": "v2: invitations and agreement checked per coworker (dense), weights as in v1",
+                "provenance": "v2: invitations and agreement per coworker (dense); room, announcement, tool use "
+                "need agreement",
             }
         )
 
