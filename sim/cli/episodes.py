@@ -83,8 +83,12 @@ def run_many(
     difficulty: int,
     noise: str = "none",
     npcs: str | None = None,
+    verdicts: dict[tuple[str, int], str] | None = None,
 ) -> list[tuple[str, int, Score]]:
-    """Run each agent on each seed with a progress bar; returns (agent, seed, score) rows."""
+    """Run each agent on each seed with a progress bar; returns (agent, seed, score) rows.
+
+    With ``verdicts`` (a dict to fill), the family's independent verifier judges each episode beside grading.
+    """
     # A bad scenario, noise profile or NPC preset fails here, before a trace exists.
     episode = Episode(scenario, store=store, noise=noise, npcs=npcs)
     writer = TraceWriter(trace) if trace is not None else None
@@ -96,6 +100,8 @@ def run_many(
             for agent in agents:
                 for seed in seeds:
                     results.append((agent, seed, run_agent(episode, agent, seed, {"difficulty": difficulty})))
+                    if verdicts is not None:
+                        verdicts[(agent, seed)] = _verdict(episode)
                     bar.advance(task)
     except ToolFailed as exc:
         if exc.code != "unavailable":
@@ -110,16 +116,26 @@ def run_many(
     return results
 
 
+def _verdict(episode: Episode) -> str:
+    from sim.calibrate import verify
+
+    verdict = verify(episode)
+    if verdict is None:
+        return "no verifier"
+    return "solved" if verdict.solved else "not solved: " + "; ".join(verdict.reasons[:3])
+
+
 def run(
     scenario: Annotated[str, typer.Argument(help="Scenario id, e.g. triage-tickets-v0.")],
     seed: Annotated[int, typer.Option(help="First seed.")] = 0,
-    agent: Annotated[str, typer.Option(help="oracle | noop | random")] = "oracle",
+    agent: Annotated[str, typer.Option(help="oracle | noop | random | cheat-* (see sim.cheaters)")] = "oracle",
     episodes: Annotated[int, typer.Option(help="Episodes to run (seeds seed..seed+K-1).")] = 1,
     difficulty: Annotated[int, typer.Option(help="Scenario difficulty 0-3.")] = 1,
     trace: Annotated[Path | None, typer.Option(help="Write a JSONL trace here.")] = None,
     overwrite: Overwrite = False,
     noise: Annotated[str, typer.Option(help="Fault injection: none | realistic | harsh.")] = "none",
     npcs: Annotated[str | None, typer.Option(help=NPCS_HELP)] = None,
+    verify: Annotated[bool, typer.Option("--verify", help="Also ask the family's independent verifier.")] = False,
     data_dir: DataDir = None,
     db: Db = None,
 ) -> None:
@@ -129,8 +145,12 @@ def run(
     check_difficulty(difficulty)
     output_file(trace, "--trace", overwrite=overwrite)
     seeds = list(range(seed, seed + episodes))
-    results = run_many(scenario, [agent], seeds, WorldStore(data_dir, db=db), trace, difficulty, noise, npcs)
+    verdicts: dict[tuple[str, int], str] | None = {} if verify else None
+    store = WorldStore(data_dir, db=db)
+    results = run_many(scenario, [agent], seeds, store, trace, difficulty, noise, npcs, verdicts)
     console.print(_results_table(f"{scenario} ({agent})", results))
+    for (who, at), said in sorted((verdicts or {}).items()):
+        console.print(f"verifier, {who} seed {at}: {said}", markup=False)
     mean = sum(s.value for _, _, s in results) / len(results)
     console.print(f"mean reward {mean:.3f} over {len(results)} episode(s)")
     if trace is not None:

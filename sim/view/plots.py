@@ -38,7 +38,8 @@ class Plot:
     svg: bytes
 
 
-def _render(name: str, description: str, draw: Any, *, height: float = 3.6) -> Plot:
+def render(name: str, description: str, draw: Any, *, height: float = 3.6) -> Plot:
+    """Draw ``draw(figure)`` under the deterministic settings above; returns its PNG and SVG bytes."""
     import matplotlib
 
     matplotlib.use("Agg", force=True)
@@ -77,7 +78,7 @@ def reward_plot(rows: Sequence[RewardRow]) -> Plot:
         ax.grid(axis="y", color="#dddddd", zorder=0)
 
     groups = ", ".join(f"{r.scenario} difficulty {r.difficulty}: mean {r.mean:.3f} over {len(r.rewards)}" for r in rows)
-    return _render("rewards", f"Reward distribution per family and difficulty. {groups}.", draw)
+    return render("rewards", f"Reward distribution per family and difficulty. {groups}.", draw)
 
 
 def fault_plot(table: Sequence[tuple[str, int, int]]) -> Plot:
@@ -100,4 +101,4 @@ def fault_plot(table: Sequence[tuple[str, int, int]]) -> Plot:
 
     faulted = [f"{tool} {faults} of {calls}" for tool, calls, faults in rows if faults]
     said = ", ".join(faulted) if faulted else "no faults injected"
-    return _render("faults", f"Fault rate per tool: {said}.", draw, height=max(2.4, 1.2 + 0.16 * len(rows)))
+    return render("faults", f"Fault rate per tool: {said}.", draw, height=max(2.4, 1.2 + 0.16 * len(rows)))

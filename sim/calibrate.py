@@ -1,0 +1,212 @@
+"""Calibration: how each family's rewards spread over agents and difficulties, and whether the verifier agrees.
+
+For a family, ``calibrate`` plays every agent (oracle, no-op, random, the family's partial agents, the cheaters)
+over seeds and difficulties, grades each episode with the rubric, and asks the family's independent verifier
+(``scenarios.verify``) whether the task was solved. It reports, per family x difficulty x agent, the mean and
+spread of the reward and the pass rate (reward 1.0), and per family how often "reward 1.0" and "the verifier
+says solved" agree. A disagreement names the episode and both sides' reasons, so it can be fixed in one of the
+two.
+
+Partial agents are the oracle with one characteristic mistake: a tool call it never makes, or makes with one
+argument changed. They sit between the no-op agent and the oracle, which is what makes a family's rewards a
+learnable signal (``ordered`` in the report).
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from scenarios.verify import VERIFIERS, Evidence, Verdict
+from sim.agents import AGENTS, EpisodeEnv, run_agent
+from sim.episode import Episode
+from sim.tasks import log_since
+from worlds.rawsql import Sql
+
+
+@dataclass(frozen=True)
+class Mistake:
+    """A partial agent: the oracle, but ``tool`` is never called (``drop``) or called with ``change`` applied."""
+
+    tool: str
+    drop: bool = True
+    change: Mapping[str, Any] = field(default_factory=dict)
+    why: str = ""
+
+
+PARTIALS: dict[str, dict[str, Mistake]] = {
+    "triage-tickets-v0": {
+        "partial-no-incidents": Mistake("chat_post", why="triages every ticket but never posts the critical ones"),
+        "partial-no-assignee": Mistake("tickets_assign", why="sets priorities, never assigns"),
+    },
+    "customer-escalation-v0": {
+        "partial-no-reply": Mistake("mail_reply", why="files the tickets, never mails the keys back"),
+        "partial-all-high": Mistake("tickets_create", drop=False, change={"priority": "high"}, why="files all as high"),
+    },
+    "schedule-with-coworkers-v0": {
+        "partial-no-announce": Mistake("chat_post", why="books the agreed time, never announces it"),
+        "partial-no-room": Mistake("calendar_create_event", drop=False, change={"room": None}, why="books no room"),
+    },
+    "fix-failing-test-v0": {
+        "partial-no-key": Mistake(
+            "git_mr_open",
+            drop=False,
+            change={"title": "Fix the failing test"},
+            why="opens the request without naming the ticket",
+        ),  # fmt: skip
+        "partial-no-request": Mistake("git_mr_open", why="fixes the code on a branch, opens no merge request"),
+    },
+}
+"""The partial agents of each family, by name."""
+
+
+class _Flawed(EpisodeEnv):
+    """The oracle's view of the episode, with one mistake made on the way to the tools."""
+
+    def __init__(self, env: EpisodeEnv, mistake: Mistake) -> None:
+        super().__init__(env.episode, env.prompt, env.info)
+        self.mistake = mistake
+
+    def call(self, name: str, /, **arguments: Any) -> Any:
+        if name == self.mistake.tool:
+            if self.mistake.drop:
+                return {}
+            arguments = {**arguments, **self.mistake.change}
+        return super().call(name, **arguments)
+
+
+def play_partial(episode: Episode, family: str, agent: str, seed: int, options: dict[str, Any]) -> Any:
+    """Reset and let the oracle play with the agent's mistake; submit if it stops early; return the score."""
+    prompt, info = episode.reset(seed=seed, options=options)
+    env = _Flawed(EpisodeEnv(episode, prompt, info), PARTIALS[family][agent])
+    try:
+        episode.family.oracle(env)
+    except Exception:  # noqa: BLE001, S110 - a dropped call can leave the oracle without what it expected: it stops there
+        pass
+    if not episode.done:
+        env.call("submit", summary="stopped")
+    return episode.grade()
+
+
+def verify(episode: Episode) -> Verdict | None:
+    """The family's verifier on the episode's current state (None if the family has none)."""
+    check = VERIFIERS.get(episode.scenario_id)
+    if check is None:
+        return None
+    live = episode._require_live()
+    session = live.ctx.session
+    session.flush()
+    return check(
+        Evidence(
+            sql=Sql.of(session),
+            params=live.instance.params,
+            actor_id=live.ctx.actor.employee_id,
+            changes=log_since(session, live.start_seq),
+            steps=live.steps.records,
+            workspace=live.code.workspace if live.code is not None else None,
+        )
+    )
+
+
+@dataclass
+class Cell:
+    """The rewards of one agent at one difficulty in one family."""
+
+    rewards: list[float] = field(default_factory=list)
+
+    @property
+    def mean(self) -> float:
+        """Mean reward."""
+        return statistics.fmean(self.rewards) if self.rewards else 0.0
+
+    @property
+    def std(self) -> float:
+        """Population standard deviation of the reward."""
+        return statistics.pstdev(self.rewards) if len(self.rewards) > 1 else 0.0
+
+    @property
+    def pass_rate(self) -> float:
+        """Share of episodes with reward 1.0."""
+        return sum(r >= 1.0 for r in self.rewards) / len(self.rewards) if self.rewards else 0.0
+
+
+@dataclass
+class Report:
+    """Rewards per (family, difficulty, agent), and the grader-verifier agreement per family."""
+
+    cells: dict[tuple[str, int, str], Cell] = field(default_factory=dict)
+    agree: dict[str, int] = field(default_factory=dict)
+    total: dict[str, int] = field(default_factory=dict)
+    disagreements: list[dict[str, Any]] = field(default_factory=list)
+
+    def agreement(self, family: str) -> float:
+        """Share of ``family``'s episodes where "reward 1.0" and "the verifier says solved" agree."""
+        return self.agree.get(family, 0) / self.total[family] if self.total.get(family) else 1.0
+
+    def to_json(self) -> dict[str, Any]:
+        """The report as JSON: rows per cell, agreement per family, every disagreement."""
+        rows = [
+            {"family": f, "difficulty": d, "agent": a, "episodes": len(c.rewards), "mean": round(c.mean, 4),
+             "std": round(c.std, 4), "pass_rate": round(c.pass_rate, 4)}
+            for (f, d, a), c in sorted(self.cells.items())
+        ]  # fmt: skip
+        families = sorted(self.total)
+        return {
+            "rows": rows,
+            "agreement": {f: {"episodes": self.total[f], "agree": self.agree.get(f, 0)} for f in families},
+            "disagreements": self.disagreements,
+        }
+
+
+def agents_for(family: str) -> list[str]:
+    """Every agent calibration plays on ``family``: the built-in ones and its partial agents."""
+    return [*AGENTS, *PARTIALS.get(family, {})]
+
+
+def calibrate(
+    families: Iterable[str],
+    *,
+    seeds: Iterable[int],
+    difficulties: Iterable[int] = (1, 2, 3),
+    agents: Iterable[str] | None = None,
+    episode_factory: Callable[[str], Episode] = Episode,
+    on_episode: Callable[[str, str, int, int], None] | None = None,
+) -> Report:
+    """Play every agent of every family over ``seeds`` x ``difficulties``; grade, verify, tabulate."""
+    report = Report()
+    seeds, difficulties = list(seeds), list(difficulties)
+    for family in families:
+        names = list(agents) if agents is not None else agents_for(family)
+        with episode_factory(family) as episode:
+            for difficulty in difficulties:
+                for agent in names:
+                    if agent.startswith("partial-") and agent not in PARTIALS.get(family, {}):
+                        continue
+                    for seed in seeds:
+                        _one(report, episode, family, agent, seed, difficulty)
+                        if on_episode is not None:
+                            on_episode(family, agent, seed, difficulty)
+    return report
+
+
+def _one(report: Report, episode: Episode, family: str, agent: str, seed: int, difficulty: int) -> None:
+    options = {"difficulty": difficulty}
+    if agent.startswith("partial-"):
+        score = play_partial(episode, family, agent, seed, options)
+    else:
+        score = run_agent(episode, agent, seed, options)
+    report.cells.setdefault((family, difficulty, agent), Cell()).rewards.append(score.value)
+    verdict = verify(episode)
+    if verdict is None:
+        return
+    report.total[family] = report.total.get(family, 0) + 1
+    if verdict.solved == (score.value >= 1.0):
+        report.agree[family] = report.agree.get(family, 0) + 1
+    else:
+        report.disagreements.append(
+            {"family": family, "agent": agent, "seed": seed, "difficulty": difficulty, "reward": score.value,
+             "verifier": verdict.solved, "verifier_reasons": list(verdict.reasons)[:5],
+             "failed_checks": [f"{c.id}: {c.evidence[:160]}" for c in score.checks if not c.passed][:5]}
+        )  # fmt: skip
