@@ -28,35 +28,38 @@ from worlds.rawsql import Sql
 
 @dataclass(frozen=True)
 class Mistake:
-    """A partial agent: the oracle, but ``tool`` is never called (``drop``) or called with ``change`` applied."""
+    """A partial agent: the oracle, but the ``drop`` tools are never called and ``change`` alters some calls.
 
-    tool: str
-    drop: bool = True
-    change: Mapping[str, Any] = field(default_factory=dict)
-    why: str = ""
+    ``change`` maps a tool to the arguments it is called with instead (merged over the oracle's).
+    """
+
+    why: str
+    drop: tuple[str, ...] = ()
+    change: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
 
 PARTIALS: dict[str, dict[str, Mistake]] = {
     "triage-tickets-v0": {
-        "partial-no-incidents": Mistake("chat_post", why="triages every ticket but never posts the critical ones"),
-        "partial-no-assignee": Mistake("tickets_assign", why="sets priorities, never assigns"),
+        "partial-no-incidents": Mistake("triages every ticket but never posts the critical ones", drop=("chat_post",)),
+        "partial-no-assignee": Mistake("sets priorities, never assigns", drop=("tickets_assign",)),
     },
     "customer-escalation-v0": {
-        "partial-no-reply": Mistake("mail_reply", why="files the tickets, never mails the keys back"),
-        "partial-all-high": Mistake("tickets_create", drop=False, change={"priority": "high"}, why="files all as high"),
+        "partial-no-reply": Mistake("files the tickets, never mails the keys back", drop=("mail_reply",)),
+        "partial-all-high": Mistake("files every case as high", change={"tickets_create": {"priority": "high"}}),
     },
     "schedule-with-coworkers-v0": {
-        "partial-no-announce": Mistake("chat_post", why="books the agreed time, never announces it"),
-        "partial-no-room": Mistake("calendar_create_event", drop=False, change={"room": None}, why="books no room"),
+        "partial-no-announce": Mistake("books the agreed time, never announces it", drop=("chat_post",)),
+        "partial-no-room": Mistake("books no room", change={"calendar_create_event": {"room": None}}),
     },
     "fix-failing-test-v0": {
         "partial-no-key": Mistake(
-            "git_mr_open",
-            drop=False,
-            change={"title": "Fix the failing test"},
-            why="opens the request without naming the ticket",
-        ),  # fmt: skip
-        "partial-no-request": Mistake("git_mr_open", why="fixes the code on a branch, opens no merge request"),
+            "names the ticket neither in the commit nor in the request",
+            change={
+                "git_commit": {"message": "Fix the failing test"},
+                "git_mr_open": {"title": "Fix the failing test"},
+            },
+        ),
+        "partial-no-request": Mistake("fixes the code on a branch, opens no merge request", drop=("git_mr_open",)),
     },
 }
 """The partial agents of each family, by name."""
@@ -70,11 +73,9 @@ class _Flawed(EpisodeEnv):
         self.mistake = mistake
 
     def call(self, name: str, /, **arguments: Any) -> Any:
-        if name == self.mistake.tool:
-            if self.mistake.drop:
-                return {}
-            arguments = {**arguments, **self.mistake.change}
-        return super().call(name, **arguments)
+        if name in self.mistake.drop:
+            return {}
+        return super().call(name, **{**arguments, **self.mistake.change.get(name, {})})
 
 
 def play_partial(episode: Episode, family: str, agent: str, seed: int, options: dict[str, Any]) -> Any:
