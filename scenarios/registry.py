@@ -83,3 +83,13 @@ register(
     entry_point="scenarios.library.schedule:ScheduleWithCoworkers",
     description="Project lead gets 2-3 coworkers in other time zones to agree on a design review and books it.",
 )
+register(
+    "triage-departed-v0",
+    entry_point="scenarios.library.triage_departed:TriageDeparted",
+    description="Triage by the routing rules when one rule's assignee has left: assign no one else, say why.",
+)
+register(
+    "schedule-no-room-v0",
+    entry_point="scenarios.library.schedule_no_room:ScheduleNoRoom",
+    description="Set up a design review by the meeting rules when no room of the office holds everyone: say so.",
+)
