@@ -83,3 +83,8 @@ register(
     entry_point="scenarios.library.schedule:ScheduleWithCoworkers",
     description="Project lead gets 2-3 coworkers in other time zones to agree on a design review and books it.",
 )
+register(
+    "quarterly-budget-v0",
+    entry_point="scenarios.library.budget:QuarterlyBudget",
+    description="Head of Finance fills next quarter's budget sheet from directory headcount and the rates memo.",
+)

@@ -24,6 +24,8 @@ CASES = [
     ("schedule-with-coworkers-v0", "oracle", 6, {"npcs": "adversarial"}),
     ("schedule-with-coworkers-v0", "noop", 6, {}),
     ("fix-failing-test-v0", "oracle", 7, {}),
+    ("quarterly-budget-v0", "oracle", 3, {"difficulty": 3, "noise": "realistic"}),
+    ("quarterly-budget-v0", "random", 1, {}),
 ]
 
 
