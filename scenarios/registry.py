@@ -88,3 +88,8 @@ register(
     entry_point="scenarios.library.budget:QuarterlyBudget",
     description="Head of Finance fills next quarter's budget sheet from directory headcount and the rates memo.",
 )
+register(
+    "expense-reconciliation-v0",
+    entry_point="scenarios.library.expenses:ExpenseReconciliation",
+    description="Finance lead records mailed receipts in the expense sheet by policy and flags the bad ones.",
+)

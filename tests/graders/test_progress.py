@@ -26,6 +26,8 @@ CASES = [
     ("fix-failing-test-v0", "oracle", 7, {}),
     ("quarterly-budget-v0", "oracle", 3, {"difficulty": 3, "noise": "realistic"}),
     ("quarterly-budget-v0", "random", 1, {}),
+    ("expense-reconciliation-v0", "oracle", 2, {"difficulty": 3, "noise": "realistic"}),
+    ("expense-reconciliation-v0", "random", 3, {}),
 ]
 
 

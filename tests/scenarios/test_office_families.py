@@ -17,7 +17,7 @@ from sim.episode import Episode
 from sim.replay import replay
 from sim.trace import TraceWriter
 
-FAMILIES = ["quarterly-budget-v0"]
+FAMILIES = ["quarterly-budget-v0", "expense-reconciliation-v0"]
 SEEDS = range(8)
 
 
@@ -38,6 +38,21 @@ def _start(episode, seed, difficulty):
     return EpisodeEnv(episode, prompt, info), episode.instance.params
 
 
+class Tampering:
+    """An agent env that passes every call through ``change(name, arguments)`` first: the oracle with one slip."""
+
+    def __init__(self, env, change):
+        self.env, self.change = env, change
+        self.prompt, self.actor = env.prompt, env.actor
+
+    @property
+    def done(self):
+        return self.env.done
+
+    def call(self, name, /, **arguments):
+        return self.env.call(name, **self.change(name, arguments))
+
+
 def _failed(score):
     return {c.id: c.evidence for c in score.checks if not c.passed}
 
@@ -47,7 +62,7 @@ def test_oracle_scores_one_and_noop_zero_at_every_difficulty(episode, python_eng
         options = {"difficulty": seed % 4}
         oracle = run_agent(episode, "oracle", seed, options)
         assert oracle.value == 1.0, (seed, _failed(oracle))
-        assert len(oracle.checks) >= 10 + seed % 4, "dense: one check per item"
+        assert len(oracle.checks) >= 8 + 2 * (seed % 4), "dense: one check per item"
         noop = run_agent(episode, "noop", seed, options)
         assert noop.value == 0.0, (seed, _failed(noop))
 
@@ -124,3 +139,58 @@ def test_budget__typing_over_a_formula_fails_that_cell_even_with_the_right_numbe
         failed = _failed(episode.grade())
         assert "holds no formula" in failed["total-cost"]
         assert f"headcount-{line['department']}" in failed
+
+
+# -- expense-reconciliation-v0 ------------------------------------------------------------------------------
+
+
+def test_expenses__one_miscategorised_receipt_loses_only_its_category_column(store, python_engine):
+    with Episode("expense-reconciliation-v0", store=store) as episode:
+        env, params = _start(episode, 6, 2)
+        slipped = []
+
+        def miscategorise(name, arguments):
+            if name == "sheets_write_range" and not slipped:
+                row = json.loads(arguments["values"])
+                slipped.append(row[0][1])
+                row[0][4] = "Office supplies" if row[0][4] != "Office supplies" else "Meals"
+                return {**arguments, "values": json.dumps(row)}
+            return arguments
+
+        episode.family.oracle(Tampering(env, miscategorise))
+        score = episode.grade()
+        failed = _failed(score)
+        assert 0 < score.value < 1
+        assert list(failed) == [f"receipt-{slipped[0]}"], failed
+        assert slipped[0] in failed[f"receipt-{slipped[0]}"] and "5/6 columns" in failed[f"receipt-{slipped[0]}"]
+        assert "E" in failed[f"receipt-{slipped[0]}"]
+
+
+def test_expenses__recording_a_duplicate_twice_and_not_flagging_it_loses_both_checks(store, python_engine):
+    with Episode("expense-reconciliation-v0", store=store) as episode:
+        env, params = _start(episode, 9, 1)
+        duplicate = next(f for f in params["flags"] if f["reason"] == "duplicate")
+
+        def forget_duplicates(name, arguments):
+            if name == "mail_reply" and "duplicate" in arguments["body"]:
+                raise RuntimeError("stop")  # the agent never checks for duplicates
+            return arguments
+
+        try:
+            episode.family.oracle(Tampering(env, forget_duplicates))
+        except RuntimeError:
+            pass
+        grid = env.call("sheets_read_range", document=params["document"], range="Expenses!A1:G60")["values"]
+        row = next(r for r in grid if r[1] == duplicate["number"])
+        env.call(
+            "sheets_write_range",
+            document=params["document"],
+            range=f"Expenses!A{len(grid) + 1}",
+            values=json.dumps([row]),
+        )
+        env.call("submit")
+        score = episode.grade()
+        failed = _failed(score)
+        assert 0 < score.value < 1
+        assert set(failed) == {f"receipt-{duplicate['number']}", f"flag-duplicate-{duplicate['number']}"}, failed
+        assert "2 rows" in failed[f"receipt-{duplicate['number']}"]
