@@ -244,8 +244,9 @@ def doc_section_contains(
         h or "(before the first heading)" for h, t in sections if (h, t) not in inside and rx(pattern).search(t)
     ]
     if not hits:
+        where = f"found under {listing([repr(h) for h in elsewhere])}" if elsewhere else "found in no section"
         body = snippet(" ".join(t for _, t in inside), 80)
-        return CheckOutcome.of(False, f"{name}: not in section {inside[0][0]!r} ({body})")
+        return CheckOutcome.of(False, f"{name}: not in section {inside[0][0]!r} ({where}; it holds {body})")
     if only_there and elsewhere:
         return CheckOutcome.of(False, f"{name}: in {hits[0]!r} but also in {listing([repr(h) for h in elsewhere])}")
     return CheckOutcome.of(True, f"{name}: in section {hits[0]!r}")

@@ -93,3 +93,8 @@ register(
     entry_point="scenarios.library.expenses:ExpenseReconciliation",
     description="Finance lead records mailed receipts in the expense sheet by policy and flags the bad ones.",
 )
+register(
+    "weekly-status-report-v0",
+    entry_point="scenarios.library.status_report:WeeklyStatusReport",
+    description="Team lead writes the week's status report document from tickets and chat, shared with the manager.",
+)

@@ -28,6 +28,8 @@ CASES = [
     ("quarterly-budget-v0", "random", 1, {}),
     ("expense-reconciliation-v0", "oracle", 2, {"difficulty": 3, "noise": "realistic"}),
     ("expense-reconciliation-v0", "random", 3, {}),
+    ("weekly-status-report-v0", "oracle", 6, {"difficulty": 2, "noise": "realistic"}),
+    ("weekly-status-report-v0", "random", 5, {}),
 ]
 
 

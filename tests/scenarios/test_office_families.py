@@ -8,16 +8,18 @@ family keeps the default engine (LibreOffice when installed), so the rubric is c
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
+from scenarios.base import ToolFailed
 from scenarios.library.budget import parse_rates
 from sim.agents import EpisodeEnv, run_agent
 from sim.episode import Episode
 from sim.replay import replay
 from sim.trace import TraceWriter
 
-FAMILIES = ["quarterly-budget-v0", "expense-reconciliation-v0"]
+FAMILIES = ["quarterly-budget-v0", "expense-reconciliation-v0", "weekly-status-report-v0"]
 SEEDS = range(8)
 
 
@@ -62,7 +64,7 @@ def test_oracle_scores_one_and_noop_zero_at_every_difficulty(episode, python_eng
         options = {"difficulty": seed % 4}
         oracle = run_agent(episode, "oracle", seed, options)
         assert oracle.value == 1.0, (seed, _failed(oracle))
-        assert len(oracle.checks) >= 8 + 2 * (seed % 4), "dense: one check per item"
+        assert len(oracle.checks) >= 7, "dense: one check per item"
         noop = run_agent(episode, "noop", seed, options)
         assert noop.value == 0.0, (seed, _failed(noop))
 
@@ -194,3 +196,52 @@ def test_expenses__recording_a_duplicate_twice_and_not_flagging_it_loses_both_ch
         assert 0 < score.value < 1
         assert set(failed) == {f"receipt-{duplicate['number']}", f"flag-duplicate-{duplicate['number']}"}, failed
         assert "2 rows" in failed[f"receipt-{duplicate['number']}"]
+
+
+# -- weekly-status-report-v0 --------------------------------------------------------------------------------
+
+
+def test_status_report__a_done_ticket_listed_as_blocked_loses_that_ticket_only(store, python_engine):
+    with Episode("weekly-status-report-v0", store=store) as episode:
+        env, params = _start(episode, 3, 1)
+        moved = []
+
+        def misfile(name, arguments):
+            if name == "docs_create":
+                done, rest = arguments["text"].split("# In progress", 1)
+                lines = [p for p in done.split("\n\n") if re.match(r"[A-Z]+-\d+:", p)]
+                moved.append(lines[0].split(":")[0])
+                text = done.replace(lines[0] + "\n\n", "").replace(lines[0], "") + "# In progress" + rest
+                return {**arguments, "text": text + "\n\n" + lines[0]}  # appended under Blocked, the last section
+            return arguments
+
+        episode.family.oracle(Tampering(env, misfile))
+        score = episode.grade()
+        failed = _failed(score)
+        assert 0 < score.value < 1
+        assert list(failed) == [f"ticket-{moved[0]}"], failed
+        assert moved[0] in failed[f"ticket-{moved[0]}"] and "Blocked" in failed[f"ticket-{moved[0]}"]
+
+
+def test_status_report__trusting_a_stale_blocked_post_and_not_sharing_lose_those_checks(store, python_engine):
+    with Episode("weekly-status-report-v0", store=store) as episode:
+        env, params = _start(episode, 6, 2)
+        unblocked = next(t["key"] for t in params["tickets"] if t.get("unblocked"))
+
+        def stale(name, arguments):
+            if name == "docs_create":
+                text = re.sub(rf"\n\n{unblocked}:[^\n]*", "", arguments["text"])
+                return {**arguments, "text": text + f"\n\n{unblocked}: blocked on legal review"}
+            if name == "docs_share":
+                return {**arguments, "username": env.actor}  # shares with the wrong person: refused below
+            return arguments
+
+        try:
+            episode.family.oracle(Tampering(env, stale))
+        except ToolFailed:
+            env.call("submit")
+        score = episode.grade()
+        failed = _failed(score)
+        assert 0 < score.value < 1
+        assert set(failed) == {f"ticket-{unblocked}", "shared-with-manager"}, failed
+        assert params["manager"] in failed["shared-with-manager"]
