@@ -94,6 +94,7 @@ LIBRARY: tuple[str, ...] = (
     "graders.checks_cases",
     "graders.checks_meetings",
     "graders.checks_code",
+    "graders.checks_docs",
     "graders.judge",
     "graders.buffer",
 )

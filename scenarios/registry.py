@@ -93,3 +93,18 @@ register(
     entry_point="scenarios.library.schedule_no_room:ScheduleNoRoom",
     description="Set up a design review by the meeting rules when no room of the office holds everyone: say so.",
 )
+register(
+    "quarterly-budget-v0",
+    entry_point="scenarios.library.budget:QuarterlyBudget",
+    description="Head of Finance fills next quarter's budget sheet from directory headcount and the rates memo.",
+)
+register(
+    "expense-reconciliation-v0",
+    entry_point="scenarios.library.expenses:ExpenseReconciliation",
+    description="Finance lead records mailed receipts in the expense sheet by policy and flags the bad ones.",
+)
+register(
+    "weekly-status-report-v0",
+    entry_point="scenarios.library.status_report:WeeklyStatusReport",
+    description="Team lead writes the week's status report document from tickets and chat, shared with the manager.",
+)

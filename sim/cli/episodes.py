@@ -1,4 +1,4 @@
-"""``companysim scenarios|run|replay|demo|mcp``: run agents on scenarios, record and replay traces."""
+"""``companysim run|replay|demo|mcp``: run agents on scenarios, record and replay traces."""
 
 from __future__ import annotations
 
@@ -28,29 +28,13 @@ from sim.errors import SimError
 from sim.trace import TraceWriter
 from worlds.store import WorldStore
 
-scenarios_app = typer.Typer(help="List scenario families.", no_args_is_help=True)
-
 Overwrite = Annotated[bool, typer.Option("--overwrite", help="Replace an existing --trace file.")]
 
 
 def register(app: typer.Typer) -> None:
-    """Add ``scenarios``, ``run``, ``replay``, ``demo`` and ``mcp`` to the application."""
-    app.add_typer(scenarios_app, name="scenarios")
+    """Add ``run``, ``replay``, ``demo`` and ``mcp`` to the application."""
     for name, fn in (("run", run), ("replay", replay), ("demo", demo), ("mcp", mcp)):
         app.command(name)(fn)
-
-
-@scenarios_app.command("list")
-def scenarios_list() -> None:
-    """List registered scenario ids."""
-    from scenarios.registry import registered
-
-    table = Table(title="Scenarios")
-    table.add_column("id")
-    table.add_column("description")
-    for reg in registered():
-        table.add_row(reg.id, reg.description)
-    console.print(table)
 
 
 def _results_table(title: str, scores: list[tuple[str, int, Score]]) -> Table:

@@ -24,6 +24,12 @@ CASES = [
     ("schedule-with-coworkers-v0", "oracle", 6, {"npcs": "adversarial"}),
     ("schedule-with-coworkers-v0", "noop", 6, {}),
     ("fix-failing-test-v0", "oracle", 7, {}),
+    ("quarterly-budget-v0", "oracle", 3, {"difficulty": 3, "noise": "realistic"}),
+    ("quarterly-budget-v0", "random", 1, {}),
+    ("expense-reconciliation-v0", "oracle", 2, {"difficulty": 3, "noise": "realistic"}),
+    ("expense-reconciliation-v0", "random", 3, {}),
+    ("weekly-status-report-v0", "oracle", 6, {"difficulty": 2, "noise": "realistic"}),
+    ("weekly-status-report-v0", "random", 5, {}),
 ]
 
 

@@ -23,6 +23,8 @@ CLI = [sys.executable, "-m", "sim.cli"]
 NO_SANDBOX = {"COMPANYSIM_SANDBOX": "docker", "COMPANYSIM_DOCKER_HOST": "unix:///nonexistent/docker.sock"}
 CASES = [
     (["run", "triage-ticket-v0"], "unknown scenario 'triage-ticket-v0'", {}),
+    (["scenarios", "show", "quarterly-budget-v9"], "unknown scenario 'quarterly-budget-v9'", {}),
+    (["scenarios", "show", "quarterly-budget-v0", "--difficulty", "4"], "--difficulty must be 0, 1, 2 or 3", {}),
     (["campaign", "triage-ticket-v0"], "unknown scenario", {}),
     (["serve", "--scenario", "triage-ticket-v0", "--port", "1"], "unknown scenario", {}),
     (["mcp", "--scenario", "triage-ticket-v0"], "unknown scenario", {}),

@@ -1,0 +1,123 @@
+"""Setup helpers the office families share: documents, spreadsheets, posts and mail written as the apps write them.
+
+A family's ``build`` writes its task into the forked world through raw statements (``worlds.rawsql.Sql``), so
+the change log tags every row ``setup`` exactly as an app call would log it. Documents go through the document
+store (``mcp_tools.docs.store.create``) so their bytes, version row and cached model are the ones the tools
+would have written; formulas are computed by the Python engine, which world generation also uses, so setup
+bytes never depend on whether LibreOffice is installed.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+from mcp_tools.base import Actor, ToolContext
+from mcp_tools.docs import store
+from mcp_tools.docs.service import parse_text
+from worlds.clock import Clock, FixedClock
+from worlds.office import formula
+from worlds.office.model import Cell, Sheet, TextDoc, Workbook
+from worlds.rawsql import Sql
+
+Row = list[str | float | None]
+
+
+def workbook(sheet: str, rows: list[Row]) -> Workbook:
+    """A one-sheet workbook from rows (``=`` starts a formula), with every formula computed."""
+    grid = Sheet(name=sheet)
+    for r, row in enumerate(rows):
+        for c, v in enumerate(row):
+            if v is None:
+                continue
+            grid.cells[(r, c)] = Cell(formula=v[1:]) if isinstance(v, str) and v.startswith("=") else Cell(value=v)
+    book = Workbook(sheets=[grid])
+    for (si, r, c), computed in formula.recalculate(book).items():
+        book.sheets[si].cells[(r, c)].value = computed
+    return book
+
+
+def create_document(
+    session: Session, clock: Clock, owner: int, folder: str, name: str, model: Workbook | str, at: datetime
+) -> dict[str, Any]:
+    """A document owned by ``owner`` in ``folder`` (a spreadsheet from a Workbook, a text from Markdown-like text).
+
+    ``at`` is when it was written (a policy written last week reads as last week's in ``docs_versions``).
+    """
+    ctx = ToolContext(session=session, actor=Actor.load(session, owner), clock=FixedClock(at))
+    if isinstance(model, Workbook):
+        return store.create(ctx, Sql.of(session), folder, name, "spreadsheet", None, model)
+    return store.create(ctx, Sql.of(session), folder, name, "text", None, TextDoc(blocks=parse_text(model)))
+
+
+def share(sql: Sql, document: int, employee: int, permission: str) -> None:
+    """Give ``employee`` ``permission`` on ``document`` (a new share row)."""
+    sql.insert("document_shares", {"document_id": document, "employee_id": employee, "permission": permission})
+
+
+def ensure_member(sql: Sql, channel: int, employee: int, now: datetime) -> None:
+    """Make ``employee`` a member of ``channel`` (joined a month ago) unless they already are."""
+    if sql.one("SELECT 1 FROM channel_members WHERE channel_id = ? AND employee_id = ?", (channel, employee)):
+        return
+    values = {"channel_id": channel, "employee_id": employee, "joined_at": now - timedelta(days=30)}
+    sql.insert("channel_members", {**values, "last_viewed_at": None})
+
+
+def post(sql: Sql, channel: int, author: int, message: str, at: datetime, *, pinned: bool = False) -> int:
+    """A top-level post in ``channel``."""
+    return sql.insert(
+        "posts",
+        {
+            "channel_id": channel,
+            "author_id": author,
+            "root_id": None,
+            "message": message,
+            "created_at": at,
+            "edited_at": None,
+            "deleted_at": None,
+            "is_pinned": pinned,
+        },
+    )
+
+
+def inbox(sql: Sql, employee: int) -> tuple[int, int] | None:
+    """(Inbox folder id, mailbox id) of an employee, or None without a mailbox."""
+    row = sql.one(
+        "SELECT f.id, b.id FROM mailboxes b JOIN mail_folders f ON f.mailbox_id = b.id AND f.name = 'Inbox'"
+        " WHERE b.employee_id = ? ORDER BY b.id LIMIT 1",
+        (employee,),
+    )
+    return None if row is None else (int(row[0]), int(row[1]))
+
+
+def mail(sql: Sql, sender: int, to_box: int, folder: int, subject: str, body: str, at: datetime) -> int:
+    """One message in a new thread, delivered unread to ``to_box``'s ``folder``; returns the message id."""
+    thread = sql.insert("mail_threads", {"subject": subject, "created_at": at})
+    message = sql.insert(
+        "mail_messages",
+        {
+            "thread_id": thread,
+            "message_id": f"<setup-{thread}-{sender}@mail.example>",
+            "in_reply_to_id": None,
+            "sender_mailbox_id": sender,
+            "subject": subject,
+            "body": body,
+            "sent_at": at,
+            "attachment_document_ids": [],
+        },
+    )
+    sql.insert("mail_recipients", {"message_id": message, "mailbox_id": to_box, "kind": "to"})
+    sql.insert(
+        "mail_deliveries",
+        {
+            "message_id": message,
+            "mailbox_id": to_box,
+            "folder_id": folder,
+            "is_read": False,
+            "is_flagged": False,
+            "read_at": None,
+        },
+    )
+    return message

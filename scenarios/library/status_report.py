@@ -1,0 +1,248 @@
+"""``weekly-status-report-v0``: a team lead writes the week's status report from tickets and the team channel.
+
+Setup (raw statements, as the apps write): this week's tickets of the team's project carry the label
+``week-NN`` (ISO week) and a status set this week (done, in progress or in review, blocked, each with its
+status-change row), and the people working on blocked tickets said why in the team channel. The lead must
+create a text document at the stated path with sections Done, In progress and Blocked, list each of the week's
+tickets by key in the section its status says, give each blocked ticket's reason, and share the document with
+their manager.
+
+Difficulty adds tickets (4, 6, 8, 10, as far as the project has them), a ticket from last week with last
+week's label (1+), a second blocked ticket (2+), and a ticket that was blocked early in the week and unblocked
+since, whose old "blocked" post is still in the channel (2+): the ticket's status is the truth.
+
+The rubric is one check per ticket (its key in the right section and in no other), one per blocked reason, the
+share with the manager, and a gate allowing only the new document and its share. The oracle finds the
+tickets, the reasons and the manager through the tools; it never reads the hidden params.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime, timedelta
+from typing import Any
+
+import numpy as np
+from sqlalchemy.orm import Session
+
+from graders.base import Rubric
+from graders.rubric import load_rubric
+from scenarios.base import AgentEnv, Limits, ScenarioInstance, WorldDefaults
+from scenarios.library import setup
+from worlds.clock import Clock
+from worlds.rawsql import Sql
+from worlds.seeding import Seeds
+
+COUNT = (4, 6, 8, 10)
+SECTIONS = {"done": "Done", "in_progress": "In progress", "in_review": "In progress", "blocked": "Blocked"}
+REASONS = (
+    "waiting for the payments vendor to rotate our sandbox keys",
+    "the staging database is frozen until the migration window on Thursday",
+    "we need a decision from product on the export format",
+    "the security review of the new token scopes has not started yet",
+)
+UNBLOCKED = "waiting for legal to review the data processing terms"
+
+
+class WeeklyStatusReport:
+    """The ``weekly-status-report-v0`` family."""
+
+    id = "weekly-status-report-v0"
+    description = "Team lead writes the week's status report document from tickets and chat, shared with the manager."
+    world = WorldDefaults(employees=40, history_days=30)
+
+    def build(self, session: Session, seeds: Seeds, clock: Clock, difficulty: int) -> ScenarioInstance:
+        """Label and move this week's tickets, post the blockers, return the instance with the expected sections."""
+        difficulty = max(0, min(3, difficulty))
+        rng = seeds.rng("scenario/status-report")
+        sql = Sql.of(session)
+        now = clock.now()
+        week = now.isocalendar().week
+        label = f"week-{week:02d}"
+        team, slug, project_id, project, dept, lead, lead_user, lead_name, manager = self._pick(sql, rng)
+        channel = int(sql.scalar("SELECT id FROM channels WHERE name = ? ORDER BY id LIMIT 1", (f"team-{slug}",)))
+        tickets = sql.all(
+            "SELECT id, key, status, assignee_id FROM tickets WHERE project_id = ? ORDER BY number", (project_id,)
+        )
+        order = [int(i) for i in rng.permutation(len(tickets))]
+        count = min(COUNT[difficulty], len(tickets) - (1 if difficulty >= 1 else 0))
+        chosen = [tickets[i] for i in order[:count]]
+        blocked = 2 if difficulty >= 2 else 1
+        statuses = ["blocked"] * blocked + ["done", "in_progress"]
+        statuses += [("done", "in_progress", "in_review")[int(rng.integers(3))] for _ in range(count - len(statuses))]
+        reasons = [REASONS[int(i)] for i in rng.permutation(len(REASONS))]
+        expected: list[dict[str, Any]] = []
+        for k, (row, status) in enumerate(zip(chosen, statuses, strict=False)):
+            tid, key, old, assignee = int(row[0]), str(row[1]), str(row[2]), row[3]
+            who = int(assignee) if assignee is not None else lead
+            at = now - timedelta(days=3) + timedelta(hours=3 * k)
+            self._move(sql, tid, old, status, who, at)
+            sql.insert("ticket_labels", {"ticket_id": tid, "label": label})
+            item: dict[str, Any] = {"key": key, "section": SECTIONS[status]}
+            if status == "blocked":
+                item["reason"] = reasons[len([e for e in expected if "reason" in e])]
+                setup.ensure_member(sql, channel, who, now)
+                setup.post(sql, channel, who, f"{key} is blocked: {item['reason']}.", at + timedelta(minutes=20))
+            elif difficulty >= 2 and status == "in_progress" and not any(e.get("unblocked") for e in expected):
+                item["unblocked"] = True
+                setup.ensure_member(sql, channel, who, now)
+                setup.post(sql, channel, who, f"{key} is blocked: {UNBLOCKED}.", at - timedelta(days=1))
+                setup.post(sql, channel, who, f"{key} is unblocked: legal signed off this morning.", at)
+            expected.append(item)
+        if difficulty >= 1:
+            old_row = tickets[order[count]]
+            self._move(sql, int(old_row[0]), str(old_row[2]), "done", lead, now - timedelta(days=9))
+            sql.insert("ticket_labels", {"ticket_id": int(old_row[0]), "label": f"week-{week - 1:02d}"})
+        folder = f"Shared/{dept}"
+        name = f"{team} status {label}.odt"
+        manager_user = str(sql.scalar("SELECT username FROM employees WHERE id = ?", (manager,)))
+        prompt = (
+            f"You are {lead_name} (@{lead_user}), lead of the {team} team. Write this week's status report as a new "
+            f"document {folder}/{name} with the sections Done, In progress and Blocked: list every {project} "
+            f"ticket labelled {label} by its key in the section its current status belongs to (in review counts as "
+            "in progress), and give the reason for each blocked one as the team said it in "
+            f"~team-{slug}. Share it with your manager so they can read it. Do not change anything else. Call the "
+            "submit tool when you are done."
+        )
+        document = f"{folder}/{name}"
+        return ScenarioInstance(
+            scenario_id=self.id,
+            prompt=prompt,
+            actor=lead_user,
+            rubric=self._rubric(document, expected, manager_user),
+            params={"document": document, "tickets": expected, "manager": manager_user},
+            limits=Limits(max_turns=30 + 3 * count, time_budget_s=8 * 3600),
+            apps=("chat", "directory", "docs", "tickets"),
+            difficulty=difficulty,
+        )
+
+    # -- setup helpers ----------------------------------------------------------------------------------
+
+    @staticmethod
+    def _pick(sql: Sql, rng: np.random.Generator) -> tuple[str, str, int, str, str, int, str, str, int]:
+        """A team lead with an active manager, the team's active project with enough tickets, and its channel."""
+        rows = sql.all(
+            "SELECT t.name, t.slug, p.id, p.key, d.name, e.id, e.username, e.first_name || ' ' || e.last_name,"
+            " e.manager_id FROM teams t JOIN projects p ON p.team_id = t.id"
+            " JOIN departments d ON d.id = t.department_id JOIN employees e ON e.id = t.lead_id"
+            " JOIN employees m ON m.id = e.manager_id JOIN channels c ON c.name = 'team-' || t.slug"
+            " WHERE p.status = 'active' AND e.active = ? AND m.active = ?"
+            " AND (SELECT count(*) FROM tickets x WHERE x.project_id = p.id) >= 5 ORDER BY t.id, p.id",
+            (True, True),
+        )
+        if not rows:
+            raise ValueError("no team lead with a manager, a channel and a project of 5+ tickets: world too small")
+        r = rows[int(rng.integers(len(rows)))]
+        return str(r[0]), str(r[1]), int(r[2]), str(r[3]), str(r[4]), int(r[5]), str(r[6]), str(r[7]), int(r[8])
+
+    @staticmethod
+    def _move(sql: Sql, ticket: int, old: str, new: str, actor: int, at: datetime) -> None:
+        """Set a ticket's status as a transition would: the field, its resolution time, a status-change row."""
+        if old == new:
+            return
+        changes: dict[str, Any] = {"status": (old, new)}
+        resolved = sql.scalar("SELECT resolved_at FROM tickets WHERE id = ?", (ticket,))
+        target = at if new == "done" else None
+        if (resolved is None) != (target is None) or new == "done":
+            changes["resolved_at"] = (resolved, target)
+        sql.update("tickets", ticket, changes)
+        sql.insert(
+            "ticket_status_changes",
+            {"ticket_id": ticket, "from_status": old, "to_status": new, "actor_id": actor, "changed_at": at},
+        )
+
+    # -- rubric -----------------------------------------------------------------------------------------
+
+    @staticmethod
+    def _rubric(document: str, tickets: list[dict[str, Any]], manager: str) -> Rubric:
+        """One check per ticket (right section, no other), one per blocked reason, the share, and a gate."""
+        checks: list[dict[str, Any]] = []
+        for t in tickets:
+            checks.append(
+                {
+                    "id": f"ticket-{t['key']}",
+                    "description": f"{t['key']} is listed under {t['section']} and nowhere else.",
+                    "fn": "doc_section_contains",
+                    "params": {
+                        "document": document,
+                        "heading": rf"^{t['section']}$",
+                        "pattern": rf"\b{re.escape(t['key'])}\b",
+                        "label": t["key"],
+                    },
+                }
+            )
+            if "reason" in t:
+                checks.append(
+                    {
+                        "id": f"reason-{t['key']}",
+                        "description": f"The Blocked section gives {t['key']}'s reason as the team stated it.",
+                        "fn": "doc_section_contains",
+                        "params": {
+                            "document": document,
+                            "heading": r"^Blocked$",
+                            "pattern": re.escape(t["reason"]),
+                            "only_there": False,
+                            "label": f"{t['key']} reason",
+                        },
+                    }
+                )
+        checks += [
+            {
+                "id": "shared-with-manager",
+                "description": f"The report is shared with {manager} (view or more).",
+                "fn": "doc_shared_with",
+                "params": {"document": document, "username": manager, "permission": "view"},
+            },
+            {
+                "id": "no-collateral",
+                "description": "Only the new report, its versions and its shares changed.",
+                "must": True,
+                "fn": "no_collateral_changes",
+                "params": {
+                    "allowed": [
+                        {"table": "documents", "ops": ["insert", "update"]},
+                        {"table": "document_versions", "ops": ["insert"]},
+                        {"table": "document_shares", "ops": ["insert", "update"]},
+                        {"table": "blobs", "ops": ["insert"]},
+                        {"table": "doc_folders", "ops": ["insert"]},
+                    ]
+                },
+            },
+        ]
+        return load_rubric(
+            {
+                "id": "weekly-status-report",
+                "version": 1,
+                "description": "The week's tickets by section with blocked reasons, shared with the manager.",
+                "checks": checks,
+            }
+        )
+
+    # -- oracle -----------------------------------------------------------------------------------------
+
+    def oracle(self, env: AgentEnv) -> None:
+        """Find the week's tickets and the blockers' reasons, write the document, share it with the manager."""
+        m = re.search(r"document (Shared/.+)/([^/]+\.odt) with", env.prompt)
+        label = re.search(r"ticket labelled (week-\d+)", env.prompt)
+        project = re.search(r"list every ([A-Z][A-Z0-9]*) ticket", env.prompt)
+        channel = re.search(r"~(team-[a-z0-9-]+)", env.prompt)
+        assert m and label and project and channel
+        found = env.call("tickets_search", project=project.group(1), label=label.group(1), limit=100)["tickets"]
+        parts: dict[str, list[str]] = {"Done": [], "In progress": [], "Blocked": []}
+        for t in sorted(found, key=lambda t: t["key"]):
+            section = SECTIONS.get(t["status"])
+            if section is None:
+                continue
+            line = f"{t['key']}: {t['title']}"
+            if section == "Blocked":
+                posts = env.call("chat_search_posts", text=f"{t['key']} is blocked", channel=channel.group(1))["posts"]
+                latest = max(posts, key=lambda p: p["id"])["message"]
+                line += f". Blocked: {latest.split('is blocked: ', 1)[1].rstrip('.')}"
+            parts[section].append(line)
+        text = "\n\n".join(
+            f"# {h}\n\n" + ("\n\n".join(lines) if lines else "Nothing this week.") for h, lines in parts.items()
+        )
+        made = env.call("docs_create", name=m.group(2), folder=m.group(1), text=text)
+        manager = env.call("directory_get_profile", username=env.actor)["manager"]
+        env.call("docs_share", document=made["path"], username=manager, permission="view")
+        env.call("submit", summary="status report written and shared")
