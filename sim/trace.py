@@ -2,8 +2,8 @@
 
 A trace is everything a replay needs: the package versions, the world spec, the scenario id, seed and
 options, and the rubric version in the header; each step's action, result (or error), simulated clock and
-state hash; and the score. Records are canonical JSON (sorted keys) so two runs with the same inputs write
-byte-identical files.
+state hash; and the score. An LLM agent's transcript rides along in ``agent`` records, which a replay skips.
+Records are canonical JSON (sorted keys) so two runs with the same inputs write byte-identical files.
 
 The per-step ``state_hash`` is a chain: ``sha256(previous hash + the canonical change-log rows the step
 wrote)``, started from the hash of the world after setup. It identifies the state exactly (same start, same
@@ -82,8 +82,11 @@ class TraceWriter:
         self._fh.close()
 
 
-def read_trace(path: str | Path) -> Iterator[list[dict[str, Any]]]:
+def read_trace(path: str | Path, *, agent: bool = False) -> Iterator[list[dict[str, Any]]]:
     """Yield the episodes of a trace file, each as [header, steps..., score].
+
+    ``agent`` records (an LLM agent's transcript, ``sim.llm_agent``) annotate an episode and are left out
+    unless ``agent`` is true; then they stay in place among the steps.
 
     Raises:
         TraceError: the file is missing, a line is not JSON, or records are out of order.
@@ -110,6 +113,11 @@ def read_trace(path: str | Path) -> Iterator[list[dict[str, Any]]]:
                         f"{p}:{lineno}: trace format {record.get('format')!r}; this companysim reads {TRACE_FORMAT}"
                     )
                 episode = [record]
+            elif kind == "agent":
+                if not episode:
+                    raise TraceError(f"{p}:{lineno}: agent record before any header")
+                if agent:
+                    episode.append(record)
             elif kind in ("step", "score"):
                 if not episode:
                     raise TraceError(f"{p}:{lineno}: {kind} record before any header")

@@ -17,6 +17,8 @@ Usage::
 from __future__ import annotations
 
 import json
+import queue
+import re
 import socket
 import threading
 import time
@@ -168,3 +170,112 @@ class LocalLLM:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+class ScriptedReplies:
+    """A "model" that answers the N-th assistant turn of a conversation with ``replies[N]`` (then stops).
+
+    The turn is counted from the request itself (assistant messages so far), so the same conversation always
+    gets the same answer, however many conversations the server has seen.
+    """
+
+    def __init__(self, replies: list[dict[str, Any]]) -> None:
+        self.replies = replies
+
+    def __call__(self, request: dict[str, Any]) -> dict[str, Any]:
+        turn = sum(m["role"] == "assistant" for m in request["messages"])
+        return self.replies[turn] if turn < len(self.replies) else {"content": "I am done."}
+
+
+class _Stopped(Exception):
+    """The conversation the oracle was playing was abandoned."""
+
+
+class OracleModel:
+    """A "model" that plays a scenario family's scripted oracle by reading the conversation, one call a turn.
+
+    The oracle (``family.oracle(env)``) runs in a thread of its own; each ``env.call`` becomes the tool call of the
+    next completion, and the ``tool`` message the client sends back is what the call returns (parsed JSON, or a
+    ``ToolFailed`` for an ``error [code]: message`` line). So the oracle sees only what a real model sees: the
+    task prompt, its username (read from the system prompt) and tool results on the wire. A request with only the
+    system prompt and the task starts a new conversation (abandoning any other).
+
+    Args:
+        oracle: The family's oracle: ``oracle(env)`` with ``env.call``, ``env.prompt``, ``env.actor``, ``env.done``.
+    """
+
+    def __init__(self, oracle: Callable[[Any], None]) -> None:
+        self.oracle = oracle
+        self._calls: queue.Queue[tuple[str, dict[str, Any]] | None] = queue.Queue()
+        self._results: queue.Queue[str | None] = queue.Queue()
+        self._thread: threading.Thread | None = None
+
+    def close(self) -> None:
+        """Abandon the conversation being played (its thread ends)."""
+        if self._thread is not None and self._thread.is_alive():
+            self._results.put(None)
+            self._thread.join(timeout=10)
+        self._thread = None
+
+    def _start(self, system: str, prompt: str) -> None:
+        self.close()
+        self._calls, self._results = queue.Queue(), queue.Queue()
+        match = re.search(r"You are (\S+),", system)
+        env = _WireEnv(prompt, match.group(1) if match else "", self._calls, self._results)
+
+        def play() -> None:
+            try:
+                self.oracle(env)
+            except _Stopped:
+                return
+            except Exception as exc:  # noqa: BLE001 - the oracle's failure becomes the model's last words
+                self._calls.put(("__failed__", {"error": f"{type(exc).__name__}: {exc}"}))
+                return
+            self._calls.put(None)
+
+        self._thread = threading.Thread(target=play, daemon=True)
+        self._thread.start()
+
+    def __call__(self, request: dict[str, Any]) -> dict[str, Any]:
+        messages = request["messages"]
+        if len(messages) == 2:
+            self._start(str(messages[0]["content"]), str(messages[1]["content"]))
+        elif messages[-1]["role"] == "tool":
+            self._results.put(str(messages[-1]["content"]))
+        nxt = self._calls.get(timeout=60)
+        if nxt is None:
+            return {"content": "The task is done."}
+        name, arguments = nxt
+        if name == "__failed__":
+            return {"content": f"I could not finish: {arguments['error']}"}
+        return {"tool_calls": [{"name": name, "arguments": json.dumps(arguments, sort_keys=True)}]}
+
+
+class _WireEnv:
+    """The oracle's ``AgentEnv``: each call is handed to the server thread and answered from the wire."""
+
+    def __init__(self, prompt: str, actor: str, calls: queue.Queue[Any], results: queue.Queue[str | None]) -> None:
+        self.prompt, self.actor = prompt, actor
+        self._calls, self._results = calls, results
+        self._done = False
+
+    @property
+    def done(self) -> bool:
+        return self._done
+
+    def call(self, name: str, /, **arguments: Any) -> Any:
+        from scenarios.base import ToolFailed
+
+        self._calls.put((name, arguments))
+        if name == "submit":  # the client ends the episode and asks no more
+            self._done = True
+            return {}
+        text = self._results.get(timeout=60)
+        if text is None:
+            raise _Stopped
+        if text.startswith("error ["):
+            code, _, message = text[len("error [") :].partition("]: ")
+            if code == "episode_over":
+                self._done = True
+            raise ToolFailed(code, message)
+        return json.loads(text)

@@ -157,6 +157,7 @@ class ChatModel:
             usually ignore it). Never recorded.
         replay_only: Never call the endpoint; a cache miss raises ``LLMMiss``.
         timeout: Seconds per call.
+        max_retries: Retries of a failed call by the client (connection errors, 429, 5xx), with its backoff.
     """
 
     def __init__(
@@ -168,6 +169,7 @@ class ChatModel:
         api_key: str | None = None,
         replay_only: bool = False,
         timeout: float = 120.0,
+        max_retries: int = 2,
     ) -> None:
         if not model or not model.strip():
             raise LLMError("expected a model name; got an empty one")
@@ -177,8 +179,11 @@ class ChatModel:
         self.api_key = api_key
         self.replay_only = replay_only
         self.timeout = timeout
+        self.max_retries = max_retries
         self.calls = 0
         self.hits = 0
+        self.last_key = ""
+        """The cache key of the last request ``complete`` answered (what a transcript cites)."""
         self._client: Any = None
 
     def request(
@@ -219,7 +224,7 @@ class ChatModel:
             LLMUnavailable: the endpoint failed or answered something that is not a chat completion.
         """
         body = self.request(messages, tools=tools, temperature=temperature, max_tokens=max_tokens, seed=seed)
-        key = request_key(body)
+        key = self.last_key = request_key(body)
         hit = self.cache.get(key) if self.cache is not None else None
         if hit is not None:
             self.hits += 1
@@ -241,7 +246,9 @@ class ChatModel:
             from openai import OpenAI  # lazy: only a recording run needs the client
 
             key = self.api_key or next((os.environ[k] for k in API_KEY_ENV if os.environ.get(k)), "not-needed")
-            self._client = OpenAI(base_url=self.base_url, api_key=key, timeout=self.timeout, max_retries=2)
+            self._client = OpenAI(
+                base_url=self.base_url, api_key=key, timeout=self.timeout, max_retries=self.max_retries
+            )
         import openai
 
         try:

@@ -51,10 +51,10 @@ def _results_table(title: str, scores: list[tuple[str, int, Score]]) -> Table:
     return table
 
 
-def check_agent(agent: str) -> str:
-    """A built-in agent's name."""
-    if agent not in AGENTS:
-        raise UsageError(f"--agent must be one of {', '.join(AGENTS)}; got {agent!r}")
+def check_agent(agent: str, allowed: tuple[str, ...] = AGENTS) -> str:
+    """A built-in agent's name (or, where ``allowed`` lists it, ``openai``)."""
+    if agent not in allowed:
+        raise UsageError(f"--agent must be one of {', '.join(allowed)}; got {agent!r}")
     return agent
 
 
@@ -112,7 +112,7 @@ def _verdict(episode: Episode) -> str:
 def run(
     scenario: Annotated[str, typer.Argument(help="Scenario id, e.g. triage-tickets-v0.")],
     seed: Annotated[int, typer.Option(help="First seed.")] = 0,
-    agent: Annotated[str, typer.Option(help="oracle | noop | random | cheat-* (see sim.cheaters)")] = "oracle",
+    agent: Annotated[str, typer.Option(help="oracle | noop | random | cheat-* | openai (see --model)")] = "oracle",
     episodes: Annotated[int, typer.Option(help="Episodes to run (seeds seed..seed+K-1).")] = 1,
     difficulty: Annotated[int, typer.Option(help="Scenario difficulty 0-3.")] = 1,
     trace: Annotated[Path | None, typer.Option(help="Write a JSONL trace here.")] = None,
@@ -122,16 +122,40 @@ def run(
     verify: Annotated[bool, typer.Option("--verify", help="Also ask the family's independent verifier.")] = False,
     data_dir: DataDir = None,
     db: Db = None,
+    model: Annotated[str | None, typer.Option(help="openai: the model name the server serves.")] = None,
+    base_url: Annotated[str | None, typer.Option(help="openai: the server, e.g. http://127.0.0.1:8000/v1.")] = None,
+    api_key_env: Annotated[
+        str | None, typer.Option(help="openai: the environment variable holding the key (must be set).")
+    ] = None,
+    max_turns: Annotated[int, typer.Option(help="openai: model calls per episode.")] = 50,
+    max_context_tokens: Annotated[int, typer.Option(help="openai: conversation size (chars/4).")] = 32_000,
+    temperature: Annotated[float, typer.Option(help="openai: sampling temperature.")] = 0.0,
+    llm_cache: Annotated[Path | None, typer.Option(help="openai: record completions here (a directory).")] = None,
+    llm_offline: Annotated[
+        bool, typer.Option("--llm-offline", help="openai: answer only from --llm-cache; a miss is an error.")
+    ] = False,
+    llm_retries: Annotated[int, typer.Option(help="openai: retries of a failed model call.")] = 2,
 ) -> None:
-    """Run a built-in agent on a scenario and print the rewards per check."""
-    check_agent(agent)
+    """Run an agent (built-in, or a model with --agent openai) on a scenario and print the rewards per check."""
+    check_agent(agent, (*AGENTS, "openai"))
     check_count("--episodes", episodes)
     check_difficulty(difficulty)
     output_file(trace, "--trace", overwrite=overwrite)
     seeds = list(range(seed, seed + episodes))
     verdicts: dict[tuple[str, int], str] | None = {} if verify else None
     store = WorldStore(data_dir, db=db)
-    results = run_many(scenario, [agent], seeds, store, trace, difficulty, noise, npcs, verdicts)
+    if agent == "openai":
+        from sim.cli.llm import ModelOptions, run_llm_episodes
+        from sim.llm_agent import LLMAgentConfig
+
+        config = LLMAgentConfig(max_turns=max_turns, max_context_tokens=max_context_tokens, temperature=temperature)
+        opts = ModelOptions(
+            model=model, base_url=base_url, api_key_env=api_key_env, cache=llm_cache, offline=llm_offline,
+            retries=llm_retries, config=config,
+        )  # fmt: skip
+        results = run_llm_episodes(scenario, seeds, opts, store, trace, {"difficulty": difficulty}, noise, npcs)
+    else:
+        results = run_many(scenario, [agent], seeds, store, trace, difficulty, noise, npcs, verdicts)
     console.print(_results_table(f"{scenario} ({agent})", results))
     for (who, at), said in sorted((verdicts or {}).items()):
         console.print(f"verifier, {who} seed {at}: {said}", markup=False)
