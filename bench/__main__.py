@@ -5,7 +5,19 @@ from __future__ import annotations
 import importlib
 import sys
 
-MODULES = ("worlds", "episode", "apps", "code", "npcs", "coevolve", "grading", "compare_tau", "adapters", "llm")
+MODULES = (
+    "worlds",
+    "episode",
+    "apps",
+    "code",
+    "npcs",
+    "coevolve",
+    "grading",
+    "compare_tau",
+    "adapters",
+    "llm",
+    "server",
+)
 
 
 def main(argv: list[str]) -> int:
