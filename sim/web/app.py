@@ -55,11 +55,10 @@ class WebBackend(EpisodeBackend):
 
     def _start(self, seed: int) -> None:
         super()._start(seed)
-        apps = tuple(self.episode.apps or self.episode.instance.apps)
-        specs = app_specs(apps)
-        self.schemas = {name: spec.parameters for name, spec in specs.items()}
-        self.schemas["submit"] = {"properties": {"summary": {"type": "string"}}, "required": []}
-        self.apps = frozenset(spec.app for spec in specs.values())
+        tools = [t["function"] for t in self.info["tools"]]
+        self.schemas = {t["name"]: t["parameters"] for t in tools}
+        specs = app_specs(tuple(self.episode.apps or self.episode.instance.apps))
+        self.apps = frozenset(spec.app for name, spec in specs.items() if name in self.schemas)
 
     def read(self, tool: str, arguments: dict[str, Any]) -> Any:
         """One read step; its parsed result (raises ``StepError`` when refused)."""

@@ -35,7 +35,7 @@ form{margin:.5rem 0 1rem;padding:.5rem;border:1px solid #ddd;max-width:48rem}
 form.inline{display:inline-block;margin:.2rem .5rem .2rem 0}
 label{font-weight:600;margin-right:.3rem}
 input,select,textarea{font:inherit;margin:.15rem .6rem .15rem 0}textarea{width:95%;min-height:4rem}
-.msg{white-space:pre-wrap;margin:.2rem 0 .4rem}
+.msg{margin:.2rem 0 .4rem}.msg p{margin:0 0 .3rem}
 article{border-bottom:1px solid #eee;padding:.3rem 0}
 .alert{border:2px solid #b3261e;background:#fdecea;padding:.4rem .8rem;max-width:48rem}
 .ok{border:2px solid #176b2c;background:#e8f5e9;padding:.4rem .8rem;max-width:48rem}
@@ -77,8 +77,9 @@ def link(href: str, text: Any) -> str:
 
 
 def message(text: Any) -> str:
-    """A chat, mail or ticket text: escaped, its line breaks kept (CSS ``pre-wrap``)."""
-    return f'<div class="msg">{e(text)}</div>'
+    """A chat, mail or ticket text: escaped, one paragraph per line (an accessibility tree keeps lines apart)."""
+    lines = [line for line in ("" if text is None else str(text)).splitlines() if line.strip()]
+    return '<div class="msg">' + "".join(f"<p>{e(line)}</p>" for line in lines) + "</div>"
 
 
 def dl(items: Mapping[str, Any]) -> str:
