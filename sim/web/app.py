@@ -233,9 +233,7 @@ def _plain(status: int, text: str) -> Response:
 
 def _page(backend: WebBackend, title: str, body: str, *, alert: str | None = None, ok: str | None = None) -> str:
     status = backend.status()
-    foot = (
-        f"Simulated time {status['clock']}; {status['steps']} steps; episode {'over' if status['over'] else 'running'}"
-    )
+    foot = f"Simulated time {status['clock']}; episode {'over' if status['over'] else 'running'}"
     actor = backend.episode.tool_context.actor.username
     return page(title, body, user=actor, apps=backend.apps, status=foot, alert=alert, ok=ok)
 

@@ -20,6 +20,7 @@ import base64
 import re
 import socket
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -141,7 +142,7 @@ class Browser:
         """
         from playwright.sync_api import Error
 
-        methods = {
+        methods: dict[str, Callable[..., str]] = {
             "browser_open": self.open, "browser_click": self.click, "browser_type": self.type,
             "browser_select": self.select, "browser_read": self.read, "browser_screenshot": self.screenshot,
         }  # fmt: skip
