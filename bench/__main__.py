@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 import sys
 
-MODULES = ("worlds", "episode", "apps", "code", "npcs", "coevolve", "grading", "compare_tau", "adapters")
+MODULES = ("worlds", "episode", "apps", "code", "npcs", "coevolve", "grading", "compare_tau", "adapters", "web")
 
 
 def main(argv: list[str]) -> int:

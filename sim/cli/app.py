@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import typer
 
-from sim.cli import cache, campaign, episodes, rubric, sandbox, serve, view, world
+from sim.cli import cache, campaign, episodes, rubric, sandbox, serve, view, web, world
 from sim.cli.common import console, err_console, fail_on_errors
 
 app = typer.Typer(
@@ -18,7 +18,7 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-for module in (world, episodes, campaign, serve, sandbox, cache, rubric, view):
+for module in (world, episodes, campaign, serve, web, sandbox, cache, rubric, view):
     module.register(app)
 
 __all__ = ["app", "console", "err_console", "fail_on_errors"]
