@@ -17,6 +17,7 @@ MODULES = (
     "adapters",
     "llm",
     "server",
+    "web",
 )
 
 

@@ -71,6 +71,8 @@ class EpisodeBackend:
         self.seed = 0
         self.baseline = 0
         self.reward: float | None = None
+        self.info: dict[str, Any] = {}
+        """What the current episode's reset returned beside the prompt (its tools, actor, limits)."""
 
     def start(self, seed: int | None = None) -> dict[str, Any]:
         """Reset to a new episode (default: the next seed) and return its ``status``."""
@@ -80,7 +82,7 @@ class EpisodeBackend:
 
     def _start(self, seed: int) -> None:
         self.options.setdefault("world_seed", seed)
-        self.episode.reset(seed=seed, options=dict(self.options))
+        _, self.info = self.episode.reset(seed=seed, options=dict(self.options))
         self.seed, self.reward = seed, None
         self.baseline = int(Sql.of(self.episode.tool_context.session).scalar("SELECT max(id) FROM posts") or 0)
 

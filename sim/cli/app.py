@@ -8,7 +8,21 @@ from __future__ import annotations
 
 import typer
 
-from sim.cli import cache, calibrate, campaign, episodes, rubric, sandbox, scenarios, serve, server, tasks, view, world
+from sim.cli import (
+    cache,
+    calibrate,
+    campaign,
+    episodes,
+    rubric,
+    sandbox,
+    scenarios,
+    serve,
+    server,
+    tasks,
+    view,
+    web,
+    world,
+)
 from sim.cli.common import console, err_console, fail_on_errors
 
 app = typer.Typer(
@@ -18,7 +32,21 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-for module in (world, scenarios, episodes, campaign, serve, server, sandbox, cache, rubric, view, calibrate, tasks):
+for module in (
+    world,
+    scenarios,
+    episodes,
+    campaign,
+    serve,
+    server,
+    web,
+    sandbox,
+    cache,
+    rubric,
+    view,
+    calibrate,
+    tasks,
+):
     module.register(app)
 
 __all__ = ["app", "console", "err_console", "fail_on_errors"]
