@@ -4,7 +4,7 @@ Usage: python crash_harness.py WORKDIR TRIALS SEED
 
 The harness imports companysim once and forks a child per command (the CLI's own code path, in-process),
 so a trial costs the campaign's work, not Python's start-up. Per trial: start the campaign, SIGKILL it after
-a random delay drawn over the length of an uninterrupted run (shortened whenever a trial finishes first),
+a random moment inside a random episode, paced by the trial's own progress (boundaries saved so far),
 resume it with ``--resume`` (or start it again with ``--overwrite`` when no boundary was saved), replay the
 trace, and compare the final boundary with the uninterrupted run's. Prints one JSON object: the reference, and
 per trial the delay, what the kill left (boundaries saved, trace lines), the resume's and the replay's exit
@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import json
 import os
-import random
 import signal
 import sys
 import time
 from pathlib import Path
+
+import numpy as np
 
 SCENARIOS = ["triage-tickets-v0", "customer-escalation-v0"]
 EPISODES = 4
@@ -64,6 +65,16 @@ def _wait_or_kill(pid: int, deadline: float) -> int:
         time.sleep(min(left, 0.005))
 
 
+def _wait_for_boundaries(pid: int, work: Path, count: int, deadline: float) -> int | None:
+    """Wait until the campaign in ``work`` has saved ``count`` boundaries; its status if it ended first."""
+    while _last_hash(work)[0] < count and time.monotonic() < deadline:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return status
+        time.sleep(0.002)
+    return None
+
+
 def _campaign(workdir: Path, *extra: str) -> list[str]:
     return [
         "campaign", *SCENARIOS, "--episodes", str(EPISODES), "--seed", "3",
@@ -91,20 +102,27 @@ def main() -> None:
     code = _run(_campaign(ref), root / "reference.log")
     length = time.monotonic() - began
     reference = {"exit": code, "seconds": round(length, 3), "final": _last_hash(ref)}
-    rng = random.Random(seed)
+    rng = np.random.default_rng(seed)
     results = []
     for n in range(trials):
         work = root / f"trial-{n:03d}"
         work.mkdir()
         log = work / "log.txt"
-        delay = rng.uniform(0.0, length * 0.95)
+        # A kill moment that follows the trial's own pace, so a loaded machine cannot push every kill before the
+        # first boundary: pick an episode and a point inside it; wait until the episodes before it are saved,
+        # then sleep that share of an episode's length, scaled by how fast this trial has gone so far.
+        episode, share = int(rng.integers(0, EPISODES)), rng.uniform(0.0, 0.9)
+        per_episode = length / EPISODES
         pid = _child(_campaign(work), log)
         started = time.monotonic()
-        status = _wait_or_kill(pid, started + delay)
-        if not os.WIFSIGNALED(status):
-            # It finished before its kill was due: a trial runs faster than the reference did (a warmer page
-            # cache, a quieter machine), so later delays are drawn over this shorter length.
-            length = min(length, time.monotonic() - started)
+        status = _wait_for_boundaries(pid, work, episode, started + 6 * length)
+        if status is None:
+            took = time.monotonic() - started
+            pace = took / (episode * per_episode) if episode else 1.0
+            delay = took + share * per_episode * max(pace, 1.0)
+            status = _wait_or_kill(pid, started + delay)
+        else:
+            delay = time.monotonic() - started
         saved, _ = _last_hash(work)
         trace = work / "trace.jsonl"
         lines = len(trace.read_bytes().splitlines()) if trace.exists() else 0
