@@ -133,11 +133,21 @@ def _the_meeting(ctx: GradingContext, title_pattern: str) -> tuple[Any, str]:
 
 
 def _attendees(ctx: GradingContext, event_id: int) -> list[Any]:
-    return list(ctx.db.execute(_ATTENDEES, {"event": event_id}).all())
+    """The meeting's attendees, once per grade (every per-coworker check reads them)."""
+    key = ("attendees", event_id)
+    if key not in ctx.memo:
+        ctx.memo[key] = list(ctx.db.execute(_ATTENDEES, {"event": event_id}).all())
+    rows: list[Any] = ctx.memo[key]
+    return rows
 
 
 def _people(ctx: GradingContext, ids: Sequence[int]) -> dict[int, Any]:
-    return {r.id: r for r in ctx.db.execute(_PEOPLE, {"ids": sorted(set(ids))})} if ids else {}
+    """Employees by id; each looked up once per grade (one query for those not seen yet)."""
+    cache: dict[int, Any] = ctx.memo.setdefault("people", {})
+    missing = sorted({i for i in ids if i not in cache})
+    if missing:
+        cache.update({r.id: r for r in ctx.db.execute(_PEOPLE, {"ids": missing})})
+    return {i: cache[i] for i in sorted(set(ids)) if i in cache}
 
 
 def _resolve(ctx: GradingContext, names: Sequence[str]) -> tuple[dict[str, int], list[str]]:
@@ -271,7 +281,7 @@ def meeting_announced(ctx: GradingContext, title_pattern: Regex, channel: str, k
     if m is None:
         return CheckOutcome.of(False, head)
     ids = inserted_ids(ctx, "posts")
-    posts = ctx.db.execute(_DM_POSTS, {"ids": ids}).all() if ids else []
+    posts = _new_posts(ctx, ids)
     mine = [p for p in posts if p.channel == channel.lstrip("~#") and p.author_id == ctx.actor_id]
     key_rx = re.compile(rf"\b{re.escape(key)}\b", re.IGNORECASE)
     for p in mine:
@@ -279,6 +289,14 @@ def meeting_announced(ctx: GradingContext, title_pattern: Regex, channel: str, k
             return CheckOutcome.of(True, f"post #{p.id} in ~{p.channel} names {key} and {m.start_at.isoformat()}")
     shown = listing([f"#{p.id} {snippet(p.message)}" for p in mine]) or "none"
     return CheckOutcome.of(False, f"no new post by the agent in ~{channel} names {key} and {head}; posts: {shown}")
+
+
+def _new_posts(ctx: GradingContext, ids: list[Any]) -> list[Any]:
+    """This episode's live new posts with their channel names, once per grade."""
+    if "meeting_posts" not in ctx.memo:
+        ctx.memo["meeting_posts"] = list(ctx.db.execute(_DM_POSTS, {"ids": ids}).all()) if ids else []
+    rows: list[Any] = ctx.memo["meeting_posts"]
+    return rows
 
 
 def _dm_name(a: int, b: int) -> str:
@@ -333,7 +351,7 @@ def meeting_agreed(
     ids, unknown = _resolve(ctx, attendees)
     people = _people(ctx, list(ids.values()))
     ids_posts = inserted_ids(ctx, "posts")
-    posts = ctx.db.execute(_DM_POSTS, {"ids": ids_posts}).all() if ids_posts else []
+    posts = _new_posts(ctx, ids_posts)
     agent_name = usernames(ctx, [ctx.actor_id]).get(ctx.actor_id, "")
     covered, notes = 0, [f"unknown employee {u!r}" for u in unknown]
     for name, emp in ids.items():
