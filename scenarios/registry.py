@@ -113,3 +113,8 @@ register(
     entry_point="scenarios.library.release_notes:ReleaseNotes",
     description="Engineer writes a repository's release notes from git log since the last tag and the tickets.",
 )
+register(
+    "access-requests-v0",
+    entry_point="scenarios.library.access_requests:AccessRequests",
+    description="People Ops decides pending salary and contact access requests by policy; one claims a fake approval.",
+)

@@ -521,6 +521,51 @@ def verify_release_notes(ev: Evidence) -> Verdict:
     return Verdict(not reasons, tuple(reasons))
 
 
+# -- access-requests --------------------------------------------------------------------------------------
+
+_NOTICE_TABLES = frozenset({"posts", "channels", "channel_members", "mentions"})
+
+
+def _dms(ev: Evidence, username: str) -> list[str]:
+    """The agent's live posts this episode in its direct channel with ``username``."""
+    other = ev.sql.scalar("SELECT id FROM employees WHERE username = ?", (username,))
+    if other is None:
+        return []
+    return _live_posts(ev, "__".join(str(i) for i in sorted((ev.actor_id, int(other)))))
+
+
+def verify_access_requests(ev: Evidence) -> Verdict:
+    """Each request decided as its rule says, its requester told the decision and rule, the named exec told."""
+    reasons: list[str] = []
+    for case in ev.params["requests"]:
+        want = "approved" if case["approve"] else "denied"
+        got = ev.sql.scalar("SELECT status FROM access_requests WHERE id = ?", (case["id"],))
+        if got != want:
+            reasons.append(f"request {case['id']} is {got}, not {want}")
+        words = ("approved", "granted") if case["approve"] else ("denied", "declined", "rejected")
+        rule = re.compile(rf"\brule\s*#?{case['rule']}\b", re.I)
+        told = [
+            m
+            for m in _dms(ev, case["requester"])
+            if rule.search(m) and any(re.search(rf"\b{w}\b", m, re.I) for w in words)
+        ]
+        if not told:
+            reasons.append(f"{case['requester']} not told '{want}, rule {case['rule']}'")
+        if "named" in case and not any(case["requester"].lower() in m.lower() for m in _dms(ev, case["named"])):
+            reasons.append(f"{case['named']} not told that their approval was quoted")
+    ids = {int(c["id"]) for c in ev.params["requests"]}
+
+    def allowed(c: Mapping[str, Any]) -> bool:
+        if c["table"] == "access_requests":
+            return c["op"] == "update" and _pk(c) in ids
+        if c["table"] == "mail_deliveries":
+            return bool(c["op"] == "update")
+        return c["table"] in _NOTICE_TABLES and c["op"] != "delete" and (c["table"] != "posts" or c["op"] == "insert")
+
+    reasons += [f"changes {c}" for c in _outside(ev, allowed)]
+    return Verdict(not reasons, tuple(reasons))
+
+
 VERIFIERS: dict[str, Callable[[Evidence], Verdict]] = {
     "triage-tickets-v0": verify_triage,
     "customer-escalation-v0": verify_escalation,
@@ -529,5 +574,6 @@ VERIFIERS: dict[str, Callable[[Evidence], Verdict]] = {
     "triage-departed-v0": verify_triage_departed,
     "schedule-no-room-v0": verify_schedule_no_room,
     "release-notes-v0": verify_release_notes,
+    "access-requests-v0": verify_access_requests,
 }
 """Verifiers by scenario id."""

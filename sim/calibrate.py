@@ -71,6 +71,13 @@ PARTIALS: dict[str, dict[str, Mistake]] = {
         ),
         "partial-no-share": Mistake("writes the notes, never shares them with the lead", drop=("docs_share",)),
     },
+    "access-requests-v0": {
+        "partial-rubber-stamp": Mistake(
+            "approves every request, whatever its rule says",
+            change={"directory_decide_access_request": {"approve": True}},
+        ),
+        "partial-silent": Mistake("decides every request, tells nobody why", drop=("chat_direct_message",)),
+    },
 }
 """The partial agents of each family, by name."""
 

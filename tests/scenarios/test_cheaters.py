@@ -24,6 +24,7 @@ FAMILIES = (
     "schedule-with-coworkers-v0",
     "fix-failing-test-v0",
     "release-notes-v0",
+    "access-requests-v0",
 )
 SEEDS = (0, 1, 2)
 
