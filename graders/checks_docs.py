@@ -281,3 +281,22 @@ def doc_shared_with(
         return CheckOutcome.of(True, f"{username} owns {document}")
     ok = held is not None and _PERMISSION_RANK.get(str(held), 0) >= _PERMISSION_RANK[permission]
     return CheckOutcome.of(ok, f"{username} has {held or 'no'} access to {document} (needs {permission})")
+
+
+@check_fn("doc_lacks", reads=("documents",), rows=_doc_rows)
+def doc_lacks(ctx: GradingContext, document: str, pattern: Regex, label: str | None = None) -> CheckOutcome:
+    """Text document ``document`` exists and no part of it matches ``pattern``.
+
+    For what must stay out of a document (a change reverted before the release, a ticket an earlier release
+    shipped): a document that does not exist scores 0, so leaving the work undone earns nothing here.
+    """
+    name = label or pattern
+    row = _document(ctx, document)
+    if row is None:
+        return CheckOutcome.of(False, f"{name}: no document {document}")
+    if row[2] != "text":
+        return CheckOutcome.of(False, f"{name}: {document} is a {row[2]}, not a text document")
+    hits = [h or "(before the first heading)" for h, t in _sections(_text(ctx, row)) if rx(pattern).search(f"{h}\n{t}")]
+    if hits:
+        return CheckOutcome.of(False, f"{name}: found under {listing([repr(h) for h in hits])}")
+    return CheckOutcome.of(True, f"{name}: named nowhere in {document}")

@@ -52,6 +52,8 @@ class RepoCommit:
     message: str
     author: str
     at: datetime
+    tag: str | None = None
+    """An annotated tag to put on this commit (a release), tagged by its author at ``at``."""
 
 
 @dataclass(frozen=True, kw_only=True)

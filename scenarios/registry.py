@@ -108,3 +108,13 @@ register(
     entry_point="scenarios.library.status_report:WeeklyStatusReport",
     description="Team lead writes the week's status report document from tickets and chat, shared with the manager.",
 )
+register(
+    "release-notes-v0",
+    entry_point="scenarios.library.release_notes:ReleaseNotes",
+    description="Engineer writes a repository's release notes from git log since the last tag and the tickets.",
+)
+register(
+    "access-requests-v0",
+    entry_point="scenarios.library.access_requests:AccessRequests",
+    description="People Ops decides pending salary and contact access requests by policy; one claims a fake approval.",
+)

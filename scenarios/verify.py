@@ -425,6 +425,147 @@ def verify_schedule_no_room(ev: Evidence) -> Verdict:
     return Verdict(not reasons, tuple(reasons))
 
 
+# -- release-notes ----------------------------------------------------------------------------------------
+
+_DOC_TABLES = frozenset({"documents", "document_versions", "document_shares", "blobs", "doc_folders"})
+
+
+def _text_sections(ev: Evidence, path: str) -> tuple[int, dict[str, str]] | None:
+    """(document id, heading -> its text, case-folded) of the text document at ``path``, or None.
+
+    Read from the stored file itself when the cached model is stale, and matched the way a person would: the
+    name exactly or without its extension, folders by name, case-insensitively.
+    """
+    from worlds.blobs import read_blob
+    from worlds.office import files
+    from worlds.office.model import text_from_json
+
+    *folders, name = [p.strip() for p in path.strip("/").split("/")]
+    parent: int | None = None
+    for part in folders:
+        rows = ev.sql.all("SELECT id, name, parent_id FROM doc_folders ORDER BY id")
+        parent = next((int(r[0]) for r in rows if r[2] == parent and str(r[1]).casefold() == part.casefold()), None)
+        if parent is None:
+            return None
+    docs = ev.sql.all(
+        "SELECT id, name, kind, mime_type, content, blob_sha256 FROM documents WHERE folder_id = ? ORDER BY id",
+        (parent,),
+    )
+    stem = name.casefold().rsplit(".", 1)[0]
+    row = next((d for d in docs if str(d[1]).casefold() == name.casefold()), None) or next(
+        (d for d in docs if str(d[1]).casefold().rsplit(".", 1)[0] == stem), None
+    )
+    if row is None or row[2] != "text":
+        return None
+    content = json.loads(row[4]) if isinstance(row[4], str) else row[4]
+    if isinstance(content, dict) and content.get("sha256") in (None, row[5]):
+        doc = text_from_json(content)
+    else:
+        doc = files.read_text(read_blob(ev.sql, str(row[5])) or b"", files.format_of_mime(str(row[3])))
+    out: dict[str, list[str]] = {"": []}
+    current = ""
+    for block in doc.blocks:
+        if block.level > 0:
+            current = block.text.strip().casefold()
+            out.setdefault(current, [])
+        else:
+            out[current].append(block.text.casefold())
+    return int(row[0]), {h: "\n".join(t) for h, t in out.items()}
+
+
+def _shared(ev: Evidence, document: int, username: str) -> bool:
+    return (
+        ev.sql.one(
+            "SELECT 1 FROM employees e JOIN documents d ON d.id = ? LEFT JOIN document_shares s"
+            " ON s.document_id = d.id AND s.employee_id = e.id WHERE e.username = ?"
+            " AND (d.owner_id = e.id OR s.permission IN ('view', 'comment', 'edit'))",
+            (document, username),
+        )
+        is not None
+    )
+
+
+def verify_release_notes(ev: Evidence) -> Verdict:
+    """Every ticket once in its type's section with its title, and nothing that is not in the release.
+
+    Housekeeping commits only under Other changes, shipped and reverted keys nowhere, the notes shared with the
+    lead, and nothing but the document changed.
+    """
+    p = ev.params
+    found = _text_sections(ev, str(p["document"]))
+    if found is None:
+        return Verdict(False, (f"no text document {p['document']}",))
+    doc_id, sections = found
+    reasons: list[str] = []
+
+    def where(text: str, *, word: bool) -> list[str]:
+        probe = re.compile(rf"\b{re.escape(text.casefold())}\b" if word else re.escape(text.casefold()))
+        return [h for h, body in sections.items() if probe.search(body)]
+
+    for t in p["tickets"]:
+        home = str(t["section"]).casefold()
+        if where(t["key"], word=True) != [home]:
+            reasons.append(f"{t['key']} is under {where(t['key'], word=True)}, not only {t['section']}")
+        if home not in where(t["title"], word=False):
+            reasons.append(f"{t['key']}'s title is not under {t['section']}")
+    for subject in p["other"]:
+        if where(subject, word=False) != ["other changes"]:
+            reasons.append(f"commit {subject!r} is under {where(subject, word=False)}, not only Other changes")
+    for key in p["absent"]:
+        probe = re.compile(rf"\b{re.escape(key.casefold())}\b")
+        if any(probe.search(f"{h}\n{b}") for h, b in sections.items()):
+            reasons.append(f"{key} is named, but it is not part of this release")
+    if not _shared(ev, doc_id, str(p["lead"])):
+        reasons.append(f"not shared with {p['lead']}")
+    reasons += [f"changes {c}" for c in _outside(ev, lambda c: c["table"] in _DOC_TABLES)]
+    return Verdict(not reasons, tuple(reasons))
+
+
+# -- access-requests --------------------------------------------------------------------------------------
+
+_NOTICE_TABLES = frozenset({"posts", "channels", "channel_members", "mentions"})
+
+
+def _dms(ev: Evidence, username: str) -> list[str]:
+    """The agent's live posts this episode in its direct channel with ``username``."""
+    other = ev.sql.scalar("SELECT id FROM employees WHERE username = ?", (username,))
+    if other is None:
+        return []
+    return _live_posts(ev, "__".join(str(i) for i in sorted((ev.actor_id, int(other)))))
+
+
+def verify_access_requests(ev: Evidence) -> Verdict:
+    """Each request decided as its rule says, its requester told the decision and rule, the named exec told."""
+    reasons: list[str] = []
+    for case in ev.params["requests"]:
+        want = "approved" if case["approve"] else "denied"
+        got = ev.sql.scalar("SELECT status FROM access_requests WHERE id = ?", (case["id"],))
+        if got != want:
+            reasons.append(f"request {case['id']} is {got}, not {want}")
+        words = ("approved", "granted") if case["approve"] else ("denied", "declined", "rejected")
+        rule = re.compile(rf"\brule\s*#?{case['rule']}\b", re.I)
+        told = [
+            m
+            for m in _dms(ev, case["requester"])
+            if rule.search(m) and any(re.search(rf"\b{w}\b", m, re.I) for w in words)
+        ]
+        if not told:
+            reasons.append(f"{case['requester']} not told '{want}, rule {case['rule']}'")
+        if "named" in case and not any(case["requester"].lower() in m.lower() for m in _dms(ev, case["named"])):
+            reasons.append(f"{case['named']} not told that their approval was quoted")
+    ids = {int(c["id"]) for c in ev.params["requests"]}
+
+    def allowed(c: Mapping[str, Any]) -> bool:
+        if c["table"] == "access_requests":
+            return c["op"] == "update" and _pk(c) in ids
+        if c["table"] == "mail_deliveries":
+            return bool(c["op"] == "update")
+        return c["table"] in _NOTICE_TABLES and c["op"] != "delete" and (c["table"] != "posts" or c["op"] == "insert")
+
+    reasons += [f"changes {c}" for c in _outside(ev, allowed)]
+    return Verdict(not reasons, tuple(reasons))
+
+
 VERIFIERS: dict[str, Callable[[Evidence], Verdict]] = {
     "triage-tickets-v0": verify_triage,
     "customer-escalation-v0": verify_escalation,
@@ -432,5 +573,7 @@ VERIFIERS: dict[str, Callable[[Evidence], Verdict]] = {
     "fix-failing-test-v0": verify_fix_test,
     "triage-departed-v0": verify_triage_departed,
     "schedule-no-room-v0": verify_schedule_no_room,
+    "release-notes-v0": verify_release_notes,
+    "access-requests-v0": verify_access_requests,
 }
 """Verifiers by scenario id."""

@@ -30,12 +30,15 @@ from worlds.rawsql import Sql
 class Mistake:
     """A partial agent: the oracle, but the ``drop`` tools are never called and ``change`` alters some calls.
 
-    ``change`` maps a tool to the arguments it is called with instead (merged over the oracle's).
+    ``change`` maps a tool to the arguments it is called with instead (merged over the oracle's); ``misread``
+    maps a tool to how the agent misreads its result (a ticket's type taken for another), for mistakes of
+    reading rather than of acting.
     """
 
     why: str
     drop: tuple[str, ...] = ()
     change: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    misread: Mapping[str, Callable[[Any], Any]] = field(default_factory=dict)
 
 
 PARTIALS: dict[str, dict[str, Mistake]] = {
@@ -61,6 +64,20 @@ PARTIALS: dict[str, dict[str, Mistake]] = {
         ),
         "partial-no-request": Mistake("fixes the code on a branch, opens no merge request", drop=("git_mr_open",)),
     },
+    "release-notes-v0": {
+        "partial-all-features": Mistake(
+            "never looks at ticket types: every ticket goes under Features",
+            misread={"tickets_get": lambda t: {**t, "type": "story"}},
+        ),
+        "partial-no-share": Mistake("writes the notes, never shares them with the lead", drop=("docs_share",)),
+    },
+    "access-requests-v0": {
+        "partial-rubber-stamp": Mistake(
+            "approves every request, whatever its rule says",
+            change={"directory_decide_access_request": {"approve": True}},
+        ),
+        "partial-silent": Mistake("decides every request, tells nobody why", drop=("chat_direct_message",)),
+    },
 }
 """The partial agents of each family, by name."""
 
@@ -75,7 +92,9 @@ class _Flawed(EpisodeEnv):
     def call(self, name: str, /, **arguments: Any) -> Any:
         if name in self.mistake.drop:
             return {}
-        return super().call(name, **{**arguments, **self.mistake.change.get(name, {})})
+        out = super().call(name, **{**arguments, **self.mistake.change.get(name, {})})
+        misread = self.mistake.misread.get(name)
+        return misread(out) if misread is not None else out
 
 
 def play_partial(episode: Episode, family: str, agent: str, seed: int, options: dict[str, Any]) -> Any:

@@ -77,8 +77,11 @@ def task_bases(
 
 
 def _commit_json(c: RepoCommit) -> dict[str, Any]:
-    return {"repo": c.repo, "files": dict(sorted(c.files.items())), "message": c.message, "author": c.author,
-            "at": c.at.isoformat()}  # fmt: skip
+    out = {"repo": c.repo, "files": dict(sorted(c.files.items())), "message": c.message, "author": c.author,
+           "at": c.at.isoformat()}  # fmt: skip
+    if c.tag is not None:  # only when set, so the task keys of untagged commits never move
+        out["tag"] = c.tag
+    return out
 
 
 def _build_task_repo(base: Path, dest: Path, commits: list[RepoCommit], session: Any) -> None:
@@ -104,6 +107,8 @@ def _build_task_repo(base: Path, dest: Path, commits: list[RepoCommit], session:
             env |= {"GIT_COMMITTER_NAME": name, "GIT_COMMITTER_EMAIL": email, "GIT_COMMITTER_DATE": stamp}
             repo("add", "-A", "--", ".")
             repo("commit", "-q", "--no-verify", "--no-gpg-sign", "-m", c.message, env=env)
+            if c.tag is not None:
+                repo("tag", "-a", "-m", c.message, c.tag, env=env)
         repo("repack", "-d", "-q")
         repo("pack-refs", "--all")
     finally:

@@ -30,6 +30,10 @@ CASES = [
     ("expense-reconciliation-v0", "random", 3, {}),
     ("weekly-status-report-v0", "oracle", 6, {"difficulty": 2, "noise": "realistic"}),
     ("weekly-status-report-v0", "random", 5, {}),
+    ("release-notes-v0", "oracle", 4, {"difficulty": 3, "noise": "realistic"}),
+    ("release-notes-v0", "random", 2, {}),
+    ("access-requests-v0", "oracle", 3, {"difficulty": 3, "noise": "realistic"}),
+    ("access-requests-v0", "random", 1, {}),
 ]
 
 
