@@ -95,20 +95,21 @@ def _outside(ev: Evidence, allowed: Callable[[Mapping[str, Any]], bool]) -> list
     return [f"#{c['seq']} {c['op']} {c['table']}" for c in ev.mine() if not allowed(c)]
 
 
-def _sent_mail(ev: Evidence) -> list[tuple[str, str]]:
-    """(recipient address, body) of every mail the agent sent this episode."""
+def _sent_mail(ev: Evidence) -> list[tuple[str, str, str]]:
+    """(recipient address, recipient username or '', body) of every mail the agent sent this episode."""
     ids = ev.inserted("mail_messages")
     if not ids:
         return []
     rows = ev.sql.all(
         _ids(
-            "SELECT b.address, m.body FROM mail_messages m JOIN mail_recipients r ON r.message_id = m.id"
-            " JOIN mailboxes b ON b.id = r.mailbox_id WHERE m.id IN (?*) ORDER BY m.id, b.address",
+            "SELECT b.address, e.username, m.body FROM mail_messages m JOIN mail_recipients r ON r.message_id = m.id"
+            " JOIN mailboxes b ON b.id = r.mailbox_id LEFT JOIN employees e ON e.id = b.employee_id"
+            " WHERE m.id IN (?*) ORDER BY m.id, b.address",
             ids,
         ),
         ids,
     )
-    return [(str(a).lower(), str(b)) for a, b in rows]
+    return [(str(a).lower(), str(u or "").lower(), str(b)) for a, u, b in rows]
 
 
 # -- triage-tickets ---------------------------------------------------------------------------------------
@@ -179,7 +180,7 @@ def verify_escalation(ev: Evidence) -> Verdict:
         key, _, _, kind, priority, proj = found[0]
         if (proj, kind, priority) != (project, "bug", case["priority"]):
             reasons.append(f"{ref}: {key} is {proj}/{kind}/{priority}")
-        if not any(a == str(case["customer"]).lower() and key.lower() in b.lower() for a, b in mail):
+        if not any(a == str(case["customer"]).lower() and key.lower() in b.lower() for a, _, b in mail):
             reasons.append(f"{ref}: no mail to {case['customer']} with {key}")
         if case["priority"] == "critical" and not any(key in m and ref.lower() in m.lower() for m in incidents):
             reasons.append(f"{ref}: not in ~incidents with {key}")
@@ -187,7 +188,7 @@ def verify_escalation(ev: Evidence) -> Verdict:
     if known:
         if any(str(known["reference"]).lower() in f"{r[1]}\n{r[2]}".lower() for r in new):
             reasons.append(f"{known['reference']}: a duplicate ticket")
-        if not any(a == str(known["customer"]).lower() and re.search(rf"\b{known['key']}\b", b) for a, b in mail):
+        if not any(a == str(known["customer"]).lower() and re.search(rf"\b{known['key']}\b", b) for a, _, b in mail):
             reasons.append(f"{known['reference']}: {known['key']} not mailed back")
     inserts = {"tickets", "ticket_labels", "ticket_status_changes", "mail_threads", "mail_messages", "mail_recipients",
                "mail_deliveries", "mailboxes", "mail_folders", "posts", "mentions", "channel_members"}  # fmt: skip
@@ -556,7 +557,7 @@ def _policy(ev: Evidence) -> tuple[dict[str, str], dict[str, float]] | None:
     text = _file(ev, doc, doc.sha) if doc else None
     if not isinstance(text, TextDoc):
         return None
-    body = {h.casefold(): t for h, t in _doc_sections(text)}
+    body = {h.casefold(): t for h, t in text.sections()}
     vendors = {v.strip().casefold(): c.strip() for c, vs in re.findall(r"^- ([^:\n]+): (.+)$",
                body.get("categories", ""), re.M) for v in vs.split(",")}  # fmt: skip
     limits = {c.strip(): float(v.replace(",", "")) for c, v in
@@ -619,9 +620,9 @@ def verify_expenses(ev: Evidence) -> Verdict:
     reasons += [f"approved total: {why}" for why in [_formula_cell(now, computed, "I2", round(approved, 2))] if why]
     owed += [(str(f["to"]), str(f["number"]), "duplicate|already") for f in ev.params["flags"]
              if f["reason"] == "duplicate"]  # fmt: skip
-    told = _sent_mail_to_users(ev)
+    told = _sent_mail(ev)
     for user, number, words in owed:
-        if not any(u == user.lower() and number in body and re.search(words, body, re.I) for u, body in told):
+        if not any(u == user.lower() and number in body and re.search(words, body, re.I) for _, u, body in told):
             reasons.append(f"{number}: @{user} not told ({words})")
     mail = {"mail_threads", "mail_messages", "mail_recipients", "mail_deliveries", "mailboxes", "mail_folders"}
     read = {"is_read", "read_at", "is_flagged", "folder_id"}
@@ -630,35 +631,6 @@ def verify_expenses(ev: Evidence) -> Verdict:
         or (c["table"] == "mail_deliveries" and c["op"] == "update" and set(c["changes"]) <= read),
     )  # fmt: skip
     return Verdict(not reasons, tuple(reasons))
-
-
-def _sent_mail_to_users(ev: Evidence) -> list[tuple[str, str]]:
-    """(recipient username, body) of every mail the agent sent this episode (to, cc or bcc)."""
-    ids = ev.inserted("mail_messages")
-    if not ids:
-        return []
-    rows = ev.sql.all(
-        _ids(
-            "SELECT e.username, m.body FROM mail_messages m JOIN mail_recipients r ON r.message_id = m.id"
-            " JOIN mailboxes b ON b.id = r.mailbox_id JOIN employees e ON e.id = b.employee_id"
-            " JOIN mailboxes s ON s.id = m.sender_mailbox_id WHERE m.id IN (?*) AND s.employee_id = ?"
-            " ORDER BY m.id, e.username",
-            ids,
-        ),
-        [*ids, ev.actor_id],
-    )
-    return [(str(u).lower(), str(b)) for u, b in rows]
-
-
-def _doc_sections(doc: TextDoc) -> list[tuple[str, str]]:
-    """(heading, text) per section of a text document; what comes before the first heading has heading ''."""
-    out: list[tuple[str, list[str]]] = [("", [])]
-    for block in doc.blocks:
-        if block.level > 0:
-            out.append((block.text.strip(), []))
-        else:
-            out[-1][1].append(block.text)
-    return [(h, "\n".join(t)) for h, t in out]
 
 
 _SECTION = {"done": "done", "in_progress": "in progress", "in_review": "in progress", "blocked": "blocked"}
@@ -685,7 +657,7 @@ def verify_status_report(ev: Evidence) -> Verdict:
         " ON l.ticket_id = t.id WHERE p.key = ? AND l.label = ? ORDER BY t.key",
         (project, label.group(0) if label else ""),
     )
-    sections = _doc_sections(text)
+    sections = text.sections()
     named = [(h.casefold(), {k.upper() for k in re.findall(rf"\b{project}-\d+\b", t, re.I)}) for h, t in sections]
     reasons = [f"{key} is listed nowhere" for key, _ in week if not any(key in ks for _, ks in named)]
     for key, status in week:

@@ -18,7 +18,15 @@ from sim.agents import AGENTS, run_agent
 from sim.cheaters import CHEATERS
 from sim.episode import Episode
 
-FAMILIES = ("triage-tickets-v0", "customer-escalation-v0", "schedule-with-coworkers-v0", "fix-failing-test-v0")
+FAMILIES = (
+    "triage-tickets-v0",
+    "customer-escalation-v0",
+    "schedule-with-coworkers-v0",
+    "fix-failing-test-v0",
+    "quarterly-budget-v0",
+    "expense-reconciliation-v0",
+    "weekly-status-report-v0",
+)
 SEEDS = (0, 1, 2)
 
 
