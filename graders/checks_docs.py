@@ -1,4 +1,4 @@
-"""State checks on documents and spreadsheets: a cell's value, a row by its key, a fact in a section, a share.
+"""State checks on documents and spreadsheets: a cell's value, a row by its key, a fact in a section (or none), a share.
 
 Documents are named by path as the tools name them (``Shared/Finance/Budget Q2 2026.xlsx``); a document the
 agent created without an extension matches a path that has one (the tools store the name as typed and pick
@@ -203,15 +203,14 @@ def sheet_row_matches(
     return CheckOutcome(score=good / len(expected), evidence=evidence, details={"row": line + 1})
 
 
-def _sections(doc: TextDoc) -> list[tuple[str, str]]:
-    """(heading, body text) per section; text before the first heading belongs to heading ''."""
-    out: list[tuple[str, list[str]]] = [("", [])]
-    for block in doc.blocks:
-        if block.level > 0:
-            out.append((block.text.strip(), []))
-        else:
-            out[-1][1].append(block.text)
-    return [(h, "\n".join(body)) for h, body in out]
+def _text_sections(ctx: GradingContext, document: str, name: str) -> list[tuple[str, str]] | CheckOutcome:
+    """The sections of text document ``document``, or the failing outcome saying why there is none to read."""
+    row = _document(ctx, document)
+    if row is None:
+        return CheckOutcome.of(False, f"{name}: no document {document}")
+    if row[2] != "text":
+        return CheckOutcome.of(False, f"{name}: {document} is a {row[2]}, not a text document")
+    return _text(ctx, row).sections()
 
 
 @check_fn("doc_section_contains", reads=("documents",), rows=_doc_rows)
@@ -229,12 +228,9 @@ def doc_section_contains(
     both Done and Blocked states two facts, one of them wrong.
     """
     name = label or pattern
-    row = _document(ctx, document)
-    if row is None:
-        return CheckOutcome.of(False, f"{name}: no document {document}")
-    if row[2] != "text":
-        return CheckOutcome.of(False, f"{name}: {document} is a {row[2]}, not a text document")
-    sections = _sections(_text(ctx, row))
+    sections = _text_sections(ctx, document, name)
+    if isinstance(sections, CheckOutcome):
+        return sections
     inside = [(h, t) for h, t in sections if h and rx(heading).search(h)]
     if not inside:
         shown = listing([repr(h) for h, _ in sections if h], 6) or "none"
@@ -250,6 +246,28 @@ def doc_section_contains(
     if only_there and elsewhere:
         return CheckOutcome.of(False, f"{name}: in {hits[0]!r} but also in {listing([repr(h) for h in elsewhere])}")
     return CheckOutcome.of(True, f"{name}: in section {hits[0]!r}")
+
+
+@check_fn("doc_mentions_none", reads=("documents",), rows=_doc_rows)
+def doc_mentions_none(ctx: GradingContext, document: str, pattern: Regex, label: str | None = None) -> CheckOutcome:
+    """Text document ``document`` exists and none of its headings or text matches ``pattern``.
+
+    Per-item checks see only the items that should be there; a report that also lists what should not (last
+    week's ticket under Done) states a wrong fact none of them notices. A missing document fails, so writing
+    nothing earns nothing here.
+    """
+    name = label or pattern
+    sections = _text_sections(ctx, document, name)
+    if isinstance(sections, CheckOutcome):
+        return sections
+    found = [
+        f"{m.group(0)} under {h!r}" if h else f"{m.group(0)} before the first heading"
+        for h, t in sections
+        for m in rx(pattern).finditer(f"{h}\n{t}")
+    ]
+    if found:
+        return CheckOutcome.of(False, f"{name}: the document mentions {listing(found, 4)}")
+    return CheckOutcome.of(True, f"{name}: none in {document}")
 
 
 def _check_permission(kw: dict[str, Any]) -> None:
@@ -296,7 +314,7 @@ def doc_lacks(ctx: GradingContext, document: str, pattern: Regex, label: str | N
         return CheckOutcome.of(False, f"{name}: no document {document}")
     if row[2] != "text":
         return CheckOutcome.of(False, f"{name}: {document} is a {row[2]}, not a text document")
-    hits = [h or "(before the first heading)" for h, t in _sections(_text(ctx, row)) if rx(pattern).search(f"{h}\n{t}")]
+    hits = [h or "(before the first heading)" for h, t in _text(ctx, row).sections() if rx(pattern).search(f"{h}\n{t}")]
     if hits:
         return CheckOutcome.of(False, f"{name}: found under {listing([repr(h) for h in hits])}")
     return CheckOutcome.of(True, f"{name}: named nowhere in {document}")

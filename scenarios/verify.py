@@ -13,6 +13,7 @@ The verdict is binary (solved or not) with the reasons it is not; it never reads
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -20,6 +21,11 @@ from datetime import UTC, datetime
 from typing import Any
 
 from mcp_tools.calendar.slots import Person, occurrences
+from worlds.blobs import read_blob
+from worlds.office import files, formula
+from worlds.office.a1 import cell_name, parse_cell
+from worlds.office.errors import OfficeError
+from worlds.office.model import Sheet, TextDoc, Workbook
 from worlds.rawsql import Sql
 
 _KEY = re.compile(r"\b([A-Z][A-Z0-9]*)-(\d+)\b")
@@ -89,20 +95,21 @@ def _outside(ev: Evidence, allowed: Callable[[Mapping[str, Any]], bool]) -> list
     return [f"#{c['seq']} {c['op']} {c['table']}" for c in ev.mine() if not allowed(c)]
 
 
-def _sent_mail(ev: Evidence) -> list[tuple[str, str]]:
-    """(recipient address, body) of every mail the agent sent this episode."""
+def _sent_mail(ev: Evidence) -> list[tuple[str, str, str]]:
+    """(recipient address, recipient username or '', body) of every mail the agent sent this episode."""
     ids = ev.inserted("mail_messages")
     if not ids:
         return []
     rows = ev.sql.all(
         _ids(
-            "SELECT b.address, m.body FROM mail_messages m JOIN mail_recipients r ON r.message_id = m.id"
-            " JOIN mailboxes b ON b.id = r.mailbox_id WHERE m.id IN (?*) ORDER BY m.id, b.address",
+            "SELECT b.address, e.username, m.body FROM mail_messages m JOIN mail_recipients r ON r.message_id = m.id"
+            " JOIN mailboxes b ON b.id = r.mailbox_id LEFT JOIN employees e ON e.id = b.employee_id"
+            " WHERE m.id IN (?*) ORDER BY m.id, b.address",
             ids,
         ),
         ids,
     )
-    return [(str(a).lower(), str(b)) for a, b in rows]
+    return [(str(a).lower(), str(u or "").lower(), str(b)) for a, u, b in rows]
 
 
 # -- triage-tickets ---------------------------------------------------------------------------------------
@@ -173,7 +180,7 @@ def verify_escalation(ev: Evidence) -> Verdict:
         key, _, _, kind, priority, proj = found[0]
         if (proj, kind, priority) != (project, "bug", case["priority"]):
             reasons.append(f"{ref}: {key} is {proj}/{kind}/{priority}")
-        if not any(a == str(case["customer"]).lower() and key.lower() in b.lower() for a, b in mail):
+        if not any(a == str(case["customer"]).lower() and key.lower() in b.lower() for a, _, b in mail):
             reasons.append(f"{ref}: no mail to {case['customer']} with {key}")
         if case["priority"] == "critical" and not any(key in m and ref.lower() in m.lower() for m in incidents):
             reasons.append(f"{ref}: not in ~incidents with {key}")
@@ -181,7 +188,7 @@ def verify_escalation(ev: Evidence) -> Verdict:
     if known:
         if any(str(known["reference"]).lower() in f"{r[1]}\n{r[2]}".lower() for r in new):
             reasons.append(f"{known['reference']}: a duplicate ticket")
-        if not any(a == str(known["customer"]).lower() and re.search(rf"\b{known['key']}\b", b) for a, b in mail):
+        if not any(a == str(known["customer"]).lower() and re.search(rf"\b{known['key']}\b", b) for a, _, b in mail):
             reasons.append(f"{known['reference']}: {known['key']} not mailed back")
     inserts = {"tickets", "ticket_labels", "ticket_status_changes", "mail_threads", "mail_messages", "mail_recipients",
                "mail_deliveries", "mailboxes", "mail_folders", "posts", "mentions", "channel_members"}  # fmt: skip
@@ -387,6 +394,305 @@ def verify_fix_test(ev: Evidence) -> Verdict:
     return Verdict(not reasons, tuple(reasons))
 
 
+# -- office documents (quarterly-budget, expense-reconciliation, weekly-status-report) -----------------------
+
+
+@dataclass(frozen=True)
+class _Doc:
+    id: int
+    kind: str
+    mime: str
+    sha: str | None
+
+
+def _find_document(ev: Evidence, path: str) -> _Doc | None:
+    """The document at ``path``: folders by name from a root, then the file by name, or by name without extension.
+
+    The tools store a name as typed and pick ODF when it has no extension, so ``Report`` stands for ``Report.odt``.
+    """
+    *folders, name = [p.strip() for p in path.strip("/").split("/")]
+    parent: int | None = None
+    for part in folders:
+        where, args = ("parent_id IS NULL", ()) if parent is None else ("parent_id = ?", (parent,))
+        rows = ev.sql.all(f"SELECT id, name FROM doc_folders WHERE {where} ORDER BY id", args)  # noqa: S608
+        parent = next((int(r[0]) for r in rows if str(r[1]).casefold() == part.casefold()), None)
+        if parent is None:
+            return None
+    rows = ev.sql.all(
+        "SELECT id, name, kind, mime_type, blob_sha256 FROM documents WHERE folder_id = ? ORDER BY id", (parent,)
+    )
+
+    def stem(text: str) -> str:
+        return re.sub(r"\.(odt|docx|ods|xlsx)$", "", text.casefold())
+
+    hit = next((r for r in rows if str(r[1]).casefold() == name.casefold()), None) or next(
+        (r for r in rows if stem(str(r[1])) == stem(name)), None
+    )
+    return None if hit is None else _Doc(int(hit[0]), str(hit[2]), str(hit[3]), hit[4] and str(hit[4]))
+
+
+def _file(ev: Evidence, doc: _Doc, sha: str | None) -> Workbook | TextDoc | None:
+    """The stored bytes at ``sha`` parsed by the office readers (None when there are none or they do not parse)."""
+    data = read_blob(ev.sql, sha) if sha else None
+    if data is None:
+        return None
+    try:
+        fmt = files.format_of_mime(doc.mime)
+        return files.read_workbook(data, fmt) if doc.kind == "spreadsheet" else files.read_text(data, fmt)
+    except OfficeError:
+        return None
+
+
+def _before(ev: Evidence, doc: _Doc) -> str | None:
+    """The blob of the document's newest version written before the episode (setup's)."""
+    new = ev.inserted("document_versions", by_agent=False) or [0]
+    sha = ev.sql.scalar(
+        _ids("SELECT blob_sha256 FROM document_versions WHERE document_id = ? AND id NOT IN (?*)"
+             " ORDER BY version DESC LIMIT 1", new), [doc.id, *new],
+    )  # fmt: skip
+    return None if sha is None else str(sha)
+
+
+def _sheets(ev: Evidence, path: str, sheet: str) -> tuple[_Doc, Sheet, Sheet, dict[tuple[int, int], Any]] | str:
+    """(document, sheet now, sheet before the episode, values recomputed by the formula engine) or why not."""
+    doc = _find_document(ev, path)
+    if doc is None or doc.kind != "spreadsheet":
+        return f"no spreadsheet {path}"
+    now, then = _file(ev, doc, doc.sha), _file(ev, doc, _before(ev, doc))
+    if not isinstance(now, Workbook) or not isinstance(then, Workbook):
+        return f"{path}: its stored file does not read as a workbook"
+    if not now.has_sheet(sheet):
+        return f"{path}: no sheet {sheet}"
+    index = next(i for i, s in enumerate(now.sheets) if s.name.casefold() == sheet.casefold())
+    try:
+        computed = {(r, c): v for (i, r, c), v in formula.recalculate(now).items() if i == index}
+    except OfficeError as exc:
+        return f"{path}: its formulas do not calculate ({exc})"
+    return doc, now.sheets[index], then.sheet(sheet), computed
+
+
+def _number(value: Any, want: float) -> bool:
+    return isinstance(value, float) and math.isclose(value, want, abs_tol=0.005)
+
+
+def _formula_cell(sheet: Sheet, computed: Mapping[tuple[int, int], Any], ref: str, want: float) -> str | None:
+    """Why the cell at ``ref`` is not a formula whose value (recomputed, and as stored in the file) is ``want``."""
+    cell = sheet.cells.get(parse_cell(ref))
+    if cell is None or cell.formula is None:
+        return f"{ref} holds no formula"
+    got = computed.get(parse_cell(ref))
+    if not _number(got, want):
+        return f"{ref} calculates to {got!r}, wants {want:g}"
+    if not _number(cell.value, want):
+        return f"{ref} is stored as {cell.value!r}, but its formula gives {want:g}"
+    return None
+
+
+def _same_cells(now: Sheet, then: Sheet, free: set[tuple[int, int]]) -> list[str]:
+    """Cells other than ``free`` that differ from the sheet as it was before the episode."""
+    spots = sorted((set(now.cells) | set(then.cells)) - free)
+    changed = []
+    for spot in spots:
+        a, b = now.cells.get(spot), then.cells.get(spot)
+        if (a and (a.value, a.formula)) != (b and (b.value, b.formula)):
+            changed.append(f"{cell_name(*spot)} changed")
+    return changed
+
+
+def _only_document(ev: Evidence, doc_id: int, extra: Callable[[Mapping[str, Any]], bool]) -> list[str]:
+    """The agent's changes outside this document's row, versions and file bytes, unless ``extra`` allows them."""
+
+    def allowed(c: Mapping[str, Any]) -> bool:
+        if c["table"] == "documents":
+            fields = {"content", "blob_sha256", "version", "updated_at"}
+            return c["op"] == "update" and _pk(c) == doc_id and set(c["changes"]) <= fields
+        if c["table"] == "document_versions":
+            return c["op"] == "insert" and int(c["changes"].get("document_id", -1)) == doc_id
+        return (c["table"] == "blobs" and c["op"] == "insert") or extra(c)
+
+    return _outside(ev, allowed)[:3]
+
+
+def verify_budget(ev: Evidence) -> Verdict:
+    """Each line: the directory's active headcount and the adopted rate; costs and totals still formulas that add up.
+
+    Nothing else in the sheet changes, and nothing outside it.
+    """
+    found = _sheets(ev, str(ev.params["document"]), "Budget")
+    if isinstance(found, str):
+        return Verdict(False, (found,))
+    doc, now, then, computed = found
+    reasons: list[str] = []
+    free: set[tuple[int, int]] = set()
+    people = cost = 0
+    for line in ev.params["lines"]:
+        row, dept, rate = int(line["row"]), str(line["department"]), int(line["rate"])
+        heads = int(ev.sql.scalar(
+            "SELECT count(*) FROM employees e JOIN departments d ON d.id = e.department_id WHERE d.name = ?"
+            " AND e.active = ?", (dept, True),
+        ))  # fmt: skip
+        people, cost = people + heads, cost + heads * rate
+        for col, want in ((1, heads), (2, rate)):
+            got = now.cells.get((row - 1, col))
+            if got is None or got.formula is not None or not _number(got.value, want):
+                reasons.append(f"{dept}: {cell_name(row - 1, col)} is {got and got.value!r}, wants {want}")
+        reasons += [f"{dept}: {why}" for why in [_formula_cell(now, computed, f"D{row}", heads * rate)] if why]
+        free |= {(row - 1, 1), (row - 1, 2), (row - 1, 3)}
+    total = len(ev.params["lines"]) + 2
+    for letter, sums in (("B", people), ("D", cost)):
+        reasons += [f"total: {why}" for why in [_formula_cell(now, computed, f"{letter}{total}", sums)] if why]
+    free |= {(total - 1, 1), (total - 1, 3)}
+    reasons += _same_cells(now, then, free)[:3]
+    reasons += _only_document(
+        ev, doc.id, lambda c: c["table"] == "channel_members" and set(c["changes"]) <= {"last_viewed_at"}
+    )
+    return Verdict(not reasons, tuple(reasons))
+
+
+def _policy(ev: Evidence) -> tuple[dict[str, str], dict[str, float]] | None:
+    """(category by vendor, limit by category) as the current expense policy document states them."""
+    from scenarios.library.expenses import FOLDER, POLICY
+
+    doc = _find_document(ev, f"{FOLDER}/{POLICY}")
+    text = _file(ev, doc, doc.sha) if doc else None
+    if not isinstance(text, TextDoc):
+        return None
+    body = {h.casefold(): t for h, t in text.sections()}
+    vendors = {v.strip().casefold(): c.strip() for c, vs in re.findall(r"^- ([^:\n]+): (.+)$",
+               body.get("categories", ""), re.M) for v in vs.split(",")}  # fmt: skip
+    limits = {c.strip(): float(v.replace(",", "")) for c, v in
+              re.findall(r"^- ([^:\n]+): ([\d,.]+) USD", body.get("limits", ""), re.M)}  # fmt: skip
+    return vendors, limits
+
+
+def _row_text(value: Any) -> str:
+    return str(value).strip().casefold() if value is not None else ""
+
+
+def verify_expenses(ev: Evidence) -> Verdict:
+    """One new row per mailed receipt, categorised and approved or rejected by the policy document itself.
+
+    Last week's rows stay as they were, the approved total is still a formula over all rows, and the sender of
+    every rejected or duplicate receipt is told why by mail.
+    """
+    policy = _policy(ev)
+    found = _sheets(ev, str(ev.params["document"]), "Expenses")
+    if policy is None or isinstance(found, str):
+        return Verdict(False, (found if isinstance(found, str) else "the expense policy does not read",))
+    vendors, limits = policy
+    doc, now, then, computed = found
+
+    def rows(sheet: Sheet) -> dict[int, list[Any]]:
+        grid: dict[int, list[Any]] = {}
+        for (r, c), cell in sheet.cells.items():
+            if r > 0 and c < 7 and cell.value is not None:
+                grid.setdefault(r, [None] * 7)[c] = cell.value
+        return grid
+
+    had, got = rows(then), rows(now)
+    reasons = [f"row {r + 1} of last week changed" for r, v in sorted(had.items()) if got.get(r) != v]
+    approved = sum(float(v[5]) for v in had.values() if _row_text(v[6]) == "approved")
+    by_number: dict[str, list[int]] = {}
+    for r, v in sorted(got.items()):
+        if r not in had:
+            by_number.setdefault(_row_text(v[1]), []).append(r)
+    owed: list[tuple[str, str, str]] = []  # (username, receipt, words the reply must have)
+    for receipt in ev.params["receipts"]:
+        number = str(receipt["number"])
+        category = vendors.get(str(receipt["vendor"]).casefold(), "")
+        amount = float(receipt["amount"])
+        status = "rejected" if amount > limits.get(category, 0.0) else "approved"
+        approved += amount if status == "approved" else 0.0
+        if status == "rejected":
+            owed.append((str(receipt["username"]), number, "limit"))
+        lines = by_number.pop(number.casefold(), [])
+        if len(lines) != 1:
+            reasons.append(f"{number}: on {len(lines)} new rows")
+            continue
+        want = [receipt["date"], number, receipt["username"], receipt["vendor"], category, amount, status]
+        have = got[lines[0]]
+        bad = [i for i in range(7) if not (_number(have[i], want[i]) if i == 5 else
+                                           _row_text(have[i]) == _row_text(want[i]))]  # fmt: skip
+        reasons += [
+            f"{number}: row {lines[0] + 1} has {[have[i] for i in bad]}, wants {[want[i] for i in bad]}"
+        ] * bool(bad)
+    reasons += [f"row {rs[0] + 1}: {n or '(no receipt)'} is not a mailed receipt" for n, rs in by_number.items()]
+    reasons += [f"approved total: {why}" for why in [_formula_cell(now, computed, "I2", round(approved, 2))] if why]
+    owed += [(str(f["to"]), str(f["number"]), "duplicate|already") for f in ev.params["flags"]
+             if f["reason"] == "duplicate"]  # fmt: skip
+    told = _sent_mail(ev)
+    for user, number, words in owed:
+        if not any(u == user.lower() and number in body and re.search(words, body, re.I) for _, u, body in told):
+            reasons.append(f"{number}: @{user} not told ({words})")
+    mail = {"mail_threads", "mail_messages", "mail_recipients", "mail_deliveries", "mailboxes", "mail_folders"}
+    read = {"is_read", "read_at", "is_flagged", "folder_id"}
+    reasons += _only_document(
+        ev, doc.id, lambda c: (c["op"] == "insert" and c["table"] in mail)
+        or (c["table"] == "mail_deliveries" and c["op"] == "update" and set(c["changes"]) <= read),
+    )  # fmt: skip
+    return Verdict(not reasons, tuple(reasons))
+
+
+_SECTION = {"done": "done", "in_progress": "in progress", "in_review": "in progress", "blocked": "blocked"}
+
+
+def verify_status_report(ev: Evidence) -> Verdict:
+    """A new text document at the path, listing the week's tickets by their status today, shared with the manager.
+
+    Which tickets and sections come from the ticket rows (label and status), not the params; each ticket is in
+    its section and no other, no other ticket of the project is listed (last week's is the trap), and each
+    blocked ticket's reason is the one its latest "is blocked" post in chat gives.
+    """
+    path = str(ev.params["document"])
+    doc = _find_document(ev, path)
+    if doc is None or doc.kind != "text" or doc.id not in ev.inserted("documents"):
+        return Verdict(False, (f"no new text document {path}",))
+    text = _file(ev, doc, doc.sha)
+    if not isinstance(text, TextDoc):
+        return Verdict(False, (f"{path}: its stored file does not read as a text document",))
+    label = re.search(r"week-\d+", path)
+    project = str(ev.params["tickets"][0]["key"]).split("-")[0]
+    week = ev.sql.all(
+        "SELECT t.key, t.status FROM tickets t JOIN projects p ON p.id = t.project_id JOIN ticket_labels l"
+        " ON l.ticket_id = t.id WHERE p.key = ? AND l.label = ? ORDER BY t.key",
+        (project, label.group(0) if label else ""),
+    )
+    sections = text.sections()
+    named = [(h.casefold(), {k.upper() for k in re.findall(rf"\b{project}-\d+\b", t, re.I)}) for h, t in sections]
+    reasons = [f"{key} is listed nowhere" for key, _ in week if not any(key in ks for _, ks in named)]
+    for key, status in week:
+        wrong = [h or "(before the first heading)" for h, ks in named if key in ks and h != _SECTION.get(status)]
+        reasons += [f"{key} ({status}) is listed under {wrong}"] * bool(wrong)
+        if status == "blocked":
+            new = ev.inserted("posts", by_agent=False) or [0]
+            said = ev.sql.one(
+                _ids("SELECT message FROM posts WHERE message LIKE ? AND deleted_at IS NULL AND id NOT IN (?*)"
+                     " ORDER BY id DESC LIMIT 1", new), [f"{key} is blocked: %", *new],
+            )  # fmt: skip
+            why = str(said[0]).split("is blocked: ", 1)[1].rstrip(".").casefold() if said else "?"
+            if not any(h.casefold() == "blocked" and why in t.casefold() for h, t in sections):
+                reasons.append(f"{key}: the Blocked section does not give its reason ({why!r})")
+    stray = sorted({k for _, ks in named for k in ks} - {k for k, _ in week})
+    reasons += [f"lists {stray}, which are not labelled {label and label.group(0)}"] * bool(stray)
+    shared = ev.sql.one(
+        "SELECT s.permission FROM employees me JOIN document_shares s ON s.employee_id = me.manager_id"
+        " WHERE me.id = ? AND s.document_id = ?", (ev.actor_id, doc.id),
+    )  # fmt: skip
+    if shared is None or shared[0] not in ("view", "comment", "edit"):
+        reasons.append("not shared with the manager")
+
+    def allowed(c: Mapping[str, Any]) -> bool:
+        if c["table"] in ("documents", "document_versions", "document_shares"):
+            mine = _pk(c) if c["table"] == "documents" else c["changes"].get("document_id")
+            if c["table"] == "document_shares" and c["op"] == "update":
+                mine = ev.sql.scalar("SELECT document_id FROM document_shares WHERE id = ?", (_pk(c),))
+            return c["op"] in ("insert", "update") and mine is not None and int(mine) == doc.id
+        return c["op"] == "insert" and c["table"] in ("blobs", "doc_folders")
+
+    reasons += _outside(ev, allowed)[:3]
+    return Verdict(not reasons, tuple(reasons))
+
+
 # -- impossible variants ----------------------------------------------------------------------------------
 
 
@@ -575,5 +881,8 @@ VERIFIERS: dict[str, Callable[[Evidence], Verdict]] = {
     "schedule-no-room-v0": verify_schedule_no_room,
     "release-notes-v0": verify_release_notes,
     "access-requests-v0": verify_access_requests,
+    "quarterly-budget-v0": verify_budget,
+    "expense-reconciliation-v0": verify_expenses,
+    "weekly-status-report-v0": verify_status_report,
 }
 """Verifiers by scenario id."""

@@ -78,6 +78,31 @@ PARTIALS: dict[str, dict[str, Mistake]] = {
         ),
         "partial-silent": Mistake("decides every request, tells nobody why", drop=("chat_direct_message",)),
     },
+    "quarterly-budget-v0": {
+        "partial-no-amendment": Mistake(
+            "reads only the memo's rate table, so amended rates stay at their old value (difficulty 3)",
+            change={"docs_read": {"heading": "Quarterly cost per head"}},
+        ),
+        "partial-first-rows": Mistake(
+            "reads only the sheet's first three lines, so it fills those and leaves the rest empty",
+            change={"sheets_read_range": {"range": "Budget!A1:D4"}},
+        ),
+    },
+    "expense-reconciliation-v0": {
+        "partial-no-flags": Mistake(
+            "records every receipt, never tells anyone why one was flagged", drop=("mail_reply",)
+        ),
+        "partial-first-page": Mistake(
+            "handles only the first three mails of the inbox", change={"mail_list_messages": {"limit": 3}}
+        ),
+    },
+    "weekly-status-report-v0": {
+        "partial-no-share": Mistake("writes the report, never shares it with the manager", drop=("docs_share",)),
+        "partial-no-label": Mistake(
+            "lists every ticket of the project, not only this week's (last week's falls under Done)",
+            change={"tickets_search": {"label": None}},
+        ),
+    },
 }
 """The partial agents of each family, by name."""
 

@@ -11,9 +11,10 @@ Difficulty adds tickets (4, 6, 8, 10, as far as the project has them), a ticket 
 week's label (1+), a second blocked ticket (2+), and a ticket that was blocked early in the week and unblocked
 since, whose old "blocked" post is still in the channel (2+): the ticket's status is the truth.
 
-The rubric is one check per ticket (its key in the right section and in no other), one per blocked reason, the
-share with the manager, and a gate allowing only the new document and its share. The oracle finds the
-tickets, the reasons and the manager through the tools; it never reads the hidden params.
+The rubric (version 2) is one check per ticket (its key in the right section and in no other), one per blocked
+reason, one that no other ticket of the project is listed (version 1 lacked it and paid a report of every
+ticket in full), the share with the manager, and a gate allowing only the new document and its share. The
+oracle finds the tickets, the reasons and the manager through the tools; it never reads the hidden params.
 """
 
 from __future__ import annotations
@@ -186,7 +187,19 @@ class WeeklyStatusReport:
                         },
                     }
                 )
+        project = tickets[0]["key"].split("-")[0]
+        numbers = "|".join(t["key"].split("-")[1] for t in tickets)
         checks += [
+            {
+                "id": "no-other-tickets",
+                "description": f"No other {project} ticket is listed (last week's ones are not this week's status).",
+                "fn": "doc_mentions_none",
+                "params": {
+                    "document": document,
+                    "pattern": rf"\b{project}-(?!(?:{numbers})\b)\d+\b",
+                    "label": f"{project} tickets not labelled this week",
+                },
+            },
             {
                 "id": "shared-with-manager",
                 "description": f"The report is shared with {manager} (view or more).",
@@ -212,11 +225,24 @@ class WeeklyStatusReport:
         return load_rubric(
             {
                 "id": "weekly-status-report",
-                "version": 1,
+                "version": 2,
                 "description": "The week's tickets by section with blocked reasons, shared with the manager.",
                 "checks": checks,
             }
         )
+
+    @staticmethod
+    def older_rubric(instance: ScenarioInstance, version: int) -> Rubric | None:
+        """Version 1, rebuilt for rescoring old traces: without ``no-other-tickets``.
+
+        Version 1 checked only that each of the week's tickets was in its section, so a report listing every
+        ticket of the project (last week's under Done too) scored 1.0; calibration's verifier caught it.
+        """
+        if version != 1:
+            return None
+        rubric = instance.rubric
+        checks = [c.model_dump(mode="json") for c in rubric.checks if c.id != "no-other-tickets"]
+        return load_rubric({"id": rubric.id, "version": 1, "description": rubric.description, "checks": checks})
 
     # -- oracle -----------------------------------------------------------------------------------------
 

@@ -25,6 +25,9 @@ FAMILIES = (
     "fix-failing-test-v0",
     "release-notes-v0",
     "access-requests-v0",
+    "quarterly-budget-v0",
+    "expense-reconciliation-v0",
+    "weekly-status-report-v0",
 )
 SEEDS = (0, 1, 2)
 

@@ -23,6 +23,7 @@ from sim.episode import Episode
 
 CLI = [sys.executable, "-m", "sim.cli"]
 FAMILIES = ["triage-tickets-v0", "customer-escalation-v0", "schedule-with-coworkers-v0"]
+OFFICE = ["quarterly-budget-v0", "expense-reconciliation-v0", "weekly-status-report-v0"]
 
 
 def test_every_agent_agrees_with_the_verifier_and_rewards_are_ordered(store):
@@ -35,6 +36,37 @@ def test_every_agent_agrees_with_the_verifier_and_rewards_are_ordered(store):
         partial = [means[(family, name)] for name in PARTIALS[family]]
         assert means[(family, "noop")] < min(partial) and max(partial) < means[(family, "oracle")] == 1.0, family
         assert all(v <= 0.1 for (f, a), v in means.items() if f == family and a.startswith("cheat-"))
+
+
+def test_office_families_agree_with_their_verifiers_and_partials_sit_between(store, monkeypatch):
+    monkeypatch.setenv("COMPANYSIM_RECALC", "python")  # ~1 ms a sheet write; the verifier recalculates anyway
+    report = calibrate(OFFICE, seeds=range(2), difficulties=(1, 3), episode_factory=lambda f: Episode(f, store=store))
+    data = report.to_json()
+    assert data["disagreements"] == []
+    assert all(a["episodes"] == a["agree"] == 44 for a in data["agreement"].values())
+    for family in OFFICE:  # averaged over difficulties: budget's missed amendment shows only at difficulty 3
+        cells = {
+            a: [r["mean"] for r in data["rows"] if (r["family"], r["agent"]) == (family, a)] for a in PARTIALS[family]
+        }
+        means = {a: sum(v) / len(v) for a, v in cells.items()}
+        assert all(0 < m < 1 for m in means.values()), (family, means)
+        assert report.cells[(family, 3, "oracle")].mean == 1.0 and report.cells[(family, 3, "noop")].mean == 0.0
+        assert all(c.mean <= 0.1 for (f, _, a), c in report.cells.items() if f == family and a.startswith("cheat-"))
+
+
+def test_a_verifier_reads_the_stored_file_not_the_rubric(store, monkeypatch):
+    monkeypatch.setenv("COMPANYSIM_RECALC", "python")
+    with Episode("quarterly-budget-v0", store=store) as episode:
+        episode.reset(seed=1, options={"difficulty": 1})
+        line = episode.instance.params["lines"][0]
+        doc, row = episode.instance.params["document"], line["row"]
+        values = f"[[{line['headcount']}, {line['rate']}, {line['headcount'] * line['rate']}]]"
+        episode.step(
+            {"name": "sheets_write_range", "arguments": {"document": doc, "range": f"Budget!B{row}", "values": values}}
+        )
+        verdict = verify(episode)
+    assert verdict is not None and not verdict.solved
+    assert f"{line['department']}: D{row} holds no formula" in verdict.reasons
 
 
 def test_fix_failing_test_verifier_agrees_on_oracle_partials_and_cheaters(store):

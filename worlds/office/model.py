@@ -109,6 +109,19 @@ class TextDoc:
         """Characters of text over all blocks and comments."""
         return sum(len(b.text) for b in self.blocks) + sum(len(c.text) for c in self.comments)
 
+    def sections(self) -> list[tuple[str, str]]:
+        """(heading, body text) per section, as a reader sees them; text before the first heading has heading ''.
+
+        A heading of any level starts a section; the body is its paragraphs joined by newlines.
+        """
+        out: list[tuple[str, list[str]]] = [("", [])]
+        for block in self.blocks:
+            if block.level > 0:
+                out.append((block.text.strip(), []))
+            else:
+                out[-1][1].append(block.text)
+        return [(h, "\n".join(body)) for h, body in out]
+
 
 # -- JSON cache ---------------------------------------------------------------------------------------------
 
