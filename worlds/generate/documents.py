@@ -68,7 +68,8 @@ def build_documents(g: Gen) -> None:
     for t in g.rows.get("tickets", []):
         tickets_of.setdefault(t["project_id"], []).append(t)
     for project in g.rows.get("projects", []):
-        tickets = tickets_of.get(project["id"], [])
+        written = g.at(rng)
+        tickets = [t for t in tickets_of.get(project["id"], []) if t["created_at"] <= written]  # filed by then
         team = g.rows["teams"][project["team_id"] - 1]
         scope = [f"{t['key']}: {t['title']} ({_user(g, t['assignee_id'])}, {t['status']})" for t in tickets[:6]]
         members = [m["employee_id"] for m in g.rows["project_members"] if m["project_id"] == project["id"]]
@@ -83,7 +84,7 @@ def build_documents(g: Gen) -> None:
         }
         did = _doc(
             g, dept_folder[team["department_id"]], f"{project['name']} spec", "docx", project["lead_id"], content,
-            g.at(rng),
+            written,
         )  # fmt: skip
         for m in sorted(set(members) - {project["lead_id"]})[:5]:
             g.add("document_shares", {"document_id": did, "employee_id": m, "permission": "edit"})
@@ -94,7 +95,8 @@ def build_documents(g: Gen) -> None:
         ]
         for week in range(min(3, max(1, g.spec.history_days // 7))):
             when = g.start_at - timedelta(days=7 * (week + 1))
-            actions = [f"{_user(g, t['assignee_id'])} to update {t['key']} ({t['title']})." for t in open_tickets[:3]]
+            filed = [t for t in open_tickets if t["created_at"] <= max(g.history_start, when)]
+            actions = [f"{_user(g, t['assignee_id'])} to update {t['key']} ({t['title']})." for t in filed[:3]]
             content = {
                 "sections": [
                     {"heading": f"{team['name']} weekly {when.date().isoformat()}", "body": ""},
@@ -135,10 +137,16 @@ def _sheets(g: Gen, rng: Any, dept_folder: dict[int, int], tickets_of: dict[int,
     head = finance["head_id"]
     year = g.spec.start_date.year
     n = len(depts)
+    salary = {p["employee_id"]: p["salary_cents"] // 100 for p in g.rows["employee_private"]}
+    payroll: dict[int, int] = {}
+    for e in emps:
+        payroll[e["department_id"]] = payroll.get(e["department_id"], 0) + salary[e["id"]]
     budget: list[list[Any]] = [["Department", "Head", "Q1", "Q2", "Q3", "Q4", "Total"]]
     for i, d in enumerate(depts, start=2):
-        base = int(rng.integers(50, 500)) * 1000
-        quarters = [base + int(rng.integers(-20, 20)) * 1000 for _ in range(4)]
+        # A department costs its payroll plus 10-50% overhead (tools, travel, vendors), spread over the quarters,
+        # so the budget follows headcount and salaries (worlds.coherence checks it stays within 1-2x payroll).
+        base = payroll.get(d["id"], 0) * (1.1 + float(rng.uniform(0, 0.4))) / 4
+        quarters = [int(round(base * (1 + float(rng.uniform(-0.03, 0.03))), -3)) for _ in range(4)]
         budget.append([d["name"], _user(g, d["head_id"]), *quarters, f"=SUM(C{i}:F{i})"])
     budget.append(["Total", "", *[f"=SUM({c}2:{c}{n + 1})" for c in "CDEFG"]])
     _doc(
