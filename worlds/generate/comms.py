@@ -101,11 +101,11 @@ def build_chat(g: Gen, tickets_by_team: dict[int, list[tuple[Any, str]]]) -> Non
     channel("announcements", "Announcements", "O", everyone, [], 0.3)
     channel("incidents", "Incidents", "O", everyone, all_tickets, 0.6)
     for team in g.rows.get("teams", []):
-        members = [e["id"] for e in emps if e["team_id"] == team["id"]]
+        members = g.index("employees", "team_id", "id").get(team["id"], [])
         channel(f"team-{team['slug']}", team["name"], "O", members, tickets_by_team.get(team["id"], []), 2.0)
     for project in g.rows.get("projects", []):
         if project["status"] == "active":
-            members = [m["employee_id"] for m in g.rows["project_members"] if m["project_id"] == project["id"]]
+            members = g.index("project_members", "project_id", "employee_id").get(project["id"], [])
             channel(
                 f"proj-{project['key'].lower()}",
                 project["name"],
@@ -356,7 +356,7 @@ def build_calendar(g: Gen) -> None:
     days = ("MO", "TU", "WE", "TH", "FR")
     for team in g.rows.get("teams", []):
         lead = emps[team["lead_id"] - 1]
-        members = [e["id"] for e in emps if e["team_id"] == team["id"]]
+        members = g.index("employees", "team_id", "id").get(team["id"], [])
         wd = int(rng.integers(0, 5))
         day = first + timedelta(days=(wd - first.weekday()) % 7)
         event(

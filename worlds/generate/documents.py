@@ -55,7 +55,7 @@ def _user(g: Gen, employee_id: int | None) -> str:
 def build_documents(g: Gen) -> None:
     """Shared and department folders, project specs, meeting notes, budget, headcount and roadmap sheets."""
     rng = g.seeds.rng("documents")
-    emps = g.rows["employees"]
+    team_of = g.index("employees", "team_id", "id")
     at = g.history_start
     root = g.add("doc_folders", {"parent_id": None, "name": "Shared", "owner_id": 1, "created_at": at})
     dept_folder: dict[int, int] = {}
@@ -72,7 +72,7 @@ def build_documents(g: Gen) -> None:
         tickets = [t for t in tickets_of.get(project["id"], []) if t["created_at"] <= written]  # filed by then
         team = g.rows["teams"][project["team_id"] - 1]
         scope = [f"{t['key']}: {t['title']} ({_user(g, t['assignee_id'])}, {t['status']})" for t in tickets[:6]]
-        members = [m["employee_id"] for m in g.rows["project_members"] if m["project_id"] == project["id"]]
+        members = g.index("project_members", "project_id", "employee_id").get(project["id"], [])
         content = {
             "sections": [
                 {"heading": f"{project['name']} ({project['key']})", "body": project["description"]},
@@ -89,7 +89,7 @@ def build_documents(g: Gen) -> None:
         for m in sorted(set(members) - {project["lead_id"]})[:5]:
             g.add("document_shares", {"document_id": did, "employee_id": m, "permission": "edit"})
     for team in g.rows.get("teams", []):
-        project_ids = {p["id"] for p in g.rows.get("projects", []) if p["team_id"] == team["id"]}
+        project_ids = set(g.index("projects", "team_id", "id").get(team["id"], []))
         open_tickets = [
             t for pid in sorted(project_ids) for t in tickets_of.get(pid, []) if t["status"] not in ("done", "closed")
         ]
@@ -102,7 +102,7 @@ def build_documents(g: Gen) -> None:
                     {"heading": f"{team['name']} weekly {when.date().isoformat()}", "body": ""},
                     {
                         "heading": "Attendees",
-                        "body": ", ".join(_user(g, e["id"]) for e in emps if e["team_id"] == team["id"]),
+                        "body": ", ".join(_user(g, i) for i in team_of.get(team["id"], [])),
                     },
                     {
                         "heading": "Notes",
