@@ -18,7 +18,7 @@ from worlds.errors import SpecError
 APPS: tuple[str, ...] = ("chat", "tickets", "mail", "calendar", "directory", "docs", "sheets", "git")
 INDUSTRIES: tuple[str, ...] = ("software", "fintech", "healthcare", "retail", "logistics")
 LOCALES: tuple[str, ...] = ("en_US", "en_GB", "de_DE", "fr_FR")
-MIN_EMPLOYEES = 5
+MIN_EMPLOYEES = 1
 MAX_EMPLOYEES = 20_000
 MAX_HISTORY_DAYS = 3_650
 

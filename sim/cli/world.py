@@ -1,7 +1,8 @@
-"""``companysim world ...``: create, inspect, hash and compare worlds."""
+"""``companysim world ...``: create, inspect, check, hash and compare worlds."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import date
@@ -263,3 +264,51 @@ def world_diff(
         table.add_row(name, str(len(td.added)), str(len(td.removed)), str(len(td.changed)), ", ".join(map(str, keys)))
     console.print(table)
     raise typer.Exit(1)
+
+
+@world_app.command("check")
+def world_check(
+    target: Annotated[str, typer.Argument(help="World file path or database URL.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print the checks as JSON instead of a table.")] = False,
+    strict: Annotated[bool, typer.Option(help="Fail on checks marked expected-to-fail too.")] = False,
+) -> None:
+    """Run check_world: each integrity and coherence check with pass/fail counts (exit 1 if one fails)."""
+    from worlds.check import world_report
+
+    world = open_world(target, readonly=True)
+    try:
+        with _readable(world), world.connect() as conn:
+            report = world_report(conn)
+    finally:
+        world.close()
+    failing = [r for r in report if r.failed and (strict or not r.expected_to_fail)]
+    if as_json:
+        rows = [
+            {
+                "check": r.name,
+                "about": r.about,
+                "checked": r.checked,
+                "passed": r.checked - r.failed,
+                "failed": r.failed,
+                "expected_to_fail": r.expected_to_fail,
+                "problems": list(r.problems),
+            }
+            for r in report
+        ]
+        typer.echo(json.dumps({"ok": not failing, "checks": rows}, indent=1, sort_keys=True))
+    else:
+        table = Table(title="World checks")
+        for col, justify in (("check", "left"), ("checked", "right"), ("passed", "right"), ("failed", "right")):
+            table.add_column(col, justify=justify)  # type: ignore[arg-type]
+        table.add_column("result")
+        table.add_column("first problem / what it checks")
+        for r in report:
+            result = "pass" if r.ok else ("expected fail" if r.expected_to_fail and not strict else "FAIL")
+            note = r.problems[0] if r.problems else r.about
+            table.add_row(r.name, str(r.checked), str(r.checked - r.failed), str(r.failed), result, note)
+        console.print(table)
+        for r in report:
+            if r.expected_to_fail and r.failed:
+                console.print(f"{r.name}: {r.expected_to_fail}", markup=False)
+    if failing:
+        raise typer.Exit(1)

@@ -134,3 +134,26 @@ def test_world_show__corrupt_and_missing_files_exit_2(tmp_path):
         )
         assert proc.returncode == 2
         assert proc.stderr.startswith("error: ")
+
+
+def test_world_check__lists_each_check_with_counts_and_fails_on_a_broken_reference(world_file, tmp_path):
+    import json
+    import shutil
+    import sqlite3
+
+    code, out = invoke("world", "check", str(world_file), "--json")
+    assert code == 0, out
+    checks = {c["check"]: c for c in json.loads(out)["checks"]}
+    assert {"refs_mail", "refs_chat", "causal", "working_hours", "budget_headcount"} <= set(checks)
+    assert checks["refs_chat"]["checked"] > 0 and checks["refs_chat"]["failed"] == 0
+    broken = tmp_path / "broken.db"
+    shutil.copy(world_file, broken)
+    with sqlite3.connect(broken) as db:
+        key = db.execute("SELECT key FROM projects ORDER BY id LIMIT 1").fetchone()[0]
+        db.execute("UPDATE posts SET message = ? WHERE id = 1", (f"Picked up {key}-99999.",))
+    assert invoke("world", "check", str(broken))[0] == 1
+    code, out = invoke("world", "check", str(broken), "--json")
+    report = json.loads(out)
+    failed = {c["check"]: c for c in report["checks"]}["refs_chat"]
+    assert code == 1 and not report["ok"]
+    assert failed["failed"] == 1 and f"{key}-99999, which does not exist" in failed["problems"][0]

@@ -24,6 +24,7 @@ class Gen:
     rows: WorldRows = field(default_factory=dict)
     domain: str = ""
     company_name: str = ""
+    _index: dict[tuple[str, str, str], dict[Any, list[Any]]] = field(default_factory=dict, repr=False)
 
     start_at: datetime = field(init=False)
     history_start: datetime = field(init=False)
@@ -46,6 +47,20 @@ class Gen:
         row["id"] = len(rows) + 1
         rows.append(row)
         return int(row["id"])
+
+    def index(self, table: str, key: str, value: str) -> dict[Any, list[Any]]:
+        """``table``'s rows grouped by ``key`` -> their ``value``s in row order (team -> members, for instance).
+
+        Built once per (table, key, value), so call it only after the stage that fills the table: scanning every
+        row per team or project instead made generation quadratic (minutes at 20,000 employees).
+        """
+        found = self._index.get((table, key, value))
+        if found is None:
+            found = {}
+            for row in self.rows.get(table, []):
+                found.setdefault(row[key], []).append(row[value])
+            self._index[(table, key, value)] = found
+        return found
 
     def has(self, app: str) -> bool:
         """Whether the spec asks for an app's data."""

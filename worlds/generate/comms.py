@@ -101,11 +101,11 @@ def build_chat(g: Gen, tickets_by_team: dict[int, list[tuple[Any, str]]]) -> Non
     channel("announcements", "Announcements", "O", everyone, [], 0.3)
     channel("incidents", "Incidents", "O", everyone, all_tickets, 0.6)
     for team in g.rows.get("teams", []):
-        members = [e["id"] for e in emps if e["team_id"] == team["id"]]
+        members = g.index("employees", "team_id", "id").get(team["id"], [])
         channel(f"team-{team['slug']}", team["name"], "O", members, tickets_by_team.get(team["id"], []), 2.0)
     for project in g.rows.get("projects", []):
         if project["status"] == "active":
-            members = [m["employee_id"] for m in g.rows["project_members"] if m["project_id"] == project["id"]]
+            members = g.index("project_members", "project_id", "employee_id").get(project["id"], [])
             channel(
                 f"proj-{project['key'].lower()}",
                 project["name"],
@@ -229,7 +229,7 @@ def build_mail(g: Gen, tickets_by_team: dict[int, list[tuple[Any, str]]]) -> Non
         for name in ("Inbox", "Sent", "Archive", "Drafts", "Trash"):
             folders[(box, name)] = g.add("mail_folders", {"mailbox_id": box, "name": name})
     n_emp = len(emps)
-    keys = sorted(k for ts in tickets_by_team.values() for _, k in ts) or ["the plan"]
+    filed = sorted(t for ts in tickets_by_team.values() for t in ts)  # (created_at, key), oldest first
     for _ in range(max(5, int(g.spec.employees * g.spec.history_days * 0.02))):
         sender = int(rng.integers(1, len(boxes) + 1))
         if sender > n_emp:
@@ -239,7 +239,10 @@ def build_mail(g: Gen, tickets_by_team: dict[int, list[tuple[Any, str]]]) -> Non
                 1 if sender != 1 else 2 % len(boxes) + 1
             ]
         start = g.work_time(rng)
-        subject = pick(rng, SUBJECTS).format(k=pick(rng, keys), n=int(rng.integers(1000, 9999)))
+        # A thread is about one ticket already filed when it starts, and every mail of it names that ticket.
+        n_filed = bisect.bisect_right(filed, (start, "\uffff"))
+        key = filed[int(rng.integers(n_filed))][1] if n_filed else "the plan"
+        subject = pick(rng, SUBJECTS).format(k=key, n=int(rng.integers(1000, 9999)))
         thread = g.add("mail_threads", {"subject": subject, "created_at": start})
         parts = [sender, *to]
         prev = None
@@ -251,7 +254,7 @@ def build_mail(g: Gen, tickets_by_team: dict[int, list[tuple[Any, str]]]) -> Non
             body = pick(rng, BODIES).format(
                 to=names[rcpt[0] - 1]["display_name"].split()[0],
                 fr=names[frm - 1]["display_name"],
-                k=pick(rng, keys),
+                k=key,
             )
             mid = len(g.table("mail_messages")) + 1
             g.add(
@@ -353,7 +356,7 @@ def build_calendar(g: Gen) -> None:
     days = ("MO", "TU", "WE", "TH", "FR")
     for team in g.rows.get("teams", []):
         lead = emps[team["lead_id"] - 1]
-        members = [e["id"] for e in emps if e["team_id"] == team["id"]]
+        members = g.index("employees", "team_id", "id").get(team["id"], [])
         wd = int(rng.integers(0, 5))
         day = first + timedelta(days=(wd - first.weekday()) % 7)
         event(

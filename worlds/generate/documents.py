@@ -55,7 +55,7 @@ def _user(g: Gen, employee_id: int | None) -> str:
 def build_documents(g: Gen) -> None:
     """Shared and department folders, project specs, meeting notes, budget, headcount and roadmap sheets."""
     rng = g.seeds.rng("documents")
-    emps = g.rows["employees"]
+    team_of = g.index("employees", "team_id", "id")
     at = g.history_start
     root = g.add("doc_folders", {"parent_id": None, "name": "Shared", "owner_id": 1, "created_at": at})
     dept_folder: dict[int, int] = {}
@@ -68,10 +68,11 @@ def build_documents(g: Gen) -> None:
     for t in g.rows.get("tickets", []):
         tickets_of.setdefault(t["project_id"], []).append(t)
     for project in g.rows.get("projects", []):
-        tickets = tickets_of.get(project["id"], [])
+        written = g.at(rng)
+        tickets = [t for t in tickets_of.get(project["id"], []) if t["created_at"] <= written]  # filed by then
         team = g.rows["teams"][project["team_id"] - 1]
         scope = [f"{t['key']}: {t['title']} ({_user(g, t['assignee_id'])}, {t['status']})" for t in tickets[:6]]
-        members = [m["employee_id"] for m in g.rows["project_members"] if m["project_id"] == project["id"]]
+        members = g.index("project_members", "project_id", "employee_id").get(project["id"], [])
         content = {
             "sections": [
                 {"heading": f"{project['name']} ({project['key']})", "body": project["description"]},
@@ -83,24 +84,25 @@ def build_documents(g: Gen) -> None:
         }
         did = _doc(
             g, dept_folder[team["department_id"]], f"{project['name']} spec", "docx", project["lead_id"], content,
-            g.at(rng),
+            written,
         )  # fmt: skip
         for m in sorted(set(members) - {project["lead_id"]})[:5]:
             g.add("document_shares", {"document_id": did, "employee_id": m, "permission": "edit"})
     for team in g.rows.get("teams", []):
-        project_ids = {p["id"] for p in g.rows.get("projects", []) if p["team_id"] == team["id"]}
+        project_ids = set(g.index("projects", "team_id", "id").get(team["id"], []))
         open_tickets = [
             t for pid in sorted(project_ids) for t in tickets_of.get(pid, []) if t["status"] not in ("done", "closed")
         ]
         for week in range(min(3, max(1, g.spec.history_days // 7))):
             when = g.start_at - timedelta(days=7 * (week + 1))
-            actions = [f"{_user(g, t['assignee_id'])} to update {t['key']} ({t['title']})." for t in open_tickets[:3]]
+            filed = [t for t in open_tickets if t["created_at"] <= max(g.history_start, when)]
+            actions = [f"{_user(g, t['assignee_id'])} to update {t['key']} ({t['title']})." for t in filed[:3]]
             content = {
                 "sections": [
                     {"heading": f"{team['name']} weekly {when.date().isoformat()}", "body": ""},
                     {
                         "heading": "Attendees",
-                        "body": ", ".join(_user(g, e["id"]) for e in emps if e["team_id"] == team["id"]),
+                        "body": ", ".join(_user(g, i) for i in team_of.get(team["id"], [])),
                     },
                     {
                         "heading": "Notes",
@@ -135,10 +137,16 @@ def _sheets(g: Gen, rng: Any, dept_folder: dict[int, int], tickets_of: dict[int,
     head = finance["head_id"]
     year = g.spec.start_date.year
     n = len(depts)
+    salary = {p["employee_id"]: p["salary_cents"] // 100 for p in g.rows["employee_private"]}
+    payroll: dict[int, int] = {}
+    for e in emps:
+        payroll[e["department_id"]] = payroll.get(e["department_id"], 0) + salary[e["id"]]
     budget: list[list[Any]] = [["Department", "Head", "Q1", "Q2", "Q3", "Q4", "Total"]]
     for i, d in enumerate(depts, start=2):
-        base = int(rng.integers(50, 500)) * 1000
-        quarters = [base + int(rng.integers(-20, 20)) * 1000 for _ in range(4)]
+        # A department costs its payroll plus 10-50% overhead (tools, travel, vendors), spread over the quarters,
+        # so the budget follows headcount and salaries (worlds.coherence checks it stays within 1-2x payroll).
+        base = payroll.get(d["id"], 0) * (1.1 + float(rng.uniform(0, 0.4))) / 4
+        quarters = [int(round(base * (1 + float(rng.uniform(-0.03, 0.03))), -3)) for _ in range(4)]
         budget.append([d["name"], _user(g, d["head_id"]), *quarters, f"=SUM(C{i}:F{i})"])
     budget.append(["Total", "", *[f"=SUM({c}2:{c}{n + 1})" for c in "CDEFG"]])
     _doc(

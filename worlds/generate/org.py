@@ -176,9 +176,10 @@ def build_org(g: Gen) -> None:
     for dept_index, (name, size) in enumerate(zip(names, sizes, strict=True), start=1):
         code, _, role, skills = DEPARTMENTS[name]
         g.add("departments", {"name": name, "code": code, "head_id": None})
-        head = person(HEAD_TITLES.get(name, f"VP of {name}"), "E1", ceo["id"], dept_index, None)
+        # A one-person company has a department nobody else is in: the CEO heads it.
+        head = person(HEAD_TITLES.get(name, f"VP of {name}"), "E1", ceo["id"], dept_index, None) if size else ceo
         g.rows["departments"][-1]["head_id"] = head["id"]
-        rest = size - 1
+        rest = max(0, size - 1)
         n_teams = math.ceil(rest / 7) if rest >= 3 else 0
         team_sizes = _sizes(rest, [1.0] * n_teams) if n_teams else []
         directors: list[int] = []

@@ -51,7 +51,20 @@ OPEN_WEIGHTS = {"backlog": 0.3, "todo": 0.25, "in_progress": 0.25, "in_review": 
 STATUS_PATHS = {s: path_to(s) for s in ("backlog", "todo", "in_progress", "in_review", "blocked", "done", "wont_do")}
 
 
+def _letters(k: int) -> str:
+    """Bijective base-26 letters for k >= 2: B..Z, then AA, AB, ... (keys stay uppercase letters only)."""
+    if k <= 26:
+        return chr(64 + k)
+    out, k = "", k - 26
+    while k > 0:
+        k, r = divmod(k - 1, 26)
+        out = chr(65 + r) + out
+    return out
+
+
 def _key_for(name: str, used: set[str]) -> str:
+    # Keys stay uppercase letters: a key is matched as [A-Z][A-Z0-9]*-N everywhere, and its lowercase names a
+    # chat channel, so two keys differing only in case (or holding punctuation) would collide there.
     words = [w for w in name.upper().split() if w.isalpha()]
     cands = [words[-1][:3], words[-1][:4], "".join(w[0] for w in words)[:5], words[-1][:2] + words[0][:2]]
     for cand in cands:
@@ -59,10 +72,10 @@ def _key_for(name: str, used: set[str]) -> str:
             used.add(cand)
             return cand
     k = 2
-    while f"{cands[0][:3]}{chr(64 + k)}" in used:
+    while f"{cands[0][:3]}{_letters(k)}" in used:
         k += 1
-    used.add(f"{cands[0][:3]}{chr(64 + k)}")
-    return f"{cands[0][:3]}{chr(64 + k)}"
+    used.add(f"{cands[0][:3]}{_letters(k)}")
+    return f"{cands[0][:3]}{_letters(k)}"
 
 
 def build_work(g: Gen) -> dict[int, list[tuple[Any, str]]]:
