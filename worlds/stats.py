@@ -57,6 +57,8 @@ _TIME = re.compile(r"\b\d{1,2}:\d{2}(?:\s?[ap]m)?\b", re.IGNORECASE)
 _NUMBER = re.compile(r"[$€£]?\d[\d,.]*%?[kKmM]?\b")
 _WORD = re.compile(r"[A-Za-zÀ-ÿ][\w'’-]*")
 _SAME = re.compile(r"(<[A-Z]+>)(?:[\s,&/]+(?:and\s+)?\1)+")
+# A run of names and entities ("Harris PLC", "Acme-Smith Group") is one mention of one thing.
+_NAMED_RUN = re.compile(r"<(?:NAME|ENT)>(?:[\s,&/-]+(?:and\s+)?<(?:NAME|ENT)>)+")
 _SPACE = re.compile(r"\s+")
 
 
@@ -84,6 +86,7 @@ class Masker:
         s = _TIME.sub("<TIME>", s)
         s = _WORD.sub(self._word, s)
         s = _NUMBER.sub("<N>", s)
+        s = _NAMED_RUN.sub("<NAME>", s)
         s = _SAME.sub(r"\1", s)
         return _SPACE.sub(" ", s).strip()
 

@@ -196,7 +196,8 @@ class ChatWriter:
                 f"{key} is out: {ev.summary} should be gone for {s['seg']}.",
                 f"Shipped {key}. The fix was to {ev.fix}.",
                 f"Closed {key} ({ev.summary}). Thanks everyone who helped test.",
-                f"{key} done - {s['cust']} confirmed it works.",
+                f"{key} done - {s['cust']} confirmed the {ev.component} works again.",
+                f"Finally closed {key}: {s['seg']} can use the {ev.component} again.",
             )
             return Root(message=chat_voice(rng, style, text), replies="thanks", mentioned=[], event=ev, key=key)
         if mine:
@@ -365,6 +366,15 @@ class ChatWriter:
             )
             return chat_voice(rng, style, text), False
         if root.replies == "thanks":
+            if ev is not None and rng.chance(0.5):
+                text = one_of(
+                    rng,
+                    f"Nice, {ev.slots['cust']} asked about the {ev.component} just last week.",
+                    f"Great, that was the last thing blocking {ev.slots['feat']}.",
+                    f"Thanks! Does that also cover the case when {ev.slots['trig']}?",
+                    f"Finally :) I'll let {ev.slots['seg']} know.",
+                )
+                return chat_voice(rng, style, text), False
             if rng.chance(0.5):
                 return say(rng, style, "thank"), False
             return chat_voice(rng, style, one_of(rng, "Welcome!", "Great work", "Nice one!", "Congrats team")), False

@@ -145,7 +145,9 @@ def describe(rng: Dice, ev: TicketEvent, style: Style, reporter: str) -> str:
         )
     why = one_of(
         rng,
-        f"{s['cust']} asked for it during their last review",
+        f"{s['cust']} asked for {s['feat']} in the {s['c']} during their last review",
+        f"{s['seg']} keep asking support about {s['topic']}",
+        f"the {s['c']} still depends on {s['old']}",
         f"it came up in the retro as a recurring pain with the {s['c']}",
         f"we keep answering the same question about {s['topic']}",
         f"it unblocks the {s['feat']} work next sprint",
@@ -155,14 +157,25 @@ def describe(rng: Dice, ev: TicketEvent, style: Style, reporter: str) -> str:
         rng,
         f"the {s['c']} covers {s['topic']}",
         f"{s['persona']} can {s['goal']}",
-        "the change is live and announced",
-        "the owner signs off",
+        f"the change to the {s['c']} is live and announced to {s['seg']}",
+        f"{s['cust']} signs off on the {s['c']}",
+        f"nobody has to ask about {s['topic']} again",
+    )
+    note = one_of(
+        rng,
+        f"Out of scope: {s['feat']}.",
+        f"Watch out for {s['topic']}.",
+        f"Related work on the {s['c']} happened after {s['ev']}.",
+        f"Check with {s['cust']} before changing anything for {s['seg']}.",
+        "",
     )
     if style.register == "terse":
-        return f"{cap(why)}. Done when {done_when}."
+        return f"{cap(why)}. Done when {done_when}. {note}".strip()
     if style.register == "chatty":
-        return f"Context: {why}. I'd call it done when {done_when}. Ping me ({reporter}) with questions!"
-    return f"Background: {cap(why)}.\n\nAcceptance criteria: {cap(done_when)}.\n\nRequested by {reporter}."
+        return f"Context: {why}. I'd call it done when {done_when}. {note} Ping me ({reporter}) with questions!"
+    return (
+        f"Background: {cap(why)}.\n\nAcceptance criteria: {cap(done_when)}.\n\n{note}\n\nRequested by {reporter}."
+    ).replace("\n\n\n\n", "\n\n")
 
 
 def comment(rng: Dice, ev: TicketEvent, status: str, style: Style, blocker: str = "") -> str | None:
@@ -182,8 +195,8 @@ def comment(rng: Dice, ev: TicketEvent, status: str, style: Style, blocker: str 
             text = one_of(
                 rng,
                 f"Starting on this; first pass on the {s['c']} today.",
-                f"Picked it up. Will start with {s['topic']}.",
-                f"On it - talking to {s['cust']} first.",
+                f"Picked it up. Will start with {s['topic']} and then the {s['c']}.",
+                f"On it - talking to {s['cust']} first about the {s['c']}.",
                 f"Started. Draft of the {s['c']} changes by end of week.",
             )
     elif status == "in_review":
@@ -197,9 +210,10 @@ def comment(rng: Dice, ev: TicketEvent, status: str, style: Style, blocker: str 
             if eng
             else one_of(
                 rng,
-                f"Draft ready for review, covers {s['topic']}.",
-                f"Ready for a look - updated the {s['c']}.",
-                "Done on my side, needs a second pair of eyes.",
+                f"Draft ready for review, covers {s['topic']} in the {s['c']}.",
+                f"Ready for a look - updated the {s['c']} for {s['seg']}.",
+                f"Done on my side; could someone check the {s['topic']} part before it goes to {s['cust']}?",
+                f"First version of the {s['c']} changes is ready; {s['feat']} is left out on purpose.",
             )
         )
     elif status == "blocked":
@@ -208,7 +222,7 @@ def comment(rng: Dice, ev: TicketEvent, status: str, style: Style, blocker: str 
         text = one_of(
             rng,
             f"Blocked on {blocker} - can't continue until it lands.",
-            f"Waiting for {blocker} first.",
+            f"Waiting for {blocker} first; it changes the {s['c']} too.",
             f"Parking this until {blocker} is done; same area of the {s['c']}.",
         )
     elif status == "done":
@@ -218,23 +232,33 @@ def comment(rng: Dice, ev: TicketEvent, status: str, style: Style, blocker: str 
             one_of(
                 rng,
                 f"Verified on staging: {ev.summary} no longer happens.",
-                f"Deployed. Confirmed with {s['cust']} that it works again.",
+                f"Deployed. Confirmed with {s['cust']} that the {s['c']} works again on {s['env']}.",
                 f"Shipped; the fix was to {ev.fix}.",
             )
             if eng
             else one_of(
-                rng, f"Done, shared with {s['cust']}.", "Done and announced.", f"Closed, the {s['c']} is updated."
+                rng,
+                f"Done, shared the updated {s['c']} with {s['cust']}.",
+                f"Done and announced; {s['seg']} were told about {s['topic']}.",
+                f"Closed, the {s['c']} now covers {s['topic']}.",
             )
         )
     elif status == "wont_do":
-        text = f"Closing: {rng.pick(vocab.WONT_DO)}."
+        after = one_of(
+            rng,
+            f"The {s['c']} stays as it is.",
+            f"If {s['seg']} complain again, reopen.",
+            f"Told {s['cust']}.",
+            f"Notes on {s['topic']} kept in the description.",
+        )
+        text = f"Closing {one_of(rng, 'this', 'this one', 'for now')}: {rng.pick(vocab.WONT_DO)}. {after}"
     elif status == "todo":
         if rng.chance(0.6):
             return None
         text = one_of(
             rng,
-            f"Pulled into the sprint since it affects {s['seg']}.",
-            f"Prioritised after the call with {s['cust']}.",
+            f"Pulled into the sprint since it affects {s['seg']} using the {s['c']}.",
+            f"Prioritised after the call with {s['cust']} about the {s['c']}.",
             f"Moving up: it's the third report about the {s['c']} this month.",
         )
     else:

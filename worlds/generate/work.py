@@ -265,10 +265,22 @@ def _comment_on(
     if status == "in_review" and len(members) > 1 and words.chance(0.5):
         reviewer = int(words.pick([m for m in members if m != actor]))
         style = g.styles[reviewer - 1]
+        s = event.slots
         if words.chance(0.75):
-            text = say(words, style, "agree")
+            detail = words.pick(
+                (
+                    f"Nice that it covers the case when {s['trig']}.",
+                    f"Could you add a test for {s['seg']}?",
+                    f"Small nit in the {s['c']} naming, not blocking.",
+                    f"Checked it against {s['env']}, looks fine.",
+                    f"Please mention {s['topic']} in the changelog.",
+                )
+            )
+            text = f"{say(words, style, 'agree')} {detail}"
         else:
-            text = say(words, style, "push_back")
+            text = say(
+                words, style, "push_back", concern=f"the {s['c']} also serves {s['seg']} and this changes them too"
+            )
         late = min(g.start_at, at + timedelta(minutes=words.integers(20, 600)))
         g.add("ticket_comments", {"ticket_id": tid, "author_id": reviewer, "body": text, "created_at": late})
 
