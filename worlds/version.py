@@ -11,7 +11,8 @@ from __future__ import annotations
 # git_activity, npc_personas and npc_memory; 4 chat_files (uploads attached to posts).
 SCHEMA_VERSION = 4
 # Generator history: 1 the first generator; 2 documents are real DOCX/ODT/XLSX/ODS files in blobs, with
-# content referring to people, projects and tickets, and a roadmap spreadsheet; 3 any headcount from 1 (project
-# keys stay letters), a mail thread names one ticket filed before it, documents name tickets filed by their date,
-# budgets follow payroll.
+# content referring to people, projects and tickets, and a roadmap spreadsheet; 3 tickets, comments, chat posts
+# and mail written from events (a ticket's cause, its status changes, hires, releases, customer cases, invoices)
+# in each employee's own style, with customer and vendor mailboxes; any headcount from 1 (project keys stay
+# letters), documents name tickets filed by their date, budgets follow payroll.
 GENERATOR_VERSION = 3

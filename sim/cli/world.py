@@ -312,3 +312,48 @@ def world_check(
                 console.print(f"{r.name}: {r.expected_to_fail}", markup=False)
     if failing:
         raise typer.Exit(1)
+
+
+@world_app.command("stats")
+def world_stats(
+    target: Annotated[str, typer.Argument(help="World file path or database URL.")],
+    json_out: Annotated[Path | None, typer.Option("--json", help="Also write the figures as JSON here.")] = None,
+    top: Annotated[int, typer.Option(help="Most frequent skeletons kept per kind in the JSON.")] = 5,
+) -> None:
+    """Text variety per kind: rows, distinct skeletons (names, keys, numbers masked), distinct trigrams."""
+    import json
+
+    from worlds.stats import mail_key_agreement, world_text_stats
+
+    world = open_world(target, readonly=True)
+    try:
+        with _readable(world), world.connect() as conn:
+            stats = world_text_stats(conn, top=top)
+            agreement = mail_key_agreement(conn)
+    finally:
+        world.close()
+    table = Table(title="Text variety (skeletons: names, keys, numbers masked; trigrams of the skeletons)")
+    for col in ("kind", "rows", "skeletons", "ratio", "trigrams", "distinct", "ratio"):
+        table.add_column(col, justify="left" if col == "kind" else "right")
+    for s in stats.values():
+        table.add_row(
+            s.kind,
+            str(s.rows),
+            str(s.distinct_skeletons),
+            f"{s.skeleton_ratio:.3f}",
+            str(s.trigrams),
+            str(s.distinct_trigrams),
+            f"{s.trigram_ratio:.3f}",
+        )
+    console.print(table)
+    both, same = agreement["mails_with_keys_in_subject_and_body"], agreement["same_key_in_both"]
+    console.print(f"mails naming a ticket in subject and body: {both}; naming the same ticket in both: {same}")
+    if json_out is not None:
+        payload = {
+            "world": world.url,
+            "spec": json.loads(world.spec.canonical_json()),
+            "generator_version": world.generator_version,
+            "kinds": {k: s.as_dict() for k, s in stats.items()},
+            "references": agreement,
+        }
+        json_out.write_text(json.dumps(payload, indent=2, sort_keys=True) + "\n", encoding="utf-8")

@@ -25,6 +25,12 @@ class Gen:
     domain: str = ""
     company_name: str = ""
     _index: dict[tuple[str, str, str], dict[Any, list[Any]]] = field(default_factory=dict, repr=False)
+    # Filled by the work stage and read by later ones: how each employee writes (index = id - 1), the event
+    # behind each ticket (by ticket id), and the companies the business deals with (name, contact first/last).
+    styles: list[Any] = field(default_factory=list)
+    stories: dict[int, Any] = field(default_factory=dict)
+    customers: list[tuple[str, str, str]] = field(default_factory=list)
+    vendors: list[tuple[str, str, str]] = field(default_factory=list)
 
     start_at: datetime = field(init=False)
     history_start: datetime = field(init=False)

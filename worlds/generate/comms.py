@@ -2,56 +2,16 @@
 
 from __future__ import annotations
 
-import bisect
 from datetime import UTC, datetime, time, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from worlds.generate.common import Gen, pick
+from worlds.generate.chatter import write_posts
+from worlds.generate.common import Gen, ascii_name, pick, slug
+from worlds.generate.language import Dice
+from worlds.generate.mailtext import MailWriter
 
-POSTS = (
-    "Picked up {k}, should have a PR by tomorrow.",
-    "{k} is ready for review, @{u} can you take a look?",
-    "Heads up: {k} might slip to next sprint.",
-    "Standup: yesterday {k}, today testing, no blockers.",
-    "Anyone seen errors like the ones in {k} before?",
-    "Merged the fix for {k}.",
-    "Reminder: planning is on Monday.",
-    "Thanks @{u} for the help earlier!",
-    "Docs updated for {k}.",
-    "Can we pair on {k} this afternoon?",
-)
-REPLIES = (
-    "On it.",
-    "Looks good to me.",
-    "I'll check after lunch.",
-    "+1",
-    "Done, thanks!",
-    "Good catch @{u}.",
-)
-GENERAL = (
-    "Welcome to the team, @{u}!",
-    "Lunch order closes at 11:30.",
-    "Office is closed on Friday.",
-    "All-hands slides are in the shared folder.",
-    "Coffee machine on 3 is fixed.",
-)
 EMOJI = ("thumbsup", "eyes", "white_check_mark", "tada", "pray", "rocket")
-SUBJECTS = (
-    "Status of {k}",
-    "Question about {k}",
-    "Quarterly numbers",
-    "Contract renewal",
-    "Offsite planning",
-    "Invoice {n}",
-    "Customer escalation: {k}",
-    "Hiring plan update",
-)
-BODIES = (
-    "Hi {to},\n\nCould you share an update on {k}? We need it for the review.\n\nThanks,\n{fr}",
-    "Hi {to},\n\nAttached are the latest figures. Let me know if anything looks off.\n\nBest,\n{fr}",
-    "Hello {to},\n\nFollowing up on our call: the next step is tracked in {k}.\n\nRegards,\n{fr}",
-)
 EXTERNAL = (
     ("ops", "customer-northwind"),
     ("it", "customer-globex"),
@@ -131,74 +91,7 @@ def build_chat(g: Gen, tickets_by_team: dict[int, list[tuple[Any, str]]]) -> Non
             a, b = sorted((e["id"], e["manager_id"]))
             channel(f"{a}__{b}", f"{a}__{b}", "D", [a, b], [], 0.2)
 
-    users = {e["id"]: e["username"] for e in emps}
-    weights = [c[3] for c in channels]
-    total = max(20, int(g.spec.employees * g.spec.history_days * 0.12))
-    picks = rng.choice(len(channels), size=total, p=[w / sum(weights) for w in weights])
-    roots: list[tuple[Any, int, int, list[int]]] = []
-    for ci in sorted(int(c) for c in picks):
-        cid, members, tickets, _ = channels[ci]
-        at = g.work_time(rng)
-        author = int(pick(rng, members))
-        other = int(pick(rng, members))
-        i = bisect.bisect_right(tickets, (at, "\uffff"))
-        if tickets and i > 0:
-            message = pick(rng, POSTS).format(k=tickets[int(rng.integers(i))][1], u=users[other])
-        else:
-            message = pick(rng, GENERAL).format(u=users[other])
-        roots.append((at, cid, author, [other] if "@" in message else []))
-        roots[-1] = (at, cid, author, roots[-1][3])
-        g.add(
-            "posts",
-            {
-                "channel_id": cid,
-                "author_id": author,
-                "root_id": None,
-                "message": message,
-                "created_at": at,
-                "edited_at": None,
-                "deleted_at": None,
-                "is_pinned": False,
-            },
-        )
-    members_of = {c[0]: c[1] for c in channels}
-    n_roots = len(g.rows.get("posts", []))
-    for pid in range(1, n_roots + 1):
-        at, cid, author, mentioned = roots[pid - 1]
-        for m in mentioned:
-            g.add("mentions", {"post_id": pid, "employee_id": m})
-        if rng.random() < 0.25:
-            for _ in range(int(rng.integers(1, 4))):
-                replier = int(pick(rng, members_of[cid]))
-                when = min(g.start_at, at + timedelta(minutes=int(rng.integers(1, 240))))
-                msg = pick(rng, REPLIES).format(u=users[author])
-                rid = g.add(
-                    "posts",
-                    {
-                        "channel_id": cid,
-                        "author_id": replier,
-                        "root_id": pid,
-                        "message": msg,
-                        "created_at": when,
-                        "edited_at": None,
-                        "deleted_at": None,
-                        "is_pinned": False,
-                    },
-                )
-                if "@" in msg:
-                    g.add("mentions", {"post_id": rid, "employee_id": author})
-        if rng.random() < 0.2:
-            who = sorted({int(pick(rng, members_of[cid])) for _ in range(int(rng.integers(1, 3)))})
-            for w in who:
-                g.add(
-                    "reactions",
-                    {
-                        "post_id": pid,
-                        "employee_id": w,
-                        "emoji": pick(rng, EMOJI),
-                        "created_at": min(g.start_at, at + timedelta(minutes=5)),
-                    },
-                )
+    write_posts(g, channels, rng)
 
 
 def build_mail(g: Gen, tickets_by_team: dict[int, list[tuple[Any, str]]]) -> None:
@@ -224,38 +117,38 @@ def build_mail(g: Gen, tickets_by_team: dict[int, list[tuple[Any, str]]]) -> Non
                 {"address": f"{local}@{org}.example", "display_name": f"{org} {local}", "employee_id": None},
             )
         )
+    customer_boxes: list[int] = []
+    vendor_boxes: list[int] = []
+    for company, given, family in g.customers:
+        address = f"{ascii_name(given)}.{ascii_name(family)}@{slug(company)[:40]}.example"
+        customer_boxes.append(
+            g.add(
+                "mailboxes",
+                {"address": address, "display_name": f"{given} {family} ({company})", "employee_id": None},
+            )
+        )
+    for company, _, _ in g.vendors:
+        address = f"billing@{slug(company)[:40]}.example"
+        vendor_boxes.append(
+            g.add("mailboxes", {"address": address, "display_name": f"{company} Billing", "employee_id": None})
+        )
+    boxes.extend(customer_boxes + vendor_boxes)
     folders: dict[tuple[int, str], int] = {}
     for box in boxes:
         for name in ("Inbox", "Sent", "Archive", "Drafts", "Trash"):
             folders[(box, name)] = g.add("mail_folders", {"mailbox_id": box, "name": name})
-    n_emp = len(emps)
-    filed = sorted(t for ts in tickets_by_team.values() for t in ts)  # (created_at, key), oldest first
+    writer = MailWriter(g, Dice(g.seeds.rng("history/mail-text")), customer_boxes, vendor_boxes)
+    last = g.start_at - timedelta(minutes=1)
     for _ in range(max(5, int(g.spec.employees * g.spec.history_days * 0.02))):
-        sender = int(rng.integers(1, len(boxes) + 1))
-        if sender > n_emp:
-            to = [int(rng.integers(1, n_emp + 1))]
-        else:
-            to = sorted({int(rng.integers(1, len(boxes) + 1)) for _ in range(int(rng.integers(1, 4)))} - {sender}) or [
-                1 if sender != 1 else 2 % len(boxes) + 1
-            ]
-        start = g.work_time(rng)
-        # A thread is about one ticket already filed when it starts, and every mail of it names that ticket.
-        n_filed = bisect.bisect_right(filed, (start, "\uffff"))
-        key = filed[int(rng.integers(n_filed))][1] if n_filed else "the plan"
-        subject = pick(rng, SUBJECTS).format(k=key, n=int(rng.integers(1000, 9999)))
-        thread = g.add("mail_threads", {"subject": subject, "created_at": start})
-        parts = [sender, *to]
+        plan = writer.plan(g.work_time(rng))
+        if plan.start > last:
+            continue  # its ticket was filed too close to the start to be written about before it: no thread
+        subject = plan.subject
+        thread = g.add("mail_threads", {"subject": subject, "created_at": plan.start})
         prev = None
-        at = start
-        for turn in range(int(rng.integers(1, 4))):
-            frm = parts[0] if turn % 2 == 0 else parts[1]
-            rcpt = [p for p in parts if p != frm]
-            names = g.rows["mailboxes"]
-            body = pick(rng, BODIES).format(
-                to=names[rcpt[0] - 1]["display_name"].split()[0],
-                fr=names[frm - 1]["display_name"],
-                k=key,
-            )
+        at = plan.start
+        for turn, (frm, body) in enumerate(plan.turns):
+            rcpt = [p for p in plan.parts if p != frm]
             mid = len(g.table("mail_messages")) + 1
             g.add(
                 "mail_messages",

@@ -6,47 +6,13 @@ import bisect
 from datetime import date, timedelta
 from typing import Any
 
+from worlds.generate import vocab
 from worlds.generate.common import Gen, pick, slug
+from worlds.generate.language import Dice, say, styles_for
+from worlds.generate.stories import comment, describe, project_components, ticket_event
 from worlds.workflow import TERMINAL_STATUSES, path_to
 
-COMPONENTS = (
-    "login page",
-    "billing service",
-    "search API",
-    "mobile app",
-    "admin console",
-    "export job",
-    "notifications",
-    "settings screen",
-    "reporting dashboard",
-    "onboarding flow",
-)
-BUG_TITLES = (
-    "Error when saving in the {c}",
-    "Wrong totals shown in the {c}",
-    "Timeout in the {c} under load",
-    "{C} crashes on empty input",
-    "Broken link in the {c}",
-)
-WORK_TITLES = (
-    "Add filtering to the {c}",
-    "Refactor the {c}",
-    "Improve logging in the {c}",
-    "Support bulk edit in the {c}",
-    "Write tests for the {c}",
-    "Migrate the {c} to the new API",
-)
 LABELS = ("backend", "frontend", "tech-debt", "customer", "security", "performance", "ux", "regression")
-COMMENTS = (
-    "I can reproduce this on staging.",
-    "Looking into it today.",
-    "PR is up for review.",
-    "Blocked on the API change, see {k}.",
-    "Moved to the next sprint.",
-    "Verified the fix.",
-    "Can we get more details from the reporter?",
-    "Duplicate of {k}?",
-)
 OPEN_WEIGHTS = {"backlog": 0.3, "todo": 0.25, "in_progress": 0.25, "in_review": 0.12, "blocked": 0.08}
 STATUS_PATHS = {s: path_to(s) for s in ("backlog", "todo", "in_progress", "in_review", "blocked", "done", "wont_do")}
 
@@ -81,7 +47,10 @@ def _key_for(name: str, used: set[str]) -> str:
 def build_work(g: Gen) -> dict[int, list[tuple[Any, str]]]:
     """Projects and tickets; returns per team the (created_at, key) of its tickets, sorted by time."""
     rng = g.seeds.rng("history/tickets")
+    words = Dice(g.seeds.rng("history/ticket-text"))
     employees = g.rows["employees"]
+    g.styles = styles_for(g)
+    _customers_and_vendors(g)
     team_members: dict[int, list[int]] = {}
     for e in employees:
         if e["team_id"] is not None:
@@ -158,7 +127,9 @@ def build_work(g: Gen) -> dict[int, list[tuple[Any, str]]]:
                 n += 1
             count = max(4, round(len(members) * max(g.spec.history_days, 7) / 20))
             made = by_team.setdefault(team["id"], [])
-            made.extend(_tickets(g, rng, project, members, sprints, count))
+            family = vocab.FAMILY.get(dept, "ops")
+            components = project_components(words, family)
+            made.extend(_tickets(g, rng, words, project, members, sprints, count, family, components))
     for made in by_team.values():
         made.sort()
     if g.has("git"):
@@ -183,19 +154,37 @@ def build_work(g: Gen) -> dict[int, list[tuple[Any, str]]]:
     return by_team
 
 
+def _customers_and_vendors(g: Gen) -> None:
+    """Companies the business deals with (Faker, pinned): customers named in tickets and mail, and vendors."""
+    fake = g.seeds.faker("customers", g.spec.locale)
+    seen = {g.company_name}
+    for target, n in ((g.customers, min(40, max(6, g.spec.employees // 25))), (g.vendors, 6)):
+        while len(target) < n:
+            name = fake.company()
+            if name not in seen and "," not in name:  # "Cruz, Jones and Miller" reads as three people
+                seen.add(name)
+                target.append((name, fake.first_name(), fake.last_name()))
+
+
 def _tickets(
     g: Gen,
     rng: Any,
+    words: Dice,
     project: dict[str, Any],
     members: list[int],
     sprints: list[tuple[date, date, int]],
     count: int,
+    family: str,
+    components: list[str],
 ) -> list[tuple[Any, str]]:
     employees = g.rows["employees"]
+    customers = [c[0] for c in g.customers]
     made: list[tuple[Any, str]] = []
     times = sorted(g.at(rng) for _ in range(count))
     sprint_starts = [s[0] for s in sprints]
     open_names, open_p = list(OPEN_WEIGHTS), list(OPEN_WEIGHTS.values())
+    lead = int(project["lead_id"])
+    first_id = len(g.table("tickets")) + 1
     for number, created in enumerate(times, start=1):
         age = (g.start_at - created).total_seconds() / g.span_s
         if rng.random() < min(0.95, age * 1.2):
@@ -207,13 +196,10 @@ def _tickets(
             i = path.index("in_review")
             path[i:i] = ["in_review", "in_progress"]
         kind = str(rng.choice(["bug", "task", "story", "incident", "epic"], p=[0.35, 0.35, 0.25, 0.03, 0.02]))
-        comp = pick(rng, COMPONENTS)
-        title = pick(rng, BUG_TITLES if kind in ("bug", "incident") else WORK_TITLES).format(
-            c=comp, C=comp.capitalize()
-        )
         key = f"{project['key']}-{number}"
         assignee = None if target == "backlog" else int(pick(rng, members))
-        reporter = int(rng.integers(1, len(employees) + 1))
+        # Most reports come from the team itself; the rest from anywhere in the company (support, sales...).
+        reporter = int(pick(rng, members)) if rng.random() < 0.7 else int(rng.integers(1, len(employees) + 1))
         end = min(g.start_at, created + timedelta(days=int(rng.integers(1, 20))))
         steps = sorted(g.at(rng, created, end) for _ in path[1:])
         sprint_id = None
@@ -221,26 +207,29 @@ def _tickets(
             i = bisect.bisect_right(sprint_starts, created.date()) - 1
             sprint_id = sprints[max(0, i)][2]
         last = steps[-1] if steps else created
+        event = ticket_event(words, family, kind, components, customers)
+        rep = employees[reporter - 1]
         tid = g.add(
             "tickets",
             {
                 "key": key,
                 "project_id": project["id"],
                 "number": number,
-                "type": kind,
-                "title": title,
-                "description": f"{title}. Reported by {employees[reporter - 1]['username']} while working on {comp}.",
+                "type": event.kind,
+                "title": event.title,
+                "description": describe(words, event, g.styles[reporter - 1], rep["first_name"]),
                 "status": target,
                 "priority": str(rng.choice(["critical", "high", "medium", "low"], p=[0.04, 0.2, 0.46, 0.3])),
                 "assignee_id": assignee,
                 "reporter_id": reporter,
                 "sprint_id": sprint_id,
-                "story_points": int(pick(rng, (1, 2, 3, 5, 8))) if kind in ("story", "task") else None,
+                "story_points": int(pick(rng, (1, 2, 3, 5, 8))) if event.kind in ("story", "task") else None,
                 "created_at": created,
                 "updated_at": last,
                 "resolved_at": last if target in TERMINAL_STATUSES else None,
             },
         )
+        g.stories[tid] = event
         actor = assignee or reporter
         prev = None
         for status, at in zip(path, [created, *steps], strict=True):
@@ -255,32 +244,58 @@ def _tickets(
                 },
             )
             prev = status
+            _comment_on(g, words, tid, event, status, at, actor, lead, members, first_id, number)
         for label in sorted({str(x) for x in rng.choice(LABELS, size=int(rng.integers(0, 2)), replace=False)}):
             g.add("ticket_labels", {"ticket_id": tid, "label": label})
-        other = f"{project['key']}-{int(rng.integers(1, number + 1))}"
-        for _ in range(int(rng.integers(0, 2))):
-            g.add(
-                "ticket_comments",
-                {
-                    "ticket_id": tid,
-                    "author_id": int(pick(rng, members)),
-                    "body": pick(rng, COMMENTS).format(k=other),
-                    "created_at": g.at(rng, created),
-                },
-            )
-        if number > 1 and rng.random() < 0.06:
-            g.add(
-                "ticket_links",
-                {
-                    "source_id": tid,
-                    "target_id": tid - int(rng.integers(1, number)),
-                    "kind": pick(rng, ("blocks", "relates_to", "duplicates")),
-                    "created_at": created,
-                },
-            )
         made.append((created, key))
     project["next_ticket_number"] = count + 1
     return made
+
+
+def _comment_on(
+    g: Gen,
+    words: Dice,
+    tid: int,
+    event: Any,
+    status: str,
+    at: Any,
+    actor: int,
+    lead: int,
+    members: list[int],
+    first_id: int,
+    number: int,
+) -> None:
+    """The comments a status change causes: its actor explains, a teammate may review; a block names its blocker."""
+    blocker = ""
+    if status == "blocked" and number > 1:
+        other = first_id + words.integers(number - 1)
+        blocker = g.rows["tickets"][other - 1]["key"]
+        g.add("ticket_links", {"source_id": other, "target_id": tid, "kind": "blocks", "created_at": at})
+    author = lead if status in ("todo", "wont_do") else actor
+    body = comment(words, event, status, g.styles[author - 1], blocker)
+    if body is not None:
+        g.add("ticket_comments", {"ticket_id": tid, "author_id": author, "body": body, "created_at": at})
+    if status == "in_review" and len(members) > 1 and words.chance(0.5):
+        reviewer = int(words.pick([m for m in members if m != actor]))
+        style = g.styles[reviewer - 1]
+        s = event.slots
+        if words.chance(0.75):
+            detail = words.pick(
+                (
+                    f"Nice that it covers the case when {s['trig']}.",
+                    f"Could you add a test for {s['seg']}?",
+                    f"Small nit in the {s['c']} naming, not blocking.",
+                    f"Checked it against {s['env']}, looks fine.",
+                    f"Please mention {s['topic']} in the changelog.",
+                )
+            )
+            text = f"{say(words, style, 'agree')} {detail}"
+        else:
+            text = say(
+                words, style, "push_back", concern=f"the {s['c']} also serves {s['seg']} and this changes them too"
+            )
+        late = min(g.start_at, at + timedelta(minutes=words.integers(20, 600)))
+        g.add("ticket_comments", {"ticket_id": tid, "author_id": reviewer, "body": text, "created_at": late})
 
 
 __all__ = ["build_work", "slug"]
