@@ -72,7 +72,9 @@ def _cli(*args: str, data_dir: Path) -> subprocess.CompletedProcess[str]:
     )  # fmt: skip
 
 
-def test_cli__rollouts_prints_the_results_table_and_writes_one_trace_per_episode(data_dir: Path, tmp_path: Path) -> None:
+def test_cli__rollouts_prints_the_results_table_and_writes_one_trace_per_episode(
+    data_dir: Path, tmp_path: Path
+) -> None:
     out = tmp_path / "traces"
     out.mkdir()
     done = _cli(SCENARIO, "--episodes", "3", "--workers", "2", "--agent", "oracle", "--seed", "4",
