@@ -63,23 +63,33 @@ async def rollout(
         RolloutError: the server refused the session or a message (its code and message are in the error).
     """
     from websockets.asyncio.client import connect
+    from websockets.exceptions import InvalidStatus
 
     headers = {"Authorization": f"Bearer {token}"} if token else None
-    async with connect(_ws_url(url), additional_headers=headers, max_size=None) as ws:
-        data = {"seed": seed, "scenario": scenario, "options": options or {}}
-        reset = await _ask(ws, {"type": "reset", "data": data})
-        observation: dict[str, Any] = reset["observation"]
-        limit = int(observation.get("limits", {}).get("max_turns", 1000)) * 4 + 8  # retries and refusals included
-        last: dict[str, Any] | None = None
-        for _ in range(limit):
-            action = policy(index, observation, last)
-            if inspect.isawaitable(action):
-                action = await action
-            last = await _ask(ws, {"type": "step", "data": action if action is not None else SUBMIT})
-            if last["done"]:
-                await ws.send(json.dumps({"type": "close"}))
-                return float(last["reward"])
-        raise RolloutError(f"the policy did not finish {scenario} seed {seed} in {limit} steps")
+    try:
+        async with connect(_ws_url(url), additional_headers=headers, max_size=None) as ws:
+            return await _play(ws, scenario, seed, policy, index, options)
+    except InvalidStatus as exc:
+        status = exc.response.status_code
+        raise RolloutError(f"the server refused the session: HTTP {status} (a wrong or missing token?)") from None
+
+
+async def _play(ws: Any, scenario: str, seed: int, policy: Policy, index: int, options: dict[str, Any] | None) -> float:
+    """Reset, then ask the policy for actions until the episode is done."""
+    data = {"seed": seed, "scenario": scenario, "options": options or {}}
+    reset = await _ask(ws, {"type": "reset", "data": data})
+    observation: dict[str, Any] = reset["observation"]
+    limit = int(observation.get("limits", {}).get("max_turns", 1000)) * 4 + 8  # retries and refusals included
+    last: dict[str, Any] | None = None
+    for _ in range(limit):
+        action = policy(index, observation, last)
+        if inspect.isawaitable(action):
+            action = await action
+        last = await _ask(ws, {"type": "step", "data": action if action is not None else SUBMIT})
+        if last["done"]:
+            await ws.send(json.dumps({"type": "close"}))
+            return float(last["reward"])
+    raise RolloutError(f"the policy did not finish {scenario} seed {seed} in {limit} steps")
 
 
 async def group(
