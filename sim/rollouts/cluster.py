@@ -13,6 +13,8 @@ directory; across machines it must be a shared path.
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -23,6 +25,9 @@ from sim.rollouts.runner import Job, Rollout, play
 __all__ = ["EnvManager", "RayBackend", "connect"]
 
 NAMESPACE = "companysim"
+LOOPBACK = frozenset({"127.0.0.1", "localhost"})
+LOOPBACK_ENV = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
+"""Off (0), Ray keeps loopback addresses as they are; start a head on 127.0.0.1 with it set to 0 as well."""
 
 
 class EnvManager:
@@ -65,6 +70,11 @@ def connect(address: str | None, *, num_cpus: int | None = None) -> Any:
     Raises:
         RolloutError: Ray is not installed, or no cluster answers at ``address``.
     """
+    loopback = address is not None and address.rsplit(":", 1)[0] in LOOPBACK
+    if loopback and "ray" not in sys.modules:
+        # Ray swaps 127.0.0.1 for the machine's routable address unless this is off (read when ray is imported):
+        # a head kept on loopback (started with the same variable) is then found where it listens.
+        os.environ.setdefault(LOOPBACK_ENV, "0")
     try:
         import ray
     except ImportError as exc:
@@ -76,6 +86,8 @@ def connect(address: str | None, *, num_cpus: int | None = None) -> Any:
         kwargs.update(address="local", include_dashboard=False, num_cpus=num_cpus)
     else:
         kwargs.update(address=address)
+        if loopback:
+            kwargs.update(_node_ip_address="127.0.0.1")  # else the driver looks for a raylet on the routable address
     try:
         ray.init(**kwargs)
     except (ConnectionError, RuntimeError, ValueError) as exc:
