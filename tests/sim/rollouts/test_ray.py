@@ -8,6 +8,7 @@ on loopback: otherwise it replaces 127.0.0.1 with the machine's routable address
 from __future__ import annotations
 
 import os
+import secrets
 import shutil
 import signal
 import subprocess
@@ -23,8 +24,14 @@ from sim.rollouts.runner import Job
 
 ROOT = Path(__file__).resolve().parents[3]
 SCENARIO = "triage-tickets-v0"
-LOOPBACK_ENV = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_GRACEFUL_SHUTDOWN_DRAIN_TIMEOUT_S": "0"}
-"""For the head only: keep every Ray service on 127.0.0.1, and stop at once on SIGTERM (nothing to drain)."""
+LOOPBACK_ENV = {
+    "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0",
+    "RAY_GRACEFUL_SHUTDOWN_DRAIN_TIMEOUT_S": "0",
+    "RAY_AUTH_MODE": "token",
+    "RAY_AUTH_TOKEN": secrets.token_hex(32),
+}
+"""Every Ray service on 127.0.0.1, no drain wait on SIGTERM, and this cluster's own token (not ~/.ray/auth_token,
+which any other Ray on the machine may rewrite)."""
 
 os.environ.update(LOOPBACK_ENV)  # this process joins the head as a driver: it must keep loopback too (read at import)
 ray = pytest.importorskip("ray", reason="the Ray backend needs ray (pip install -e '.[ray]')")
