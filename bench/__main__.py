@@ -18,6 +18,7 @@ MODULES = (
     "llm",
     "server",
     "web",
+    "rollouts",
 )
 
 

@@ -9,6 +9,7 @@ Tree::
     ├── UnknownScenario      "unknown_scenario": no scenario registered under that id
     ├── BadNoise             "bad_noise": an unknown noise profile or fault type, or a rate outside [0, 1]
     ├── BadOption            "bad_option": a reset option outside its allowed values
+    ├── RolloutError         "bad_rollout": a rollout run that cannot start (unknown agent, no Ray cluster)
     └── TraceError           "bad_trace": a trace file is corrupt, truncated or from another version
         └── ReplayMismatch   "replay_mismatch": a replayed step differs from the recorded one
 """
@@ -68,3 +69,9 @@ class BadOption(SimError):
     """A reset option outside its allowed values (the message names the option and what it allows)."""
 
     code = "bad_option"
+
+
+class RolloutError(SimError):
+    """A rollout run cannot start as asked: an agent that cannot play the scenario, a backend that is not there."""
+
+    code = "bad_rollout"

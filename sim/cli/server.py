@@ -27,7 +27,7 @@ def register(app: typer.Typer) -> None:
 def server(
     ctx: typer.Context,
     host: Annotated[str, typer.Option(help="Bind address (anything but loopback needs --token).")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="TCP port.")] = 8700,
+    port: Annotated[int, typer.Option(envvar="COMPANYSIM_PORT", help="TCP port.")] = 8700,
     workers: Annotated[int | None, typer.Option(help="Worker processes (default: one per core).")] = None,
     max_episodes: Annotated[int, typer.Option(help="Live episodes at most (0: 64 per worker).")] = 0,
     idle_timeout: Annotated[float, typer.Option(help="Close episodes untouched for this many seconds.")] = 900.0,
