@@ -27,7 +27,7 @@ from graders.base import Rubric
 from graders.rubric import load_rubric
 from mcp_tools.base import Actor, ToolContext
 from mcp_tools.tickets import service as tickets
-from scenarios.base import AgentEnv, Limits, RepoCommit, ScenarioInstance, WorldDefaults
+from scenarios.base import AgentEnv, Limits, RepoCommit, ScenarioInstance, WorldDefaults, start_day
 from worlds.clock import Clock
 from worlds.rawsql import Sql
 from worlds.seeding import Seeds
@@ -129,7 +129,7 @@ class FixFailingTest:
         module_path = f"{package}/{topic}_rules.py"
         fn = family["function"]
         test = f"from {package}.{topic}_rules import {fn}\n\n\ndef test_{fn}():\n" + family["test"].format(fn=fn)
-        now = clock.now()
+        now = start_day(session, clock, agent)
         commit = RepoCommit(
             repo=repo,
             files={module_path: module_source(family, fixed=False), f"tests/test_{topic}_rules.py": test},
@@ -292,4 +292,9 @@ class FixFailingTest:
         env.call("git_commit", repo=repo, message=f"Fix {family['function']} ({key})")
         opened = env.call("git_mr_open", repo=repo, source_branch=branch, title=f"{key}: fix {family['function']}")
         assert opened["pipeline"]["status"] == "passed", opened["pipeline"]
+        for _ in range(3):  # wait for a teammate's review (the rubric does not need one: nobody may be awake)
+            env.call("wait", minutes=20)
+            notes = env.call("git_mr_get", mr_id=opened["id"])["notes"]
+            if any(n["kind"] in ("approve", "request_changes") for n in notes):
+                break
         env.call("submit", summary=f"Fixed {key} in merge request !{opened['number']}")
