@@ -11,6 +11,7 @@ MODULES = (
     "apps",
     "code",
     "npcs",
+    "npc_families",
     "coevolve",
     "grading",
     "compare_tau",

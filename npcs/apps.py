@@ -15,6 +15,9 @@ Probabilities (``p_push`` is the push-back probability of ``npcs.decide``: coope
 - approve a request whose pipeline passed: ``(1 - p_push) * (1 - 0.15 * expertise * (1 - helpfulness))``
   (experts who do not care to help nitpick); a failed pipeline always gets ``request_changes``; a pipeline
   that has not finished gets one "waiting for CI" comment; an NPC never merges;
+- answer an outage thread in ~incidents naming a ticket of the NPC's team (``incident``): ``helpfulness``,
+  unless someone besides its author already answered in the thread (one teammate takes it, not the whole
+  team); the answer is a reply in the thread saying the NPC is on it;
 - refuse an access request: ``p_push`` when the reason is justified (at least four words), else at least
   0.6 (cooperative approves justified requests, adversarial refuses about 81 %).
 
@@ -87,6 +90,8 @@ def react_app(env: TurnEnv, s: Stimulus) -> list[Plan]:
         return _review(env, s)
     if s.kind == "access_request":
         return _access(env, s)
+    if s.kind == "incident":
+        return _incident(env, s)
     return []
 
 
@@ -202,6 +207,30 @@ def _review(env: TurnEnv, s: Stimulus) -> list[Plan]:
     reaction = verdict if kind != "mr_nitpick" else "pushback"
     args = {"mr_id": mr_id, "verdict": verdict, "body": text, "commit": head}
     return [Plan("git_mr_review", args, reaction, target, text)]
+
+
+# -- incidents -----------------------------------------------------------------------------------------------
+
+
+def _incident(env: TurnEnv, s: Stimulus) -> list[Plan]:
+    sql, p, rng = Sql.of(env.ctx.session), env.persona, env.rng
+    u = float(rng.random())
+    row = sql.one("SELECT author_id, deleted_at FROM posts WHERE id = ?", (s.ref,))
+    if row is None or row[1] is not None:
+        return []
+    taken = sql.scalar(
+        "SELECT count(*) FROM posts WHERE root_id = ? AND author_id != ? AND deleted_at IS NULL", (s.ref, row[0])
+    )
+    if int(taken or 0) > 0 or u >= p.traits.helpfulness:
+        return []  # a teammate is on it already, or this one does not pick it up
+    project = (s.ticket or "").rsplit("-", 1)[0]
+    mine = sql.one(
+        "SELECT 1 FROM projects r JOIN employees e ON e.team_id = r.team_id WHERE r.key = ? AND e.id = ?",
+        (project, p.employee_id),
+    )
+    kind = "incident_ack" if mine is not None else "incident_cover"
+    text = say(kind, p.traits, rng, me=p.first_name, key=s.ticket or "this")
+    return [Plan("chat_reply", {"post_id": s.ref, "message": text}, "incident_ack", f"post:{s.ref}", text)]
 
 
 # -- access requests -----------------------------------------------------------------------------------------

@@ -8,7 +8,7 @@ days are computed with ``zoneinfo`` so daylight-saving shifts are handled by the
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, time, timedelta
 from zoneinfo import ZoneInfo
 
 
@@ -58,6 +58,24 @@ class WorkHours:
             if t < b:
                 return max(t, a)
         return t  # unreachable with at least one workday
+
+    def morning(self, not_before: datetime, at: time = time(9, 0)) -> datetime:
+        """The first local ``at`` (09:00 by default) on one of the workdays, at or after ``not_before``.
+
+        Why a local wall time and not working time: an episode starts when a person in this zone starts their
+        day (``scenarios.library.setup.start_day``), whatever their own start minute; coworkers then answer in
+        their own hours. A week with no workday takes any day.
+        """
+        zone = ZoneInfo(self.timezone)
+        day = not_before.astimezone(zone).date()
+        for d in range(9):
+            local = datetime.combine(day + timedelta(days=d), at, tzinfo=zone)
+            if "1" in self.workdays and self.workdays[local.weekday()] != "1":
+                continue
+            out = local.astimezone(UTC)
+            if out >= not_before:
+                return out
+        raise AssertionError("unreachable: a workday recurs within a week")
 
     def add(self, t: datetime, minutes: float) -> datetime:
         """The instant ``minutes`` of working time after ``t`` (starting from the next working moment)."""

@@ -12,6 +12,13 @@ Every draw comes from a stream named by (NPC, item or wake count, turn number), 
 order of calls or on other NPCs: the same seed and the same agent actions give the same NPC actions at the
 same simulated instants. Time only comes from the clock passed in.
 
+An ``absent`` hook (the episode's ``npc_no_show`` fault, ``sim.noise``) may keep an NPC away when a turn falls
+due: the turn is skipped and every turn of that NPC waits until it is back (minutes of its working time).
+
+Figures come from mesa's ``DataCollector``: after every batch of turns it records the simulated time, turns and
+messages so far, the workload (NPCs with something waiting for an answer) and the mean response latency
+(working minutes from the first unanswered item to the turn that saw it); ``stats()`` sums them per episode.
+
 Wiring into an episode (see ``NpcWorld``)::
 
     npcs = NpcWorld(session, world_seed, clock, agent=agent_id, overrides=scenario.npc_overrides)
@@ -24,7 +31,7 @@ Wiring into an episode (see ``NpcWorld``)::
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
@@ -37,7 +44,7 @@ from npcs import behaviour
 from npcs.actions import Action, Turn
 from npcs.decide import TurnEnv
 from npcs.errors import UnknownNpc
-from npcs.perceive import CURSOR_OF, Stimulus, inbound
+from npcs.perceive import CURSOR_OF, URGENT, Stimulus, inbound
 from npcs.persona import Persona, active_employees, ensure_persona, maxima
 from npcs.realiser import Realiser
 from npcs.traits import TraitVector
@@ -57,6 +64,20 @@ def mean_wake_gap(traits: TraitVector) -> float:
     return 480.0 * (1.0 - traits.proactivity) ** 2 + 30.0
 
 
+MESSAGE_TOOLS = frozenset(
+    {
+        "chat_direct_message",
+        "chat_reply",
+        "chat_post",
+        "tickets_comment",
+        "mail_reply",
+        "git_mr_comment",
+        "git_mr_review",
+    }
+)
+"""Tools whose successful call is a message someone reads (what ``messages`` counts)."""
+
+
 class Npc(mesa.Agent):  # type: ignore[misc]
     """One coworker in the population: persona, Actor, and its next reactive and proactive turn times."""
 
@@ -67,6 +88,10 @@ class Npc(mesa.Agent):  # type: ignore[misc]
         self.reactive_at: datetime | None = None
         self.wake_at: datetime | None = None
         self.wakes = 0
+        self.attempts = 0  # due turns so far, taken or skipped (the no-show draw's index)
+        self.away_until: datetime | None = None
+        self.waiting_since: datetime | None = None  # the oldest item not yet seen in a turn
+        self.messages = 0
 
 
 class NpcWorld(mesa.Model):  # type: ignore[misc]
@@ -81,6 +106,8 @@ class NpcWorld(mesa.Model):  # type: ignore[misc]
             of overrides, or ``{"base": preset, ...}``.
         population: Restrict the NPCs to these employees (default: every active employee but the agent).
         realiser: Optional LLM realiser for NPC text (record/replay cache).
+        absent: Optional no-show hook: ``absent(username, attempt)`` gives the working minutes an NPC stays away
+            instead of taking its ``attempt``-th due turn, or None when it shows up.
 
     Raises:
         UnknownNpc: an override or population entry is not an active employee other than the agent.
@@ -97,6 +124,7 @@ class NpcWorld(mesa.Model):  # type: ignore[misc]
         overrides: Mapping[int | str, Any] | None = None,
         population: Iterable[int | str] | None = None,
         realiser: Realiser | None = None,
+        absent: Callable[[str, int], float | None] | None = None,
     ) -> None:
         self.seeds = Seeds(world_seed)
         super().__init__(seed=self.seeds.int_seed("npc/model"))
@@ -104,6 +132,20 @@ class NpcWorld(mesa.Model):  # type: ignore[misc]
         self.world_seed = world_seed
         self.clock = clock
         self.realiser = realiser
+        self.absent = absent
+        self.no_shows: list[dict[str, Any]] = []
+        self.latencies: list[float] = []
+        self.turns_run = 0
+        self.datacollector = mesa.DataCollector(
+            model_reporters={
+                "at": lambda m: m.clock.now().isoformat(),
+                "turns": "turns_run",
+                "messages": lambda m: sum(n.messages for n in m._npcs.values()),
+                "workload": lambda m: sum(1 for n in m._npcs.values() if n.waiting_since is not None),
+                "latency_min": lambda m: sum(m.latencies) / len(m.latencies) if m.latencies else None,
+                "no_shows": lambda m: len(m.no_shows),
+            }
+        )
         sql = Sql.of(session)
         people = active_employees(sql)
         by_name = {u: i for i, u in people}
@@ -164,9 +206,10 @@ class NpcWorld(mesa.Model):  # type: ignore[misc]
 
     # -- scheduling ----------------------------------------------------------------------------------------
 
-    def _latency(self, npc: Npc, marker: str) -> float:
+    def _latency(self, npc: Npc, marker: str, kind: str = "") -> float:
         rng = self.stream(f"{npc.persona.employee_id}/latency/{marker}")
-        return round(float(rng.lognormal(math.log(median_latency(npc.persona.traits)), 0.6)) * 60) / 60
+        median = median_latency(npc.persona.traits) * URGENT.get(kind, 1.0)
+        return round(float(rng.lognormal(math.log(median), 0.6)) * 60) / 60
 
     def _schedule_wake(self, npc: Npc, after: datetime) -> None:
         t = npc.persona.traits
@@ -195,8 +238,11 @@ class NpcWorld(mesa.Model):  # type: ignore[misc]
             if field is not None and s.ref <= int(npc.persona.cursor.get(field, 0)):
                 continue  # already perceived in an earlier turn
             found.append(s)
-            due = npc.persona.hours.add(s.when, self._latency(npc, s.marker))
+            due = npc.persona.hours.add(s.when, self._latency(npc, s.marker, s.kind))
+            if npc.away_until is not None:
+                due = max(due, npc.away_until)
             npc.reactive_at = due if npc.reactive_at is None else min(npc.reactive_at, due)
+            npc.waiting_since = s.when if npc.waiting_since is None else min(npc.waiting_since, s.when)
         self._seen = {**maxima(sql), "at": now.isoformat()}
         return found
 
@@ -247,22 +293,69 @@ class NpcWorld(mesa.Model):  # type: ignore[misc]
             npc.reactive_at = None
         if turn.kind == "proactive":
             self._schedule_wake(npc, turn.at)
+        if npc.waiting_since is not None:
+            self.latencies.append(npc.persona.hours.minutes_between(npc.waiting_since, now))
+            npc.waiting_since = None
         number = npc.persona.turns
         ctx = ToolContext(session=self.session, actor=npc.actor, clock=self.clock)
         rng = self.stream(f"{turn.employee_id}/{number}")
         env = TurnEnv(ctx=ctx, persona=npc.persona, turn=turn, number=number, rng=rng, npc_ids=frozenset(self._npcs))
         with self._acting(turn.employee_id):
             actions = behaviour.run(behaviour.Runtime(env, self.realiser))
+        self.turns_run += 1
+        npc.messages += sum(1 for a in actions if a.ok and a.tool in MESSAGE_TOOLS)
         self.poke(now)
         return actions
 
     def run_due(self, now: datetime | None = None) -> list[Action]:
-        """Run every turn due at or before ``now``, in order; returns all their actions."""
+        """Run every turn due at or before ``now``, in order (skipping no-shows); returns all their actions."""
         out: list[Action] = []
         turns = self.due(now)
         for turn in turns:
-            out += self.run_turn(turn)
+            if not self._no_show(turn):
+                out += self.run_turn(turn)
+        if turns:
+            self.datacollector.collect(self)
         return out
+
+    def _no_show(self, turn: Turn) -> bool:
+        """Whether the NPC is away instead of taking ``turn``; if so, all its turns wait until it is back."""
+        npc = self._npcs[turn.employee_id]
+        attempt, npc.attempts = npc.attempts, npc.attempts + 1
+        minutes = self.absent(npc.persona.username, attempt) if self.absent is not None else None
+        if minutes is None:
+            return False
+        back = npc.persona.hours.add(turn.at, minutes)
+        npc.away_until = back
+        npc.reactive_at = None if npc.reactive_at is None else max(npc.reactive_at, back)
+        npc.wake_at = None if npc.wake_at is None else max(npc.wake_at, back)
+        self.no_shows.append(
+            {"npc": npc.persona.username, "turn": turn.kind, "at": turn.at.isoformat(), "until": back.isoformat()}
+        )
+        return True
+
+    def stats(self) -> dict[str, Any]:
+        """Per-episode figures from the DataCollector's last row and the turns behind it (see the module doc)."""
+        rows = self.datacollector.model_vars
+        last = {k: v[-1] for k, v in rows.items() if v}
+        lat = sorted(self.latencies)
+        return {
+            "turns": self.turns_run,
+            "messages": int(last.get("messages", 0)),
+            "no_shows": len(self.no_shows),
+            "response_latency_min": {
+                "mean": round(sum(lat) / len(lat), 2) if lat else None,
+                "p50": round(lat[len(lat) // 2], 2) if lat else None,
+                "max": round(lat[-1], 2) if lat else None,
+                "answered": len(lat),
+            },
+            "workload": {
+                "peak": max(rows.get("workload") or [0]),
+                "mean": round(sum(rows["workload"]) / len(rows["workload"]), 2) if rows.get("workload") else 0.0,
+            },
+            "batches": len(rows.get("at") or []),
+            "by_npc": {n.persona.username: n.messages for n in self.npcs if n.messages},
+        }
 
     def step(self) -> None:
         """Mesa's step: run what is due at the clock's now."""

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from npcs.hours import WorkHours
 from worlds.rawsql import Sql, iso
 
 KINDS: tuple[str, ...] = (
@@ -34,9 +35,11 @@ KINDS: tuple[str, ...] = (
     "merge_request",
     "mr_note",
     "access_request",
+    "incident",
 )
-APP_KINDS: frozenset[str] = frozenset({"invite", "merge_request", "mr_note", "access_request"})
+APP_KINDS: frozenset[str] = frozenset({"invite", "merge_request", "mr_note", "access_request", "incident"})
 CURSOR_OF: dict[str, str] = {"dm": "post", "mention": "post", "ticket_comment": "comment", "mail": "mail"}
+CURSOR_OF |= {"incident": "post"}
 CURSOR_OF |= {"invite": "attendee", "merge_request": "mr", "mr_note": "mr_note", "access_request": "access"}
 """Which id cursor (a key of ``persona.maxima``) an inbound kind advances; ``assigned`` uses the time cursor."""
 
@@ -117,6 +120,14 @@ _ACCESS = (
     " JOIN employees e ON e.id = q.requester_id"
     " WHERE q.id > ? AND q.status = 'pending' AND q.owner_id != q.requester_id AND q.created_at <= ?"
 )
+_INCIDENT = (
+    "SELECT p.id, p.created_at, p.author_id, a.username, p.message FROM posts p"
+    " JOIN channels c ON c.id = p.channel_id AND c.name = 'incidents' JOIN employees a ON a.id = p.author_id"
+    " WHERE p.id > ? AND p.root_id IS NULL AND p.deleted_at IS NULL AND p.created_at <= ?"
+)
+_KEY = re.compile(r"\b([A-Z][A-Z0-9]*)-\d+\b")
+URGENT: dict[str, float] = {"incident": 0.25}
+"""Kinds that are answered faster than the NPC's usual latency (a factor on it): an outage does not wait."""
 _HANDLE = re.compile(r"@([A-Za-z0-9_][A-Za-z0-9_.\-]*[A-Za-z0-9_])")
 
 
@@ -179,6 +190,58 @@ def app_inbound(sql: Sql, since: Mapping[str, Any], until: datetime, who: set[in
     for rcpt, at, ref, sender_id, sender, reason in sql.all(f"{_ACCESS} ORDER BY q.id", (since.get("access", 0), end)):
         if rcpt in who:
             out.append(Stimulus(iso(at) or "", "access_request", ref, rcpt, sender_id, sender, reason, item=ref))
+    out += _incidents(sql, since, end, who)
+    return out
+
+
+def _incidents(sql: Sql, since: Mapping[str, Any], end: Any, who: set[int]) -> list[Stimulus]:
+    """A new thread in ~incidents naming a ticket of a project reaches every member of that project's team.
+
+    Why the team and not the channel: an outage post is everybody's to read but the owning team's to answer,
+    and a channel-wide stimulus would wake the whole company for every post. When nobody of the team is at
+    work at the post's time (a US team, a post at 09:00 in London), it reaches the channel's other members
+    instead, so someone awake can say it is seen and hold it until the team's day starts.
+    """
+    posts = sql.all(f"{_INCIDENT} ORDER BY p.id", (since.get("post", 0), end))
+    keys = {m for *_, text in posts for m in _KEY.findall(text or "")}
+    if not keys:
+        return []
+    marks = ", ".join("?" * len(keys))
+    team_of_project = dict(
+        sql.all(
+            f"SELECT key, team_id FROM projects WHERE key IN ({marks}) AND team_id IS NOT NULL ORDER BY id",  # noqa: S608
+            sorted(keys),
+        )
+    )
+    teams = sorted({int(t) for t in team_of_project.values()})
+    members: dict[int, list[tuple[int, WorkHours]]] = {t: [] for t in teams}
+    if teams:
+        marks = ", ".join("?" * len(teams))
+        for emp, team, *hours in sql.all(
+            "SELECT id, team_id, timezone, work_start_minute, work_end_minute, workdays FROM employees"  # noqa: S608
+            f" WHERE active = ? AND team_id IN ({marks}) ORDER BY id",
+            (True, *teams),
+        ):
+            members[int(team)].append((int(emp), WorkHours(str(hours[0]), int(hours[1]), int(hours[2]), str(hours[3]))))
+    channel = set(
+        sql.column(
+            "SELECT m.employee_id FROM channel_members m JOIN channels c ON c.id = m.channel_id"
+            " WHERE c.name = 'incidents' ORDER BY m.employee_id"
+        )
+    )
+    out: list[Stimulus] = []
+    for ref, at, author, sender, text in posts:
+        found = _KEY.search(text or "")
+        team = team_of_project.get(found.group(1)) if found else None
+        if team is None:
+            continue
+        when = datetime.fromisoformat(iso(at) or "")
+        crew = {e for e, h in members.get(int(team), []) if e != author}
+        awake = any(h.is_open(when) for e, h in members.get(int(team), []) if e in crew)
+        for rcpt in sorted((crew if awake else channel - {author}) & who):
+            if rcpt != author:
+                key = found.group(0) if found else None
+                out.append(Stimulus(iso(at) or "", "incident", ref, rcpt, author, sender, text, ticket=key, item=ref))
     return out
 
 

@@ -55,6 +55,11 @@ TEMPLATES: dict[str, tuple[str, ...]] = {
     ),
     "mr_failed": ("The pipeline is {value}; please fix it first.", "Pipeline {value}, requesting changes."),
     "mr_wait": ("I'll review once the pipeline has run.", "Waiting for CI before I review."),
+    "incident_ack": ("Looking into {key} now.", "On it: checking {key}.", "I'm on {key}, will post findings here."),
+    "incident_cover": (
+        "Seen. Nobody from the owning team is online yet; I'll keep an eye on {key} until they are.",
+        "Ack on {key}. The team isn't in yet, I'm watching it meanwhile.",
+    ),
 }
 CHANGES: tuple[str, ...] = (
     "it must also export CSV",

@@ -5,21 +5,25 @@ through the session it is given (the change log tags those rows ``setup``, and g
 after), and returns a ``ScenarioInstance``: the prompt, who the agent plays, the rubric and the hidden
 expectations the rubric checks against. Hidden expectations never enter the world's tables, so no tool can
 reveal them. Every family ships an oracle (a scripted agent that finds what it needs through the tools, never
-by reading ``params``) and relies on the generic no-op and random agents in ``sim``.
+by reading ``params``) and relies on the generic no-op and random agents in ``sim``. As soon as it knows its
+actor, ``build`` starts the day with ``start_day`` (09:00 in the actor's zone, or a time of its own), before it
+reads the clock for anything else.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, time
 from typing import Any, Protocol
 
 from sqlalchemy.orm import Session
 
 from graders.base import Rubric
 from graders.errors import RubricNotFound
-from worlds.clock import Clock
+from npcs.hours import WorkHours
+from worlds.clock import Clock, MovableClock
+from worlds.rawsql import Sql
 from worlds.seeding import Seeds
 
 
@@ -142,3 +146,30 @@ def rubric_at(family: ScenarioFamily, instance: ScenarioInstance, version: int) 
 
 #: The signature of an entry point named in the registry.
 FamilyFactory = Callable[[], ScenarioFamily]
+
+
+def start_day(session: Session, clock: Clock, employee: int | str, at: time = time(9, 0)) -> datetime:
+    """Move ``clock`` to the first local ``at`` (09:00) on a workday of ``employee``; returns the new now.
+
+    Why: the agent plays ``employee``, and coworkers keep their own hours; an episode that starts at 09:00 UTC
+    starts at 04:00 in New York, where nobody is awake to answer. A family calls this as soon as it knows its
+    actor and before it reads ``clock.now()`` for anything else, so the prompt, the setup's relative times and
+    the coworkers' day all agree. The clock never moves back: the world's history ends at the clock's start
+    (a fresh fork) or at the previous episode's end (a campaign), so the day is the first such morning after
+    it, and a European agent of a world whose history ends at 09:00 UTC on Monday starts on Tuesday.
+    ``at`` is the scenario's own start time when it wants another (a late-afternoon task, say).
+    """
+    column = "id" if isinstance(employee, int) else "username"
+    row = Sql.of(session).one(
+        f"SELECT timezone, work_start_minute, work_end_minute, workdays FROM employees WHERE {column} = ?",  # noqa: S608
+        (employee,),
+    )
+    if row is None:
+        raise ValueError(f"no employee {employee!r} to start the day of")
+    now = clock.now()
+    morning = WorkHours(str(row[0]), int(row[1]), int(row[2]), str(row[3])).morning(now, at)
+    if morning != now:
+        if not isinstance(clock, MovableClock):
+            raise TypeError(f"{type(clock).__name__} cannot be moved to the start of the day")
+        clock.advance_to(morning)
+    return morning

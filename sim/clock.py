@@ -47,6 +47,16 @@ class SimClock:
         """How many events are queued."""
         return len(self._queue)
 
+    def advance_to(self, at: datetime) -> None:
+        """Move time forward to ``at`` (``worlds.clock.MovableClock``: how a setup sets its start morning).
+
+        Raises:
+            ValueError: ``at`` is naive or before now.
+        """
+        if at.tzinfo is None:
+            raise ValueError("SimClock needs a timezone-aware instant")
+        self.advance((at.astimezone(UTC) - self._now).total_seconds())
+
     def advance(self, seconds: float) -> list[str]:
         """Move time forward, running every event that falls due; returns their names in run order."""
         if seconds < 0:

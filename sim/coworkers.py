@@ -13,6 +13,11 @@ CLI) chooses them:
 Turns run on the simulated clock: after each agent step the population is poked (new DMs, mentions,
 assignments, invites, mail) and a clock event is armed at the earliest pending turn; when the clock passes it,
 every due turn runs, inside its own savepoint so a failing NPC action never corrupts the agent's world.
+
+Under a noise profile with ``npc_no_show`` (``realistic``, ``harsh``), a coworker whose turn falls due may be
+away instead (``sim.noise.npc_absence``: seeded by the episode seed, the NPC and its due-turn count); each
+absence is a fault of the step during which it began. The ``npc_llm`` reset option (``Episode(npc_llm=...)``,
+``--npc-llm``) rephrases NPC text through ``npcs.realiser.Realiser``, whose recording replays offline.
 """
 
 from __future__ import annotations
@@ -25,6 +30,8 @@ from npcs.errors import NpcError, UnknownPreset
 from npcs.traits import PRESETS, TraitVector
 from scenarios.base import ScenarioInstance
 from sim.clock import SimClock
+from sim.errors import BadOption
+from sim.noise import NoiseProfile, npc_absence
 from worlds.rawsql import Sql
 
 OFF = ("off", "none")
@@ -67,12 +74,71 @@ def effective_option(value: Any, instance: ScenarioInstance) -> Any:
     return "sampled" if instance.needs_npcs and not enabled(value) else value
 
 
-class Coworkers:
-    """An episode's NPC population bound to its clock (built only when the ``npcs`` option is on)."""
+NPC_LLM_KEYS = ("cache", "model", "base_url")
 
-    def __init__(self, session: Any, world_seed: int, clock: SimClock, instance: ScenarioInstance, option: Any) -> None:
+
+def check_npc_llm(value: Any) -> None:
+    """Validate an ``npc_llm`` option: None, or ``{"cache": path, "model"?: name, "base_url"?: url}``.
+
+    Raises:
+        BadOption: not such a mapping (the message names what is wrong).
+    """
+    if value is None:
+        return
+    if not isinstance(value, Mapping) or not isinstance(value.get("cache"), str) or not value["cache"]:
+        raise BadOption(f"npc_llm must be an object with a 'cache' path (and 'model', 'base_url'); got {value!r:.80}")
+    unknown = set(value) - set(NPC_LLM_KEYS)
+    if unknown:
+        raise BadOption(f"npc_llm has unknown setting(s) {', '.join(sorted(unknown))}; expected {NPC_LLM_KEYS}")
+    for key in ("model", "base_url"):
+        if value.get(key) is not None and not isinstance(value[key], str):
+            raise BadOption(f"npc_llm {key} must be a string; got {value[key]!r:.40}")
+
+
+def realiser_for(value: Mapping[str, Any] | None) -> Any:
+    """The NPC text realiser of an ``npc_llm`` option (None: templates only).
+
+    Without ``base_url`` the realiser reads its recording only (a miss fails the NPC turn, listed in
+    ``npc_failures``): how a replay proves it called no model.
+    """
+    if value is None:
+        return None
+    from npcs.realiser import Realiser
+
+    return Realiser(value["cache"], base_url=value.get("base_url"), model=str(value.get("model") or "npc-realiser"))
+
+
+class Coworkers:
+    """An episode's NPC population bound to its clock (built only when the ``npcs`` option is on).
+
+    Args:
+        session: The episode's world session.
+        world_seed: The world's seed (personas and NPC streams).
+        clock: The episode's clock.
+        instance: The task (its actor, pinned traits, population).
+        option: The effective ``npcs`` option.
+        noise: The episode's noise profile (its ``npc_no_show`` rate applies here).
+        seed: The episode seed (no-shows, like tool faults, are drawn per episode).
+        realiser: Optional LLM realiser for NPC text.
+    """
+
+    def __init__(
+        self,
+        session: Any,
+        world_seed: int,
+        clock: SimClock,
+        instance: ScenarioInstance,
+        option: Any,
+        *,
+        noise: NoiseProfile | None = None,
+        seed: int = 0,
+        realiser: Any = None,
+    ) -> None:
         self.session = session
         self.clock = clock
+        self.noise, self.seed = noise, seed
+        self.faults: list[dict[str, Any]] = []
+        self._step = -1  # the agent step being run (after_step counts them)
         overrides: dict[int | str, Any] = {k: v for k, v in instance.npcs.items()}
         population = list(instance.npc_population) if instance.npc_population is not None else None
         if isinstance(option, str) and option != "sampled":
@@ -85,16 +151,33 @@ class Coworkers:
             overrides.update(option)
         from npcs.model import NpcWorld  # lazy: mesa and langgraph load only when an episode has coworkers
 
+        absent = self._absent if noise is not None and noise.npc_no_show > 0 else None
         self.world = NpcWorld(
-            session, world_seed, clock, agent=instance.actor, overrides=overrides, population=population
-        )
+            session, world_seed, clock, agent=instance.actor, overrides=overrides, population=population,
+            realiser=realiser, absent=absent,
+        )  # fmt: skip
         self._armed: datetime | None = None
         self.failures: list[dict[str, Any]] = []
 
     def after_step(self) -> None:
         """Poke the population with what the agent's step changed and arm the next turn on the clock."""
+        self._step += 1
         self.world.poke(self.clock.now())
         self._arm()
+
+    def _absent(self, npc: str, attempt: int) -> float | None:
+        assert self.noise is not None
+        minutes = npc_absence(self.noise, self.seed, npc, attempt)
+        if minutes is not None:
+            self.faults.append(
+                {"step": max(self._step, 0), "type": "npc_no_show", "npc": npc, "attempt": attempt,
+                 "at": self.clock.now().isoformat(), "minutes": minutes}
+            )  # fmt: skip
+        return minutes
+
+    def stats(self) -> dict[str, Any]:
+        """The episode's coworker figures (``npcs.model.NpcWorld.stats``: DataCollector rows summed up)."""
+        return self.world.stats()
 
     def _arm(self) -> None:
         nxt = self.world.next_wakeup()

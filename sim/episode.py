@@ -10,8 +10,9 @@ tool ends the episode; the turn limit and the simulated-time budget truncate it.
 state from the change log and the step records, never from a full-world scan.
 
 Reset options: ``world_seed`` (default: the seed), ``employees``, ``history_days``, ``difficulty`` (default 1),
-``noise``, ``npcs``, ``turns`` (``all``, the default: every call is a turn and costs simulated time; ``writes``:
-reads are free, neither turns nor time, for clients that poll, as behind ``companysim serve``), ``progress``
+``noise``, ``npcs``, ``npc_llm`` (``sim.coworkers``), ``turns`` (``all``, the default: every call is a turn and
+costs simulated time; ``writes``: reads are free, neither turns nor time, for clients that poll, as behind
+``companysim serve``), ``progress``
 (true: each step's info carries the rubric's partial score, ``graders.progress``, ~0.1-0.3 ms a write; the
 default false gives None). A malformed action, an unknown tool or bad arguments is an error observation with a
 stable code, and the episode goes on.
@@ -31,10 +32,10 @@ from mcp_tools.company import app_specs
 from scenarios.base import ScenarioFamily, ScenarioInstance
 from scenarios.registry import make
 from sim.calls import Outcome, dispatch, parse_action
-from sim.coworkers import Coworkers, check_npcs_option, effective_option, enabled
+from sim.coworkers import check_npc_llm, check_npcs_option
 from sim.errors import BadAction, EpisodeOver, NotReset, SimError
 from sim.live import LiveEpisode, reset_options, spec_for
-from sim.noise import FaultGate, NoiseProfile
+from sim.noise import NoiseProfile
 from sim.record import score_record
 from sim.tasks import SETUP_CACHE, SetupCache, StartState, TaskWorlds, next_workday_morning
 from sim.trace import TraceWriter, canonical
@@ -60,6 +61,8 @@ class Episode:
             see ``sim.coworkers``); a reset's ``npcs`` option overrides it, and the trace header records it.
         apps: The apps whose tools the agent gets (default: the scenario's; e.g. every app, to explore or fuzz).
         db: A PostgreSQL server URL: worlds become databases there, forks template copies (unless ``store``).
+        npc_llm: The default ``npc_llm`` option, ``{"cache", "model", "base_url"}``: NPC text through the LLM
+            realiser (``sim.coworkers.realiser_for``; recorded, replayed offline); the trace header records it.
     """
 
     def __init__(
@@ -73,10 +76,12 @@ class Episode:
         npcs: Any = None,
         apps: tuple[str, ...] | None = None,
         db: str | None = None,
+        npc_llm: dict[str, Any] | None = None,
     ) -> None:
         NoiseProfile.parse(noise)  # fail at construction, not at the first reset
         check_npcs_option(npcs)
-        self.npcs, self.noise, self.trace, self.apps = npcs, noise, trace, apps
+        check_npc_llm(npc_llm)
+        self.npcs, self.noise, self.trace, self.apps, self.npc_llm = npcs, noise, trace, apps, npc_llm
         self.scenario_id = scenario
         self.store = store or WorldStore(db=db)
         self.worlds = TaskWorlds(make(scenario), self.store, use_cache=setup_cache)
@@ -106,7 +111,7 @@ class Episode:
             NpcError: the ``npcs`` option names an unknown preset or a bad trait (nothing is reset).
             SimError: ``start`` belongs to another world than this reset's spec (nothing is reset).
         """
-        opts, noise = reset_options(options, noise=self.noise, npcs=self.npcs)  # bad input: nothing changes
+        opts, noise = reset_options(options, noise=self.noise, npcs=self.npcs, npc_llm=self.npc_llm)  # or nothing
         seed = self._resets if seed is None else int(seed)
         spec = spec_for(self.family, seed, opts)
         if start is not None and start.spec_hash != spec.spec_hash:
@@ -116,7 +121,7 @@ class Episode:
         self._finish_open_episode()
         difficulty = int(opts.get("difficulty", 1))
         task = self.worlds.open(spec, seed, difficulty, start)
-        instance, clock = task.setup.instance, task.clock
+        instance = task.setup.instance
         self._resets += 1
         first = start.state_hash if start is not None else spec.spec_hash
         live = LiveEpisode.begin(
@@ -126,12 +131,7 @@ class Episode:
         if "git" in instance.apps:
             live.code = self.worlds.code_for(spec, task, instance)
             self._open.append(live.code)
-        npcs = effective_option(opts.get("npcs"), instance)
-        if enabled(npcs):
-            live.coworkers = Coworkers(task.session, spec.seed, clock, instance, npcs)
-            live.chain.advance()  # the personas, part of this episode's start
-        if noise.rate > 0 or noise.apps or noise.tools:
-            live.gate = FaultGate(noise, seed)
+        live.attach(noise, spec.seed)
         live.free_reads = opts.get("turns") == "writes"
         live.header = live.header_record()
         self._live = live
@@ -194,8 +194,8 @@ class Episode:
         """The state the ended episode left, for the next episode of a campaign to start from.
 
         Commits the episode's changes in its private fork (so a reset can no longer roll them back) and captures
-        the image. ``next_start`` is when the next episode begins (default: the next weekday, 09:00 UTC, after
-        this episode's clock).
+        the image. ``next_start`` is the earliest the next episode may begin (default: this episode's end; its
+        setup then starts the day at its own actor's next workday morning, ``scenarios.library.setup.start_day``).
 
         Raises:
             SimError: the episode has not ended.
@@ -206,12 +206,8 @@ class Episode:
         self.worlds.keep(live.world)
         live.ctx.session.commit()
         image = live.world.image() or live.world.snapshot().image  # PostgreSQL: its rows as a SQLite image
-        return StartState(
-            spec_hash=live.spec.spec_hash,
-            image=image,
-            state_hash=live.chain.state_hash,
-            clock_at=next_start or next_workday_morning(live.clock.now()),
-        )
+        at = next_start or live.clock.now()
+        return StartState(spec_hash=live.spec.spec_hash, image=image, state_hash=live.chain.state_hash, clock_at=at)
 
     # -- introspection -----------------------------------------------------------------------------------
 
@@ -262,8 +258,12 @@ class Episode:
     @property
     def faults(self) -> list[dict[str, Any]]:
         """The faults injected into the current episode so far: step, type, tool, call index, request id."""
-        gate = self._require_live().gate
-        return list(gate.faults) if gate is not None else []
+        return self._require_live().faults
+
+    def coworker_stats(self) -> dict[str, Any] | None:
+        """Coworker figures (``NpcWorld.stats``: messages, latency, workload, no-shows), or None without NPCs."""
+        coworkers = self._require_live().coworkers
+        return coworkers.stats() if coworkers is not None else None
 
     def header(self) -> dict[str, Any]:
         """The current episode's trace header."""

@@ -14,7 +14,7 @@ from mcp_tools.base import ToolContext, ToolSpec, openai_tools
 from scenarios.base import ScenarioFamily, ScenarioInstance
 from sim.calls import Outcome
 from sim.clock import SimClock
-from sim.coworkers import Coworkers, check_npcs_option, enabled
+from sim.coworkers import Coworkers, check_npc_llm, check_npcs_option, effective_option, enabled, realiser_for
 from sim.errors import BadOption
 from sim.noise import FaultGate, NoiseProfile
 from sim.record import ChangeChain, StepLog, grading_context, header_record, score_record
@@ -41,19 +41,25 @@ def spec_for(family: ScenarioFamily, seed: int, options: Mapping[str, Any]) -> W
 TURNS = ("all", "writes")
 
 
-def reset_options(options: Mapping[str, Any] | None, *, noise: Any, npcs: Any) -> tuple[dict[str, Any], NoiseProfile]:
+def reset_options(
+    options: Mapping[str, Any] | None, *, noise: Any, npcs: Any, npc_llm: Any = None
+) -> tuple[dict[str, Any], NoiseProfile]:
     """A reset's options with the episode's defaults filled in, checked before anything changes.
 
     Raises:
-        BadNoise, NpcError, BadOption: an unknown noise profile, a bad ``npcs`` option, an unknown ``turns``.
+        BadNoise, NpcError, BadOption: an unknown noise profile, a bad ``npcs`` or ``npc_llm`` option, an
+            unknown ``turns``.
     """
     opts = dict(options or {})
     if noise != "none":
         opts.setdefault("noise", noise)
     if enabled(npcs):
         opts.setdefault("npcs", npcs)
+    if npc_llm is not None:
+        opts.setdefault("npc_llm", dict(npc_llm))
     profile = NoiseProfile.parse(opts.get("noise"))
     check_npcs_option(opts.get("npcs"))
+    check_npc_llm(opts.get("npc_llm"))
     if opts.get("turns", "all") not in TURNS:
         raise BadOption(f"turns must be one of {', '.join(TURNS)}; got {opts['turns']!r:.40}")
     if not isinstance(opts.get("progress", False), bool):
@@ -130,6 +136,30 @@ class LiveEpisode:
             steps=StepLog(trace),
         )
 
+    def attach(self, noise: NoiseProfile, world_seed: int) -> None:
+        """Start the episode's coworkers (when its ``npcs`` option or the task asks) and its fault gate.
+
+        The gate also exists for a profile whose only fault is ``npc_no_show``: the no-shows it lists are the
+        coworkers' (``Coworkers.faults``), merged into the episode's faults.
+        """
+        npcs = effective_option(self.options.get("npcs"), self.instance)
+        if enabled(npcs):
+            realiser = realiser_for(self.options.get("npc_llm"))
+            self.coworkers = Coworkers(
+                self.ctx.session, world_seed, self.clock, self.instance, npcs, noise=noise, seed=self.seed,
+                realiser=realiser,
+            )  # fmt: skip
+            self.chain.advance()  # the personas, part of this episode's start
+        if noise.rate > 0 or noise.apps or noise.tools or noise.npc_no_show > 0:
+            self.gate = FaultGate(noise, self.seed)
+
+    @property
+    def faults(self) -> list[dict[str, Any]]:
+        """Every fault so far: the gate's tool faults and the coworkers' no-shows, by step."""
+        tools = self.gate.faults if self.gate is not None else []
+        npcs = self.coworkers.faults if self.coworkers is not None else []
+        return sorted([*tools, *npcs], key=lambda f: int(f["step"])) if npcs else list(tools)
+
     def header_record(self) -> dict[str, Any]:
         """The trace header of this episode as it starts."""
         return header_record(
@@ -204,9 +234,10 @@ class LiveEpisode:
             self.score = self.grade()
             if trace is not None:
                 failures = self.coworkers.failures if self.coworkers is not None else []
-                extra = {"npc_failures": failures} if failures else {}
-                faults = self.gate.faults if self.gate is not None else []
-                trace.write({**score_record(self.score), "faults": faults, **extra})
+                extra: dict[str, Any] = {"npc_failures": failures} if failures else {}
+                if self.coworkers is not None:
+                    extra["coworkers"] = self.coworkers.stats()
+                trace.write({**score_record(self.score), "faults": self.faults, **extra})
                 trace.flush()
         return self.score
 

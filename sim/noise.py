@@ -16,7 +16,8 @@ permission_flake   any     the call is not run; error ``forbidden`` saying the c
 partial_result     READ    the call runs; its longest list is cut to half and ``partial: true`` added
 stale_read         READ    the call runs; the agent gets this tool's previous result for the same
                            arguments (a lagging replica), when there is one that differs
-npc_no_show        NPCs    an NPC skips a turn it was due (``npc_no_show`` for the NPC scheduler)
+npc_no_show        NPCs    an NPC skips a turn it was due and stays away for 30 minutes to 4 working
+                           hours (``npc_absence``, applied by ``sim.coworkers``; listed in the faults)
 ================== ======= ============================================================================
 
 No fault ever changes the world: the failing kinds never reach the service, and the two read kinds only
@@ -188,6 +189,14 @@ def npc_no_show(profile: NoiseProfile, seed: int, npc: str, turn: int) -> bool:
         return False
     hit, _, _ = _uniforms("npc_no_show", seed, npc, turn)
     return hit < profile.npc_no_show
+
+
+def npc_absence(profile: NoiseProfile, seed: int, npc: str, attempt: int) -> float | None:
+    """Working minutes NPC ``npc`` stays away instead of its ``attempt``-th due turn, or None (pure, seeded)."""
+    if profile.npc_no_show <= 0.0:
+        return None
+    hit, length, _ = _uniforms("npc_no_show", seed, npc, attempt)
+    return round(30.0 + 210.0 * length) if hit < profile.npc_no_show else None
 
 
 def error_for(decision: Decision, app: str) -> dict[str, str]:

@@ -246,6 +246,7 @@ class TaskWorlds:
             cached = SETUP_CACHE.get(key) if self.use_cache else None
             if cached is None:
                 world = base.fork()
+                # The instant the generated history ends; the setup moves it on to its actor's morning.
                 clock = SimClock(datetime.combine(spec.start_date, time(9, 0), tzinfo=UTC))
                 opened = self._setup(key, world, world.session(), clock, seed, difficulty, 0)
                 image = world.image()  # None on PostgreSQL: its forks are template copies, not images

@@ -19,6 +19,15 @@ class Clock(Protocol):
         ...
 
 
+@runtime_checkable
+class MovableClock(Clock, Protocol):
+    """A clock that setup code may move forward, e.g. to the morning an episode starts on."""
+
+    def advance_to(self, at: datetime) -> None:
+        """Move to ``at`` (timezone-aware, not before now)."""
+        ...
+
+
 class FixedClock:
     """A clock that always returns the same instant; used by generators and tests.
 
@@ -34,6 +43,10 @@ class FixedClock:
     def now(self) -> datetime:
         """Return the fixed instant."""
         return self._at
+
+    def advance_to(self, at: datetime) -> None:
+        """Move the clock to ``at`` (what ``MovableClock`` asks; a fixed clock has no queue to run)."""
+        self.set(at)
 
     def set(self, at: datetime) -> None:
         """Move the clock to ``at`` (timezone-aware)."""

@@ -27,7 +27,7 @@ from sqlalchemy.orm import Session
 
 from graders.base import Rubric
 from graders.rubric import load_rubric
-from scenarios.base import AgentEnv, Limits, ScenarioInstance, WorldDefaults
+from scenarios.base import AgentEnv, Limits, ScenarioInstance, WorldDefaults, start_day
 from scenarios.library import setup
 from worlds.clock import Clock
 from worlds.rawsql import Sql
@@ -90,10 +90,10 @@ class QuarterlyBudget:
         difficulty = max(0, min(3, difficulty))
         rng = seeds.rng("scenario/budget")
         sql = Sql.of(session)
-        now = clock.now()
+        cfo, cfo_user, cfo_name, ceo = self._people(sql)
+        now = start_day(session, clock, cfo)
         year, quarter = quarter_after(now.date())
         label = f"Q{quarter} {year}"
-        cfo, cfo_user, cfo_name, ceo = self._people(sql)
         departments = [str(r[0]) for r in sql.all("SELECT name FROM departments ORDER BY id")]
         chosen_idx = sorted(rng.choice(len(departments), size=min(LINES[difficulty], len(departments)), replace=False))
         chosen = [departments[int(i)] for i in chosen_idx]

@@ -24,7 +24,7 @@ from sqlalchemy.orm import Session
 
 from graders.base import Rubric
 from graders.rubric import load_rubric
-from scenarios.base import AgentEnv, Limits, ScenarioInstance, WorldDefaults
+from scenarios.base import AgentEnv, Limits, ScenarioInstance, WorldDefaults, start_day
 from worlds.clock import Clock
 from worlds.rawsql import Sql
 from worlds.seeding import Seeds
@@ -81,8 +81,8 @@ class CustomerEscalation:
         difficulty = max(0, min(3, difficulty))
         rng = seeds.rng("scenario/escalation")
         sql = Sql.of(session)
-        now = clock.now()
         team, slug, project_id, project, lead, lead_name, manager = self._pick(sql, rng)
+        now = start_day(session, clock, lead)
         channel = sql.scalar("SELECT id FROM channels WHERE name = ? ORDER BY id LIMIT 1", (f"team-{slug}",))
         self._ensure_member(sql, channel, manager, now)
         if difficulty >= 2:
@@ -396,24 +396,40 @@ class CustomerEscalation:
         assert project is not None
         rules = [(p, re.findall(r"'([^']+)'", words)) for words, p in re.findall(r"- (.+) -> priority (\w+)", policy)]
         inbox = env.call("mail_list_messages", folder="Inbox", unread_only=True, limit=100)
+        incidents: list[int] = []
         for summary in sorted(inbox["messages"], key=lambda m: m["id"]):
             mail = env.call("mail_read_message", message_id=summary["id"])
-            self._handle(env, mail, project.group(1), rules)
+            incidents += self._handle(env, mail, project.group(1), rules)
             # Reading leaves a message unread; marking it keeps tomorrow's unread mail to tomorrow's work
             # (on a persistent world, a campaign's next episode starts from this inbox).
             env.call("mail_mark_read", message_id=mail["id"], read=True)
+        self._see_incidents_taken(env, incidents)
         env.call("submit", summary="customer mail handled")
 
     @staticmethod
-    def _handle(env: AgentEnv, mail: dict[str, Any], project: str, rules: list[tuple[str, list[str]]]) -> None:
-        """File, answer and flag one customer mail as the policy says; other mail needs nothing."""
+    def _see_incidents_taken(env: AgentEnv, posts: list[int], rounds: int = 2, minutes: int = 60) -> None:
+        """Before leaving, make sure a teammate answered each outage thread; wait a little if not.
+
+        The rubric does not ask for it (nobody may be awake); a lead who posts an outage checks it is picked up,
+        and that waiting is what lets coworkers answer within the episode.
+        """
+        for k in range(rounds + 1):
+            open_ = [p for p in posts if len(env.call("chat_read_thread", post_id=p)["posts"]) < 2]
+            if not open_ or k == rounds:
+                return
+            env.call("wait", minutes=minutes)
+            posts = open_
+
+    @staticmethod
+    def _handle(env: AgentEnv, mail: dict[str, Any], project: str, rules: list[tuple[str, list[str]]]) -> list[int]:
+        """File, answer and flag one customer mail as the policy says (other mail needs nothing); the posts."""
         ref = re.search(r"\bREF-\d{4}\b", mail["body"])
         if ref is None:
-            return  # newsletters and internal mail: nothing to do
+            return []  # newsletters and internal mail: nothing to do
         tracked = re.search(rf"\b{project}-\d+\b", mail["body"])
         if tracked is not None:
             env.call("mail_reply", message_id=mail["id"], body=f"This is tracked as {tracked.group(0)}.")
-            return
+            return []
         priority = classify(mail["body"], rules)
         title = f"{ref.group(0)}: {mail['subject']}"
         made = env.call(
@@ -421,4 +437,8 @@ class CustomerEscalation:
         )
         env.call("mail_reply", message_id=mail["id"], body=f"Thank you. We track this as {made['key']}.")
         if priority == "critical":
-            env.call("chat_post", channel="incidents", message=f"{made['key']} ({ref.group(0)}): {mail['subject']}")
+            post = env.call(
+                "chat_post", channel="incidents", message=f"{made['key']} ({ref.group(0)}): {mail['subject']}"
+            )
+            return [int(post["id"])]
+        return []

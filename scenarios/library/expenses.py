@@ -29,7 +29,7 @@ from sqlalchemy.orm import Session
 
 from graders.base import Rubric
 from graders.rubric import load_rubric
-from scenarios.base import AgentEnv, Limits, ScenarioInstance, WorldDefaults
+from scenarios.base import AgentEnv, Limits, ScenarioInstance, WorldDefaults, start_day
 from scenarios.library import setup
 from worlds.clock import Clock
 from worlds.rawsql import Sql
@@ -74,8 +74,8 @@ class ExpenseReconciliation:
         difficulty = max(0, min(3, difficulty))
         rng = seeds.rng("scenario/expenses")
         sql = Sql.of(session)
-        now = clock.now()
         lead, lead_user, lead_name = self._lead(sql)
+        now = start_day(session, clock, lead)
         folder, lead_box = setup.inbox(sql, lead) or (0, 0)
         if not lead_box:
             raise ValueError("the head of Finance has no mailbox: world too small")

@@ -27,7 +27,7 @@ from graders.base import Rubric
 from graders.rubric import load_rubric
 from mcp_tools.base import Actor, ToolContext
 from mcp_tools.tickets import service as tickets
-from scenarios.base import AgentEnv, Limits, RepoCommit, ScenarioInstance, WorldDefaults
+from scenarios.base import AgentEnv, Limits, RepoCommit, ScenarioInstance, WorldDefaults, start_day
 from worlds.clock import Clock
 from worlds.rawsql import Sql
 from worlds.seeding import Seeds
@@ -129,7 +129,7 @@ class FixFailingTest:
         module_path = f"{package}/{topic}_rules.py"
         fn = family["function"]
         test = f"from {package}.{topic}_rules import {fn}\n\n\ndef test_{fn}():\n" + family["test"].format(fn=fn)
-        now = clock.now()
+        now = start_day(session, clock, agent)
         commit = RepoCommit(
             repo=repo,
             files={module_path: module_source(family, fixed=False), f"tests/test_{topic}_rules.py": test},
@@ -285,11 +285,20 @@ class FixFailingTest:
         path = next(m["path"] for m in found["matches"] if not m["path"].startswith("tests/"))
         source = env.call("git_read_file", repo=repo, path=path)["content"]
         family = next(f for f in FAMILIES.values() if f"def {f['function']}(" in source)
+        # Whoever wrote the module is asked to review (named reviewers always look; the rubric needs no review).
+        wrote = env.call("git_log", repo=repo, path=path, limit=1)["commits"]
+        ask = f" @{wrote[0]['email'].split('@')[0]} please review." if wrote else ""
         branch = f"fix/{key.lower()}"
         env.call("git_create_branch", repo=repo, name=branch)
         env.call("git_edit_file", repo=repo, path=path, old_text=family["buggy"], new_text=family["fixed"])
         env.call("shell_run", repo=repo, command="python3 -m pytest -q -p no:cacheprovider")
         env.call("git_commit", repo=repo, message=f"Fix {family['function']} ({key})")
-        opened = env.call("git_mr_open", repo=repo, source_branch=branch, title=f"{key}: fix {family['function']}")
+        title = f"{key}: fix {family['function']}"
+        opened = env.call("git_mr_open", repo=repo, source_branch=branch, title=title, description=f"Fixes {key}.{ask}")
         assert opened["pipeline"]["status"] == "passed", opened["pipeline"]
+        for _ in range(4):  # wait for a teammate's review (the rubric does not need one: nobody may be awake)
+            env.call("wait", minutes=45)
+            notes = env.call("git_mr_get", mr_id=opened["id"])["notes"]
+            if any(n["kind"] in ("approve", "request_changes") for n in notes):
+                break
         env.call("submit", summary=f"Fixed {key} in merge request !{opened['number']}")

@@ -37,7 +37,7 @@ from sqlalchemy.orm import Session
 from graders.base import Rubric
 from graders.rubric import load_rubric
 from npcs.hours import WorkHours
-from scenarios.base import AgentEnv, Limits, ScenarioInstance, ToolFailed, WorldDefaults
+from scenarios.base import AgentEnv, Limits, ScenarioInstance, ToolFailed, WorldDefaults, start_day
 from worlds.clock import Clock
 from worlds.rawsql import Sql
 from worlds.seeding import Seeds
@@ -85,8 +85,8 @@ class ScheduleWithCoworkers:
         difficulty = max(0, min(3, difficulty))
         rng = seeds.rng("scenario/schedule")
         sql = Sql.of(session)
-        now = clock.now()
         lead, name, team, slug, office, key, title = self._lead(sql, rng)
+        now = start_day(session, clock, lead[0])
         cast = self._cast(sql, rng, lead, now, 2 if difficulty < 2 else 3)
         coworkers = [p[1] for p in cast[1:]]
         day = _workday(now)
@@ -109,9 +109,11 @@ class ScheduleWithCoworkers:
             f"@{lead[1]} please set up the design review of {key} with {who} this week, by our meeting rules.",
             now - timedelta(minutes=30),
         )
+        local = now.astimezone(ZoneInfo(lead[2]))
         room_rule = f", in a meeting room at the {office} office that holds all of you" if room_needed else ""
         prompt = (
-            f"You are {name} (@{lead[1]}), project lead in the {team} team. It is {now:%A %Y-%m-%d %H:%M} UTC. "
+            f"You are {name} (@{lead[1]}), project lead in the {team} team. It is {local:%A %H:%M} in your time "
+            f"zone ({lead[2]}), {now:%Y-%m-%d %H:%M} UTC. "
             f'Set up a {DURATION}-minute design review of {key} ("{title}") with {who}, starting before '
             f"{deadline.isoformat()}. Follow the team's meeting rules:\n"
             "1. Propose a time when all of you are within working hours (each in their own time zone) and free.\n"
@@ -412,7 +414,7 @@ class Scheduler:
         head = p.split("Follow the team's", 1)[0]
         self.people = re.findall(r"@([a-z0-9][a-z0-9._-]*[a-z0-9])", head.split(" with ", 1)[1])
         self.deadline = datetime.fromisoformat(_must(re.search(r"starting before (\S+?)\. ", p)).group(1))
-        stated = _must(re.search(r"It is \w+ (\S+) (\S+) UTC", p))
+        stated = _must(re.search(r"It is .*?(\d{4}-\d\d-\d\d) (\d\d:\d\d) UTC", p))
         self.now = datetime.fromisoformat(f"{stated.group(1)}T{stated.group(2)}:00+00:00")
         self.channel = _must(re.search(r"decision in ~([a-z0-9-]+)", p)).group(1)
         office = re.search(r"meeting room at the ([A-Z][A-Za-z ]*?) office", p)

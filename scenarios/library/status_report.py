@@ -28,7 +28,7 @@ from sqlalchemy.orm import Session
 
 from graders.base import Rubric
 from graders.rubric import load_rubric
-from scenarios.base import AgentEnv, Limits, ScenarioInstance, WorldDefaults
+from scenarios.base import AgentEnv, Limits, ScenarioInstance, WorldDefaults, start_day
 from scenarios.library import setup
 from worlds.clock import Clock
 from worlds.rawsql import Sql
@@ -57,10 +57,10 @@ class WeeklyStatusReport:
         difficulty = max(0, min(3, difficulty))
         rng = seeds.rng("scenario/status-report")
         sql = Sql.of(session)
-        now = clock.now()
+        team, slug, project_id, project, dept, lead, lead_user, lead_name, manager = self._pick(sql, rng)
+        now = start_day(session, clock, lead)
         week = now.isocalendar().week
         label = f"week-{week:02d}"
-        team, slug, project_id, project, dept, lead, lead_user, lead_name, manager = self._pick(sql, rng)
         channel = int(sql.scalar("SELECT id FROM channels WHERE name = ? ORDER BY id LIMIT 1", (f"team-{slug}",)))
         tickets = sql.all(
             "SELECT id, key, status, assignee_id FROM tickets WHERE project_id = ? ORDER BY number", (project_id,)

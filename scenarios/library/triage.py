@@ -29,7 +29,7 @@ from sqlalchemy.orm import Session
 
 from graders.base import Rubric
 from graders.rubric import load_rubric
-from scenarios.base import AgentEnv, Limits, ScenarioInstance, WorldDefaults
+from scenarios.base import AgentEnv, Limits, ScenarioInstance, WorldDefaults, start_day
 from worlds.clock import Clock
 from worlds.rawsql import Sql
 from worlds.seeding import Seeds
@@ -195,8 +195,8 @@ class TriageTickets:
         """Pick a team and project, post the rules, file the new tickets and traps; return the instance."""
         difficulty = max(0, min(3, difficulty))
         rng = seeds.rng("scenario/triage")
-        now = clock.now()
         team, project, lead = self._pick_team(session, rng)
+        now = start_day(session, clock, lead.id)
         pool = self._assignees(session, rng, project, lead)
         rules = self._rules(rng, pool, extra=1 + (difficulty >= 2))
         channel_id = int(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.progress import Progress
@@ -68,10 +68,12 @@ def run_many(
     noise: str = "none",
     npcs: str | None = None,
     verdicts: dict[tuple[str, int], str] | None = None,
+    options: dict[str, Any] | None = None,
 ) -> list[tuple[str, int, Score]]:
     """Run each agent on each seed with a progress bar; returns (agent, seed, score) rows.
 
-    With ``verdicts`` (a dict to fill), the family's independent verifier judges each episode beside grading.
+    With ``verdicts`` (a dict to fill), the family's independent verifier judges each episode beside grading;
+    ``options`` are more reset options (e.g. ``npc_llm``).
     """
     # A bad scenario, noise profile or NPC preset fails here, before a trace exists.
     episode = Episode(scenario, store=store, noise=noise, npcs=npcs)
@@ -83,7 +85,8 @@ def run_many(
             task = bar.add_task(f"{scenario}", total=len(agents) * len(seeds))
             for agent in agents:
                 for seed in seeds:
-                    results.append((agent, seed, run_agent(episode, agent, seed, {"difficulty": difficulty})))
+                    opts = {**(options or {}), "difficulty": difficulty}
+                    results.append((agent, seed, run_agent(episode, agent, seed, opts)))
                     if verdicts is not None:
                         verdicts[(agent, seed)] = _verdict(episode)
                     bar.advance(task)
@@ -135,6 +138,14 @@ def run(
         bool, typer.Option("--llm-offline", help="openai: answer only from --llm-cache; a miss is an error.")
     ] = False,
     llm_retries: Annotated[int, typer.Option(help="openai: retries of a failed model call.")] = 2,
+    npc_llm: Annotated[
+        str | None,
+        typer.Option(help="Coworkers' text through an LLM realiser at this OpenAI-compatible server (needs --npcs)."),
+    ] = None,
+    npc_llm_cache: Annotated[
+        Path | None, typer.Option(help="The realiser's recording (JSONL); alone, replays it offline (misses fail).")
+    ] = None,
+    npc_llm_model: Annotated[str, typer.Option(help="The realiser's model name.")] = "npc-realiser",
 ) -> None:
     """Run an agent (built-in, or a model with --agent openai) on a scenario and print the rewards per check."""
     check_agent(agent, (*AGENTS, "openai"))
@@ -142,6 +153,11 @@ def run(
     check_difficulty(difficulty)
     output_file(trace, "--trace", overwrite=overwrite)
     seeds = list(range(seed, seed + episodes))
+    reset: dict[str, Any] = {"difficulty": difficulty}
+    if npc_llm is not None or npc_llm_cache is not None:
+        if npc_llm_cache is None:
+            raise UsageError("--npc-llm needs --npc-llm-cache, the file its answers are recorded in")
+        reset["npc_llm"] = {"cache": str(npc_llm_cache), "model": npc_llm_model, "base_url": npc_llm}
     verdicts: dict[tuple[str, int], str] | None = {} if verify else None
     store = WorldStore(data_dir, db=db)
     if agent == "openai":
@@ -153,9 +169,9 @@ def run(
             model=model, base_url=base_url, api_key_env=api_key_env, cache=llm_cache, offline=llm_offline,
             retries=llm_retries, config=config,
         )  # fmt: skip
-        results = run_llm_episodes(scenario, seeds, opts, store, trace, {"difficulty": difficulty}, noise, npcs)
+        results = run_llm_episodes(scenario, seeds, opts, store, trace, reset, noise, npcs)
     else:
-        results = run_many(scenario, [agent], seeds, store, trace, difficulty, noise, npcs, verdicts)
+        results = run_many(scenario, [agent], seeds, store, trace, difficulty, noise, npcs, verdicts, reset)
     console.print(_results_table(f"{scenario} ({agent})", results))
     for (who, at), said in sorted((verdicts or {}).items()):
         console.print(f"verifier, {who} seed {at}: {said}", markup=False)

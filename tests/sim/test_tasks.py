@@ -1,10 +1,13 @@
 """sim.tasks: the four ways a reset gets its world give the same bytes, and each costs what it should."""
 
+from zoneinfo import ZoneInfo
+
 import pytest
 
 from scenarios.registry import make
 from sim.errors import SimError
 from sim.tasks import SETUP_CACHE, SetupCache, StartState, TaskSetup, TaskWorlds, log_since, next_workday_morning
+from worlds.rawsql import Sql
 from worlds.spec import WorldSpec
 
 FAMILY = "triage-tickets-v0"
@@ -56,7 +59,13 @@ def test_task_worlds__a_start_state_runs_the_setup_on_it_and_a_foreign_one_is_re
     )
     nxt = worlds.open(spec(), 4, 1, start)
     assert nxt.setup.base_seq == first.setup.rows[-1]["seq"]  # the second setup's rows follow the first's
-    assert nxt.setup.rows[0]["seq"] > nxt.setup.base_seq and nxt.clock.now() == start.clock_at
+    assert nxt.setup.rows[0]["seq"] > nxt.setup.base_seq
+    # the start state is the earliest the next day may begin; the setup starts it at 09:00 in its actor's zone
+    zone = ZoneInfo(
+        str(Sql.of(nxt.session).scalar("SELECT timezone FROM employees WHERE id = ?", (nxt.setup.actor.employee_id,)))
+    )
+    local = nxt.clock.now().astimezone(zone)
+    assert nxt.clock.now() >= start.clock_at and (local.hour, local.minute) == (9, 0) and local.weekday() < 5
     with pytest.raises(SimError, match="belongs to world"):
         worlds.open(spec(seed=1), 4, 1, start)
 
