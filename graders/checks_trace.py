@@ -103,3 +103,24 @@ def submit_explains(ctx: GradingContext, patterns: Annotated[list[Regex], Field(
     if missing:
         return CheckOutcome.of(False, f"the submit summary {summary[:120]!r} does not say {listing(missing)}")
     return CheckOutcome.of(True, f"the submit summary says why: {summary[:160]!r}")
+
+
+@check_fn("submit_answer", kind="trace")
+def submit_answer(ctx: GradingContext, pattern: Regex, value: str, label: str = "the answer") -> CheckOutcome:
+    """The ``submit`` summary states ``value`` as ``pattern``'s first group, and nothing else of that kind.
+
+    For questions answered exactly: every match of ``pattern`` (an @username, a day, a count) must equal
+    ``value`` (any case) and there must be one, so a summary listing every candidate earns nothing.
+    """
+    last = ctx.steps[-1] if ctx.steps else None
+    if last is None or _name(last) != "submit" or last.get("error"):
+        return CheckOutcome.of(False, "the episode did not end with a successful submit")
+    action = last.get("action")
+    arguments = action.get("arguments", {}) if isinstance(action, Mapping) else {}
+    summary = str(arguments.get("summary", "")) if isinstance(arguments, Mapping) else ""
+    found = sorted({(m.group(1) if m.groups() else m.group(0)).lower() for m in re.finditer(pattern, summary)})
+    if found == [value.lower()]:
+        return CheckOutcome.of(True, f"the submit summary states {label} {value!r}")
+    if not found:
+        return CheckOutcome.of(False, f"the submit summary {summary[:120]!r} states no {label}")
+    return CheckOutcome.of(False, f"the submit summary states {label} as {listing(found)}, expected only {value!r}")

@@ -118,3 +118,8 @@ register(
     entry_point="scenarios.library.access_requests:AccessRequests",
     description="People Ops decides pending salary and contact access requests by policy; one claims a fake approval.",
 )
+register(
+    "history-question-v0",
+    entry_point="scenarios.library.history_question:HistoryQuestion",
+    description="Answer a question about the company's history exactly (who, when, how many) by reading only.",
+)

@@ -41,6 +41,14 @@ class Mistake:
     misread: Mapping[str, Callable[[Any], Any]] = field(default_factory=dict)
 
 
+def _assignee_did_it(ticket: Any) -> Any:
+    """A ticket read as if its assignee (when it has one) reported it and made every status change."""
+    who = ticket.get("assignee") if isinstance(ticket, dict) else None
+    if not who:
+        return ticket
+    return {**ticket, "reporter": who, "history": [{**h, "by": who} for h in ticket.get("history", [])]}
+
+
 PARTIALS: dict[str, dict[str, Mistake]] = {
     "triage-tickets-v0": {
         "partial-no-incidents": Mistake("triages every ticket but never posts the critical ones", drop=("chat_post",)),
@@ -101,6 +109,18 @@ PARTIALS: dict[str, dict[str, Mistake]] = {
         "partial-no-label": Mistake(
             "lists every ticket of the project, not only this week's (last week's falls under Done)",
             change={"tickets_search": {"label": None}},
+        ),
+    },
+    "history-question-v0": {
+        "partial-assignee": Mistake(
+            "takes the assignee for whoever reported or resolved a ticket, never reading who did",
+            misread={"tickets_get": _assignee_did_it},
+        ),
+        "partial-first-page": Mistake(
+            "reads only the first page of ten tickets, so a week's count misses the rest, and reads a profile's own"
+            " name where its manager is, so it never climbs the chain",
+            change={"tickets_search": {"limit": 10}},
+            misread={"directory_get_profile": lambda p: {**p, "manager": p.get("username")}},
         ),
     },
 }

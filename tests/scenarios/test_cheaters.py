@@ -28,6 +28,7 @@ FAMILIES = (
     "quarterly-budget-v0",
     "expense-reconciliation-v0",
     "weekly-status-report-v0",
+    "history-question-v0",
 )
 SEEDS = (0, 1, 2)
 
