@@ -29,7 +29,7 @@ from sqlalchemy.orm import Session
 
 from graders.base import Rubric
 from graders.rubric import load_rubric
-from scenarios.base import AgentEnv, Limits, ScenarioInstance, WorldDefaults
+from scenarios.base import AgentEnv, Limits, ScenarioInstance, WorldDefaults, start_day
 from scenarios.library import setup
 from worlds.clock import Clock
 from worlds.rawsql import Sql
@@ -101,8 +101,8 @@ class AccessRequests:
         difficulty = max(0, min(3, difficulty))
         rng = seeds.rng("scenario/access-requests")
         sql = Sql.of(session)
-        now = clock.now()
         owner, owner_user, owner_name, people_dept, head = self._owner(sql)
+        now = start_day(session, clock, owner_user)
         staff = self._staff(sql)
         used: set[int] = {owner}
         cases: list[dict[str, Any]] = []

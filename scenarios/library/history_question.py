@@ -35,7 +35,7 @@ from sqlalchemy.orm import Session
 
 from graders.base import Rubric
 from graders.rubric import load_rubric
-from scenarios.base import AgentEnv, Limits, ScenarioInstance, WorldDefaults
+from scenarios.base import AgentEnv, Limits, ScenarioInstance, WorldDefaults, start_day
 from worlds.clock import Clock
 from worlds.rawsql import Sql
 from worlds.seeding import Seeds
@@ -154,6 +154,7 @@ class HistoryQuestion:
         index = seeds.seed % len(pool)
         q = pool[index]
         actor, name = _asker(sql, q, index)
+        start_day(session, clock, actor)  # the asker's morning; the facts are history, fixed before it
         prompt = f"You are {name} (@{actor}). A question about our history: {q.question} {FORMAT}"
         return ScenarioInstance(
             scenario_id=self.id,

@@ -29,7 +29,7 @@ from sqlalchemy.orm import Session
 
 from graders.base import Rubric
 from graders.rubric import load_rubric
-from scenarios.base import AgentEnv, Limits, RepoCommit, ScenarioInstance, WorldDefaults
+from scenarios.base import AgentEnv, Limits, RepoCommit, ScenarioInstance, WorldDefaults, start_day
 from worlds.clock import Clock
 from worlds.rawsql import Sql
 from worlds.seeding import Seeds
@@ -93,7 +93,7 @@ class ReleaseNotes:
         repo, branch, team, dept, project_id, lead, people = self._pick(sql, rng)
         actor = people[int(rng.integers(len(people)))]
         others = [p for p in people if p != actor] or [actor]
-        now = clock.now()
+        now = start_day(session, clock, actor)
         tickets = self._tickets(sql, rng, project_id, people, now, difficulty)
         listed, shipped, reverted = tickets["listed"], tickets["shipped"], tickets["reverted"]
         pkg = repo.replace("-", "_")
