@@ -31,12 +31,14 @@ from sim.episode import Episode
 from sim.serve import EpisodeBackend, StepError, same_secret
 from sim.web import pages as p
 from sim.web import pages_more as pm
-from sim.web.html import e, link, page
+from sim.web.html import e, link, page, seg
 
 COOKIE = "companysim_web"
 LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
 STATUS_OF = {"not_found": 404, "forbidden": 403, "episode_over": 409, "unknown_tool": 404}
 INT = re.compile(r"-?\d{1,12}")
+CREATED = {"tickets_create": "/tickets/{key}"}
+"""Tools whose form opens what they made (its key is in the result), since the form's page cannot know it."""
 
 
 class WebBackend(EpisodeBackend):
@@ -169,6 +171,7 @@ def build_web_app(backend: WebBackend, *, hosts: frozenset[str] = LOOPBACK) -> F
         ("/chat/c/{channel}", p.chat_channel),
         ("/chat/thread/{post_id:int}", p.chat_thread),
         ("/tickets", p.tickets_index),
+        ("/tickets/new", p.ticket_new),  # before /tickets/{key}, which would take "new" for a key
         ("/tickets/{key}", p.ticket),
         ("/mail", p.mail_index),
         ("/mail/compose", p.mail_compose),
@@ -196,12 +199,14 @@ def build_web_app(backend: WebBackend, *, hosts: frozenset[str] = LOOPBACK) -> F
         form = parse_qsl((await request.body()).decode("utf-8", "replace"), keep_blank_values=True)
         back = local_path(dict(form).get("_next", "/"))
         try:
-            backend.step(tool, backend.arguments(tool, form))
+            obs, _ = backend.step(tool, backend.arguments(tool, form))
         except StepError as exc:
             body = f"<p>{link(back, 'Back to the page')}</p>"
             return HTMLResponse(
                 _page(backend, "Not done", body, alert=f"error [{exc.code}]: {exc}"), STATUS_OF.get(exc.code, 400)
             )
+        if tool in CREATED:
+            back = CREATED[tool].format(key=seg(json.loads(obs)["key"]))
         sep = "&" if "?" in back else "?"
         return RedirectResponse(f"{back}{sep}_ok={tool}", status_code=303)
 

@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from sim.web.html import Field, Form, choices, dl, e, link, message, seg, table, url
-from worlds.workflow import PRIORITIES, STATUSES
+from worlds.workflow import PRIORITIES, STATUSES, TICKET_TYPES
 
 Reader = Callable[[str, dict[str, Any]], Any]
 """Runs one read tool as a step of the episode and returns its result (raises ``StepError`` when refused)."""
@@ -206,11 +206,37 @@ def tickets_index(read: Reader, q: Query) -> PageOut:
     ]
     total = int(out["total"])
     shown = f"{offset + 1}-{offset + len(rows)} of {total}" if rows else f"none of {total}"
-    body = form.html() + table(f"Tickets ({shown})", ["Key", "Title", "Type", "Status", "Priority", "Assignee"], rows)
+    body = f"<p>{link(url('/tickets/new', project=q.get('project') or None), 'File a new ticket')}</p>"
+    body += form.html() + table(f"Tickets ({shown})", ["Key", "Title", "Type", "Status", "Priority", "Assignee"], rows)
     if offset + len(rows) < total:
         following = url("/tickets", **{k: v for k, v in q.items() if k != "offset"}, offset=offset + PAGE)
         body += f"<p>{link(following, 'Next page')}</p>"
     return "Tickets", body
+
+
+def ticket_new(read: Reader, q: Query) -> PageOut:
+    """The form to file a ticket (no read: nothing is looked at); on success the new ticket's page opens.
+
+    The project is prefilled from the query (the tickets list links here with its filter's project), and the
+    type and priority start at the tool's own defaults, so a person who changes nothing files what the tool would.
+    """
+    form = Form(
+        ident="create",
+        tool="tickets_create",
+        back="/tickets",
+        button="File ticket",
+        label="New ticket",
+        fields=(
+            Field(name="project", label="Project key", value=q.get("project", ""), required=True),
+            Field(name="title", label="Title", required=True),
+            Field(name="type", label="Type", kind="select", value="task", options=choices(TICKET_TYPES)),
+            Field(name="priority", label="Priority", kind="select", value="medium", options=choices(PRIORITIES)),
+            Field(name="assignee", label="Assignee username (optional)"),
+            Field(name="labels", label="Labels (comma-separated, optional)"),
+            Field(name="description", label="Description", kind="textarea"),
+        ),
+    )
+    return "New ticket", form.html()
 
 
 def ticket(read: Reader, q: Query, key: str) -> PageOut:

@@ -85,6 +85,9 @@ CASES = [
     (["serve", "--port", "99999"], "--port must be 1-65535", {}),
     (["serve", "--port", "BUSY"], "cannot listen on 127.0.0.1", {}),
     (["serve", "--host", "0.0.0.0"], "pass --token", {}),  # noqa: S104 - refused without a token
+    (["web", "--host", "0.0.0.0"], "pass --token", {}),  # noqa: S104 - refused without a token
+    (["web", "--port", "BUSY"], "cannot listen on 127.0.0.1", {}),
+    (["web", "--scenario", "triage-ticket-v0", "--port", "1"], "unknown scenario 'triage-ticket-v0'", {}),
     (["view", "missing.jsonl"], "no trace file at missing.jsonl", {}),
     (["view", "adir"], "adir is a directory", {}),
     (["view", "w.db", "--out", "r"], "not a text trace", {}),

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from html import escape
+
 import pytest
 from fastapi.testclient import TestClient
 
@@ -121,3 +123,53 @@ def test_web__submit_form_ends_the_episode_and_later_forms_say_so(web):
     assert "The episode is over; reward 0.0" in home.text and "Submit the task" not in home.text
     late = client.post("/do/tickets_update", data={"key": "SEA-7", "priority": "high"})
     assert late.status_code == 409 and "episode_over" in late.text
+
+
+def _client(store, scenario):
+    episode = Episode(scenario, store=store)
+    backend = WebBackend(episode, "s3cret-token")
+    backend.start(0)
+    client = TestClient(build_web_app(backend), base_url=BASE, follow_redirects=False)
+    _login(client)
+    return episode, backend, client
+
+
+def test_web__repository_pages_list_repos_browse_the_tree_and_show_a_file(store):
+    episode, backend, client = _client(store, "release-notes-v0")
+    try:
+        index = client.get("/repos")
+        assert index.status_code == 200 and 'role="alert"' not in index.text
+        repos = [r["name"] for r in backend.read("git_list_repos", {})["repos"]]
+        assert repos and all(f'href="/repos/r/{r}"' in index.text for r in repos)
+        assert "<caption>Merge requests</caption>" in index.text
+        tree = client.get(f"/repos/r/{repos[0]}")
+        files = [x["path"] for x in backend.read("git_tree", {"repo": repos[0]})["entries"] if x["type"] != "dir"]
+        assert tree.status_code == 200 and files and files[0] in tree.text
+        shown = client.get(f"/repos/f/{repos[0]}", params={"path": files[0]})
+        out = backend.read("git_read_file", {"repo": repos[0], "path": files[0]})
+        first = next(line for line in str(out.get("text", out.get("content", ""))).splitlines() if line.strip())
+        assert shown.status_code == 200 and "<pre>" in shown.text and escape(first) in shown.text
+    finally:
+        episode.close()
+
+
+def test_web__spreadsheet_page_shows_the_grid_and_its_form_writes_one_cell(store):
+    episode, backend, client = _client(store, "quarterly-budget-v0")
+    try:
+        path = episode.instance.params["document"]
+        query = {"document": path, "kind": "sheet"}
+        sheet = client.get("/docs/d", params=query)
+        assert sheet.status_code == 200 and 'role="alert"' not in sheet.text
+        assert "<caption>Sheet " in sheet.text and '<th scope="col">A</th>' in sheet.text
+        assert "Engineering" in sheet.text  # a budget line's department, in its row
+        assert 'action="/do/sheets_write_cell"' in sheet.text and '<label for="cell-cell">' in sheet.text
+        done = client.post(
+            "/do/sheets_write_cell",
+            data={"document": path, "cell": "D2", "value": "12345", "_next": f"/docs/d?document={path}&kind=sheet"},
+        )
+        assert done.status_code == 303 and "_ok=sheets_write_cell" in done.headers["location"]
+        assert backend.episode.steps[-1]["action"]["name"] == "sheets_write_cell"
+        again = client.get("/docs/d", params=query)
+        assert "<td>12345</td>" in again.text  # the written value is in the grid the page shows
+    finally:
+        episode.close()

@@ -13,7 +13,7 @@ import pytest
 from sim.episode import Episode
 from sim.errors import BadOption
 from sim.web.browser import CHROMIUM, BrowserEpisode
-from tests.sim.web_agent import SUMMARY, WebAgent, play_triage
+from tests.sim.web_agent import ESCALATION_SUMMARY, SUMMARY, WebAgent, play_escalation, play_triage
 
 LANDMARKS = ("banner", "navigation", "main", "contentinfo")
 NAMED = ("textbox", "combobox", "checkbox", "button", "link", "table", "form", "navigation")
@@ -49,7 +49,7 @@ def _writes(steps):
     return [{k: v for k, v in s.items() if k != "index"} for s in steps if s["action"]["name"] in WRITES]
 
 
-WRITES = {"tickets_update", "tickets_assign", "chat_post", "submit"}
+WRITES = {"tickets_update", "tickets_assign", "tickets_create", "mail_reply", "mail_mark_read", "chat_post", "submit"}
 
 
 def test_web_browser__scripted_agent_triages_through_pages_scores_1_and_writes_equal_tools(store):
@@ -73,6 +73,29 @@ def test_web_browser__scripted_agent_triages_through_pages_scores_1_and_writes_e
         assert ep.grade().value == 1.0
         assert _writes(ep.steps) == _writes(web_steps)  # actions, results, clock, state hashes, faults
     assert _writes(web_steps)[-1]["action"] == {"name": "submit", "arguments": {"summary": SUMMARY}}
+
+
+def test_web_browser__scripted_agent_works_escalations_through_pages_scores_1_and_writes_equal_tools(store):
+    with BrowserEpisode("customer-escalation-v0", store=store) as env:
+        prompt, _ = env.reset(3)
+        params = env.episode.instance.params
+        assert params["known"] is not None  # this seed has a follow-up of a tracked case
+        agent = WebAgent(env)
+        critical = play_escalation(agent, prompt)
+        grade = env.episode.grade()
+        assert env.episode.done and grade.value == 1.0, grade
+        web_steps = env.episode.steps
+    assert critical  # every difficulty has a critical case, so ~incidents was posted to through the page
+    names = [s["action"]["name"] for s in _writes(web_steps)]
+    assert names.count("tickets_create") == len(params["cases"])  # none for the follow-up
+
+    with Episode("customer-escalation-v0", store=store) as ep:  # the same writes through tools
+        ep.reset(3, {"turns": "writes"})
+        for step in _writes(web_steps):
+            ep.step(step["action"])
+        assert ep.grade().value == 1.0
+        assert _writes(ep.steps) == _writes(web_steps)  # actions, results, clock, state hashes, faults
+    assert _writes(web_steps)[-1]["action"] == {"name": "submit", "arguments": {"summary": ESCALATION_SUMMARY}}
 
 
 def test_web_browser__pages_are_accessible_and_read_the_same_each_visit(store, tmp_path):

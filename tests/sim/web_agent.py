@@ -1,8 +1,9 @@
-"""A scripted agent that plays triage-tickets-v0 through the intranet's pages only (``browser_*`` tools).
+"""Scripted agents that play triage-tickets-v0 and customer-escalation-v0 through the intranet's pages only.
 
 It sees what a model would: the prompt and the accessibility-tree text each browser tool returns, and acts by
 element ids found in that text by role and accessible name. The routing logic is the scenario's own
-(``parse_rules``, ``route``), so any difference from the tools oracle's outcome is the web path's doing.
+(``parse_rules``, ``route``; ``classify`` for escalation), so any difference from the tools oracle's outcome
+is the web path's doing.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import Any
 
 import yaml
 
+from scenarios.library.escalation import POLICY_MARKER, classify
 from scenarios.library.triage import RULES_MARKER, parse_rules, route
 from sim.web.browser import BrowserEpisode
 
@@ -145,5 +147,85 @@ def play_triage(agent: WebAgent, prompt: str) -> list[str]:
         page = agent.click(page, "button", "Post")
     page = agent.click(page, "link", "Home")
     page = agent.fill(page, "Summary of what you did", SUMMARY)
+    agent.click(page, "button", "Submit the task")
+    return critical
+
+
+ESCALATION_SUMMARY = "customer mail handled through the intranet"
+
+
+def unread_mail(obs: str) -> list[str]:
+    """The paths of the messages a mail listing marks unread, in page order (from each row's link and cells)."""
+    out: list[str] = []
+    row: list[str] = []
+    path = ""
+    for line in [*obs.splitlines(), "- row"]:
+        stripped = line.strip()
+        if stripped.startswith("- row"):
+            if path and len(row) > 3 and row[3] == "yes":  # From, Subject, Sent, Unread, Flagged
+                out.append(path)
+            row, path = [], ""
+        elif stripped.startswith("- cell"):
+            m = re.match(r'- cell(?: "((?:[^"\\]|\\.)*)")?', stripped)
+            row.append(m.group(1) or "" if m else "")
+        elif stripped.startswith("- /url: /mail/m/"):
+            path = stripped.removeprefix("- /url: ")
+    return out
+
+
+def play_escalation(agent: WebAgent, prompt: str) -> list[str]:
+    """Work the inbox by the pinned policy, as the family's oracle does; returns the critical keys it posted."""
+    channel = re.search(r"~(team-[a-z0-9-]+)", prompt)
+    assert channel
+    page = agent.act("browser_open", url="/")
+    page = agent.click(page, "link", "Chat")
+    page = agent.fill(page, "Text", POLICY_MARKER)
+    page = agent.fill(page, "Channel (optional)", channel.group(1))
+    page = agent.click(page, "button", "Search")
+    policy = next(m for m in messages(page) if "(current)" in m)
+    found = re.search(r"as a bug in ([A-Z][A-Z0-9]*)", policy)
+    assert found
+    project = found.group(1)
+    rules = [(p, re.findall(r"'([^']+)'", words)) for words, p in re.findall(r"- (.+) -> priority (\w+)", policy)]
+    page = agent.click(page, "link", "Mail")
+    unread = unread_mail(page)
+    while any(n.role == "link" and n.name == "Next page" for n in nodes(page)):
+        page = agent.click(page, "link", "Next page")
+        unread += unread_mail(page)
+    critical = []
+    for path in unread:
+        page = agent.act("browser_open", url=path)
+        subject = next(n.name for n in nodes(page) if n.role == "heading")
+        body = section_text(page, "Message", "Respond")
+        ref = re.search(r"\bREF-\d{4}\b", body)
+        tracked = re.search(rf"\b{project}-\d+\b", body)
+        if ref is not None and tracked is not None:
+            page = agent.fill(page, "Reply text", f"This is tracked as {tracked.group(0)}.")
+            page = agent.click(page, "button", "Send reply")
+        elif ref is not None:
+            priority = classify(body, rules)
+            page = agent.click(page, "link", "Tickets")
+            page = agent.click(page, "link", "File a new ticket")
+            page = agent.fill(page, "Project key", project)
+            page = agent.fill(page, "Title", f"{ref.group(0)}: {subject}")
+            page = agent.choose(page, "Type", "bug")
+            page = agent.choose(page, "Priority", priority)
+            page = agent.fill(page, "Description", body)
+            page = agent.click(page, "button", "File ticket")  # opens the new ticket's page
+            key = re.compile(rf"({project}-\d+): ")
+            made = next(m.group(1) for n in nodes(page) if n.role == "heading" and (m := key.match(n.name)))
+            page = agent.act("browser_open", url=path)
+            page = agent.fill(page, "Reply text", f"Thank you. We track this as {made}.")
+            page = agent.click(page, "button", "Send reply")
+            if priority == "critical":
+                critical.append(made)
+                page = agent.click(page, "link", "Chat")
+                page = agent.click(page, "link", "Incidents")
+                page = agent.fill(page, "Message", f"{made} ({ref.group(0)}): {subject}")
+                page = agent.click(page, "button", "Post")
+                page = agent.act("browser_open", url=path)
+        page = agent.click(page, "button", "Mark as read")
+    page = agent.click(page, "link", "Home")
+    page = agent.fill(page, "Summary of what you did", ESCALATION_SUMMARY)
     agent.click(page, "button", "Submit the task")
     return critical
