@@ -13,8 +13,16 @@ like every episode. A refused call is ``ok: true`` with the text ``error [code]:
 ``metadata``: it is an observation for the agent, not a failure of the protocol; only an unknown tool is
 ``ok: false``. ``reward`` is 0 until the episode ends, then the rubric's score, with ``finished: true``.
 The session's last answer is kept under its ``task_id`` so a client that lost the stream can re-post it.
-Not served: ``messages`` and ``score_group`` (openreward's additions), and the redirect of an unknown first path
-segment to the first environment.
+
+openreward 0.1.167's additions: ``GET /{env}/messages`` is the session's conversation so far as role-tagged
+Anthropic-style messages (the prompt as a user turn, then per call an assistant ``tool_call`` block and a user
+``tool_result`` block with the observation, ``is_error`` for a refused call). ``POST /{env}/score_group`` scores a
+GRPO group: each candidate names its ORS session in ``metadata.sid`` (a session of the same task as the one
+posting), and its score is that session's grade now (its final reward once it ended) with the group advantage
+(reward minus the group mean) in the score's metadata; our rubric grades state, not transcripts, so a candidate
+without a session is refused. It answers over SSE like ``call``. ``/{env}/tools`` does not advertise
+``supports_score_group``: ors-sdk 0.1.0's client forbids extra fields there.
+Not served: the redirect of an unknown first path segment to the first environment.
 """
 
 from __future__ import annotations
@@ -24,7 +32,7 @@ import json
 import os
 import time
 from collections.abc import AsyncIterator, Awaitable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from fastapi import APIRouter, Request
@@ -78,6 +86,22 @@ class ToolCall(BaseModel):
     task_id: str | None = None
 
 
+class Candidate(BaseModel):
+    """One rollout of a ``score_group`` request; ``metadata.sid`` names its ORS session."""
+
+    model_config = ConfigDict(extra="forbid")
+    messages: list[dict[str, Any]]
+    metadata: dict[str, Any] | None = None
+
+
+class ScoreGroup(BaseModel):
+    """``POST /{env}/score_group``."""
+
+    model_config = ConfigDict(extra="forbid")
+    candidates: list[Candidate]
+    task_id: str | None = None
+
+
 class SplitBody(BaseModel):
     """A split, and optionally an index or a range in it."""
 
@@ -97,6 +121,7 @@ class Session:
     served: Served | None = None
     prompt: str = ""
     last: tuple[str, str] | None = None  # (task_id, RunToolOutput JSON)
+    history: list[dict[str, Any]] = field(default_factory=list)  # the Messages of GET /{env}/messages
 
 
 def _sse(event: str, data: str) -> bytes:
@@ -220,6 +245,7 @@ def router(hub: Hub, settings: Any) -> APIRouter:
         options = {**spec.options, "difficulty": spec.difficulty}
         served, payload = await hub.create(scenario, spec.seed, options, PROTOCOL)
         session.served, session.prompt = served, payload["prompt"]
+        session.history = [_message("user", [_text(session.prompt)])]
         return {"sid": session.sid}
 
     @api.get("/{env}/prompt")
@@ -246,6 +272,25 @@ def router(hub: Hub, settings: Any) -> APIRouter:
         else:
             task_id = os.urandom(8).hex()  # allow-nondeterminism: a reconnect handle, never world state
             result = _run(hub, served, session, task_id, body)
+        return StreamingResponse(_stream(task_id, result), media_type="text/event-stream", headers=_SSE_HEADERS)
+
+    @api.get("/{env}/messages")
+    async def messages(env: str, request: Request) -> list[dict[str, Any]]:
+        return list(session_of(request).history)
+
+    @api.post("/{env}/score_group")
+    async def score_group(env: str, body: ScoreGroup, request: Request) -> StreamingResponse:
+        session = session_of(request)
+        assert session.served is not None
+        if body.task_id is not None:
+            if session.last is None or session.last[0] != body.task_id:
+                raise ServerError("unknown task_id", code="unknown_task")
+            result: Awaitable[str] = _ready(session.last[1])
+            task_id = body.task_id
+        else:
+            group = [_member(sessions, session, i, c) for i, c in enumerate(body.candidates)]
+            task_id = os.urandom(8).hex()  # allow-nondeterminism: a reconnect handle, never world state
+            result = _score(hub, session, task_id, group)
         return StreamingResponse(_stream(task_id, result), media_type="text/event-stream", headers=_SSE_HEADERS)
 
     @api.post("/ping")
@@ -278,8 +323,11 @@ def router(hub: Hub, settings: Any) -> APIRouter:
 
 async def _run(hub: Hub, served: Served, session: Session, task_id: str, body: ToolCall) -> str:
     tools = {f["function"]["name"] for f in await hub.scenario_tools(served.scenario)}
+    session.history.append(_message("assistant", [_tool_call(task_id, body)]))
     if body.name not in tools:
-        return json.dumps({"ok": False, "error": f"{body.name!r} is not a valid tool"})
+        error = f"{body.name!r} is not a valid tool"
+        session.history.append(_message("user", [_tool_result(task_id, error, True)]))
+        return json.dumps({"ok": False, "error": error})
     out = await hub.step(served, {"name": body.name, "arguments": body.input}, PROTOCOL)
     info = out["info"]
     finished = bool(out["terminated"] or out["truncated"])
@@ -293,7 +341,72 @@ async def _run(hub: Hub, served: Served, session: Session, task_id: str, body: T
     }  # fmt: skip
     text = json.dumps({"ok": True, "output": output})
     session.last = (task_id, text)
+    session.history.append(_message("user", [_tool_result(task_id, out["obs"], bool(info.get("error")))]))
     return text
+
+
+def _member(sessions: dict[str, Session], own: Session, index: int, candidate: Candidate) -> Session:
+    """The session a group candidate names; it must play the same task as the session scoring the group."""
+    sid = (candidate.metadata or {}).get("sid")
+    if not isinstance(sid, str) or not sid:
+        raise ServerError(
+            f"candidate {index} names no session: put its ORS session id in metadata.sid "
+            "(this environment grades an episode's state, not a transcript)",
+            code="bad_request",
+        )
+    member = sessions.get(sid)
+    if member is None or member.served is None:
+        raise NoEpisode(f"candidate {index}: no ORS session {sid!r}")
+    mine, theirs = own.served, member.served
+    assert mine is not None
+    if (theirs.scenario, theirs.seed) != (mine.scenario, mine.seed):
+        raise ServerError(
+            f"candidate {index} played {theirs.scenario} seed {theirs.seed}, not this session's task "
+            f"({mine.scenario} seed {mine.seed}); a group is rollouts of one task",
+            code="bad_request",
+        )
+    return member
+
+
+async def _score(hub: Hub, session: Session, task_id: str, group: list[Session]) -> str:
+    """Every member's grade now (its final reward once ended), with its advantage over the group mean."""
+    grades = []
+    for member in group:
+        assert member.served is not None
+        grades.append(await hub.call(member.served, "grade"))
+    mean = sum(g["value"] for g in grades) / len(grades) if grades else 0.0
+    scores = [
+        {"reward": float(g["value"]), "metadata": {
+            "sid": m.sid, "finished": m.served is not None and m.served.status == "ended",
+            "advantage": float(g["value"]) - mean, "checks_passed": g["passed"], "checks": g["checks"],
+        }}
+        for m, g in zip(group, grades, strict=True)
+    ]  # fmt: skip
+    text = json.dumps({"scores": scores})
+    session.last = (task_id, text)
+    return text
+
+
+def _text(text: str) -> dict[str, Any]:
+    return {"type": "text", "text": text, "detail": None}
+
+
+def _message(role: str, blocks: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"role": role, "blocks": blocks, "detail": None}
+
+
+def _tool_call(task_id: str, body: ToolCall) -> dict[str, Any]:
+    return {"type": "tool_call", "id": task_id, "name": body.name, "input": body.input, "detail": None}
+
+
+def _tool_result(task_id: str, text: str, is_error: bool) -> dict[str, Any]:
+    return {
+        "type": "tool_result",
+        "tool_call_id": task_id,
+        "blocks": [_text(text)],
+        "is_error": is_error,
+        "detail": None,
+    }
 
 
 async def _ready(text: str) -> str:
