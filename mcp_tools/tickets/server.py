@@ -163,7 +163,14 @@ EXAMPLES: dict[str, list[dict[str, Any]]] = {
     "tickets_get": [{"key": "{ticket}"}],
     "tickets_create": [{"project": "{project}", "title": "Check app ticket", "labels": "a,b", "assignee": "{member}"}],
     "tickets_update": [{"key": "{ticket}", "priority": "high", "story_points": 3}],
-    "tickets_transition": [{"key": "{backlog_ticket}", "status": "todo"}, {"key": "{ticket}", "status": "todo"}],
+    # Every status has a move to one of todo, in_progress or backlog, so one of these succeeds whatever the
+    # history left the first ticket in.
+    "tickets_transition": [
+        {"key": "{backlog_ticket}", "status": "todo"},
+        {"key": "{ticket}", "status": "todo"},
+        {"key": "{ticket}", "status": "in_progress"},
+        {"key": "{ticket}", "status": "backlog"},
+    ],
     "tickets_comment": [{"key": "{ticket}", "body": "Looked into it."}],
     "tickets_assign": [{"key": "{ticket}", "username": "{member}"}, {"key": "{other_ticket}", "username": ""}],
     "tickets_link": [{"key": "{ticket}", "other_key": "{other_ticket}", "kind": "blocks"}],
