@@ -156,7 +156,7 @@ def document(read: Reader, q: Query) -> PageOut:
     path = q.get("document", "")
     back = url("/docs/d", document=path, kind=q.get("kind", "text"))
     hidden = Field(name="document", kind="hidden", value=path)
-    if q.get("kind") == "sheet":
+    if q.get("kind") in ("sheet", "spreadsheet"):  # docs_list_folder says spreadsheet
         out = read("sheets_read_range", {"document": path})
         form = Form(
             ident="cell",

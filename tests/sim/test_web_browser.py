@@ -12,8 +12,18 @@ import pytest
 
 from sim.episode import Episode
 from sim.errors import BadOption
+from sim.replay import replay
+from sim.trace import TraceWriter, read_trace
 from sim.web.browser import CHROMIUM, BrowserEpisode
-from tests.sim.web_agent import ESCALATION_SUMMARY, SUMMARY, WebAgent, play_escalation, play_triage
+from tests.sim.web_agent import (
+    BUDGET_SUMMARY,
+    ESCALATION_SUMMARY,
+    SUMMARY,
+    WebAgent,
+    play_budget,
+    play_escalation,
+    play_triage,
+)
 
 LANDMARKS = ("banner", "navigation", "main", "contentinfo")
 NAMED = ("textbox", "combobox", "checkbox", "button", "link", "table", "form", "navigation")
@@ -50,6 +60,7 @@ def _writes(steps):
 
 
 WRITES = {"tickets_update", "tickets_assign", "tickets_create", "mail_reply", "mail_mark_read", "chat_post", "submit"}
+WRITES |= {"sheets_write_cell"}  # the budget sheet's write-cell form
 
 
 def test_web_browser__scripted_agent_triages_through_pages_scores_1_and_writes_equal_tools(store):
@@ -96,6 +107,41 @@ def test_web_browser__scripted_agent_works_escalations_through_pages_scores_1_an
         assert ep.grade().value == 1.0
         assert _writes(ep.steps) == _writes(web_steps)  # actions, results, clock, state hashes, faults
     assert _writes(web_steps)[-1]["action"] == {"name": "submit", "arguments": {"summary": ESCALATION_SUMMARY}}
+
+
+def test_web_browser__scripted_agent_fills_the_budget_sheet_through_pages_scores_1_and_writes_equal_tools(store):
+    with BrowserEpisode("quarterly-budget-v0", store=store) as env:
+        prompt, _ = env.reset(3)
+        lines = play_budget(WebAgent(env), prompt)
+        grade = env.episode.grade()
+        assert env.episode.done and grade.value == 1.0, grade
+        web_steps = env.episode.steps
+    names = [s["action"]["name"] for s in _writes(web_steps)]
+    assert names == ["sheets_write_cell"] * 2 * len(lines) + ["submit"]  # one POST /do/<tool> per cell
+
+    with Episode("quarterly-budget-v0", store=store) as ep:  # the same writes through tools
+        ep.reset(3, {"turns": "writes"})
+        for step in _writes(web_steps):
+            ep.step(step["action"])
+        assert ep.grade().value == 1.0
+        assert _writes(ep.steps) == _writes(web_steps)  # actions, results, clock, state hashes, faults
+    assert _writes(web_steps)[-1]["action"] == {"name": "submit", "arguments": {"summary": BUDGET_SUMMARY}}
+
+
+def test_web_browser__a_browser_played_trace_replays_bit_exact(store, tmp_path):
+    """The trace holds the tool steps the pages made (browser_* actions are not episode steps); replay re-runs them."""
+    path = tmp_path / "web.jsonl"
+    writer = TraceWriter(path)
+    with BrowserEpisode("quarterly-budget-v0", store=store, trace=writer) as env:
+        prompt, _ = env.reset(3)
+        play_budget(WebAgent(env), prompt)
+    writer.close()
+    records = next(iter(read_trace(path)))
+    assert records[-1]["value"] == 1.0, records[-1]
+    names = {r["action"]["name"] for r in records[1:-1]}
+    assert {"chat_search_posts", "docs_read", "directory_search_people", "sheets_write_cell", "submit"} <= names
+    report = replay(path, store=store)
+    assert report.ok and report.episodes == 1 and report.steps == len(records) - 2, report.mismatches
 
 
 def test_web_browser__pages_are_accessible_and_read_the_same_each_visit(store, tmp_path):

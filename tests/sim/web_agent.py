@@ -1,4 +1,4 @@
-"""Scripted agents that play triage-tickets-v0 and customer-escalation-v0 through the intranet's pages only.
+"""Scripted agents that play triage, customer-escalation and quarterly-budget through the intranet's pages only.
 
 It sees what a model would: the prompt and the accessibility-tree text each browser tool returns, and acts by
 element ids found in that text by role and accessible name. The routing logic is the scenario's own
@@ -14,6 +14,7 @@ from typing import Any
 
 import yaml
 
+from scenarios.library.budget import NOTE_MARKER
 from scenarios.library.escalation import POLICY_MARKER, classify
 from scenarios.library.triage import RULES_MARKER, parse_rules, route
 from sim.web.browser import BrowserEpisode
@@ -229,3 +230,76 @@ def play_escalation(agent: WebAgent, prompt: str) -> list[str]:
     page = agent.fill(page, "Summary of what you did", ESCALATION_SUMMARY)
     agent.click(page, "button", "Submit the task")
     return critical
+
+
+BUDGET_SUMMARY = "budget lines filled through the intranet"
+
+
+def table_rows(obs: str) -> list[list[str]]:
+    """The cell texts of each row of the tables on a page, in page order (header rows have no cells)."""
+    rows: list[list[str]] = []
+    for n in nodes(obs):
+        if n.role == "row":
+            rows.append([])
+        elif n.role == "cell" and rows:
+            rows[-1].append(n.name or n.text)
+    return [r for r in rows if r]
+
+
+def page_rates(obs: str) -> dict[str, int]:
+    """Rates from a rates memo's page, as ``parse_rates`` reads its sections: later amendment lines win."""
+    rates: dict[str, int] = {}
+    counts = False
+    for n in nodes(obs):
+        if n.role == "heading":
+            counts = "per head" in n.name.lower() or "amendment" in n.name.lower()
+        elif counts and n.role == "paragraph":
+            for dept, amount in re.findall(r"- ([A-Za-z ]+?): ([\d,]+) per head", n.text):
+                rates[dept.strip()] = int(amount.replace(",", ""))
+    return rates
+
+
+def play_budget(agent: WebAgent, prompt: str) -> dict[str, tuple[int, int]]:
+    """Fill the budget sheet from the note, the memo and the people pages; returns department -> (people, rate)."""
+    assert NOTE_MARKER.lower() in prompt
+    page = agent.act("browser_open", url="/")
+    page = agent.click(page, "link", "Chat")
+    page = agent.fill(page, "Text", NOTE_MARKER)
+    page = agent.fill(page, "Channel (optional)", "leadership")
+    page = agent.click(page, "button", "Search")
+    note = next(m for m in messages(page) if "(current)" in m)
+    paths = re.findall(r"(Shared/Finance/[^,;]+?\.(?:xlsx|odt))", note)
+    sheet = next(p for p in paths if p.endswith(".xlsx"))
+    memo = next(p for p in paths if p.endswith(".odt"))
+    page = agent.click(page, "link", "Documents")
+    page = agent.click(page, "link", "Shared")
+    page = agent.click(page, "link", "Finance")
+    page = agent.click(page, "link", memo)
+    rates = page_rates(page)
+    page = agent.click(page, "link", "Documents")
+    page = agent.click(page, "link", "Shared")
+    page = agent.click(page, "link", "Finance")
+    page = agent.click(page, "link", sheet)
+    sheet_page = page.splitlines()[0].removeprefix("page: ")
+    departments = []
+    for row in table_rows(page)[1:]:  # each row: its number, then columns A, B, C, D
+        if not row[1] or row[1] == "Total":
+            break
+        departments.append((int(row[0]), row[1]))
+    lines: dict[str, tuple[int, int]] = {}
+    page = agent.click(page, "link", "People")
+    for _, dept in departments:
+        page = agent.fill(page, "Department", dept)
+        page = agent.click(page, "button", "Search people")
+        caption = next(n.name for n in nodes(page) if n.role == "table" and n.name.startswith("People ("))
+        lines[dept] = (int(caption.removeprefix("People (").rstrip(")")), rates[dept])
+    page = agent.act("browser_open", url=sheet_page)
+    for number, dept in departments:
+        for column, amount in zip("BC", lines[dept], strict=True):
+            page = agent.fill(page, "Cell (e.g. B2)", f"{column}{number}")
+            page = agent.fill(page, "Value or =formula", str(amount))
+            page = agent.click(page, "button", "Write cell")
+    page = agent.click(page, "link", "Home")
+    page = agent.fill(page, "Summary of what you did", BUDGET_SUMMARY)
+    agent.click(page, "button", "Submit the task")
+    return lines
