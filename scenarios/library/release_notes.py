@@ -30,6 +30,7 @@ from sqlalchemy.orm import Session
 from graders.base import Rubric
 from graders.rubric import load_rubric
 from scenarios.base import AgentEnv, Limits, RepoCommit, ScenarioInstance, WorldDefaults, start_day
+from scenarios.library.setup import NEW_DOCUMENT_CHANGES
 from worlds.clock import Clock
 from worlds.rawsql import Sql
 from worlds.seeding import Seeds
@@ -308,15 +309,7 @@ class ReleaseNotes:
                 "description": "Only the new notes, their versions and their shares changed.",
                 "must": True,
                 "fn": "no_collateral_changes",
-                "params": {
-                    "allowed": [
-                        {"table": "documents", "ops": ["insert", "update"]},
-                        {"table": "document_versions", "ops": ["insert"]},
-                        {"table": "document_shares", "ops": ["insert", "update"]},
-                        {"table": "blobs", "ops": ["insert"]},
-                        {"table": "doc_folders", "ops": ["insert"]},
-                    ]
-                },
+                "params": {"allowed": NEW_DOCUMENT_CHANGES},
             },
         ]
         return load_rubric(

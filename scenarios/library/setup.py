@@ -24,6 +24,15 @@ from worlds.rawsql import Sql
 
 Row = list[str | float | None]
 
+NEW_DOCUMENT_CHANGES: list[dict[str, Any]] = [
+    {"table": "documents", "ops": ["insert", "update"]},
+    {"table": "document_versions", "ops": ["insert"]},
+    {"table": "document_shares", "ops": ["insert", "update"]},
+    {"table": "blobs", "ops": ["insert"]},
+    {"table": "doc_folders", "ops": ["insert"]},
+]
+"""What a task whose work is writing and sharing a new document may change (its no_collateral_changes list)."""
+
 
 def workbook(sheet: str, rows: list[Row]) -> Workbook:
     """A one-sheet workbook from rows (``=`` starts a formula), with every formula computed."""

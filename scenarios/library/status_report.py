@@ -30,6 +30,7 @@ from graders.base import Rubric
 from graders.rubric import load_rubric
 from scenarios.base import AgentEnv, Limits, ScenarioInstance, WorldDefaults, start_day
 from scenarios.library import setup
+from scenarios.library.setup import NEW_DOCUMENT_CHANGES
 from worlds.clock import Clock
 from worlds.rawsql import Sql
 from worlds.seeding import Seeds
@@ -211,15 +212,7 @@ class WeeklyStatusReport:
                 "description": "Only the new report, its versions and its shares changed.",
                 "must": True,
                 "fn": "no_collateral_changes",
-                "params": {
-                    "allowed": [
-                        {"table": "documents", "ops": ["insert", "update"]},
-                        {"table": "document_versions", "ops": ["insert"]},
-                        {"table": "document_shares", "ops": ["insert", "update"]},
-                        {"table": "blobs", "ops": ["insert"]},
-                        {"table": "doc_folders", "ops": ["insert"]},
-                    ]
-                },
+                "params": {"allowed": NEW_DOCUMENT_CHANGES},
             },
         ]
         return load_rubric(

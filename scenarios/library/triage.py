@@ -648,13 +648,20 @@ class TriageTickets:
             ticket = env.call("tickets_get", key=key)
             rule = route(rules, f"{ticket['title']}\n{ticket['description']}")
             env.call("tickets_update", key=key, priority=rule.priority)
-            env.call("tickets_assign", key=key, username=rule.assignee)
+            self._assign(env, key, rule.assignee)
             if rule.incident:
                 critical.append(key)
         if critical:
             message = f"Critical tickets from the {project.group(1)} backlog triage: {', '.join(critical)}"
             env.call("chat_post", channel="incidents", message=message)
-        env.call("submit", summary=f"triaged {len(pending)} tickets; critical: {', '.join(critical) or 'none'}")
+        env.call("submit", summary=self._summary(pending, critical))
+
+    def _assign(self, env: AgentEnv, key: str, username: str) -> None:
+        """Assign ``key`` as its rule says (a variant may handle a refusal instead)."""
+        env.call("tickets_assign", key=key, username=username)
+
+    def _summary(self, pending: list[str], critical: list[str]) -> str:
+        return f"triaged {len(pending)} tickets; critical: {', '.join(critical) or 'none'}"
 
     @staticmethod
     def _read_rules(env: AgentEnv, channel: str) -> list[Rule]:

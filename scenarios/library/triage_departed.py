@@ -18,7 +18,7 @@ from sqlalchemy.orm import Session
 from graders.base import Rubric
 from graders.rubric import load_rubric
 from scenarios.base import AgentEnv, ScenarioInstance, ToolFailed
-from scenarios.library.triage import TriageTickets, route
+from scenarios.library.triage import TriageTickets
 from worlds.clock import Clock
 from worlds.rawsql import Sql
 from worlds.seeding import Seeds
@@ -94,32 +94,21 @@ class TriageDeparted(TriageTickets):
 
     def oracle(self, env: AgentEnv) -> None:
         """Triage as the rules say; a refused assignment is left undone and reported in the summary."""
-        channel = re.search(r"~(team-[a-z0-9-]+)", env.prompt)
-        project = re.search(r"the ([A-Z][A-Z0-9]*) backlog", env.prompt)
-        if channel is None or project is None:
-            raise ValueError("the prompt does not name the team channel and the project")
-        rules = self._read_rules(env, channel.group(1))
-        critical: list[str] = []
-        refused: dict[str, list[str]] = {}
-        pending = self._untriaged(env, project.group(1))
-        for key in pending:
-            ticket = env.call("tickets_get", key=key)
-            rule = route(rules, f"{ticket['title']}\n{ticket['description']}")
-            env.call("tickets_update", key=key, priority=rule.priority)
-            try:
-                env.call("tickets_assign", key=key, username=rule.assignee)
-            except ToolFailed as exc:
-                if "has left" not in exc.message:
-                    raise
-                refused.setdefault(rule.assignee, []).append(key)
-            if rule.incident:
-                critical.append(key)
-        if critical:
-            message = f"Critical tickets from the {project.group(1)} backlog triage: {', '.join(critical)}"
-            env.call("chat_post", channel="incidents", message=message)
+        self._refused: dict[str, list[str]] = {}
+        super().oracle(env)
+
+    def _assign(self, env: AgentEnv, key: str, username: str) -> None:
+        try:
+            env.call("tickets_assign", key=key, username=username)
+        except ToolFailed as exc:
+            if "has left" not in exc.message:
+                raise
+            self._refused.setdefault(username, []).append(key)
+
+    def _summary(self, pending: list[str], critical: list[str]) -> str:
         blocked = "; ".join(
             f"@{who} has left the company, so {', '.join(keys)} stay unassigned (priority set) until the rule "
             "names someone else"
-            for who, keys in sorted(refused.items())
+            for who, keys in sorted(self._refused.items())
         )
-        env.call("submit", summary=f"Triaged {len(pending)} tickets. {blocked or 'Nothing blocked.'}")
+        return f"Triaged {len(pending)} tickets. {blocked or 'Nothing blocked.'}"
