@@ -1,10 +1,15 @@
-"""One NPC turn as a langgraph ``StateGraph``: perceive -> decide -> act -> remember.
+"""One NPC turn as a langgraph ``StateGraph``: perceive -> decide -> (act) -> remember.
 
 Why a graph for four plain functions: the behaviour policy is meant to grow (an LLM decide node, a planning
-loop, per-preset subgraphs), and a graph keeps those swaps local and inspectable. It is compiled once per
-process and invoked once per NPC turn (about 2 ms of langgraph overhead, never per clock tick), with no
-checkpointer: an NPC's state lives in the world database (persona cursor, memory), not in langgraph, so a
-snapshot or fork of the world carries it.
+loop, per-preset subgraphs), and a graph keeps those swaps local and inspectable. Routing depends on the
+stimulus: a turn whose stimuli and proactive goals yield no plan goes from decide straight to remember. It is
+compiled once per process and invoked once per NPC turn (never per clock tick).
+
+What an NPC carries from one turn to the next is the graph's ``mind`` channel (its read cursors and turn
+count), loaded and saved by ``npcs.mind.WorldSaver``, a langgraph checkpointer whose storage is the NPC's
+persona row in the world database: one thread per NPC, so a snapshot, a fork or a campaign's next episode
+carries every coworker's state. What it perceived and did goes to ``npc_memory`` rows (the long memory that
+``npcs.apps`` reads back, e.g. a time it already agreed to).
 
 The turn's runtime (session, Actor, clock, persona, RNG stream) travels in ``config["configurable"]["env"]``;
 the graph state holds only the data flowing between nodes.
@@ -19,8 +24,9 @@ from mcp_tools.errors import AppError
 from npcs.actions import TOOLS, Action, Plan
 from npcs.apps import react_app
 from npcs.decide import TurnEnv, proactive, react
+from npcs.mind import WorldSaver, save
 from npcs.perceive import APP_KINDS, Stimulus, inbound
-from npcs.persona import assigned_ids, maxima, remember, save_progress
+from npcs.persona import assigned_ids, maxima, remember
 from npcs.realiser import Realiser
 from worlds.rawsql import Sql
 
@@ -37,6 +43,8 @@ class TurnState(TypedDict, total=False):
     stimuli: list[Stimulus]
     plans: list[Plan]
     actions: list[Action]
+    mind: dict[str, Any]
+    """Persisted by the checkpointer between turns: ``cursor`` (how far each app was read) and ``turns``."""
 
 
 @dataclass
@@ -45,6 +53,8 @@ class Runtime:
 
     env: TurnEnv
     realiser: Realiser | None = None
+    mind: dict[str, Any] | None = None
+    """The checkpoint ``WorldSaver.put`` staged at the end of the run, written by ``run`` (``mind.save``)."""
 
 
 def _rt(config: RunnableConfig) -> Runtime:
@@ -54,14 +64,16 @@ def _rt(config: RunnableConfig) -> Runtime:
 
 
 def perceive(state: TurnState, config: RunnableConfig) -> TurnState:
-    """Everything inbound since the NPC's cursors, up to now; every cursor moves to now."""
+    """Everything inbound since the cursors the NPC's mind holds, up to now; every cursor moves to now."""
     env = _rt(config).env
-    p, sql, now = env.persona, Sql.of(env.ctx.session), env.ctx.clock.now()
-    me = p.employee_id
-    since = {"post": 0, "comment": 0, "mail": 0, **p.cursor}
-    stimuli = inbound(sql, since, now, [me], {me: set(p.cursor.get("assigned", []))})
-    p.cursor = {**maxima(sql), "assigned": assigned_ids(sql, me), "at": now.isoformat()}
-    return {"stimuli": stimuli}
+    sql, now = Sql.of(env.ctx.session), env.ctx.clock.now()
+    me = env.persona.employee_id
+    mind = state["mind"]
+    cursor: dict[str, Any] = mind["cursor"]
+    since = {"post": 0, "comment": 0, "mail": 0, **cursor}
+    stimuli = inbound(sql, since, now, [me], {me: set(cursor.get("assigned", []))})
+    moved = {**maxima(sql), "assigned": assigned_ids(sql, me), "at": now.isoformat()}
+    return {"stimuli": stimuli, "mind": {**mind, "cursor": moved}}
 
 
 def decide(state: TurnState, config: RunnableConfig) -> TurnState:
@@ -138,7 +150,7 @@ def remember_node(state: TurnState, config: RunnableConfig) -> TurnState:
         if a.fact is not None:
             data["fact"] = a.fact
         remember(sql, p, now, env.number, "did", a.target, data)
-    return {}
+    return {"mind": {**state["mind"], "turns": int(state["mind"]["turns"]) + 1}}
 
 
 def _route(state: TurnState) -> str:
@@ -164,14 +176,17 @@ def graph() -> Any:
         g.add_conditional_edges("decide", _route, {"act": "act", "remember": "remember"})
         g.add_edge("act", "remember")
         g.add_edge("remember", END)
-        _GRAPH = g.compile()
+        _GRAPH = g.compile(checkpointer=WorldSaver())
     return _GRAPH
 
 
 def run(rt: Runtime) -> list[Action]:
-    """Invoke the graph for one turn; returns the actions taken (refused ones included, ``ok=False``)."""
-    old_cursor, old_turns = dict(rt.env.persona.cursor), rt.env.persona.turns
-    out = graph().invoke({"stimuli": [], "plans": [], "actions": []}, config={"configurable": {"rt": rt}})
-    rt.env.persona.turns = old_turns + 1
-    save_progress(Sql.of(rt.env.ctx.session), rt.env.persona, old_cursor, old_turns)
+    """Invoke the graph for one turn on the NPC's thread; returns the actions taken (refused ones ``ok=False``).
+
+    The checkpointer loads the NPC's mind before the first node and writes it back after the last one (and
+    mirrors it into ``rt.env.persona``, which the model reads to decide whom to wake).
+    """
+    config: RunnableConfig = {"configurable": {"rt": rt, "thread_id": rt.env.persona.username}}
+    out = graph().invoke({"stimuli": [], "plans": [], "actions": []}, config=config, durability="exit")
+    save(Sql.of(rt.env.ctx.session), rt.env.persona, rt.mind)
     return list(out.get("actions", []))

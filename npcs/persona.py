@@ -164,15 +164,6 @@ def _backfill(sql: Sql, cursor: dict[str, Any]) -> dict[str, Any]:
     return {**cursor, **{k: top[k] for k in missing}}
 
 
-def save_progress(sql: Sql, persona: Persona, old_cursor: Mapping[str, Any], old_turns: int) -> None:
-    """Write the persona's cursor and turn count back (logged as an update of its own row)."""
-    sql.update(
-        "npc_personas",
-        persona.row_id,
-        {"cursor": (dict(old_cursor), persona.cursor), "turns": (old_turns, persona.turns)},
-    )
-
-
 def remember(
     sql: Sql, persona: Persona, at: datetime, turn: int, kind: str, subject: str, data: Mapping[str, Any]
 ) -> int:
