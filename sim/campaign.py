@@ -14,6 +14,13 @@ run's unsaved episodes are played again, so they must not stay in the trace twic
 Determinism: the task seed of episode k is ``seed * 10_000 + k``; the world seed is ``seed``. Every episode's
 trace header carries ``options.campaign`` (index, start time), and the state-hash chain runs through the
 whole campaign, so ``sim.replay`` re-runs a campaign trace episode after episode from the same states.
+
+With a ``sim.curriculum.Curriculum`` the campaign asks it, at every boundary, which of its scenarios to play
+next and at which difficulty, and feeds the episode's reward back as a group of one, so the work follows what
+the agent can do: a pass moves the family a difficulty up, a failure one down, and the draw weights favour
+families still inside the band. The curriculum's state is saved in the manifest with every boundary, so a
+resumed campaign draws exactly what the uninterrupted one would have; the difficulty is in each episode's
+options, so the trace replays without the curriculum.
 """
 
 from __future__ import annotations
@@ -28,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from sim.agents import AGENTS, run_agent
+from sim.curriculum import Curriculum, CurriculumError
 from sim.episode import Episode, StartState, next_workday_morning
 from sim.errors import SimError
 from sim.trace import TraceWriter
@@ -58,6 +66,7 @@ class Boundary:
     next_start: str
     snapshot: str | None = None
     image_sha256: str | None = None  # of the snapshot's image; absent in manifests written before it existed
+    difficulty: int | None = None  # the curriculum's choice (None: the scenario's default difficulty)
 
 
 def task_seed(seed: int, index: int) -> int:
@@ -75,6 +84,7 @@ class Campaign:
         noise: Fault-injection profile for every episode (see ``sim.noise``).
         npcs: Coworker option for every episode (off, ``sampled``, a trait preset; see ``sim.coworkers``).
         trace: Optional trace writer; every episode appends its records.
+        curriculum: Optional sampler choosing each episode's scenario (among ``scenarios``) and difficulty.
         snapshots: Optional directory for the boundary snapshots and the manifest.
         world: Options naming the world (``employees``, ``history_days``); defaults are the first scenario's.
     """
@@ -90,9 +100,13 @@ class Campaign:
         trace: TraceWriter | None = None,
         snapshots: Path | None = None,
         world: dict[str, int] | None = None,
+        curriculum: Curriculum | None = None,
     ) -> None:
         if not scenarios:
             raise CampaignError("a campaign needs at least one scenario id")
+        if curriculum is not None and set(curriculum.families) != set(scenarios):
+            raise CampaignError("the curriculum must draw from exactly the campaign's scenarios")
+        self.curriculum = curriculum
         self.store = store or WorldStore()
         self.episodes = {
             sid: Episode(sid, store=self.store, trace=trace, noise=noise, npcs=npcs) for sid in dict.fromkeys(scenarios)
@@ -121,7 +135,8 @@ class Campaign:
             raise CampaignError(f"a campaign needs at least one episode, got {episodes}")
         for _ in range(episodes):
             index = len(self.boundaries)
-            scenario = self.scenarios[index % len(self.scenarios)]
+            task = self.curriculum.next() if self.curriculum is not None else None
+            scenario = task.scenario if task is not None else self.scenarios[index % len(self.scenarios)]
             ep = self.episodes[scenario]
             seed = task_seed(self.seed, index)
             start_at = self._start.clock_at if self._start is not None else None
@@ -130,7 +145,11 @@ class Campaign:
                 **self.world,
                 "campaign": {"index": index, "start": start_at.isoformat() if start_at else None},
             }
+            if task is not None:
+                options["difficulty"] = task.difficulty
             score = run_agent(ep, agent, seed, options, start=self._start)
+            if task is not None and self.curriculum is not None:
+                self.curriculum.update(task, [score.value])
             self._start = ep.final_state()
             if ep.trace is not None:
                 ep.trace.flush()  # the episode is on disk before any manifest names its boundary
@@ -141,6 +160,7 @@ class Campaign:
                 reward=score.value,
                 state_hash=self._start.state_hash,
                 next_start=self._start.clock_at.isoformat(),
+                difficulty=task.difficulty if task is not None else None,
             )
             if self.snapshots is not None:
                 boundary = self._save(boundary)
@@ -169,6 +189,8 @@ class Campaign:
             "scenarios": self.scenarios,
             "boundaries": [asdict(b) for b in [*self.boundaries, saved]],
         }
+        if self.curriculum is not None:
+            manifest["curriculum"] = {"config": self.curriculum.config(), "state": self.curriculum.get_state()}
         tmp = temp_name(self.snapshots / MANIFEST)  # names this process, so a killed run's file is swept
         try:
             with tmp.open("x") as fh:
@@ -206,7 +228,11 @@ class Campaign:
             scenarios = [str(s) for s in manifest["scenarios"]]
             if manifest.get("format") != MANIFEST_FORMAT or not boundaries:
                 raise ValueError("unsupported format or no boundary")
-        except (ValueError, KeyError, TypeError) as exc:
+            curriculum = None
+            if "curriculum" in manifest:
+                curriculum = Curriculum.from_config(manifest["curriculum"]["config"])
+                curriculum.set_state(manifest["curriculum"]["state"])
+        except (ValueError, KeyError, TypeError, CurriculumError) as exc:
             raise CampaignError(f"{path} is not a valid campaign manifest ({exc})") from None
         camp = cls(
             scenarios,
@@ -217,6 +243,7 @@ class Campaign:
             trace=trace,
             snapshots=Path(snapshots),
             world=world,
+            curriculum=curriculum,
         )
         if camp.spec.spec_hash != spec_hash:
             camp.close()

@@ -94,6 +94,7 @@ class Curriculum:
         """The moving pass-rate estimate of each (family, difficulty) that has been played."""
         self.history: list[tuple[str, int, float]] = []
         """Every group fed back: (family, difficulty, pass rate)."""
+        self.seed = seed
         self._rng: np.random.Generator = Seeds(seed).rng("curriculum")
 
     # -- sampling ----------------------------------------------------------------------------------------
@@ -154,6 +155,34 @@ class Curriculum:
             "history": [list(h) for h in self.history],
             "rng": self._rng.bit_generator.state,
         }
+
+    def config(self) -> dict[str, Any]:
+        """The constructor's arguments as JSON-able data (``from_config`` builds the same sampler from them)."""
+        return {
+            "families": list(self.families),
+            "seeds": list(self.seeds),
+            "difficulties": list(self.difficulties),
+            "band": list(self.band),
+            "threshold": self.threshold,
+            "smoothing": self.smoothing,
+            "out_of_band_weight": self.out_of_band_weight,
+            "seed": self.seed,
+        }
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, Any]) -> Curriculum:
+        """A fresh sampler from what ``config`` returned (restore its progress with ``set_state``)."""
+        low, high = config["band"]
+        return cls(
+            [str(f) for f in config["families"]],
+            seeds=[int(s) for s in config["seeds"]],
+            difficulties=[int(d) for d in config["difficulties"]],
+            band=(float(low), float(high)),
+            threshold=float(config["threshold"]),
+            smoothing=float(config["smoothing"]),
+            out_of_band_weight=float(config["out_of_band_weight"]),
+            seed=int(config["seed"]),
+        )
 
     def set_state(self, state: Mapping[str, Any]) -> None:
         """Restore what ``get_state`` returned (same families and difficulties).

@@ -92,6 +92,7 @@ class ReleaseNotes:
         rng = seeds.rng("scenario/release-notes")
         sql = Sql.of(session)
         repo, branch, team, dept, project_id, lead, people = self._pick(sql, rng)
+        LAST, NEXT = self._versions(sql, repo)  # noqa: N806 - the module's names, moved on by earlier releases
         actor = people[int(rng.integers(len(people)))]
         others = [p for p in people if p != actor] or [actor]
         now = start_day(session, clock, actor)
@@ -322,6 +323,22 @@ class ReleaseNotes:
         )
 
     # -- oracle -----------------------------------------------------------------------------------------
+
+    @staticmethod
+    def _versions(sql: Sql, repo: str) -> tuple[str, str]:
+        """The last release and the one being cut: 1.3.0 and 1.4.0, or later ones if notes were written before.
+
+        A campaign can give the task again on the world an earlier episode left, where the notes of v1.4.0 for
+        this repository already exist: then that release is out, and this one is the next minor version.
+        """
+        names = sql.column("SELECT name FROM documents WHERE name LIKE ? ORDER BY id", (f"{repo} v1.%",))
+        done = [
+            int(m.group(1))
+            for n in names
+            if (m := re.fullmatch(rf"{re.escape(repo)} v1\.(\d+)\.0 release notes\.odt", str(n)))
+        ]
+        minor = max([int(NEXT.split(".")[1]), *(d + 1 for d in done)])
+        return f"1.{minor - 1}.0", f"1.{minor}.0"
 
     def oracle(self, env: AgentEnv) -> None:
         """Diff the log against the last tag, look up each named ticket, write the notes, share them."""

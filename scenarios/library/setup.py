@@ -17,10 +17,11 @@ from sqlalchemy.orm import Session
 from mcp_tools.base import Actor, ToolContext
 from mcp_tools.docs import store
 from mcp_tools.docs.service import parse_text
+from mcp_tools.errors import Conflict
 from worlds.clock import Clock, FixedClock
 from worlds.office import formula
 from worlds.office.model import Cell, Sheet, TextDoc, Workbook
-from worlds.rawsql import Sql
+from worlds.rawsql import Sql, iso
 
 Row = list[str | float | None]
 
@@ -53,17 +54,49 @@ def create_document(
 ) -> dict[str, Any]:
     """A document owned by ``owner`` in ``folder`` (a spreadsheet from a Workbook, a text from Markdown-like text).
 
-    ``at`` is when it was written (a policy written last week reads as last week's in ``docs_versions``).
+    ``at`` is when it was written (a policy written last week reads as last week's in ``docs_versions``). When the
+    folder already holds a document of that name (a campaign plays the task again on the world an earlier
+    episode left), the same content is kept as it is, and other content becomes its next version, written by
+    its owner no earlier than its last version: the task's document is the one the prompt names either way.
     """
+    sql = Sql.of(session)
+    kind, content = (
+        ("spreadsheet", model) if isinstance(model, Workbook) else ("text", TextDoc(blocks=parse_text(model)))
+    )
     ctx = ToolContext(session=session, actor=Actor.load(session, owner), clock=FixedClock(at))
-    if isinstance(model, Workbook):
-        return store.create(ctx, Sql.of(session), folder, name, "spreadsheet", None, model)
-    return store.create(ctx, Sql.of(session), folder, name, "text", None, TextDoc(blocks=parse_text(model)))
+    try:
+        return store.create(ctx, sql, folder, name, kind, None, content)
+    except Conflict:
+        pass
+    row = sql.one(
+        "SELECT d.id, d.owner_id, d.updated_at FROM documents d WHERE d.folder_id = ? AND lower(d.name) = lower(?)",
+        (store.resolve_folder(sql, folder), name),
+    )
+    later = max(at, datetime.fromisoformat(str(iso(row[2]))))
+    keeper = ToolContext(session=session, actor=Actor.load(session, int(row[1])), clock=FixedClock(later))
+    doc = store.open_doc(keeper, sql, str(row[0]), "edit", kind)
+    data, _ = store.encode(content, doc.fmt)
+    current = sql.one("SELECT blob_sha256 FROM documents WHERE id = ?", (doc.id,))
+    if store.blob(sql, str(current[0])) == data:
+        return {"id": doc.id, "path": doc.path, "format": doc.fmt, "version": doc.version, "size": len(data)}
+    return store.save(keeper, sql, doc, content, "reissued")
 
 
 def share(sql: Sql, document: int, employee: int, permission: str) -> None:
-    """Give ``employee`` ``permission`` on ``document`` (a new share row)."""
-    sql.insert("document_shares", {"document_id": document, "employee_id": employee, "permission": permission})
+    """Give ``employee`` ``permission`` on ``document`` (a new share row, or the existing one changed to it)."""
+    row = sql.one(
+        "SELECT id, permission FROM document_shares WHERE document_id = ? AND employee_id = ?", (document, employee)
+    )
+    if row is None:
+        sql.insert("document_shares", {"document_id": document, "employee_id": employee, "permission": permission})
+    elif row[1] != permission:
+        sql.update("document_shares", int(row[0]), {"permission": (row[1], permission)})
+
+
+def label(sql: Sql, ticket: int, name: str) -> None:
+    """Put label ``name`` on ``ticket`` unless it already has it (a campaign may label the same week again)."""
+    if sql.one("SELECT 1 FROM ticket_labels WHERE ticket_id = ? AND label = ?", (ticket, name)) is None:
+        sql.insert("ticket_labels", {"ticket_id": ticket, "label": name})
 
 
 def ensure_member(sql: Sql, channel: int, employee: int, now: datetime) -> None:

@@ -73,13 +73,20 @@ class WeeklyStatusReport:
         statuses = ["blocked"] * blocked + ["done", "in_progress"]
         statuses += [("done", "in_progress", "in_review")[int(rng.integers(3))] for _ in range(count - len(statuses))]
         reasons = [REASONS[int(i)] for i in rng.permutation(len(REASONS))]
+        # A campaign may have labelled tickets for this week already (an earlier report of the same week):
+        # they are this week's too, and the report lists them as they stand now.
+        earlier = sql.all(
+            "SELECT t.key, t.status FROM tickets t JOIN ticket_labels l ON l.ticket_id = t.id"
+            " WHERE t.project_id = ? AND l.label = ? ORDER BY t.number",
+            (project_id, label),
+        )
         expected: list[dict[str, Any]] = []
         for k, (row, status) in enumerate(zip(chosen, statuses, strict=False)):
             tid, key, old, assignee = int(row[0]), str(row[1]), str(row[2]), row[3]
             who = int(assignee) if assignee is not None else lead
             at = now - timedelta(days=3) + timedelta(hours=3 * k)
             self._move(sql, tid, old, status, who, at)
-            sql.insert("ticket_labels", {"ticket_id": tid, "label": label})
+            setup.label(sql, tid, label)
             item: dict[str, Any] = {"key": key, "section": SECTIONS[status]}
             if status == "blocked":
                 item["reason"] = reasons[len([e for e in expected if "reason" in e])]
@@ -91,12 +98,29 @@ class WeeklyStatusReport:
                 setup.post(sql, channel, who, f"{key} is blocked: {UNBLOCKED}.", at - timedelta(days=1))
                 setup.post(sql, channel, who, f"{key} is unblocked: legal signed off this morning.", at)
             expected.append(item)
-        if difficulty >= 1:
-            old_row = tickets[order[count]]
+        this_week = {str(key) for key, _ in earlier}
+        spare = [tickets[i] for i in order[count:] if str(tickets[i][1]) not in this_week]
+        if difficulty >= 1 and spare:  # last week's ticket, the trap: never one labelled this week
+            old_row = spare[0]
             self._move(sql, int(old_row[0]), str(old_row[2]), "done", lead, now - timedelta(days=9))
-            sql.insert("ticket_labels", {"ticket_id": int(old_row[0]), "label": f"week-{week - 1:02d}"})
+            setup.label(sql, int(old_row[0]), f"week-{week - 1:02d}")
+        mine = {e["key"] for e in expected}
+        for key, status in earlier:
+            if str(key) in mine or str(status) not in SECTIONS:
+                continue
+            item = {"key": str(key), "section": SECTIONS[str(status)]}
+            if status == "blocked":
+                said = sql.scalar(
+                    "SELECT message FROM posts WHERE message LIKE ? AND deleted_at IS NULL ORDER BY id DESC LIMIT 1",
+                    (f"{key} is blocked: %",),
+                )
+                item["reason"] = str(said).split("is blocked: ", 1)[1].rstrip(".") if said else ""
+            expected.append(item)
         folder = f"Shared/{dept}"
         name = f"{team} status {label}.odt"
+        if sql.one("SELECT 1 FROM documents WHERE lower(name) = lower(?)", (name,)) is not None:
+            # A campaign asks again later in the week the report was written: the new one is dated.
+            name = f"{team} status {label} {now:%a %d %b}.odt"
         manager_user = str(sql.scalar("SELECT username FROM employees WHERE id = ?", (manager,)))
         prompt = (
             f"You are {lead_name} (@{lead_user}), lead of the {team} team. Write this week's status report as a new "

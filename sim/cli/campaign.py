@@ -12,6 +12,7 @@ from scenarios.splits import seeds_in
 from sim.campaign import Boundary, Campaign, CampaignError, continue_trace
 from sim.cli.common import NPCS_HELP, DataDir, Db, UsageError, check_count, console, output_dir, output_file
 from sim.cli.episodes import check_agent
+from sim.curriculum import Curriculum, CurriculumError
 from sim.trace import TraceWriter
 from worlds.store import WorldStore
 
@@ -35,6 +36,16 @@ def campaign(
     overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace an existing --trace file.")] = False,
     snapshots: Annotated[Path | None, typer.Option(help="Write boundary snapshots and a manifest here.")] = None,
     resume: Annotated[bool, typer.Option(help="Continue the campaign saved in --snapshots.")] = False,
+    curriculum: Annotated[
+        bool,
+        typer.Option(
+            "--curriculum",
+            help="Let a curriculum pick each episode's scenario and difficulty from the rewards so far.",
+        ),
+    ] = False,
+    band: Annotated[
+        str, typer.Option(help="With --curriculum: the pass-rate band LOW,HIGH to keep tasks in.")
+    ] = "0.2,0.8",
     data_dir: DataDir = None,
     db: Db = None,
 ) -> None:
@@ -48,6 +59,7 @@ def campaign(
         raise UsageError("--resume continues the saved campaign's world; --split cannot choose another")
     if not resume:
         output_file(trace, "--trace", overwrite=overwrite)  # a resumed campaign appends to its trace
+    sampler = _curriculum(scenarios, band, seed or 0) if curriculum else None
     world = 0 if seed is None else seed
     if split is not None:
         check_count("--seed", world, minimum=0)
@@ -55,13 +67,18 @@ def campaign(
     store = WorldStore(data_dir, db=db)
     if resume:
         camp = Campaign.resume(snapshots, store=store, noise=noise, npcs=npcs)  # type: ignore[arg-type]
+        if curriculum and camp.curriculum is None:
+            camp.close()
+            raise CampaignError("the saved campaign was played without --curriculum; resume it without the flag")
         if camp.scenarios != scenarios or (seed is not None and seed != camp.seed):
             saved = f"{', '.join(camp.scenarios)} on world {camp.seed}"
             asked = f"{', '.join(scenarios)} on world {camp.seed if seed is None else seed}"
             camp.close()
             raise CampaignError(f"the saved campaign plays {saved}, not {asked}")
     else:
-        camp = Campaign(scenarios, seed=world, store=store, noise=noise, npcs=npcs, snapshots=snapshots)
+        camp = Campaign(
+            scenarios, seed=world, store=store, noise=noise, npcs=npcs, snapshots=snapshots, curriculum=sampler
+        )
     if resume and trace is not None:
         try:
             dropped = continue_trace(trace, camp.boundaries)
@@ -74,11 +91,12 @@ def campaign(
     for ep in camp.episodes.values():
         ep.trace = writer
     table = Table(title=f"campaign on world {camp.seed} ({agent})")
-    for column in ("episode", "scenario", "seed", "reward", "state hash", "next start"):
+    for column in ("episode", "scenario", "seed", "difficulty", "reward", "state hash", "next start"):
         table.add_column(column)
 
     def row(b: Boundary) -> None:
-        table.add_row(str(b.index), b.scenario, str(b.seed), f"{b.reward:.3f}", b.state_hash[:12], b.next_start)
+        level = "default" if b.difficulty is None else str(b.difficulty)
+        table.add_row(str(b.index), b.scenario, str(b.seed), level, f"{b.reward:.3f}", b.state_hash[:12], b.next_start)
 
     try:
         done = camp.run(agent, episodes)
@@ -90,3 +108,15 @@ def campaign(
         row(b)
     console.print(table)
     console.print(f"mean reward {sum(b.reward for b in done) / len(done):.3f} over {len(done)} episode(s)")
+
+
+def _curriculum(scenarios: list[str], band: str, seed: int) -> Curriculum:
+    """The sampler ``--curriculum`` asks for, over the campaign's scenarios (a bad ``--band`` is a usage error)."""
+    try:
+        low, high = (float(x) for x in band.split(","))
+    except ValueError:
+        raise UsageError(f"--band must be LOW,HIGH (two numbers between 0 and 1), got {band!r}") from None
+    try:
+        return Curriculum(list(dict.fromkeys(scenarios)), band=(low, high), seed=seed)
+    except CurriculumError as exc:
+        raise UsageError(f"--band: {exc}") from None

@@ -55,6 +55,8 @@ CASES = [
     (["campaign", "triage-tickets-v0", "--snapshots", "afile"], "is a file", {}),
     (["campaign", "triage-tickets-v0", "--split", "test", "--seed", "-1"], "--seed must be at least 0", {}),
     (["campaign", "triage-tickets-v0", "--resume"], "--resume needs --snapshots", {}),
+    (["campaign", "triage-tickets-v0", "--curriculum", "--band", "0.9,0.1"], "--band: band must be", {}),
+    (["campaign", "triage-tickets-v0", "--curriculum", "--band", "half"], "--band must be LOW,HIGH", {}),
     (["campaign", "triage-tickets-v0", "--snapshots", "camp", "--resume", "--seed", "5"], "not triage", {}),
     (["campaign", "triage-tickets-v0", "--snapshots", "swapped", "--resume"], "is not the state the manifest", {}),
     (["campaign", "triage-tickets-v0", "--snapshots", "foreign", "--resume"], "is not the state the manifest", {}),
