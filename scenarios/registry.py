@@ -128,3 +128,8 @@ register(
     entry_point="scenarios.library.history_redo:HistoryRedo",
     description="The world is cut just before a reply the mail history holds; send it as it was sent.",
 )
+register(
+    "history-followup-v0",
+    entry_point="scenarios.library.history_followup:HistoryFollowup",
+    description="Close an open loop the chat history left: answer the status question or review request.",
+)
