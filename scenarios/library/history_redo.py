@@ -119,13 +119,18 @@ def cases(sql: Sql, kind: str) -> list[Case]:
         " LEFT JOIN employees e ON e.id = b.employee_id ORDER BY m.thread_id, m.sent_at, m.id"
     )
     threads: dict[int, list[Any]] = {}
+    seen: dict[tuple[str, str, str], int] = {}
     for r in rows:
         threads.setdefault(int(r[0]), []).append(r)
+        mail = (str(r[3]), str(r[6]), str(r[5])[:10])
+        seen[mail] = seen.get(mail, 0) + 1
     out: list[Case] = []
     for thread, msgs in sorted(threads.items()):
         if len(msgs) < 2 or msgs[1][2] != msgs[0][1]:
             continue
         ask, answer = msgs[0], msgs[1]
+        if seen[(str(ask[3]), str(ask[6]), str(ask[5])[:10])] > 1:
+            continue  # the same subject from the same sender that day: the prompt would not say which mail
         if answer[8] is None or not answer[9] or answer[8] == ask[8]:
             continue  # the answerer must be someone the agent can play
         internal = ask[8] is not None
@@ -212,10 +217,8 @@ def reply_checks(
                 "where": {"thread_id": thread, "in_reply_to_id": trigger, "sender_mailbox_id": box},
             },
         },
-        {**sent, "id": "reaches-asker", "description": f"The reply goes to {to}.",
-         "params": {"to": to, "subject_pattern": r"^Re:"}},
-        {**sent, "id": "names-key", "description": f"The reply names {key}.",
-         "params": {"to": to, "body_pattern": key_pattern(key)}},
+        {**sent, "id": "names-key", "description": f"The reply to {to} names {key}.",
+         "params": {"to": to, "subject_pattern": r"^Re:", "body_pattern": key_pattern(key)}},
         {**sent, "id": "only-key", "description": f"The reply names no ticket but {key}.",
          "params": {"to": to, "body_pattern": only_key(key)}, "needs": ["names-key"]},
     ]  # fmt: skip
@@ -349,7 +352,12 @@ class HistoryRedo:
         assert m is not None, "the prompt names no mail"
         day, subject = m.group(1), m.group(2)
         found = env.call("mail_search", text=subject, folder="Inbox", limit=50)["messages"]
-        mail = next(x for x in found if x["subject"] == subject and x["sent_at"][:10] == day)
+        sender = re.search(r"<([^>]+)>, mailed you", env.prompt)
+        mail = next(
+            x
+            for x in found
+            if x["subject"] == subject and x["sent_at"][:10] == day and (sender is None or x["from"] == sender.group(1))
+        )
         full = env.call("mail_read_message", message_id=mail["id"])
         if "A customer" in env.prompt:
             problem = PROBLEM.search(full["body"])
