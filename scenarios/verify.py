@@ -967,8 +967,9 @@ def verify_history_followup(ev: Evidence) -> Verdict:
     tables = {"posts", "mentions"} | ({"ticket_comments"} if review else set())
 
     def allowed(c: Mapping[str, Any]) -> bool:
-        return (c["table"] in tables and c["op"] == "insert") or (
-            review and c["table"] == "tickets" and c["op"] == "update"
+        return bool(
+            (c["table"] in tables and c["op"] == "insert")
+            or (review and c["table"] == "tickets" and c["op"] == "update")
         )
 
     reasons += [f"changes {c}" for c in _outside(ev, allowed)]

@@ -56,6 +56,11 @@ def _as_filed(ticket: Any) -> Any:
     return {**ticket, "status": ticket["history"][0]["to"], "assignee": ticket.get("reporter")}
 
 
+def _title_for_key(ticket: Any) -> Any:
+    """A ticket whose title is taken for its key (the answer names it by what it is about, not by its key)."""
+    return {**ticket, "key": ticket.get("title", "")} if isinstance(ticket, dict) else ticket
+
+
 PARTIALS: dict[str, dict[str, Mistake]] = {
     "triage-tickets-v0": {
         "partial-no-incidents": Mistake("triages every ticket but never posts the critical ones", drop=("chat_post",)),
@@ -131,9 +136,9 @@ PARTIALS: dict[str, dict[str, Mistake]] = {
         ),
     },
     "history-redo-v0": {
-        "partial-ack-only": Mistake(
-            "replies in the thread that it is looking into it, and answers nothing",
-            change={"mail_reply": {"body": "Thanks, I'm looking into it and will get back to you."}},
+        "partial-title-not-key": Mistake(
+            "names the ticket by its title, never by its key",
+            misread={"tickets_get": _title_for_key},
         ),
         "partial-filed-state": Mistake(
             "reads the ticket's first history row and its reporter as where it stands and who holds it",
@@ -141,9 +146,9 @@ PARTIALS: dict[str, dict[str, Mistake]] = {
         ),
     },
     "history-followup-v0": {
-        "partial-ack-only": Mistake(
-            "replies in the thread with an apology, and answers nothing",
-            change={"chat_reply": {"message": "Sorry for the silence, looking at it now."}},
+        "partial-title-not-key": Mistake(
+            "names the ticket by its title, never by its key",
+            misread={"tickets_get": _title_for_key},
         ),
         "partial-filed-state": Mistake(
             "reads the ticket's first history row and its reporter as where it stands, and leaves no review comment",

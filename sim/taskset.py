@@ -27,7 +27,16 @@ from sim.errors import SimError
 from sim.trace import canonical
 from worlds.store import WorldStore
 
-__all__ = ["COLUMNS", "TaskKey", "TaskSelection", "mined_keys", "parse_seeds", "task_rows", "write_jsonl", "write_parquet"]
+__all__ = [
+    "COLUMNS",
+    "TaskKey",
+    "TaskSelection",
+    "mined_keys",
+    "parse_seeds",
+    "task_rows",
+    "write_jsonl",
+    "write_parquet",
+]
 
 COLUMNS = (
     "id",

@@ -252,18 +252,17 @@ class HistoryFollowup:
         assert m is not None, "the prompt names no request"
         day, author, channel, key = m.groups()
         found = env.call("chat_search_posts", text=key, channel=channel, author=author, limit=100)["posts"]
-        post = next(
-            p for p in found if p["root_id"] is None and p["at"][:10] == day and p["reply_count"] == 0
-        )
+        post = next(p for p in found if p["root_id"] is None and p["at"][:10] == day and p["reply_count"] == 0)
         ticket = env.call("tickets_get", key=key)
+        name = ticket["key"]
         if "its status" in env.prompt:
-            parts = [f"{key} is {ticket['status']}"]
+            parts = [f"{name} is {ticket['status']}"]
             if "who is on it" in env.prompt:
                 who = ticket.get("assignee")
                 parts.append(f"@{who} is on it" if who else "it is unassigned")
             text = ", ".join(parts) + "."
         else:
-            text = f"@{author} sorry for the silence: I reviewed {key}, it looks good."
+            text = f"@{author} sorry for the silence: I reviewed {name}, it looks good."
             if "as a comment on" in env.prompt:
                 env.call("tickets_comment", key=key, body="Reviewed: looks good to me.")
         env.call("chat_reply", post_id=post["id"], message=text)

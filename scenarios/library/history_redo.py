@@ -31,7 +31,6 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from graders.base import Rubric
 from graders.rubric import load_rubric
 from scenarios.base import AgentEnv, Limits, ScenarioInstance, WorldDefaults, start_day
 from worlds.clock import Clock
@@ -368,7 +367,7 @@ class HistoryRedo:
         else:
             key = KEY.findall(f"{full['subject']}\n{full['body']}")[0]
         ticket = env.call("tickets_get", key=key)
-        parts = [f"That is {key}"]
+        parts = [f"That is {ticket['key']}"]
         if "its status" in env.prompt:
             parts.append(f"its status is {ticket['status']}")
         if "who it is assigned to" in env.prompt:

@@ -3,8 +3,8 @@
 ``list`` only names tasks (no world is built); ``export`` resets each task to read its prompt and tools and
 writes JSON Lines or Parquet. ``export --mined`` writes the tasks the miner (``sim.mine``) finds in one world's
 history instead (questions, redos, follow-ups, each validated: oracle 1, no-op 0), with their kind and source,
-split by the hash of the source unless ``--split-by`` says otherwise. It writes (by the ``--out`` suffix) under a temporary name, renamed into place at the end, so
-a failure leaves nothing behind.
+split by the hash of the source unless ``--split-by`` says otherwise. Either writes under a temporary name,
+renamed into place at the end, so a failure leaves nothing behind.
 """
 
 from __future__ import annotations
@@ -108,7 +108,9 @@ def tasks_export(
         if family or difficulty is not None or seeds != "0:10":
             raise UsageError("--mined exports every mined task of one world; drop --family, --difficulty, --seeds")
         if employees < 2 or history_days < 1:
-            raise UsageError(f"--employees must be at least 2 and --history-days at least 1; got {employees}, {history_days}")
+            raise UsageError(
+                f"--employees must be at least 2 and --history-days at least 1; got {employees}, {history_days}"
+            )
         _selection(None, split, split_by, seeds, None, world_seed)  # the same checks of --split and --world-seed
         keys = mined_keys(world_seed or 0, employees=employees, history_days=history_days,
                           split_by=split_by or "source", split=split, store=store)  # fmt: skip
