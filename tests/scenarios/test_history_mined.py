@@ -8,6 +8,7 @@ import sys
 from scenarios import check_scenario
 from scenarios.splits import source_split
 from sim.agents import EpisodeEnv, run_agent
+from sim.calibrate import PARTIALS, calibrate
 from sim.episode import Episode
 from sim.mine import mine
 from worlds.rawsql import Sql
@@ -91,3 +92,16 @@ def test_export_mined_parquet_loads_with_datasets(tmp_path, store):
     assert len(rows) >= 200 and min(kinds.values()) > 0, kinds
     assert all(s.startswith("mined/") for s in rows["source"])
     assert rows[0]["options"]["employees"] == 100 and len(set(rows["id"])) == len(rows)
+
+
+def test_calibration_agrees_with_the_verifier_and_partials_sit_between(store):
+    families = ["history-redo-v0", "history-followup-v0"]
+    report = calibrate(
+        families, seeds=range(3), difficulties=(0, 1, 3), episode_factory=lambda f: Episode(f, store=store)
+    )
+    for family in families:
+        assert report.agreement(family) == 1.0, report.disagreements[:3]
+        for name in PARTIALS[family]:
+            mean = sum(report.cells[(family, d, name)].mean for d in (0, 1, 3)) / 3
+            assert 0.0 < mean < 1.0, (family, name, mean)
+        assert all(c.mean <= 0.1 for (f, _, a), c in report.cells.items() if f == family and a.startswith("cheat-"))
