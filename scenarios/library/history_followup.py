@@ -57,6 +57,13 @@ ASKS = {
     ),
 }
 
+OPEN = (
+    "Nobody answered. Close the loop: reply in that thread with",
+    "It is still unanswered. Reply in that thread with",
+    "Nobody got back to them. Answer in that thread with",
+)
+"""Prompt variants of the status request, one drawn per task."""
+
 
 @dataclass(frozen=True)
 class Loop:
@@ -144,6 +151,7 @@ class HistoryFollowup:
         )
         start_day(session, clock, loop.actor)
         full = difficulty % 2 == 1
+        variant = int(seeds.rng("scenario/history-followup").integers(len(OPEN)))
         params = {
             "task": f"{loop.kind}{'+' * full}:{loop.source}",
             "kind": loop.kind,
@@ -158,7 +166,7 @@ class HistoryFollowup:
         }
         return ScenarioInstance(
             scenario_id=self.id,
-            prompt=self._prompt(loop, str(user), str(name), full),
+            prompt=self._prompt(loop, str(user), str(name), full, OPEN[variant]),
             actor=str(user),
             rubric=self._rubric(loop, full),
             params=params,
@@ -168,11 +176,11 @@ class HistoryFollowup:
         )
 
     @staticmethod
-    def _prompt(loop: Loop, user: str, name: str, full: bool) -> str:
+    def _prompt(loop: Loop, user: str, name: str, full: bool, opening: str) -> str:
         said = f'On {loop.day}, @{loop.author} asked in ~{loop.channel} about {loop.key}: "{loop.message}"'
         if loop.kind == "status-question":
             more = " and who is on it (or that nobody is)" if full else ""
-            ask = f"Nobody answered. Close the loop: reply in that thread with the ticket's key and its status{more}."
+            ask = f"{opening} the ticket's key and its status{more}."
             tail = FORMAT
         else:
             more = f", and leave your review as a comment on {loop.key}" if full else ""

@@ -46,6 +46,12 @@ FORMAT = (
     "State the status exactly as the tracker shows it (one of backlog, todo, in_progress, in_review, blocked, "
     "done, wont_do) and name people by @username."
 )
+ASKS = (
+    "Answer it in its thread (reply to that mail) with {asked}.",
+    "Reply to that mail, in its thread, with {asked}.",
+    "Get back to them with a reply to that mail giving {asked}.",
+)
+"""Prompt variants of the request, one drawn per task."""
 PROBLEM = re.compile(r"(?:sees the following|a problem on our account|misbehaves for [^:\n]+): (.+?)\.(?:\s|$)")
 
 
@@ -291,7 +297,8 @@ class HistoryRedo:
         start_day(session, clock, case.actor)
         full = difficulty % 2 == 1
         facts = facts_of(case, full)
-        prompt = self._prompt(case, user, name, facts)
+        variant = int(seeds.rng("scenario/history-redo").integers(len(ASKS)))
+        prompt = self._prompt(case, user, name, facts, ASKS[variant])
         params = {
             "task": f"{case.kind}{'+' * full}:{case.source}",
             "kind": case.kind,
@@ -322,7 +329,7 @@ class HistoryRedo:
         )
 
     @staticmethod
-    def _prompt(case: Case, user: str, name: str, facts: dict[str, str | None]) -> str:
+    def _prompt(case: Case, user: str, name: str, facts: dict[str, str | None], ask: str) -> str:
         wants = ["the ticket's key"]
         if "status" in facts:
             wants.append("its status")
@@ -337,7 +344,7 @@ class HistoryRedo:
                 f"{case.subject!r}. You filed the ticket we track their problem under."
             )
         return (
-            f"You are {name} (@{user}). {head} Answer it in its thread (reply to that mail) with {asked}. "
+            f"You are {name} (@{user}). {head} {ask.format(asked=asked)} "
             f"{FORMAT} Change nothing else. Call the submit tool when you are done."
         )
 
