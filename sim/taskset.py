@@ -151,10 +151,11 @@ def mined_keys(
     Raises:
         SplitError: an unknown split or split kind.
     """
-    from sim.mine import mine  # lazy: mining plays episodes
+    from sim.mine import KINDS, mine  # lazy: mining plays episodes
 
     if split is not None:
         check_split(split)
+    split_of(split_by, world_seed=world_seed, scenario_id=KINDS["redo"], source="")  # a bad kind fails before mining
     out: list[TaskKey] = []
     for kind, mined in mine(world_seed, employees=employees, history_days=history_days, store=store).items():
         for task in sorted(mined.valid.values(), key=lambda t: (t["difficulty"], t["seed"])):
