@@ -20,6 +20,7 @@ MODULES = (
     "server",
     "web",
     "rollouts",
+    "tasks",
 )
 
 

@@ -123,3 +123,13 @@ register(
     entry_point="scenarios.library.history_question:HistoryQuestion",
     description="Answer a question about the company's history exactly (who, when, how many) by reading only.",
 )
+register(
+    "history-redo-v0",
+    entry_point="scenarios.library.history_redo:HistoryRedo",
+    description="The world is cut just before a reply the mail history holds; send it as it was sent.",
+)
+register(
+    "history-followup-v0",
+    entry_point="scenarios.library.history_followup:HistoryFollowup",
+    description="Close an open loop the chat history left: answer the status question or review request.",
+)

@@ -49,6 +49,18 @@ def _assignee_did_it(ticket: Any) -> Any:
     return {**ticket, "reporter": who, "history": [{**h, "by": who} for h in ticket.get("history", [])]}
 
 
+def _as_filed(ticket: Any) -> Any:
+    """A ticket read as it was filed: the first status of its history, its reporter taken for its assignee."""
+    if not isinstance(ticket, dict) or not ticket.get("history"):
+        return ticket
+    return {**ticket, "status": ticket["history"][0]["to"], "assignee": ticket.get("reporter")}
+
+
+def _title_for_key(ticket: Any) -> Any:
+    """A ticket whose title is taken for its key (the answer names it by what it is about, not by its key)."""
+    return {**ticket, "key": ticket.get("title", "")} if isinstance(ticket, dict) else ticket
+
+
 PARTIALS: dict[str, dict[str, Mistake]] = {
     "triage-tickets-v0": {
         "partial-no-incidents": Mistake("triages every ticket but never posts the critical ones", drop=("chat_post",)),
@@ -121,6 +133,27 @@ PARTIALS: dict[str, dict[str, Mistake]] = {
             " name where its manager is, so it never climbs the chain",
             change={"tickets_search": {"limit": 10}},
             misread={"directory_get_profile": lambda p: {**p, "manager": p.get("username")}},
+        ),
+    },
+    "history-redo-v0": {
+        "partial-title-not-key": Mistake(
+            "names the ticket by its title, never by its key",
+            misread={"tickets_get": _title_for_key},
+        ),
+        "partial-filed-state": Mistake(
+            "reads the ticket's first history row and its reporter as where it stands and who holds it",
+            misread={"tickets_get": _as_filed},
+        ),
+    },
+    "history-followup-v0": {
+        "partial-title-not-key": Mistake(
+            "names the ticket by its title, never by its key",
+            misread={"tickets_get": _title_for_key},
+        ),
+        "partial-filed-state": Mistake(
+            "reads the ticket's first history row and its reporter as where it stands, and leaves no review comment",
+            drop=("tickets_comment",),
+            misread={"tickets_get": _as_filed},
         ),
     },
 }

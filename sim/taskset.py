@@ -27,7 +27,16 @@ from sim.errors import SimError
 from sim.trace import canonical
 from worlds.store import WorldStore
 
-__all__ = ["COLUMNS", "TaskKey", "TaskSelection", "parse_seeds", "task_rows", "write_jsonl", "write_parquet"]
+__all__ = [
+    "COLUMNS",
+    "TaskKey",
+    "TaskSelection",
+    "mined_keys",
+    "parse_seeds",
+    "task_rows",
+    "write_jsonl",
+    "write_parquet",
+]
 
 COLUMNS = (
     "id",
@@ -38,6 +47,7 @@ COLUMNS = (
     "difficulty",
     "split",
     "source",
+    "kind",
     "prompt",
     "tools",
     "options",
@@ -55,16 +65,29 @@ class TaskKey:
     difficulty: int
     split: str
     source: str
+    kind: str = "generated"
+    """``generated`` (a family's own task), or the mined kind: ``question``, ``redo`` or ``followup``."""
+    employees: int | None = None
+    history_days: int | None = None
+    """The world's size and history when not the family's defaults (a mined task's world)."""
 
     @property
     def id(self) -> str:
-        """The task's stable id: ``triage-tickets-v0/w3/s3/d1``."""
-        return f"{self.scenario}/w{self.world_seed}/s{self.seed}/d{self.difficulty}"
+        """The task's stable id: ``triage-tickets-v0/w3/s3/d1`` (``/w3e100h30/`` in a world of its own size)."""
+        world = f"w{self.world_seed}"
+        if self.employees is not None or self.history_days is not None:
+            world += f"e{self.employees}h{self.history_days}"
+        return f"{self.scenario}/{world}/s{self.seed}/d{self.difficulty}"
 
     @property
     def options(self) -> dict[str, Any]:
         """The reset options that give this task (with ``seed``)."""
-        return {"difficulty": self.difficulty, "world_seed": self.world_seed}
+        out: dict[str, Any] = {"difficulty": self.difficulty, "world_seed": self.world_seed}
+        if self.employees is not None:
+            out["employees"] = self.employees
+        if self.history_days is not None:
+            out["history_days"] = self.history_days
+        return out
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -110,6 +133,42 @@ class TaskSelection:
                     for d in self.difficulties
                 ]
         return out
+
+
+def mined_keys(
+    world_seed: int,
+    *,
+    employees: int = 100,
+    history_days: int = 30,
+    split_by: str = "source",
+    split: str | None = None,
+    store: WorldStore | None = None,
+) -> list[TaskKey]:
+    """The tasks the miner validates in one world (``sim.mine``), each split by ``split_by`` over its source.
+
+    Mining plays every candidate (oracle and no-op), so this builds worlds, unlike ``TaskSelection.keys``.
+
+    Raises:
+        SplitError: an unknown split or split kind.
+    """
+    from sim.mine import KINDS, mine  # lazy: mining plays episodes
+
+    if split is not None:
+        check_split(split)
+    split_of(split_by, world_seed=world_seed, scenario_id=KINDS["redo"], source="")  # a bad kind fails before mining
+    out: list[TaskKey] = []
+    for kind, mined in mine(world_seed, employees=employees, history_days=history_days, store=store).items():
+        for task in sorted(mined.valid.values(), key=lambda t: (t["difficulty"], t["seed"])):
+            scenario = str(task["scenario"])
+            where = split_of(split_by, world_seed=world_seed, scenario_id=scenario, source=str(task["source"]))
+            if split is not None and where != split:
+                continue
+            out.append(
+                TaskKey(scenario=scenario, world_seed=world_seed, seed=int(task["seed"]),
+                        difficulty=int(task["difficulty"]), split=where, source=str(task["source"]), kind=kind,
+                        employees=employees, history_days=history_days)
+            )  # fmt: skip
+    return out
 
 
 def parse_seeds(text: str) -> tuple[int, ...]:
@@ -177,6 +236,11 @@ def write_parquet(rows: Iterable[dict[str, Any]], path: Path) -> int:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
+    data = [_ordered(r) for r in rows]
+    # Mined tasks name their world's size; a generated task's options stay two fields, so its rows read back
+    # from Parquet equal the JSON Lines rows (no null employees a reset would take for a value).
+    options = ["difficulty", "world_seed"]
+    options += [k for k in ("employees", "history_days") if any(k in r["options"] for r in data)]
     schema = pa.schema(
         [
             ("id", pa.string()),
@@ -187,12 +251,12 @@ def write_parquet(rows: Iterable[dict[str, Any]], path: Path) -> int:
             ("difficulty", pa.int64()),
             ("split", pa.string()),
             ("source", pa.string()),
+            ("kind", pa.string()),
             ("prompt", pa.string()),
             ("tools", pa.string()),
-            ("options", pa.struct([("difficulty", pa.int64()), ("world_seed", pa.int64())])),
+            ("options", pa.struct([(name, pa.int64()) for name in options])),
         ]
     )
-    data = [_ordered(r) for r in rows]
     table = pa.Table.from_pylist(data, schema=schema)
     pq.write_table(table, path, compression="zstd")
     return len(data)

@@ -29,6 +29,8 @@ FAMILIES = (
     "expense-reconciliation-v0",
     "weekly-status-report-v0",
     "history-question-v0",
+    "history-redo-v0",
+    "history-followup-v0",
 )
 SEEDS = (0, 1, 2)
 

@@ -1,0 +1,384 @@
+"""``history-redo-v0``: the world is cut just before a reply the history holds, and the agent must send it.
+
+The second kind of mined task (issue 13 item 3). The generated mail history holds threads where someone asked
+and someone answered. The build picks one such answer, removes it (and every later message of its thread, with
+their recipients and deliveries, so nothing refers to a message that no longer exists), marks the asking mail
+unread in the answerer's inbox, and hands the answerer the mail as it arrived. The history says what the answer
+was; the rubric grades the reply against it.
+
+Kinds, by difficulty (an odd difficulty asks for more of the ticket's state in the same reply):
+
+- 0, 1 ``ticket-reply``: a colleague asked about ticket K; the answer names K and its status as the tracker
+  shows it (only threads after whose answer K's status never changed, so the history's answer still holds);
+  difficulty 1 also names who K is assigned to.
+- 2, 3 ``customer-reply``: a customer described a problem; the answer gives the key of the ticket the answerer
+  filed for it (found by its title among the tickets they reported: only problems whose title names exactly
+  one such ticket); difficulty 3 also gives its status and assignee.
+
+A world whose history holds no case of the difficulty's kind gets one of the other kind. The seed picks the
+case as ``seed % n`` over the kind's cases in thread order, so seeds 0..n-1 enumerate them (``sim.mine``).
+The params keep the provenance: the thread, the asking message and the message ids that were cut.
+
+The oracle finds the mail by its subject and sender, reads the ticket through the tools and replies; it never
+reads the params.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+from graders.rubric import load_rubric
+from scenarios.base import AgentEnv, Limits, ScenarioInstance, WorldDefaults, start_day
+from worlds.clock import Clock
+from worlds.rawsql import Sql
+from worlds.schema import Base
+from worlds.seeding import Seeds
+
+KINDS = ("ticket-reply", "ticket-reply", "customer-reply", "customer-reply")
+KEY = re.compile(r"\b[A-Z][A-Z0-9]*-\d+\b")
+STATUSES = ("backlog", "todo", "in_progress", "in_review", "blocked", "done", "wont_do")
+MAIL_TABLES = ("mail_threads", "mail_messages", "mail_recipients", "mail_deliveries")
+FORMAT = (
+    "State the status exactly as the tracker shows it (one of backlog, todo, in_progress, in_review, blocked, "
+    "done, wont_do) and name people by @username."
+)
+ASKS = (
+    "Answer it in its thread (reply to that mail) with {asked}.",
+    "Reply to that mail, in its thread, with {asked}.",
+    "Get back to them with a reply to that mail giving {asked}.",
+)
+"""Prompt variants of the request, one drawn per task."""
+PROBLEM = re.compile(r"(?:sees the following|a problem on our account|misbehaves for [^:\n]+): (.+?)\.(?:\s|$)")
+
+
+@dataclass(frozen=True)
+class Case:
+    """One answer the history holds: what asked, who answered, what was cut, and what the answer must say."""
+
+    kind: str
+    thread: int
+    trigger: int
+    cut: tuple[int, ...]
+    actor: int
+    asker_address: str
+    asker_name: str
+    subject: str
+    sent_at: str
+    key: str
+    status: str
+    assignee: str | None
+
+    @property
+    def source(self) -> str:
+        """Where the task came from in the history (its provenance, and what its split hashes)."""
+        return f"mail/thread/{self.thread}"
+
+
+def key_pattern(key: str) -> str:
+    """A regex for ``key`` as a whole word."""
+    return rf"(?<![A-Za-z0-9-]){re.escape(key)}(?![A-Za-z0-9-]|-\d)"
+
+
+def only_key(key: str) -> str:
+    """A regex that holds when a text names no ticket key but ``key``."""
+    return rf"^(?![\s\S]*\b(?!{re.escape(key)}\b)[A-Z][A-Z0-9]*-\d+\b)"
+
+
+def status_pattern(status: str) -> str:
+    """A regex for the tracker's status word (``in_progress``) as a word."""
+    return rf"(?<![\w-]){re.escape(status)}(?![\w-])"
+
+
+def only_status(status: str) -> str:
+    """A regex that holds when a text states no tracker status word but ``status``."""
+    others = "|".join(re.escape(s) for s in STATUSES if s != status)
+    return rf"^(?![\s\S]*(?<![\w-])(?:{others})(?![\w-]))"
+
+
+def assignee_pattern(assignee: str | None) -> str:
+    """A regex for who holds the ticket: ``@username``, or words that say nobody does."""
+    if assignee is None:
+        return r"(?i)\b(?:unassigned|nobody|no one)\b"
+    return rf"@{re.escape(assignee)}(?![\w.-]*[\w])"
+
+
+def ticket_state(sql: Sql, key: str) -> tuple[int, str, str | None] | None:
+    """(id, status, assignee username) of the ticket ``key``, or None."""
+    row = sql.one(
+        "SELECT t.id, t.status, e.username FROM tickets t JOIN projects p ON p.id = t.project_id"
+        " LEFT JOIN employees e ON e.id = t.assignee_id WHERE p.key || '-' || t.number = ?",
+        (key,),
+    )
+    return None if row is None else (int(row[0]), str(row[1]), None if row[2] is None else str(row[2]))
+
+
+def cases(sql: Sql, kind: str) -> list[Case]:
+    """Every answer of ``kind`` the history holds that a redo can grade exactly, in thread order."""
+    rows = sql.all(
+        "SELECT m.thread_id, m.id, m.in_reply_to_id, m.subject, m.body, m.sent_at, b.address, b.display_name,"
+        " b.employee_id, e.active FROM mail_messages m JOIN mailboxes b ON b.id = m.sender_mailbox_id"
+        " LEFT JOIN employees e ON e.id = b.employee_id ORDER BY m.thread_id, m.sent_at, m.id"
+    )
+    threads: dict[int, list[Any]] = {}
+    seen: dict[tuple[str, str, str], int] = {}
+    for r in rows:
+        threads.setdefault(int(r[0]), []).append(r)
+        mail = (str(r[3]), str(r[6]), str(r[5])[:10])
+        seen[mail] = seen.get(mail, 0) + 1
+    out: list[Case] = []
+    for thread, msgs in sorted(threads.items()):
+        if len(msgs) < 2 or msgs[1][2] != msgs[0][1]:
+            continue
+        ask, answer = msgs[0], msgs[1]
+        if seen[(str(ask[3]), str(ask[6]), str(ask[5])[:10])] > 1:
+            continue  # the same subject from the same sender that day: the prompt would not say which mail
+        if answer[8] is None or not answer[9] or answer[8] == ask[8]:
+            continue  # the answerer must be someone the agent can play
+        internal = ask[8] is not None
+        if kind == "ticket-reply" and internal:
+            keys = sorted(set(KEY.findall(f"{ask[3]}\n{ask[4]}")))
+        elif kind == "customer-reply" and not internal and not str(ask[6]).startswith("billing@"):
+            keys = sorted(set(KEY.findall(str(answer[4]))))
+        else:
+            continue
+        state = ticket_state(sql, keys[0]) if len(keys) == 1 else None
+        if state is None:
+            continue
+        tid, status, assignee = state
+        if kind == "ticket-reply":
+            later = sql.scalar(
+                "SELECT count(id) FROM ticket_status_changes WHERE ticket_id = ? AND changed_at > ?", (tid, answer[5])
+            )
+            if later:
+                continue  # the history's answer no longer describes the ticket
+        else:
+            same = sql.scalar(
+                "SELECT count(t.id) FROM tickets t JOIN tickets k ON lower(k.title) = lower(t.title)"
+                " WHERE k.id = ? AND t.reporter_id = ?",
+                (tid, answer[8]),
+            )
+            if same != 1:
+                continue  # two tickets of the answerer's share the title: which one is not in the rows
+        out.append(
+            Case(
+                kind=kind,
+                thread=thread,
+                trigger=int(ask[1]),
+                cut=tuple(int(m[1]) for m in msgs[1:]),
+                actor=int(answer[8]),
+                asker_address=str(ask[6]),
+                asker_name=str(ask[7]).split(" (")[0],
+                subject=str(ask[3]),
+                sent_at=str(ask[5])[:10],
+                key=keys[0],
+                status=status,
+                assignee=assignee,
+            )
+        )
+    return out
+
+
+def delete_rows(sql: Sql, table: str, column: str, value: int) -> None:
+    """Delete (logged) every row of ``table`` whose ``column`` is ``value``, in id order."""
+    columns = [c.name for c in Base.metadata.tables[table].columns]
+    select = f"SELECT {', '.join(columns)} FROM {table} WHERE {column} = ? ORDER BY id"  # noqa: S608 - schema names
+    for row in sql.all(select, (value,)):
+        old = dict(zip(columns, row, strict=True))
+        sql.delete(table, {"id": old["id"]}, old)
+
+
+def cut(sql: Sql, case: Case) -> None:
+    """Remove the answer and every later message of its thread; the asking mail arrives unread again."""
+    for message in reversed(case.cut):
+        delete_rows(sql, "mail_deliveries", "message_id", message)
+        delete_rows(sql, "mail_recipients", "message_id", message)
+        delete_rows(sql, "mail_messages", "id", message)
+    row = sql.one(
+        "SELECT d.id, d.is_read FROM mail_deliveries d JOIN mailboxes b ON b.id = d.mailbox_id"
+        " WHERE d.message_id = ? AND b.employee_id = ?",
+        (case.trigger, case.actor),
+    )
+    if row is not None:
+        sql.update("mail_deliveries", int(row[0]), {"is_read": (bool(row[1]), False)})
+
+
+def reply_checks(
+    *, thread: int, trigger: int, box: int, to: str, key: str, facts: dict[str, str | None]
+) -> list[dict[str, Any]]:
+    """The checks of one mailed answer: in the thread, to the asker, naming ``key`` and the ``facts`` only."""
+    sent = {"fn": "mail_sent"}
+    checks: list[dict[str, Any]] = [
+        {
+            "id": "replied-in-thread",
+            "description": "The agent answered the asking mail itself, in its thread.",
+            "must": True,
+            "fn": "row_exists",
+            "params": {
+                "table": "mail_messages",
+                "where": {"thread_id": thread, "in_reply_to_id": trigger, "sender_mailbox_id": box},
+            },
+        },
+        {**sent, "id": "names-key", "description": f"The reply to {to} names {key}.",
+         "params": {"to": to, "subject_pattern": r"^Re:", "body_pattern": key_pattern(key)}},
+        {**sent, "id": "only-key", "description": f"The reply names no ticket but {key}.",
+         "params": {"to": to, "body_pattern": only_key(key)}, "needs": ["names-key"]},
+    ]  # fmt: skip
+    if "status" in facts:
+        status = str(facts["status"])
+        checks += [
+            {**sent, "id": "states-status", "description": f"The reply states {key}'s status, {status}.",
+             "params": {"to": to, "body_pattern": status_pattern(status)}},
+            {**sent, "id": "only-status", "description": f"The reply states no status but {status}.",
+             "params": {"to": to, "body_pattern": only_status(status)}, "needs": ["states-status"]},
+        ]  # fmt: skip
+    if "assignee" in facts:
+        who = facts["assignee"]
+        checks.append(
+            {**sent, "id": "names-assignee",
+             "description": f"The reply says who holds {key}: {'@' + who if who else 'nobody'}.",
+             "params": {"to": to, "body_pattern": assignee_pattern(who)}}
+        )  # fmt: skip
+    checks.append(
+        {
+            "id": "no-collateral",
+            "description": "Only the reply was sent, and mail marked read or moved: nothing else changed.",
+            "must": True,
+            "fn": "no_collateral_changes",
+            "params": {
+                "allowed": [
+                    *({"table": t, "ops": ["insert"]} for t in MAIL_TABLES),
+                    {"table": "mail_deliveries", "fields": ["is_read", "read_at", "is_flagged", "folder_id"]},
+                ]
+            },
+        }
+    )
+    return checks
+
+
+def facts_of(case: Case, full: bool) -> dict[str, str | None]:
+    """The facts the answer must state beyond the key: the kind's own, and more at an odd difficulty."""
+    facts: dict[str, str | None] = {}
+    if case.kind == "ticket-reply" or full:
+        facts["status"] = case.status
+    if full:
+        facts["assignee"] = case.assignee
+    return facts
+
+
+class HistoryRedo:
+    """The ``history-redo-v0`` family."""
+
+    id = "history-redo-v0"
+    description = "The world is cut just before a reply the mail history holds; send it as it was sent."
+    world = WorldDefaults(employees=40, history_days=30)
+
+    def build(self, session: Session, seeds: Seeds, clock: Clock, difficulty: int) -> ScenarioInstance:
+        """Pick case ``seed % n`` of the difficulty's kind, cut its answer from the world, prompt with the ask."""
+        difficulty = max(0, min(3, difficulty))
+        sql = Sql.of(session)
+        first = KINDS[difficulty]
+        order = (first, *(k for k in dict.fromkeys(KINDS) if k != first))
+        pool = next((p for k in order if (p := cases(sql, k))), [])
+        if not pool:
+            raise ValueError("the history holds no answered mail to redo: world too small")
+        index = seeds.seed % len(pool)
+        case = pool[index]
+        cut(sql, case)
+        actor_row = sql.one(
+            "SELECT e.username, e.first_name || ' ' || e.last_name, b.id FROM employees e"
+            " JOIN mailboxes b ON b.employee_id = e.id WHERE e.id = ? ORDER BY b.id LIMIT 1",
+            (case.actor,),
+        )
+        user, name, box = str(actor_row[0]), str(actor_row[1]), int(actor_row[2])
+        start_day(session, clock, case.actor)
+        full = difficulty % 2 == 1
+        facts = facts_of(case, full)
+        variant = int(seeds.rng("scenario/history-redo").integers(len(ASKS)))
+        prompt = self._prompt(case, user, name, facts, ASKS[variant])
+        params = {
+            "task": f"{case.kind}{'+' * full}:{case.source}",
+            "kind": case.kind,
+            "source": case.source,
+            "provenance": {"thread": case.thread, "trigger": case.trigger, "cut": list(case.cut)},
+            "key": case.key,
+            "facts": facts,
+            "to": case.asker_address,
+            "box": box,
+            "index": index,
+            "of": len(pool),
+        }
+        checks = reply_checks(
+            thread=case.thread, trigger=case.trigger, box=box, to=case.asker_address, key=case.key, facts=facts
+        )
+        rubric = load_rubric(
+            {"id": "history-redo", "version": 1, "description": f"Answer {case.subject!r}", "checks": checks}
+        )
+        return ScenarioInstance(
+            scenario_id=self.id,
+            prompt=prompt,
+            actor=user,
+            rubric=rubric,
+            params=params,
+            limits=Limits(max_turns=20, time_budget_s=2 * 3600),
+            apps=("mail", "tickets", "directory"),
+            difficulty=difficulty,
+        )
+
+    @staticmethod
+    def _prompt(case: Case, user: str, name: str, facts: dict[str, str | None], ask: str) -> str:
+        wants = ["the ticket's key"]
+        if "status" in facts:
+            wants.append("its status")
+        if "assignee" in facts:
+            wants.append("who it is assigned to (or that nobody is)")
+        asked = ", ".join(wants[:-1]) + (" and " if len(wants) > 1 else "") + wants[-1]
+        if case.kind == "ticket-reply":
+            head = f"{case.asker_name} mailed you on {case.sent_at} about a ticket: {case.subject!r}."
+        else:
+            head = (
+                f"A customer, {case.asker_name} <{case.asker_address}>, mailed you on {case.sent_at}: "
+                f"{case.subject!r}. You filed the ticket we track their problem under."
+            )
+        return (
+            f"You are {name} (@{user}). {head} {ask.format(asked=asked)} "
+            f"{FORMAT} Change nothing else. Call the submit tool when you are done."
+        )
+
+    # -- oracle -----------------------------------------------------------------------------------------
+
+    def oracle(self, env: AgentEnv) -> None:
+        """Find the mail, the ticket it is about, read the ticket, reply in the thread."""
+        m = re.search(r"mailed you on (\d{4}-\d\d-\d\d)(?: about a ticket)?: '(.+?)'\.", env.prompt)
+        if m is None:
+            m = re.search(r'mailed you on (\d{4}-\d\d-\d\d)(?: about a ticket)?: "(.+?)"\.', env.prompt)
+        assert m is not None, "the prompt names no mail"
+        day, subject = m.group(1), m.group(2)
+        found = env.call("mail_search", text=subject, folder="Inbox", limit=50)["messages"]
+        sender = re.search(r"<([^>]+)>, mailed you", env.prompt)
+        mail = next(
+            x
+            for x in found
+            if x["subject"] == subject and x["sent_at"][:10] == day and (sender is None or x["from"] == sender.group(1))
+        )
+        full = env.call("mail_read_message", message_id=mail["id"])
+        if "A customer" in env.prompt:
+            problem = PROBLEM.search(full["body"])
+            assert problem is not None, "the customer's mail describes no problem this oracle can read"
+            hits = env.call("tickets_search", text=problem.group(1), limit=100)["tickets"]
+            mine = [t for t in (env.call("tickets_get", key=h["key"]) for h in hits) if t["reporter"] == env.actor]
+            key = next(t["key"] for t in mine if t["title"].lower() == problem.group(1).lower())
+        else:
+            key = KEY.findall(f"{full['subject']}\n{full['body']}")[0]
+        ticket = env.call("tickets_get", key=key)
+        parts = [f"That is {ticket['key']}"]
+        if "its status" in env.prompt:
+            parts.append(f"its status is {ticket['status']}")
+        if "who it is assigned to" in env.prompt:
+            who = ticket.get("assignee")
+            parts.append(f"it is assigned to @{who}" if who else "it is unassigned")
+        env.call("mail_reply", message_id=mail["id"], body="Hi, " + ", ".join(parts) + ".")
+        env.call("submit", summary=f"answered about {key}")

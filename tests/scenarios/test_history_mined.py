@@ -1,0 +1,107 @@
+"""history-redo-v0, history-followup-v0 and the miner over all three kinds (issue 13 item 3)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from scenarios import check_scenario
+from scenarios.splits import source_split
+from sim.agents import EpisodeEnv, run_agent
+from sim.calibrate import PARTIALS, calibrate
+from sim.episode import Episode
+from sim.mine import mine
+from worlds.rawsql import Sql
+from worlds.spec import WorldSpec
+
+WORLD = {"world_seed": 0, "employees": 100, "history_days": 30}
+
+
+def test_both_families_honour_the_contract(store):
+    world = store.base(WorldSpec(seed=2, employees=40, history_days=30))
+    try:
+        for family in ("history-redo-v0", "history-followup-v0"):
+            check_scenario(family, world, seeds=(0, 1))
+    finally:
+        world.close()
+
+
+def test_redo_cuts_the_answer_and_its_thread_from_the_world(store):
+    with Episode("history-redo-v0", store=store) as episode:
+        episode.reset(seed=1, options={**WORLD, "difficulty": 0})
+        prov = episode.instance.params["provenance"]
+        sql = Sql.of(episode.tool_context.session)
+        left = sql.column("SELECT id FROM mail_messages WHERE thread_id = ? ORDER BY id", (prov["thread"],))
+        dangling = sql.scalar(
+            "SELECT count(*) FROM mail_recipients r LEFT JOIN mail_messages m ON m.id = r.message_id WHERE m.id IS NULL"
+        )
+    assert left == [prov["trigger"]] and prov["cut"] and dangling == 0
+
+
+def test_redo_a_wrong_status_loses_exactly_the_status_check(store):
+    with Episode("history-redo-v0", store=store) as episode:
+        prompt, info = episode.reset(seed=2, options={**WORLD, "difficulty": 0})
+        p = episode.instance.params
+        wrong = "blocked" if p["facts"]["status"] != "blocked" else "todo"
+        env = EpisodeEnv(episode, prompt, info)
+        inbox = env.call("mail_list_messages", folder="Inbox", limit=100)["messages"]
+        trigger = next(m for m in inbox if m["id"] == p["provenance"]["trigger"])
+        env.call("mail_reply", message_id=trigger["id"], body=f"{p['key']} is {wrong}.")
+        env.call("submit", summary="answered")
+        checks = {c.id: c.score for c in episode.grade().checks}
+    assert checks["states-status"] == 0.0 and checks["names-key"] == 1.0 and checks["replied-in-thread"] == 1.0
+
+
+def test_followup_reply_outside_the_thread_earns_nothing(store):
+    with Episode("history-followup-v0", store=store) as episode:
+        prompt, info = episode.reset(seed=0, options={**WORLD, "difficulty": 0})
+        p = episode.instance.params
+        env = EpisodeEnv(episode, prompt, info)
+        env.call("chat_post", channel=p["provenance"]["channel"], message=f"{p['key']} is {p['status']}.")
+        env.call("submit", summary="answered")
+        score = episode.grade()
+    assert score.value == 0.0 and score.gated
+
+
+def test_the_miner_validates_over_200_distinct_tasks_of_three_kinds_in_a_100_person_world(store):
+    found = mine(0, employees=100, history_days=30, store=store)
+    counts = {kind: len(m.valid) for kind, m in found.items()}
+    assert counts["redo"] >= 10 and counts["followup"] >= 10 and sum(counts.values()) >= 200, counts
+    for kind, m in found.items():
+        assert not m.rejected, (kind, m.rejected)
+        for task in m.valid.values():
+            assert task["source"].startswith(f"mined/{kind}/") and task["split"] == source_split(task["source"])
+    with Episode("history-redo-v0", store=store) as episode:
+        task = next(iter(found["redo"].valid.values()))
+        options = {k: task[k] for k in ("world_seed", "employees", "history_days", "difficulty")}
+        assert run_agent(episode, "oracle", task["seed"], options).value == 1.0
+
+
+def test_export_mined_parquet_loads_with_datasets(tmp_path, store):
+    out = tmp_path / "mined.parquet"
+    done = subprocess.run(
+        [sys.executable, "-m", "sim.cli", "tasks", "export", "--mined", "--out", str(out), "--data-dir",
+         str(store.data_dir)],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    import datasets
+
+    rows = datasets.load_dataset("parquet", data_files=str(out), split="train")
+    kinds = {k: rows["kind"].count(k) for k in ("question", "redo", "followup")}
+    assert len(rows) >= 200 and min(kinds.values()) > 0, kinds
+    assert all(s.startswith("mined/") for s in rows["source"])
+    assert rows[0]["options"]["employees"] == 100 and len(set(rows["id"])) == len(rows)
+
+
+def test_calibration_agrees_with_the_verifier_and_partials_sit_between(store):
+    families = ["history-redo-v0", "history-followup-v0"]
+    report = calibrate(
+        families, seeds=range(3), difficulties=(0, 1, 3), episode_factory=lambda f: Episode(f, store=store)
+    )
+    for family in families:
+        assert report.agreement(family) == 1.0, report.disagreements[:3]
+        for name in PARTIALS[family]:
+            mean = sum(report.cells[(family, d, name)].mean for d in (0, 1, 3)) / 3
+            assert 0.0 < mean < 1.0, (family, name, mean)
+        assert all(c.mean <= 0.1 for (f, _, a), c in report.cells.items() if f == family and a.startswith("cheat-"))
