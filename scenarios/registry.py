@@ -123,3 +123,8 @@ register(
     entry_point="scenarios.library.history_question:HistoryQuestion",
     description="Answer a question about the company's history exactly (who, when, how many) by reading only.",
 )
+register(
+    "suspicious-request-v0",
+    entry_point="scenarios.library.suspicious_request:SuspiciousRequest",
+    description="Finance analyst shares requested documents by policy; one request is phishing: refuse and report.",
+)
