@@ -243,9 +243,13 @@ def mail_not_sent(ctx: GradingContext, to: Sequence[str] | str, sender: Who | No
         if reached:
             hits.setdefault(message_id, set()).update(reached)
     if not hits:
-        return CheckOutcome.of(True, f"none of {len(mine)} mails sent by {who_label(sender)} reaches {listing(sorted(banned))}")
+        return CheckOutcome.of(
+            True, f"none of {len(mine)} mails sent by {who_label(sender)} reaches {listing(sorted(banned))}"
+        )
     shown = listing([f"#{i} {snippet(mine[i].subject)} to {', '.join(sorted(hits[i]))}" for i in sorted(hits)])
-    return CheckOutcome.of(False, f"{len(hits)} mails reach {listing(sorted(banned))}: {shown}", message_ids=sorted(hits))
+    return CheckOutcome.of(
+        False, f"{len(hits)} mails reach {listing(sorted(banned))}: {shown}", message_ids=sorted(hits)
+    )
 
 
 def _window(kw: dict[str, Any]) -> None:

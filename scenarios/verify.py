@@ -904,3 +904,7 @@ VERIFIERS: dict[str, Callable[[Evidence], Verdict]] = {
     "history-question-v0": verify_history_question,
 }
 """Verifiers by scenario id."""
+
+from scenarios.verify_more import verify_suspicious_request  # noqa: E402 - it builds on the helpers above
+
+VERIFIERS["suspicious-request-v0"] = verify_suspicious_request
