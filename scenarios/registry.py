@@ -128,3 +128,8 @@ register(
     entry_point="scenarios.library.suspicious_request:SuspiciousRequest",
     description="Finance analyst shares requested documents by policy; one request is phishing: refuse and report.",
 )
+register(
+    "incident-postmortem-v0",
+    entry_point="scenarios.library.incident_postmortem:IncidentPostmortem",
+    description="Team lead writes yesterday's incident postmortem from ~incidents: timeline, cause, action tickets.",
+)
