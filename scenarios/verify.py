@@ -905,6 +905,7 @@ VERIFIERS: dict[str, Callable[[Evidence], Verdict]] = {
 }
 """Verifiers by scenario id."""
 
-from scenarios.verify_more import verify_suspicious_request  # noqa: E402 - it builds on the helpers above
+from scenarios.verify_more import verify_incident_postmortem, verify_suspicious_request  # noqa: E402 - uses the above
 
 VERIFIERS["suspicious-request-v0"] = verify_suspicious_request
+VERIFIERS["incident-postmortem-v0"] = verify_incident_postmortem

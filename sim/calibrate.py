@@ -14,6 +14,7 @@ learnable signal (``ordered`` in the report).
 
 from __future__ import annotations
 
+import re
 import statistics
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -47,6 +48,17 @@ def _assignee_did_it(ticket: Any) -> Any:
     if not who:
         return ticket
     return {**ticket, "reporter": who, "history": [{**h, "by": who} for h in ticket.get("history", [])]}
+
+
+def _zone_as_utc(document: Any) -> Any:
+    """A template read as if it named UTC as the company's time zone (the times chat shows)."""
+    if not isinstance(document, dict):
+        return document
+    sections = [
+        {**s, "paragraphs": [re.sub(r"\([A-Za-z_]+/[A-Za-z_/]+\)", "(UTC)", p) for p in s.get("paragraphs", [])]}
+        for s in document.get("sections", [])
+    ]
+    return {**document, "sections": sections}
 
 
 PARTIALS: dict[str, dict[str, Mistake]] = {
@@ -119,6 +131,19 @@ PARTIALS: dict[str, dict[str, Mistake]] = {
         ),
         "partial-first-mails": Mistake(
             "works only the two newest unread mails", change={"mail_list_messages": {"limit": 2}}
+        ),
+    },
+    "incident-postmortem-v0": {
+        "partial-utc": Mistake(
+            "writes the timeline in UTC, as chat shows it, not in the company's time zone",
+            misread={"docs_read": lambda d: _zone_as_utc(d)},
+        ),
+        "partial-unassigned": Mistake(
+            "files every action item but assigns none of them to its owner",
+            change={"tickets_create": {"assignee": None}},
+        ),
+        "partial-no-share": Mistake(
+            "writes the postmortem, never shares or announces it", drop=("docs_share", "chat_post")
         ),
     },
     "history-question-v0": {

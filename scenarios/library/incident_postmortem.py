@@ -179,8 +179,8 @@ class IncidentPostmortem:
                 notes_at + timedelta(minutes=25),
                 notes_id,
             )
-            self._post(sql, channel, self._id(sql, roles["ic"]), f"Sure, I'll take it: @{new} owns '{moved['title']}' now.",
-                       notes_at + timedelta(minutes=40), notes_id)  # fmt: skip
+            taken = f"Sure, I'll take it: @{new} owns '{moved['title']}' now."
+            self._post(sql, channel, self._id(sql, roles["ic"]), taken, notes_at + timedelta(minutes=40), notes_id)
             moved["owner"] = new
         noise: str | None = None
         if difficulty >= 2:

@@ -30,6 +30,7 @@ FAMILIES = (
     "weekly-status-report-v0",
     "history-question-v0",
     "suspicious-request-v0",
+    "incident-postmortem-v0",
 )
 SEEDS = (0, 1, 2)
 
