@@ -145,7 +145,10 @@ class SuspiciousRequest:
             )
             docs[name] = int(made["id"])
         security = self._security(sql, actor, it_head, now)
-        inbox, box = setup.inbox(sql, actor) or (0, 0)
+        found = setup.inbox(sql, actor)
+        if found is None:
+            raise ValueError(f"@{user} has no Inbox to receive the requests")
+        inbox, box = found
         people = self._requesters(sql, rng, {actor, manager, head})
         requests: list[dict[str, Any]] = []
         for k in range(GENUINE[difficulty]):
@@ -247,6 +250,10 @@ class SuspiciousRequest:
     def _security(sql: Sql, actor: int, owner: int, now: Any) -> str:
         """Open ~security (the head of IT and the analyst in it) with IT's standing request pinned."""
         team = int(sql.scalar("SELECT id FROM chat_teams ORDER BY id LIMIT 1"))
+        existing = sql.scalar("SELECT id FROM channels WHERE team_id = ? AND name = 'security'", (team,))
+        if existing is not None:  # a campaign's earlier episode opened it: it is still there
+            setup.ensure_member(sql, int(existing), actor, now)
+            return "security"
         channel = sql.insert(
             "channels",
             {"team_id": team, "name": "security", "display_name": "Security", "type": "O",
