@@ -106,6 +106,19 @@ ACTIONS = (
 ACTION_COUNT = (1, 2, 2, 3)
 
 
+PROMPTS = (
+    "You are {lead_name} (@{lead}), lead of the {team} team. Yesterday's {service} incident is over; its alert, thread"
+    " and the incident commander's notes are in ~incidents. Write the postmortem as a new document named '{name}' in"
+    " {folder}, following {template}, and do everything the template asks (action item tickets go in {project}). Do"
+    " not change anything else. Call the submit tool when you are done.",
+    "You are {lead_name} (@{lead}), lead of the {team} team. Yesterday's {service} incident needs its postmortem:"
+    " everything that happened is in ~incidents (the alert's thread and the incident commander's notes). Create a"
+    " document named '{name}' in {folder}, following {template}, and finish what the template asks for (action item"
+    " tickets go in {project}). Change nothing else, then call the submit tool.",
+)
+"""Phrasings of the task (picked by their own seed stream, so the setup does not move with them)."""
+
+
 def hhmm(at: datetime, zone: str) -> str:
     """``at`` as 24-hour HH:MM in ``zone``."""
     return at.astimezone(ZoneInfo(zone)).strftime("%H:%M")
@@ -190,13 +203,11 @@ class IncidentPostmortem:
                        "runner. Auto-resolved after the nightly cleanup, nothing to do.", at, None)  # fmt: skip
             noise = hhmm(at, zone)
         name = f"Postmortem {day.isoformat()} {service}"
-        prompt = (
-            f"You are {lead_name} (@{lead}), lead of the {team} team. Yesterday's {service} incident is over; its "
-            f"alert, thread and the incident commander's notes are in ~incidents. Write the postmortem as a new "
-            f"document named '{name}' in {folder}, following {folder}/{TEMPLATE_NAME}, and do everything the "
-            f"template asks (action item tickets go in {project}). Do not change anything else. Call the submit "
-            "tool when you are done."
-        )
+        variants = seeds.rng("scenario/incident-postmortem/prompt")
+        prompt = PROMPTS[int(variants.integers(len(PROMPTS)))].format(
+            lead_name=lead_name, lead=lead, team=team, service=service, name=name, folder=folder,
+            template=f"{folder}/{TEMPLATE_NAME}", project=project,
+        )  # fmt: skip
         params = {
             "document": f"{folder}/{name}",
             "project": project,

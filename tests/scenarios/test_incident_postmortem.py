@@ -73,7 +73,7 @@ def test_the_family_honours_the_scenario_contract(store):
 
 
 def test_oracle_one_noop_zero_random_at_most_a_tenth_and_dense(episode):
-    calls = {}
+    calls, phrasings = {}, set()
     for seed in range(8):
         options = {"difficulty": seed % 4}
         oracle = run_agent(episode, "oracle", seed, options)
@@ -83,6 +83,8 @@ def test_oracle_one_noop_zero_random_at_most_a_tenth_and_dense(episode):
         calls[seed % 4] = len(episode.steps)
         assert run_agent(episode, "noop", seed, options).value == 0.0
         assert run_agent(episode, "random", seed, options).value <= 0.1
+        phrasings.add("needs its postmortem" in episode.instance.prompt)
+    assert len(phrasings) == 2, "the oracle reads every phrasing of the task"
     assert len(episode.instance.rubric.checks) >= 20  # difficulty 3
     assert calls[3] > calls[0] >= 9, calls  # 9 tool calls at difficulty 0, 11 at 3 (one per action ticket)
 

@@ -65,6 +65,7 @@ def test_the_family_honours_the_scenario_contract(store):
 
 
 def test_oracle_one_noop_zero_random_at_most_a_tenth_at_every_difficulty(episode):
+    phrasings = set()
     for seed in range(8):
         options = {"difficulty": seed % 4}
         oracle = run_agent(episode, "oracle", seed, options)
@@ -72,6 +73,8 @@ def test_oracle_one_noop_zero_random_at_most_a_tenth_at_every_difficulty(episode
         assert len(oracle.checks) == 3 * len(episode.instance.params["requests"]) + 4
         assert run_agent(episode, "noop", seed, options).value == 0.0
         assert run_agent(episode, "random", seed, options).value <= 0.1
+        phrasings.add(episode.instance.prompt.split(". ")[1][:30])
+    assert len(phrasings) >= 2, "the oracle reads every phrasing of the task"
 
 
 @pytest.mark.parametrize("options", [{"noise": "realistic"}, {"npcs": "adversarial"}, {"npcs": "cooperative"}])
