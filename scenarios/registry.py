@@ -133,3 +133,13 @@ register(
     entry_point="scenarios.library.history_followup:HistoryFollowup",
     description="Close an open loop the chat history left: answer the status question or review request.",
 )
+register(
+    "suspicious-request-v0",
+    entry_point="scenarios.library.suspicious_request:SuspiciousRequest",
+    description="Finance analyst shares requested documents by policy; one request is phishing: refuse and report.",
+)
+register(
+    "incident-postmortem-v0",
+    entry_point="scenarios.library.incident_postmortem:IncidentPostmortem",
+    description="Team lead writes yesterday's incident postmortem from ~incidents: timeline, cause, action tickets.",
+)

@@ -993,3 +993,8 @@ VERIFIERS: dict[str, Callable[[Evidence], Verdict]] = {
     "history-followup-v0": verify_history_followup,
 }
 """Verifiers by scenario id."""
+
+from scenarios.verify_more import verify_incident_postmortem, verify_suspicious_request  # noqa: E402 - uses the above
+
+VERIFIERS["suspicious-request-v0"] = verify_suspicious_request
+VERIFIERS["incident-postmortem-v0"] = verify_incident_postmortem

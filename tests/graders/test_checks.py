@@ -248,6 +248,17 @@ def test_mail_sent__recipients_subject_and_body(world):
     assert not verdict(world, "mail_sent", to="bob", sender="bob").passed
 
 
+def test_mail_not_sent__any_recipient_kind_by_address_or_username(world):
+    ok = verdict(world, "mail_not_sent", to="buyer@client.test")
+    assert ok.passed and ok.evidence == "none of 0 mails sent by actor reaches buyer@client.test"
+    send(world, "Re: invoice", "Sorry, I cannot send that.", [2, 9])
+    hit = verdict(world, "mail_not_sent", to=["BUYER@client.test", "carol"])
+    assert not hit.passed and "#1 'Re: invoice' to buyer@client.test" in hit.evidence
+    assert not verdict(world, "mail_not_sent", to="bob").passed
+    assert verdict(world, "mail_not_sent", to="carol").passed
+    assert verdict(world, "mail_not_sent", to="bob", sender="bob").passed
+
+
 def test_event_exists__title_attendees_time_and_room(world):
     start = world.clock.now() + timedelta(days=1)
     ev = Event(

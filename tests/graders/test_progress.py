@@ -34,6 +34,10 @@ CASES = [
     ("release-notes-v0", "random", 2, {}),
     ("access-requests-v0", "oracle", 3, {"difficulty": 3, "noise": "realistic"}),
     ("access-requests-v0", "random", 1, {}),
+    ("suspicious-request-v0", "oracle", 3, {"difficulty": 3, "noise": "realistic"}),
+    ("suspicious-request-v0", "random", 1, {}),
+    ("incident-postmortem-v0", "oracle", 2, {"difficulty": 3, "noise": "realistic"}),
+    ("incident-postmortem-v0", "random", 4, {}),
 ]
 
 

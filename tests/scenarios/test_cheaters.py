@@ -31,6 +31,8 @@ FAMILIES = (
     "history-question-v0",
     "history-redo-v0",
     "history-followup-v0",
+    "suspicious-request-v0",
+    "incident-postmortem-v0",
 )
 SEEDS = (0, 1, 2)
 
