@@ -123,3 +123,8 @@ register(
     entry_point="scenarios.library.history_question:HistoryQuestion",
     description="Answer a question about the company's history exactly (who, when, how many) by reading only.",
 )
+register(
+    "onboard-new-hire-v0",
+    entry_point="scenarios.library.onboard:OnboardNewHire",
+    description="Team lead onboards a new hire by the checklist: channels, first-week meetings, access, welcome mail.",
+)
