@@ -889,6 +889,9 @@ def verify_history_question(ev: Evidence) -> Verdict:
     return Verdict(not reasons, tuple(reasons))
 
 
+# The People families' verifiers use this module's helpers, so they are imported once those exist.
+from scenarios.verify_people import verify_onboard  # noqa: E402
+
 VERIFIERS: dict[str, Callable[[Evidence], Verdict]] = {
     "triage-tickets-v0": verify_triage,
     "customer-escalation-v0": verify_escalation,
@@ -902,5 +905,6 @@ VERIFIERS: dict[str, Callable[[Evidence], Verdict]] = {
     "expense-reconciliation-v0": verify_expenses,
     "weekly-status-report-v0": verify_status_report,
     "history-question-v0": verify_history_question,
+    "onboard-new-hire-v0": verify_onboard,
 }
 """Verifiers by scenario id."""

@@ -123,6 +123,23 @@ PARTIALS: dict[str, dict[str, Mistake]] = {
             misread={"directory_get_profile": lambda p: {**p, "manager": p.get("username")}},
         ),
     },
+    "onboard-new-hire-v0": {
+        "partial-no-private": Mistake(
+            "lists only public channels, so the team's private channel is never joined (difficulty 1+)",
+            misread={"chat_list_channels": lambda r: {**r, "channels": [c for c in r["channels"]
+                                                                         if c["type"] == "public"]}},
+        ),  # fmt: skip
+        "partial-title-manager": Mistake(
+            "reads every new hire as a manager, so it also adds them to people-managers (difficulty 2+)",
+            misread={"directory_get_profile": lambda p: {**p, "title": "Engineering Manager"}},
+        ),
+        "partial-no-welcome": Mistake("does the channels, meetings and request, never mails the hire", drop=("mail_send",)),
+        "partial-own-calendar": Mistake(
+            "looks for free slots in its own calendar only: the hire's hours (another zone at 2+) and the team's"
+            " meetings are never checked",
+            change={"calendar_find_free_slots": {"usernames": ""}},
+        ),
+    },
 }
 """The partial agents of each family, by name."""
 

@@ -131,7 +131,12 @@ class OnboardNewHire:
         monday = local_today + timedelta(days=7 - local_today.weekday())
         location, tz = int(lead_row[1]), str(lead_row[2])
         if difficulty >= 2:
-            others = sql.all("SELECT id, timezone FROM locations WHERE timezone <> ? ORDER BY id", (tz,))
+            # Another zone, but one whose 09:00-17:00 still shares an hour with the whole team's day.
+            others = [
+                r
+                for r in sql.all("SELECT id, timezone FROM locations WHERE timezone <> ? ORDER BY id", (tz,))
+                if self._shared(sql, team_id, monday, str(r[1])) >= timedelta(hours=1)
+            ]
             if others:
                 pick = others[int(rng.integers(len(others)))]
                 location, tz = int(pick[0]), str(pick[1])
@@ -250,10 +255,34 @@ class OnboardNewHire:
             " BETWEEN 2 AND 6 ORDER BY t.id",
             (True, True),
         )
+        day = date(2026, 1, 5)  # any Monday: the check is on local hours, which the zones' offsets shift
+        rows = [r for r in rows if OnboardNewHire._shared(sql, int(r[0]), day, None) >= timedelta(hours=2)]
         if not rows:
-            raise ValueError("no team with an active lead and two to six teammates: world too small")
+            raise ValueError("no team whose lead and two to six teammates share two working hours: world too small")
         r = rows[int(rng.integers(len(rows)))]
         return int(r[0]), str(r[1]), str(r[2]), int(r[3]), str(r[4]), f"{r[5]} {r[6]}"
+
+    @staticmethod
+    def _shared(sql: Sql, team: int, day: date, hire_zone: str | None) -> timedelta:
+        """How long the working days of a team (lead included) and a hire working 09-17 in ``hire_zone`` overlap.
+
+        Why: the team intro needs one slot inside everyone's hours; a team spread over far-apart zones (or a hire
+        placed in one) has none, and the checklist would ask for the impossible.
+        """
+        hours = [
+            (str(r[0]), int(r[1]), int(r[2]))
+            for r in sql.all(
+                "SELECT timezone, work_start_minute, work_end_minute FROM employees WHERE active = ? AND"
+                " (team_id = ? OR id = (SELECT lead_id FROM teams WHERE id = ?)) ORDER BY id",
+                (True, team, team),
+            )
+        ]
+        if hire_zone is not None:
+            hours.append((hire_zone, 9 * 60, 17 * 60))
+        midnight = [datetime.combine(day, time(0, 0), tzinfo=ZoneInfo(z)) for z, _, _ in hours]
+        lo = max(m + timedelta(minutes=a) for m, (_, a, _) in zip(midnight, hours, strict=True))
+        hi = min(m + timedelta(minutes=b) for m, (_, _, b) in zip(midnight, hours, strict=True))
+        return max(hi - lo, timedelta(0))
 
     @staticmethod
     def _channel(sql: Sql, name: str, display: str, creator: int, now: datetime) -> int:
@@ -309,6 +338,7 @@ class OnboardNewHire:
                 "description": f"@{hire} manages nobody, so is not added to {c}.",
                 "fn": "channel_member",
                 "params": {"channel": c, "username": hire, "member": False},
+                "weight": 3,
                 "needs": [f"channel-{p['team_channel']}"],
             }
             for c in p["forbidden"]

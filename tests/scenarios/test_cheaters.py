@@ -29,6 +29,7 @@ FAMILIES = (
     "expense-reconciliation-v0",
     "weekly-status-report-v0",
     "history-question-v0",
+    "onboard-new-hire-v0",
 )
 SEEDS = (0, 1, 2)
 
