@@ -145,6 +145,11 @@ class Placeholders:
         """
         if value == "{my_post}":
             return self._sql.scalar("SELECT max(id) FROM posts WHERE author_id = ? AND deleted_at IS NULL", (self._me,))
+        if value == "{granted_by_me}":  # the live grant the decide example approved (looked up after it ran)
+            return self._sql.scalar(
+                "SELECT id FROM access_requests WHERE owner_id = ? AND status = 'approved' ORDER BY id DESC LIMIT 1",
+                (self._me,),
+            )
         if value == "{request_to_me}":
             # A pending access request addressed to the actor, made for the check by a coworker if there is none.
             found = self._sql.scalar(
