@@ -128,3 +128,8 @@ register(
     entry_point="scenarios.library.onboard:OnboardNewHire",
     description="Team lead onboards a new hire by the checklist: channels, first-week meetings, access, welcome mail.",
 )
+register(
+    "offboard-leaver-v0",
+    entry_point="scenarios.library.offboard:OffboardLeaver",
+    description="Team lead offboards a leaver by the checklist: grants, channels, tickets by owner, 1:1s, handover.",
+)
