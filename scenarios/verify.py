@@ -890,7 +890,7 @@ def verify_history_question(ev: Evidence) -> Verdict:
 
 
 # The People families' verifiers use this module's helpers, so they are imported once those exist.
-from scenarios.verify_people import verify_onboard  # noqa: E402
+from scenarios.verify_people import verify_offboard, verify_onboard  # noqa: E402
 
 VERIFIERS: dict[str, Callable[[Evidence], Verdict]] = {
     "triage-tickets-v0": verify_triage,
@@ -906,5 +906,6 @@ VERIFIERS: dict[str, Callable[[Evidence], Verdict]] = {
     "weekly-status-report-v0": verify_status_report,
     "history-question-v0": verify_history_question,
     "onboard-new-hire-v0": verify_onboard,
+    "offboard-leaver-v0": verify_offboard,
 }
 """Verifiers by scenario id."""

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from mcp_tools.calendar.slots import Person
-from scenarios.verify import Evidence, Verdict, _busy, _ids, _outside, _sent_mail, _utc
+from scenarios.verify import Evidence, Verdict, _busy, _ids, _outside, _pk, _sent_mail, _utc
 
 _ONBOARD_INSERTS = frozenset(
     {"channel_members", "channels", "posts", "mentions", "events", "event_attendees", "access_requests"}
@@ -88,6 +88,61 @@ def verify_onboard(ev: Evidence) -> Verdict:
         if c["op"] == "update":
             return c["table"] in ("mail_deliveries", "channel_members")
         return c["op"] == "insert" and c["table"] in _ONBOARD_INSERTS
+
+    reasons += [f"changes {c}" for c in _outside(ev, allowed)]
+    return Verdict(not reasons, tuple(reasons))
+
+
+_OFFBOARD_INSERTS = frozenset(
+    {"channel_members", "channels", "posts", "mentions", "mail_threads", "mail_messages", "mail_recipients"}
+    | {"mail_deliveries"}
+)
+
+
+def verify_offboard(ev: Evidence) -> Verdict:
+    """Grants revoked (the service account's kept), channels left, tickets by owner, 1:1s cancelled, handover."""
+    p = ev.params
+    leaver, name = int(p["leaver_id"]), str(p["leaver"])
+    reasons: list[str] = []
+    for g in p["grants"]:
+        status = ev.sql.scalar("SELECT status FROM access_requests WHERE id = ?", (g,))
+        if status != "revoked":
+            reasons.append(f"grant {g} is {status}, not revoked")
+    for g in p["kept_grants"]:
+        status = ev.sql.scalar("SELECT status FROM access_requests WHERE id = ?", (g,))
+        if status != "approved":
+            reasons.append(f"the service account's grant {g} is {status}")
+    reasons += [f"@{name} still in {c}" for c in p["channels"] if _member(ev, c, leaver)]
+    lines = [line for _, user, body in _sent_mail(ev) if user == str(p["hr"]).lower() for line in body.splitlines()]
+    for key, who in sorted(p["tickets"].items()):
+        got = ev.sql.scalar(
+            "SELECT e.username FROM tickets t LEFT JOIN employees e ON e.id = t.assignee_id WHERE t.key = ?", (key,)
+        )
+        if got != who:
+            reasons.append(f"{key} is with @{got}, not @{who}")
+        said = re.compile(rf"(?<![\w-]){re.escape(key)}(?!\d).*@{re.escape(who)}(?![\w.-]*\w)")
+        if not any(said.search(line) for line in lines):
+            reasons.append(f"no handover line to @{p['hr']} gives {key} to @{who}")
+    for m in p["meetings"]:
+        if not ev.sql.scalar("SELECT cancelled FROM events WHERE id = ?", (m,)):
+            reasons.append(f"meeting {m} is not cancelled")
+    keys = {str(k) for k in p["tickets"]}
+    grants, meetings = {int(g) for g in [*p["grants"], *p["kept_grants"]]}, {int(m) for m in p["meetings"]}
+
+    def allowed(c: Mapping[str, Any]) -> bool:
+        table, op = c["table"], c["op"]
+        if table == "tickets":
+            key = ev.sql.scalar("SELECT key FROM tickets WHERE id = ?", (_pk(c),))
+            return op == "update" and key in keys
+        if table == "access_requests":
+            return op == "update" and _pk(c) in grants
+        if table == "events":
+            return op == "update" and _pk(c) in meetings
+        if op == "update":
+            return table in ("mail_deliveries", "channel_members")
+        if op == "delete":
+            return table == "channel_members"
+        return table in _OFFBOARD_INSERTS
 
     reasons += [f"changes {c}" for c in _outside(ev, allowed)]
     return Verdict(not reasons, tuple(reasons))

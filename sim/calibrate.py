@@ -14,6 +14,7 @@ learnable signal (``ordered`` in the report).
 
 from __future__ import annotations
 
+import re
 import statistics
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -139,6 +140,19 @@ PARTIALS: dict[str, dict[str, Mistake]] = {
             " meetings are never checked",
             change={"calendar_find_free_slots": {"usernames": ""}},
         ),
+    },
+    "offboard-leaver-v0": {
+        "partial-revoke-all": Mistake(
+            "revokes every grant that names the leaver, the service account's too (difficulty 2+)",
+            misread={"directory_list_access_requests": lambda r: {**r, "requests": [
+                {**g, "requester": m.group(1)} if (m := re.search(r"by @([\w.-]+)", g["reason"])) else g
+                for g in r["requests"]]}},
+        ),  # fmt: skip
+        "partial-lead-takes-all": Mistake(
+            "never reads the component owners: every open ticket goes to the lead",
+            misread={"chat_search_posts": lambda r: {**r, "posts": [{"message": ""}]}},
+        ),
+        "partial-no-handover": Mistake("does every item but never mails the handover", drop=("mail_send",)),
     },
 }
 """The partial agents of each family, by name."""

@@ -451,7 +451,8 @@ class OffboardLeaver:
         ]
         allowed: list[dict[str, Any]] = [
             {"table": "tickets", "fields": ["assignee_id", "updated_at"], "keys": list(p["tickets"])},
-            {"table": "access_requests", "fields": ["status", "expires_at"], "keys": list(p["grants"])},
+            # The service account's grant may change here: its own weighted check, not the gate, scores revoking it.
+            {"table": "access_requests", "fields": ["status", "expires_at"], "keys": [*p["grants"], *p["kept_grants"]]},
             {"table": "events", "fields": ["cancelled"], "keys": list(p["meetings"])},
             {"table": "channel_members", "ops": ["delete", "update"]},
             {"table": "channel_members", "ops": ["insert"]},

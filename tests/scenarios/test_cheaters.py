@@ -30,6 +30,7 @@ FAMILIES = (
     "weekly-status-report-v0",
     "history-question-v0",
     "onboard-new-hire-v0",
+    "offboard-leaver-v0",
 )
 SEEDS = (0, 1, 2)
 

@@ -134,3 +134,92 @@ def test_onboard__honours_the_scenario_contract(store):
         check_scenario(ONBOARD, world, seeds=(0, 1))
     finally:
         world.close()
+
+
+OFFBOARD = "offboard-leaver-v0"
+
+
+@pytest.fixture(scope="module")
+def offboard(store):
+    with Episode(OFFBOARD, store=store) as episode:
+        yield episode
+
+
+def test_offboard__oracle_one_noop_and_random_zero_and_the_verifier_agrees(offboard):
+    for seed in range(4):
+        for difficulty in range(4):
+            oracle = run_agent(offboard, "oracle", seed, {"difficulty": difficulty})
+            assert oracle.value == 1.0, (seed, difficulty, _failed(oracle))
+            assert verify(offboard).solved
+            assert run_agent(offboard, "noop", seed, {"difficulty": difficulty}).value == 0.0
+            assert run_agent(offboard, "random", seed, {"difficulty": difficulty}).value <= 0.1
+    assert len(oracle.checks) >= 20, "difficulty 3 is dense: one check per ticket, line, grant, channel, meeting"
+
+
+def test_offboard__revoking_the_service_accounts_grant_loses_its_weighted_check(offboard):
+    prompt, info = offboard.reset(seed=1, options={"difficulty": 2})
+    env = EpisodeEnv(offboard, prompt, info)
+    (kept,) = offboard.instance.params["kept_grants"]
+    offboard.family.oracle(Tampering(env, lambda name, args: args))
+    offboard.reset(seed=1, options={"difficulty": 2})
+    env = EpisodeEnv(offboard, offboard.instance.prompt, info)
+
+    def also_the_pager(name, args):
+        if name == "mail_send":
+            env.call("directory_revoke_access", request_id=kept)
+        return args
+
+    offboard.family.oracle(Tampering(env, also_the_pager))
+    score = offboard.grade()
+    assert _failed(score) == [f"keep-{kept}"]
+    assert 0.7 < score.value < 0.95
+    assert not verify(offboard).solved
+
+
+def test_offboard__a_ticket_given_to_its_leaving_component_owner_is_wrong(offboard):
+    prompt, info = offboard.reset(seed=2, options={"difficulty": 2})
+    env = EpisodeEnv(offboard, prompt, info)
+    p = offboard.instance.params
+    to_lead = [k for k, who in p["tickets"].items() if who == p["lead"]]
+    moved = to_lead[-1]
+
+    def to_someone_else(name, args):
+        if name == "tickets_assign" and args["key"] == moved:
+            other = next(who for who in p["tickets"].values() if who != p["lead"])
+            return {**args, "username": other}
+        return args
+
+    offboard.family.oracle(Tampering(env, to_someone_else))
+    assert _failed(offboard.grade()) == [f"assign-{moved}"]  # its handover line still (rightly) names the lead
+    assert any(moved in r for r in verify(offboard).reasons)
+
+
+def test_offboard__town_square_keeps_the_leaver_and_a_stranger_cannot_remove_them(offboard):
+    prompt, info = offboard.reset(seed=0, options={"difficulty": 1})
+    env = EpisodeEnv(offboard, prompt, info)
+    leaver = offboard.instance.params["leaver"]
+    with pytest.raises(ToolFailed) as refused:
+        env.call("chat_remove_member", channel="town-square", username=leaver)
+    assert refused.value.code == "invalid_argument"
+    with pytest.raises(ToolFailed) as private:
+        env.call("chat_remove_member", channel="leadership", username=leaver)
+    assert private.value.code in ("forbidden", "not_found")
+
+
+def test_offboard__calibration_orders_partials_and_agrees_with_the_verifier(store):
+    report = calibrate([OFFBOARD], seeds=range(3), difficulties=(0, 2), episode_factory=lambda f: Episode(f, store=store))
+    assert report.agreement(OFFBOARD) == 1.0, report.disagreements[:3]
+    for difficulty in (0, 2):
+        noop = report.cells[(OFFBOARD, difficulty, "noop")].mean
+        partials = [c.mean for (f, d, a), c in report.cells.items() if d == difficulty and a.startswith("partial-")]
+        assert noop < min(partials) and max(partials) <= 1.0
+    assert report.cells[(OFFBOARD, 2, "partial-revoke-all")].mean < 1.0 == report.cells[(OFFBOARD, 0, "partial-revoke-all")].mean
+
+
+def test_offboard__honours_the_scenario_contract(store):
+    family = make(OFFBOARD)
+    world = store.base(WorldSpec(seed=1, employees=family.world.employees, history_days=family.world.history_days))
+    try:
+        check_scenario(OFFBOARD, world, seeds=(0, 1))
+    finally:
+        world.close()
