@@ -51,7 +51,8 @@ def _meeting(ev: Evidence, title: str, who: list[str], week: tuple[Any, Any]) ->
     start, end = _utc(s), _utc(e)
     reasons = [f"{title!r} starts {start.isoformat()}, outside the first week"] * (not week[0] <= start < week[1])
     invited = {str(r[1]): r for r in ev.sql.all(
-        f"{_WHO} WHERE id IN (SELECT employee_id FROM event_attendees WHERE event_id = ?) ORDER BY id", (event_id,)
+        f"{_WHO} WHERE id IN (SELECT employee_id FROM event_attendees WHERE event_id = ?) ORDER BY id",  # noqa: S608
+        (event_id,),
     )}  # fmt: skip
     reasons += [f"@{u} not invited to {title!r}" for u in who if u not in invited]
     for row in [ev.sql.one(f"{_WHO} WHERE id = ?", (ev.actor_id,)), *invited.values()]:  # noqa: S608
@@ -141,7 +142,7 @@ def verify_offboard(ev: Evidence) -> Verdict:
         if op == "update":
             return table in ("mail_deliveries", "channel_members")
         if op == "delete":
-            return table == "channel_members"
+            return bool(table == "channel_members")
         return table in _OFFBOARD_INSERTS
 
     reasons += [f"changes {c}" for c in _outside(ev, allowed)]

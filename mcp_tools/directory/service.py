@@ -294,7 +294,9 @@ def revoke_access(ctx: ToolContext, request_id: int) -> dict[str, Any]:
     if not row[5]:
         state = "expired" if row[2] == "approved" else row[2]
         raise Conflict(f"request {request_id} is {state}, not a live grant; there is nothing to revoke")
-    sql.update("access_requests", request_id, {"status": ("approved", "revoked"), "expires_at": (sql.stored(row[3]), now)})
+    sql.update(
+        "access_requests", request_id, {"status": ("approved", "revoked"), "expires_at": (sql.stored(row[3]), now)}
+    )
     return _request(sql, request_id)
 
 

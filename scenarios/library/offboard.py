@@ -163,7 +163,10 @@ class OffboardLeaver:
         tickets = self._expected_tickets(sql, leaver, lead_user, owners)
         for key, who in tickets.items():  # the new assignee must be able to carry it: a member of its project
             pid = sql.scalar("SELECT project_id FROM tickets WHERE key = ?", (key,))
-            if sql.one("SELECT 1 FROM project_members WHERE project_id = ? AND employee_id = ?", (pid, ids[who])) is None:
+            if (
+                sql.one("SELECT 1 FROM project_members WHERE project_id = ? AND employee_id = ?", (pid, ids[who]))
+                is None
+            ):
                 sql.insert("project_members", {"project_id": pid, "employee_id": ids[who], "role": "member"})
         params: dict[str, Any] = {
             "lead": lead_user,
@@ -211,7 +214,8 @@ class OffboardLeaver:
             reports = [
                 (int(i), str(u))
                 for i, u in sql.all(
-                    "SELECT id, username FROM employees WHERE manager_id = ? AND team_id = ? AND active = ? ORDER BY id",
+                    "SELECT id, username FROM employees WHERE manager_id = ? AND team_id = ? AND active = ?"
+                    " ORDER BY id",
                     (r[4], r[0], True),
                 )
             ]
@@ -339,9 +343,7 @@ class OffboardLeaver:
         sql.insert("event_attendees", {"event_id": eid, "employee_id": leaver, "rsvp": "accepted", "optional": False})
 
     @staticmethod
-    def _checklist(
-        session: Session, sql: Sql, clock: Clock, department: int, hr: int, lead: int, now: datetime
-    ) -> str:
+    def _checklist(session: Session, sql: Sql, clock: Clock, department: int, hr: int, lead: int, now: datetime) -> str:
         """The checklist in the People folder, written by the head of People, readable by the lead."""
         row = sql.one("SELECT name, head_id FROM departments WHERE id = ?", (department,))
         head = int(row[1]) if row[1] is not None else hr
@@ -468,7 +470,7 @@ class OffboardLeaver:
         checks.append(
             {
                 "id": "no-collateral",
-                "description": "Only the leaver's open tickets, grants and 1:1s, memberships, mail and messages changed.",
+                "description": "Only the leaver's open tickets, grants, 1:1s and memberships, and mail and messages.",
                 "must": True,
                 "fn": "no_collateral_changes",
                 "params": {"allowed": allowed},
@@ -537,7 +539,10 @@ class OffboardLeaver:
                  body="Hi,\n\nHandover summary, one line per reassigned ticket:\n" + "\n".join(lines)
                  + f"\n\nI also revoked @{leaver}'s access grants, removed them from the team channels and cancelled "
                  "our 1:1s.\n\nThanks")  # fmt: skip
-        env.call("submit", summary=f"offboarded @{leaver}: {len(lines)} tickets reassigned, {len(done)} meetings cancelled")
+        env.call(
+            "submit", summary=f"offboarded @{leaver}: {len(lines)} tickets reassigned, {len(done)} meetings cancelled"
+        )
+
 
 def _aware(value: Any) -> datetime:
     """A stored timestamp as an aware UTC datetime (SQLite hands back text)."""

@@ -440,7 +440,9 @@ class OnboardNewHire:
         team = env.call("directory_team_members", team=profile["team"])["members"]
         teammates = [m["username"] for m in team if m["username"] not in (hire_user, env.actor)]
         mine = env.call("chat_list_channels")["channels"]
-        team_channel = next(c["name"] for c in mine if c["name"].startswith("team-") and c["display_name"] == profile["team"])  # fmt: skip
+        team_channel = next(
+            c["name"] for c in mine if c["name"].startswith("team-") and c["display_name"] == profile["team"]
+        )
         slug = team_channel.removeprefix("team-")
         channels = ["town-square", "announcements", team_channel]
         channels += [c["name"] for c in mine if c["type"] == "private" and c["name"].startswith(f"{slug}-")]
@@ -455,12 +457,13 @@ class OnboardNewHire:
             "Team intro": [hire_user, *teammates],
         }
         for title, who in plan.items():
+            end = (week + timedelta(days=5)).isoformat()
             slots = env.call("calendar_find_free_slots", usernames=",".join(who), duration_minutes=30,
-                             start=week.isoformat(), end=(week + timedelta(days=5)).isoformat(), limit=1)["slots"]  # fmt: skip
+                             start=week.isoformat(), end=end, limit=1)["slots"]  # fmt: skip
             env.call("calendar_create_event", title=title, start=slots[0]["start"], end=slots[0]["end"],
                      attendees=",".join(who), description=f"Onboarding: {title} for @{hire_user}.")  # fmt: skip
-        env.call("directory_request_access", username=hire_user, field="personal_contact",
-                 reason="New hire on my team: I need to reach them on their first day if the badge or laptop fails.")  # fmt: skip
+        why = "New hire on my team: I need to reach them on their first day if the badge or laptop fails."
+        env.call("directory_request_access", username=hire_user, field="personal_contact", reason=why)
         env.call("mail_send", to=profile["email"], subject="Welcome to the team!",
                  body=f"Hi,\n\nWelcome aboard! Your start date is {monday}. Your onboarding buddy is @{buddy_user}, "
                  f"and the team talks in {team_channel}, where you have already been added. I booked a Welcome 1:1, "

@@ -154,7 +154,9 @@ def _members(app, channel):
 def test_add_member__a_member_adds_to_private_and_public_channels_once(app):
     assert app.call("chat_add_member", channel="leads", username="@dev.one") == {"channel": "leads", "added": "dev.one"}
     assert "dev.one" in _members(app, "leads")
-    assert app.call("chat_read_channel", actor=Actor.load(app.session, "dev.one"), channel="leads")["channel"] == "leads"
+    assert (
+        app.call("chat_read_channel", actor=Actor.load(app.session, "dev.one"), channel="leads")["channel"] == "leads"
+    )
     app.call("chat_add_member", channel="off-topic", username="olaf.out")
     assert "olaf.out" in _members(app, "off-topic")
     assert _code(lambda: app.call("chat_add_member", channel="leads", username="dev.one")) == "conflict"

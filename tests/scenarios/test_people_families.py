@@ -117,7 +117,9 @@ def test_onboard__the_hire_cannot_be_added_where_the_lead_is_not_a_member(onboar
 
 
 def test_onboard__calibration_orders_partials_and_agrees_with_the_verifier(store):
-    report = calibrate([ONBOARD], seeds=range(3), difficulties=(1, 3), episode_factory=lambda f: Episode(f, store=store))
+    report = calibrate(
+        [ONBOARD], seeds=range(3), difficulties=(1, 3), episode_factory=lambda f: Episode(f, store=store)
+    )
     assert report.agreement(ONBOARD) == 1.0, report.disagreements[:3]
     for difficulty in (1, 3):
         oracle = report.cells[(ONBOARD, difficulty, "oracle")].mean
@@ -207,13 +209,19 @@ def test_offboard__town_square_keeps_the_leaver_and_a_stranger_cannot_remove_the
 
 
 def test_offboard__calibration_orders_partials_and_agrees_with_the_verifier(store):
-    report = calibrate([OFFBOARD], seeds=range(3), difficulties=(0, 2), episode_factory=lambda f: Episode(f, store=store))
+    report = calibrate(
+        [OFFBOARD], seeds=range(3), difficulties=(0, 2), episode_factory=lambda f: Episode(f, store=store)
+    )
     assert report.agreement(OFFBOARD) == 1.0, report.disagreements[:3]
     for difficulty in (0, 2):
         noop = report.cells[(OFFBOARD, difficulty, "noop")].mean
         partials = [c.mean for (f, d, a), c in report.cells.items() if d == difficulty and a.startswith("partial-")]
         assert noop < min(partials) and max(partials) <= 1.0
-    assert report.cells[(OFFBOARD, 2, "partial-revoke-all")].mean < 1.0 == report.cells[(OFFBOARD, 0, "partial-revoke-all")].mean
+    assert (
+        report.cells[(OFFBOARD, 2, "partial-revoke-all")].mean
+        < 1.0
+        == report.cells[(OFFBOARD, 0, "partial-revoke-all")].mean
+    )
 
 
 def test_offboard__honours_the_scenario_contract(store):
