@@ -34,6 +34,10 @@ CASES = [
     ("release-notes-v0", "random", 2, {}),
     ("access-requests-v0", "oracle", 3, {"difficulty": 3, "noise": "realistic"}),
     ("access-requests-v0", "random", 1, {}),
+    ("onboard-new-hire-v0", "oracle", 2, {"difficulty": 3, "noise": "realistic"}),
+    ("onboard-new-hire-v0", "random", 1, {}),
+    ("offboard-leaver-v0", "oracle", 3, {"difficulty": 3, "noise": "realistic"}),
+    ("offboard-leaver-v0", "random", 2, {}),
 ]
 
 
