@@ -29,6 +29,7 @@ from graders.checks_common import (
 )
 from worlds.schema import (
     Channel,
+    ChannelMember,
     Employee,
     Event,
     EventAttendee,
@@ -303,3 +304,27 @@ def event_exists(
         notes.append(f"#{e.id} {snippet(e.title)}: {', '.join(problems)}")
     head = f"none of {len(notes)} live events organised by {who_label(organizer)} fits /{title_pattern}/"
     return CheckOutcome.of(False, head + (f": {listing(notes)}" if notes else ""))
+
+
+_MEMBER = (
+    select(Channel.name, Employee.username, ChannelMember.id.label("member"))
+    .select_from(Channel)
+    .join(Employee, Employee.username == bindparam("who"))
+    .outerjoin(ChannelMember, (ChannelMember.channel_id == Channel.id) & (ChannelMember.employee_id == Employee.id))
+    .where(Channel.name == bindparam("channel"))
+)
+
+
+@check_fn("channel_member", reads=("channel_members",))
+def channel_member(ctx: GradingContext, channel: str, username: str, member: bool = True) -> CheckOutcome:
+    """``username`` is (or, with ``member=False``, is not) a member of ``channel`` in the final state.
+
+    Why final state: onboarding adds people to channels and offboarding takes them out; who ends up able to read
+    a private channel is what matters, however many times they were added and removed on the way.
+    """
+    row = ctx.db.execute(_MEMBER, {"who": username.lstrip("@"), "channel": channel.lstrip("~#")}).first()
+    if row is None:
+        return CheckOutcome.of(False, f"no channel {channel!r} or no employee {username!r}")
+    now = row.member is not None
+    verb = "is a member" if now else "is not a member"
+    return CheckOutcome.of(now == member, f"@{row.username} {verb} of {row.name}")

@@ -79,6 +79,14 @@ class Placeholders:
             (me,),
         )
         coworker = member[0] if member else None
+        # A channel of the actor's (not a direct one) and an active coworker outside it, to add and then remove.
+        joinable = one(
+            "SELECT c.name, e.username FROM channels c JOIN channel_members m ON m.channel_id = c.id"
+            " JOIN employees e ON e.active = ? AND e.id <> ? AND NOT EXISTS (SELECT 1 FROM channel_members x"
+            " WHERE x.channel_id = c.id AND x.employee_id = e.id)"
+            " WHERE m.employee_id = ? AND c.type IN ('O', 'P') ORDER BY c.id, e.id LIMIT 1",
+            (True, me, me),
+        )
         self._sql, self._me = sql, me
         self.values: dict[str, Any] = {
             "me": actor.username,
@@ -93,6 +101,8 @@ class Placeholders:
             ),
             "sprint": sql.scalar("SELECT name FROM sprints WHERE project_id = ? ORDER BY id LIMIT 1", (pid,)),
             "channel": sql.scalar("SELECT name FROM channels WHERE type = 'O' ORDER BY id LIMIT 1"),
+            "my_channel": joinable[0] if joinable else None,
+            "non_member": joinable[1] if joinable else None,
             "post": post[0] if post else None,
             "message": mail[0] if mail else None,
             "thread": mail[1] if mail else None,
@@ -135,6 +145,11 @@ class Placeholders:
         """
         if value == "{my_post}":
             return self._sql.scalar("SELECT max(id) FROM posts WHERE author_id = ? AND deleted_at IS NULL", (self._me,))
+        if value == "{granted_by_me}":  # the live grant the decide example approved (looked up after it ran)
+            return self._sql.scalar(
+                "SELECT id FROM access_requests WHERE owner_id = ? AND status = 'approved' ORDER BY id DESC LIMIT 1",
+                (self._me,),
+            )
         if value == "{request_to_me}":
             # A pending access request addressed to the actor, made for the check by a coworker if there is none.
             found = self._sql.scalar(

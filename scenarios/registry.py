@@ -143,3 +143,13 @@ register(
     entry_point="scenarios.library.incident_postmortem:IncidentPostmortem",
     description="Team lead writes yesterday's incident postmortem from ~incidents: timeline, cause, action tickets.",
 )
+register(
+    "onboard-new-hire-v0",
+    entry_point="scenarios.library.onboard:OnboardNewHire",
+    description="Team lead onboards a new hire by the checklist: channels, first-week meetings, access, welcome mail.",
+)
+register(
+    "offboard-leaver-v0",
+    entry_point="scenarios.library.offboard:OffboardLeaver",
+    description="Team lead offboards a leaver by the checklist: grants, channels, tickets by owner, 1:1s, handover.",
+)

@@ -976,6 +976,9 @@ def verify_history_followup(ev: Evidence) -> Verdict:
     return Verdict(not reasons, tuple(reasons))
 
 
+# The People families' verifiers use this module's helpers, so they are imported once those exist.
+from scenarios.verify_people import verify_offboard, verify_onboard  # noqa: E402
+
 VERIFIERS: dict[str, Callable[[Evidence], Verdict]] = {
     "triage-tickets-v0": verify_triage,
     "customer-escalation-v0": verify_escalation,
@@ -991,6 +994,8 @@ VERIFIERS: dict[str, Callable[[Evidence], Verdict]] = {
     "history-question-v0": verify_history_question,
     "history-redo-v0": verify_history_redo,
     "history-followup-v0": verify_history_followup,
+    "onboard-new-hire-v0": verify_onboard,
+    "offboard-leaver-v0": verify_offboard,
 }
 """Verifiers by scenario id."""
 

@@ -191,6 +191,45 @@ PARTIALS: dict[str, dict[str, Mistake]] = {
             misread={"tickets_get": _as_filed},
         ),
     },
+    "onboard-new-hire-v0": {
+        "partial-no-private": Mistake(
+            "lists only public channels, so the team's private channel is never joined (difficulty 1+)",
+            misread={
+                "chat_list_channels": lambda r: {**r, "channels": [c for c in r["channels"] if c["type"] == "public"]}
+            },
+        ),  # fmt: skip
+        "partial-title-manager": Mistake(
+            "reads every new hire as a manager, so it also adds them to people-managers (difficulty 2+)",
+            misread={"directory_get_profile": lambda p: {**p, "title": "Engineering Manager"}},
+        ),
+        "partial-no-welcome": Mistake(
+            "does the channels, meetings and request, never mails the hire", drop=("mail_send",)
+        ),
+        "partial-own-calendar": Mistake(
+            "looks for free slots in its own calendar only: the hire's hours (another zone at 2+) and the team's"
+            " meetings are never checked",
+            change={"calendar_find_free_slots": {"usernames": ""}},
+        ),
+    },
+    "offboard-leaver-v0": {
+        "partial-revoke-all": Mistake(
+            "revokes every grant that names the leaver, the service account's too (difficulty 2+)",
+            misread={
+                "directory_list_access_requests": lambda r: {
+                    **r,
+                    "requests": [
+                        {**g, "requester": m.group(1)} if (m := re.search(r"by @([\w.-]+)", g["reason"])) else g
+                        for g in r["requests"]
+                    ],
+                }
+            },
+        ),  # fmt: skip
+        "partial-lead-takes-all": Mistake(
+            "never reads the component owners: every open ticket goes to the lead",
+            misread={"chat_search_posts": lambda r: {**r, "posts": [{"message": ""}]}},
+        ),
+        "partial-no-handover": Mistake("does every item but never mails the handover", drop=("mail_send",)),
+    },
 }
 """The partial agents of each family, by name."""
 

@@ -199,6 +199,28 @@ def get_file(file_id: int) -> dict[str, Any]:
     return service.get_file(current_context(), file_id)
 
 
+@chat.tool(WRITE)
+def add_member(channel: str, username: str) -> dict[str, Any]:
+    """Add a coworker to a public or private channel you are a member of (deactivated accounts are refused).
+
+    Args:
+        channel: Channel name.
+        username: Their username.
+    """
+    return service.add_member(current_context(), channel, username)
+
+
+@chat.tool(WRITE)
+def remove_member(channel: str, username: str) -> dict[str, Any]:
+    """Remove someone (a leaver too) from a channel you are a member of; nobody leaves town-square.
+
+    Args:
+        channel: Channel name.
+        username: Their username.
+    """
+    return service.remove_member(current_context(), channel, username)
+
+
 EXAMPLES: dict[str, list[dict[str, Any]]] = {
     "chat_list_channels": [{}],
     "chat_read_channel": [{"channel": "{channel}", "limit": 5}],
@@ -218,5 +240,7 @@ EXAMPLES: dict[str, list[dict[str, Any]]] = {
     "chat_mark_read": [{"channel": "{channel}"}],
     "chat_upload_file": [{"channel": "{channel}", "name": "minutes.txt", "content_base64": "TWludXRlcwo="}],
     "chat_get_file": [{"file_id": "{my_file}"}],
+    "chat_add_member": [{"channel": "{my_channel}", "username": "{non_member}"}],
+    "chat_remove_member": [{"channel": "{my_channel}", "username": "{non_member}"}],
 }
 """Example calls for ``mcp_tools.check.check_app`` (placeholders are filled from the world)."""

@@ -460,3 +460,77 @@ def upload_file(ctx: ToolContext, channel: str, name: str, content_base64: str) 
 def get_file(ctx: ToolContext, file_id: int) -> dict[str, Any]:
     """A visible file with its bytes (base64)."""
     return files.get(ctx, Sql.of(ctx.session), file_id)
+
+
+def _manager(ctx: ToolContext, sql: Sql, ch: Any, verb: str) -> None:
+    """Refuse a membership change by someone who is neither a member of ``ch`` nor an ``it_admin``.
+
+    Why: in Mattermost only a channel's members (or a system admin) manage who is in it, and a private
+    channel's member list is invisible to everyone else; adding or removing people is not a way in.
+    """
+    if ch[2] in ("D", "G"):
+        raise InvalidArgument(f"{ch[1]!r} is a direct channel; its members cannot change")
+    admin = sql.one(
+        "SELECT 1 FROM employee_roles WHERE employee_id = ? AND role = 'it_admin'", (ctx.actor.employee_id,)
+    )
+    if admin is None and not _member(ctx, sql, ch[0]):
+        kind = "private " if ch[2] == "P" else ""
+        raise Forbidden(f"@{ctx.actor.username} is not a member of the {kind}channel {ch[1]!r}, so cannot {verb}")
+
+
+def add_member(ctx: ToolContext, channel: str, username: str) -> dict[str, Any]:
+    """Add a coworker to a public or private channel the actor belongs to.
+
+    Raises:
+        Forbidden: the actor is not a member (nor an admin), or the coworker's account is deactivated.
+        Conflict: they are already a member.
+    """
+    sql = Sql.of(ctx.session)
+    ch = _channel(sql, channel)
+    _manager(ctx, sql, ch, "add members")
+    who = sql.one("SELECT id, username, active FROM employees WHERE username = ?", (username.lstrip("@"),))
+    if who is None:
+        raise NotFound(f"no employee with username {username!r}")
+    if not who[2]:
+        raise Forbidden(f"@{who[1]} has left the company (account deactivated); they cannot join channels")
+    if sql.one("SELECT 1 FROM channel_members WHERE channel_id = ? AND employee_id = ?", (ch[0], who[0])):
+        raise Conflict(f"@{who[1]} is already a member of {ch[1]!r}")
+    sql.insert(
+        "channel_members",
+        {"channel_id": ch[0], "employee_id": who[0], "joined_at": ctx.clock.now(), "last_viewed_at": None},
+    )
+    return {"channel": ch[1], "added": who[1]}
+
+
+def remove_member(ctx: ToolContext, channel: str, username: str) -> dict[str, Any]:
+    """Remove a member (active or deactivated) from a channel the actor belongs to; town-square keeps everyone.
+
+    Raises:
+        Forbidden: the actor is not a member (nor an admin).
+        InvalidArgument: the channel is town-square, which Mattermost never lets anyone leave.
+        NotFound: they are not a member.
+    """
+    sql = Sql.of(ctx.session)
+    ch = _channel(sql, channel)
+    if ch[1] == "town-square":
+        raise InvalidArgument("nobody can be removed from town-square: every account stays in it")
+    _manager(ctx, sql, ch, "remove members")
+    who = sql.one("SELECT id, username FROM employees WHERE username = ?", (username.lstrip("@"),))
+    if who is None:
+        raise NotFound(f"no employee with username {username!r}")
+    row = sql.one(
+        "SELECT id, channel_id, employee_id, joined_at, last_viewed_at FROM channel_members"
+        " WHERE channel_id = ? AND employee_id = ?",
+        (ch[0], who[0]),
+    )
+    if row is None:
+        raise NotFound(f"@{who[1]} is not a member of {ch[1]!r}")
+    old = {
+        "id": row[0],
+        "channel_id": row[1],
+        "employee_id": row[2],
+        "joined_at": sql.stored(row[3]),
+        "last_viewed_at": sql.stored(row[4]),
+    }
+    sql.delete("channel_members", {"id": row[0]}, old)
+    return {"channel": ch[1], "removed": who[1]}

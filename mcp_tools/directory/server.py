@@ -111,11 +111,11 @@ def request_access(username: str, field: str, reason: str) -> dict[str, Any]:
 
 @directory.tool(READ)
 def list_access_requests(role: str = "mine", status: str | None = None) -> dict[str, Any]:
-    """List access requests you made or that wait for your decision.
+    """List access requests you made, that wait for your decision, or that your direct reports made.
 
     Args:
-        role: mine (you asked) or to_me (you decide).
-        status: Only pending, approved or denied ones.
+        role: mine (you asked), to_me (you decide) or reports (your direct reports asked).
+        status: Only pending, approved, denied or revoked ones.
     """
     return service.list_access_requests(current_context(), role, status)
 
@@ -129,6 +129,16 @@ def decide_access_request(request_id: int, approve: bool) -> dict[str, Any]:
         approve: True to approve, False to deny.
     """
     return service.decide_access_request(current_context(), request_id, approve)
+
+
+@directory.tool(WRITE)
+def revoke_access(request_id: int) -> dict[str, Any]:
+    """Revoke an approved grant before it expires: as its data owner, the requester's manager, or HR.
+
+    Args:
+        request_id: Id of the approved request.
+    """
+    return service.revoke_access(current_context(), request_id)
 
 
 EXAMPLES: dict[str, list[dict[str, Any]]] = {
@@ -145,5 +155,6 @@ EXAMPLES: dict[str, list[dict[str, Any]]] = {
     ],
     "directory_list_access_requests": [{}, {"role": "to_me", "status": "pending"}],
     "directory_decide_access_request": [{"request_id": "{request_to_me}", "approve": True}],
+    "directory_revoke_access": [{"request_id": "{granted_by_me}"}],
 }
 """Example calls for ``mcp_tools.check.check_app`` (placeholders are filled from the world)."""

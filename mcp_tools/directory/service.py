@@ -14,7 +14,7 @@ from mcp_tools.base import ToolContext
 from mcp_tools.directory.access import data_owner, may_see
 from mcp_tools.errors import Conflict, Forbidden, InvalidArgument, NotFound
 from worlds.rawsql import Sql, iso, like_pattern
-from worlds.schema.access import ACCESS_FIELDS
+from worlds.schema.access import ACCESS_FIELDS, ACCESS_STATES
 
 GRANT = timedelta(days=7)
 _PERSON = (
@@ -251,17 +251,53 @@ def _request(sql: Sql, rid: int) -> dict[str, Any]:
 
 
 def list_access_requests(ctx: ToolContext, role: str, status: str | None) -> dict[str, Any]:
-    """Requests the actor made (``mine``) or must decide (``to_me``), newest first."""
-    if role not in ("mine", "to_me") or status not in (None, "pending", "approved", "denied"):
-        raise InvalidArgument(f"role must be mine or to_me and status pending/approved/denied; got {role}, {status}")
+    """Requests the actor made (``mine``), must decide (``to_me``) or that their direct reports made (``reports``).
+
+    ``reports`` is how a manager sees the grants their people hold (to revoke a leaver's), newest first.
+    """
+    if role not in ("mine", "to_me", "reports") or status not in (None, *ACCESS_STATES):
+        raise InvalidArgument(
+            f"role must be mine, to_me or reports and status one of {', '.join(ACCESS_STATES)}; got {role}, {status}"
+        )
     sql = Sql.of(ctx.session)
-    column = "requester_id" if role == "mine" else "owner_id"
+    where = {
+        "mine": "requester_id = ?",
+        "to_me": "owner_id = ?",
+        "reports": "requester_id IN (SELECT id FROM employees WHERE manager_id = ?)",
+    }[role]
     ids = sql.column(
-        f"SELECT id FROM access_requests WHERE {column} = ?"  # noqa: S608 - column is one of two constants
+        f"SELECT id FROM access_requests WHERE {where}"  # noqa: S608 - where is one of three constants
         " AND (CAST(? AS TEXT) IS NULL OR status = ?) ORDER BY id DESC LIMIT 100",
         (ctx.actor.employee_id, status, status),
     )
     return {"requests": [_request(sql, i) for i in ids]}
+
+
+def revoke_access(ctx: ToolContext, request_id: int) -> dict[str, Any]:
+    """Withdraw an approved, unexpired grant: its data owner, the requester's manager or an HR person may.
+
+    Why the manager: when someone leaves or changes role, their manager is the one who knows the access is no
+    longer needed; the data owner may be in another department. Requests the actor may not touch read as
+    ``not_found``, as for deciding.
+    """
+    sql = Sql.of(ctx.session)
+    now = ctx.clock.now()
+    row = sql.one(
+        "SELECT a.id, a.owner_id, a.status, a.expires_at, e.manager_id,"
+        " CASE WHEN a.status = 'approved' AND a.expires_at > ? THEN 1 ELSE 0 END FROM access_requests a"
+        " JOIN employees e ON e.id = a.requester_id WHERE a.id = ?",
+        (sql.bind(now), request_id),
+    )
+    me = ctx.actor.employee_id
+    if row is None or (me not in (row[1], row[4]) and not ctx.actor.has_role("hr")):
+        raise NotFound(f"expected the id of a grant you own, of your report's, or (HR) any; found no {request_id}")
+    if not row[5]:
+        state = "expired" if row[2] == "approved" else row[2]
+        raise Conflict(f"request {request_id} is {state}, not a live grant; there is nothing to revoke")
+    sql.update(
+        "access_requests", request_id, {"status": ("approved", "revoked"), "expires_at": (sql.stored(row[3]), now)}
+    )
+    return _request(sql, request_id)
 
 
 def decide_access_request(ctx: ToolContext, request_id: int, approve: bool) -> dict[str, Any]:

@@ -38,6 +38,10 @@ CASES = [
     ("suspicious-request-v0", "random", 1, {}),
     ("incident-postmortem-v0", "oracle", 2, {"difficulty": 3, "noise": "realistic"}),
     ("incident-postmortem-v0", "random", 4, {}),
+    ("onboard-new-hire-v0", "oracle", 2, {"difficulty": 3, "noise": "realistic"}),
+    ("onboard-new-hire-v0", "random", 1, {}),
+    ("offboard-leaver-v0", "oracle", 3, {"difficulty": 3, "noise": "realistic"}),
+    ("offboard-leaver-v0", "random", 2, {}),
 ]
 
 

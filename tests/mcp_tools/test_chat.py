@@ -1,7 +1,9 @@
 import pytest
 from sqlalchemy import select
 
+from mcp_tools.base import Actor
 from mcp_tools.errors import AppError
+from tests.mcp_tools.conftest import T0
 from worlds.schema import Channel, ChannelMember, Mention
 
 
@@ -143,3 +145,48 @@ def test_files__an_upload_to_another_channel_cannot_be_attached_here(app):
     claim = lambda: app.call("chat_post", channel="town-square", message="see plan", file_ids=[up["id"]])  # noqa: E731
     assert _code(claim) == "conflict"
     assert app.hash() == h
+
+
+def _members(app, channel):
+    return [m["username"] for m in app.call("chat_list_members", channel=channel)["members"]]
+
+
+def test_add_member__a_member_adds_to_private_and_public_channels_once(app):
+    assert app.call("chat_add_member", channel="leads", username="@dev.one") == {"channel": "leads", "added": "dev.one"}
+    assert "dev.one" in _members(app, "leads")
+    assert (
+        app.call("chat_read_channel", actor=Actor.load(app.session, "dev.one"), channel="leads")["channel"] == "leads"
+    )
+    app.call("chat_add_member", channel="off-topic", username="olaf.out")
+    assert "olaf.out" in _members(app, "off-topic")
+    assert _code(lambda: app.call("chat_add_member", channel="leads", username="dev.one")) == "conflict"
+
+
+@pytest.mark.parametrize(
+    ("actor", "tool", "args", "code"),
+    [
+        ("outsider", "chat_add_member", {"channel": "leads", "username": "olaf.out"}, "forbidden"),
+        ("outsider", "chat_add_member", {"channel": "off-topic", "username": "olaf.out"}, "forbidden"),
+        ("lead", "chat_add_member", {"channel": "off-topic", "username": "gone.away"}, "forbidden"),
+        ("lead", "chat_add_member", {"channel": "off-topic", "username": "nobody.here"}, "not_found"),
+        ("lead", "chat_add_member", {"channel": "no-such-channel", "username": "dev.one"}, "not_found"),
+        ("lead", "chat_remove_member", {"channel": "town-square", "username": "dev.one"}, "invalid_argument"),
+        ("lead", "chat_remove_member", {"channel": "leads", "username": "dev.two"}, "not_found"),
+        ("outsider", "chat_remove_member", {"channel": "leads", "username": "cora.ceo"}, "forbidden"),
+    ],
+)
+def test_membership__refusals_give_the_code_and_change_nothing(app, actor, tool, args, code):
+    h = app.hash()
+    assert _code(lambda: app.call(tool, actor=getattr(app, actor), **args)) == code
+    assert app.hash() == h
+
+
+def test_remove_member__takes_a_leaver_out_and_they_lose_the_private_channel(app):
+    app.session.add(ChannelMember(channel_id=3, employee_id=6, joined_at=T0, last_viewed_at=None))
+    app.session.flush()
+    assert "gone.away" in _members(app, "leads")
+    assert app.call("chat_remove_member", channel="leads", username="gone.away")["removed"] == "gone.away"
+    assert "gone.away" not in _members(app, "leads")
+    app.call("chat_remove_member", channel="off-topic", username="dev.one")
+    dev = Actor.load(app.session, "dev.one")
+    assert "off-topic" in {c["name"] for c in app.call("chat_list_channels", actor=dev)["channels"] if not c["member"]}

@@ -149,3 +149,36 @@ def test_bad_input__gives_a_stable_code_and_changes_nothing(d, tool, args, code)
         d.call(tool, actor=d.dev, **args)
     assert info.value.code == code
     assert d.hash() == before
+
+
+def test_revoke_access__owner_manager_or_hr_ends_a_live_grant_and_nobody_else(d):
+    made = d.call("directory_request_access", actor=d.dev, username="dev.two", field="salary", reason="Budget plan")
+    d.call("directory_decide_access_request", actor=d.hr, request_id=made["id"], approve=True)
+    mine = d.call("directory_list_access_requests", role="reports", status="approved")["requests"]
+    assert [r["id"] for r in mine] == [made["id"]] and mine[0]["requester"] == "dev.one"
+    with pytest.raises(AppError) as stranger:
+        d.call("directory_revoke_access", actor=d.ceo, request_id=made["id"])
+    assert stranger.value.code == "not_found"
+    done = d.call("directory_revoke_access", request_id=made["id"])  # lena.lead, dev.one's manager
+    assert done["status"] == "revoked" and done["expires_at"] == T0.isoformat()
+    with pytest.raises(AppError) as gone:
+        d.call("directory_get_restricted", actor=d.dev, username="dev.two", field="salary")
+    assert gone.value.code == "forbidden"
+    h = d.hash()
+    with pytest.raises(AppError) as again:
+        d.call("directory_revoke_access", actor=d.hr, request_id=made["id"])
+    assert again.value.code == "conflict" and d.hash() == h
+    revoked = d.call("directory_list_access_requests", actor=d.dev, role="mine", status="revoked")["requests"]
+    assert [r["id"] for r in revoked] == [made["id"]]
+
+
+def test_revoke_access__a_pending_or_expired_request_is_no_grant(d):
+    made = d.call("directory_request_access", actor=d.dev, username="dev.two", field="salary", reason="Budget plan")
+    with pytest.raises(AppError) as pending:
+        d.call("directory_revoke_access", actor=d.hr, request_id=made["id"])
+    assert pending.value.code == "conflict"
+    d.call("directory_decide_access_request", actor=d.hr, request_id=made["id"], approve=True)
+    later = ToolContext(session=d.session, actor=d.hr, clock=FixedClock(T0 + timedelta(days=8)))
+    with pytest.raises(AppError) as expired:
+        call_tool(company_specs()["directory_revoke_access"], {"request_id": made["id"]}, later)
+    assert expired.value.code == "conflict" and "expired" in str(expired.value)

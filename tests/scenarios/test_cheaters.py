@@ -33,6 +33,8 @@ FAMILIES = (
     "history-followup-v0",
     "suspicious-request-v0",
     "incident-postmortem-v0",
+    "onboard-new-hire-v0",
+    "offboard-leaver-v0",
 )
 SEEDS = (0, 1, 2)
 

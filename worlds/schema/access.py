@@ -1,7 +1,7 @@
 """Access requests: how an employee gets to see a restricted field of someone else (salary, rating, contact).
 
 The data owner decides: the subject's manager for performance, an HR person for salary and personal contact.
-An approval lasts until ``expires_at`` on the simulated clock.
+An approval lasts until ``expires_at`` on the simulated clock, or until it is revoked (``expires_at`` then says when).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from sqlalchemy.orm import Mapped, mapped_column
 from worlds.schema.base import Base, UTCDateTime, intpk, text, utc_ts
 
 ACCESS_FIELDS: tuple[str, ...] = ("salary", "performance", "personal_contact")
-ACCESS_STATES: tuple[str, ...] = ("pending", "approved", "denied")
+ACCESS_STATES: tuple[str, ...] = ("pending", "approved", "denied", "revoked")
 
 
 class AccessRequest(Base):
@@ -28,7 +28,7 @@ class AccessRequest(Base):
     owner_id: Mapped[int] = mapped_column(ForeignKey("employees.id"), index=True)
     field: Mapped[str] = mapped_column(String(20))
     reason: Mapped[text]
-    status: Mapped[str] = mapped_column(String(10), doc="pending | approved | denied")
+    status: Mapped[str] = mapped_column(String(10), doc="pending | approved | denied | revoked")
     created_at: Mapped[utc_ts]
     decided_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
     expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
