@@ -21,9 +21,9 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import logging
 import os
 import time
-import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
