@@ -88,9 +88,15 @@ def read_all(state_dir: Path) -> list[Saved]:
             data = json.loads(path.read_text())
             saved.append(
                 Saved(
-                    id=str(data["id"]), token=str(data["token"]), scenario=str(data["scenario"]),
-                    seed=int(data["seed"]), protocol=str(data["protocol"]), options=dict(data["options"]),
-                    actions=list(data["actions"]), state_hash=str(data["state_hash"]), steps=int(data["steps"]),
+                    id=str(data["id"]),
+                    token=str(data["token"]),
+                    scenario=str(data["scenario"]),
+                    seed=int(data["seed"]),
+                    protocol=str(data["protocol"]),
+                    options=dict(data["options"]),
+                    actions=list(data["actions"]),
+                    state_hash=str(data["state_hash"]),
+                    steps=int(data["steps"]),
                 )  # fmt: skip
             )
         except (OSError, ValueError, KeyError, TypeError):

@@ -31,7 +31,6 @@ from worlds.store import WorldStore
 log = logging.getLogger("companysim.server.worker")
 
 
-
 class ResumeDiverged(SimError):
     """A snapshotted episode replayed to another world than the one it was snapshotted with."""
 

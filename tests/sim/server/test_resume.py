@@ -50,7 +50,9 @@ def _step(c: httpx.Client, eid: str, token: str, action: dict[str, Any]) -> tupl
     return obs["text"], obs["error"]
 
 
-def test_resume__sigterm_snapshots_live_episodes_and_a_restart_continues_them(server_data: Path, tmp_path: Path) -> None:
+def test_resume__sigterm_snapshots_live_episodes_and_a_restart_continues_them(
+    server_data: Path, tmp_path: Path
+) -> None:
     state_dir = tmp_path / "state"
     expected, final = _reference(server_data)
     args = ("--workers", "2", "--state-dir", str(state_dir))
