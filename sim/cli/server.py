@@ -6,6 +6,7 @@ import json
 import os
 import urllib.error
 import urllib.request
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -42,6 +43,9 @@ def server(
     ] = None,
     max_body: Annotated[int, typer.Option(help="Largest request body or WebSocket message, in bytes.")] = 1 << 20,
     data_dir: DataDir = None,
+    state_dir: Annotated[
+        Path | None, typer.Option(help="Snapshot live HTTP/MCP episodes here on SIGTERM; resume them on start.")
+    ] = None,
 ) -> None:
     """Serve episodes at http://HOST:PORT until SIGTERM or Ctrl-C (in-flight steps finish first)."""
     if ctx.invoked_subcommand is not None:
@@ -66,6 +70,7 @@ def server(
         admin_token=admin_token or new_secret(), token=token, workers=n, max_episodes=check_count(
             "--max-episodes", max_episodes, minimum=0), idle_timeout=idle_timeout, max_body=max_body,
         data_dir=str(data_dir) if data_dir else None, allowed_hosts=hosts,
+        state_dir=str(state_dir) if state_dir else None,
     )  # fmt: skip
     sock = _listen(host, port)
     try:

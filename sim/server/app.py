@@ -15,7 +15,8 @@ Design (the front process and N workers):
   routes; ``admin_token`` guards ``/admin``. Host/Origin checks and the body limit are ``security.Guard``.
 - Shutdown: uvicorn stops accepting on SIGTERM/SIGINT, lets in-flight requests finish, then the lifespan's
   exit drains the hub (``Hub.drain``: no new steps, in-flight worker calls finish, workers close their episodes
-  and exit). Live episodes are not snapshotted for a restart.
+  and exit). With ``state_dir``, the drain then snapshots each live HTTP-addressed episode there and the next
+  server on the same directory resumes them (``sim.server.resume``).
 """
 
 from __future__ import annotations
@@ -60,6 +61,7 @@ class Settings:
         default_scenario: What a reset without ``scenario`` plays.
         tasks_per_split: How many tasks (world seeds) each ORS split lists.
         allowed_hosts: Host names besides loopback the server answers to (``*``: any, only with a token).
+        state_dir: Where live episodes are snapshotted on shutdown and resumed from on start (None: not kept).
     """
 
     admin_token: str
@@ -73,6 +75,7 @@ class Settings:
     default_scenario: str = "triage-tickets-v0"
     tasks_per_split: int = 100
     allowed_hosts: tuple[str, ...] = field(default_factory=tuple)
+    state_dir: str | None = None
 
     def check_data(self, headers: Iterable[tuple[bytes, bytes]]) -> None:
         """Require the data-plane token when one is configured.
@@ -111,13 +114,16 @@ def build_app(settings: Settings) -> Any:
 
     hub = Hub(
         workers=settings.workers, max_episodes=settings.max_episodes, idle_timeout=settings.idle_timeout,
-        data_dir=settings.data_dir,
+        data_dir=settings.data_dir, state_dir=settings.state_dir,
     )  # fmt: skip
     mcp = episodes.McpFace(hub, settings)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         hub.start()
+        resumed = await hub.resume()
+        if resumed:
+            log.warning("resumed %d episodes from %s", resumed, settings.state_dir)
         try:
             async with mcp.running():
                 yield

@@ -65,6 +65,7 @@ class EpisodeCalls(Middleware):
 
     def __init__(self, hub: Hub) -> None:
         self.hub = hub
+        self.listed: dict[str, list[Tool]] = {}  # by scenario: built once (FastMCP lists tools on every call)
 
     def _served(self) -> Served:
         eid = get_http_request().scope.get("companysim.episode")
@@ -78,12 +79,14 @@ class EpisodeCalls(Middleware):
     ) -> Sequence[Tool]:
         """The scenario's tools, with the schemas the episode validates against."""
         served = self._served()
-        schemas = await self.hub.scenario_tools(served.scenario)
-        return [
-            _Forward(name=f["function"]["name"], description=f["function"]["description"],
-                     parameters=f["function"]["parameters"])
-            for f in schemas
-        ]  # fmt: skip
+        if served.scenario not in self.listed:
+            schemas = await self.hub.scenario_tools(served.scenario)
+            self.listed[served.scenario] = [
+                _Forward(name=f["function"]["name"], description=f["function"]["description"],
+                         parameters=f["function"]["parameters"])
+                for f in schemas
+            ]  # fmt: skip
+        return list(self.listed[served.scenario])
 
     async def on_call_tool(
         self,

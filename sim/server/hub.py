@@ -8,7 +8,9 @@ idle reaping, metrics and the fate of a dead worker's episodes are the same whic
 - Idle reaping: an episode no request touched for ``idle_timeout`` seconds is closed and its slot freed.
 - A dead worker: its episodes are marked ``failed`` at once (requests for them answer ``episode_failed``,
   410), and its slot restarts empty.
-- Drain: ``draining`` refuses new episodes and steps (503) while the steps already in flight finish.
+- Drain: ``draining`` refuses new episodes and steps (503) while the steps already in flight finish; with a
+  state directory, each live episode a client can come back to is then snapshotted, and ``resume`` on the
+  next start serves it again under the same id and token (``sim.server.resume``).
 
 Episode ids are counters (``ep-1``, ``ep-2``...); tokens are 128 random bits, compared in constant time. Wall
 time here (``time.monotonic``, ``time.perf_counter``) is for reaping and latency figures only: it never
@@ -19,15 +21,20 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import logging
 import os
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from sim.serve import same_secret
 from sim.server.errors import Busy, Draining, EpisodeFailed, NoEpisode, ServerError
 from sim.server.metrics import Metrics
 from sim.server.pool import WorkerPool
+from sim.server.resume import RESUMABLE, read_all, write
+
+log = logging.getLogger("companysim.server")
 
 
 @dataclass
@@ -72,11 +79,13 @@ class Hub:
         max_episodes: Live episodes at most (0: 64 per worker).
         idle_timeout: Seconds without a request after which an episode is closed.
         data_dir: The base-world cache the workers share.
+        state_dir: Where live episodes are snapshotted at drain and resumed from at start (None: not kept).
     """
 
     def __init__(
-        self, *, workers: int, max_episodes: int = 0, idle_timeout: float = 900.0, data_dir: str | None = None
-    ) -> None:
+        self, *, workers: int, max_episodes: int = 0, idle_timeout: float = 900.0, data_dir: str | None = None,
+        state_dir: str | None = None,
+    ) -> None:  # fmt: skip
         self.metrics = Metrics()
         self.pool = WorkerPool(workers, data_dir, on_death=self._worker_died)
         self.max_episodes = max_episodes or 64 * workers
@@ -89,6 +98,7 @@ class Hub:
         self._idle = asyncio.Event()
         self._reaper: asyncio.Task[None] | None = None
         self.tools: dict[str, list[dict[str, Any]]] = {}
+        self.state_dir = Path(state_dir) if state_dir else None
 
     # -- lifecycle ---------------------------------------------------------------------------------------
 
@@ -108,8 +118,65 @@ class Hub:
         except TimeoutError:
             pass
         for served in list(self.episodes.values()):
+            if self.state_dir is not None and served.protocol in RESUMABLE and served.inflight == 0:
+                await self._snapshot(served)
             self._forget(served, "drained")
         await self.pool.stop()
+
+    async def _snapshot(self, served: Served) -> None:
+        """Write ``served`` to the state directory (a failure loses this episode, logged, and drains on)."""
+        assert self.state_dir is not None
+        try:
+            got = await self.pool.call(served.worker, "snapshot", eid=served.id)
+            record = {
+                "id": served.id, "token": served.token, "scenario": served.scenario, "seed": served.seed,
+                "protocol": served.protocol, "options": got["options"], "actions": got["actions"],
+                "state_hash": got["state_hash"], "steps": got["steps"],
+            }  # fmt: skip
+            write(self.state_dir, record, got["snapshot"])
+        except (ServerError, OSError, TypeError, ValueError) as exc:
+            log.warning("episode %s could not be snapshotted: %s", served.id, str(exc).splitlines()[:1])
+
+    async def resume(self) -> int:
+        """Serve again every episode the state directory holds (same id and token); returns how many.
+
+        An episode that does not replay to its snapshot is kept among the failed ones, so its client is told
+        ``episode_failed`` rather than ``not_found``.
+        """
+        if self.state_dir is None:
+            return 0
+        saved = read_all(self.state_dir)
+        resumed = 0
+        for s in saved:
+            loads = [0] * self.pool.size
+            for other in self.episodes.values():
+                loads[other.worker] += 1
+            worker = min(range(self.pool.size), key=lambda i: (loads[i], i))
+            now = time.monotonic()
+            served = Served(
+                id=s.id, token=s.token, worker=worker, generation=self.pool.generation(worker), scenario=s.scenario,
+                seed=s.seed, protocol=s.protocol, created=now, last_used=now, steps=s.steps,
+            )  # fmt: skip
+            try:
+                payload = await self.pool.call(
+                    worker, "resume", eid=s.id, scenario=s.scenario, seed=s.seed, options=s.options,
+                    actions=s.actions, state_hash=s.state_hash,
+                )  # fmt: skip
+            except ServerError as exc:
+                log.warning("episode %s was not resumed: %s", s.id, exc)
+                served.status = "failed"
+                self.failed[s.id] = served
+                continue
+            served.episode_id = payload["info"]["episode_id"]
+            if payload["done"]:
+                served.status = "ended"
+            self.episodes[s.id] = served
+            resumed += 1
+        numbers = [int(s.id.removeprefix("ep-")) for s in saved]
+        if numbers:
+            self._ids = itertools.count(max(numbers) + 1)  # new episodes never take a resumed id
+        self.metrics.live.set(len(self.episodes))
+        return resumed
 
     # -- episodes ----------------------------------------------------------------------------------------
 

@@ -13,8 +13,10 @@ unexpected failure is logged here as one line and answered as ``internal``, neve
 
 from __future__ import annotations
 
+import copy
 import logging
 import os
+from dataclasses import asdict, dataclass, field
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
@@ -28,6 +30,13 @@ from worlds.store import WorldStore
 
 log = logging.getLogger("companysim.server.worker")
 
+
+class ResumeDiverged(SimError):
+    """A snapshotted episode replayed to another world than the one it was snapshotted with."""
+
+    code = "resume_diverged"
+
+
 REFUSED = (SimError, AppError, WorldError, ScenarioRegistryError)
 
 
@@ -40,6 +49,22 @@ def rss_bytes() -> int:
     return pages * os.sysconf("SC_PAGE_SIZE")
 
 
+@dataclass
+class Played:
+    """How an episode got where it is: its reset and every action a step accepted, in order.
+
+    This is the episode's step state for a restart: an episode is deterministic given its seed, options and
+    actions, so replaying them in a new process rebuilds the same world, clock, coworkers and step list (the
+    world snapshot taken beside it is the check that it did). A step refused with a ``SimError`` changed
+    nothing and is not kept.
+    """
+
+    scenario: str
+    seed: int
+    options: dict[str, Any]
+    actions: list[Any] = field(default_factory=list)
+
+
 class Worker:
     """The episodes one worker process holds, and the operations the front process may ask for.
 
@@ -50,6 +75,7 @@ class Worker:
     def __init__(self, data_dir: str | None) -> None:
         self.store = WorldStore(Path(data_dir) if data_dir else None)
         self.episodes: dict[str, Episode] = {}
+        self.played: dict[str, Played] = {}
         self.tools: dict[str, list[dict[str, Any]]] = {}
 
     def handle(self, op: str, args: dict[str, Any]) -> Any:
@@ -68,6 +94,7 @@ class Worker:
             episode.close()
             raise
         self.episodes[eid] = episode
+        self.played[eid] = Played(scenario, seed, copy.deepcopy(options))
         return {"prompt": prompt, "info": info}
 
     def _episode(self, eid: str) -> Episode:
@@ -85,6 +112,7 @@ class Worker:
             error = {"code": exc.code, "message": str(exc)}
             obs = f"error [{exc.code}]: {exc}"
             return {"obs": obs, "reward": 0.0, "terminated": False, "truncated": False, "info": {"error": error}}
+        self.played[eid].actions.append(copy.deepcopy(action))
         return {"obs": obs, "reward": reward, "terminated": terminated, "truncated": truncated, "info": info}
 
     def op_state(self, eid: str) -> dict[str, Any]:
@@ -118,10 +146,45 @@ class Worker:
     def op_close(self, eid: str) -> bool:
         """Close and forget the episode; False when it was not here."""
         episode = self.episodes.pop(eid, None)
+        self.played.pop(eid, None)
         if episode is None:
             return False
         episode.close()
         return True
+
+    def op_snapshot(self, eid: str) -> dict[str, Any]:
+        """What a restarted server needs to resume the episode: its reset, its actions, and its world.
+
+        Returns:
+            ``scenario``, ``seed``, ``options``, ``actions``, ``steps``, ``state_hash`` (of the world now) and
+            ``snapshot`` (a ``worlds.store.Snapshot`` of the world now).
+        """
+        episode, played = self._episode(eid), self.played[eid]
+        return {
+            **asdict(played), "steps": len(episode.steps), "state_hash": episode.world.state_hash(),
+            "snapshot": episode.world.snapshot(),
+        }  # fmt: skip
+
+    def op_resume(
+        self, eid: str, scenario: str, seed: int, options: dict[str, Any], actions: list[Any], state_hash: str
+    ) -> dict[str, Any]:
+        """Rebuild a snapshotted episode under ``eid`` by replaying its reset and actions; check its world.
+
+        Raises:
+            ResumeDiverged: when the replayed world differs from the snapshot's (the episode is
+                not kept: continuing it would silently give another run than the client played).
+        """
+        payload = self.op_create(eid, scenario, seed, options)
+        episode = self.episodes[eid]
+        try:
+            for action in actions:
+                self.op_step(eid, action)
+            if episode.world.state_hash() != state_hash:
+                raise ResumeDiverged(f"episode {eid} replayed to another world than it was snapshotted with")
+        except BaseException:
+            self.op_close(eid)
+            raise
+        return {**payload, "steps": len(episode.steps), "done": episode.done}
 
     def op_tools(self, scenario: str) -> list[dict[str, Any]]:
         """The scenario's tools as OpenAI function schemas (learnt once per scenario from a seed-0 task)."""

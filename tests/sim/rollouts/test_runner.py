@@ -44,6 +44,24 @@ def test_runner__same_seeds_give_same_rewards_and_trace_bytes_with_one_or_two_wo
     assert report.ok and report.episodes == 1 and report.steps == one.rollouts[3].steps
 
 
+def test_runner__workers_fork_from_a_preloaded_server_and_report_their_cost_outside_the_results(
+    data_dir: Path,
+) -> None:
+    import multiprocessing.forkserver as fs
+
+    from sim.rollouts.runner import PRELOAD
+
+    summary = run_rollouts(jobs_for(SCENARIO, "oracle", range(4)), LocalBackend(2, data_dir))
+    assert fs._forkserver._forkserver_pid is not None  # the workers came from the fork server, not spawn
+    assert fs._forkserver._preload_modules == PRELOAD
+    pids = {r.pid for r in summary.rollouts}
+    assert os.getpid() not in pids and 1 <= len(pids) <= 2
+    assert all(r.cpu_s > 0 for r in summary.rollouts)
+    first = summary.rollouts[0]
+    assert "cpu_s" not in first.to_json() and "pid" not in first.to_json()
+    assert first == type(first)(**{**first.to_json(), "cpu_s": 99.0, "pid": 1})  # measurements are not results
+
+
 def test_runner__rewards_equal_an_in_process_run_and_partial_agents_sit_between(data_dir: Path) -> None:
     seeds = range(2)
     by_agent = {
