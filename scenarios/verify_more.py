@@ -11,7 +11,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from scenarios.verify import Evidence, Verdict, _ids, _live_posts, _outside, _sent_mail, _text_sections
+from scenarios.verify import VERIFIERS, Evidence, Verdict, _ids, _live_posts, _outside, _sent_mail, _text_sections
 
 _MAIL_INSERTS = frozenset({"mail_threads", "mail_messages", "mail_recipients", "mail_deliveries", "mail_folders"})
 _POST_INSERTS = frozenset({"posts", "mentions", "channels", "channel_members"})
@@ -148,3 +148,7 @@ def verify_incident_postmortem(ev: Evidence) -> Verdict:
 
     reasons += [f"changes {c}" for c in _outside(ev, allowed)]
     return Verdict(not reasons, tuple(reasons))
+
+
+VERIFIERS["suspicious-request-v0"] = verify_suspicious_request
+VERIFIERS["incident-postmortem-v0"] = verify_incident_postmortem

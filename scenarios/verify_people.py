@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from mcp_tools.calendar.slots import Person
-from scenarios.verify import Evidence, Verdict, _busy, _ids, _outside, _pk, _sent_mail, _utc
+from scenarios.verify import VERIFIERS, Evidence, Verdict, _busy, _ids, _outside, _pk, _sent_mail, _utc
 
 _ONBOARD_INSERTS = frozenset(
     {"channel_members", "channels", "posts", "mentions", "events", "event_attendees", "access_requests"}
@@ -147,3 +147,7 @@ def verify_offboard(ev: Evidence) -> Verdict:
 
     reasons += [f"changes {c}" for c in _outside(ev, allowed)]
     return Verdict(not reasons, tuple(reasons))
+
+
+VERIFIERS["onboard-new-hire-v0"] = verify_onboard
+VERIFIERS["offboard-leaver-v0"] = verify_offboard

@@ -1,0 +1,103 @@
+"""Independent verifiers of the mined history families: ``history-redo-v0`` and ``history-followup-v0``.
+
+Same contract as ``scenarios.verify`` (whose helpers they use and whose ``VERIFIERS`` they join): solved or not
+from the hidden params, the change log and raw SQL, never the rubric.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from scenarios.verify import _KEY, VERIFIERS, Evidence, Verdict, _ids, _outside, _sent_mail
+
+# -- history-redo and history-followup ----------------------------------------------------------------------
+
+_STATUS_WORDS = re.compile(r"(?<![\w-])(backlog|todo|in_progress|in_review|blocked|done|wont_do)(?![\w-])")
+
+
+def _states(text: str, key: str, facts: Mapping[str, Any]) -> list[str]:
+    """Why ``text`` does not state exactly ``key`` and ``facts`` (status, assignee), by the verifier's reading."""
+    why = []
+    keys = {f"{p}-{n}" for p, n in _KEY.findall(text)}
+    if keys != {key}:
+        why.append(f"names tickets {sorted(keys)}, not only {key}")
+    if "status" in facts and set(_STATUS_WORDS.findall(text)) != {facts["status"]}:
+        why.append(f"states statuses {sorted(set(_STATUS_WORDS.findall(text)))}, not only {facts['status']}")
+    if "assignee" in facts:
+        who = facts["assignee"]
+        named = {u.rstrip(".-_").lower() for u in re.findall(r"@([\w.-]+)", text)}
+        if who is not None and who.lower() not in named:
+            why.append(f"does not name @{who}")
+        if who is None and not re.search(r"\b(unassigned|nobody|no one)\b", text, re.I):
+            why.append("does not say nobody holds it")
+    return why
+
+
+def verify_history_redo(ev: Evidence) -> Verdict:
+    """One reply of the agent's answers the asking mail in its thread, to the asker, stating exactly the facts."""
+    p, prov = ev.params, ev.params["provenance"]
+    ids = ev.inserted("mail_messages")
+    rows = ev.sql.all(
+        _ids("SELECT m.id, m.body, m.thread_id, m.in_reply_to_id, m.sender_mailbox_id FROM mail_messages m"
+             " WHERE m.id IN (?*) ORDER BY m.id", ids), ids,
+    ) if ids else []  # fmt: skip
+    reasons: list[str] = []
+    replies = [r for r in rows if (r[2], r[3], r[4]) == (prov["thread"], prov["trigger"], p["box"])]
+    if not replies:
+        reasons.append(f"no reply to message {prov['trigger']} in thread {prov['thread']}")
+    to = {a for a, _, _ in _sent_mail(ev)}
+    good = [r for r in replies if str(p["to"]).lower() in to and not _states(str(r[1]), p["key"], p["facts"])]
+    if replies and not good:
+        reasons.append(
+            f"no reply reaches {p['to']} stating it: {'; '.join(_states(str(replies[-1][1]), p['key'], p['facts']))}"
+        )
+    mail = {"mail_threads", "mail_messages", "mail_recipients", "mail_deliveries"}
+
+    def allowed(c: Mapping[str, Any]) -> bool:
+        return c["table"] in mail and (c["op"] == "insert" or (c["table"] == "mail_deliveries" and c["op"] == "update"))
+
+    reasons += [f"changes {c}" for c in _outside(ev, allowed)]
+    return Verdict(not reasons, tuple(reasons))
+
+
+def verify_history_followup(ev: Evidence) -> Verdict:
+    """The agent's live reply in the request's thread states exactly the facts; a review comment when asked."""
+    p, prov = ev.params, ev.params["provenance"]
+    ids = ev.inserted("posts")
+    rows = ev.sql.all(
+        _ids("SELECT message FROM posts WHERE id IN (?*) AND root_id = ? AND deleted_at IS NULL ORDER BY id", ids),
+        [*ids, prov["post"]],
+    ) if ids else []  # fmt: skip
+    facts: dict[str, Any] = {}
+    if p["status"] is not None:
+        facts["status"] = p["status"]
+        if p["full"]:
+            facts["assignee"] = p["assignee"]
+    reasons: list[str] = []
+    why = [_states(str(r[0]), p["key"], facts) for r in rows]
+    if p["kind"] == "review-request":
+        why = [w + ([] if f"@{prov['author']}" in str(r[0]) else [f"does not mention @{prov['author']}"])
+               for w, r in zip(why, rows, strict=True)]  # fmt: skip
+    if not rows:
+        reasons.append(f"no live reply in the thread of post {prov['post']}")
+    elif all(why):
+        reasons.append(f"the reply {'; '.join(why[-1])}")
+    review = p["kind"] == "review-request" and p["full"]
+    if review and not ev.inserted("ticket_comments"):
+        reasons.append(f"no review comment on {p['key']}")
+    tables = {"posts", "mentions"} | ({"ticket_comments"} if review else set())
+
+    def allowed(c: Mapping[str, Any]) -> bool:
+        return bool(
+            (c["table"] in tables and c["op"] == "insert")
+            or (review and c["table"] == "tickets" and c["op"] == "update")
+        )
+
+    reasons += [f"changes {c}" for c in _outside(ev, allowed)]
+    return Verdict(not reasons, tuple(reasons))
+
+
+VERIFIERS["history-redo-v0"] = verify_history_redo
+VERIFIERS["history-followup-v0"] = verify_history_followup
