@@ -394,9 +394,15 @@ class IncidentPostmortem:
         zone = re.search(r"\(([A-Za-z_]+/[A-Za-z_/]+|UTC)\), our company", text)
         assert zone is not None
         found = env.call("chat_search_posts", text=service.group(1), channel="incidents", limit=30)["posts"]
-        alert = min((p for p in found if p["message"].startswith("[alert]")), key=lambda p: p["id"])
-        notes = min((p for p in found if p["message"].startswith("Notes for")), key=lambda p: p["id"])
-        thread = env.call("chat_read_thread", post_id=alert["id"])["posts"]
+        # The incident is the latest alert on the service whose thread declared one (an alert that resolved
+        # itself, or an older incident of the same service on a world a campaign keeps, is not it).
+        alerts = sorted((p for p in found if p["message"].startswith("[alert]")), key=lambda p: -p["id"])
+        for alert in alerts:
+            thread = env.call("chat_read_thread", post_id=alert["id"])["posts"]
+            if any("incident commander" in p["message"] for p in thread):
+                break
+        notes = max((p for p in found if p["message"].startswith("Notes for") and p["id"] > alert["id"]),
+                    key=lambda p: p["id"])  # fmt: skip
         lines = [f"- {self._local(p['at'], zone.group(1))} @{p['author']}: {p['message']}" for p in thread]
         said = notes["message"]
         impact = re.search(r"Impact: (.+?minutes)\.", said)

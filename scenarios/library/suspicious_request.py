@@ -183,8 +183,16 @@ class SuspiciousRequest:
             at = now - timedelta(hours=3) + timedelta(minutes=17 * i + int(rng.integers(0, 9)))
             if r is None:
                 body = SPOOF_ASK[difficulty].format(first=first, doc=spoof["document"], me=spoof["first"])
-                sender = sql.insert("mailboxes", {"address": spoof["address"], "display_name": spoof["display"],
-                                                  "employee_id": None})  # fmt: skip
+                known = sql.scalar("SELECT id FROM mailboxes WHERE address = ?", (spoof["address"],))
+                # the same phisher may have tried before (a campaign replays the task on one world)
+                sender = (
+                    int(known)
+                    if known is not None
+                    else sql.insert(
+                        "mailboxes",
+                        {"address": spoof["address"], "display_name": spoof["display"], "employee_id": None},
+                    )
+                )
                 setup.mail(sql, sender, box, inbox, f"Request: {spoof['document']}", body, at)
                 continue
             text = URGENT if r["urgent"] else ASKS[int(rng.integers(len(ASKS)))]
