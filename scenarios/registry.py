@@ -123,3 +123,8 @@ register(
     entry_point="scenarios.library.history_question:HistoryQuestion",
     description="Answer a question about the company's history exactly (who, when, how many) by reading only.",
 )
+register(
+    "sprint-plan-v0",
+    entry_point="scenarios.library.sprint_plan:SprintPlan",
+    description="Day one of a campaign: team lead plans next sprint from calendars' capacity and the planning rules.",
+)

@@ -72,7 +72,9 @@ def deliver_by_manager(session: Session, clock: Clock, instance: ScenarioInstanc
     boss_id, boss = manager_of(sql, instance.actor)
     now = clock.now()
     manager = Actor.load(session, boss_id)
-    chat.open_direct(ToolContext(session=session, actor=manager, clock=FixedClock(now - timedelta(minutes=2))), instance.actor)
+    chat.open_direct(
+        ToolContext(session=session, actor=manager, clock=FixedClock(now - timedelta(minutes=2))), instance.actor
+    )
     sent = chat.direct_message(
         ToolContext(session=session, actor=manager, clock=FixedClock(now - timedelta(minutes=1))),
         instance.actor,
@@ -151,4 +153,12 @@ def with_prompt_via(family: ScenarioFamily, via: str) -> ScenarioFamily:
     return family if via == "system" else ManagerPrompt(family)
 
 
-__all__ = ["GREETING", "PROMPT_VIA", "ManagerPrompt", "deliver_by_manager", "manager_of", "read_brief", "with_prompt_via"]
+__all__ = [
+    "GREETING",
+    "PROMPT_VIA",
+    "ManagerPrompt",
+    "deliver_by_manager",
+    "manager_of",
+    "read_brief",
+    "with_prompt_via",
+]
