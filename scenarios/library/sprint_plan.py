@@ -5,7 +5,7 @@ the plan, tomorrow (``sprint-execute-v0``, the next working morning on the same 
 tomorrow is graded against the plan that exists then, right or wrong.
 
 Setup (raw statements, as the apps write): a future sprint of the team's project starting on the next weekday,
-candidate tickets labelled ``sprint-candidate`` with priorities and story points, the planning rules as a
+candidate tickets labelled ``candidate-<first day>`` with priorities and story points, the planning rules as a
 document by the lead's manager, and, by difficulty, time off ("Out of office", difficulty >= 1) and training
 days ("Training: ...", difficulty >= 2) in members' calendars on sprint days, and a candidate that is blocked
 (difficulty 3). The rules:
@@ -44,7 +44,6 @@ from worlds.seeding import Seeds
 
 STORY = ("sprint-plan-v0", "sprint-execute-v0")
 CANDIDATES = (5, 7, 9, 11)
-LABEL = "sprint-candidate"
 PRIORITIES = ("urgent", "high", "medium", "low")
 POINTS = (1, 2, 3, 5, 8, 13, 21)
 DAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
@@ -78,9 +77,10 @@ each member's calendar. Days are counted in each person's own time zone.
 
 # Choosing tickets
 
-Candidates are the project's tickets labelled sprint-candidate. Go through them by priority (urgent, then high,
-medium, low) and, within a priority, lowest ticket number first. Commit a ticket when its story points fit in
-the capacity that is left, otherwise defer it and carry on with the next one. A blocked ticket is always deferred.
+Candidates are the project's tickets labelled candidate-<the sprint's first day>. Go through them by priority
+(urgent, then high, medium, low) and, within a priority, lowest ticket number first. Commit a ticket when its
+story points fit in the capacity that is left, otherwise defer it and carry on with the next one. A blocked ticket
+is always deferred.
 
 # The plan
 
@@ -133,6 +133,47 @@ def plan_path(team: Team, start: date, suffix: str = "") -> str:
 def sprint_name(start: date) -> str:
     """The sprint's name in the tickets app."""
     return f"Sprint {start.isoformat()}"
+
+
+def candidate_label(start: date) -> str:
+    """The label of the sprint's candidates (one per sprint: a campaign plans many sprints of one project)."""
+    return f"candidate-{start.isoformat()}"
+
+
+def expected_in_world(sql: Sql, team: Team, start: date) -> dict[str, Any]:
+    """The right plan by the rules, read from the world as it is (members, their own events, the candidates).
+
+    Day two uses it to write a coworker's plan when day one left none, so both days agree on what is right.
+    """
+    days = sprint_days(start)
+    people = members(sql, team)
+    lo = datetime(days[0].year, days[0].month, days[0].day, tzinfo=UTC) - timedelta(days=1)
+    hi = datetime(days[-1].year, days[-1].month, days[-1].day, tzinfo=UTC) + timedelta(days=2)
+    off: set[tuple[str, date]] = set()
+    half: set[tuple[str, date]] = set()
+    for _, user, zone, _, _, _ in people:
+        rows = sql.all(
+            "SELECT v.title, v.start_at FROM events v JOIN employees e ON e.id = v.organizer_id"
+            " WHERE e.username = ? AND v.cancelled = ? AND v.start_at >= ? AND v.start_at < ? ORDER BY v.id",
+            (user, False, lo, hi),
+        )
+        for title, at in rows:
+            when = at if isinstance(at, datetime) else datetime.fromisoformat(str(at))
+            d = (when if when.tzinfo else when.replace(tzinfo=UTC)).astimezone(ZoneInfo(zone)).date()
+            if title == OFF:
+                off.add((user, d))
+            elif str(title).startswith(TRAINING):
+                half.add((user, d))
+    caps = capacity(people, days, off, half)
+    rows = sql.all(
+        "SELECT t.key, t.priority, t.story_points, t.status FROM tickets t JOIN ticket_labels l ON l.ticket_id = t.id"
+        " WHERE t.project_id = ? AND l.label = ? ORDER BY t.number",
+        (team.project_id, candidate_label(start)),
+    )
+    candidates = [{"key": str(k), "priority": str(p), "points": int(n or 0), "status": str(st)} for k, p, n, st in rows]
+    committed, deferred = choose(candidates, sum(caps.values()))
+    return {"capacity": caps, "total": sum(caps.values()), "committed": committed, "deferred": deferred,
+            "days": [d.isoformat() for d in days]}  # fmt: skip
 
 
 def pick_team(sql: Sql, rng: np.random.Generator) -> Team:
@@ -246,20 +287,16 @@ def prepare(
             half.add((user, d))
             title = TRAINING + "incident command course"
             _event(sql, pid, team.lead_id, title, _local(d, zone, a), _local(d, zone, a + 240), now)
-    caps = capacity(people, days, off, half)
-    cap = sum(caps.values())
+    cap = sum(capacity(people, days, off, half).values())
     count = CANDIDATES[difficulty]
     weights = [POINTS[int(rng.integers(1, 5))] for _ in range(count)]
     target = cap * (1.3 + 0.15 * difficulty)
     titles = [TITLES[int(i)] for i in rng.permutation(len(TITLES))[:count]]
-    candidates: list[dict[str, Any]] = []
     for i, (w, title) in enumerate(zip(weights, titles, strict=True)):
         points = min(POINTS, key=lambda p: abs(p - w * target / sum(weights)))
         priority = PRIORITIES[int(rng.integers(len(PRIORITIES)))]
         status = "blocked" if difficulty >= 3 and i == 0 else "backlog"
-        key = _ticket(sql, team, title, priority, points, status, now - timedelta(days=int(rng.integers(2, 12))))
-        candidates.append({"key": key, "priority": priority, "points": points, "status": status})
-    committed, deferred = choose(candidates, cap)
+        _ticket(sql, team, title, priority, points, status, start, now - timedelta(days=int(rng.integers(2, 12))))
     folder = f"Shared/{team.dept}"
     if (
         sql.one(
@@ -269,8 +306,7 @@ def prepare(
         is None
     ):
         setup.create_document(session, clock, team.manager_id, folder, RULES_NAME, RULES, now - timedelta(days=20))
-    return {"capacity": caps, "total": cap, "committed": committed, "deferred": deferred,
-            "days": [d.isoformat() for d in days]}  # fmt: skip
+    return expected_in_world(sql, team, start)
 
 
 def _event(sql: Sql, who: int, lead: int, title: str, start: datetime, end: datetime, now: datetime) -> None:
@@ -285,7 +321,9 @@ def _event(sql: Sql, who: int, lead: int, title: str, start: datetime, end: date
         sql.insert("event_attendees", {"event_id": event, "employee_id": lead, "rsvp": "accepted", "optional": True})
 
 
-def _ticket(sql: Sql, team: Team, title: str, priority: str, points: int, status: str, at: datetime) -> str:
+def _ticket(
+    sql: Sql, team: Team, title: str, priority: str, points: int, status: str, start: date, at: datetime
+) -> str:
     """A candidate ticket reported by the lead, with its status rows; returns its key."""
     number = int(sql.scalar("SELECT next_ticket_number FROM projects WHERE id = ?", (team.project_id,)))
     sql.update("projects", team.project_id, {"next_ticket_number": (number, number + 1)})
@@ -304,7 +342,7 @@ def _ticket(sql: Sql, team: Team, title: str, priority: str, points: int, status
             {"ticket_id": tid, "from_status": a, "to_status": b, "actor_id": team.lead_id,
              "changed_at": at + timedelta(hours=k)},
         )  # fmt: skip
-    sql.insert("ticket_labels", {"ticket_id": tid, "label": LABEL})
+    sql.insert("ticket_labels", {"ticket_id": tid, "label": candidate_label(start)})
     return key
 
 
@@ -334,7 +372,8 @@ class SprintPlan:
             f"You are {team.lead_name} (@{team.lead}), lead of the {team.team} team. Plan {sprint_name(start)} of the "
             f"{team.project} project, which runs on the weekdays {days[0]} to {days[-1]}, by the planning rules in "
             f"Shared/{team.dept}/{RULES_NAME}: work out each team member's capacity from their calendars, then "
-            f"choose among the {team.project} tickets labelled {LABEL}. Write the plan as a new document {path} with "
+            f"choose among the {team.project} tickets labelled {candidate_label(start)}. "
+            f"Write the plan as a new document {path} with "
             'the sections Capacity (one line per member as "@username: N points", then "Total: N points"), '
             "Committed and Deferred (every candidate by its key in one of them), and share it with your manager "
             f"@{team.manager}. Do not change anything else: tomorrow you will act on this plan. Call the submit "
@@ -433,7 +472,8 @@ class SprintPlan:
         days = sprint_days(date.fromisoformat(first))
         assert days[-1].isoformat() == last
         caps = oracle_capacity(env, team, days)
-        found = env.call("tickets_search", project=project, label=LABEL, limit=100)["tickets"]
+        label = _must(re.search(r"tickets labelled (candidate-\S+?)\. ", p)).group(1)
+        found = env.call("tickets_search", project=project, label=label, limit=100)["tickets"]
         candidates = [
             {"key": t["key"], "priority": t["priority"], "status": t["status"],
              "points": env.call("tickets_get", key=t["key"])["story_points"]}
