@@ -128,3 +128,8 @@ register(
     entry_point="scenarios.library.sprint_plan:SprintPlan",
     description="Day one of a campaign: team lead plans next sprint from calendars' capacity and the planning rules.",
 )
+register(
+    "sprint-execute-v0",
+    entry_point="scenarios.library.sprint_execute:SprintExecute",
+    description="Day two of a campaign: team lead acts on yesterday's sprint plan (sprint, kickoff post, meeting).",
+)

@@ -260,7 +260,7 @@ def prepare(
     """Write the sprint, the candidates, the calendar entries and the rules; returns the expected plan.
 
     Time off and training are the members' own events with the lead invited as optional (how people tell their
-    lead), so the lead sees their titles; everyone else sees only busy blocks.
+    lead; the lead declined, staying free), so the lead sees their titles; everyone else sees only busy blocks.
     """
     sql = Sql.of(session)
     now = clock.now()
@@ -276,13 +276,14 @@ def prepare(
     if difficulty >= 1:
         for k in rng.permutation(len(people))[: 1 + difficulty // 2]:
             pid, user, zone, a, b, flags = people[int(k)]
-            for j in sorted({int(x) for x in rng.choice(5, size=int(rng.integers(1, 4)), replace=False)}):
+            picked = {int(x) for x in rng.choice(5, size=int(rng.integers(1, 4)), replace=False)}
+            for j in sorted(picked - ({0} if pid == team.lead_id else set())):  # the lead runs the kickoff on day 1
                 off.add((user, days[j]))
                 _event(sql, pid, team.lead_id, OFF, _local(days[j], zone, a), _local(days[j], zone, b), now)
     if difficulty >= 2:
         for k in rng.permutation(len(people))[:2]:
             pid, user, zone, a, _, _ = people[int(k)]
-            free = [d for d in days if (user, d) not in off]
+            free = [d for d in days[1 if pid == team.lead_id else 0 :] if (user, d) not in off]
             d = free[int(rng.integers(len(free)))]
             half.add((user, d))
             title = TRAINING + "incident command course"
@@ -318,7 +319,8 @@ def _event(sql: Sql, who: int, lead: int, title: str, start: datetime, end: date
     )  # fmt: skip
     sql.insert("event_attendees", {"event_id": event, "employee_id": who, "rsvp": "accepted", "optional": False})
     if lead != who:
-        sql.insert("event_attendees", {"event_id": event, "employee_id": lead, "rsvp": "accepted", "optional": True})
+        # An FYI invitation, declined so the lead's own calendar stays free (declined invitations are not busy).
+        sql.insert("event_attendees", {"event_id": event, "employee_id": lead, "rsvp": "declined", "optional": True})
 
 
 def _ticket(
