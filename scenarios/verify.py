@@ -889,6 +889,18 @@ def verify_history_question(ev: Evidence) -> Verdict:
     return Verdict(not reasons, tuple(reasons))
 
 
+def _elsewhere(name: str) -> Callable[[Evidence], Verdict]:
+    """A verifier of ``scenarios.verify_sprint`` (imported when first run: that module imports this one)."""
+
+    def run(ev: Evidence) -> Verdict:
+        from scenarios import verify_sprint
+
+        check: Callable[[Evidence], Verdict] = getattr(verify_sprint, name)
+        return check(ev)
+
+    return run
+
+
 VERIFIERS: dict[str, Callable[[Evidence], Verdict]] = {
     "triage-tickets-v0": verify_triage,
     "customer-escalation-v0": verify_escalation,
@@ -902,5 +914,7 @@ VERIFIERS: dict[str, Callable[[Evidence], Verdict]] = {
     "expense-reconciliation-v0": verify_expenses,
     "weekly-status-report-v0": verify_status_report,
     "history-question-v0": verify_history_question,
+    "sprint-plan-v0": _elsewhere("verify_sprint_plan"),
+    "sprint-execute-v0": _elsewhere("verify_sprint_execute"),
 }
 """Verifiers by scenario id."""

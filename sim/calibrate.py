@@ -123,6 +123,21 @@ PARTIALS: dict[str, dict[str, Mistake]] = {
             misread={"directory_get_profile": lambda p: {**p, "manager": p.get("username")}},
         ),
     },
+    "sprint-plan-v0": {
+        "partial-no-time-off": Mistake(
+            "never opens the calendars, so everyone counts as fully available (time off from difficulty 1)",
+            misread={"calendar_list_events": lambda r: {**r, "events": []}},
+        ),
+        "partial-no-share": Mistake("writes the plan, never shares it with the manager", drop=("docs_share",)),
+    },
+    "sprint-execute-v0": {
+        "partial-no-meeting": Mistake(
+            "moves the tickets and posts, never books the kickoff", drop=("calendar_create_event",)
+        ),
+        "partial-no-sprint": Mistake(
+            "moves the committed tickets to todo but never puts them in the sprint", drop=("tickets_set_sprint",)
+        ),
+    },
 }
 """The partial agents of each family, by name."""
 

@@ -9,6 +9,9 @@ or none of the candidates under Committed), a teammate writes the plan by the ru
 and shares it with the lead, as a coworker covering for a lead who was out would. So the family also works
 standalone, and its difficulty is day one's (more candidates, time off, training, a blocked one).
 
+Difficulty is day one's when setup prepares the sprint (5, 7, 9, 11 candidates; time off, training, a blocked
+candidate); in a campaign the plan written yesterday decides how much there is to do.
+
 The work: every committed ticket into the sprint and to ``todo``; every other candidate left as it is; a
 kickoff post in the team channel naming each committed key; a 30-minute "<sprint> kickoff" meeting on the
 sprint's first day (today, when it has begun) inviting the whole team. The rubric is one check per committed

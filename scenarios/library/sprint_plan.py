@@ -16,6 +16,9 @@ days ("Training: ...", difficulty >= 2) in members' calendars on sprint days, an
 - selection: candidates by priority (urgent, high, medium, low), then lowest ticket number; commit a ticket
   when its points fit in what capacity is left, else defer it and go on; a blocked candidate is deferred.
 
+Difficulty adds candidates (5, 7, 9, 11), time off for one or two members on one to three sprint days (1+),
+two training days (2+) and a blocked candidate that must be deferred whatever its priority (3).
+
 The plan is a new text document with sections Capacity ("@username: N points" per member, "Total: N points"),
 Committed and Deferred, shared with the manager. The rubric is one check per member's capacity, one for the
 total, one per candidate (in its section and no other), the share, and a gate allowing only the new document.
