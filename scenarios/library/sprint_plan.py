@@ -112,7 +112,8 @@ class Team:
 
 def sprint_days(start: date) -> list[date]:
     """The five weekdays of a sprint starting on ``start`` (a weekday)."""
-    days, d = [], start
+    days: list[date] = []
+    d = start
     while len(days) < 5:
         if d.weekday() < 5:
             days.append(d)

@@ -29,6 +29,8 @@ FAMILIES = (
     "expense-reconciliation-v0",
     "weekly-status-report-v0",
     "history-question-v0",
+    "sprint-plan-v0",
+    "sprint-execute-v0",
 )
 SEEDS = (0, 1, 2)
 
