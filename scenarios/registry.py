@@ -133,3 +133,8 @@ register(
     entry_point="scenarios.library.sprint_execute:SprintExecute",
     description="Day two of a campaign: team lead acts on yesterday's sprint plan (sprint, kickoff post, meeting).",
 )
+register(
+    "one-on-ones-ask-v0",
+    entry_point="scenarios.library.one_on_ones_ask:OneOnOnesAsk",
+    description="Day one of a campaign: a manager asks each direct report by DM whether a 1:1 time works.",
+)
