@@ -138,3 +138,8 @@ register(
     entry_point="scenarios.library.one_on_ones_ask:OneOnOnesAsk",
     description="Day one of a campaign: a manager asks each direct report by DM whether a 1:1 time works.",
 )
+register(
+    "one-on-ones-book-v0",
+    entry_point="scenarios.library.one_on_ones_book:OneOnOnesBook",
+    description="Day two of a campaign: a manager books the 1:1s their reports agreed to overnight, by DM.",
+)

@@ -44,6 +44,10 @@ STORY = ("one-on-ones-ask-v0", "one-on-ones-book-v0")
 REPORTS = (2, 2, 3, 4)
 MINUTES = 30
 MIN_COMMON = 180
+EARLIEST = 10
+"""No 1:1 before 10:00 in the manager's zone: tomorrow's episode starts at 09:00 there, and a time that has passed
+by then cannot be booked."""
+NOTICE = 120
 BUSY = ("Customer call", "Interview loop", "Design review", "Focus time")
 CHAT_CHANGES: list[dict[str, Any]] = [
     {"table": "posts", "ops": ["insert"]},
@@ -90,6 +94,22 @@ def common(day: date, a: Person, b: Person) -> tuple[datetime, datetime]:
     return max(a0, b0), min(a1, b1)
 
 
+def earliest(day: date, boss: Person, r: Person) -> datetime:
+    """The first allowed start: ``EARLIEST`` o'clock for the manager, ``NOTICE`` minutes into the report's day.
+
+    Why the notice: the report reads the question when their day starts, and a time that passes before they can
+    answer is a time they can only refuse.
+    """
+    ten = datetime(day.year, day.month, day.day, EARLIEST, tzinfo=ZoneInfo(boss.zone)).astimezone(UTC)
+    return max(ten, window(day, r)[0] + timedelta(minutes=NOTICE))
+
+
+def usable(day: date, boss: Person, r: Person) -> tuple[datetime, datetime]:
+    """The common interval on ``day`` (the manager's local date) from the first allowed start."""
+    a, b = common(day, boss, r)
+    return max(a, earliest(day, boss, r)), b
+
+
 def next_weekday(day: date) -> date:
     """The first Monday-to-Friday date after ``day``."""
     d = day + timedelta(days=1)
@@ -125,7 +145,7 @@ def pick(sql: Sql, rng: np.random.Generator, now: datetime, count: int) -> tuple
                     (boss.id, True),
                 )
             )  # fmt: skip
-            if works_on(r, day) and (lambda s, e: (e - s).total_seconds() >= MIN_COMMON * 60)(*common(day, boss, r))
+            if works_on(r, day) and (lambda s, e: (e - s).total_seconds() >= MIN_COMMON * 60)(*usable(day, boss, r))
         ]
         if len(reports) >= count and works_on(boss, day) and any(r.zone != boss.zone for r in reports):
             order = sorted(reports, key=lambda r: (r.zone == boss.zone, r.username))  # other zones first
@@ -152,12 +172,12 @@ def prepare(
         ensure_persona(sql, 0, r.id, cooperative, now)
     if difficulty >= 1:
         for r in reports:
-            a, b = common(day, boss, r)
+            a, b = usable(day, boss, r)
             halves = int((b - a).total_seconds() // 1800) - 2
             start = a + timedelta(minutes=30 * int(rng.integers(max(1, halves))))
             event(sql, r.id, BUSY[int(rng.integers(len(BUSY)))], start, start + timedelta(hours=1), now)
     if difficulty >= 2:
-        a, _ = common(day, boss, reports[0])
+        a, _ = usable(day, boss, reports[0])
         event(sql, boss.id, "Budget sync", a, a + timedelta(minutes=30), now)
 
 
@@ -178,14 +198,16 @@ class OneOnOnesAsk:
         now = start_day(session, clock, boss.id)
         day = next_weekday(now.astimezone(ZoneInfo(boss.zone)).date())
         prepare(sql, rng, boss, reports, day, now, difficulty)
-        lo = datetime(day.year, day.month, day.day, tzinfo=ZoneInfo(boss.zone)).astimezone(UTC)
+        lo = datetime(day.year, day.month, day.day, EARLIEST, tzinfo=ZoneInfo(boss.zone)).astimezone(UTC)
         local = now.astimezone(ZoneInfo(boss.zone))
         prompt = (
             f"You are {boss.name} (@{boss.username}). It is {local:%A %H:%M} in your time zone ({boss.zone}). "
             f"You hold a {MINUTES}-minute 1:1 with each of your direct reports (the directory lists them) on "
             f"{day:%A} {day.isoformat()}. Today, only ask: send each of them a direct message proposing one time "
             "for it, as a question giving the time in ISO 8601 with an offset (e.g. 2026-03-03T15:00:00+00:00). "
-            f"Each time must be on {day.isoformat()} in your time zone, within both your and their working hours "
+            f"Each time must be on {day.isoformat()} from {EARLIEST}:00 in your time zone and at least "
+            f"{NOTICE // 60} hours into their working day (so they can answer first), within both your and their "
+            "working hours "
             "(each in their own time zone), free in both calendars, and your 1:1s must not overlap each other. "
             "Book nothing today: tomorrow you will book the 1:1s at the times they agree to. Call the submit tool "
             "when you are done."
@@ -195,8 +217,10 @@ class OneOnOnesAsk:
             scenario_id=self.id,
             prompt=prompt,
             actor=boss.username,
-            rubric=self._rubric(names, lo, lo + timedelta(days=1)),
-            params={"reports": names, "day": [lo.isoformat(), (lo + timedelta(days=1)).isoformat()]},
+            rubric=self._rubric(
+                {r.username: earliest(day, boss, r) for r in reports}, lo + timedelta(hours=24 - EARLIEST)
+            ),
+            params={"reports": names, "day": [lo.isoformat(), (lo + timedelta(hours=24 - EARLIEST)).isoformat()]},
             limits=Limits(max_turns=20 + 6 * len(reports), time_budget_s=8 * 3600),
             apps=("calendar", "chat", "directory"),
             difficulty=difficulty,
@@ -204,8 +228,9 @@ class OneOnOnesAsk:
         )
 
     @staticmethod
-    def _rubric(reports: list[str], lo: datetime, hi: datetime) -> Rubric:
-        """Per report a workable proposal by DM; a gate that only chat changed."""
+    def _rubric(first: dict[str, datetime], hi: datetime) -> Rubric:
+        """Per report a workable proposal by DM (from their first allowed start); a gate that only chat changed."""
+        reports = sorted(first)
         checks: list[dict[str, Any]] = [
             {
                 "id": f"ask-{u}",
@@ -213,7 +238,7 @@ class OneOnOnesAsk:
                 "fn": "dm_time_proposed",
                 "params": {
                     "username": u,
-                    "start_after": lo.isoformat(),
+                    "start_after": first[u].isoformat(),
                     "start_before": hi.isoformat(),
                     "duration_minutes": MINUTES,
                     "others": [o for o in reports if o != u],
@@ -250,16 +275,20 @@ class OneOnOnesAsk:
 def propose(env: AgentEnv, day: str, zone: str, only: list[str] | None = None) -> dict[str, str]:
     """DM each report (or ``only`` those) a free common slot on ``day``, avoiding each other; returns them."""
     reports = [r["username"] for r in env.call("directory_reports", username=env.actor)["reports"]]
-    local = datetime.fromisoformat(day).replace(tzinfo=ZoneInfo(zone))
+    local = datetime.fromisoformat(day).replace(hour=EARLIEST, tzinfo=ZoneInfo(zone))
     taken: list[datetime] = []
     chosen: dict[str, str] = {}
     for u in reports if only is None else only:
+        prof = env.call("directory_get_profile", username=u)
+        hh, mm = (int(x) for x in prof["working_hours"].split("-")[0].split(":"))
+        theirs = datetime.fromisoformat(day).replace(hour=hh, minute=mm, tzinfo=ZoneInfo(prof["timezone"]))
+        first = max(local, theirs + timedelta(minutes=NOTICE))
         slots = env.call(
             "calendar_find_free_slots",
             usernames=f"{env.actor},{u}",
             duration_minutes=MINUTES,
-            start=local.astimezone(UTC).isoformat(),
-            end=(local + timedelta(days=1)).astimezone(UTC).isoformat(),
+            start=first.astimezone(UTC).isoformat(),
+            end=(local + timedelta(hours=24 - EARLIEST)).astimezone(UTC).isoformat(),
             step_minutes=30,
             limit=48,
         )["slots"]
