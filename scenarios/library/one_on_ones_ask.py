@@ -16,8 +16,8 @@ often taken and proposals must avoid each other.
 
 The rubric is one ``dm_time_proposed`` check per report (the newest question to them proposes an ISO time on the
 day, inside both working hours, free in both calendars, not clashing with the other proposals) and a gate that
-nothing but chat changed (booking today is against the rules). The oracle learns the reports from the directory
-and the free slots from the calendar; it never reads params.
+nothing but chat changed (booking today is against the rules). The oracle reads the reports from the prompt
+and their hours from the directory, the free slots from the calendar; it never reads params.
 """
 
 from __future__ import annotations
@@ -124,7 +124,7 @@ def works_on(p: Person, day: date) -> bool:
 
 
 def pick(sql: Sql, rng: np.random.Generator, now: datetime, count: int) -> tuple[Person, list[Person]]:
-    """A manager and ``count`` direct reports sharing >= 3 working hours with them, one in another zone."""
+    """A manager and ``count`` (or as many as any has, >= 2) reports sharing 3 working hours, one in another zone."""
     managers = [
         _person(r)
         for r in sql.all(
@@ -133,6 +133,7 @@ def pick(sql: Sql, rng: np.random.Generator, now: datetime, count: int) -> tuple
             (True, True),
         )
     ]
+    eligible: list[tuple[Person, list[Person]]] = []
     for k in rng.permutation(len(managers)):
         boss = managers[int(k)]
         day = next_weekday((now + timedelta(days=1)).date())
@@ -147,10 +148,14 @@ def pick(sql: Sql, rng: np.random.Generator, now: datetime, count: int) -> tuple
             )  # fmt: skip
             if works_on(r, day) and (lambda s, e: (e - s).total_seconds() >= MIN_COMMON * 60)(*usable(day, boss, r))
         ]
-        if len(reports) >= count and works_on(boss, day) and any(r.zone != boss.zone for r in reports):
+        if len(reports) >= 2 and works_on(boss, day) and any(r.zone != boss.zone for r in reports):
             order = sorted(reports, key=lambda r: (r.zone == boss.zone, r.username))  # other zones first
-            return boss, sorted(order[:count], key=lambda r: r.username)
-    raise ValueError(f"no manager with {count} reports sharing {MIN_COMMON // 60} working hours: world too small")
+            eligible.append((boss, order))
+    for want in range(count, 1, -1):  # a small company may have no manager with that many: as many as there are
+        found = next(((b, order) for b, order in eligible if len(order) >= want), None)
+        if found is not None:
+            return found[0], sorted(found[1][:want], key=lambda r: r.username)
+    raise ValueError(f"no manager with 2 reports sharing {MIN_COMMON // 60} working hours: world too small")
 
 
 def event(sql: Sql, who: int, title: str, start: datetime, end: datetime, now: datetime) -> None:
@@ -200,9 +205,10 @@ class OneOnOnesAsk:
         prepare(sql, rng, boss, reports, day, now, difficulty)
         lo = datetime(day.year, day.month, day.day, EARLIEST, tzinfo=ZoneInfo(boss.zone)).astimezone(UTC)
         local = now.astimezone(ZoneInfo(boss.zone))
+        who = ", ".join(f"@{r.username}" for r in reports)
         prompt = (
             f"You are {boss.name} (@{boss.username}). It is {local:%A %H:%M} in your time zone ({boss.zone}). "
-            f"You hold a {MINUTES}-minute 1:1 with each of your direct reports (the directory lists them) on "
+            f"You hold a {MINUTES}-minute 1:1 with each of your direct reports {who} on "
             f"{day:%A} {day.isoformat()}. Today, only ask: send each of them a direct message proposing one time "
             "for it, as a question giving the time in ISO 8601 with an offset (e.g. 2026-03-03T15:00:00+00:00). "
             f"Each time must be on {day.isoformat()} from {EARLIEST}:00 in your time zone and at least "
@@ -268,17 +274,17 @@ class OneOnOnesAsk:
         """Reports from the directory, a free slot per report avoiding the others, one DM each."""
         day = _must(re.search(r"on (\w+day) (\d{4}-\d\d-\d\d)\. Today", env.prompt)).group(2)
         zone = _must(re.search(r"in your time zone \(([^)]+)\)", env.prompt)).group(1)
-        propose(env, day, zone)
+        who = _must(re.search(r"direct reports (.+?) on \w+day", env.prompt)).group(1)
+        propose(env, day, zone, re.findall(r"@([a-z0-9][a-z0-9._-]*[a-z0-9])", who))
         env.call("submit", summary="asked every report about a 1:1 time")
 
 
-def propose(env: AgentEnv, day: str, zone: str, only: list[str] | None = None) -> dict[str, str]:
-    """DM each report (or ``only`` those) a free common slot on ``day``, avoiding each other; returns them."""
-    reports = [r["username"] for r in env.call("directory_reports", username=env.actor)["reports"]]
+def propose(env: AgentEnv, day: str, zone: str, reports: list[str]) -> dict[str, str]:
+    """DM each of ``reports`` a free common slot on ``day``, avoiding each other; returns the times."""
     local = datetime.fromisoformat(day).replace(hour=EARLIEST, tzinfo=ZoneInfo(zone))
     taken: list[datetime] = []
     chosen: dict[str, str] = {}
-    for u in reports if only is None else only:
+    for u in reports:
         prof = env.call("directory_get_profile", username=u)
         hh, mm = (int(x) for x in prof["working_hours"].split("-")[0].split(":"))
         theirs = datetime.fromisoformat(day).replace(hour=hh, minute=mm, tzinfo=ZoneInfo(prof["timezone"]))

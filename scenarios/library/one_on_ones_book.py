@@ -230,7 +230,7 @@ class OneOnOnesBook:
                     pending.remove(u)
                 elif verdict == "no":
                     local = day.astimezone(ZoneInfo(zone)).date().isoformat()
-                    propose(env, local, zone, only=[u])
+                    propose(env, local, zone, [u])
             if pending:
                 env.call("wait", minutes=30)
         if not env.done:
