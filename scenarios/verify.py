@@ -890,12 +890,12 @@ def verify_history_question(ev: Evidence) -> Verdict:
 
 
 def _elsewhere(name: str) -> Callable[[Evidence], Verdict]:
-    """A verifier of ``scenarios.verify_sprint`` (imported when first run: that module imports this one)."""
+    """A verifier of ``scenarios.verify_stories`` (imported when first run: that module imports this one)."""
 
     def run(ev: Evidence) -> Verdict:
-        from scenarios import verify_sprint
+        from scenarios import verify_stories
 
-        check: Callable[[Evidence], Verdict] = getattr(verify_sprint, name)
+        check: Callable[[Evidence], Verdict] = getattr(verify_stories, name)
         return check(ev)
 
     return run
@@ -916,5 +916,7 @@ VERIFIERS: dict[str, Callable[[Evidence], Verdict]] = {
     "history-question-v0": verify_history_question,
     "sprint-plan-v0": _elsewhere("verify_sprint_plan"),
     "sprint-execute-v0": _elsewhere("verify_sprint_execute"),
+    "one-on-ones-ask-v0": _elsewhere("verify_one_on_ones_ask"),
+    "one-on-ones-book-v0": _elsewhere("verify_one_on_ones_book"),
 }
 """Verifiers by scenario id."""

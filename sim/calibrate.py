@@ -138,6 +138,30 @@ PARTIALS: dict[str, dict[str, Mistake]] = {
             "moves the committed tickets to todo but never puts them in the sprint", drop=("tickets_set_sprint",)
         ),
     },
+    "one-on-ones-ask-v0": {
+        "partial-no-notice": Mistake(
+            "reads every report's day as starting at midnight, so it proposes times before they can read the question",
+            misread={"directory_get_profile": lambda p: {**p, "working_hours": "00:00-23:59"}},
+        ),
+        "partial-gives-up": Mistake(
+            "looks at only the first free time per report and stops when it is already proposed to someone else",
+            change={"calendar_find_free_slots": {"limit": 1}},
+        ),
+    },
+    "one-on-ones-book-v0": {
+        "partial-no-invite": Mistake(
+            "books each 1:1 at the agreed time but invites nobody", change={"calendar_create_event": {"attendees": ""}}
+        ),
+        "partial-first-channel": Mistake(
+            "reads only its first direct conversation, so it books only the reports it finds there",
+            misread={
+                "chat_list_channels": lambda r: {
+                    **r,
+                    "channels": [c for c in r["channels"] if c["type"] == "direct"][:1],
+                }
+            },
+        ),
+    },
 }
 """The partial agents of each family, by name."""
 

@@ -226,7 +226,11 @@ class OneOnOnesAsk:
             rubric=self._rubric(
                 {r.username: earliest(day, boss, r) for r in reports}, lo + timedelta(hours=24 - EARLIEST)
             ),
-            params={"reports": names, "day": [lo.isoformat(), (lo + timedelta(hours=24 - EARLIEST)).isoformat()]},
+            params={
+                "reports": names,
+                "day": [lo.isoformat(), (lo + timedelta(hours=24 - EARLIEST)).isoformat()],
+                "earliest": {r.username: earliest(day, boss, r).isoformat() for r in reports},
+            },
             limits=Limits(max_turns=20 + 6 * len(reports), time_budget_s=8 * 3600),
             apps=("calendar", "chat", "directory"),
             difficulty=difficulty,

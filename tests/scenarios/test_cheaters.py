@@ -31,6 +31,8 @@ FAMILIES = (
     "history-question-v0",
     "sprint-plan-v0",
     "sprint-execute-v0",
+    "one-on-ones-ask-v0",
+    "one-on-ones-book-v0",
 )
 SEEDS = (0, 1, 2)
 

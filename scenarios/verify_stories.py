@@ -1,6 +1,8 @@
-"""Independent verifiers of the sprint story (``sprint-plan-v0``, ``sprint-execute-v0``), never the rubric.
+"""Independent verifiers of the two-day stories (sprint plan/execute, 1:1 ask/book), never the rubric.
 
 A module of its own because ``scenarios.verify`` is near the size limit; ``VERIFIERS`` there names these.
+The 1:1 verifiers reuse that module's calendar reading (``_busy``) and its reading of NPC agreement from the
+coworkers' own memory rows (``_agreement``), as the schedule family's verifier does.
 Day one reads the plan's stored file itself and recomputes nothing it can read (capacity and choice come from
 the params the setup computed by the rules); day two reads the ticket rows, the agent's own posts and the
 events it created, each in raw SQL.
@@ -10,10 +12,24 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from scenarios.verify import Evidence, Verdict, _file, _find_document, _live_posts, _outside, _pk
+from mcp_tools.calendar.slots import Person
+from scenarios.verify import (
+    _ISO,
+    Evidence,
+    Verdict,
+    _agreement,
+    _busy,
+    _dms,
+    _file,
+    _find_document,
+    _live_posts,
+    _outside,
+    _pk,
+    _utc,
+)
 from worlds.office.model import TextDoc
 
 _DOC_TABLES = ("documents", "document_versions", "document_shares", "blobs", "doc_folders")
@@ -119,3 +135,73 @@ def _meeting(ev: Evidence, p: Mapping[str, Any]) -> list[str]:
             return []
         return [f"the kickoff #{event} starts {at.isoformat()} (day {lo.date()}) or lacks {lacking}"]
     return [f'no event titled "{p["sprint"]} kickoff" was created']
+
+
+# -- the 1:1 story ----------------------------------------------------------------------------------------
+
+_PEOPLE = "SELECT id, username, timezone, work_start_minute, work_end_minute, workdays, manager_id FROM employees"
+_CHAT = ("posts", "mentions", "channels", "channel_members")
+
+
+def _newest_question(ev: Evidence, username: str) -> datetime | None:
+    """The time in the agent's newest question (an ISO time and a ``?``) to ``username`` by DM this episode."""
+    asked = [m for m in _dms(ev, username) if "?" in m and _ISO.search(m)]
+    return _utc(_ISO.findall(asked[-1])[-1].replace("Z", "+00:00")) if asked else None
+
+
+def verify_one_on_ones_ask(ev: Evidence) -> Verdict:
+    """Each report asked one time: from their first allowed start, in both hours, free for both, no clashes."""
+    p = ev.params
+    hi = datetime.fromisoformat(p["day"][1])
+    me = ev.sql.one(f"{_PEOPLE} WHERE id = ?", (ev.actor_id,))  # noqa: S608
+    asked = {u: _newest_question(ev, u) for u in p["reports"]}
+    reasons: list[str] = []
+    for u, at in asked.items():
+        if at is None:
+            reasons.append(f"@{u} was not asked about a time")
+            continue
+        end = at + timedelta(minutes=30)
+        if not datetime.fromisoformat(p["earliest"][u]) <= at < hi:
+            reasons.append(f"@{u}: {at.isoformat()} is outside the allowed part of the day")
+        for r in (me, ev.sql.one(f"{_PEOPLE} WHERE username = ?", (u,))):  # noqa: S608
+            assert r is not None
+            if not Person(int(r[0]), str(r[1]), str(r[2]), int(r[3]), int(r[4]), str(r[5])).works(at, end):
+                reasons.append(f"@{u}: {at.isoformat()} is outside @{r[1]}'s hours")
+            if _busy(ev, int(r[0]), -1, at, end):
+                reasons.append(f"@{u}: @{r[1]} is committed elsewhere at {at.isoformat()}")
+        if any(o != u and t is not None and abs((t - at).total_seconds()) < 1800 for o, t in asked.items()):
+            reasons.append(f"@{u}: {at.isoformat()} clashes with another proposal")
+    reasons += _outside(ev, lambda c: c["table"] in _CHAT)[:3]
+    return Verdict(not reasons, tuple(reasons))
+
+
+def verify_one_on_ones_book(ev: Evidence) -> Verdict:
+    """Per report one live "1:1 with @u" the agent created, inviting them, agreed by them, in hours, clash-free."""
+    reasons: list[str] = []
+    mine = ev.inserted("events")
+    me = ev.sql.one(f"{_PEOPLE} WHERE id = ?", (ev.actor_id,))  # noqa: S608
+    for u in ev.params["reports"]:
+        rows = [
+            r
+            for r in (
+                ev.sql.one("SELECT id, start_at, end_at, created_at, cancelled, title FROM events WHERE id = ?", (e,))
+                for e in mine
+            )  # fmt: skip
+            if r is not None and not r[4] and str(r[5]) == f"1:1 with @{u}"
+        ]
+        if len(rows) != 1:
+            reasons.append(f"@{u}: {len(rows)} live 1:1 events, expected one")
+            continue
+        event, start, end, created = int(rows[0][0]), _utc(rows[0][1]), _utc(rows[0][2]), _utc(rows[0][3])
+        row = ev.sql.one(f"{_PEOPLE} WHERE username = ?", (u,))  # noqa: S608
+        assert row is not None and me is not None
+        if ev.sql.one("SELECT 1 FROM event_attendees WHERE event_id = ? AND employee_id = ?", (event, row[0])) is None:
+            reasons.append(f"@{u} is not invited to their 1:1")
+        for r in (me, row):
+            if not Person(int(r[0]), str(r[1]), str(r[2]), int(r[3]), int(r[4]), str(r[5])).works(start, end):
+                reasons.append(f"@{u}: the 1:1 is outside @{r[1]}'s hours")
+            if _busy(ev, int(r[0]), event, start, end):
+                reasons.append(f"@{u}: @{r[1]} is committed elsewhere then")
+        reasons += _agreement(ev, [u], {u: row}, start, created)
+    reasons += _outside(ev, lambda c: c["table"] in (*_CHAT, "events", "event_attendees"))[:3]
+    return Verdict(not reasons, tuple(reasons))
