@@ -11,8 +11,9 @@ on, so tomorrow they answer what arrives today) and, by difficulty, commitments 
 the common hours (difficulty >= 1) and one in the manager's (difficulty >= 2).
 
 Difficulty sets the number of reports (2, 2, 3, 4; those sharing >= 3 working hours with the manager), adds a
-busy hour per report in the common hours (1+) and a half-hour of the manager's (2+), so the first common hour is
-often taken and proposals must avoid each other.
+busy half-hour per report in the common hours (1+) and one of the manager's (2+), so the first common time is
+often taken and proposals must avoid each other. Every report shares (reports + 2) usable half-hours with the
+manager, so there is always a time for each, however the commitments fall.
 
 The rubric is one ``dm_time_proposed`` check per report (the newest question to them proposes an ISO time on the
 day, inside both working hours, free in both calendars, not clashing with the other proposals) and a gate that
@@ -43,7 +44,6 @@ from worlds.seeding import Seeds
 STORY = ("one-on-ones-ask-v0", "one-on-ones-book-v0")
 REPORTS = (2, 2, 3, 4)
 MINUTES = 30
-MIN_COMMON = 180
 EARLIEST = 10
 """No 1:1 before 10:00 in the manager's zone: tomorrow's episode starts at 09:00 there, and a time that has passed
 by then cannot be booked."""
@@ -124,7 +124,11 @@ def works_on(p: Person, day: date) -> bool:
 
 
 def pick(sql: Sql, rng: np.random.Generator, now: datetime, count: int) -> tuple[Person, list[Person]]:
-    """A manager and ``count`` (or as many as any has, >= 2) reports sharing 3 working hours, one in another zone."""
+    """A manager and ``count`` reports (or as many as any manager has, >= 2), one in another zone if possible.
+
+    Each report shares ``count + 2`` usable half-hours with the manager, so a time exists for each whatever the
+    setup's commitments (one half-hour of theirs, one of the manager's) and the earlier proposals take.
+    """
     managers = [
         _person(r)
         for r in sql.all(
@@ -133,29 +137,23 @@ def pick(sql: Sql, rng: np.random.Generator, now: datetime, count: int) -> tuple
             (True, True),
         )
     ]
-    eligible: list[tuple[Person, list[Person]]] = []
+    day = next_weekday((now + timedelta(days=1)).date())
+    teams: list[tuple[Person, list[tuple[float, Person]]]] = []
     for k in rng.permutation(len(managers)):
         boss = managers[int(k)]
-        day = next_weekday((now + timedelta(days=1)).date())
-        reports = [
-            r
-            for r in (
-                _person(x)
-                for x in sql.all(
-                    f"{_PERSON} WHERE manager_id = ? AND active = ? ORDER BY username",  # noqa: S608
-                    (boss.id, True),
-                )
-            )  # fmt: skip
-            if works_on(r, day) and (lambda s, e: (e - s).total_seconds() >= MIN_COMMON * 60)(*usable(day, boss, r))
-        ]
-        if len(reports) >= 2 and works_on(boss, day) and any(r.zone != boss.zone for r in reports):
-            order = sorted(reports, key=lambda r: (r.zone == boss.zone, r.username))  # other zones first
-            eligible.append((boss, order))
+        rows = sql.all(f"{_PERSON} WHERE manager_id = ? AND active = ? ORDER BY username", (boss.id, True))  # noqa: S608
+        if works_on(boss, day):
+            spans = [(r, usable(day, boss, r)) for r in map(_person, rows) if works_on(r, day)]
+            teams.append((boss, [((b - a).total_seconds() / 60, r) for r, (a, b) in spans]))
     for want in range(count, 1, -1):  # a small company may have no manager with that many: as many as there are
-        found = next(((b, order) for b, order in eligible if len(order) >= want), None)
-        if found is not None:
-            return found[0], sorted(found[1][:want], key=lambda r: r.username)
-    raise ValueError(f"no manager with 2 reports sharing {MIN_COMMON // 60} working hours: world too small")
+        for mixed in (True, False):
+            for boss, spans in teams:
+                fit = sorted(
+                    (r for m, r in spans if m >= MINUTES * (want + 2)), key=lambda r: (r.zone == boss.zone, r.username)
+                )
+                if len(fit) >= want and (not mixed or fit[0].zone != boss.zone):
+                    return boss, sorted(fit[:want], key=lambda r: r.username)
+    raise ValueError("no manager with 2 reports sharing 2 free working hours: world too small")
 
 
 def event(sql: Sql, who: int, title: str, start: datetime, end: datetime, now: datetime) -> None:
@@ -178,9 +176,9 @@ def prepare(
     if difficulty >= 1:
         for r in reports:
             a, b = usable(day, boss, r)
-            halves = int((b - a).total_seconds() // 1800) - 2
+            halves = int((b - a).total_seconds() // 1800) - 1
             start = a + timedelta(minutes=30 * int(rng.integers(max(1, halves))))
-            event(sql, r.id, BUSY[int(rng.integers(len(BUSY)))], start, start + timedelta(hours=1), now)
+            event(sql, r.id, BUSY[int(rng.integers(len(BUSY)))], start, start + timedelta(minutes=30), now)
     if difficulty >= 2:
         a, _ = usable(day, boss, reports[0])
         event(sql, boss.id, "Budget sync", a, a + timedelta(minutes=30), now)
