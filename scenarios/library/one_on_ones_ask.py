@@ -143,16 +143,16 @@ def pick(sql: Sql, rng: np.random.Generator, now: datetime, count: int) -> tuple
         boss = managers[int(k)]
         rows = sql.all(f"{_PERSON} WHERE manager_id = ? AND active = ? ORDER BY username", (boss.id, True))  # noqa: S608
         if works_on(boss, day):
-            spans = [(r, usable(day, boss, r)) for r in map(_person, rows) if works_on(r, day)]
-            teams.append((boss, [((b - a).total_seconds() / 60, r) for r, (a, b) in spans]))
+            windows = [(r, usable(day, boss, r)) for r in map(_person, rows) if works_on(r, day)]
+            teams.append((boss, [((b - a).total_seconds() / 60, r) for r, (a, b) in windows]))
     for want in range(count, 1, -1):  # a small company may have no manager with that many: as many as there are
         for mixed in (True, False):
-            for boss, spans in teams:
+            for lead, spans in teams:
                 fit = sorted(
-                    (r for m, r in spans if m >= MINUTES * (want + 2)), key=lambda r: (r.zone == boss.zone, r.username)
+                    (r for m, r in spans if m >= MINUTES * (want + 2)), key=lambda r: (r.zone == lead.zone, r.username)
                 )
-                if len(fit) >= want and (not mixed or fit[0].zone != boss.zone):
-                    return boss, sorted(fit[:want], key=lambda r: r.username)
+                if len(fit) >= want and (not mixed or fit[0].zone != lead.zone):
+                    return lead, sorted(fit[:want], key=lambda r: r.username)
     raise ValueError("no manager with 2 reports sharing 2 free working hours: world too small")
 
 
