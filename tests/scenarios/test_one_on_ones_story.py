@@ -107,3 +107,14 @@ def test_replay_of_the_story_with_npcs_is_bit_exact(store, tmp_path):
     writer.close()
     report = replay(path, store=store)
     assert report.ok and report.episodes == 2, report.mismatches
+
+
+def test_a_time_the_report_cannot_answer_in_time_loses_only_their_question(store):
+    """Ignoring the two hours' notice: the checks that fail are asks, each saying the time is too early."""
+    failed: dict[str, str] = {}
+    with Episode("one-on-ones-ask-v0", store=store) as ep:
+        for seed in range(6):
+            score = play_partial(ep, "one-on-ones-ask-v0", "partial-no-notice", seed, {"difficulty": 1})
+            failed.update(_failed(score))
+    assert failed, "some report starts their day within two hours of 10:00 in the manager's zone"
+    assert all(k.startswith("ask-") and "not between" in v for k, v in failed.items()), failed
