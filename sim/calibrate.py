@@ -152,14 +152,9 @@ PARTIALS: dict[str, dict[str, Mistake]] = {
         "partial-no-invite": Mistake(
             "books each 1:1 at the agreed time but invites nobody", change={"calendar_create_event": {"attendees": ""}}
         ),
-        "partial-first-channel": Mistake(
-            "reads only its first direct conversation, so it books only the reports it finds there",
-            misread={
-                "chat_list_channels": lambda r: {
-                    **r,
-                    "channels": [c for c in r["channels"] if c["type"] == "direct"][:1],
-                }
-            },
+        "partial-no-wait": Mistake(
+            "never lets time pass, so it books only the reports who had answered by the time it looked",
+            drop=("wait",),
         ),
     },
 }

@@ -281,10 +281,10 @@ class OneOnOnesAsk:
         env.call("submit", summary="asked every report about a 1:1 time")
 
 
-def propose(env: AgentEnv, day: str, zone: str, reports: list[str]) -> dict[str, str]:
-    """DM each of ``reports`` a free common slot on ``day``, avoiding each other; returns the times."""
+def propose(env: AgentEnv, day: str, zone: str, reports: list[str], avoid: tuple[datetime, ...] = ()) -> dict[str, str]:
+    """DM each of ``reports`` a free common slot on ``day``, avoiding each other and ``avoid``; returns the times."""
     local = datetime.fromisoformat(day).replace(hour=EARLIEST, tzinfo=ZoneInfo(zone))
-    taken: list[datetime] = []
+    taken: list[datetime] = list(avoid)  # times already refused are not proposed again
     chosen: dict[str, str] = {}
     for u in reports:
         prof = env.call("directory_get_profile", username=u)

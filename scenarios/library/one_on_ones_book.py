@@ -217,6 +217,7 @@ class OneOnOnesBook:
             if c["type"] == "direct" and len(dm) < len(pending):
                 people = {m["username"] for m in env.call("chat_list_members", channel=c["name"])["members"]}
                 dm.update({u: c["name"] for u in pending if u in people})
+        refused: dict[str, list[datetime]] = {}
         for _ in range(60):
             if not pending or env.done:
                 break
@@ -228,9 +229,10 @@ class OneOnOnesBook:
                         end=(when + timedelta(minutes=MINUTES)).isoformat(), attendees=u, description="Our weekly 1:1.",
                     )  # fmt: skip
                     pending.remove(u)
-                elif verdict == "no":
+                elif verdict == "no" and when is not None:
+                    refused.setdefault(u, []).append(when)
                     local = day.astimezone(ZoneInfo(zone)).date().isoformat()
-                    propose(env, local, zone, [u])
+                    propose(env, local, zone, [u], tuple(t for ts in refused.values() for t in ts))
             if pending:
                 env.call("wait", minutes=30)
         if not env.done:
