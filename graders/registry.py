@@ -93,6 +93,7 @@ LIBRARY: tuple[str, ...] = (
     "graders.checks_trace",
     "graders.checks_cases",
     "graders.checks_meetings",
+    "graders.checks_proposals",
     "graders.checks_code",
     "graders.checks_docs",
     "graders.judge",

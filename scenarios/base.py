@@ -144,6 +144,17 @@ def rubric_at(family: ScenarioFamily, instance: ScenarioInstance, version: int) 
     return rubric
 
 
+def story_of(family: ScenarioFamily) -> tuple[str, ...]:
+    """The multi-day story ``family`` is one day of (scenario ids in the order a campaign plays them), or ().
+
+    A family that is one episode of a longer story says so with a class attribute ``story = (day1, day2, ...)``;
+    ``companysim campaign day1 day2 ...`` plays it on one world, each day starting on the next working morning
+    where the previous ended, and later days are graded against what earlier days left in the world.
+    """
+    story = getattr(family, "story", ())
+    return tuple(str(s) for s in story) if isinstance(story, tuple | list) else ()
+
+
 #: The signature of an entry point named in the registry.
 FamilyFactory = Callable[[], ScenarioFamily]
 

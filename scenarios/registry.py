@@ -153,3 +153,23 @@ register(
     entry_point="scenarios.library.offboard:OffboardLeaver",
     description="Team lead offboards a leaver by the checklist: grants, channels, tickets by owner, 1:1s, handover.",
 )
+register(
+    "sprint-plan-v0",
+    entry_point="scenarios.library.sprint_plan:SprintPlan",
+    description="Day one of a campaign: team lead plans next sprint from calendars' capacity and the planning rules.",
+)
+register(
+    "sprint-execute-v0",
+    entry_point="scenarios.library.sprint_execute:SprintExecute",
+    description="Day two of a campaign: team lead acts on yesterday's sprint plan (sprint, kickoff post, meeting).",
+)
+register(
+    "one-on-ones-ask-v0",
+    entry_point="scenarios.library.one_on_ones_ask:OneOnOnesAsk",
+    description="Day one of a campaign: a manager asks each direct report by DM whether a 1:1 time works.",
+)
+register(
+    "one-on-ones-book-v0",
+    entry_point="scenarios.library.one_on_ones_book:OneOnOnesBook",
+    description="Day two of a campaign: a manager books the 1:1s their reports agreed to overnight, by DM.",
+)

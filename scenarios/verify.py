@@ -910,3 +910,4 @@ VERIFIERS: dict[str, Callable[[Evidence], Verdict]] = {
 import scenarios.verify_history  # noqa: E402, F401
 import scenarios.verify_more  # noqa: E402, F401
 import scenarios.verify_people  # noqa: E402, F401
+import scenarios.verify_stories  # noqa: E402, F401

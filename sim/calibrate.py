@@ -230,6 +230,40 @@ PARTIALS: dict[str, dict[str, Mistake]] = {
         ),
         "partial-no-handover": Mistake("does every item but never mails the handover", drop=("mail_send",)),
     },
+    "sprint-plan-v0": {
+        "partial-no-time-off": Mistake(
+            "never opens the calendars, so everyone counts as fully available (time off from difficulty 1)",
+            misread={"calendar_list_events": lambda r: {**r, "events": []}},
+        ),
+        "partial-no-share": Mistake("writes the plan, never shares it with the manager", drop=("docs_share",)),
+    },
+    "sprint-execute-v0": {
+        "partial-no-meeting": Mistake(
+            "moves the tickets and posts, never books the kickoff", drop=("calendar_create_event",)
+        ),
+        "partial-no-sprint": Mistake(
+            "moves the committed tickets to todo but never puts them in the sprint", drop=("tickets_set_sprint",)
+        ),
+    },
+    "one-on-ones-ask-v0": {
+        "partial-no-notice": Mistake(
+            "reads every report's day as starting at midnight, so it proposes times before they can read the question",
+            misread={"directory_get_profile": lambda p: {**p, "working_hours": "00:00-23:59"}},
+        ),
+        "partial-gives-up": Mistake(
+            "looks at only the first free time per report and stops when it is already proposed to someone else",
+            change={"calendar_find_free_slots": {"limit": 1}},
+        ),
+    },
+    "one-on-ones-book-v0": {
+        "partial-no-invite": Mistake(
+            "books each 1:1 at the agreed time but invites nobody", change={"calendar_create_event": {"attendees": ""}}
+        ),
+        "partial-no-wait": Mistake(
+            "never lets time pass, so it books only the reports who had answered by the time it looked",
+            drop=("wait",),
+        ),
+    },
 }
 """The partial agents of each family, by name."""
 

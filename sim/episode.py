@@ -12,7 +12,9 @@ state from the change log and the step records, never from a full-world scan.
 Reset options: ``world_seed`` (default: the seed), ``employees``, ``history_days``, ``difficulty`` (default 1),
 ``noise``, ``npcs``, ``npc_llm`` (``sim.coworkers``), ``turns`` (``all``, the default: every call is a turn and
 costs simulated time; ``writes``: reads are free, neither turns nor time, for clients that poll, as behind
-``companysim serve``), ``progress``
+``companysim serve``), ``prompt_via`` (``system``, the default: the task is the prompt; ``manager``: setup sends
+the task as a direct message from the actor's manager and the prompt only says to check messages, with the
+family's rubric and oracle unchanged; ``scenarios.variants``), ``progress``
 (true: each step's info carries the rubric's partial score, ``graders.progress``, ~0.1-0.3 ms a write; the
 default false gives None). A malformed action, an unknown tool or bad arguments is an error observation with a
 stable code, and the episode goes on.
@@ -31,9 +33,10 @@ from mcp_tools.base import ToolContext
 from mcp_tools.company import app_specs
 from scenarios.base import ScenarioFamily, ScenarioInstance
 from scenarios.registry import make
+from scenarios.variants import PROMPT_VIA, with_prompt_via
 from sim.calls import Outcome, dispatch, parse_action
 from sim.coworkers import check_npc_llm, check_npcs_option
-from sim.errors import BadAction, EpisodeOver, NotReset, SimError
+from sim.errors import BadAction, BadOption, EpisodeOver, NotReset, SimError
 from sim.live import LiveEpisode, reset_options, spec_for
 from sim.noise import NoiseProfile
 from sim.record import score_record
@@ -85,6 +88,7 @@ class Episode:
         self.scenario_id = scenario
         self.store = store or WorldStore(db=db)
         self.worlds = TaskWorlds(make(scenario), self.store, use_cache=setup_cache)
+        self._variants: dict[str, TaskWorlds] = {"system": self.worlds}  # per ``prompt_via``, made on first use
         self._live: LiveEpisode | None = None
         self._resets = 0
         self._open: list[EpisodeCode] = []  # what the finalizer frees if the episode is never closed
@@ -109,9 +113,13 @@ class Episode:
         Raises:
             BadNoise: the ``noise`` option names an unknown profile or fault (nothing is reset).
             NpcError: the ``npcs`` option names an unknown preset or a bad trait (nothing is reset).
+            BadOption: ``prompt_via`` (or ``turns``, ``progress``) is not one of its values (nothing is reset).
             SimError: ``start`` belongs to another world than this reset's spec (nothing is reset).
         """
         opts, noise = reset_options(options, noise=self.noise, npcs=self.npcs, npc_llm=self.npc_llm)  # or nothing
+        via = opts.get("prompt_via", "system")
+        if via not in PROMPT_VIA:
+            raise BadOption(f"prompt_via must be one of {', '.join(PROMPT_VIA)}; got {via!r:.40}")
         seed = self._resets if seed is None else int(seed)
         spec = spec_for(self.family, seed, opts)
         if start is not None and start.spec_hash != spec.spec_hash:
@@ -119,6 +127,7 @@ class Episode:
                 f"start state belongs to world {start.spec_hash[:12]}, not to this reset's world {spec.spec_hash[:12]}"
             )
         self._finish_open_episode()
+        self._use_variant(str(via))
         difficulty = int(opts.get("difficulty", 1))
         task = self.worlds.open(spec, seed, difficulty, start)
         instance = task.setup.instance
@@ -142,7 +151,8 @@ class Episode:
     def close(self) -> None:
         """End any open episode (graded if a trace is recorded) and free its world (bases stay shared)."""
         self._finish_open_episode()
-        self.worlds.close()
+        for worlds in self._variants.values():
+            worlds.close()
 
     def step(self, action: Any) -> tuple[str, float, bool, bool, dict[str, Any]]:
         """Run one tool call; returns (observation, reward, terminated, truncated, info)."""
@@ -270,6 +280,17 @@ class Episode:
         return dict(self._require_live().header)
 
     # -- internals ---------------------------------------------------------------------------------------
+
+    def _use_variant(self, via: str) -> None:
+        """Play the family as ``prompt_via`` asks (its own TaskWorlds: the setups differ, so do their caches)."""
+        worlds = self._variants.get(via)
+        if worlds is None:
+            plain = self._variants["system"]
+            worlds = TaskWorlds(with_prompt_via(plain.family, via), self.store, use_cache=plain.use_cache)
+            self._variants[via] = worlds
+        if worlds is not self.worlds:
+            self.worlds.drop_warm()  # one warm world per episode at a time
+            self.worlds = worlds
 
     def _require_live(self) -> LiveEpisode:
         if self._live is None:

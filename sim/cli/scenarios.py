@@ -56,6 +56,7 @@ def scenarios_show(
     data_dir: DataDir = None,
 ) -> None:
     """Describe a family: apps, difficulty knobs, limits, NPCs, and the rubric checks of a sample instance."""
+    from scenarios.base import story_of
     from sim.episode import Episode
 
     check_difficulty(difficulty)
@@ -74,6 +75,12 @@ def scenarios_show(
             ("plays", f"@{instance.actor}"),
             ("rubric", f"{instance.rubric.id} v{instance.rubric.version}, {len(instance.rubric.checks)} checks"),
         ]
+        story = story_of(family)
+        if story:
+            day = story.index(family.id) + 1 if family.id in story else 0
+            facts.append(
+                ("story", f"day {day} of {len(story)}: {' -> '.join(story)} (companysim campaign {' '.join(story)})")
+            )
         for name, text in facts:
             console.print(f"  {name:<11} {text}", highlight=False, markup=False)
         console.print("\nPrompt:", markup=False)

@@ -35,6 +35,10 @@ FAMILIES = (
     "incident-postmortem-v0",
     "onboard-new-hire-v0",
     "offboard-leaver-v0",
+    "sprint-plan-v0",
+    "sprint-execute-v0",
+    "one-on-ones-ask-v0",
+    "one-on-ones-book-v0",
 )
 SEEDS = (0, 1, 2)
 

@@ -1,0 +1,269 @@
+"""``one-on-ones-book-v0``: day two of the 1:1 story; the reports answer overnight questions, the manager books.
+
+In a campaign after ``one-on-ones-ask-v0`` the task is the newest set of 1:1 questions a manager sent their
+direct reports by DM and has not booked yet: the reports are NPCs (``needs_npcs``, pinned cooperative) whose
+personas day one created, so they answer those questions on their first turns today, in their own hours. Played
+alone, setup prepares the day as day one would (``one_on_ones_ask.prepare``) and writes the manager's questions
+as yesterday's, each a free common time today. What is booked is graded against what the reports themselves
+answered before the booking (``meeting_agreed`` reads the NPCs' memory), never against chat text the agent wrote.
+
+Difficulty is day one's when setup prepares the day (2, 2, 3, 4 reports; busy hours in their calendars, a
+half-hour of the manager's); in a campaign, yesterday's questions decide who must be booked when.
+
+The rubric, per report: a meeting titled "1:1 with @username" at a time they agreed to, inviting them, inside
+both working hours, double-booking nobody; and a gate that only chat and the calendar changed. The oracle reads
+the reports from the directory and the answers from its direct messages, waiting with the ``wait`` tool; a
+"does not work" gets a new free time by DM. It never reads params or the NPCs' traits.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime, timedelta
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from sqlalchemy.orm import Session
+
+from graders.base import Rubric
+from graders.rubric import load_rubric
+from mcp_tools.base import Actor, ToolContext
+from mcp_tools.calendar import service as calendar
+from mcp_tools.chat import service as chat
+from scenarios.base import AgentEnv, Limits, ScenarioInstance, WorldDefaults, start_day
+from scenarios.library.one_on_ones_ask import (
+    CHAT_CHANGES,
+    EARLIEST,
+    MINUTES,
+    REPORTS,
+    STORY,
+    Person,
+    earliest,
+    pick,
+    prepare,
+    propose,
+)
+from worlds.clock import Clock, FixedClock
+from worlds.rawsql import Sql
+from worlds.seeding import Seeds
+
+_PERSON = (
+    "SELECT id, username, first_name || ' ' || last_name, timezone, work_start_minute, work_end_minute, workdays"
+    " FROM employees WHERE id = ?"
+)
+_ISO = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d(?::\d\d)?(?:Z|[+-]\d\d:\d\d)")
+_LOCAL = re.compile(r"(\d{4}-\d{2}-\d{2} \d{2}:\d{2}) \(([A-Za-z_/+-]+)\)")
+_YES = re.compile(r"\b(works for me|is fine with me|works)\b", re.I)
+_NO = re.compile(r"\b(can't make|doesn't work|busy at)\b", re.I)
+
+
+def _load(sql: Sql, employee: int) -> Person:
+    r = sql.one(_PERSON, (employee,))
+    assert r is not None
+    return Person(id=int(r[0]), username=str(r[1]), name=str(r[2]), zone=str(r[3]), start=int(r[4]), end=int(r[5]),
+                  workdays=str(r[6]))  # fmt: skip
+
+
+def _pending(sql: Sql) -> tuple[Person, list[Person]] | None:
+    """The manager of the newest 1:1 question to a direct report, and the reports asked then, if none is booked."""
+    rows = sql.all(
+        "SELECT p.id, p.author_id, r.id, p.created_at FROM posts p JOIN channels c ON c.id = p.channel_id"
+        " JOIN channel_members m ON m.channel_id = c.id JOIN employees r ON r.id = m.employee_id"
+        " WHERE c.type = 'D' AND r.manager_id = p.author_id AND r.active = ? AND p.deleted_at IS NULL"
+        " AND p.message LIKE ? ORDER BY p.id DESC LIMIT 50",
+        (True, "%1:1%?%"),
+    )
+    if not rows:
+        return None
+    boss = int(rows[0][1])
+    newest = rows[0][3] if isinstance(rows[0][3], datetime) else datetime.fromisoformat(str(rows[0][3]))
+    asked: list[int] = []
+    for _, author, report, at in rows:
+        when = at if isinstance(at, datetime) else datetime.fromisoformat(str(at))
+        if int(author) == boss and newest - when < timedelta(hours=12) and int(report) not in asked:
+            asked.append(int(report))
+    reports = [_load(sql, r) for r in asked]
+    booked = sql.one(
+        "SELECT 1 FROM events WHERE organizer_id = ? AND title LIKE ? AND created_at >= ?",
+        (boss, "1:1 with @%", newest),
+    )
+    if booked is not None or not reports:
+        return None
+    return _load(sql, boss), sorted(reports, key=lambda r: r.username)
+
+
+class OneOnOnesBook:
+    """The ``one-on-ones-book-v0`` family."""
+
+    id = "one-on-ones-book-v0"
+    description = "Day two of a campaign: a manager books the 1:1s their reports agreed to overnight, by DM."
+    world = WorldDefaults(employees=40, history_days=30)
+    story = STORY
+
+    def build(self, session: Session, seeds: Seeds, clock: Clock, difficulty: int) -> ScenarioInstance:
+        """Find yesterday's questions (or ask them in setup), return the instance with the reports as NPCs."""
+        difficulty = max(0, min(3, difficulty))
+        rng = seeds.rng("scenario/one-on-ones-book")
+        sql = Sql.of(session)
+        found = _pending(sql)
+        if found is not None:
+            boss, reports = found
+            now = start_day(session, clock, boss.id)
+        else:
+            boss, reports = pick(sql, rng, clock.now() - timedelta(days=1), REPORTS[difficulty])
+            now = start_day(session, clock, boss.id)
+            day = now.astimezone(ZoneInfo(boss.zone)).date()
+            prepare(sql, rng, boss, reports, day, now - timedelta(days=1), difficulty)
+            self._ask_yesterday(session, boss, reports, now)
+        local = now.astimezone(ZoneInfo(boss.zone))
+        names = [r.username for r in reports]
+        who = ", ".join(f"@{u}" for u in names)
+        prompt = (
+            f"You are {boss.name} (@{boss.username}). It is {local:%A %H:%M} in your time zone ({boss.zone}), "
+            f"{now:%Y-%m-%d %H:%M} UTC. Yesterday you asked your direct reports {who} by direct message whether a "
+            f"time today works for your {MINUTES}-minute 1:1. They answer in their own working hours: read their "
+            'answers (use the wait tool to let time pass). Book a 1:1 titled "1:1 with @username" with each of '
+            "them at the time they agreed to, inviting them. If someone says the time does not work, propose "
+            "another free time today by direct message, as a question giving the time in ISO 8601 with an offset, "
+            "and book it once they agree. Never double-book anyone. Call the submit tool when every 1:1 is booked."
+        )
+        return ScenarioInstance(
+            scenario_id=self.id,
+            prompt=prompt,
+            actor=boss.username,
+            rubric=self._rubric(names),
+            params={"reports": names, "manager": boss.username},
+            limits=Limits(max_turns=60 + 25 * len(names), time_budget_s=10 * 3600),
+            apps=("calendar", "chat", "directory"),
+            difficulty=difficulty,
+            npcs={u: "cooperative" for u in names},
+            npc_population=tuple(names),
+            needs_npcs=True,
+        )
+
+    @staticmethod
+    def _ask_yesterday(session: Session, boss: Person, reports: list[Person], now: datetime) -> None:
+        """The manager's questions of yesterday afternoon: one free common time today per report, none clashing."""
+        actor = Actor.load(session, boss.id)
+        today = now.astimezone(ZoneInfo(boss.zone)).replace(hour=EARLIEST, minute=0, second=0, microsecond=0)
+        sent = (now - timedelta(hours=18)).replace(second=0, microsecond=0)
+        taken: list[datetime] = []
+        day = today.date()
+        for k, r in enumerate(reports):
+            first = max(today.astimezone(UTC), earliest(day, boss, r))
+            slots = calendar.find_free_slots(
+                ToolContext(session=session, actor=actor, clock=FixedClock(now)), r.username, MINUTES,
+                first.isoformat(), (today + timedelta(hours=24 - EARLIEST)).astimezone(UTC).isoformat(), 30, 48,
+            )["slots"]  # fmt: skip
+            free = [datetime.fromisoformat(s["start"]) for s in slots]
+            at = next(t for t in free if all(abs((t - o).total_seconds()) >= MINUTES * 60 for o in taken))
+            taken.append(at)
+            ctx = ToolContext(session=session, actor=actor, clock=FixedClock(sent + timedelta(minutes=2 * k)))
+            chat.direct_message(
+                ctx, r.username, f"Hi, would {at.isoformat()} work for our 1:1 tomorrow ({MINUTES} min)?"
+            )
+
+    @staticmethod
+    def _rubric(reports: list[str]) -> Rubric:
+        """Per report: agreed time, invited, working hours, no double booking; a gate on what may change."""
+        checks: list[dict[str, Any]] = []
+        for u in reports:
+            title = rf"^1:1 with @{re.escape(u)}$"
+            agreed = f"agreed-{u}"
+            checks += [
+                {"id": agreed, "description": f"The 1:1 with @{u} is at a time @{u} agreed to.",
+                 "fn": "meeting_agreed", "weight": 2, "params": {"title_pattern": title, "attendees": [u]}},
+                {"id": f"invited-{u}", "description": f"@{u} is invited to their 1:1.", "fn": "meeting_attendees",
+                 "params": {"title_pattern": title, "attendees": [u]}},
+                {"id": f"hours-{u}", "description": f"The 1:1 with @{u} is inside both working hours.",
+                 "fn": "meeting_in_working_hours", "params": {"title_pattern": title}, "needs": [agreed]},
+                {"id": f"single-{u}", "description": f"One 1:1 with @{u}, double-booking nobody.",
+                 "fn": "meeting_no_double_booking", "params": {"title_pattern": title}, "needs": [agreed]},
+            ]  # fmt: skip
+        checks.append(
+            {
+                "id": "no-collateral",
+                "description": "Only chat and the calendar changed.",
+                "must": True,
+                "fn": "no_collateral_changes",
+                "params": {
+                    "allowed": [
+                        *CHAT_CHANGES,
+                        {"table": "events", "ops": ["insert", "update"]},
+                        {"table": "event_attendees", "ops": ["insert", "update"]},
+                    ]
+                },
+            }
+        )
+        return load_rubric(
+            {
+                "id": "one-on-ones-book",
+                "version": 1,
+                "description": "Book each 1:1 at the time the report agreed to, re-proposing when one does not work.",
+                "checks": checks,
+            }
+        )
+
+    def oracle(self, env: AgentEnv) -> None:
+        """Read each report's answer to the newest question; book the yeses; re-propose after a no; wait."""
+        zone = _must(re.search(r"in your time zone \(([^)]+)\)", env.prompt)).group(1)
+        stated = _must(re.search(r"(\d{4}-\d\d-\d\d) \d\d:\d\d UTC", env.prompt)).group(1)
+        day = datetime.fromisoformat(stated).replace(tzinfo=UTC)
+        reports = [r["username"] for r in env.call("directory_reports", username=env.actor)["reports"]]
+        named = set(re.findall(r"@([a-z0-9][a-z0-9._-]*[a-z0-9])", env.prompt.split("reports ", 1)[1]))
+        pending = [u for u in reports if u in named]
+        dm: dict[str, str] = {}
+        for c in env.call("chat_list_channels")["channels"]:
+            if c["type"] == "direct" and len(dm) < len(pending):
+                people = {m["username"] for m in env.call("chat_list_members", channel=c["name"])["members"]}
+                dm.update({u: c["name"] for u in pending if u in people})
+        refused: dict[str, list[datetime]] = {}
+        for _ in range(60):
+            if not pending or env.done:
+                break
+            for u in list(pending):
+                verdict, when = self._answer(env, u, dm[u])
+                if verdict == "yes" and when is not None:
+                    env.call(
+                        "calendar_create_event", title=f"1:1 with @{u}", start=when.isoformat(),
+                        end=(when + timedelta(minutes=MINUTES)).isoformat(), attendees=u, description="Our weekly 1:1.",
+                    )  # fmt: skip
+                    pending.remove(u)
+                elif verdict == "no" and when is not None:
+                    refused.setdefault(u, []).append(when)
+                    local = day.astimezone(ZoneInfo(zone)).date().isoformat()
+                    propose(env, local, zone, [u], tuple(t for ts in refused.values() for t in ts))
+            if pending:
+                env.call("wait", minutes=30)
+        if not env.done:
+            env.call("submit", summary="every 1:1 booked at the agreed time")
+
+    @staticmethod
+    def _answer(env: AgentEnv, u: str, channel: str) -> tuple[str | None, datetime | None]:
+        """(yes/no/None, the time asked) for ``u``'s answer to the agent's newest question in their DM."""
+        posts = env.call("chat_read_channel", channel=channel, limit=50)["posts"]
+        mine = [p for p in posts if p["author"] == env.actor and "?" in p["message"] and _ISO.search(p["message"])]
+        if not mine:
+            return None, None
+        asked = datetime.fromisoformat(_ISO.findall(mine[-1]["message"])[-1])
+        for post in posts:
+            if post["id"] <= mine[-1]["id"] or post["author"] != u:
+                continue
+            local = _LOCAL.search(post["message"])
+            about = (
+                datetime.fromisoformat(local.group(1)).replace(tzinfo=ZoneInfo(local.group(2))).astimezone(UTC)
+                if local
+                else None
+            )
+            if about is not None and about != asked:
+                continue
+            if _NO.search(post["message"]):
+                return "no", asked
+            if _YES.search(post["message"]):
+                return "yes", asked
+        return None, asked
+
+
+def _must(m: re.Match[str] | None) -> re.Match[str]:
+    assert m is not None, "the prompt names this"
+    return m

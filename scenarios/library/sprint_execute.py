@@ -1,0 +1,347 @@
+"""``sprint-execute-v0``: day two of the sprint story; the lead acts on the sprint plan found in the world.
+
+In a campaign after ``sprint-plan-v0`` the task is the newest future sprint ("Sprint YYYY-MM-DD") whose
+candidates still wait, and the plan is the document the lead wrote yesterday at the path the rules name: its
+Committed section, right or wrong, is what today is graded against (a day-one mistake costs day one, and day
+two is judged on acting faithfully on what was decided). When there is no such sprint (played alone), setup
+prepares one exactly as day one would (``sprint_plan.prepare``); when there is no usable plan (no document,
+or none of the candidates under Committed), a teammate writes the plan by the rules (``expected_in_world``)
+and shares it with the lead, as a coworker covering for a lead who was out would. So the family also works
+standalone, and its difficulty is day one's (more candidates, time off, training, a blocked one).
+
+Difficulty is day one's when setup prepares the sprint (5, 7, 9, 11 candidates; time off, training, a blocked
+candidate); in a campaign the plan written yesterday decides how much there is to do.
+
+The work: every committed ticket into the sprint and to ``todo``; every other candidate left as it is; a
+kickoff post in the team channel naming each committed key; a 30-minute "<sprint> kickoff" meeting on the
+sprint's first day (today, when it has begun) inviting the whole team. The rubric is one check per committed
+ticket, one per deferred ticket (untouched, counted only once the kickoff is booked), one per key in the
+kickoff post, the meeting, and a gate on what may change. The oracle reads the plan and the team through the
+tools; it never reads params.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, date, datetime, timedelta
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from sqlalchemy.orm import Session
+
+from graders.base import Rubric
+from graders.rubric import load_rubric
+from mcp_tools.base import Actor, ToolContext
+from mcp_tools.docs import service as docs
+from mcp_tools.errors import AppError
+from scenarios.base import AgentEnv, Limits, ScenarioInstance, WorldDefaults, start_day
+from scenarios.library import setup
+from scenarios.library.sprint_plan import (
+    STORY,
+    Team,
+    candidate_label,
+    expected_in_world,
+    members,
+    next_weekday,
+    pick_team,
+    plan_path,
+    plan_text,
+    prepare,
+    sprint_name,
+    team_of_project,
+)
+from worlds.clock import Clock, FixedClock
+from worlds.rawsql import Sql
+from worlds.seeding import Seeds
+
+KICKOFF_MINUTES = 30
+_SPRINT = re.compile(r"^Sprint (\d{4}-\d\d-\d\d)$")
+
+
+class SprintExecute:
+    """The ``sprint-execute-v0`` family."""
+
+    id = "sprint-execute-v0"
+    description = "Day two of a campaign: team lead acts on yesterday's sprint plan (sprint, kickoff post, meeting)."
+    world = WorldDefaults(employees=40, history_days=30)
+    story = STORY
+
+    def build(self, session: Session, seeds: Seeds, clock: Clock, difficulty: int) -> ScenarioInstance:
+        """Find yesterday's sprint and plan (or set both up), return the instance graded against that plan."""
+        difficulty = max(0, min(3, difficulty))
+        rng = seeds.rng("scenario/sprint-execute")
+        sql = Sql.of(session)
+        found = _pending_sprint(sql)
+        if found is not None:
+            team, start, sprint_id = found
+            now = start_day(session, clock, team.lead_id)
+        else:
+            team = pick_team(sql, rng)
+            now = start_day(session, clock, team.lead_id)
+            today = self._local(sql, team, now).date()
+            start = today if today.weekday() < 5 else next_weekday(today)
+            prepare(session, clock, rng, team, start, difficulty)
+            sprint_id = int(sql.scalar("SELECT max(id) FROM sprints WHERE project_id = ?", (team.project_id,)))
+        label = candidate_label(start)
+        candidates = [
+            str(k)
+            for (k,) in sql.all(
+                "SELECT t.key FROM tickets t JOIN ticket_labels l ON l.ticket_id = t.id"
+                " WHERE t.project_id = ? AND l.label = ? ORDER BY t.number",
+                (team.project_id, label),
+            )
+        ]
+        path = plan_path(team, start)
+        committed = self._committed(session, team, path, candidates, now)
+        author = team.lead
+        if not committed:
+            path, author = self._coworker_plan(session, team, start, now)
+            committed = self._committed(session, team, path, candidates, now)
+        deferred = [k for k in candidates if k not in committed]
+        people = [m[1] for m in members(sql, team)]
+        day = max(self._local(sql, team, now).date(), start)
+        zone = ZoneInfo(str(sql.scalar("SELECT timezone FROM employees WHERE id = ?", (team.lead_id,))))
+        lo = datetime(day.year, day.month, day.day, tzinfo=zone).astimezone(UTC)
+        statuses = {
+            str(k): str(s)
+            for k, s in sql.all(
+                "SELECT t.key, t.status FROM tickets t JOIN ticket_labels l ON l.ticket_id = t.id"
+                " WHERE t.project_id = ? AND l.label = ? ORDER BY t.number",
+                (team.project_id, label),
+            )
+        }
+        name = sprint_name(start)
+        by = "" if author == team.lead else f", written by @{author} while you were out"
+        prompt = (
+            f"You are {team.lead_name} (@{team.lead}), lead of the {team.team} team. {name} of the {team.project} "
+            f"project starts on {start.isoformat()}. Act on its plan, the document {path}{by}: put every ticket the "
+            f"plan lists under Committed into the sprint {name} and move it to todo; leave every other ticket "
+            f"labelled {label} as it is; post the sprint kickoff in ~team-{team.slug} naming every committed "
+            f'ticket by its key; and book a {KICKOFF_MINUTES}-minute meeting titled "{name} kickoff" on '
+            f"{day.isoformat()} (your time zone, {zone.key}) inviting everyone in the team as the directory lists "
+            "it. Do not change anything else. Call the submit tool when you are done."
+        )
+        return ScenarioInstance(
+            scenario_id=self.id,
+            prompt=prompt,
+            actor=team.lead,
+            rubric=self._rubric(
+                sprint_id,
+                committed,
+                {k: statuses[k] for k in deferred},
+                f"team-{team.slug}",
+                name,
+                people,
+                (lo, lo + timedelta(days=1)),
+            ),  # fmt: skip
+            params={
+                "plan": path,
+                "plan_author": author,
+                "sprint": name,
+                "committed": committed,
+                "deferred": deferred,
+                "channel": f"team-{team.slug}",
+                "team": people,
+                "kickoff_day": [lo.isoformat(), (lo + timedelta(days=1)).isoformat()],
+            },
+            limits=Limits(max_turns=40 + 4 * len(candidates), time_budget_s=8 * 3600),
+            apps=("calendar", "chat", "directory", "docs", "tickets"),
+            difficulty=difficulty,
+        )
+
+    # -- setup helpers ----------------------------------------------------------------------------------
+
+    @staticmethod
+    def _local(sql: Sql, team: Team, now: datetime) -> datetime:
+        zone = str(sql.scalar("SELECT timezone FROM employees WHERE id = ?", (team.lead_id,)))
+        return now.astimezone(ZoneInfo(zone))
+
+    @staticmethod
+    def _committed(session: Session, team: Team, path: str, candidates: list[str], now: datetime) -> list[str]:
+        """The candidates the plan at ``path`` lists under Committed, in its order (read as the lead would)."""
+        ctx = ToolContext(session=session, actor=Actor.load(session, team.lead_id), clock=FixedClock(now))
+        try:
+            section = docs.read(ctx, path, "Committed")
+        except AppError:
+            return []
+        text = "\n".join(p for s in section["sections"] for p in [s["heading"] or "", *s["paragraphs"]])
+        keys = re.findall(rf"\b{re.escape(team.project)}-\d+\b", text)
+        return [k for k in dict.fromkeys(keys) if k in candidates]
+
+    @staticmethod
+    def _coworker_plan(session: Session, team: Team, start: date, now: datetime) -> tuple[str, str]:
+        """A teammate writes the plan by the rules and shares it with the lead; returns (path, author)."""
+        sql = Sql.of(session)
+        mates = [m for m in members(sql, team) if m[0] != team.lead_id]
+        author_id, author = (mates[0][0], mates[0][1]) if mates else (team.manager_id, team.manager)
+        expected = expected_in_world(sql, team, start)
+        path = plan_path(team, start)
+        folder, name = path.rsplit("/", 1)
+        exists = sql.one(
+            "SELECT 1 FROM documents d JOIN doc_folders f ON f.id = d.folder_id WHERE d.name = ? AND f.name = ?",
+            (name, team.dept),
+        )
+        if exists is not None:  # the lead's own plan is there but commits none of the candidates
+            path = plan_path(team, start, f" by {author}")
+            name = path.rsplit("/", 1)[1]
+        text = plan_text(expected["capacity"], expected["committed"], expected["deferred"])
+        made = setup.create_document(session, FixedClock(now), author_id, folder, name, text, now - timedelta(hours=14))
+        setup.share(sql, int(made["id"]), team.lead_id, "edit")
+        return path, author
+
+    # -- rubric -----------------------------------------------------------------------------------------
+
+    @staticmethod
+    def _rubric(
+        sprint_id: int,
+        committed: list[str],
+        deferred: dict[str, str],
+        channel: str,
+        name: str,
+        people: list[str],
+        window: tuple[datetime, datetime],
+    ) -> Rubric:
+        """Per committed ticket its sprint and status and its key in the kickoff; per deferred one, untouched."""
+        checks: list[dict[str, Any]] = [
+            {
+                "id": f"sprint-{key}",
+                "description": f"{key} is in {name} and in todo.",
+                "fn": "row_exists",
+                "params": {"table": "tickets", "where": {"key": key, "sprint_id": sprint_id, "status": "todo"}},
+            }
+            for key in committed
+        ]
+        checks += [
+            {
+                "id": f"kickoff-{key}",
+                "description": f"The kickoff post in ~{channel} names {key}.",
+                "fn": "post_in_channel",
+                "params": {"channel": channel, "pattern": rf"\b{re.escape(key)}\b"},
+            }
+            for key in committed
+        ]
+        checks.append(
+            {
+                "id": "kickoff-meeting",
+                "description": f'A {KICKOFF_MINUTES}-minute "{name} kickoff" on the day, inviting the whole team.',
+                "fn": "event_exists",
+                "params": {
+                    "title_pattern": rf"{re.escape(name)} kickoff",
+                    "attendees": people,
+                    "start_after": window[0].isoformat(),
+                    "start_before": window[1].isoformat(),
+                },
+            }
+        )
+        checks += [
+            {
+                "id": f"deferred-{key}",
+                "description": f"{key} (deferred) stays out of the sprint, {status} as it was.",
+                "fn": "row_exists",
+                "params": {
+                    "table": "tickets",
+                    "where": {"key": key, "sprint_id": None, "status": status},
+                    "scope": "any",
+                },
+                "needs": ["kickoff-meeting"],
+            }  # fmt: skip
+            for key, status in deferred.items()
+        ]
+        checks.append(
+            {
+                "id": "no-collateral",
+                "description": "Only the committed tickets, the kickoff post and the meeting changed.",
+                "must": True,
+                "fn": "no_collateral_changes",
+                "params": {
+                    "allowed": [
+                        {"table": "tickets", "fields": ["sprint_id", "status", "updated_at"], "keys": committed},
+                        {"table": "ticket_status_changes", "ops": ["insert"]},
+                        {"table": "posts", "ops": ["insert"]},
+                        {"table": "mentions", "ops": ["insert"]},
+                        {"table": "channel_members", "ops": ["insert", "update"]},
+                        {"table": "events", "ops": ["insert", "update"]},
+                        {"table": "event_attendees", "ops": ["insert", "update"]},
+                    ]
+                },
+            }
+        )
+        return load_rubric(
+            {
+                "id": "sprint-execute",
+                "version": 1,
+                "description": "Yesterday's committed tickets into the sprint, the kickoff posted and booked.",
+                "checks": checks,
+            }
+        )
+
+    # -- oracle -----------------------------------------------------------------------------------------
+
+    def oracle(self, env: AgentEnv) -> None:
+        """Read the plan's Committed section, move those tickets, post the kickoff, book the meeting."""
+        p = env.prompt
+        team = _must(re.search(r"lead of the (.+?) team\. ", p)).group(1)
+        name = _must(re.search(r"(Sprint \d{4}-\d\d-\d\d) of the", p)).group(1)
+        project = _must(re.search(r" of the ([A-Z][A-Z0-9]*) project", p)).group(1)
+        path = _must(re.search(r"the document (Shared/.+?\.odt)", p)).group(1)
+        channel = _must(re.search(r"in ~(team-[a-z0-9-]+) naming", p)).group(1)
+        day, zone = _must(re.search(r"on (\d{4}-\d\d-\d\d) \(your time zone, (\S+)\)", p)).groups()
+        plan = env.call("docs_read", document=path, heading="Committed")
+        text = "\n".join(q for s in plan["sections"] for q in s["paragraphs"])
+        committed = list(dict.fromkeys(re.findall(rf"\b{re.escape(project)}-\d+\b", text)))
+        for key in committed:
+            env.call("tickets_set_sprint", key=key, sprint=name)
+            if env.call("tickets_get", key=key)["status"] != "todo":
+                env.call("tickets_transition", key=key, status="todo")
+        env.call("chat_post", channel=channel, message=f"{name} kicks off today. Committed: {', '.join(committed)}.")
+        people = [m["username"] for m in env.call("directory_team_members", team=team)["members"]]
+        others = [u for u in people if u != env.actor]
+        local = datetime.fromisoformat(day).replace(tzinfo=ZoneInfo(zone))
+        everyone = people if env.actor in people else [env.actor, *people]
+        for who in (everyone, [env.actor]):  # someone out all day: the first time the lead is free
+            slots = env.call(
+                "calendar_find_free_slots",
+                usernames=",".join(who),
+                duration_minutes=KICKOFF_MINUTES,
+                start=local.astimezone(UTC).isoformat(),
+                end=(local + timedelta(days=1)).astimezone(UTC).isoformat(),
+                step_minutes=30,
+                limit=5,
+            )["slots"]
+            if slots:
+                break
+        start = datetime.fromisoformat(slots[0]["start"])
+        env.call(
+            "calendar_create_event",
+            title=f"{name} kickoff",
+            start=start.isoformat(),
+            end=(start + timedelta(minutes=KICKOFF_MINUTES)).isoformat(),
+            attendees=",".join(others),
+            description=f"Kickoff of {name}: {', '.join(committed)}.",
+        )
+        env.call("submit", summary=f"{name}: {len(committed)} tickets in the sprint, kickoff posted and booked")
+
+
+def _pending_sprint(sql: Sql) -> tuple[Team, date, int] | None:
+    """The newest future sprint named by date whose candidates are still out of every sprint, with its team."""
+    for sid, project, sprint in sql.all(
+        "SELECT id, project_id, name FROM sprints WHERE state = ? ORDER BY id DESC", ("future",)
+    ):
+        m = _SPRINT.match(str(sprint))
+        if m is None:
+            continue
+        start = date.fromisoformat(m.group(1))
+        waiting = sql.one(
+            "SELECT 1 FROM tickets t JOIN ticket_labels l ON l.ticket_id = t.id"
+            " WHERE t.project_id = ? AND l.label = ? AND t.sprint_id IS NULL",
+            (project, candidate_label(start)),
+        )
+        team = team_of_project(sql, int(project)) if waiting else None
+        if team is not None:
+            return team, start, int(sid)
+    return None
+
+
+def _must(m: re.Match[str] | None) -> re.Match[str]:
+    assert m is not None, "the prompt names this"
+    return m

@@ -1,0 +1,120 @@
+"""The 1:1 story (ask each report on day one, book what they agreed to overnight on day two) alone and as a campaign.
+
+What a user would notice: the story played by the oracle scores 1 each day and the reports' answers come from
+the NPCs on day two; day two books exactly the people day one asked; proposing a time a report cannot answer in
+time, or inviting nobody, loses the checks about those people and nothing else.
+"""
+
+from __future__ import annotations
+
+import pytest
+from sqlalchemy import select
+
+from scenarios import check_scenario, make
+from scenarios.base import story_of
+from scenarios.library.one_on_ones_ask import STORY, propose
+from sim.agents import EpisodeEnv, run_agent
+from sim.calibrate import play_partial, verify
+from sim.campaign import Campaign
+from sim.episode import Episode
+from sim.replay import replay
+from sim.trace import TraceWriter
+from worlds.schema import Employee
+from worlds.spec import WorldSpec
+
+
+def _failed(score):
+    return {c.id: c.evidence for c in score.checks if not c.passed}
+
+
+@pytest.mark.parametrize("scenario", STORY)
+def test_contract_holds_for_both_days(store, scenario):
+    family = make(scenario)
+    world = store.base(WorldSpec(seed=2, employees=family.world.employees, history_days=family.world.history_days))
+    try:
+        check_scenario(scenario, world, seeds=(0, 3))
+    finally:
+        world.close()
+    assert story_of(family) == STORY
+
+
+@pytest.mark.parametrize("scenario", STORY)
+def test_oracle_one_noop_zero_and_the_verifier_agrees(store, scenario):
+    with Episode(scenario, store=store) as ep:
+        for seed in range(3):
+            for difficulty in (0, 3):
+                score = run_agent(ep, "oracle", seed, {"difficulty": difficulty})
+                assert score.value == 1.0, _failed(score)
+                assert verify(ep).solved, verify(ep).reasons
+                assert run_agent(ep, "noop", seed, {"difficulty": difficulty}).value == 0.0
+                assert not verify(ep).solved
+
+
+@pytest.mark.parametrize("seed", [0, 6])
+def test_the_story_as_a_campaign_scores_one_each_day_with_answers_from_the_reports(store, seed):
+    camp = Campaign(list(STORY), seed=seed, store=store)
+    try:
+        days = camp.run("oracle", 2)
+        asked = camp.episodes["one-on-ones-ask-v0"].instance.params["reports"]
+        book = camp.episodes["one-on-ones-book-v0"]
+        booked = book.instance.params["reports"]
+        answers = {c.actor_id for c in book.changes() if c.table == "posts" and c.op == "insert" and c.tag == "npc"}
+        people = {u: book.tool_context.session.execute(select(Employee.id).where(Employee.username == u)).scalar()
+                  for u in booked}  # fmt: skip
+    finally:
+        camp.close()
+    assert [(b.scenario, b.reward) for b in days] == [(s, 1.0) for s in STORY]
+    assert booked == asked
+    assert set(people.values()) <= answers  # every report answered on day two, as an NPC
+
+
+def test_day_two_books_only_whom_day_one_asked(store):
+    options = {"world_seed": 5, "difficulty": 3}
+    with Episode("one-on-ones-ask-v0", store=store) as day_one:
+        prompt, info = day_one.reset(seed=50_000, options=options)
+        everyone = day_one.instance.params["reports"]
+        assert len(everyone) >= 2
+        env = EpisodeEnv(day_one, prompt, info)
+        day = day_one.instance.params["day"][0]
+        zone = prompt.split("time zone (", 1)[1].split(")", 1)[0]
+        propose(env, day[:10], zone, everyone[:1])  # asks only the first report
+        env.call("submit", summary="asked one")
+        score = day_one.grade()
+        assert set(_failed(score)) == {f"ask-{u}" for u in everyone[1:]}
+        state = day_one.final_state()
+    with Episode("one-on-ones-book-v0", store=store) as day_two:
+        score = run_agent(day_two, "oracle", 50_001, options, start=state)
+        assert day_two.instance.params["reports"] == everyone[:1]
+    assert score.value == 1.0, _failed(score)
+
+
+def test_inviting_nobody_loses_exactly_the_invitations(store):
+    with Episode("one-on-ones-book-v0", store=store) as ep:
+        score = play_partial(ep, "one-on-ones-book-v0", "partial-no-invite", 1, {"difficulty": 2})
+        reports = ep.instance.params["reports"]
+        assert set(_failed(score)) == {f"invited-{u}" for u in reports}
+        assert not verify(ep).solved
+
+
+def test_replay_of_the_story_with_npcs_is_bit_exact(store, tmp_path):
+    path = tmp_path / "story.jsonl"
+    writer = TraceWriter(path)
+    camp = Campaign(list(STORY), seed=4, store=store, trace=writer)
+    try:
+        camp.run("oracle", 2)
+    finally:
+        camp.close()
+    writer.close()
+    report = replay(path, store=store)
+    assert report.ok and report.episodes == 2, report.mismatches
+
+
+def test_a_time_the_report_cannot_answer_in_time_loses_only_their_question(store):
+    """Ignoring the two hours' notice: the checks that fail are asks, each saying the time is too early."""
+    failed: dict[str, str] = {}
+    with Episode("one-on-ones-ask-v0", store=store) as ep:
+        for seed in range(6):
+            score = play_partial(ep, "one-on-ones-ask-v0", "partial-no-notice", seed, {"difficulty": 1})
+            failed.update(_failed(score))
+    assert failed, "some report starts their day within two hours of 10:00 in the manager's zone"
+    assert all(k.startswith("ask-") and "not between" in v for k, v in failed.items()), failed

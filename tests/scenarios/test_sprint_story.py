@@ -1,0 +1,142 @@
+"""The sprint story (plan on day one, act on the plan on day two) as single episodes and as a campaign.
+
+What a user would notice: the story played by the oracle scores 1 on each day; day two is graded against the plan
+that day one left, even a wrong one; played alone, day two finds a teammate's plan; an agent that never opens the
+calendars loses exactly the capacity lines of the people with time off.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from scenarios import check_scenario, make
+from scenarios.base import story_of
+from scenarios.library.sprint_plan import STORY, plan_text
+from sim.agents import EpisodeEnv, run_agent
+from sim.calibrate import play_partial, verify
+from sim.campaign import Campaign
+from sim.episode import Episode
+from sim.replay import replay
+from sim.trace import TraceWriter
+from worlds.spec import WorldSpec
+
+
+@pytest.fixture(autouse=True)
+def python_engine(monkeypatch):
+    monkeypatch.setenv("COMPANYSIM_RECALC", "python")
+
+
+def _failed(score):
+    return {c.id: c.evidence for c in score.checks if not c.passed}
+
+
+@pytest.mark.parametrize("scenario", STORY)
+def test_contract_holds_for_both_days(store, scenario):
+    family = make(scenario)
+    world = store.base(WorldSpec(seed=2, employees=family.world.employees, history_days=family.world.history_days))
+    try:
+        check_scenario(scenario, world, seeds=(0, 3))
+    finally:
+        world.close()
+    assert story_of(family) == STORY
+
+
+@pytest.mark.parametrize("scenario", STORY)
+def test_oracle_one_noop_zero_and_the_verifier_agrees(store, scenario):
+    with Episode(scenario, store=store) as ep:
+        for seed in range(3):
+            for difficulty in (0, 3):
+                score = run_agent(ep, "oracle", seed, {"difficulty": difficulty})
+                assert score.value == 1.0, _failed(score)
+                assert verify(ep).solved
+                assert run_agent(ep, "noop", seed, {"difficulty": difficulty}).value == 0.0
+                assert not verify(ep).solved
+
+
+@pytest.mark.parametrize("seed", [0, 5])
+def test_the_story_as_a_campaign_scores_one_each_day(store, seed):
+    camp = Campaign(list(STORY), seed=seed, store=store)
+    try:
+        days = camp.run("oracle", 4)
+        execute = camp.episodes["sprint-execute-v0"].instance
+    finally:
+        camp.close()
+    assert [(b.scenario, b.reward) for b in days] == [(s, 1.0) for s in STORY * 2]
+    assert days[1].next_start > days[0].next_start  # day two is another day
+    assert execute.params["plan_author"] == execute.actor  # the lead's own plan from the day before
+
+
+def test_day_two_is_graded_against_the_wrong_plan_day_one_left(store):
+    options = {"world_seed": 4, "difficulty": 2}
+    with Episode("sprint-plan-v0", store=store) as day_one:
+        prompt, info = day_one.reset(seed=40_000, options=options)
+        env = EpisodeEnv(day_one, prompt, info)
+        right = day_one.instance.params
+        wrong_committed = right["deferred"][:1]  # a plan that commits only what should have been deferred
+        wrong_deferred = [k for k in right["committed"] + right["deferred"] if k not in wrong_committed]
+        path = right["document"]
+        folder, name = path.rsplit("/", 1)
+        env.call("docs_create", folder=folder, name=name, text=plan_text({}, wrong_committed, wrong_deferred))
+        env.call("submit", summary="plan written")
+        assert day_one.grade().value < 0.5
+        state = day_one.final_state()
+    with Episode("sprint-execute-v0", store=store) as day_two:
+        score = run_agent(day_two, "oracle", 40_001, options, start=state)
+        params = day_two.instance.params
+    assert params["committed"] == wrong_committed and params["plan"] == path
+    assert score.value == 1.0, _failed(score)
+
+
+def test_day_two_alone_acts_on_a_teammates_plan(store):
+    with Episode("sprint-execute-v0", store=store) as ep:
+        score = run_agent(ep, "oracle", 1, {"difficulty": 1})
+        params = ep.instance.params
+        assert score.value == 1.0, _failed(score)
+        assert params["plan_author"] != ep.instance.actor
+        assert f"written by @{params['plan_author']}" in ep.instance.prompt
+
+
+def test_ignoring_the_calendars_loses_only_the_capacity_lines_of_people_with_time_off(store):
+    with Episode("sprint-plan-v0", store=store) as ep:
+        score = play_partial(ep, "sprint-plan-v0", "partial-no-time-off", 0, {"difficulty": 1})
+        params = ep.instance.params
+        full = 2 * 5
+        wrong = {f"capacity-{u}" for u, n in params["capacity"].items() if n < full} | {"capacity-total"}
+        failed = set(_failed(score))
+        assert wrong - {"capacity-total"}, "difficulty 1 gives someone time off"
+        assert {f for f in failed if f.startswith("capacity-")} == wrong
+        assert 0 < score.value < 1
+
+
+def test_skipping_the_kickoff_meeting_also_forfeits_the_deferred_checks(store):
+    with Episode("sprint-execute-v0", store=store) as ep:
+        score = play_partial(ep, "sprint-execute-v0", "partial-no-meeting", 2, {"difficulty": 1})
+        failed = set(_failed(score))
+        deferred = {f"deferred-{k}" for k in ep.instance.params["deferred"]}
+        assert failed == {"kickoff-meeting", *deferred}
+        assert not verify(ep).solved
+
+
+def test_replay_of_the_story_is_bit_exact(store, tmp_path):
+    path = tmp_path / "story.jsonl"
+    writer = TraceWriter(path)
+    camp = Campaign(list(STORY), seed=3, store=store, trace=writer, noise="realistic")
+    try:
+        camp.run("oracle", 2)
+    finally:
+        camp.close()
+    writer.close()
+    report = replay(path, store=store)
+    assert report.ok and report.episodes == 2, report.mismatches
+
+
+def test_the_plan_names_every_candidate_once(store):
+    with Episode("sprint-plan-v0", store=store) as ep:
+        run_agent(ep, "oracle", 2, {"difficulty": 3})
+        params = ep.instance.params
+        keys = params["committed"] + params["deferred"]
+        assert len(keys) == len(set(keys)) == 11
+        label = re.search(r"labelled (candidate-\S+?)\. ", ep.instance.prompt)
+        assert label is not None
