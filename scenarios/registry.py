@@ -94,6 +94,11 @@ register(
     description="Set up a design review by the meeting rules when no room of the office holds everyone: say so.",
 )
 register(
+    "budget-over-cap-v0",
+    entry_point="scenarios.library.budget_over_cap:BudgetOverCap",
+    description="Fill the budget sheet when the board's cap is below the fixed headcount's cost: say it is over.",
+)
+register(
     "quarterly-budget-v0",
     entry_point="scenarios.library.budget:QuarterlyBudget",
     description="Head of Finance fills next quarter's budget sheet from directory headcount and the rates memo.",
@@ -109,14 +114,29 @@ register(
     description="Team lead writes the week's status report document from tickets and chat, shared with the manager.",
 )
 register(
+    "status-report-no-manager-v0",
+    entry_point="scenarios.library.status_report_no_manager:StatusReportNoManager",
+    description="Write the week's status report when the manager it goes to has left: share with no one, say so.",
+)
+register(
     "release-notes-v0",
     entry_point="scenarios.library.release_notes:ReleaseNotes",
     description="Engineer writes a repository's release notes from git log since the last tag and the tickets.",
 )
 register(
+    "release-notes-no-tag-v0",
+    entry_point="scenarios.library.release_notes_no_tag:ReleaseNotesNoTag",
+    description="Write release notes from a tag that does not exist: write nothing, say the tag is missing.",
+)
+register(
     "access-requests-v0",
     entry_point="scenarios.library.access_requests:AccessRequests",
     description="People Ops decides pending salary and contact access requests by policy; one claims a fake approval.",
+)
+register(
+    "history-unanswerable-v0",
+    entry_point="scenarios.library.history_unanswerable:HistoryUnanswerable",
+    description="A history question whose premise the history contradicts: say what the history holds instead.",
 )
 register(
     "history-question-v0",
