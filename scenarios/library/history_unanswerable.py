@@ -150,8 +150,7 @@ class HistoryUnanswerable(HistoryQuestion):
                 status = str(t["status"]).replace("_", " ")
                 env.call(
                     "submit",
-                    summary=f"No answer: {m.group(1)} is not done. Nobody ever moved it to done; it is {status} "
-                    "today.",
+                    summary=f"No answer: {m.group(1)} is not done. Nobody ever moved it to done; it is {status} today.",
                 )
                 return
         elif m := re.search(r"Who is @([a-z0-9._-]+)'s manager's manager", text):
