@@ -118,6 +118,12 @@ register(
     description="Finance lead records mailed receipts in the expense sheet by policy and flags the bad ones.",
 )
 register(
+    "expenses-no-rate-v0",
+    entry_point="scenarios.library.expenses_no_rate:ExpensesNoRate",
+    description="Record mailed receipts when one is in a currency the policy has no rate for: leave it out, say so.",
+    impossible=True,
+)
+register(
     "weekly-status-report-v0",
     entry_point="scenarios.library.status_report:WeeklyStatusReport",
     description="Team lead writes the week's status report document from tickets and chat, shared with the manager.",
