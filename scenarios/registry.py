@@ -80,6 +80,12 @@ register(
     description="Team lead works customer problem mails: file bugs by policy, reply with keys, flag outages.",
 )
 register(
+    "escalation-unknown-key-v0",
+    entry_point="scenarios.library.escalation_unknown_key:EscalationUnknownKey",
+    description="Work customer mails when a follow-up names a ticket that does not exist: file nothing, say so.",
+    impossible=True,
+)
+register(
     "fix-failing-test-v0",
     entry_point="scenarios.library.fix_test:FixFailingTest",
     description="Fix a user-reported bug in a team repository; branch, commit, merge request, green pipeline.",
