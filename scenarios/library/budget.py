@@ -338,6 +338,12 @@ class QuarterlyBudget:
 
     def oracle(self, env: AgentEnv) -> None:
         """Read the note, the adopted memo and the sheet; count each department in the directory; fill B and C."""
+        self._fill(env)
+        env.call("submit", summary="budget lines filled")
+
+    @staticmethod
+    def _fill(env: AgentEnv) -> tuple[str, str, int]:
+        """Fill the sheet as the note says; return (the note, the sheet's path, its number of lines)."""
         found = env.call("chat_search_posts", text=NOTE_MARKER, channel="leadership", limit=20)
         note = next(p["message"] for p in found["posts"] if "(current)" in p["message"])
         paths = re.findall(rf"({re.escape(FOLDER)}/[^,;]+?\.(?:xlsx|odt))", note)
@@ -353,4 +359,4 @@ class QuarterlyBudget:
             people = env.call("directory_search_people", department=dept, limit=100)
             block.append([people["total"], rates[dept]])
         env.call("sheets_write_range", document=sheet, range=f"Budget!B2:C{len(block) + 1}", values=json.dumps(block))
-        env.call("submit", summary="budget lines filled")
+        return note, sheet, len(block)

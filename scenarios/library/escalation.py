@@ -404,7 +404,7 @@ class CustomerEscalation:
             # (on a persistent world, a campaign's next episode starts from this inbox).
             env.call("mail_mark_read", message_id=mail["id"], read=True)
         self._see_incidents_taken(env, incidents)
-        env.call("submit", summary="customer mail handled")
+        env.call("submit", summary=self._summary())
 
     @staticmethod
     def _see_incidents_taken(env: AgentEnv, posts: list[int], rounds: int = 2, minutes: int = 60) -> None:
@@ -420,15 +420,17 @@ class CustomerEscalation:
             env.call("wait", minutes=minutes)
             posts = open_
 
-    @staticmethod
-    def _handle(env: AgentEnv, mail: dict[str, Any], project: str, rules: list[tuple[str, list[str]]]) -> list[int]:
+    def _handle(
+        self, env: AgentEnv, mail: dict[str, Any], project: str, rules: list[tuple[str, list[str]]]
+    ) -> list[int]:
         """File, answer and flag one customer mail as the policy says (other mail needs nothing); the posts."""
         ref = re.search(r"\bREF-\d{4}\b", mail["body"])
         if ref is None:
             return []  # newsletters and internal mail: nothing to do
         tracked = re.search(rf"\b{project}-\d+\b", mail["body"])
         if tracked is not None:
-            env.call("mail_reply", message_id=mail["id"], body=f"This is tracked as {tracked.group(0)}.")
+            if self._tracked(env, mail, tracked.group(0)):
+                env.call("mail_reply", message_id=mail["id"], body=f"This is tracked as {tracked.group(0)}.")
             return []
         priority = classify(mail["body"], rules)
         title = f"{ref.group(0)}: {mail['subject']}"
@@ -442,3 +444,10 @@ class CustomerEscalation:
             )
             return [int(post["id"])]
         return []
+
+    def _tracked(self, env: AgentEnv, mail: dict[str, Any], key: str) -> bool:
+        """Whether a follow-up's key is one to mail back (the policy's follow-ups name real tickets)."""
+        return True
+
+    def _summary(self) -> str:
+        return "customer mail handled"

@@ -310,6 +310,7 @@ class ExpenseReconciliation:
 
     def oracle(self, env: AgentEnv) -> None:
         """Read the policy and the sheet, then each unread mail: record the receipt or flag it."""
+        self._unrecorded: list[tuple[str, str]] = []
         paths = re.findall(rf"({re.escape(FOLDER)}/[^,;]+?\.(?:xlsx|odt))", env.prompt)
         sheet = next(p for p in paths if p.endswith(".xlsx"))
         policy = {
@@ -341,7 +342,10 @@ class ExpenseReconciliation:
                 )
                 continue
             fields = dict(re.findall(r"^(Vendor|Date|Amount): (.+)$", mail["body"], re.M))
-            amount = float(fields["Amount"].split()[0])
+            amount = self._amount(fields["Amount"], policy)
+            if amount is None:
+                self._unrecorded.append((number.group(0), fields["Amount"].strip()))
+                continue
             category = category_of(fields["Vendor"].strip(), vendors) or "Uncategorised"
             status = "rejected" if amount > limits.get(category, 0.0) else "approved"
             sender = str(mail["from"]).partition("@")[0]  # addresses are username@company domain
@@ -355,4 +359,11 @@ class ExpenseReconciliation:
                     message_id=mail["id"],
                     body=f"{number.group(0)} is over the {category} limit, so I rejected it.",
                 )
-        env.call("submit", summary="receipts recorded")
+        env.call("submit", summary=self._summary())
+
+    def _amount(self, text: str, policy: dict[str, str]) -> float | None:
+        """A mailed amount in USD (every receipt here is in USD); None would leave the receipt unrecorded."""
+        return float(text.split()[0])
+
+    def _summary(self) -> str:
+        return "receipts recorded"

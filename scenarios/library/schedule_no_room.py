@@ -29,6 +29,7 @@ class ScheduleNoRoom(ScheduleWithCoworkers):
 
     id = "schedule-no-room-v0"
     description = "Set up a design review by the meeting rules when no room of the office holds everyone: say so."
+    impossible = True
 
     def build(self, session: Session, seeds: Seeds, clock: Clock, difficulty: int) -> ScenarioInstance:
         """The scheduling task with the room rule on (a lead with an office), then the office's rooms shrink."""

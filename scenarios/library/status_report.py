@@ -265,6 +265,14 @@ class WeeklyStatusReport:
 
     def oracle(self, env: AgentEnv) -> None:
         """Find the week's tickets and the blockers' reasons, write the document, share it with the manager."""
+        path = self._write(env)
+        manager = env.call("directory_get_profile", username=env.actor)["manager"]
+        env.call("docs_share", document=path, username=manager, permission="view")
+        env.call("submit", summary="status report written and shared")
+
+    @staticmethod
+    def _write(env: AgentEnv) -> str:
+        """Write the report from the week's tickets and the blockers' posts; return its path."""
         m = re.search(r"document (Shared/.+)/([^/]+\.odt) with", env.prompt)
         label = re.search(r"ticket labelled (week-\d+)", env.prompt)
         project = re.search(r"list every ([A-Z][A-Z0-9]*) ticket", env.prompt)
@@ -285,7 +293,4 @@ class WeeklyStatusReport:
         text = "\n\n".join(
             f"# {h}\n\n" + ("\n\n".join(lines) if lines else "Nothing this week.") for h, lines in parts.items()
         )
-        made = env.call("docs_create", name=m.group(2), folder=m.group(1), text=text)
-        manager = env.call("directory_get_profile", username=env.actor)["manager"]
-        env.call("docs_share", document=made["path"], username=manager, permission="view")
-        env.call("submit", summary="status report written and shared")
+        return str(env.call("docs_create", name=m.group(2), folder=m.group(1), text=text)["path"])

@@ -31,6 +31,7 @@ class TriageDeparted(TriageTickets):
 
     id = "triage-departed-v0"
     description = "Triage by the routing rules when one rule's assignee has left: assign no one else, say why."
+    impossible = True
 
     def build(self, session: Session, seeds: Seeds, clock: Clock, difficulty: int) -> ScenarioInstance:
         """The triage task, then one routed-to assignee (not the lead) leaves; the rubric changes with it."""

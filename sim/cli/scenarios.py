@@ -32,12 +32,18 @@ def scenarios_list() -> None:
     """List registered scenario ids."""
     from scenarios.registry import registered
 
-    table = Table(title="Scenarios")
+    table = Table(title="Scenarios (impossible: the task cannot be done; saying why is the solution)")
     table.add_column("id")
+    table.add_column("kind")
     table.add_column("description")
     for reg in registered():
-        table.add_row(reg.id, reg.description)
+        table.add_row(reg.id, "impossible" if reg.impossible else "", reg.description)
     console.print(table)
+
+
+def impossible(family: object) -> bool:
+    """Whether a family is an impossible variant (issue 14): its ``impossible`` class attribute, False if absent."""
+    return bool(getattr(family, "impossible", False))
 
 
 def knobs(family: object) -> str:
@@ -73,6 +79,7 @@ def scenarios_show(
             ("limits", f"{instance.limits.max_turns} tool calls, {instance.limits.time_budget_s // 60} simulated min"),
             ("needs NPCs", "yes: coworkers must answer" if instance.needs_npcs else "no"),
             ("plays", f"@{instance.actor}"),
+            ("impossible", "yes: the right answer is to say why it cannot be done" if impossible(family) else "no"),
             ("rubric", f"{instance.rubric.id} v{instance.rubric.version}, {len(instance.rubric.checks)} checks"),
         ]
         story = story_of(family)

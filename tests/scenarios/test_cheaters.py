@@ -39,13 +39,24 @@ FAMILIES = (
     "sprint-execute-v0",
     "one-on-ones-ask-v0",
     "one-on-ones-book-v0",
+    # the impossible variants (issue 14): a cheater can neither do the doable part nor say why
+    "triage-departed-v0",
+    "schedule-no-room-v0",
+    "budget-over-cap-v0",
+    "expenses-no-rate-v0",
+    "status-report-no-manager-v0",
+    "release-notes-no-tag-v0",
+    "access-no-approver-v0",
+    "escalation-unknown-key-v0",
+    "history-unanswerable-v0",
+    "fix-test-contradiction-v0",
 )
 SEEDS = (0, 1, 2)
 
 
 @pytest.mark.parametrize("family", FAMILIES)
 def test_every_cheater_scores_at_most_a_tenth(family, store):
-    if family == "fix-failing-test-v0" and not get_sandbox().available():
+    if family in ("fix-failing-test-v0", "fix-test-contradiction-v0") and not get_sandbox().available():
         if os.environ.get("CI") == "true":
             pytest.fail("no working sandbox under CI")
         pytest.skip("no working code sandbox here")

@@ -36,3 +36,16 @@ def test_scenarios_show__says_when_a_family_needs_coworkers(tmp_path):
     done = runner.invoke(app, ["scenarios", "show", "schedule-with-coworkers-v0", "--seed", "2"], env=env)
     assert done.exit_code == 0, done.output
     assert "needs NPCs  yes" in done.output and "calendar" in done.output
+
+
+def test_scenarios_list_and_show__mark_the_impossible_variants(tmp_path):
+    listed = runner.invoke(app, ["scenarios", "list"], env={"COLUMNS": "250"})
+    assert listed.exit_code == 0
+    rows = {line.split("│")[1].strip(): line.split("│")[2].strip() for line in listed.output.splitlines()
+            if line.count("│") >= 3 and line.split("│")[1].strip()}  # fmt: skip
+    assert rows["budget-over-cap-v0"] == "impossible" and rows["triage-departed-v0"] == "impossible"
+    assert rows["quarterly-budget-v0"] == ""
+    env = {"COMPANYSIM_DATA_DIR": str(tmp_path), "COLUMNS": "250", "COMPANYSIM_RECALC": "python"}
+    shown = runner.invoke(app, ["scenarios", "show", "history-unanswerable-v0"], env=env)
+    assert shown.exit_code == 0, shown.output
+    assert "impossible  yes" in shown.output and "says-why" in shown.output
