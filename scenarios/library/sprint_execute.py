@@ -323,7 +323,11 @@ class SprintExecute:
 
 
 def _pending_sprint(sql: Sql) -> tuple[Team, date, int] | None:
-    """The newest future sprint named by date whose candidates are still out of every sprint, with its team."""
+    """The newest future sprint named by date that holds no ticket yet and whose candidates wait, with its team.
+
+    A sprint some ticket is already in was acted on (a campaign that played day two before keeps it): its
+    deferred candidates stay out of every sprint by design, so they alone do not make it pending.
+    """
     for sid, project, sprint in sql.all(
         "SELECT id, project_id, name FROM sprints WHERE state = ? ORDER BY id DESC", ("future",)
     ):
@@ -331,6 +335,8 @@ def _pending_sprint(sql: Sql) -> tuple[Team, date, int] | None:
         if m is None:
             continue
         start = date.fromisoformat(m.group(1))
+        if sql.one("SELECT 1 FROM tickets WHERE sprint_id = ?", (sid,)) is not None:
+            continue
         waiting = sql.one(
             "SELECT 1 FROM tickets t JOIN ticket_labels l ON l.ticket_id = t.id"
             " WHERE t.project_id = ? AND l.label = ? AND t.sprint_id IS NULL",

@@ -175,9 +175,13 @@ def test_campaign__a_mail_task_repeated_on_one_world_keeps_yesterdays_mail_done(
     assert [b.reward for b in camp.boundaries] == [1.0] * 10
 
 
-@pytest.mark.parametrize("scenario", [r.id for r in registered()])
+@pytest.mark.parametrize("scenario", [r.id for r in registered() if not r.impossible])
 def test_campaign__every_family_can_be_played_again_and_again_on_one_world(store, scenario):
-    """A persistent world keeps yesterday's documents, labels and shares; today's setup must live with them."""
+    """A persistent world keeps yesterday's documents, labels and shares; today's setup must live with them.
+
+    Impossible variants are left out: each breaks the company on purpose (someone leaves, a policy rule names a
+    department whose head is gone), so playing one again on the world it broke is a different task.
+    """
     camp = Campaign([scenario], seed=4, store=store)
     try:
         done = camp.run("oracle", 3)
