@@ -1,7 +1,7 @@
 """State checks on tickets, rows and the change log itself.
 
-Costs: ticket checks are unique-index lookups on ``tickets.key`` (memoised per grade, one ``IN`` query for a
-batch of keys); ``row_exists`` looks only at rows this episode changed unless told to use an index; the
+Costs: ticket checks are unique-index lookups on ``tickets.key`` (kept per grade, and across progress steps
+until a ticket changes; one ``IN`` query for a batch of keys); ``row_exists`` looks only at rows this episode changed unless told to use an index; the
 change-log checks walk this episode's log plus at most one primary-key query per table for natural keys.
 """
 
@@ -63,14 +63,16 @@ def _tickets(ctx: GradingContext, keys: list[str]) -> dict[str, Mapping[str, Any
     A raw statement (``worlds.rawsql``): the per-step progress score runs this after every ticket write, and a
     Core statement with an expanding IN costs ~10x the lookup.
     """
-    missing = sorted({k for k in keys if ("ticket", k) not in ctx.memo})
+    known: dict[str, Mapping[str, Any] | None] = ctx.kept("tickets", ("tickets", "employees", "sprints"), dict)
+    missing = sorted({k for k in keys if k not in known})
     if missing:
-        for k in missing:
-            ctx.memo[("ticket", k)] = None
+        known.update(dict.fromkeys(missing))
+        natural: dict[tuple[str, Any], Any] = ctx.lasting.setdefault("natural_by_id", {})
         sql = _TICKETS_SQL.format(", ".join("?" * len(missing)))
         for row in Sql.of(ctx.session).all(sql, missing):
-            ctx.memo[("ticket", row[1])] = dict(zip(_TICKET_COLUMNS, row, strict=True))
-    return {k: ctx.memo[("ticket", k)] for k in keys}
+            known[row[1]] = dict(zip(_TICKET_COLUMNS, row, strict=True))
+            natural[("tickets", row[0])] = row[1]  # a ticket keeps its key: what no_collateral_changes names it by
+    return {k: known[k] for k in keys}
 
 
 def _mismatch(key: str, ticket: Mapping[str, Any], field: str, value: FieldValue) -> str | None:

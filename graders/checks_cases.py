@@ -38,16 +38,25 @@ _POSTS = (
 )
 
 
+_READS = {
+    "case_tickets": ("tickets", "projects"),
+    "case_mails": ("mail_messages", "mail_recipients", "mailboxes"),
+    "case_posts": ("posts", "channels"),
+}
+
+
 def _memo(ctx: GradingContext, name: str, stmt: Any, table: str) -> list[Any]:
     """The rows ``stmt`` gives for this episode's inserts into ``table``, queried once per grade.
 
-    Every case's checks read the same new tickets, mails and posts: one query each, not one per check.
+    Every case's checks read the same new tickets, mails and posts: one query each, not one per check, and
+    the per-step progress score re-queries one only after a step that changed a table it reads.
     """
-    if name not in ctx.memo:
+
+    def query() -> list[Any]:
         ids = inserted_ids(ctx, table)
-        ctx.memo[name] = ctx.db.execute(stmt, {"ids": ids}).all() if ids else []
-    rows: list[Any] = ctx.memo[name]
-    return rows
+        return list(ctx.db.execute(stmt, {"ids": ids}).all()) if ids else []
+
+    return ctx.kept(name, _READS[name], query)
 
 
 def _new_tickets_for(ctx: GradingContext, reference: str) -> list[Any]:

@@ -1,7 +1,8 @@
 """Shared pieces of the check library: param types validated at rubric load, cheap lookups, evidence text.
 
-Every lookup here is an indexed query (a unique column or a primary key) memoised in ``ctx.memo`` for the
-duration of one grade, or a walk over this episode's change log; none scans a table.
+Every lookup here is an indexed query (a unique column or a primary key) kept for the duration of one grade
+(and across the per-step progress updates until the employees table changes, ``GradingContext.kept``), or a
+walk over this episode's change log; none scans a table.
 """
 
 from __future__ import annotations
@@ -60,25 +61,21 @@ def employee_id(ctx: GradingContext, who: Who) -> int | None:
     """Resolve ``"actor"`` or a username to an employee id (unique index, memoised); None if unknown."""
     if who == "actor":
         return ctx.actor_id
-    memo_key = ("employee_id", who)
-    if memo_key not in ctx.memo:
-        ctx.memo[memo_key] = ctx.db.execute(_EMPLOYEE_ID, {"name": who}).scalar()
-    found: int | None = ctx.memo[memo_key]
+    found: int | None = ctx.kept(
+        ("employee_id", who), ("employees",), lambda: ctx.db.execute(_EMPLOYEE_ID, {"name": who}).scalar()
+    )
     return found
 
 
 def usernames(ctx: GradingContext, ids: Iterable[int | None]) -> dict[int, str]:
     """Usernames of the given employee ids (primary-key lookups, memoised)."""
     given = [i for i in ids if i is not None]
-    wanted = sorted({i for i in given if ("username", i) not in ctx.memo})
+    known: dict[int, str | None] = ctx.kept("usernames", ("employees",), dict)
+    wanted = sorted({i for i in given if i not in known})
     if wanted:
-        for emp_id, name in ctx.db.execute(_USERNAMES, {"ids": wanted}):
-            ctx.memo[("username", emp_id)] = name
-    out: dict[int, str] = {}
-    for i in given:
-        if ("username", i) in ctx.memo:
-            out[i] = ctx.memo[("username", i)]
-    return out
+        known.update(dict.fromkeys(wanted))
+        known.update((emp_id, name) for emp_id, name in ctx.db.execute(_USERNAMES, {"ids": wanted}))
+    return {i: name for i in given if (name := known.get(i)) is not None}
 
 
 def inserted_ids(ctx: GradingContext, table_name: str) -> list[Any]:

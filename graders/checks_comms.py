@@ -76,12 +76,13 @@ _ATTENDEES = (
 
 def _new_posts(ctx: GradingContext) -> list[Mapping[str, Any]]:
     """Final state of the posts this episode inserted, with their channel name (memoised per grade)."""
-    if "new_posts" not in ctx.memo:
+
+    def query() -> list[Mapping[str, Any]]:
         ids = inserted_ids(ctx, "posts")
         rows = ctx.db.execute(_NEW_POSTS, {"ids": ids}).mappings().all() if ids else []
-        ctx.memo["new_posts"] = [dict(r) for r in rows]
-    posts: list[Mapping[str, Any]] = ctx.memo["new_posts"]
-    return posts
+        return [dict(r) for r in rows]
+
+    return ctx.kept("new_posts", ("posts", "channels"), query)
 
 
 def _channel_name(ctx: GradingContext, channel: str) -> str | None:
@@ -177,6 +178,14 @@ def no_post_in_channel(ctx: GradingContext, channel: str, pattern: Regex, author
     )
 
 
+def _sent_mail(ctx: GradingContext, ids: list[Any]) -> tuple[list[Any], dict[int, set[str]]]:
+    """The mails this episode sent and each one's recipients (addresses and usernames, lower case)."""
+    recipients: dict[int, set[str]] = {}
+    for message_id, address, username in ctx.db.execute(_RECIPIENTS, {"ids": ids}):
+        recipients.setdefault(message_id, set()).update(x.lower() for x in (address, username) if x)
+    return list(ctx.db.execute(_MAILS, {"ids": ids}).all()), recipients
+
+
 def _need_recipients(kw: dict[str, Any]) -> None:
     if not kw["to"]:
         raise ValueError("param 'to' names no recipient")
@@ -202,10 +211,7 @@ def mail_sent(
     sender_id = employee_id(ctx, sender) if sender is not None else None
     if sender is not None and sender_id is None:
         return CheckOutcome.of(False, f"unknown employee {sender!r}")
-    msgs = ctx.db.execute(_MAILS, {"ids": ids}).all()
-    recipients: dict[int, set[str]] = {}
-    for message_id, address, username in ctx.db.execute(_RECIPIENTS, {"ids": ids}):
-        recipients.setdefault(message_id, set()).update(x.lower() for x in (address, username) if x)
+    msgs, recipients = ctx.kept("sent_mail", (*_MAIL_TABLES, "mailboxes", "employees"), lambda: _sent_mail(ctx, ids))
     notes = []
     for m in msgs:
         if sender_id is not None and m.employee_id != sender_id:

@@ -110,17 +110,17 @@ ISO = re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2})?(?:Z|[+-]\d{2}:?\d
 
 def _meetings(ctx: GradingContext, title_pattern: str) -> list[Any]:
     """Live events the agent organised during the episode whose title matches (memoised per grade)."""
-    key = ("meetings", title_pattern)
-    if key not in ctx.memo:
+
+    def find() -> list[Any]:
         ids = inserted_ids(ctx, "events")
         rows = ctx.db.execute(_EVENTS, {"ids": ids}).all() if ids else []
-        ctx.memo[key] = [
+        return [
             r
             for r in rows
             if not r.cancelled and r.organizer_id == ctx.actor_id and rx(title_pattern).search(r.title or "")
         ]
-    found: list[Any] = ctx.memo[key]
-    return found
+
+    return ctx.kept(("meetings", title_pattern), ("events",), find)
 
 
 def _the_meeting(ctx: GradingContext, title_pattern: str) -> tuple[Any, str]:
@@ -134,16 +134,16 @@ def _the_meeting(ctx: GradingContext, title_pattern: str) -> tuple[Any, str]:
 
 def _attendees(ctx: GradingContext, event_id: int) -> list[Any]:
     """The meeting's attendees, once per grade (every per-coworker check reads them)."""
-    key = ("attendees", event_id)
-    if key not in ctx.memo:
-        ctx.memo[key] = list(ctx.db.execute(_ATTENDEES, {"event": event_id}).all())
-    rows: list[Any] = ctx.memo[key]
-    return rows
+    return ctx.kept(
+        ("attendees", event_id),
+        ("event_attendees", "employees"),
+        lambda: list(ctx.db.execute(_ATTENDEES, {"event": event_id}).all()),
+    )
 
 
 def _people(ctx: GradingContext, ids: Sequence[int]) -> dict[int, Any]:
     """Employees by id; each looked up once per grade (one query for those not seen yet)."""
-    cache: dict[int, Any] = ctx.memo.setdefault("people", {})
+    cache: dict[int, Any] = ctx.kept("people", ("employees",), dict)
     missing = sorted({i for i in ids if i not in cache})
     if missing:
         cache.update({r.id: r for r in ctx.db.execute(_PEOPLE, {"ids": missing})})
@@ -162,7 +162,7 @@ def _resolve(ctx: GradingContext, names: Sequence[str]) -> tuple[dict[str, int],
     return found, unknown
 
 
-@check_fn("meeting_in_working_hours")
+@check_fn("meeting_in_working_hours", reads=("events", "event_attendees", "employees"))
 def meeting_in_working_hours(
     ctx: GradingContext, title_pattern: Regex, start_before: AwareDatetime | None = None
 ) -> CheckOutcome:
@@ -190,7 +190,7 @@ def meeting_in_working_hours(
     return CheckOutcome.of(True, f"{head}: inside working hours of all {len(people)} participants", event_id=m.id)
 
 
-@check_fn("meeting_attendees")
+@check_fn("meeting_attendees", reads=("events", "event_attendees", "employees"))
 def meeting_attendees(ctx: GradingContext, title_pattern: Regex, attendees: Sequence[str]) -> CheckOutcome:
     """Every named coworker is invited to the meeting (any answer: an invitation is what the agent controls)."""
     m, head = _the_meeting(ctx, title_pattern)
@@ -213,7 +213,7 @@ def _clashes(ctx: GradingContext, stmt: Any, params: dict[str, Any], s: datetime
     return out
 
 
-@check_fn("meeting_no_double_booking")
+@check_fn("meeting_no_double_booking", reads=("events", "event_attendees", "employees"))
 def meeting_no_double_booking(ctx: GradingContext, title_pattern: Regex) -> CheckOutcome:
     """Exactly one live meeting, and neither a participant nor its room is committed elsewhere at that time.
 
@@ -245,7 +245,7 @@ def meeting_no_double_booking(ctx: GradingContext, title_pattern: Regex) -> Chec
     return CheckOutcome.of(True, f"{head}: no clash for {len(who)} participants or the room", event_id=m.id)
 
 
-@check_fn("meeting_room")
+@check_fn("meeting_room", reads=("events", "event_attendees", "employees", "rooms", "locations"))
 def meeting_room(ctx: GradingContext, title_pattern: Regex, location: str) -> CheckOutcome:
     """The meeting has a room in ``location`` that holds every participant who has not declined."""
     m, head = _the_meeting(ctx, title_pattern)
@@ -271,7 +271,7 @@ def _instants(text: str) -> list[datetime]:
     return out
 
 
-@check_fn("meeting_announced")
+@check_fn("meeting_announced", reads=("events", "posts", "channels"))
 def meeting_announced(ctx: GradingContext, title_pattern: Regex, channel: str, key: str) -> CheckOutcome:
     """The agent posted in ``channel`` a live message naming ``key`` and the meeting's start (ISO 8601 with offset).
 
@@ -293,10 +293,9 @@ def meeting_announced(ctx: GradingContext, title_pattern: Regex, channel: str, k
 
 def _new_posts(ctx: GradingContext, ids: list[Any]) -> list[Any]:
     """This episode's live new posts with their channel names, once per grade."""
-    if "meeting_posts" not in ctx.memo:
-        ctx.memo["meeting_posts"] = list(ctx.db.execute(_DM_POSTS, {"ids": ids}).all()) if ids else []
-    rows: list[Any] = ctx.memo["meeting_posts"]
-    return rows
+    return ctx.kept(
+        "meeting_posts", ("posts", "channels"), lambda: list(ctx.db.execute(_DM_POSTS, {"ids": ids}).all()) if ids else []
+    )
 
 
 def _dm_name(a: int, b: int) -> str:
@@ -304,11 +303,10 @@ def _dm_name(a: int, b: int) -> str:
 
 
 def _memories(ctx: GradingContext) -> list[Any]:
-    if "npc_memory" not in ctx.memo:
-        ids = inserted_ids(ctx, "npc_memory")
-        ctx.memo["npc_memory"] = list(ctx.db.execute(_MEMORY, {"ids": ids}).all()) if ids else []
-    rows: list[Any] = ctx.memo["npc_memory"]
-    return rows
+    ids = inserted_ids(ctx, "npc_memory")
+    return ctx.kept(
+        "npc_memory", ("npc_memory",), lambda: list(ctx.db.execute(_MEMORY, {"ids": ids}).all()) if ids else []
+    )
 
 
 def _fact(row: Any) -> Mapping[str, Any] | None:
@@ -329,7 +327,7 @@ def _said_about(row: Any, start: datetime) -> str | None:
     return str(fact.get("said")) if when.tzinfo is not None and when == start else None
 
 
-@check_fn("meeting_agreed")
+@check_fn("meeting_agreed", reads=("events", "employees", "posts", "channels", "npc_memory"))
 def meeting_agreed(
     ctx: GradingContext,
     title_pattern: Regex,

@@ -55,25 +55,31 @@ class Progress:
 
     def update(self, rows: Sequence[Mapping[str, Any]]) -> float:
         """Fold in the change-log rows one step wrote (possibly none); returns the new partial score."""
+        if self._started and not rows and not self._always:
+            return self.value  # nothing changed and nothing reads the steps: the verdicts stand
         changed = [ChangeRow.of(r) for r in rows]
         if changed:
             self.ctx.extend(changed)
-        else:
-            self.ctx.__dict__.pop("steps", None)  # the trace grew by one step
         if not self._started:
             self._start()
-        else:
+            return self._combine()
+        stale: set[int] | list[int] = self._always
+        if changed:
             stale = set(self._always)
-            if changed:
-                stale.update(self._any)
-                for r in changed:
-                    stale.update(self._by_table.get(r.table, ()))
-                    stale.update(self._by_row.get((r.table, r.key), ()))
-            if stale:
-                self.ctx.memo.clear()
-                for i in sorted(stale):
-                    self._results[i] = run_check(self._checks[i], self.ctx, self._savepoints)
-        return self._combine()
+            stale.update(self._any)
+            tables = {r.table for r in changed}
+            for table in tables:
+                stale.update(self._by_table.get(table, ()))
+            for r in changed:
+                stale.update(self._by_row.get((r.table, r.key), ()))
+            self.ctx.forget(tables)
+            stale = sorted(stale)
+        moved = False
+        for i in stale:
+            result = run_check(self._checks[i], self.ctx, self._savepoints)
+            moved = moved or result.score != self._results[i].score
+            self._results[i] = result
+        return self._combine() if moved else self.value
 
     def results(self) -> tuple[CheckResult, ...]:
         """The current verdict of every counted check (the last step's), ``needs`` applied as ``grade`` does."""
@@ -82,7 +88,7 @@ class Progress:
     def _start(self) -> None:
         """Grade every counted check once, and index what each depends on."""
         self._started = True
-        self.ctx.memo.clear()
+        self.ctx.forget()
         self._results = [run_check(c, self.ctx, self._savepoints) for c in self._checks]
         for i, check in enumerate(self._checks):
             if check.kind == "trace":
@@ -99,7 +105,7 @@ class Progress:
                     self._by_table.setdefault(table, []).append(i)
             else:
                 self._any.append(i)
-        self.ctx.memo.clear()
+        self.ctx.forget()
 
     def _combine(self) -> float:
         results = self.results()
