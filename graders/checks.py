@@ -1,8 +1,9 @@
 """State checks on tickets, rows and the change log itself.
 
 Costs: ticket checks are unique-index lookups on ``tickets.key`` (kept per grade, and across progress steps
-until a ticket changes; one ``IN`` query for a batch of keys); ``row_exists`` looks only at rows this episode changed unless told to use an index; the
-change-log checks walk this episode's log plus at most one primary-key query per table for natural keys.
+until a ticket changes; one ``IN`` query for a batch of keys); ``row_exists`` looks only at rows this episode
+changed unless told to use an index; the change-log checks walk this episode's log plus at most one
+primary-key query per table for natural keys.
 """
 
 from __future__ import annotations

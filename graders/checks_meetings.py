@@ -18,17 +18,18 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any
 from zoneinfo import ZoneInfo
 
 from pydantic import AwareDatetime, Field
 from sqlalchemy import BindParameter, bindparam, select
 
-from graders.base import CheckOutcome, GradingContext, check_fn
+from graders.base import ChangeRow, CheckOutcome, GradingContext, check_fn
 from graders.checks_common import Regex, employee_id, inserted_ids, listing, rx, snippet, usernames
 from mcp_tools.calendar.slots import Person, occurrences
 from npcs.hours import WorkHours
+from worlds.rawsql import Sql
 from worlds.schema import Channel, Employee, Event, EventAttendee, Location, NpcMemory, Post, Room
 
 _IDS: BindParameter[Any] = bindparam("ids", expanding=True)
@@ -65,32 +66,6 @@ _PEOPLE = (
     .where(Employee.id.in_(_IDS))
     .order_by(Employee.id)
 )
-_COMMITTED = (
-    select(Event.id, Event.title, Event.start_at, Event.end_at, Event.rrule, Event.until)
-    .where(
-        Event.cancelled.is_(False),
-        Event.start_at < bindparam("hi"),
-        Event.id != bindparam("skip"),
-        (Event.organizer_id == bindparam("who"))
-        | Event.id.in_(
-            select(EventAttendee.event_id).where(
-                EventAttendee.employee_id == bindparam("who"),
-                EventAttendee.rsvp.in_(("accepted", "needs_action", "tentative")),
-            )
-        ),
-    )
-    .order_by(Event.start_at, Event.id)
-)
-_ROOM_TAKEN = (
-    select(Event.id, Event.title, Event.start_at, Event.end_at, Event.rrule, Event.until)
-    .where(
-        Event.room_id == bindparam("room"),
-        Event.cancelled.is_(False),
-        Event.start_at < bindparam("hi"),
-        Event.id != bindparam("skip"),
-    )
-    .order_by(Event.start_at, Event.id)
-)
 _ROOM = (
     select(Room.name, Room.capacity, Location.name.label("location")).join(Location).where(Room.id == bindparam("id"))
 )
@@ -121,6 +96,15 @@ def _meetings(ctx: GradingContext, title_pattern: str) -> list[Any]:
         ]
 
     return ctx.kept(("meetings", title_pattern), ("events",), find)
+
+
+def _meeting_touches(ctx: GradingContext, row: ChangeRow, title_pattern: str, **_: Any) -> bool:
+    """Whether a changed row may change a meeting check (for ``graders.progress``).
+
+    Until the agent books the meeting every check says it found none, and only an event change can alter that:
+    the chat and NPC replies of the asking phase re-run nothing.
+    """
+    return row.table == "events" or bool(_meetings(ctx, title_pattern))
 
 
 def _the_meeting(ctx: GradingContext, title_pattern: str) -> tuple[Any, str]:
@@ -162,7 +146,7 @@ def _resolve(ctx: GradingContext, names: Sequence[str]) -> tuple[dict[str, int],
     return found, unknown
 
 
-@check_fn("meeting_in_working_hours", reads=("events", "event_attendees", "employees"))
+@check_fn("meeting_in_working_hours", reads=("events", "event_attendees", "employees"), touches=_meeting_touches)
 def meeting_in_working_hours(
     ctx: GradingContext, title_pattern: Regex, start_before: AwareDatetime | None = None
 ) -> CheckOutcome:
@@ -190,7 +174,7 @@ def meeting_in_working_hours(
     return CheckOutcome.of(True, f"{head}: inside working hours of all {len(people)} participants", event_id=m.id)
 
 
-@check_fn("meeting_attendees", reads=("events", "event_attendees", "employees"))
+@check_fn("meeting_attendees", reads=("events", "event_attendees", "employees"), touches=_meeting_touches)
 def meeting_attendees(ctx: GradingContext, title_pattern: Regex, attendees: Sequence[str]) -> CheckOutcome:
     """Every named coworker is invited to the meeting (any answer: an invitation is what the agent controls)."""
     m, head = _the_meeting(ctx, title_pattern)
@@ -203,17 +187,47 @@ def meeting_attendees(ctx: GradingContext, title_pattern: Regex, attendees: Sequ
     return CheckOutcome.of(True, f"{head}: invites {', '.join('@' + a for a in attendees)}", event_id=m.id)
 
 
-def _clashes(ctx: GradingContext, stmt: Any, params: dict[str, Any], s: datetime, e: datetime) -> list[str]:
-    out = []
-    for r in ctx.db.execute(stmt, {**params, "hi": e}):
-        for a, b in occurrences(r.start_at, r.end_at, r.rrule, r.until, s, e):
-            if a < e and s < b:
-                out.append(f"#{r.id} {snippet(r.title, 30)}")
-                break
+_BUSY = (
+    "SELECT x.who, e.id, e.title, e.start_at, e.end_at, e.rrule, e.until FROM ("
+    "SELECT organizer_id AS who, id AS event_id FROM events WHERE organizer_id IN ({0}) UNION "
+    "SELECT employee_id, event_id FROM event_attendees WHERE employee_id IN ({0})"
+    " AND rsvp IN ('accepted', 'needs_action', 'tentative')) x JOIN events e ON e.id = x.event_id"
+    " WHERE NOT e.cancelled AND e.start_at < ? AND e.id != ? ORDER BY e.start_at, e.id, x.who"
+)
+_ROOM_BUSY = (
+    "SELECT e.room_id, e.id, e.title, e.start_at, e.end_at, e.rrule, e.until FROM events e WHERE e.room_id = ?"
+    " AND NOT e.cancelled AND e.start_at < ? AND e.id != ? ORDER BY e.start_at, e.id"
+)
+
+
+def _aware(value: Any) -> Any:
+    """A stored naive-UTC timestamp (SQLite text or a PostgreSQL datetime) as an aware datetime, None kept."""
+    if value is None:
+        return None
+    return (datetime.fromisoformat(value) if isinstance(value, str) else value).replace(tzinfo=UTC)
+
+
+def _clashes(
+    ctx: GradingContext, sql: str, params: list[Any], skip: int, s: datetime, e: datetime
+) -> dict[int, list[str]]:
+    """Per person (or room), the events in ``sql``'s rows that overlap [s, e), recurring ones expanded once each.
+
+    One raw query for every participant (not a Core query per person) and one expansion per event: the check
+    runs in every grade, and the progress score re-runs it when events change.
+    """
+    sql_ = Sql.of(ctx.session)
+    overlap: dict[int, bool] = {}
+    out: dict[int, list[str]] = {}
+    for who, event_id, title, start, end, rule, until in sql_.all(sql, [*params, sql_.bind(e), skip]):
+        if event_id not in overlap:
+            spans = occurrences(_aware(start), _aware(end), rule, _aware(until), s, e)
+            overlap[event_id] = any(a < e and s < b for a, b in spans)
+        if overlap[event_id]:
+            out.setdefault(who, []).append(f"#{event_id} {snippet(title, 30)}")
     return out
 
 
-@check_fn("meeting_no_double_booking", reads=("events", "event_attendees", "employees"))
+@check_fn("meeting_no_double_booking", reads=("events", "event_attendees", "employees"), touches=_meeting_touches)
 def meeting_no_double_booking(ctx: GradingContext, title_pattern: Regex) -> CheckOutcome:
     """Exactly one live meeting, and neither a participant nor its room is committed elsewhere at that time.
 
@@ -230,13 +244,12 @@ def meeting_no_double_booking(ctx: GradingContext, title_pattern: Regex) -> Chec
     going = [a for a in _attendees(ctx, m.id) if a.rsvp != "declined" and a.employee_id != m.organizer_id]
     names = usernames(ctx, [m.organizer_id])
     who = [(m.organizer_id, names.get(m.organizer_id, "?"))] + [(a.employee_id, a.username) for a in going]
-    problems = []
-    for emp, name in who:
-        clash = _clashes(ctx, _COMMITTED, {"who": emp, "skip": m.id}, m.start_at, m.end_at)
-        if clash:
-            problems.append(f"@{name} is also in {listing(clash, 2)}")
+    ids = sorted({emp for emp, _ in who})
+    marks = ", ".join("?" * len(ids))
+    busy = _clashes(ctx, _BUSY.format(marks), [*ids, *ids], m.id, m.start_at, m.end_at)
+    problems = [f"@{name} is also in {listing(busy[emp], 2)}" for emp, name in who if busy.get(emp)]
     if m.room_id is not None:
-        taken = _clashes(ctx, _ROOM_TAKEN, {"room": m.room_id, "skip": m.id}, m.start_at, m.end_at)
+        taken = _clashes(ctx, _ROOM_BUSY, [m.room_id], m.id, m.start_at, m.end_at).get(m.room_id)
         if taken:
             problems.append(f"the room is also booked for {listing(taken, 2)}")
     head = f"event #{m.id} at {m.start_at.isoformat()}"
@@ -245,7 +258,11 @@ def meeting_no_double_booking(ctx: GradingContext, title_pattern: Regex) -> Chec
     return CheckOutcome.of(True, f"{head}: no clash for {len(who)} participants or the room", event_id=m.id)
 
 
-@check_fn("meeting_room", reads=("events", "event_attendees", "employees", "rooms", "locations"))
+@check_fn(
+    "meeting_room",
+    reads=("events", "event_attendees", "employees", "rooms", "locations"),
+    touches=_meeting_touches,
+)
 def meeting_room(ctx: GradingContext, title_pattern: Regex, location: str) -> CheckOutcome:
     """The meeting has a room in ``location`` that holds every participant who has not declined."""
     m, head = _the_meeting(ctx, title_pattern)
@@ -271,7 +288,7 @@ def _instants(text: str) -> list[datetime]:
     return out
 
 
-@check_fn("meeting_announced", reads=("events", "posts", "channels"))
+@check_fn("meeting_announced", reads=("events", "posts", "channels"), touches=_meeting_touches)
 def meeting_announced(ctx: GradingContext, title_pattern: Regex, channel: str, key: str) -> CheckOutcome:
     """The agent posted in ``channel`` a live message naming ``key`` and the meeting's start (ISO 8601 with offset).
 
@@ -293,9 +310,11 @@ def meeting_announced(ctx: GradingContext, title_pattern: Regex, channel: str, k
 
 def _new_posts(ctx: GradingContext, ids: list[Any]) -> list[Any]:
     """This episode's live new posts with their channel names, once per grade."""
-    return ctx.kept(
-        "meeting_posts", ("posts", "channels"), lambda: list(ctx.db.execute(_DM_POSTS, {"ids": ids}).all()) if ids else []
-    )
+
+    def query() -> list[Any]:
+        return list(ctx.db.execute(_DM_POSTS, {"ids": ids}).all()) if ids else []
+
+    return ctx.kept("meeting_posts", ("posts", "channels"), query)
 
 
 def _dm_name(a: int, b: int) -> str:
@@ -327,7 +346,7 @@ def _said_about(row: Any, start: datetime) -> str | None:
     return str(fact.get("said")) if when.tzinfo is not None and when == start else None
 
 
-@check_fn("meeting_agreed", reads=("events", "employees", "posts", "channels", "npc_memory"))
+@check_fn("meeting_agreed", reads=("events", "employees", "posts", "channels", "npc_memory"), touches=_meeting_touches)
 def meeting_agreed(
     ctx: GradingContext,
     title_pattern: Regex,

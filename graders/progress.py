@@ -17,7 +17,7 @@ read-only for each step (two statements a step); checks are the same functions, 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from graders.base import CheckResult, GradingContext, Rubric, apply_needs, combine, run_check
@@ -44,6 +44,7 @@ class Progress:
         self._any: list[int] = []  # state checks that declare nothing: after any step that changed a row
         self._by_table: dict[str, list[int]] = {}
         self._by_row: dict[tuple[str, tuple[Any, ...]], list[int]] = {}
+        self._touches: dict[int, Callable[..., bool]] = {}
         self._started = False
         self.value = 0.0
         self.passed = 0
@@ -67,12 +68,15 @@ class Progress:
         if changed:
             stale = set(self._always)
             stale.update(self._any)
-            tables = {r.table for r in changed}
-            for table in tables:
-                stale.update(self._by_table.get(table, ()))
+            by_table: dict[str, list[ChangeRow]] = {}
             for r in changed:
+                by_table.setdefault(r.table, []).append(r)
                 stale.update(self._by_row.get((r.table, r.key), ()))
-            self.ctx.forget(tables)
+            self.ctx.forget(by_table)
+            for table, table_rows in by_table.items():
+                for i in self._by_table.get(table, ()):
+                    if i not in stale and self._touched(i, table_rows):
+                        stale.add(i)
             stale = sorted(stale)
         moved = False
         for i in stale:
@@ -80,6 +84,17 @@ class Progress:
             moved = moved or result.score != self._results[i].score
             self._results[i] = result
         return self._combine() if moved else self.value
+
+    def _touched(self, i: int, rows: list[ChangeRow]) -> bool:
+        """Whether one of a ``reads`` table's changed rows may change check ``i`` (its ``touches`` hook says)."""
+        touches = self._touches.get(i)
+        if touches is None:
+            return True
+        kwargs = self._checks[i]._kwargs
+        try:
+            return any(touches(self.ctx, r, **kwargs) for r in rows)
+        except Exception:  # a hook that cannot tell re-runs the check: exactness first
+            return True
 
     def results(self) -> tuple[CheckResult, ...]:
         """The current verdict of every counted check (the last step's), ``needs`` applied as ``grade`` does."""
@@ -103,6 +118,8 @@ class Progress:
                 tables = spec.reads if isinstance(spec.reads, frozenset) else spec.reads(**check._kwargs)
                 for table in tables:
                     self._by_table.setdefault(table, []).append(i)
+                if spec.touches is not None:
+                    self._touches[i] = spec.touches
             else:
                 self._any.append(i)
         self.ctx.forget()
