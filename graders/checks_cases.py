@@ -111,11 +111,13 @@ def ticket_for_reference(
     fields: dict[TicketField, FieldValue] | None = None,
     reply_to: str | None = None,
     incident_channel: str | None = None,
+    in_title: bool = False,
 ) -> CheckOutcome:
     """Exactly one ticket filed this episode in ``project`` mentions ``reference``, with ``fields``.
 
     With ``reply_to``, a mail the agent sent to that address carries the new ticket's key; with
-    ``incident_channel``, a live post of the agent's in that channel carries the key and the reference.
+    ``incident_channel``, a live post of the agent's in that channel carries the key and the reference; with
+    ``in_title``, the reference is in the ticket's title (a reference only in the description is not).
     """
     found = _new_tickets_for(ctx, reference)
     if len(found) != 1:
@@ -132,6 +134,10 @@ def ticket_for_reference(
     if wrong:
         return CheckOutcome.of(False, listing(wrong))
     said = [f"{ticket.key} filed for {reference}"]
+    if in_title:
+        if reference.lower() not in ticket.title.lower():
+            return CheckOutcome.of(False, f"{ticket.key} names {reference} only in its description: {ticket.title!r}")
+        said.append("its title names it")
     if reply_to is not None:
         mails = _memo(ctx, "case_mails")
         hit = [m.id for m in mails if m.address.lower() == reply_to.lower() and ticket.key.lower() in m.body.lower()]
