@@ -174,8 +174,9 @@ def merge_request_passes_cases(
 
     With ``case`` (an index into the hidden cases) only that one is graded, pass or fail: a rubric then names
     which case failed. The cases run once per grade in the sandbox whatever the number of checks that read
-    them. Results are compared as typed values (``mcp_tools.git.pipeline.tag``): ``True`` is not ``1``, ``0`` is
-    not ``0.0``, and an object that only claims equality never matches.
+    them (and once per commit in the per-step progress score). Results are compared as typed values
+    (``mcp_tools.git.pipeline.tag``): ``True`` is not ``1``, ``0`` is not ``0.0``, and an object that only
+    claims equality never matches.
     """
     row = _request(ctx, repo)
     head = _head(ctx, repo, row)
@@ -184,11 +185,13 @@ def merge_request_passes_cases(
     cases = ctx.params["cases"]
     if case is not None and case >= len(cases):
         raise ValueError(f"the task has {len(cases)} hidden cases, not case {case}")
+    # A commit's content never changes, so its results are kept for the episode (``ctx.lasting``): the per-step
+    # progress score runs the sandbox again only once the request points at a new commit.
     key = ("hidden_cases", repo, head)
-    if key not in ctx.memo:
+    if key not in ctx.lasting:
         module, function = ctx.params["module"], ctx.params["function"]
-        ctx.memo[key] = call_cases(ctx.workspace.repo(repo), head, module, function, [c[0] for c in cases])
-    got = ctx.memo[key]
+        ctx.lasting[key] = call_cases(ctx.workspace.repo(repo), head, module, function, [c[0] for c in cases])
+    got = ctx.lasting[key]
     ok = [out == ["ok", tag(c[1])] for c, out in zip(cases, got, strict=True)]
     if case is not None:
         said = "passes" if ok[case] else f"fails ({str(got[case])[:120]})"
