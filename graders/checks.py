@@ -340,14 +340,15 @@ def _scoped(ctx: GradingContext, scope: Scope, table_name: str | None = None) ->
 @check_fn("no_collateral_changes")
 def no_collateral_changes(ctx: GradingContext, allowed: list[AllowedChange], scope: Scope = "actor") -> CheckOutcome:
     """Every change of the episode (by the agent, or by anyone with ``scope='all'``) is in ``allowed``."""
-    rows = _scoped(ctx, scope)
-    # A logged row and the rules never change, so each row's verdict is kept (``ctx.lasting``) and the per-step
-    # progress score judges only the rows the step added.
-    verdicts: dict[int, bool] = ctx.lasting.setdefault(("collateral", id(allowed)), {})
+    # A logged row and the rules never change, and the log only grows, so the rows judged so far and their
+    # violations are kept (``ctx.lasting``): the per-step progress score judges only the rows the step added.
+    seen: list[Any] = ctx.lasting.setdefault(("collateral", id(allowed), scope), [0, 0, []])
+    if seen[0] > len(ctx.log):
+        seen[:] = [0, 0, []]
+    rows = [r for r in ctx.log[seen[0] :] if scope == "all" or r.actor_id == ctx.actor_id]
+    verdicts: dict[int, bool] = {}
     keyed: list[tuple[ChangeRow, list[set[str]]]] = []
     for row in rows:
-        if row.seq in verdicts:
-            continue
         rules = [a for a in allowed if a.admits(row)]
         if not rules:
             verdicts[row.seq] = False
@@ -362,12 +363,14 @@ def no_collateral_changes(ctx: GradingContext, allowed: list[AllowedChange], sco
             natural.get(row.seq, ""),
         }
         verdicts[row.seq] = any(names & ks for ks in key_sets)
-    violations = [r for r in rows if not verdicts[r.seq]]  # rows are in seq order
+    seen[0], seen[1] = len(ctx.log), seen[1] + len(rows)
+    seen[2] += [r for r in rows if not verdicts[r.seq]]  # rows are in seq order
+    violations: list[ChangeRow] = seen[2]
     if not violations:
-        return CheckOutcome.of(True, f"all {len(rows)} changes are within the allowed set")
+        return CheckOutcome.of(True, f"all {seen[1]} changes are within the allowed set")
     natural |= _natural_keys(ctx, [r for r in violations[:5] if r.table in _NATURAL and r.seq not in natural])
     shown = listing([_describe_change(r, natural) for r in violations], 5)
-    head = f"{len(violations)} of {len(rows)} changes are outside the allowed set"
+    head = f"{len(violations)} of {seen[1]} changes are outside the allowed set"
     return CheckOutcome.of(False, f"{head}: {shown}", violations=[r.seq for r in violations])
 
 

@@ -45,6 +45,7 @@ class Progress:
         self._by_table: dict[str, list[int]] = {}
         self._by_row: dict[tuple[str, tuple[Any, ...]], list[int]] = {}
         self._touches: dict[int, Callable[..., bool]] = {}
+        self._needs = any(c.needs for c in self._checks)
         self._started = False
         self.value = 0.0
         self.passed = 0
@@ -98,7 +99,7 @@ class Progress:
 
     def results(self) -> tuple[CheckResult, ...]:
         """The current verdict of every counted check (the last step's), ``needs`` applied as ``grade`` does."""
-        return apply_needs(self._checks, self._results)
+        return apply_needs(self._checks, self._results) if self._needs else tuple(self._results)
 
     def _start(self) -> None:
         """Grade every counted check once, and index what each depends on."""
