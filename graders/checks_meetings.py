@@ -16,21 +16,22 @@ time passed in silence, before the agent direct-messaged their manager naming th
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Annotated, Any
+from typing import Annotated, Any, NamedTuple
 from zoneinfo import ZoneInfo
 
 from pydantic import AwareDatetime, Field
 from sqlalchemy import BindParameter, bindparam, select
 
 from graders.base import ChangeRow, CheckOutcome, GradingContext, check_fn
-from graders.checks_common import Regex, employee_id, inserted_ids, listing, rx, snippet, usernames
+from graders.checks_common import Regex, employee_id, inserted_ids, listing, rows_in, rx, snippet, usernames
 from mcp_tools.calendar.slots import Person, occurrences
 from npcs.hours import WorkHours
 from worlds.rawsql import Sql
-from worlds.schema import Channel, Employee, Event, EventAttendee, Location, NpcMemory, Post, Room
+from worlds.schema import Event, Location, Room
 
 _IDS: BindParameter[Any] = bindparam("ids", expanding=True)
 _EVENTS = (
@@ -47,39 +48,66 @@ _EVENTS = (
     .where(Event.id.in_(_IDS))
     .order_by(Event.id)
 )
+
+
+class Attendee(NamedTuple):
+    """An invitee of the meeting and their answer."""
+
+    employee_id: int
+    username: str
+    rsvp: str
+
+
+class Someone(NamedTuple):
+    """A participant's working week and manager."""
+
+    id: int
+    username: str
+    timezone: str
+    work_start_minute: int
+    work_end_minute: int
+    workdays: str
+    manager_id: int | None
+
+
+class DmPost(NamedTuple):
+    """A live post this episode made, with its channel's name."""
+
+    id: int
+    author_id: int
+    message: str
+    created_at: datetime
+    channel: str
+
+
+class Memory(NamedTuple):
+    """A row of an NPC's memory written during the episode."""
+
+    id: int
+    employee_id: int
+    at: datetime
+    kind: str
+    subject: str
+    data: Any
+
+
+# Raw statements (``worlds.rawsql``): the progress score re-runs these after the steps of the asking phase.
 _ATTENDEES = (
-    select(EventAttendee.employee_id, Employee.username, EventAttendee.rsvp)
-    .join(Employee, Employee.id == EventAttendee.employee_id)
-    .where(EventAttendee.event_id == bindparam("event"))
-    .order_by(Employee.username)
+    "SELECT a.employee_id, e.username, a.rsvp FROM event_attendees a JOIN employees e ON e.id = a.employee_id"
+    " WHERE a.event_id = ? ORDER BY e.username"
 )
 _PEOPLE = (
-    select(
-        Employee.id,
-        Employee.username,
-        Employee.timezone,
-        Employee.work_start_minute,
-        Employee.work_end_minute,
-        Employee.workdays,
-        Employee.manager_id,
-    )
-    .where(Employee.id.in_(_IDS))
-    .order_by(Employee.id)
+    "SELECT id, username, timezone, work_start_minute, work_end_minute, workdays, manager_id FROM employees"
+    " WHERE id IN ({}) ORDER BY id"
 )
 _ROOM = (
     select(Room.name, Room.capacity, Location.name.label("location")).join(Location).where(Room.id == bindparam("id"))
 )
 _DM_POSTS = (
-    select(Post.id, Post.author_id, Post.message, Post.created_at, Channel.name.label("channel"))
-    .join(Channel, Channel.id == Post.channel_id)
-    .where(Post.id.in_(_IDS), Post.deleted_at.is_(None))
-    .order_by(Post.created_at, Post.id)
+    "SELECT p.id, p.author_id, p.message, p.created_at, c.name FROM posts p JOIN channels c ON c.id = p.channel_id"
+    " WHERE p.id IN ({}) AND p.deleted_at IS NULL ORDER BY p.created_at, p.id"
 )
-_MEMORY = (
-    select(NpcMemory.id, NpcMemory.employee_id, NpcMemory.at, NpcMemory.kind, NpcMemory.subject, NpcMemory.data)
-    .where(NpcMemory.id.in_(_IDS))
-    .order_by(NpcMemory.at, NpcMemory.id)
-)
+_MEMORY = "SELECT id, employee_id, at, kind, subject, data FROM npc_memory WHERE id IN ({}) ORDER BY at, id"
 ISO = re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2})?(?:Z|[+-]\d{2}:?\d{2})")
 
 
@@ -121,7 +149,7 @@ def _attendees(ctx: GradingContext, event_id: int) -> list[Any]:
     return ctx.kept(
         ("attendees", event_id),
         ("event_attendees", "employees"),
-        lambda: list(ctx.db.execute(_ATTENDEES, {"event": event_id}).all()),
+        lambda: [Attendee(*r) for r in Sql.of(ctx.session).all(_ATTENDEES, (event_id,))],
     )
 
 
@@ -130,7 +158,7 @@ def _people(ctx: GradingContext, ids: Sequence[int]) -> dict[int, Any]:
     cache: dict[int, Any] = ctx.kept("people", ("employees",), dict)
     missing = sorted({i for i in ids if i not in cache})
     if missing:
-        cache.update({r.id: r for r in ctx.db.execute(_PEOPLE, {"ids": missing})})
+        cache.update({r[0]: Someone(*r) for r in rows_in(ctx, _PEOPLE, missing)})
     return {i: cache[i] for i in sorted(set(ids)) if i in cache}
 
 
@@ -192,11 +220,13 @@ _BUSY = (
     "SELECT organizer_id AS who, id AS event_id FROM events WHERE organizer_id IN ({0}) UNION "
     "SELECT employee_id, event_id FROM event_attendees WHERE employee_id IN ({0})"
     " AND rsvp IN ('accepted', 'needs_action', 'tentative')) x JOIN events e ON e.id = x.event_id"
-    " WHERE NOT e.cancelled AND e.start_at < ? AND e.id != ? ORDER BY e.start_at, e.id, x.who"
+    " WHERE NOT e.cancelled AND e.start_at < ? AND (e.rrule IS NOT NULL OR e.end_at > ?) AND e.id != ?"
+    " ORDER BY e.start_at, e.id, x.who"
 )
 _ROOM_BUSY = (
     "SELECT e.room_id, e.id, e.title, e.start_at, e.end_at, e.rrule, e.until FROM events e WHERE e.room_id = ?"
-    " AND NOT e.cancelled AND e.start_at < ? AND e.id != ? ORDER BY e.start_at, e.id"
+    " AND NOT e.cancelled AND e.start_at < ? AND (e.rrule IS NOT NULL OR e.end_at > ?) AND e.id != ?"
+    " ORDER BY e.start_at, e.id"
 )
 
 
@@ -218,7 +248,7 @@ def _clashes(
     sql_ = Sql.of(ctx.session)
     overlap: dict[int, bool] = {}
     out: dict[int, list[str]] = {}
-    for who, event_id, title, start, end, rule, until in sql_.all(sql, [*params, sql_.bind(e), skip]):
+    for who, event_id, title, start, end, rule, until in sql_.all(sql, [*params, sql_.bind(e), sql_.bind(s), skip]):
         if event_id not in overlap:
             spans = occurrences(_aware(start), _aware(end), rule, _aware(until), s, e)
             overlap[event_id] = any(a < e and s < b for a, b in spans)
@@ -312,7 +342,7 @@ def _new_posts(ctx: GradingContext, ids: list[Any]) -> list[Any]:
     """This episode's live new posts with their channel names, once per grade."""
 
     def query() -> list[Any]:
-        return list(ctx.db.execute(_DM_POSTS, {"ids": ids}).all()) if ids else []
+        return [DmPost(i, a, m, _aware(at), c) for i, a, m, at, c in rows_in(ctx, _DM_POSTS, ids)]
 
     return ctx.kept("meeting_posts", ("posts", "channels"), query)
 
@@ -324,7 +354,12 @@ def _dm_name(a: int, b: int) -> str:
 def _memories(ctx: GradingContext) -> list[Any]:
     ids = inserted_ids(ctx, "npc_memory")
     return ctx.kept(
-        "npc_memory", ("npc_memory",), lambda: list(ctx.db.execute(_MEMORY, {"ids": ids}).all()) if ids else []
+        "npc_memory",
+        ("npc_memory",),
+        lambda: [
+            Memory(i, e, _aware(at), k, s, json.loads(d) if isinstance(d, str) else d)
+            for i, e, at, k, s, d in rows_in(ctx, _MEMORY, ids)
+        ],
     )
 
 

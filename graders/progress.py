@@ -3,16 +3,25 @@
 A process reward has to be cheap enough to compute after every step, so ``Progress`` never re-grades the whole
 rubric. It keeps one ``GradingContext`` for the episode, extends its change log with the rows a step wrote, and
 re-runs only the checks those rows can affect: a state check whose function declares ``rows`` (the exact rows
-it reads, e.g. one ticket) re-runs when one of them changed, one that declares ``reads`` (tables) when one of
-those tables changed, and any other state check after every step that changed anything. Trace checks read the
-steps, so they re-run after every step. Judge checks are never asked mid-episode (a model call per step would
-cost more than the episode); they are left out of the value, as an unjudged check is in ``grade``. A step that
-changed nothing and a rubric without trace checks costs a set lookup.
+it reads, e.g. one ticket) re-runs when one of them changed; one that declares ``reads`` (tables) when one of
+those tables changed and, if it also declares ``touches``, only when that hook says one of the changed rows
+matters (a case check ignores a ticket filed for another reference; a meeting check ignores chat until a
+meeting is booked); any other state check after every step that changed anything. Trace checks read the
+steps, so they re-run after every step (``no_tool_errors`` looks only at the new ones). Judge checks are never
+asked mid-episode (a model call per step would cost more than the episode); they are left out of the value,
+as an unjudged check is in ``grade``.
+
+What keeps a re-run cheap: lookups are kept across steps until a table they read changes
+(``GradingContext.kept``/``forget``), answers that cannot change during an episode are kept for it
+(``GradingContext.lasting``: a logged row's natural key, the collateral verdict of the rows seen so far, the
+hidden-case results of a commit), and the score is combined again only when a re-run check's score moved. A
+step that changed nothing costs a lookup when the rubric has no trace checks.
 
 The value follows ``grade``'s rule (``graders.base.combine``), so after the last step it equals the final
-reward of a rubric without judge checks; ``tests/graders/test_progress.py`` compares it with a full grade
-after every step of every family's agents. Unlike ``grade``, progress does not switch the connection to
-read-only for each step (two statements a step); checks are the same functions, and the final grade does.
+reward of a rubric without judge checks; ``tests/graders/test_progress.py`` compares every check's verdict and
+evidence with a full grade after every step of every family's agents. Unlike ``grade``, progress does not
+switch the connection to read-only for each step (two statements a step); checks are the same functions, and
+the final grade does.
 """
 
 from __future__ import annotations
