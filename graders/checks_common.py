@@ -13,14 +13,14 @@ from functools import lru_cache
 from typing import Annotated, Any
 
 from pydantic import AfterValidator
-from sqlalchemy import Table, bindparam, select
+from sqlalchemy import Table
 
 from graders.base import GradingContext
 from worlds.rawsql import Sql
-from worlds.schema import Base, Employee
+from worlds.schema import Base
 
-_EMPLOYEE_ID = select(Employee.id).where(Employee.username == bindparam("name"))
-_USERNAMES = select(Employee.id, Employee.username).where(Employee.id.in_(bindparam("ids", expanding=True)))
+_EMPLOYEE_ID = "SELECT id FROM employees WHERE username = ?"
+_USERNAMES = "SELECT id, username FROM employees WHERE id IN ({}) ORDER BY id"
 
 
 def _valid_regex(pattern: str) -> str:
@@ -63,7 +63,7 @@ def employee_id(ctx: GradingContext, who: Who) -> int | None:
     if who == "actor":
         return ctx.actor_id
     found: int | None = ctx.kept(
-        ("employee_id", who), ("employees",), lambda: ctx.db.execute(_EMPLOYEE_ID, {"name": who}).scalar()
+        ("employee_id", who), ("employees",), lambda: Sql.of(ctx.session).scalar(_EMPLOYEE_ID, (who,))
     )
     return found
 
@@ -75,7 +75,7 @@ def usernames(ctx: GradingContext, ids: Iterable[int | None]) -> dict[int, str]:
     wanted = sorted({i for i in given if i not in known})
     if wanted:
         known.update(dict.fromkeys(wanted))
-        known.update((emp_id, name) for emp_id, name in ctx.db.execute(_USERNAMES, {"ids": wanted}))
+        known.update((emp_id, name) for emp_id, name in rows_in(ctx, _USERNAMES, wanted))
     return {i: name for i in given if (name := known.get(i)) is not None}
 
 

@@ -24,29 +24,30 @@ from typing import Annotated, Any, NamedTuple
 from zoneinfo import ZoneInfo
 
 from pydantic import AwareDatetime, Field
-from sqlalchemy import BindParameter, bindparam, select
 
 from graders.base import ChangeRow, CheckOutcome, GradingContext, check_fn
 from graders.checks_common import Regex, employee_id, inserted_ids, listing, rows_in, rx, snippet, usernames
 from mcp_tools.calendar.slots import Person, occurrences
 from npcs.hours import WorkHours
 from worlds.rawsql import Sql
-from worlds.schema import Event, Location, Room
 
-_IDS: BindParameter[Any] = bindparam("ids", expanding=True)
+
+class Meeting(NamedTuple):
+    """An event this episode created, as the meeting checks read it."""
+
+    id: int
+    title: str
+    organizer_id: int
+    start_at: datetime
+    end_at: datetime
+    room_id: int | None
+    cancelled: bool
+    created_at: datetime
+
+
 _EVENTS = (
-    select(
-        Event.id,
-        Event.title,
-        Event.organizer_id,
-        Event.start_at,
-        Event.end_at,
-        Event.room_id,
-        Event.cancelled,
-        Event.created_at,
-    )
-    .where(Event.id.in_(_IDS))
-    .order_by(Event.id)
+    "SELECT id, title, organizer_id, start_at, end_at, room_id, cancelled, created_at FROM events"
+    " WHERE id IN ({}) ORDER BY id"
 )
 
 
@@ -100,9 +101,7 @@ _PEOPLE = (
     "SELECT id, username, timezone, work_start_minute, work_end_minute, workdays, manager_id FROM employees"
     " WHERE id IN ({}) ORDER BY id"
 )
-_ROOM = (
-    select(Room.name, Room.capacity, Location.name.label("location")).join(Location).where(Room.id == bindparam("id"))
-)
+_ROOM = "SELECT r.name, r.capacity, l.name FROM rooms r JOIN locations l ON l.id = r.location_id WHERE r.id = ?"
 _DM_POSTS = (
     "SELECT p.id, p.author_id, p.message, p.created_at, c.name FROM posts p JOIN channels c ON c.id = p.channel_id"
     " WHERE p.id IN ({}) AND p.deleted_at IS NULL ORDER BY p.created_at, p.id"
@@ -116,7 +115,10 @@ def _meetings(ctx: GradingContext, title_pattern: str) -> list[Any]:
 
     def find() -> list[Any]:
         ids = inserted_ids(ctx, "events")
-        rows = ctx.db.execute(_EVENTS, {"ids": ids}).all() if ids else []
+        rows = [
+            Meeting(i, t, o, _aware(a), _aware(b), r, bool(c), _aware(at))
+            for i, t, o, a, b, r, c, at in rows_in(ctx, _EVENTS, ids)
+        ]
         return [
             r
             for r in rows
@@ -300,11 +302,11 @@ def meeting_room(ctx: GradingContext, title_pattern: Regex, location: str) -> Ch
         return CheckOutcome.of(False, head)
     if m.room_id is None:
         return CheckOutcome.of(False, f"{head}: no room booked", event_id=m.id)
-    room = ctx.db.execute(_ROOM, {"id": m.room_id}).one()
+    name, capacity, where = Sql.of(ctx.session).one(_ROOM, (m.room_id,))
     people = 1 + sum(1 for a in _attendees(ctx, m.id) if a.rsvp != "declined" and a.employee_id != m.organizer_id)
-    problems = [f"it is in {room.location}, not {location}"] * (room.location.lower() != location.lower())
-    problems += [f"it holds {room.capacity}, not {people}"] * (room.capacity < people)
-    text = f"{head} in {room.name} ({room.location}, {room.capacity} seats)"
+    problems = [f"it is in {where}, not {location}"] * (where.lower() != location.lower())
+    problems += [f"it holds {capacity}, not {people}"] * (capacity < people)
+    text = f"{head} in {name} ({where}, {capacity} seats)"
     return CheckOutcome.of(not problems, text + (f": {'; '.join(problems)}" if problems else ""), event_id=m.id)
 
 
