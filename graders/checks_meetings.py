@@ -128,13 +128,25 @@ def _meetings(ctx: GradingContext, title_pattern: str) -> list[Any]:
     return ctx.kept(("meetings", title_pattern), ("events",), find)
 
 
-def _meeting_touches(ctx: GradingContext, row: ChangeRow, title_pattern: str, **_: Any) -> bool:
+def _meeting_touches(
+    ctx: GradingContext, row: ChangeRow, title_pattern: str, attendees: Sequence[str] = (), **_: Any
+) -> bool:
     """Whether a changed row may change a meeting check (for ``graders.progress``).
 
     Until the agent books the meeting every check says it found none, and only an event change can alter that:
-    the chat and NPC replies of the asking phase re-run nothing.
+    the chat and NPC replies of the asking phase re-run nothing. After it, a new post counts only if the
+    agent wrote it (asks, escalations and the announcement are the agent's), and a new NPC memory only if it
+    is one of the named attendees' (their answers).
     """
-    return row.table == "events" or bool(_meetings(ctx, title_pattern))
+    if row.table == "events":
+        return True
+    if not _meetings(ctx, title_pattern):
+        return False
+    if row.op == "insert" and row.table == "posts":
+        return bool(row.changes.get("author_id") == ctx.actor_id)
+    if row.op == "insert" and row.table == "npc_memory":
+        return row.changes.get("employee_id") in {employee_id(ctx, name) for name in attendees}
+    return True
 
 
 def _the_meeting(ctx: GradingContext, title_pattern: str) -> tuple[Any, str]:
