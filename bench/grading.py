@@ -5,8 +5,12 @@ task: how many checks its rubric has, and the p50 of a full ``grade`` of the fin
 ``graders.progress.Progress.update`` is timed where it runs, inside the step, so the figure is the progress
 score's own cost: per step over the oracle's real mix of reads and writes (mean and p50), per step that
 changed rows (the only steps that re-run state checks), and the first step's (which grades every check once).
-fix-failing-test-v0's grade runs the hidden cases in the code sandbox; it is reported apart from the rule-check
-families.
+
+Each time is taken twice: wall clock (``perf_counter``, what an RL loop waits) and this thread's CPU time
+(``thread_time``, ``*_cpu_*`` figures), which other processes on a shared machine barely disturb; on a busy
+machine compare the CPU figures with the targets. fix-failing-test-v0's checks run the hidden cases in the
+code sandbox (child processes: wall clock only); the progress score runs them once per merge-request head,
+and those runs are excluded from the 20 us target, which is for rule checks.
 """
 
 from __future__ import annotations
@@ -17,8 +21,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+import graders.checks_code as checks_code
 import graders.progress as progress
-from bench.common import fig, percentile, repeat, write_results
+from bench.common import fig, percentile, write_results
 from sim.agents import run_agent
 from sim.episode import Episode
 from worlds.store import WorldStore
@@ -30,14 +35,40 @@ SEEDS = range(6)
 class _Timed(progress.Progress):
     """Progress that records how long each update took and whether the step changed rows."""
 
-    samples: list[tuple[float, bool, bool]] = []  # (seconds, rows changed, first update of the episode)
+    samples: list[tuple[float, bool, bool, float, float]] = []
+    """(seconds, rows changed, first update, CPU seconds, seconds of it in the code sandbox)"""
+    sandbox = 0.0  # seconds spent running hidden cases so far
 
     def update(self, rows: Any) -> float:
         first = not self._started
-        t0 = time.perf_counter()
+        s0, c0, t0 = _Timed.sandbox, time.thread_time(), time.perf_counter()
         value = super().update(rows)
-        _Timed.samples.append((time.perf_counter() - t0, bool(rows), first))
+        t1, c1 = time.perf_counter(), time.thread_time()
+        _Timed.samples.append((t1 - t0, bool(rows), first, c1 - c0, _Timed.sandbox - s0))
         return value
+
+
+def _sandboxed(*args: Any, **kwargs: Any) -> Any:
+    """``call_cases``, timed: the sandbox runs the progress score makes are reported apart."""
+    t0 = time.perf_counter()
+    try:
+        return _CALL_CASES(*args, **kwargs)
+    finally:
+        _Timed.sandbox += time.perf_counter() - t0
+
+
+_CALL_CASES = checks_code.call_cases
+
+
+def _cpu_repeat(fn: Any, n: int) -> list[tuple[float, float]]:
+    """(wall seconds, CPU seconds of this thread) of each of n calls."""
+    out = []
+    for _ in range(n):
+        c0, t0 = time.thread_time(), time.perf_counter()
+        fn()
+        t1, c1 = time.perf_counter(), time.thread_time()
+        out.append((t1 - t0, c1 - c0))
+    return out
 
 
 def run() -> Path:
@@ -46,6 +77,7 @@ def run() -> Path:
     import sim.live
 
     sim.live.Progress = _Timed  # type: ignore[misc]
+    checks_code.call_cases = _sandboxed
     try:
         with tempfile.TemporaryDirectory() as tmp:
             store = WorldStore(tmp)
@@ -53,13 +85,14 @@ def run() -> Path:
                 _family(figures, family, store)
     finally:
         sim.live.Progress = original  # type: ignore[misc]
+        checks_code.call_cases = _CALL_CASES
     return write_results("grading", figures)
 
 
 def _family(figures: dict[str, Any], family: str, store: WorldStore) -> None:
     short = family.removesuffix("-v0").replace("-", "_")
     checks: list[int] = []
-    grades: list[float] = []
+    grades: list[tuple[float, float]] = []
     with Episode(family, store=store) as ep:
         for warm in (True, False):
             _Timed.samples = []
@@ -69,17 +102,27 @@ def _family(figures: dict[str, Any], family: str, store: WorldStore) -> None:
                     checks.append(len(ep.instance.rubric.checks))
                     live = ep._live
                     assert live is not None
-                    grades += repeat(live.grade, 3 if family.startswith("fix") else 30)
-    steps = [t for t, _, first in _Timed.samples if not first]
-    writes = [t for t, changed, first in _Timed.samples if changed and not first]
-    firsts = [t for t, _, first in _Timed.samples if first]
+                    grades += _cpu_repeat(live.grade, 3 if family.startswith("fix") else 30)
+    steps = [(t, cpu) for t, _, first, cpu, _ in _Timed.samples if not first]
+    writes = [t for t, changed, first, _, _ in _Timed.samples if changed and not first]
+    firsts = [t for t, _, first, _, _ in _Timed.samples if first]
+    rule_only = [t - box for t, _, first, _, box in _Timed.samples if not first]
     sandbox = family.startswith("fix")
+    target = "<= 20 (sandbox runs excluded: once per request head)" if sandbox else "<= 20"
     figures[f"{short}_checks_per_task"] = fig(statistics.mean(checks), "checks", "typical >= 20")
     figures[f"{short}_grade_p50_ms"] = fig(
-        percentile(grades, 50) * 1e3, "ms", "sandbox run included" if sandbox else "<= 2"
+        percentile([t for t, _ in grades], 50) * 1e3, "ms", "sandbox run included" if sandbox else "<= 2"
     )
-    figures[f"{short}_progress_mean_us_per_step"] = fig(statistics.mean(steps) * 1e6, "us", "<= 20")
-    figures[f"{short}_progress_p50_us_per_step"] = fig(percentile(steps, 50) * 1e6, "us", "<= 20")
+    figures[f"{short}_grade_cpu_p50_ms"] = fig(
+        percentile([c for _, c in grades], 50) * 1e3, "ms", "sandbox processes not counted" if sandbox else "<= 2"
+    )
+    figures[f"{short}_progress_mean_us_per_step"] = fig(statistics.mean(t for t, _ in steps) * 1e6, "us", target)
+    figures[f"{short}_progress_cpu_mean_us_per_step"] = fig(statistics.mean(c for _, c in steps) * 1e6, "us", target)
+    if sandbox:
+        figures[f"{short}_progress_mean_us_per_step_without_sandbox"] = fig(
+            statistics.mean(rule_only) * 1e6, "us", "<= 20 (wall clock less the hidden-case runs)"
+        )
+    figures[f"{short}_progress_p50_us_per_step"] = fig(percentile([t for t, _ in steps], 50) * 1e6, "us", target)
     figures[f"{short}_progress_mean_us_per_write"] = fig(
         statistics.mean(writes) * 1e6, "us", f"{len(writes)} of {len(steps)} steps"
     )

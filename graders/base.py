@@ -32,11 +32,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import (
     BaseModel,
@@ -84,6 +84,7 @@ __all__ = [
     "run_check",
 ]
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
+_T = TypeVar("_T")
 
 
 class Check(BaseModel):
@@ -244,21 +245,25 @@ class GradingContext:
     per-step updates of ``graders.progress``, unlike ``memo``."""
     log: tuple[ChangeRow, ...] = field(init=False, repr=False)
     _by_table: dict[str, list[ChangeRow]] = field(init=False, repr=False)
+    _kept: dict[Any, Any] = field(init=False, repr=False)
+    _kept_by_table: dict[str, set[Any]] = field(init=False, repr=False)
+    _steps: tuple[Mapping[str, Any], ...] = field(init=False, repr=False)
+    _seen: int = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.log = ()
         self._by_table = {}
+        self._kept = {}
+        self._kept_by_table = {}
+        self._steps = ()
+        self._seen = 0
         self.extend(sorted((ChangeRow.of(c) for c in self.changes), key=lambda r: r.seq))
 
     def extend(self, rows: Sequence[ChangeRow]) -> None:
-        """Append change-log rows newer than the log's last (the per-step progress grows one context this way).
-
-        The ``steps`` view is recomputed on next use, since ``trace`` may be a list that grew with them.
-        """
+        """Append change-log rows newer than the log's last (the per-step progress grows one context this way)."""
         self.log += tuple(rows)
         for row in rows:
             self._by_table.setdefault(row.table, []).append(row)
-        self.__dict__.pop("steps", None)
 
     @property
     def db(self) -> Connection:
@@ -269,10 +274,46 @@ class GradingContext:
         """This episode's changes to ``table``, in seq order (empty if none)."""
         return self._by_table.get(table, [])
 
-    @cached_property
+    def kept(self, key: Any, tables: Iterable[str], compute: Callable[[], _T]) -> _T:
+        """``compute()``, cached until a change to one of ``tables`` (everything it reads) is folded in.
+
+        Within one grade this is ``memo``; across the per-step updates of ``graders.progress`` the answer
+        survives steps that changed none of ``tables`` (``forget``), so a step that sends a mail does not
+        re-query the episode's new tickets. ``tables`` must name every table ``compute`` reads.
+        """
+        if key in self._kept:
+            found: _T = self._kept[key]
+            return found
+        value = self._kept[key] = compute()
+        for name in tables:
+            self._kept_by_table.setdefault(name, set()).add(key)
+        return value
+
+    def forget(self, tables: Iterable[str] | None = None) -> None:
+        """Drop ``memo`` and the ``kept`` answers that read one of ``tables`` (None: every kept answer)."""
+        self.memo.clear()
+        if tables is None:
+            self._kept.clear()
+            self._kept_by_table.clear()
+            return
+        for name in tables:
+            for key in self._kept_by_table.pop(name, ()):
+                self._kept.pop(key, None)
+
+    @property
     def steps(self) -> tuple[Mapping[str, Any], ...]:
-        """The trace's step records (other record types such as headers are skipped)."""
-        return tuple(r for r in self.trace if r.get("type", "step") == "step")
+        """The trace's step records (other record types such as headers are skipped).
+
+        Kept incrementally: ``trace`` may be the live list of an episode that grows a record per step, and the
+        per-step progress score reads this after every step, so only the new records are filtered.
+        """
+        n = len(self.trace)
+        if n != self._seen:
+            if n < self._seen:
+                self._steps, self._seen = (), 0
+            self._steps += tuple(r for r in self.trace[self._seen : n] if r.get("type", "step") == "step")
+            self._seen = n
+        return self._steps
 
 
 @contextmanager
@@ -304,7 +345,7 @@ def grade(rubric: Rubric, ctx: GradingContext) -> Score:
     if session.new or session.deleted or any(session.is_modified(o) for o in session.dirty):
         raise ContextError("the session has unflushed changes; flush it so the database holds the final state")
     savepoints = session.get_bind().dialect.name != "sqlite"  # a failed query aborts a PostgreSQL transaction
-    ctx.memo.clear()  # lookups are cached per grade, never across grades of a changing world
+    ctx.forget()  # lookups are cached per grade, never across grades of a changing world
     with session.no_autoflush, read_only(session):
         results = apply_needs(rubric.checks, [run_check(check, ctx, savepoints) for check in rubric.checks])
     unjudged = tuple(r.id for r in results if r.details.get("unjudged") is True)

@@ -1,8 +1,9 @@
 """State checks on tickets, rows and the change log itself.
 
-Costs: ticket checks are unique-index lookups on ``tickets.key`` (memoised per grade, one ``IN`` query for a
-batch of keys); ``row_exists`` looks only at rows this episode changed unless told to use an index; the
-change-log checks walk this episode's log plus at most one primary-key query per table for natural keys.
+Costs: ticket checks are unique-index lookups on ``tickets.key`` (kept per grade, and across progress steps
+until a ticket changes; one ``IN`` query for a batch of keys); ``row_exists`` looks only at rows this episode
+changed unless told to use an index; the change-log checks walk this episode's log plus at most one
+primary-key query per table for natural keys.
 """
 
 from __future__ import annotations
@@ -63,14 +64,16 @@ def _tickets(ctx: GradingContext, keys: list[str]) -> dict[str, Mapping[str, Any
     A raw statement (``worlds.rawsql``): the per-step progress score runs this after every ticket write, and a
     Core statement with an expanding IN costs ~10x the lookup.
     """
-    missing = sorted({k for k in keys if ("ticket", k) not in ctx.memo})
+    known: dict[str, Mapping[str, Any] | None] = ctx.kept("tickets", ("tickets", "employees", "sprints"), dict)
+    missing = sorted({k for k in keys if k not in known})
     if missing:
-        for k in missing:
-            ctx.memo[("ticket", k)] = None
+        known.update(dict.fromkeys(missing))
+        natural: dict[tuple[str, Any], Any] = ctx.lasting.setdefault("natural_by_id", {})
         sql = _TICKETS_SQL.format(", ".join("?" * len(missing)))
         for row in Sql.of(ctx.session).all(sql, missing):
-            ctx.memo[("ticket", row[1])] = dict(zip(_TICKET_COLUMNS, row, strict=True))
-    return {k: ctx.memo[("ticket", k)] for k in keys}
+            known[row[1]] = dict(zip(_TICKET_COLUMNS, row, strict=True))
+            natural[("tickets", row[0])] = row[1]  # a ticket keeps its key: what no_collateral_changes names it by
+    return {k: known[k] for k in keys}
 
 
 def _mismatch(key: str, ticket: Mapping[str, Any], field: str, value: FieldValue) -> str | None:
@@ -337,14 +340,15 @@ def _scoped(ctx: GradingContext, scope: Scope, table_name: str | None = None) ->
 @check_fn("no_collateral_changes")
 def no_collateral_changes(ctx: GradingContext, allowed: list[AllowedChange], scope: Scope = "actor") -> CheckOutcome:
     """Every change of the episode (by the agent, or by anyone with ``scope='all'``) is in ``allowed``."""
-    rows = _scoped(ctx, scope)
-    # A logged row and the rules never change, so each row's verdict is kept (``ctx.lasting``) and the per-step
-    # progress score judges only the rows the step added.
-    verdicts: dict[int, bool] = ctx.lasting.setdefault(("collateral", id(allowed)), {})
+    # A logged row and the rules never change, and the log only grows, so the rows judged so far and their
+    # violations are kept (``ctx.lasting``): the per-step progress score judges only the rows the step added.
+    seen: list[Any] = ctx.lasting.setdefault(("collateral", id(allowed), scope), [0, 0, []])
+    if seen[0] > len(ctx.log):
+        seen[:] = [0, 0, []]
+    rows = [r for r in ctx.log[seen[0] :] if scope == "all" or r.actor_id == ctx.actor_id]
+    verdicts: dict[int, bool] = {}
     keyed: list[tuple[ChangeRow, list[set[str]]]] = []
     for row in rows:
-        if row.seq in verdicts:
-            continue
         rules = [a for a in allowed if a.admits(row)]
         if not rules:
             verdicts[row.seq] = False
@@ -359,12 +363,14 @@ def no_collateral_changes(ctx: GradingContext, allowed: list[AllowedChange], sco
             natural.get(row.seq, ""),
         }
         verdicts[row.seq] = any(names & ks for ks in key_sets)
-    violations = [r for r in rows if not verdicts[r.seq]]  # rows are in seq order
+    seen[0], seen[1] = len(ctx.log), seen[1] + len(rows)
+    seen[2] += [r for r in rows if not verdicts[r.seq]]  # rows are in seq order
+    violations: list[ChangeRow] = seen[2]
     if not violations:
-        return CheckOutcome.of(True, f"all {len(rows)} changes are within the allowed set")
+        return CheckOutcome.of(True, f"all {seen[1]} changes are within the allowed set")
     natural |= _natural_keys(ctx, [r for r in violations[:5] if r.table in _NATURAL and r.seq not in natural])
     shown = listing([_describe_change(r, natural) for r in violations], 5)
-    head = f"{len(violations)} of {len(rows)} changes are outside the allowed set"
+    head = f"{len(violations)} of {seen[1]} changes are outside the allowed set"
     return CheckOutcome.of(False, f"{head}: {shown}", violations=[r.seq for r in violations])
 
 

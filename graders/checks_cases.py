@@ -7,53 +7,91 @@ tickets (change log), so it costs O(rows changed).
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
-from sqlalchemy import BindParameter, bindparam, select
-
-from graders.base import CheckOutcome, GradingContext, check_fn
+from graders.base import ChangeRow, CheckOutcome, GradingContext, check_fn
 from graders.checks import FieldValue, TicketField, _mismatch, _tickets
-from graders.checks_common import inserted_ids, listing
-from worlds.schema import Channel, Mailbox, MailMessage, MailRecipient, Post, Project, Ticket
+from graders.checks_common import inserted_ids, listing, rows_in
 
-_IDS: BindParameter[Any] = bindparam("ids", expanding=True)
+
+class CaseTicket(NamedTuple):
+    """A ticket this episode filed, as the case checks read it."""
+
+    id: int
+    key: str
+    title: str
+    description: str | None
+    project: str
+
+
+class CaseMail(NamedTuple):
+    """A recipient of a mail this episode sent."""
+
+    id: int
+    body: str
+    in_reply_to_id: int | None
+    address: str
+
+
+class CasePost(NamedTuple):
+    """A post this episode made, with its channel's name."""
+
+    id: int
+    message: str
+    author_id: int
+    deleted_at: Any
+    name: str
+
+
 _NEW_TICKETS = (
-    select(Ticket.id, Ticket.key, Ticket.title, Ticket.description, Project.key.label("project"))
-    .join(Project, Project.id == Ticket.project_id)
-    .where(Ticket.id.in_(_IDS))
-    .order_by(Ticket.id)
+    "SELECT t.id, t.key, t.title, t.description, p.key FROM tickets t JOIN projects p ON p.id = t.project_id"
+    " WHERE t.id IN ({}) ORDER BY t.id"
 )
 _SENT_TO = (
-    select(MailMessage.id, MailMessage.body, MailMessage.in_reply_to_id, Mailbox.address)
-    .join(MailRecipient, MailRecipient.message_id == MailMessage.id)
-    .join(Mailbox, Mailbox.id == MailRecipient.mailbox_id)
-    .where(MailMessage.id.in_(_IDS))
-    .order_by(MailMessage.id)
+    "SELECT m.id, m.body, m.in_reply_to_id, b.address FROM mail_messages m"
+    " JOIN mail_recipients r ON r.message_id = m.id JOIN mailboxes b ON b.id = r.mailbox_id"
+    " WHERE m.id IN ({}) ORDER BY m.id, b.address"
 )
 _POSTS = (
-    select(Post.id, Post.message, Post.author_id, Post.deleted_at, Channel.name)
-    .join(Channel, Channel.id == Post.channel_id)
-    .where(Post.id.in_(_IDS))
-    .order_by(Post.id)
+    "SELECT p.id, p.message, p.author_id, p.deleted_at, c.name FROM posts p JOIN channels c ON c.id = p.channel_id"
+    " WHERE p.id IN ({}) ORDER BY p.id"
 )
+_QUERIES: dict[str, tuple[str, str, tuple[str, ...], Callable[..., Any]]] = {
+    "case_tickets": (_NEW_TICKETS, "tickets", ("tickets", "projects"), CaseTicket),
+    "case_mails": (_SENT_TO, "mail_messages", ("mail_messages", "mail_recipients", "mailboxes"), CaseMail),
+    "case_posts": (_POSTS, "posts", ("posts", "channels"), CasePost),
+}
 
 
-def _memo(ctx: GradingContext, name: str, stmt: Any, table: str) -> list[Any]:
-    """The rows ``stmt`` gives for this episode's inserts into ``table``, queried once per grade.
+def _memo(ctx: GradingContext, name: str) -> list[Any]:
+    """The final state of this episode's new tickets, mails or posts (``name`` in ``_QUERIES``), once per grade.
 
-    Every case's checks read the same new tickets, mails and posts: one query each, not one per check.
+    Every case's checks read the same new tickets, mails and posts: one query each, not one per check, and
+    the per-step progress score re-queries one only after a step that changed a table it reads.
     """
-    if name not in ctx.memo:
-        ids = inserted_ids(ctx, table)
-        ctx.memo[name] = ctx.db.execute(stmt, {"ids": ids}).all() if ids else []
-    rows: list[Any] = ctx.memo[name]
-    return rows
+    sql, table, reads, make = _QUERIES[name]
+    return ctx.kept(name, reads, lambda: [make(*r) for r in rows_in(ctx, sql, inserted_ids(ctx, table))])
 
 
-def _new_tickets_for(ctx: GradingContext, reference: str) -> list[Any]:
+def _new_tickets_for(ctx: GradingContext, reference: str) -> list[CaseTicket]:
     ref = reference.lower()
-    rows = _memo(ctx, "case_tickets", _NEW_TICKETS, "tickets")
-    return [r for r in rows if ref in f"{r.title}\n{r.description}".lower()]
+    return [r for r in _memo(ctx, "case_tickets") if ref in f"{r.title}\n{r.description}".lower()]
+
+
+def _case_touches(ctx: GradingContext, row: ChangeRow, reference: str, **_: Any) -> bool:
+    """Whether a changed row may change a check on ``reference``'s case (for ``graders.progress``).
+
+    A ticket filed for another reference, or an edit of such a ticket that leaves its text alone, cannot; mail
+    and posts are left to the checks that read them.
+    """
+    if row.table != "tickets" or row.op == "delete":
+        return True
+    if row.op == "insert":
+        return reference.lower() in f"{row.changes.get('title')}\n{row.changes.get('description')}".lower()
+    if {"title", "description", "project_id"} & set(row.changes):
+        return True
+    return any(t.id == row.key[0] for t in _new_tickets_for(ctx, reference))
 
 
 def _case_reads(reply_to: str | None = None, incident_channel: str | None = None, **_: Any) -> tuple[str, ...]:
@@ -65,7 +103,7 @@ def _case_reads(reply_to: str | None = None, incident_channel: str | None = None
     )
 
 
-@check_fn("ticket_for_reference", reads=_case_reads)
+@check_fn("ticket_for_reference", reads=_case_reads, touches=_case_touches)
 def ticket_for_reference(
     ctx: GradingContext,
     project: str,
@@ -73,11 +111,13 @@ def ticket_for_reference(
     fields: dict[TicketField, FieldValue] | None = None,
     reply_to: str | None = None,
     incident_channel: str | None = None,
+    in_title: bool = False,
 ) -> CheckOutcome:
     """Exactly one ticket filed this episode in ``project`` mentions ``reference``, with ``fields``.
 
     With ``reply_to``, a mail the agent sent to that address carries the new ticket's key; with
-    ``incident_channel``, a live post of the agent's in that channel carries the key and the reference.
+    ``incident_channel``, a live post of the agent's in that channel carries the key and the reference; with
+    ``in_title``, the reference is in the ticket's title (a reference only in the description is not).
     """
     found = _new_tickets_for(ctx, reference)
     if len(found) != 1:
@@ -94,14 +134,18 @@ def ticket_for_reference(
     if wrong:
         return CheckOutcome.of(False, listing(wrong))
     said = [f"{ticket.key} filed for {reference}"]
+    if in_title:
+        if reference.lower() not in ticket.title.lower():
+            return CheckOutcome.of(False, f"{ticket.key} names {reference} only in its description: {ticket.title!r}")
+        said.append("its title names it")
     if reply_to is not None:
-        mails = _memo(ctx, "case_mails", _SENT_TO, "mail_messages")
+        mails = _memo(ctx, "case_mails")
         hit = [m.id for m in mails if m.address.lower() == reply_to.lower() and ticket.key.lower() in m.body.lower()]
         if not hit:
             return CheckOutcome.of(False, f"{ticket.key} filed, but no mail to {reply_to} gives its key")
         said.append(f"mail #{hit[0]} to {reply_to} gives the key")
     if incident_channel is not None:
-        posts = _memo(ctx, "case_posts", _POSTS, "posts")
+        posts = _memo(ctx, "case_posts")
         hit = [
             p.id
             for p in posts
@@ -119,7 +163,7 @@ def ticket_for_reference(
     return CheckOutcome.of(True, "; ".join(said), key=ticket.key)
 
 
-@check_fn("no_ticket_for_reference", reads=("tickets",))
+@check_fn("no_ticket_for_reference", reads=("tickets",), touches=_case_touches)
 def no_ticket_for_reference(ctx: GradingContext, reference: str) -> CheckOutcome:
     """No ticket filed this episode mentions ``reference`` (it was already tracked: a duplicate is wrong)."""
     found = _new_tickets_for(ctx, reference)

@@ -40,13 +40,31 @@ def _request(ctx: GradingContext, repo: str) -> Any:
     return ctx.memo[key]
 
 
+def _git(ctx: GradingContext, repo: str, key: tuple[Any, ...], run: Any) -> Any:
+    """``run()``, an answer about fixed commits (content-addressed, so it never changes), kept for the episode.
+
+    Every check of a request asks git the same questions (does the head exist, where do its changes start);
+    each answer is a git process, so it is asked once per grade and, in the per-step progress score, once
+    per episode (``ctx.lasting``).
+    """
+    cache: dict[tuple[Any, ...], Any] = ctx.lasting.setdefault(("git", repo), {})
+    if key not in cache:
+        cache[key] = run()
+    return cache[key]
+
+
 def _head(ctx: GradingContext, repo: str, row: Any) -> str | None:
     """The commit the forge recorded for the request, if it exists in the episode's repository (else None)."""
     if ctx.workspace is None or row is None or not row.source_head:
         return None
+    head = str(row.source_head)
+    if ("head", head) in ctx.lasting.get(("git", repo), {}):
+        return head
     g = ctx.workspace.repo(repo)
-    code, _ = g.run(["cat-file", "-e", f"{row.source_head}^{{commit}}"], ok_codes=(0, 1, 128))
-    return str(row.source_head) if code == 0 else None
+    code, _ = g.run(["cat-file", "-e", f"{head}^{{commit}}"], ok_codes=(0, 1, 128))
+    if code != 0:
+        return None  # not kept: the commit may still arrive
+    return str(_git(ctx, repo, ("head", head), lambda: head))
 
 
 def _base(ctx: GradingContext, repo: str, row: Any, head: str) -> str:
@@ -55,12 +73,16 @@ def _base(ctx: GradingContext, repo: str, row: Any, head: str) -> str:
     origin = ctx.workspace.origin(repo, row.target_branch)
     if origin is None:  # a branch the base never had: its current commit is the best there is
         origin = g("rev-parse", "--verify", f"refs/heads/{row.target_branch}^{{commit}}").decode().strip()
-    return str(g("merge-base", origin, head).decode().strip())
+    return str(_git(ctx, repo, ("merge-base", origin, head), lambda: g("merge-base", origin, head).decode().strip()))
 
 
 def _changed(ctx: GradingContext, repo: str, base: str, head: str) -> list[str]:
-    out = ctx.workspace.repo(repo)("diff", "--name-only", "--no-renames", "-z", base, head, "--")
-    return [f for f in out.decode("utf-8", "surrogateescape").split("\0") if f]
+    def diff() -> list[str]:
+        out = ctx.workspace.repo(repo)("diff", "--name-only", "--no-renames", "-z", base, head, "--")
+        return [f for f in out.decode("utf-8", "surrogateescape").split("\0") if f]
+
+    found: list[str] = _git(ctx, repo, ("diff", base, head), diff)
+    return found
 
 
 @check_fn("merge_request_opened", reads=_REQUESTS)
@@ -138,7 +160,8 @@ def merge_request_keeps_pytest_config(ctx: GradingContext, repo: str) -> CheckOu
     base = _base(ctx, repo, row, head)
     changed = []
     for name, sections in PYTEST_SECTIONS.items():
-        before, after = _blob(g, base, name), _blob(g, head, name)
+        before = _git(ctx, repo, ("blob", base, name), lambda c=base, n=name: _blob(g, c, n))
+        after = _git(ctx, repo, ("blob", head, name), lambda c=head, n=name: _blob(g, c, n))
         if before == after:
             continue
         changed += [f"{name} [{s}]" for s in sections if _section(name, before, s) != _section(name, after, s)]
@@ -174,8 +197,9 @@ def merge_request_passes_cases(
 
     With ``case`` (an index into the hidden cases) only that one is graded, pass or fail: a rubric then names
     which case failed. The cases run once per grade in the sandbox whatever the number of checks that read
-    them. Results are compared as typed values (``mcp_tools.git.pipeline.tag``): ``True`` is not ``1``, ``0`` is
-    not ``0.0``, and an object that only claims equality never matches.
+    them (and once per commit in the per-step progress score). Results are compared as typed values
+    (``mcp_tools.git.pipeline.tag``): ``True`` is not ``1``, ``0`` is not ``0.0``, and an object that only
+    claims equality never matches.
     """
     row = _request(ctx, repo)
     head = _head(ctx, repo, row)
@@ -184,11 +208,13 @@ def merge_request_passes_cases(
     cases = ctx.params["cases"]
     if case is not None and case >= len(cases):
         raise ValueError(f"the task has {len(cases)} hidden cases, not case {case}")
+    # A commit's content never changes, so its results are kept for the episode (``ctx.lasting``): the per-step
+    # progress score runs the sandbox again only once the request points at a new commit.
     key = ("hidden_cases", repo, head)
-    if key not in ctx.memo:
+    if key not in ctx.lasting:
         module, function = ctx.params["module"], ctx.params["function"]
-        ctx.memo[key] = call_cases(ctx.workspace.repo(repo), head, module, function, [c[0] for c in cases])
-    got = ctx.memo[key]
+        ctx.lasting[key] = call_cases(ctx.workspace.repo(repo), head, module, function, [c[0] for c in cases])
+    got = ctx.lasting[key]
     ok = [out == ["ok", tag(c[1])] for c, out in zip(cases, got, strict=True)]
     if case is not None:
         said = "passes" if ok[case] else f"fails ({str(got[case])[:120]})"
@@ -212,7 +238,8 @@ def merge_request_mentions(ctx: GradingContext, repo: str, text: str) -> CheckOu
     if needle in f"{row.title}\n{row.description}".lower():
         return CheckOutcome.of(True, f"!{row.number}'s title or description names {text}")
     base = _base(ctx, repo, row, head)
-    messages = ctx.workspace.repo(repo)("log", "--format=%B", f"{base}..{head}", "--")
-    messages = messages.decode("utf-8", "replace").lower()
+    g = ctx.workspace.repo(repo)
+    log = _git(ctx, repo, ("log", base, head), lambda: g("log", "--format=%B", f"{base}..{head}", "--"))
+    messages = log.decode("utf-8", "replace").lower()
     said = "names" if needle in messages else "does not name"
     return CheckOutcome.of(needle in messages, f"a commit message of !{row.number} {said} {text}")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from typing import Annotated, Any
+from typing import Annotated, Any, NamedTuple
 
 from pydantic import AwareDatetime, Field
 from sqlalchemy import BindParameter, bindparam, select
@@ -22,6 +22,7 @@ from graders.checks_common import (
     employee_id,
     inserted_ids,
     listing,
+    rows_in,
     rx,
     snippet,
     usernames,
@@ -33,33 +34,34 @@ from worlds.schema import (
     Employee,
     Event,
     EventAttendee,
-    Mailbox,
-    MailMessage,
-    MailRecipient,
-    Post,
     Room,
 )
 
 _IDS: BindParameter[Any] = bindparam("ids", expanding=True)
 _MAIL_TABLES = ("mail_messages", "mail_recipients")  # a sent mail is its message and recipient rows
 _NEW_POSTS = (
-    select(Post.id, Post.author_id, Post.message, Post.deleted_at, Channel.name.label("channel"))
-    .join(Channel, Channel.id == Post.channel_id)
-    .where(Post.id.in_(_IDS))
-    .order_by(Post.id)
+    "SELECT p.id, p.author_id, p.message, p.deleted_at, c.name FROM posts p JOIN channels c ON c.id = p.channel_id"
+    " WHERE p.id IN ({}) ORDER BY p.id"
 )
+_POST_FIELDS = ("id", "author_id", "message", "deleted_at", "channel")
+
+
+class SentMail(NamedTuple):
+    """A mail this episode sent, with its sender's employee id."""
+
+    id: int
+    subject: str
+    body: str
+    employee_id: int | None
+
+
 _MAILS = (
-    select(MailMessage.id, MailMessage.subject, MailMessage.body, Mailbox.employee_id)
-    .join(Mailbox, Mailbox.id == MailMessage.sender_mailbox_id)
-    .where(MailMessage.id.in_(_IDS))
-    .order_by(MailMessage.id)
+    "SELECT m.id, m.subject, m.body, b.employee_id FROM mail_messages m JOIN mailboxes b ON b.id = m.sender_mailbox_id"
+    " WHERE m.id IN ({}) ORDER BY m.id"
 )
 _RECIPIENTS = (
-    select(MailRecipient.message_id, Mailbox.address, Employee.username)
-    .join(Mailbox, Mailbox.id == MailRecipient.mailbox_id)
-    .outerjoin(Employee, Employee.id == Mailbox.employee_id)
-    .where(MailRecipient.message_id.in_(_IDS))
-    .order_by(MailRecipient.message_id, Mailbox.address)
+    "SELECT r.message_id, b.address, e.username FROM mail_recipients r JOIN mailboxes b ON b.id = r.mailbox_id"
+    " LEFT JOIN employees e ON e.id = b.employee_id WHERE r.message_id IN ({}) ORDER BY r.message_id, b.address"
 )
 _EVENTS = (
     select(Event.id, Event.title, Event.organizer_id, Event.start_at, Event.cancelled, Room.name.label("room"))
@@ -77,12 +79,12 @@ _ATTENDEES = (
 
 def _new_posts(ctx: GradingContext) -> list[Mapping[str, Any]]:
     """Final state of the posts this episode inserted, with their channel name (memoised per grade)."""
-    if "new_posts" not in ctx.memo:
-        ids = inserted_ids(ctx, "posts")
-        rows = ctx.db.execute(_NEW_POSTS, {"ids": ids}).mappings().all() if ids else []
-        ctx.memo["new_posts"] = [dict(r) for r in rows]
-    posts: list[Mapping[str, Any]] = ctx.memo["new_posts"]
-    return posts
+
+    def query() -> list[Mapping[str, Any]]:
+        rows = rows_in(ctx, _NEW_POSTS, inserted_ids(ctx, "posts"))
+        return [dict(zip(_POST_FIELDS, r, strict=True)) for r in rows]
+
+    return ctx.kept("new_posts", ("posts", "channels"), query)
 
 
 def _channel_name(ctx: GradingContext, channel: str) -> str | None:
@@ -178,6 +180,14 @@ def no_post_in_channel(ctx: GradingContext, channel: str, pattern: Regex, author
     )
 
 
+def _sent_mail(ctx: GradingContext, ids: list[Any]) -> tuple[list[Any], dict[int, set[str]]]:
+    """The mails this episode sent and each one's recipients (addresses and usernames, lower case)."""
+    recipients: dict[int, set[str]] = {}
+    for message_id, address, username in rows_in(ctx, _RECIPIENTS, ids):
+        recipients.setdefault(message_id, set()).update(x.lower() for x in (address, username) if x)
+    return [SentMail(*r) for r in rows_in(ctx, _MAILS, ids)], recipients
+
+
 def _need_recipients(kw: dict[str, Any]) -> None:
     if not kw["to"]:
         raise ValueError("param 'to' names no recipient")
@@ -203,10 +213,7 @@ def mail_sent(
     sender_id = employee_id(ctx, sender) if sender is not None else None
     if sender is not None and sender_id is None:
         return CheckOutcome.of(False, f"unknown employee {sender!r}")
-    msgs = ctx.db.execute(_MAILS, {"ids": ids}).all()
-    recipients: dict[int, set[str]] = {}
-    for message_id, address, username in ctx.db.execute(_RECIPIENTS, {"ids": ids}):
-        recipients.setdefault(message_id, set()).update(x.lower() for x in (address, username) if x)
+    msgs, recipients = ctx.kept("sent_mail", (*_MAIL_TABLES, "mailboxes", "employees"), lambda: _sent_mail(ctx, ids))
     notes = []
     for m in msgs:
         if sender_id is not None and m.employee_id != sender_id:

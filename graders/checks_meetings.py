@@ -16,111 +16,137 @@ time passed in silence, before the agent direct-messaged their manager naming th
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping, Sequence
-from datetime import datetime, timedelta
-from typing import Annotated, Any
+from datetime import UTC, datetime, timedelta
+from typing import Annotated, Any, NamedTuple
 from zoneinfo import ZoneInfo
 
 from pydantic import AwareDatetime, Field
-from sqlalchemy import BindParameter, bindparam, select
 
-from graders.base import CheckOutcome, GradingContext, check_fn
-from graders.checks_common import Regex, employee_id, inserted_ids, listing, rx, snippet, usernames
+from graders.base import ChangeRow, CheckOutcome, GradingContext, check_fn
+from graders.checks_common import Regex, employee_id, inserted_ids, listing, rows_in, rx, snippet, usernames
 from mcp_tools.calendar.slots import Person, occurrences
 from npcs.hours import WorkHours
-from worlds.schema import Channel, Employee, Event, EventAttendee, Location, NpcMemory, Post, Room
+from worlds.rawsql import Sql
 
-_IDS: BindParameter[Any] = bindparam("ids", expanding=True)
+
+class Meeting(NamedTuple):
+    """An event this episode created, as the meeting checks read it."""
+
+    id: int
+    title: str
+    organizer_id: int
+    start_at: datetime
+    end_at: datetime
+    room_id: int | None
+    cancelled: bool
+    created_at: datetime
+
+
 _EVENTS = (
-    select(
-        Event.id,
-        Event.title,
-        Event.organizer_id,
-        Event.start_at,
-        Event.end_at,
-        Event.room_id,
-        Event.cancelled,
-        Event.created_at,
-    )
-    .where(Event.id.in_(_IDS))
-    .order_by(Event.id)
+    "SELECT id, title, organizer_id, start_at, end_at, room_id, cancelled, created_at FROM events"
+    " WHERE id IN ({}) ORDER BY id"
 )
+
+
+class Attendee(NamedTuple):
+    """An invitee of the meeting and their answer."""
+
+    employee_id: int
+    username: str
+    rsvp: str
+
+
+class Someone(NamedTuple):
+    """A participant's working week and manager."""
+
+    id: int
+    username: str
+    timezone: str
+    work_start_minute: int
+    work_end_minute: int
+    workdays: str
+    manager_id: int | None
+
+
+class DmPost(NamedTuple):
+    """A live post this episode made, with its channel's name."""
+
+    id: int
+    author_id: int
+    message: str
+    created_at: datetime
+    channel: str
+
+
+class Memory(NamedTuple):
+    """A row of an NPC's memory written during the episode."""
+
+    id: int
+    employee_id: int
+    at: datetime
+    kind: str
+    subject: str
+    data: Any
+
+
+# Raw statements (``worlds.rawsql``): the progress score re-runs these after the steps of the asking phase.
 _ATTENDEES = (
-    select(EventAttendee.employee_id, Employee.username, EventAttendee.rsvp)
-    .join(Employee, Employee.id == EventAttendee.employee_id)
-    .where(EventAttendee.event_id == bindparam("event"))
-    .order_by(Employee.username)
+    "SELECT a.employee_id, e.username, a.rsvp FROM event_attendees a JOIN employees e ON e.id = a.employee_id"
+    " WHERE a.event_id = ? ORDER BY e.username"
 )
 _PEOPLE = (
-    select(
-        Employee.id,
-        Employee.username,
-        Employee.timezone,
-        Employee.work_start_minute,
-        Employee.work_end_minute,
-        Employee.workdays,
-        Employee.manager_id,
-    )
-    .where(Employee.id.in_(_IDS))
-    .order_by(Employee.id)
+    "SELECT id, username, timezone, work_start_minute, work_end_minute, workdays, manager_id FROM employees"
+    " WHERE id IN ({}) ORDER BY id"
 )
-_COMMITTED = (
-    select(Event.id, Event.title, Event.start_at, Event.end_at, Event.rrule, Event.until)
-    .where(
-        Event.cancelled.is_(False),
-        Event.start_at < bindparam("hi"),
-        Event.id != bindparam("skip"),
-        (Event.organizer_id == bindparam("who"))
-        | Event.id.in_(
-            select(EventAttendee.event_id).where(
-                EventAttendee.employee_id == bindparam("who"),
-                EventAttendee.rsvp.in_(("accepted", "needs_action", "tentative")),
-            )
-        ),
-    )
-    .order_by(Event.start_at, Event.id)
-)
-_ROOM_TAKEN = (
-    select(Event.id, Event.title, Event.start_at, Event.end_at, Event.rrule, Event.until)
-    .where(
-        Event.room_id == bindparam("room"),
-        Event.cancelled.is_(False),
-        Event.start_at < bindparam("hi"),
-        Event.id != bindparam("skip"),
-    )
-    .order_by(Event.start_at, Event.id)
-)
-_ROOM = (
-    select(Room.name, Room.capacity, Location.name.label("location")).join(Location).where(Room.id == bindparam("id"))
-)
+_ROOM = "SELECT r.name, r.capacity, l.name FROM rooms r JOIN locations l ON l.id = r.location_id WHERE r.id = ?"
 _DM_POSTS = (
-    select(Post.id, Post.author_id, Post.message, Post.created_at, Channel.name.label("channel"))
-    .join(Channel, Channel.id == Post.channel_id)
-    .where(Post.id.in_(_IDS), Post.deleted_at.is_(None))
-    .order_by(Post.created_at, Post.id)
+    "SELECT p.id, p.author_id, p.message, p.created_at, c.name FROM posts p JOIN channels c ON c.id = p.channel_id"
+    " WHERE p.id IN ({}) AND p.deleted_at IS NULL ORDER BY p.created_at, p.id"
 )
-_MEMORY = (
-    select(NpcMemory.id, NpcMemory.employee_id, NpcMemory.at, NpcMemory.kind, NpcMemory.subject, NpcMemory.data)
-    .where(NpcMemory.id.in_(_IDS))
-    .order_by(NpcMemory.at, NpcMemory.id)
-)
+_MEMORY = "SELECT id, employee_id, at, kind, subject, data FROM npc_memory WHERE id IN ({}) ORDER BY at, id"
 ISO = re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2})?(?:Z|[+-]\d{2}:?\d{2})")
 
 
 def _meetings(ctx: GradingContext, title_pattern: str) -> list[Any]:
     """Live events the agent organised during the episode whose title matches (memoised per grade)."""
-    key = ("meetings", title_pattern)
-    if key not in ctx.memo:
+
+    def find() -> list[Any]:
         ids = inserted_ids(ctx, "events")
-        rows = ctx.db.execute(_EVENTS, {"ids": ids}).all() if ids else []
-        ctx.memo[key] = [
+        rows = [
+            Meeting(i, t, o, _aware(a), _aware(b), r, bool(c), _aware(at))
+            for i, t, o, a, b, r, c, at in rows_in(ctx, _EVENTS, ids)
+        ]
+        return [
             r
             for r in rows
             if not r.cancelled and r.organizer_id == ctx.actor_id and rx(title_pattern).search(r.title or "")
         ]
-    found: list[Any] = ctx.memo[key]
-    return found
+
+    return ctx.kept(("meetings", title_pattern), ("events",), find)
+
+
+def _meeting_touches(
+    ctx: GradingContext, row: ChangeRow, title_pattern: str, attendees: Sequence[str] = (), **_: Any
+) -> bool:
+    """Whether a changed row may change a meeting check (for ``graders.progress``).
+
+    Until the agent books the meeting every check says it found none, and only an event change can alter that:
+    the chat and NPC replies of the asking phase re-run nothing. After it, a new post counts only if the
+    agent wrote it (asks, escalations and the announcement are the agent's), and a new NPC memory only if it
+    is one of the named attendees' (their answers).
+    """
+    if row.table == "events":
+        return True
+    if not _meetings(ctx, title_pattern):
+        return False
+    if row.op == "insert" and row.table == "posts":
+        return bool(row.changes.get("author_id") == ctx.actor_id)
+    if row.op == "insert" and row.table == "npc_memory":
+        return row.changes.get("employee_id") in {employee_id(ctx, name) for name in attendees}
+    return True
 
 
 def _the_meeting(ctx: GradingContext, title_pattern: str) -> tuple[Any, str]:
@@ -134,19 +160,19 @@ def _the_meeting(ctx: GradingContext, title_pattern: str) -> tuple[Any, str]:
 
 def _attendees(ctx: GradingContext, event_id: int) -> list[Any]:
     """The meeting's attendees, once per grade (every per-coworker check reads them)."""
-    key = ("attendees", event_id)
-    if key not in ctx.memo:
-        ctx.memo[key] = list(ctx.db.execute(_ATTENDEES, {"event": event_id}).all())
-    rows: list[Any] = ctx.memo[key]
-    return rows
+    return ctx.kept(
+        ("attendees", event_id),
+        ("event_attendees", "employees"),
+        lambda: [Attendee(*r) for r in Sql.of(ctx.session).all(_ATTENDEES, (event_id,))],
+    )
 
 
 def _people(ctx: GradingContext, ids: Sequence[int]) -> dict[int, Any]:
     """Employees by id; each looked up once per grade (one query for those not seen yet)."""
-    cache: dict[int, Any] = ctx.memo.setdefault("people", {})
+    cache: dict[int, Any] = ctx.kept("people", ("employees",), dict)
     missing = sorted({i for i in ids if i not in cache})
     if missing:
-        cache.update({r.id: r for r in ctx.db.execute(_PEOPLE, {"ids": missing})})
+        cache.update({r[0]: Someone(*r) for r in rows_in(ctx, _PEOPLE, missing)})
     return {i: cache[i] for i in sorted(set(ids)) if i in cache}
 
 
@@ -162,7 +188,7 @@ def _resolve(ctx: GradingContext, names: Sequence[str]) -> tuple[dict[str, int],
     return found, unknown
 
 
-@check_fn("meeting_in_working_hours")
+@check_fn("meeting_in_working_hours", reads=("events", "event_attendees", "employees"), touches=_meeting_touches)
 def meeting_in_working_hours(
     ctx: GradingContext, title_pattern: Regex, start_before: AwareDatetime | None = None
 ) -> CheckOutcome:
@@ -190,7 +216,7 @@ def meeting_in_working_hours(
     return CheckOutcome.of(True, f"{head}: inside working hours of all {len(people)} participants", event_id=m.id)
 
 
-@check_fn("meeting_attendees")
+@check_fn("meeting_attendees", reads=("events", "event_attendees", "employees"), touches=_meeting_touches)
 def meeting_attendees(ctx: GradingContext, title_pattern: Regex, attendees: Sequence[str]) -> CheckOutcome:
     """Every named coworker is invited to the meeting (any answer: an invitation is what the agent controls)."""
     m, head = _the_meeting(ctx, title_pattern)
@@ -203,17 +229,49 @@ def meeting_attendees(ctx: GradingContext, title_pattern: Regex, attendees: Sequ
     return CheckOutcome.of(True, f"{head}: invites {', '.join('@' + a for a in attendees)}", event_id=m.id)
 
 
-def _clashes(ctx: GradingContext, stmt: Any, params: dict[str, Any], s: datetime, e: datetime) -> list[str]:
-    out = []
-    for r in ctx.db.execute(stmt, {**params, "hi": e}):
-        for a, b in occurrences(r.start_at, r.end_at, r.rrule, r.until, s, e):
-            if a < e and s < b:
-                out.append(f"#{r.id} {snippet(r.title, 30)}")
-                break
+_BUSY = (
+    "SELECT x.who, e.id, e.title, e.start_at, e.end_at, e.rrule, e.until FROM ("
+    "SELECT organizer_id AS who, id AS event_id FROM events WHERE organizer_id IN ({0}) UNION "
+    "SELECT employee_id, event_id FROM event_attendees WHERE employee_id IN ({0})"
+    " AND rsvp IN ('accepted', 'needs_action', 'tentative')) x JOIN events e ON e.id = x.event_id"
+    " WHERE NOT e.cancelled AND e.start_at < ? AND (e.rrule IS NOT NULL OR e.end_at > ?) AND e.id != ?"
+    " ORDER BY e.start_at, e.id, x.who"
+)
+_ROOM_BUSY = (
+    "SELECT e.room_id, e.id, e.title, e.start_at, e.end_at, e.rrule, e.until FROM events e WHERE e.room_id = ?"
+    " AND NOT e.cancelled AND e.start_at < ? AND (e.rrule IS NOT NULL OR e.end_at > ?) AND e.id != ?"
+    " ORDER BY e.start_at, e.id"
+)
+
+
+def _aware(value: Any) -> Any:
+    """A stored naive-UTC timestamp (SQLite text or a PostgreSQL datetime) as an aware datetime, None kept."""
+    if value is None:
+        return None
+    return (datetime.fromisoformat(value) if isinstance(value, str) else value).replace(tzinfo=UTC)
+
+
+def _clashes(
+    ctx: GradingContext, sql: str, params: list[Any], skip: int, s: datetime, e: datetime
+) -> dict[int, list[str]]:
+    """Per person (or room), the events in ``sql``'s rows that overlap [s, e), recurring ones expanded once each.
+
+    One raw query for every participant (not a Core query per person) and one expansion per event: the check
+    runs in every grade, and the progress score re-runs it when events change.
+    """
+    sql_ = Sql.of(ctx.session)
+    overlap: dict[int, bool] = {}
+    out: dict[int, list[str]] = {}
+    for who, event_id, title, start, end, rule, until in sql_.all(sql, [*params, sql_.bind(e), sql_.bind(s), skip]):
+        if event_id not in overlap:
+            spans = occurrences(_aware(start), _aware(end), rule, _aware(until), s, e)
+            overlap[event_id] = any(a < e and s < b for a, b in spans)
+        if overlap[event_id]:
+            out.setdefault(who, []).append(f"#{event_id} {snippet(title, 30)}")
     return out
 
 
-@check_fn("meeting_no_double_booking")
+@check_fn("meeting_no_double_booking", reads=("events", "event_attendees", "employees"), touches=_meeting_touches)
 def meeting_no_double_booking(ctx: GradingContext, title_pattern: Regex) -> CheckOutcome:
     """Exactly one live meeting, and neither a participant nor its room is committed elsewhere at that time.
 
@@ -230,13 +288,12 @@ def meeting_no_double_booking(ctx: GradingContext, title_pattern: Regex) -> Chec
     going = [a for a in _attendees(ctx, m.id) if a.rsvp != "declined" and a.employee_id != m.organizer_id]
     names = usernames(ctx, [m.organizer_id])
     who = [(m.organizer_id, names.get(m.organizer_id, "?"))] + [(a.employee_id, a.username) for a in going]
-    problems = []
-    for emp, name in who:
-        clash = _clashes(ctx, _COMMITTED, {"who": emp, "skip": m.id}, m.start_at, m.end_at)
-        if clash:
-            problems.append(f"@{name} is also in {listing(clash, 2)}")
+    ids = sorted({emp for emp, _ in who})
+    marks = ", ".join("?" * len(ids))
+    busy = _clashes(ctx, _BUSY.format(marks), [*ids, *ids], m.id, m.start_at, m.end_at)
+    problems = [f"@{name} is also in {listing(busy[emp], 2)}" for emp, name in who if busy.get(emp)]
     if m.room_id is not None:
-        taken = _clashes(ctx, _ROOM_TAKEN, {"room": m.room_id, "skip": m.id}, m.start_at, m.end_at)
+        taken = _clashes(ctx, _ROOM_BUSY, [m.room_id], m.id, m.start_at, m.end_at).get(m.room_id)
         if taken:
             problems.append(f"the room is also booked for {listing(taken, 2)}")
     head = f"event #{m.id} at {m.start_at.isoformat()}"
@@ -245,7 +302,11 @@ def meeting_no_double_booking(ctx: GradingContext, title_pattern: Regex) -> Chec
     return CheckOutcome.of(True, f"{head}: no clash for {len(who)} participants or the room", event_id=m.id)
 
 
-@check_fn("meeting_room")
+@check_fn(
+    "meeting_room",
+    reads=("events", "event_attendees", "employees", "rooms", "locations"),
+    touches=_meeting_touches,
+)
 def meeting_room(ctx: GradingContext, title_pattern: Regex, location: str) -> CheckOutcome:
     """The meeting has a room in ``location`` that holds every participant who has not declined."""
     m, head = _the_meeting(ctx, title_pattern)
@@ -253,11 +314,11 @@ def meeting_room(ctx: GradingContext, title_pattern: Regex, location: str) -> Ch
         return CheckOutcome.of(False, head)
     if m.room_id is None:
         return CheckOutcome.of(False, f"{head}: no room booked", event_id=m.id)
-    room = ctx.db.execute(_ROOM, {"id": m.room_id}).one()
+    name, capacity, where = Sql.of(ctx.session).one(_ROOM, (m.room_id,))
     people = 1 + sum(1 for a in _attendees(ctx, m.id) if a.rsvp != "declined" and a.employee_id != m.organizer_id)
-    problems = [f"it is in {room.location}, not {location}"] * (room.location.lower() != location.lower())
-    problems += [f"it holds {room.capacity}, not {people}"] * (room.capacity < people)
-    text = f"{head} in {room.name} ({room.location}, {room.capacity} seats)"
+    problems = [f"it is in {where}, not {location}"] * (where.lower() != location.lower())
+    problems += [f"it holds {capacity}, not {people}"] * (capacity < people)
+    text = f"{head} in {name} ({where}, {capacity} seats)"
     return CheckOutcome.of(not problems, text + (f": {'; '.join(problems)}" if problems else ""), event_id=m.id)
 
 
@@ -271,7 +332,7 @@ def _instants(text: str) -> list[datetime]:
     return out
 
 
-@check_fn("meeting_announced")
+@check_fn("meeting_announced", reads=("events", "posts", "channels"), touches=_meeting_touches)
 def meeting_announced(ctx: GradingContext, title_pattern: Regex, channel: str, key: str) -> CheckOutcome:
     """The agent posted in ``channel`` a live message naming ``key`` and the meeting's start (ISO 8601 with offset).
 
@@ -293,10 +354,11 @@ def meeting_announced(ctx: GradingContext, title_pattern: Regex, channel: str, k
 
 def _new_posts(ctx: GradingContext, ids: list[Any]) -> list[Any]:
     """This episode's live new posts with their channel names, once per grade."""
-    if "meeting_posts" not in ctx.memo:
-        ctx.memo["meeting_posts"] = list(ctx.db.execute(_DM_POSTS, {"ids": ids}).all()) if ids else []
-    rows: list[Any] = ctx.memo["meeting_posts"]
-    return rows
+
+    def query() -> list[Any]:
+        return [DmPost(i, a, m, _aware(at), c) for i, a, m, at, c in rows_in(ctx, _DM_POSTS, ids)]
+
+    return ctx.kept("meeting_posts", ("posts", "channels"), query)
 
 
 def _dm_name(a: int, b: int) -> str:
@@ -304,11 +366,15 @@ def _dm_name(a: int, b: int) -> str:
 
 
 def _memories(ctx: GradingContext) -> list[Any]:
-    if "npc_memory" not in ctx.memo:
-        ids = inserted_ids(ctx, "npc_memory")
-        ctx.memo["npc_memory"] = list(ctx.db.execute(_MEMORY, {"ids": ids}).all()) if ids else []
-    rows: list[Any] = ctx.memo["npc_memory"]
-    return rows
+    ids = inserted_ids(ctx, "npc_memory")
+    return ctx.kept(
+        "npc_memory",
+        ("npc_memory",),
+        lambda: [
+            Memory(i, e, _aware(at), k, s, json.loads(d) if isinstance(d, str) else d)
+            for i, e, at, k, s, d in rows_in(ctx, _MEMORY, ids)
+        ],
+    )
 
 
 def _fact(row: Any) -> Mapping[str, Any] | None:
@@ -329,7 +395,7 @@ def _said_about(row: Any, start: datetime) -> str | None:
     return str(fact.get("said")) if when.tzinfo is not None and when == start else None
 
 
-@check_fn("meeting_agreed")
+@check_fn("meeting_agreed", reads=("events", "employees", "posts", "channels", "npc_memory"), touches=_meeting_touches)
 def meeting_agreed(
     ctx: GradingContext,
     title_pattern: Regex,

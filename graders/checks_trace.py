@@ -53,14 +53,23 @@ def no_tool_errors(ctx: GradingContext, codes: list[str] | None = None) -> Check
 
     Failures injected by the noise layer (steps with a ``fault``) are not the agent's and are not counted.
     """
-    errors = []
-    for i, step in enumerate(ctx.steps):
+    steps = ctx.steps
+    # A recorded step never changes, so its verdict is kept (``ctx.lasting``) and the per-step progress score
+    # looks only at the steps taken since its last update.
+    seen: list[Any] = ctx.lasting.setdefault(("tool_errors", None if codes is None else tuple(codes)), [0, None, []])
+    if seen[0] > len(steps) or (seen[0] and steps[seen[0] - 1] is not seen[1]):
+        seen[:] = [0, None, []]
+    errors: list[str] = seen[2]
+    for i in range(seen[0], len(steps)):
+        step = steps[i]
         if step.get("fault"):
             continue
         error = step.get("error")
         code = str(error.get("code", "?")) if isinstance(error, Mapping) else ("?" if error else None)
         if code is not None and (codes is None or code in codes):
             errors.append(f"step {_index(step, i)} {_name(step) or '?'} -> {code}")
+    if steps:
+        seen[0], seen[1] = len(steps), steps[-1]
     which = f" with code {'/'.join(codes)}" if codes is not None else ""
     if not errors:
         return CheckOutcome.of(True, f"no tool errors{which} in {len(ctx.steps)} steps")

@@ -3,21 +3,30 @@
 A process reward has to be cheap enough to compute after every step, so ``Progress`` never re-grades the whole
 rubric. It keeps one ``GradingContext`` for the episode, extends its change log with the rows a step wrote, and
 re-runs only the checks those rows can affect: a state check whose function declares ``rows`` (the exact rows
-it reads, e.g. one ticket) re-runs when one of them changed, one that declares ``reads`` (tables) when one of
-those tables changed, and any other state check after every step that changed anything. Trace checks read the
-steps, so they re-run after every step. Judge checks are never asked mid-episode (a model call per step would
-cost more than the episode); they are left out of the value, as an unjudged check is in ``grade``. A step that
-changed nothing and a rubric without trace checks costs a set lookup.
+it reads, e.g. one ticket) re-runs when one of them changed; one that declares ``reads`` (tables) when one of
+those tables changed and, if it also declares ``touches``, only when that hook says one of the changed rows
+matters (a case check ignores a ticket filed for another reference; a meeting check ignores chat until a
+meeting is booked); any other state check after every step that changed anything. Trace checks read the
+steps, so they re-run after every step (``no_tool_errors`` looks only at the new ones). Judge checks are never
+asked mid-episode (a model call per step would cost more than the episode); they are left out of the value,
+as an unjudged check is in ``grade``.
+
+What keeps a re-run cheap: lookups are kept across steps until a table they read changes
+(``GradingContext.kept``/``forget``), answers that cannot change during an episode are kept for it
+(``GradingContext.lasting``: a logged row's natural key, the collateral verdict of the rows seen so far, the
+hidden-case results of a commit), and the score is combined again only when a re-run check's score moved. A
+step that changed nothing costs a lookup when the rubric has no trace checks.
 
 The value follows ``grade``'s rule (``graders.base.combine``), so after the last step it equals the final
-reward of a rubric without judge checks; ``tests/graders/test_progress.py`` compares it with a full grade
-after every step of every family's agents. Unlike ``grade``, progress does not switch the connection to
-read-only for each step (two statements a step); checks are the same functions, and the final grade does.
+reward of a rubric without judge checks; ``tests/graders/test_progress.py`` compares every check's verdict and
+evidence with a full grade after every step of every family's agents. Unlike ``grade``, progress does not
+switch the connection to read-only for each step (two statements a step); checks are the same functions, and
+the final grade does.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from graders.base import CheckResult, GradingContext, Rubric, apply_needs, combine, run_check
@@ -44,6 +53,8 @@ class Progress:
         self._any: list[int] = []  # state checks that declare nothing: after any step that changed a row
         self._by_table: dict[str, list[int]] = {}
         self._by_row: dict[tuple[str, tuple[Any, ...]], list[int]] = {}
+        self._touches: dict[int, Callable[..., bool]] = {}
+        self._needs = any(c.needs for c in self._checks)
         self._started = False
         self.value = 0.0
         self.passed = 0
@@ -55,34 +66,54 @@ class Progress:
 
     def update(self, rows: Sequence[Mapping[str, Any]]) -> float:
         """Fold in the change-log rows one step wrote (possibly none); returns the new partial score."""
+        if self._started and not rows and not self._always:
+            return self.value  # nothing changed and nothing reads the steps: the verdicts stand
         changed = [ChangeRow.of(r) for r in rows]
         if changed:
             self.ctx.extend(changed)
-        else:
-            self.ctx.__dict__.pop("steps", None)  # the trace grew by one step
         if not self._started:
             self._start()
-        else:
+            return self._combine()
+        stale: set[int] | list[int] = self._always
+        if changed:
             stale = set(self._always)
-            if changed:
-                stale.update(self._any)
-                for r in changed:
-                    stale.update(self._by_table.get(r.table, ()))
-                    stale.update(self._by_row.get((r.table, r.key), ()))
-            if stale:
-                self.ctx.memo.clear()
-                for i in sorted(stale):
-                    self._results[i] = run_check(self._checks[i], self.ctx, self._savepoints)
-        return self._combine()
+            stale.update(self._any)
+            by_table: dict[str, list[ChangeRow]] = {}
+            for r in changed:
+                by_table.setdefault(r.table, []).append(r)
+                stale.update(self._by_row.get((r.table, r.key), ()))
+            self.ctx.forget(by_table)
+            for table, table_rows in by_table.items():
+                for i in self._by_table.get(table, ()):
+                    if i not in stale and self._touched(i, table_rows):
+                        stale.add(i)
+            stale = sorted(stale)
+        moved = False
+        for i in stale:
+            result = run_check(self._checks[i], self.ctx, self._savepoints)
+            moved = moved or result.score != self._results[i].score
+            self._results[i] = result
+        return self._combine() if moved else self.value
+
+    def _touched(self, i: int, rows: list[ChangeRow]) -> bool:
+        """Whether one of a ``reads`` table's changed rows may change check ``i`` (its ``touches`` hook says)."""
+        touches = self._touches.get(i)
+        if touches is None:
+            return True
+        kwargs = self._checks[i]._kwargs
+        try:
+            return any(touches(self.ctx, r, **kwargs) for r in rows)
+        except Exception:  # a hook that cannot tell re-runs the check: exactness first
+            return True
 
     def results(self) -> tuple[CheckResult, ...]:
         """The current verdict of every counted check (the last step's), ``needs`` applied as ``grade`` does."""
-        return apply_needs(self._checks, self._results)
+        return apply_needs(self._checks, self._results) if self._needs else tuple(self._results)
 
     def _start(self) -> None:
         """Grade every counted check once, and index what each depends on."""
         self._started = True
-        self.ctx.memo.clear()
+        self.ctx.forget()
         self._results = [run_check(c, self.ctx, self._savepoints) for c in self._checks]
         for i, check in enumerate(self._checks):
             if check.kind == "trace":
@@ -97,9 +128,11 @@ class Progress:
                 tables = spec.reads if isinstance(spec.reads, frozenset) else spec.reads(**check._kwargs)
                 for table in tables:
                     self._by_table.setdefault(table, []).append(i)
+                if spec.touches is not None:
+                    self._touches[i] = spec.touches
             else:
                 self._any.append(i)
-        self.ctx.memo.clear()
+        self.ctx.forget()
 
     def _combine(self) -> float:
         results = self.results()

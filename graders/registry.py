@@ -63,6 +63,10 @@ class CheckFnSpec:
     rows: Callable[..., set[tuple[str, tuple[Any, ...]]] | None] | None = None
     """``rows(ctx, **params)``: the exact rows the verdict depends on, as (table, primary key), looked up once
     per episode; None from it (or no hook) falls back to ``reads``."""
+    touches: Callable[..., bool] | None = None
+    """``touches(ctx, row, **params)``: whether one change-log row of a ``reads`` table may change the verdict,
+    asked on the state after the step (e.g. a case check ignores a ticket filed for another reference); without
+    it every change to a ``reads`` table re-runs the check. It must never say False for a row that matters."""
 
     @functools.cached_property
     def params(self) -> type[BaseModel]:
@@ -124,13 +128,14 @@ def check_fn(
     validate: Callable[[dict[str, Any]], None] | None = None,
     reads: tuple[str, ...] | Callable[..., tuple[str, ...]] | None = None,
     rows: Callable[..., set[tuple[str, tuple[Any, ...]]] | None] | None = None,
+    touches: Callable[..., bool] | None = None,
 ) -> Callable[[_Fn], _Fn]:
     """Register ``fn(ctx, **params)`` under ``name``; params must be typed keyword parameters.
 
     ``validate`` sees the typed kwargs and raises ``ValueError`` for cross-param rules (min <= max). ``reads``
-    and ``rows`` say what the verdict depends on, so the per-step progress score re-runs a check only after a
-    step that changed it (see ``CheckFnSpec``); a state check that declares neither is re-run after every
-    step that changed anything.
+    and ``rows`` say what the verdict depends on, and ``touches`` which changes to those tables matter, so the
+    per-step progress score re-runs a check only after a step that changed it (see ``CheckFnSpec``); a state
+    check that declares neither is re-run after every step that changed anything.
     """
 
     def register(fn: _Fn) -> _Fn:
@@ -140,7 +145,9 @@ def check_fn(
             if p.kind not in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY):
                 raise TypeError(f"check function {name!r}: parameter {p.name!r} must be a named keyword parameter")
         tables = frozenset(reads) if isinstance(reads, tuple) else reads
-        _REGISTRY[name] = CheckFnSpec(name=name, kind=kind, fn=fn, validate=validate, reads=tables, rows=rows)
+        _REGISTRY[name] = CheckFnSpec(
+            name=name, kind=kind, fn=fn, validate=validate, reads=tables, rows=rows, touches=touches
+        )
         return fn
 
     return register

@@ -153,7 +153,7 @@ def verify_triage(ev: Evidence) -> Verdict:
 
 
 def verify_escalation(ev: Evidence) -> Verdict:
-    """Each case: one bug ticket at its priority, key mailed to the customer, critical ones in ~incidents."""
+    """Each case: one bug naming it in its title, at its priority, key mailed back, critical ones in ~incidents."""
     project = str(ev.params["project"])
     ids = ev.inserted("tickets")
     new = (
@@ -177,9 +177,11 @@ def verify_escalation(ev: Evidence) -> Verdict:
         if len(found) != 1:
             reasons.append(f"{ref}: {len(found)} new tickets")
             continue
-        key, _, _, kind, priority, proj = found[0]
+        key, title, _, kind, priority, proj = found[0]
         if (proj, kind, priority) != (project, "bug", case["priority"]):
             reasons.append(f"{ref}: {key} is {proj}/{kind}/{priority}")
+        if ref.lower() not in str(title).lower():
+            reasons.append(f"{ref}: {key}'s title does not name it")
         if not any(a == str(case["customer"]).lower() and key.lower() in b.lower() for a, _, b in mail):
             reasons.append(f"{ref}: no mail to {case['customer']} with {key}")
         if case["priority"] == "critical" and not any(key in m and ref.lower() in m.lower() for m in incidents):

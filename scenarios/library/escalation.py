@@ -135,7 +135,7 @@ class CustomerEscalation:
             scenario_id=self.id,
             prompt=prompt,
             actor=lead,
-            rubric=self._rubric(project, cases, known),  # v2; older_rubric rebuilds v1
+            rubric=self._rubric(project, cases, known),  # v3; older_rubric rebuilds v1 and v2
             params={"project": project, "cases": cases, "known": known, "channel": f"team-{slug}"},
             limits=Limits(max_turns=24 + 8 * len(cases), time_budget_s=8 * 3600),
             apps=("chat", "mail", "tickets"),
@@ -241,7 +241,22 @@ class CustomerEscalation:
 
     @staticmethod
     def _rubric(project: str, cases: list[dict[str, Any]], known: dict[str, Any] | None) -> Rubric:
-        """Per case each part of the policy on its own; the follow-up; the gates.
+        """Per case every rule of the policy on its own (version 3); the follow-up; the gates.
+
+        The parts of a case: one ticket filed in the project for it, filed as a bug, the reference in its
+        title, its priority, the key mailed back, the ~incidents post of a critical one. Version 3 splits
+        version 2's ``filed`` part (one new bug naming the reference) into the ticket, its type and its title,
+        the first and third rules of the policy, so a task has about 20 checks and an agent that files a task
+        instead of a bug, or puts the reference only in the description, loses that part alone. Each case
+        still weighs 1; every part needs the one ticket filed for the case, so the no-op agent scores 0.
+        """
+        return CustomerEscalation._rubric_v2(project, cases, known, split=True)
+
+    @staticmethod
+    def _rubric_v2(
+        project: str, cases: list[dict[str, Any]], known: dict[str, Any] | None, *, split: bool = False
+    ) -> Rubric:
+        """Per case each part of the policy on its own; the follow-up; the gates (``split``: version 3).
 
         The parts: filed as a bug, its priority, the key mailed back, the ~incidents post of a critical one.
         Version 2 splits version 1's one check per case into its parts (each case keeps weight 1), so the
@@ -252,8 +267,17 @@ class CustomerEscalation:
         for case in cases:
             ref, priority = case["reference"], case["priority"]
             base = {"project": project, "reference": ref}
-            parts: list[tuple[str, str, dict[str, Any]]] = [
+            filed: list[tuple[str, str, dict[str, Any]]] = [
                 ("filed", f"{ref}: exactly one new bug in {project} names it.", {"fields": {"type": "bug"}}),
+            ]
+            if split:
+                filed = [
+                    ("filed", f"{ref}: exactly one new ticket in {project} names it.", {}),
+                    ("bug", f"{ref}: its ticket is filed as a bug.", {"fields": {"type": "bug"}}),
+                    ("title", f"{ref}: its ticket's title names {ref}.", {"in_title": True}),
+                ]
+            parts: list[tuple[str, str, dict[str, Any]]] = [
+                *filed,
                 ("priority", f"{ref}: its ticket has priority {priority}.", {"fields": {"priority": priority}}),
                 (
                     "reply",
@@ -280,22 +304,27 @@ class CustomerEscalation:
                 for part, description, extra in parts
             ]
         checks += CustomerEscalation._tail(project, known)
+        provenance = "v2: each case's policy parts checked one by one (dense), a case still weighs 1"
+        if split:
+            provenance = "v3: a case's filing split into the ticket, its type and its title (rules 1 and 3)"
         return load_rubric(
             {
                 "id": "customer-escalation",
-                "version": 2,
+                "version": 3 if split else 2,
                 "description": "Handle customer problem mails by the pinned escalation policy.",
                 "checks": checks,
-                "provenance": "v2: each case's policy parts checked one by one (dense), a case still weighs 1",
+                "provenance": provenance,
             }
         )
 
     @staticmethod
     def older_rubric(instance: ScenarioInstance, version: int) -> Rubric | None:
-        """Version 1 (one check per case), rebuilt from the hidden params for rescoring old traces."""
+        """Versions 1 (one check per case) and 2 (filing as one part), rebuilt from the hidden params."""
+        p = instance.params
+        if version == 2:
+            return CustomerEscalation._rubric_v2(p["project"], list(p["cases"]), p["known"])
         if version != 1:
             return None
-        p = instance.params
         return CustomerEscalation._rubric_v1(p["project"], list(p["cases"]), p["known"])
 
     @staticmethod

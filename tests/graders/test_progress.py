@@ -110,3 +110,57 @@ def test_progress_is_off_unless_asked_for_and_a_bad_value_changes_nothing(store)
         with pytest.raises(BadOption, match="progress must be true or false"):
             episode.reset(seed=3, options={"progress": "yes"})
         assert episode.episode_id == before and not episode.done
+
+
+def test_a_step_re_runs_only_the_checks_its_rows_can_change(store, monkeypatch):
+    """Reads re-run nothing; filing one case's ticket re-runs that case's checks, not the other cases'."""
+    import json
+    import re
+
+    import graders.progress as progress
+    from sim.agents import EpisodeEnv
+
+    ran: list[str] = []
+    real = progress.run_check
+    monkeypatch.setattr(progress, "run_check", lambda check, ctx, sp: ran.append(check.id) or real(check, ctx, sp))
+    with Episode("customer-escalation-v0", store=store) as episode:
+        steps: list[tuple[str, str, list[str]]] = []
+        original = episode.step
+
+        def step(action):
+            ran.clear()
+            out = original(action)
+            steps.append((action["name"], json.dumps(action.get("arguments", {})), list(ran)))
+            return out
+
+        episode.step = step  # type: ignore[method-assign]
+        prompt, info = episode.reset(seed=4, options={"difficulty": 2, "progress": True})
+        episode.family.oracle(EpisodeEnv(episode, prompt, info))
+        assert episode._live.score.value == 1.0
+    later = steps[1:]  # the first step grades every check once
+    assert all(not ids for name, _, ids in later if name in ("mail_read_message", "mail_list_messages"))
+    filed = [(args, ids) for name, args, ids in later if name == "tickets_create"]
+    assert len(filed) >= 3
+    for args, ids in filed:
+        ref = re.search(r"REF-\d{4}", args).group(0)
+        cases = {i.split("-", 1)[1] for i in ids if "-REF-" in i}
+        assert cases == {ref}, f"filing {ref} re-ran {sorted(ids)}"
+
+
+def test_a_kept_answer_lasts_until_a_table_it_reads_changes():
+    from graders.base import GradingContext
+
+    ctx = GradingContext(session=None, actor_id=1)  # type: ignore[arg-type]
+    calls: list[int] = []
+
+    def answer() -> int:
+        calls.append(1)
+        return len(calls)
+
+    assert ctx.kept("k", ("tickets", "employees"), answer) == 1
+    ctx.forget(["posts"])  # a step that changed only chat keeps it
+    assert ctx.kept("k", ("tickets", "employees"), answer) == 1
+    ctx.forget(["employees"])
+    assert ctx.kept("k", ("tickets", "employees"), answer) == 2
+    ctx.forget()  # a full grade starts from nothing
+    assert ctx.kept("k", ("tickets",), answer) == 3 and ctx.memo == {}

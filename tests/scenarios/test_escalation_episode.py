@@ -73,3 +73,28 @@ def test_escalation__the_answer_is_not_in_any_tool_result(episode):
     seen = json.dumps(env.call("mail_list_messages", limit=100)) + json.dumps(env.call("chat_list_channels"))
     for case in params["cases"]:
         assert f'"priority": "{case["priority"]}"' not in seen
+
+
+def test_escalation__the_reference_only_in_the_description_loses_the_title_part_alone(episode):
+    """Version 3 checks the policy's rules one by one: a bug whose title misses the reference loses that part."""
+    env, params = _start(episode, 4, 2)
+    assert episode.instance.rubric.version == 3 and len(episode.instance.rubric.checks) >= 20
+    case = params["cases"][1]
+    ref = case["reference"]
+    mail = next(m for m in env.call("mail_list_messages", unread_only=True)["messages"] if ref in m["subject"])
+    made = env.call(
+        "tickets_create",
+        project=params["project"],
+        title="Customer problem",
+        description=f"Reported as {ref}.",
+        type="bug",
+        priority=case["priority"],
+    )
+    env.call("mail_reply", message_id=mail["id"], body=f"Tracked as {made['key']}")
+    env.call("submit")
+    checks = {c.id: c for c in episode.grade().checks}
+    assert all(checks[f"{part}-{ref}"].passed for part in ("filed", "bug", "priority", "reply"))
+    assert not checks[f"title-{ref}"].passed and "only in its description" in checks[f"title-{ref}"].evidence
+    old = episode.regrade(episode.family.older_rubric(episode.instance, 2))
+    assert old.rubric_version == 2 and {c.id: c.passed for c in old.checks}[f"filed-{ref}"]
+    assert f"title-{ref}" not in {c.id for c in old.checks}
