@@ -244,10 +244,11 @@ def mail_not_sent(ctx: GradingContext, to: Sequence[str] | str, sender: Who | No
     sender_id = employee_id(ctx, sender) if sender is not None else None
     if sender is not None and sender_id is None:
         return CheckOutcome.of(False, f"unknown employee {sender!r}")
-    mine = {m.id: m for m in ctx.db.execute(_MAILS, {"ids": ids}).all() if sender_id in (None, m.employee_id)}
+    sent, recipients = _sent_mail(ctx, ids)
+    mine = {m.id: m for m in sent if sender_id in (None, m.employee_id)}
     hits: dict[int, set[str]] = {}
-    for message_id, address, username in ctx.db.execute(_RECIPIENTS, {"ids": sorted(mine)}):
-        reached = {x.lower() for x in (address, username) if x} & banned
+    for message_id in sorted(mine):
+        reached = recipients.get(message_id, set()) & banned
         if reached:
             hits.setdefault(message_id, set()).update(reached)
     if not hits:
