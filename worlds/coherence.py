@@ -330,10 +330,6 @@ def _leavers(conn: Connection, tally: Tally) -> None:
 
 def _working_hours(conn: Connection, tally: Tally) -> None:
     """Every generated post, mail, comment and status change falls on its author's workday, in their hours."""
-    tally.expected_to_fail = (
-        "TODO(issue 12 item 1): history timestamps are drawn in UTC office hours or uniformly; the event-driven "
-        "history places each action in its actor's own hours"
-    )
     hours = {
         i: (ZoneInfo(tz), lo, hi, days)
         for i, tz, lo, hi, days in conn.execute(

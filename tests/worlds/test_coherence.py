@@ -8,8 +8,9 @@ small world and assert the named check reports it.
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import UTC, timedelta
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import pytest
 
@@ -128,13 +129,15 @@ def test_check_world__catches_activity_after_a_leavers_last_day(base: Rows) -> N
     assert any(f"posts {post['id']} by employee {who} is after their last day" in p for p in problems)
 
 
-def test_check_world__working_hours_are_counted_but_expected_to_fail_until_the_history_rewrite(base: Rows) -> None:
+def test_check_world__working_hours_hold_and_catch_a_post_at_night(base: Rows) -> None:
     rows = _copy(base)
     report = _report(rows)["working_hours"]
-    assert report.checked > 0 and "issue 12 item 1" in report.expected_to_fail
-    assert not any("outside their hours" in p for p in check_world(_conn(rows)))
-    if report.failed:
-        assert any("outside their hours" in p for p in check_world(_conn(rows), strict=True))
+    assert report.checked > len(rows["posts"]) and report.failed == 0 and not report.expected_to_fail
+    post = rows["posts"][0]
+    tz = ZoneInfo(rows["employees"][post["author_id"] - 1]["timezone"])
+    local = post["created_at"].astimezone(tz)
+    post["created_at"] = local.replace(hour=3, minute=0).astimezone(UTC)  # 03:00 their time
+    assert any(f"posts {post['id']} by employee {post['author_id']}" in p for p in check_world(_conn(rows)))
 
 
 def _conn(rows: Rows) -> Any:
