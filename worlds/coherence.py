@@ -351,6 +351,69 @@ def _working_hours(conn: Connection, tally: Tally) -> None:
             tally.fail(f"{table} {rid} by employee {who} is at {local:%a %H:%M} {tz.key}, outside their hours")
 
 
+_ACTION = re.compile(r"^@([a-z][a-z0-9._]*[a-z0-9]): (.+)\.$")
+ACTION_PREFIX = "Action item from the "
+"""How an action-item ticket's description starts (``worlds.generate.meetings`` writes it)."""
+
+
+def _section(content: Any, heading: str) -> list[str]:
+    """The lines under ``heading`` in a text document, as generated (sections) or as parsed from ODT/DOCX (blocks)."""
+    if not isinstance(content, dict):
+        return []
+    for section in content.get("sections", []):
+        if section.get("heading") == heading:
+            return str(section.get("body", "")).split("\n")
+    lines: list[str] = []
+    inside = False
+    for level, text in content.get("blocks", []):
+        if level:
+            inside = text == heading
+        elif inside:
+            lines.append(str(text))
+    return lines
+
+
+def _meeting_actions(conn: Connection, tally: Tally) -> None:
+    """Each new action item in weekly notes is a ticket owned by the person named, filed after the meeting.
+
+    Both directions: a notes line ``@owner: <title>.`` has a ticket with that title assigned to ``owner`` whose
+    description names the notes and whose creation follows the notes; an action-item ticket names notes that
+    exist, were written before it, and list it for its assignee. Notes edited since generation are skipped.
+    """
+    users = dict(conn.execute(select(Employee.id, Employee.username)).all())
+    notes: dict[str, tuple[int, datetime, set[tuple[str, str]]]] = {}
+    for did, name, content, at, version in conn.execute(
+        select(Document.id, Document.name, Document.content, Document.created_at, Document.version)
+        .where(Document.name.like("%weekly notes%"))
+        .order_by(Document.id)
+    ):
+        items = {(m[1], m[2]) for line in _section(content, "Action items") if (m := _ACTION.match(line.strip()))}
+        if version == 1:
+            notes[name.rsplit(".", 1)[0]] = (did, at, items)
+    listed: set[tuple[str, str, str]] = set()
+    for key, title, desc, owner, at in conn.execute(
+        select(Ticket.key, Ticket.title, Ticket.description, Ticket.assignee_id, Ticket.created_at)
+        .where(Ticket.description.like(f"{ACTION_PREFIX}%"))
+        .order_by(Ticket.id)
+    ):
+        meeting = desc[len(ACTION_PREFIX) :].split(":", 1)[0]
+        if meeting not in notes:
+            continue  # notes edited or deleted in an episode
+        tally.checked += 1
+        did, written, items = notes[meeting]
+        who = users.get(owner, "")
+        listed.add((meeting, who, title))
+        if (who, title) not in items:
+            tally.fail(f"ticket {key} is an action item of document {did} ({meeting}), not listed there for @{who}")
+        elif at <= written:
+            tally.fail(f"ticket {key} was filed at {at:%Y-%m-%d %H:%M}, before its meeting's notes ({meeting})")
+    for meeting, (did, _, items) in sorted(notes.items()):
+        for who, title in sorted(items):
+            tally.checked += 1
+            if (meeting, who, title) not in listed:
+                tally.fail(f"document {did} ({meeting}) gives @{who} the action {title!r}, but no such ticket exists")
+
+
 # -- money ----------------------------------------------------------------------------------------------------
 
 
@@ -417,5 +480,6 @@ COHERENCE_CHECKS: tuple[tuple[str, str, Callable[[Connection, Tally], None]], ..
     ("causal", "replies after what they answer, reactions after posts, fixes after reports", _causal),
     ("leavers", "nothing by a leaver after their last day", _leavers),
     ("working_hours", "each person's activity falls in their own working hours and time zone", _working_hours),
+    ("meeting_actions", "weekly notes' action items are tickets of the named person, filed later", _meeting_actions),
     ("budget_headcount", "budgets cover payroll; headcount plans match the directory", _budgets),
 )

@@ -49,7 +49,7 @@ def _copy(rows: Rows) -> Rows:
 
 def test_world_report__lists_every_check_with_counts(base: Rows) -> None:
     report = _report(_copy(base))
-    for name in ("refs_mail", "refs_chat", "refs_documents", "causal", "working_hours", "budget_headcount"):
+    for name in ("refs_mail", "refs_chat", "refs_documents", "causal", "working_hours", "meeting_actions"):
         assert name in report
     assert report["refs_mail"].checked > 0 and report["refs_mail"].failed == 0
     assert report["budget_headcount"].checked >= 2 * len(base["departments"])
@@ -138,6 +138,27 @@ def test_check_world__working_hours_hold_and_catch_a_post_at_night(base: Rows) -
     local = post["created_at"].astimezone(tz)
     post["created_at"] = local.replace(hour=3, minute=0).astimezone(UTC)  # 03:00 their time
     assert any(f"posts {post['id']} by employee {post['author_id']}" in p for p in check_world(_conn(rows)))
+
+
+def _action_ticket(rows: Rows) -> dict[str, Any]:
+    return next(t for t in rows["tickets"] if t["description"].startswith("Action item from the "))
+
+
+def test_check_world__catches_an_action_item_owned_by_someone_else(base: Rows) -> None:
+    rows = _copy(base)
+    ticket = _action_ticket(rows)
+    ticket["assignee_id"] = next(e["id"] for e in rows["employees"] if e["id"] != ticket["assignee_id"])
+    assert _report(_copy(base))["meeting_actions"].checked > 0
+    problems = check_world(_conn(rows))
+    assert any(f"ticket {ticket['key']} is an action item of document" in p for p in problems)
+    assert any("gives @" in p and "but no such ticket exists" in p for p in problems)
+
+
+def test_check_world__catches_an_action_item_filed_before_its_meeting(base: Rows) -> None:
+    rows = _copy(base)
+    ticket = _action_ticket(rows)
+    ticket["created_at"] -= timedelta(days=10)
+    assert any(f"ticket {ticket['key']} was filed at" in p for p in check_world(_conn(rows)))
 
 
 def _conn(rows: Rows) -> Any:

@@ -33,6 +33,8 @@ class Gen:
     stories: dict[int, Any] = field(default_factory=dict)
     customers: list[tuple[str, str, str]] = field(default_factory=list)
     vendors: list[tuple[str, str, str]] = field(default_factory=list)
+    # Project id -> (work family, components it works on): later stages draw new tickets in the same areas.
+    components: dict[int, tuple[str, list[str]]] = field(default_factory=dict)
 
     start_at: datetime = field(init=False)
     history_start: datetime = field(init=False)

@@ -11,10 +11,11 @@ in every company.
 
 from __future__ import annotations
 
-from datetime import timedelta
 from typing import Any
 
 from worlds.generate.common import Gen, pick
+from worlds.generate.language import Dice
+from worlds.generate.meetings import new_actions, weeklies
 from worlds.office import files
 
 
@@ -55,6 +56,7 @@ def _user(g: Gen, employee_id: int | None) -> str:
 def build_documents(g: Gen) -> None:
     """Shared and department folders, project specs, meeting notes, budget, headcount and roadmap sheets."""
     rng = g.seeds.rng("documents")
+    words = Dice(g.seeds.rng("documents/actions"))
     team_of = g.index("employees", "team_id", "id")
     at = g.history_start
     root = g.add("doc_folders", {"parent_id": None, "name": "Shared", "owner_id": 1, "created_at": at})
@@ -68,7 +70,9 @@ def build_documents(g: Gen) -> None:
     for t in g.rows.get("tickets", []):
         tickets_of.setdefault(t["project_id"], []).append(t)
     for project in g.rows.get("projects", []):
-        written = g.at(rng)
+        filed = [t["created_at"] for t in tickets_of.get(project["id"], [])]
+        # A spec is written once work on the project has started, so its scope can name the first tickets.
+        written = g.at(rng, lo=max(g.history_start, min(filed))) if filed else g.at(rng)
         tickets = [t for t in tickets_of.get(project["id"], []) if t["created_at"] <= written]  # filed by then
         team = g.rows["teams"][project["team_id"] - 1]
         scope = [f"{t['key']}: {t['title']} ({_user(g, t['assignee_id'])}, {t['status']})" for t in tickets[:6]]
@@ -93,17 +97,17 @@ def build_documents(g: Gen) -> None:
         open_tickets = [
             t for pid in sorted(project_ids) for t in tickets_of.get(pid, []) if t["status"] not in ("done", "closed")
         ]
-        for week in range(min(3, max(1, g.spec.history_days // 7))):
-            when = g.start_at - timedelta(days=7 * (week + 1))
-            filed = [t for t in open_tickets if t["created_at"] <= max(g.history_start, when)]
+        members = team_of.get(team["id"], [])
+        project = next((p for p in g.rows.get("projects", []) if p["team_id"] == team["id"]), None)
+        for meeting in weeklies(g, team, min(3, max(1, g.spec.history_days // 7))):
+            filed = [t for t in open_tickets if t["created_at"] <= meeting.start]
             actions = [f"{_user(g, t['assignee_id'])} to update {t['key']} ({t['title']})." for t in filed[:3]]
+            if project is not None and members and g.has("tickets"):
+                actions += new_actions(g, words, meeting, project, members)
             content = {
                 "sections": [
-                    {"heading": f"{team['name']} weekly {when.date().isoformat()}", "body": ""},
-                    {
-                        "heading": "Attendees",
-                        "body": ", ".join(_user(g, i) for i in team_of.get(team["id"], [])),
-                    },
+                    {"heading": f"{team['name']} weekly {meeting.start.date().isoformat()}", "body": ""},
+                    {"heading": "Attendees", "body": ", ".join(_user(g, i) for i in members)},
                     {
                         "heading": "Notes",
                         "body": pick(
@@ -118,15 +122,10 @@ def build_documents(g: Gen) -> None:
                     {"heading": "Action items", "body": "\n\n".join(actions) or "Follow up in the team channel."},
                 ],
             }
-            _doc(
-                g,
-                dept_folder[team["department_id"]],
-                f"{team['name']} weekly notes {when.date().isoformat()}",
-                "odt",
-                team["lead_id"],
-                content,
-                max(g.history_start, when),
-            )
+            _doc(g, dept_folder[team["department_id"]], meeting.title, "odt", team["lead_id"], content, meeting.end)
+    tickets_of = {}  # again: the weeklies filed action-item tickets the roadmap counts
+    for t in g.rows.get("tickets", []):
+        tickets_of.setdefault(t["project_id"], []).append(t)
     _sheets(g, rng, dept_folder, tickets_of)
 
 

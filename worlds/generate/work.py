@@ -129,6 +129,7 @@ def build_work(g: Gen) -> dict[int, list[tuple[Any, str]]]:
             made = by_team.setdefault(team["id"], [])
             family = vocab.FAMILY.get(dept, "ops")
             components = project_components(words, family)
+            g.components[pid] = (family, components)
             made.extend(_tickets(g, rng, words, project, members, sprints, count, family, components))
     for made in by_team.values():
         made.sort()
