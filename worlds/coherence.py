@@ -401,7 +401,7 @@ def _meeting_actions(conn: Connection, tally: Tally) -> None:
             continue  # notes edited or deleted in an episode
         tally.checked += 1
         did, written, items = notes[meeting]
-        who = users.get(owner, "")
+        who = users.get(owner, "") if owner is not None else ""
         listed.add((meeting, who, title))
         if (who, title) not in items:
             tally.fail(f"ticket {key} is an action item of document {did} ({meeting}), not listed there for @{who}")

@@ -98,12 +98,12 @@ def build_documents(g: Gen) -> None:
             t for pid in sorted(project_ids) for t in tickets_of.get(pid, []) if t["status"] not in ("done", "closed")
         ]
         members = team_of.get(team["id"], [])
-        project = next((p for p in g.rows.get("projects", []) if p["team_id"] == team["id"]), None)
+        owned: dict[str, Any] | None = next((p for p in g.rows.get("projects", []) if p["team_id"] == team["id"]), None)
         for meeting in weeklies(g, team, min(3, max(1, g.spec.history_days // 7))):
-            filed = [t for t in open_tickets if t["created_at"] <= meeting.start]
-            actions = [f"{_user(g, t['assignee_id'])} to update {t['key']} ({t['title']})." for t in filed[:3]]
-            if project is not None and members and g.has("tickets"):
-                actions += new_actions(g, words, meeting, project, members)
+            known = [t for t in open_tickets if t["created_at"] <= meeting.start]
+            actions = [f"{_user(g, t['assignee_id'])} to update {t['key']} ({t['title']})." for t in known[:3]]
+            if owned is not None and members and g.has("tickets"):
+                actions += new_actions(g, words, meeting, owned, members)
             content = {
                 "sections": [
                     {"heading": f"{team['name']} weekly {meeting.start.date().isoformat()}", "body": ""},
