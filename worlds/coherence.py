@@ -29,6 +29,7 @@ from sqlalchemy import Connection, select
 
 from worlds.schema import (
     ChangeLog,
+    Channel,
     Department,
     Document,
     Employee,
@@ -40,6 +41,7 @@ from worlds.schema import (
     MergeRequestNote,
     Post,
     Project,
+    ProjectMember,
     Reaction,
     Ticket,
     TicketComment,
@@ -414,6 +416,62 @@ def _meeting_actions(conn: Connection, tally: Tally) -> None:
                 tally.fail(f"document {did} ({meeting}) gives @{who} the action {title!r}, but no such ticket exists")
 
 
+def _postmortems(conn: Connection, tally: Tally) -> None:
+    """A postmortem follows its incident: resolved before it, discussed in ~incidents before it, same times.
+
+    Reads generated postmortems (``Postmortem <KEY> <date>``, version 1): the ticket is an incident that was
+    resolved before the document was written; ~incidents has a post naming the key written before the document;
+    the timeline names the ticket's filing and resolution minutes; the people named work on the ticket's project.
+    """
+    tickets = {
+        key: (tid, kind, created, resolved, project, reporter)
+        for tid, key, kind, created, resolved, project, reporter in conn.execute(
+            select(
+                Ticket.id, Ticket.key, Ticket.type, Ticket.created_at, Ticket.resolved_at, Ticket.project_id,
+                Ticket.reporter_id,
+            )
+        )
+    }  # fmt: skip
+    first_post: dict[str, datetime] = {}
+    refs = _refs(conn)
+    for message, at in conn.execute(
+        select(Post.message, Post.created_at)
+        .join(Channel, Channel.id == Post.channel_id)
+        .where(Channel.name == "incidents")
+        .order_by(Post.id)
+    ):
+        for key in refs.keys(message):
+            first_post[key] = min(at, first_post.get(key, at))
+    members: dict[int, set[str]] = {}
+    for project, username in conn.execute(
+        select(ProjectMember.project_id, Employee.username).join(Employee, Employee.id == ProjectMember.employee_id)
+    ):
+        members.setdefault(project, set()).add(username)
+    users = dict(conn.execute(select(Employee.id, Employee.username)).all())
+    has_chat = conn.execute(select(Channel.id).where(Channel.name == "incidents")).first() is not None
+    for did, name, content, written in conn.execute(
+        select(Document.id, Document.name, Document.content, Document.created_at)
+        .where(Document.name.like("Postmortem %"), Document.version == 1)
+        .order_by(Document.id)
+    ):
+        tally.checked += 1
+        key = name.split(" ")[1]
+        if key not in tickets:
+            tally.fail(f"document {did} ({name}) is the postmortem of {key}, which does not exist")
+            continue
+        _, kind, created, resolved, project, reporter = tickets[key]
+        timeline = " ".join(_section(content, "Timeline"))
+        named = set(_MENTION.findall(" ".join(_section(content, "People"))))
+        if kind != "incident" or resolved is None or resolved > written:
+            tally.fail(f"document {did} ({name}) was written before {key} was resolved (or {key} is no incident)")
+        elif has_chat and not (key in first_post and first_post[key] <= written):
+            tally.fail(f"document {did} ({name}) has no ~incidents post about {key} before it")
+        elif f"{created:%Y-%m-%d %H:%M}" not in timeline or f"{resolved:%Y-%m-%d %H:%M}" not in timeline:
+            tally.fail(f"document {did} ({name}): the timeline does not give {key}'s filing and resolution times")
+        elif not named <= members.get(project, set()) | {users.get(reporter, "")}:
+            tally.fail(f"document {did} ({name}) names people outside {key}'s project: {sorted(named)}")
+
+
 # -- money ----------------------------------------------------------------------------------------------------
 
 
@@ -481,5 +539,6 @@ COHERENCE_CHECKS: tuple[tuple[str, str, Callable[[Connection, Tally], None]], ..
     ("leavers", "nothing by a leaver after their last day", _leavers),
     ("working_hours", "each person's activity falls in their own working hours and time zone", _working_hours),
     ("meeting_actions", "weekly notes' action items are tickets of the named person, filed later", _meeting_actions),
+    ("postmortems", "postmortems follow their incident's resolution and ~incidents posts, same times", _postmortems),
     ("budget_headcount", "budgets cover payroll; headcount plans match the directory", _budgets),
 )

@@ -16,5 +16,6 @@ SCHEMA_VERSION = 4
 # in each employee's own style, with customer and vendor mailboxes; any headcount from 1 (project keys stay
 # letters), documents name tickets filed by their date, budgets follow payroll; 4 every post, mail, ticket
 # comment and status change in its author's working hours and time zone, tickets numbered in filing order,
-# weekly notes at the team's calendar time whose action items are tickets their owners file afterwards.
+# weekly notes at the team's calendar time whose action items are tickets their owners file afterwards,
+# resolved incidents with an ~incidents thread (open, update, resolution) and a postmortem document.
 GENERATOR_VERSION = 4

@@ -161,5 +161,36 @@ def test_check_world__catches_an_action_item_filed_before_its_meeting(base: Rows
     assert any(f"ticket {ticket['key']} was filed at" in p for p in check_world(_conn(rows)))
 
 
+@pytest.fixture(scope="module")
+def with_incidents() -> Rows:
+    return generate(WorldSpec(seed=102, employees=100, history_days=90))
+
+
+def _postmortem(rows: Rows) -> tuple[dict[str, Any], dict[str, Any]]:
+    doc = next(d for d in rows["documents"] if d["name"].startswith("Postmortem "))
+    key = doc["name"].split(" ")[1]
+    return doc, next(t for t in rows["tickets"] if t["key"] == key)
+
+
+def test_check_world__postmortems_hold_and_one_written_before_the_fix_is_caught(with_incidents: Rows) -> None:
+    rows = _copy(with_incidents)
+    assert _report(_copy(with_incidents))["postmortems"].checked > 0
+    assert check_world(_conn(_copy(with_incidents))) == []
+    doc, ticket = _postmortem(rows)
+    doc["created_at"] = doc["updated_at"] = ticket["resolved_at"] - timedelta(hours=1)
+    problems = check_world(_conn(rows))
+    assert any(
+        f"document {doc['id']} ({doc['name']}) was written before {ticket['key']} was resolved" in p for p in problems
+    )
+
+
+def test_check_world__a_postmortem_whose_timeline_disagrees_with_the_ticket_is_caught(with_incidents: Rows) -> None:
+    rows = _copy(with_incidents)
+    doc, ticket = _postmortem(rows)
+    ticket["resolved_at"] -= timedelta(minutes=7)
+    problems = check_world(_conn(rows))
+    assert any(f"the timeline does not give {ticket['key']}'s filing and resolution times" in p for p in problems)
+
+
 def _conn(rows: Rows) -> Any:
     return load_in_memory(rows).connect()

@@ -19,7 +19,8 @@ from worlds.generate.meetings import new_actions, weeklies
 from worlds.office import files
 
 
-def _doc(g: Gen, folder: int, name: str, fmt: str, owner: int, content: dict[str, Any], at: Any) -> int:
+def add_document(g: Gen, folder: int, name: str, fmt: str, owner: int, content: dict[str, Any], at: Any) -> int:
+    """One generated document at version 1, owned and written by ``owner`` at ``at`` (later stages add theirs)."""
     did = g.add(
         "documents",
         {
@@ -86,7 +87,7 @@ def build_documents(g: Gen) -> None:
                 {"heading": "People", "body": ", ".join(_user(g, m) for m in sorted(set(members))) or "TBD"},
             ],
         }
-        did = _doc(
+        did = add_document(
             g, dept_folder[team["department_id"]], f"{project['name']} spec", "docx", project["lead_id"], content,
             written,
         )  # fmt: skip
@@ -122,7 +123,9 @@ def build_documents(g: Gen) -> None:
                     {"heading": "Action items", "body": "\n\n".join(actions) or "Follow up in the team channel."},
                 ],
             }
-            _doc(g, dept_folder[team["department_id"]], meeting.title, "odt", team["lead_id"], content, meeting.end)
+            add_document(
+                g, dept_folder[team["department_id"]], meeting.title, "odt", team["lead_id"], content, meeting.end
+            )
     tickets_of = {}  # again: the weeklies filed action-item tickets the roadmap counts
     for t in g.rows.get("tickets", []):
         tickets_of.setdefault(t["project_id"], []).append(t)
@@ -148,7 +151,7 @@ def _sheets(g: Gen, rng: Any, dept_folder: dict[int, int], tickets_of: dict[int,
         quarters = [int(round(base * (1 + float(rng.uniform(-0.03, 0.03))), -3)) for _ in range(4)]
         budget.append([d["name"], _user(g, d["head_id"]), *quarters, f"=SUM(C{i}:F{i})"])
     budget.append(["Total", "", *[f"=SUM({c}2:{c}{n + 1})" for c in "CDEFG"]])
-    _doc(
+    add_document(
         g,
         dept_folder[finance["id"]],
         f"Budget {year}",
@@ -163,7 +166,7 @@ def _sheets(g: Gen, rng: Any, dept_folder: dict[int, int], tickets_of: dict[int,
         hires = int(rng.integers(0, 1 + current // 4 + 1))
         heads.append([d["name"], current, hires, f"=B{i}+C{i}", f"=IF($C${n + 2}=0,0,ROUND(C{i}/$C${n + 2},3))"])
     heads.append(["Total", f"=SUM(B2:B{n + 1})", f"=SUM(C2:C{n + 1})", f"=SUM(D2:D{n + 1})", ""])
-    _doc(
+    add_document(
         g,
         dept_folder[finance["id"]],
         f"Headcount plan {year}",
@@ -194,7 +197,7 @@ def _sheets(g: Gen, rng: Any, dept_folder: dict[int, int], tickets_of: dict[int,
         ]
     )
     engineering = next((d for d in depts if d["name"] == "Engineering"), depts[0])
-    _doc(
+    add_document(
         g,
         dept_folder[engineering["id"]],
         f"Roadmap {year}",
