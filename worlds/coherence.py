@@ -472,6 +472,39 @@ def _postmortems(conn: Connection, tally: Tally) -> None:
             tally.fail(f"document {did} ({name}) names people outside {key}'s project: {sorted(named)}")
 
 
+def _releases(conn: Connection, tally: Tally) -> None:
+    """Release notes list only tickets of their project that were done before the notes were written.
+
+    Reads generated notes (``Release notes <milestone>``, version 1, titled ``... (KEY)``): every ticket under
+    "Shipped" belongs to project KEY, is done now and was resolved no later than the notes.
+    """
+    tickets = {
+        key: (project, status, resolved)
+        for key, project, status, resolved in conn.execute(
+            select(Ticket.key, Project.key, Ticket.status, Ticket.resolved_at).join(
+                Project, Project.id == Ticket.project_id
+            )
+        )
+    }
+    refs = _refs(conn)
+    for did, name, content, written in conn.execute(
+        select(Document.id, Document.name, Document.content, Document.created_at)
+        .where(Document.name.like("Release notes %"), Document.version == 1)
+        .order_by(Document.id)
+    ):
+        title = content.get("sections", [{}])[0].get("heading", "") if "sections" in content else ""
+        if not title and "blocks" in content and content["blocks"]:
+            title = str(content["blocks"][0][1])
+        owner = title.rsplit("(", 1)[-1].rstrip(")")
+        for key in refs.keys(" ".join(_section(content, "Shipped"))):
+            tally.checked += 1
+            project, status, resolved = tickets.get(key, ("", "", None))
+            if project != owner:
+                tally.fail(f"document {did} ({name}) ships {key}, which is not a ticket of {owner}")
+            elif status != "done" or resolved is None or resolved > written:
+                tally.fail(f"document {did} ({name}) ships {key}, which was not done when the notes were written")
+
+
 # -- money ----------------------------------------------------------------------------------------------------
 
 
@@ -540,5 +573,6 @@ COHERENCE_CHECKS: tuple[tuple[str, str, Callable[[Connection, Tally], None]], ..
     ("working_hours", "each person's activity falls in their own working hours and time zone", _working_hours),
     ("meeting_actions", "weekly notes' action items are tickets of the named person, filed later", _meeting_actions),
     ("postmortems", "postmortems follow their incident's resolution and ~incidents posts, same times", _postmortems),
+    ("releases", "release notes ship only their project's tickets done by then", _releases),
     ("budget_headcount", "budgets cover payroll; headcount plans match the directory", _budgets),
 )

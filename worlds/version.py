@@ -17,5 +17,6 @@ SCHEMA_VERSION = 4
 # letters), documents name tickets filed by their date, budgets follow payroll; 4 every post, mail, ticket
 # comment and status change in its author's working hours and time zone, tickets numbered in filing order,
 # weekly notes at the team's calendar time whose action items are tickets their owners file afterwards,
-# resolved incidents with an ~incidents thread (open, update, resolution) and a postmortem document.
+# resolved incidents with an ~incidents thread (open, update, resolution) and a postmortem document,
+# release notes and an announcement for each reached milestone naming the tickets done by then.
 GENERATOR_VERSION = 4

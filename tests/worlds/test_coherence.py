@@ -192,5 +192,16 @@ def test_check_world__a_postmortem_whose_timeline_disagrees_with_the_ticket_is_c
     assert any(f"the timeline does not give {ticket['key']}'s filing and resolution times" in p for p in problems)
 
 
+def test_check_world__release_notes_shipping_an_unfinished_ticket_are_caught(base: Rows) -> None:
+    rows = _copy(base)
+    assert _report(_copy(base))["releases"].checked > 0
+    doc = next(d for d in rows["documents"] if d["name"].startswith("Release notes "))
+    key = next(text.split(":")[0] for level, text in doc["content"]["blocks"] if level == 0 and ": " in text)
+    ticket = next(t for t in rows["tickets"] if t["key"] == key)
+    ticket["status"], ticket["resolved_at"] = "in_progress", None
+    problems = check_world(_conn(rows))
+    assert any(f"ships {key}, which was not done when the notes were written" in p for p in problems)
+
+
 def _conn(rows: Rows) -> Any:
     return load_in_memory(rows).connect()

@@ -15,6 +15,7 @@ from worlds.generate.documents import build_documents
 from worlds.generate.incidents import build_incidents
 from worlds.generate.office_files import build_office_files
 from worlds.generate.org import build_org
+from worlds.generate.releases import build_releases
 from worlds.generate.work import build_work
 from worlds.rows import WorldRows
 from worlds.seeding import Seeds
@@ -48,6 +49,7 @@ def generate(spec: WorldSpec, progress: Callable[[str, int, int], None] | None =
     if g.has("docs") or g.has("sheets"):
         build_documents(g)
         build_incidents(g)
+        build_releases(g)
         build_office_files(g)
     step(5)
     return g.rows
