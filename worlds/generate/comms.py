@@ -142,7 +142,11 @@ def build_mail(g: Gen, tickets_by_team: dict[int, list[tuple[Any, str]]]) -> Non
     writer = MailWriter(g, Dice(g.seeds.rng("history/mail-text")), customer_boxes, vendor_boxes)
     last = g.start_at - timedelta(minutes=1)
     staff = len(emps)
-    for _ in range(max(5, int(g.spec.employees * g.spec.history_days * 0.02))):
+    wanted = max(5, int(g.spec.employees * g.spec.history_days * 0.02))
+    written = 0
+    for _ in range(3 * wanted):  # a plan whose first mail falls after history ends is dropped; draw another
+        if written == wanted:
+            break
         plan = writer.plan(g.at(rng))
         # Each turn is sent in its sender's working hours (mailboxes 1..staff are the employees'; outside
         # senders write whenever they like); a turn that would fall after history ends was not written yet.
@@ -159,6 +163,7 @@ def build_mail(g: Gen, tickets_by_team: dict[int, list[tuple[Any, str]]]) -> Non
         if not times:
             continue  # its ticket was filed too close to the start to be written about before it: no thread
         subject = plan.subject
+        written += 1
         thread = g.add("mail_threads", {"subject": subject, "created_at": times[0]})
         prev = None
         for turn, ((frm, body), at) in enumerate(zip(plan.turns, times, strict=False)):
