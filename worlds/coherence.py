@@ -29,6 +29,7 @@ from sqlalchemy import Connection, select
 
 from worlds.schema import (
     ChangeLog,
+    Channel,
     Department,
     Document,
     Employee,
@@ -40,6 +41,7 @@ from worlds.schema import (
     MergeRequestNote,
     Post,
     Project,
+    ProjectMember,
     Reaction,
     Ticket,
     TicketComment,
@@ -330,10 +332,6 @@ def _leavers(conn: Connection, tally: Tally) -> None:
 
 def _working_hours(conn: Connection, tally: Tally) -> None:
     """Every generated post, mail, comment and status change falls on its author's workday, in their hours."""
-    tally.expected_to_fail = (
-        "TODO(issue 12 item 1): history timestamps are drawn in UTC office hours or uniformly; the event-driven "
-        "history places each action in its actor's own hours"
-    )
     hours = {
         i: (ZoneInfo(tz), lo, hi, days)
         for i, tz, lo, hi, days in conn.execute(
@@ -353,6 +351,158 @@ def _working_hours(conn: Connection, tally: Tally) -> None:
         minute = local.hour * 60 + local.minute
         if days[local.weekday()] != "1" or not lo <= minute <= hi:
             tally.fail(f"{table} {rid} by employee {who} is at {local:%a %H:%M} {tz.key}, outside their hours")
+
+
+_ACTION = re.compile(r"^@([a-z][a-z0-9._]*[a-z0-9]): (.+)\.$")
+ACTION_PREFIX = "Action item from the "
+"""How an action-item ticket's description starts (``worlds.generate.meetings`` writes it)."""
+
+
+def _section(content: Any, heading: str) -> list[str]:
+    """The lines under ``heading`` in a text document, as generated (sections) or as parsed from ODT/DOCX (blocks)."""
+    if not isinstance(content, dict):
+        return []
+    for section in content.get("sections", []):
+        if section.get("heading") == heading:
+            return str(section.get("body", "")).split("\n")
+    lines: list[str] = []
+    inside = False
+    for level, text in content.get("blocks", []):
+        if level:
+            inside = text == heading
+        elif inside:
+            lines.append(str(text))
+    return lines
+
+
+def _meeting_actions(conn: Connection, tally: Tally) -> None:
+    """Each new action item in weekly notes is a ticket owned by the person named, filed after the meeting.
+
+    Both directions: a notes line ``@owner: <title>.`` has a ticket with that title assigned to ``owner`` whose
+    description names the notes and whose creation follows the notes; an action-item ticket names notes that
+    exist, were written before it, and list it for its assignee. Notes edited since generation are skipped.
+    """
+    users = dict(conn.execute(select(Employee.id, Employee.username)).all())
+    notes: dict[str, tuple[int, datetime, set[tuple[str, str]]]] = {}
+    for did, name, content, at, version in conn.execute(
+        select(Document.id, Document.name, Document.content, Document.created_at, Document.version)
+        .where(Document.name.like("%weekly notes%"))
+        .order_by(Document.id)
+    ):
+        items = {(m[1], m[2]) for line in _section(content, "Action items") if (m := _ACTION.match(line.strip()))}
+        if version == 1:
+            notes[name.rsplit(".", 1)[0]] = (did, at, items)
+    listed: set[tuple[str, str, str]] = set()
+    for key, title, desc, owner, at in conn.execute(
+        select(Ticket.key, Ticket.title, Ticket.description, Ticket.assignee_id, Ticket.created_at)
+        .where(Ticket.description.like(f"{ACTION_PREFIX}%"))
+        .order_by(Ticket.id)
+    ):
+        meeting = desc[len(ACTION_PREFIX) :].split(":", 1)[0]
+        if meeting not in notes:
+            continue  # notes edited or deleted in an episode
+        tally.checked += 1
+        did, written, items = notes[meeting]
+        who = users.get(owner, "") if owner is not None else ""
+        listed.add((meeting, who, title))
+        if (who, title) not in items:
+            tally.fail(f"ticket {key} is an action item of document {did} ({meeting}), not listed there for @{who}")
+        elif at <= written:
+            tally.fail(f"ticket {key} was filed at {at:%Y-%m-%d %H:%M}, before its meeting's notes ({meeting})")
+    for meeting, (did, _, items) in sorted(notes.items()):
+        for who, title in sorted(items):
+            tally.checked += 1
+            if (meeting, who, title) not in listed:
+                tally.fail(f"document {did} ({meeting}) gives @{who} the action {title!r}, but no such ticket exists")
+
+
+def _postmortems(conn: Connection, tally: Tally) -> None:
+    """A postmortem follows its incident: resolved before it, discussed in ~incidents before it, same times.
+
+    Reads generated postmortems (``Postmortem <KEY> <date>``, version 1): the ticket is an incident that was
+    resolved before the document was written; ~incidents has a post naming the key written before the document;
+    the timeline names the ticket's filing and resolution minutes; the people named work on the ticket's project.
+    """
+    tickets = {
+        key: (tid, kind, created, resolved, project, reporter)
+        for tid, key, kind, created, resolved, project, reporter in conn.execute(
+            select(
+                Ticket.id, Ticket.key, Ticket.type, Ticket.created_at, Ticket.resolved_at, Ticket.project_id,
+                Ticket.reporter_id,
+            )
+        )
+    }  # fmt: skip
+    first_post: dict[str, datetime] = {}
+    refs = _refs(conn)
+    for message, at in conn.execute(
+        select(Post.message, Post.created_at)
+        .join(Channel, Channel.id == Post.channel_id)
+        .where(Channel.name == "incidents")
+        .order_by(Post.id)
+    ):
+        for key in refs.keys(message):
+            first_post[key] = min(at, first_post.get(key, at))
+    members: dict[int, set[str]] = {}
+    for project, username in conn.execute(
+        select(ProjectMember.project_id, Employee.username).join(Employee, Employee.id == ProjectMember.employee_id)
+    ):
+        members.setdefault(project, set()).add(username)
+    users = dict(conn.execute(select(Employee.id, Employee.username)).all())
+    has_chat = conn.execute(select(Channel.id).where(Channel.name == "incidents")).first() is not None
+    for did, name, content, written in conn.execute(
+        select(Document.id, Document.name, Document.content, Document.created_at)
+        .where(Document.name.like("Postmortem %"), Document.version == 1)
+        .order_by(Document.id)
+    ):
+        tally.checked += 1
+        key = name.split(" ")[1]
+        if key not in tickets:
+            tally.fail(f"document {did} ({name}) is the postmortem of {key}, which does not exist")
+            continue
+        _, kind, created, resolved, project, reporter = tickets[key]
+        timeline = " ".join(_section(content, "Timeline"))
+        named = set(_MENTION.findall(" ".join(_section(content, "People"))))
+        if kind != "incident" or resolved is None or resolved > written:
+            tally.fail(f"document {did} ({name}) was written before {key} was resolved (or {key} is no incident)")
+        elif has_chat and not (key in first_post and first_post[key] <= written):
+            tally.fail(f"document {did} ({name}) has no ~incidents post about {key} before it")
+        elif f"{created:%Y-%m-%d %H:%M}" not in timeline or f"{resolved:%Y-%m-%d %H:%M}" not in timeline:
+            tally.fail(f"document {did} ({name}): the timeline does not give {key}'s filing and resolution times")
+        elif not named <= members.get(project, set()) | {users.get(reporter, "")}:
+            tally.fail(f"document {did} ({name}) names people outside {key}'s project: {sorted(named)}")
+
+
+def _releases(conn: Connection, tally: Tally) -> None:
+    """Release notes list only tickets of their project that were done before the notes were written.
+
+    Reads generated notes (``Release notes <milestone>``, version 1, titled ``... (KEY)``): every ticket under
+    "Shipped" belongs to project KEY, is done now and was resolved no later than the notes.
+    """
+    tickets = {
+        key: (project, status, resolved)
+        for key, project, status, resolved in conn.execute(
+            select(Ticket.key, Project.key, Ticket.status, Ticket.resolved_at).join(
+                Project, Project.id == Ticket.project_id
+            )
+        )
+    }
+    refs = _refs(conn)
+    for did, name, content, written in conn.execute(
+        select(Document.id, Document.name, Document.content, Document.created_at)
+        .where(Document.name.like("Release notes %"), Document.version == 1)
+        .order_by(Document.id)
+    ):
+        title = content.get("sections", [{}])[0].get("heading", "") if "sections" in content else ""
+        if not title and "blocks" in content and content["blocks"]:
+            title = str(content["blocks"][0][1])
+        owner = title.rsplit("(", 1)[-1].rstrip(")")
+        for key in refs.keys(" ".join(_section(content, "Shipped"))):
+            tally.checked += 1
+            project, status, resolved = tickets.get(key, ("", "", None))
+            if project != owner:
+                tally.fail(f"document {did} ({name}) ships {key}, which is not a ticket of {owner}")
+            elif status != "done" or resolved is None or resolved > written:
+                tally.fail(f"document {did} ({name}) ships {key}, which was not done when the notes were written")
 
 
 # -- money ----------------------------------------------------------------------------------------------------
@@ -421,5 +571,8 @@ COHERENCE_CHECKS: tuple[tuple[str, str, Callable[[Connection, Tally], None]], ..
     ("causal", "replies after what they answer, reactions after posts, fixes after reports", _causal),
     ("leavers", "nothing by a leaver after their last day", _leavers),
     ("working_hours", "each person's activity falls in their own working hours and time zone", _working_hours),
+    ("meeting_actions", "weekly notes' action items are tickets of the named person, filed later", _meeting_actions),
+    ("postmortems", "postmortems follow their incident's resolution and ~incidents posts, same times", _postmortems),
+    ("releases", "release notes ship only their project's tickets done by then", _releases),
     ("budget_headcount", "budgets cover payroll; headcount plans match the directory", _budgets),
 )

@@ -14,5 +14,9 @@ SCHEMA_VERSION = 4
 # content referring to people, projects and tickets, and a roadmap spreadsheet; 3 tickets, comments, chat posts
 # and mail written from events (a ticket's cause, its status changes, hires, releases, customer cases, invoices)
 # in each employee's own style, with customer and vendor mailboxes; any headcount from 1 (project keys stay
-# letters), documents name tickets filed by their date, budgets follow payroll.
-GENERATOR_VERSION = 3
+# letters), documents name tickets filed by their date, budgets follow payroll; 4 every post, mail, ticket
+# comment and status change in its author's working hours and time zone, tickets numbered in filing order,
+# weekly notes at the team's calendar time whose action items are tickets their owners file afterwards,
+# resolved incidents with an ~incidents thread (open, update, resolution) and a postmortem document,
+# release notes and an announcement for each reached milestone naming the tickets done by then.
+GENERATOR_VERSION = 4

@@ -195,7 +195,12 @@ def test_schedule__agreement_must_be_asked_for_before_booking(episode, agent):
         score = _play(episode, seed, agent, "cooperative")
         assert not score.gated, [c.evidence for c in score.checks]  # a fine booking ...
         agreed = _per_person(score, "agreed")
-        assert agreed.score == 0.0, agreed.evidence  # ... that nobody agreed to by the rules
+        if agent is _EscalatesAtOnce:
+            # A cooperative coworker may say yes in the minutes the agent spends escalating the others; that
+            # yes is a real agreement. Everyone else was escalated without cause and earns nothing.
+            assert agreed.score < 1.0 and "escalated without a refusal" in agreed.evidence, agreed.evidence
+        else:
+            assert agreed.score == 0.0, agreed.evidence  # ... that nobody agreed to by the rules
         assert score.value <= 0.5
 
 

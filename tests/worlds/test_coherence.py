@@ -8,8 +8,9 @@ small world and assert the named check reports it.
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import UTC, timedelta
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import pytest
 
@@ -48,7 +49,7 @@ def _copy(rows: Rows) -> Rows:
 
 def test_world_report__lists_every_check_with_counts(base: Rows) -> None:
     report = _report(_copy(base))
-    for name in ("refs_mail", "refs_chat", "refs_documents", "causal", "working_hours", "budget_headcount"):
+    for name in ("refs_mail", "refs_chat", "refs_documents", "causal", "working_hours", "meeting_actions"):
         assert name in report
     assert report["refs_mail"].checked > 0 and report["refs_mail"].failed == 0
     assert report["budget_headcount"].checked >= 2 * len(base["departments"])
@@ -128,13 +129,78 @@ def test_check_world__catches_activity_after_a_leavers_last_day(base: Rows) -> N
     assert any(f"posts {post['id']} by employee {who} is after their last day" in p for p in problems)
 
 
-def test_check_world__working_hours_are_counted_but_expected_to_fail_until_the_history_rewrite(base: Rows) -> None:
+def test_check_world__working_hours_hold_and_catch_a_post_at_night(base: Rows) -> None:
     rows = _copy(base)
     report = _report(rows)["working_hours"]
-    assert report.checked > 0 and "issue 12 item 1" in report.expected_to_fail
-    assert not any("outside their hours" in p for p in check_world(_conn(rows)))
-    if report.failed:
-        assert any("outside their hours" in p for p in check_world(_conn(rows), strict=True))
+    assert report.checked > len(rows["posts"]) and report.failed == 0 and not report.expected_to_fail
+    post = rows["posts"][0]
+    tz = ZoneInfo(rows["employees"][post["author_id"] - 1]["timezone"])
+    local = post["created_at"].astimezone(tz)
+    post["created_at"] = local.replace(hour=3, minute=0).astimezone(UTC)  # 03:00 their time
+    assert any(f"posts {post['id']} by employee {post['author_id']}" in p for p in check_world(_conn(rows)))
+
+
+def _action_ticket(rows: Rows) -> dict[str, Any]:
+    return next(t for t in rows["tickets"] if t["description"].startswith("Action item from the "))
+
+
+def test_check_world__catches_an_action_item_owned_by_someone_else(base: Rows) -> None:
+    rows = _copy(base)
+    ticket = _action_ticket(rows)
+    ticket["assignee_id"] = next(e["id"] for e in rows["employees"] if e["id"] != ticket["assignee_id"])
+    assert _report(_copy(base))["meeting_actions"].checked > 0
+    problems = check_world(_conn(rows))
+    assert any(f"ticket {ticket['key']} is an action item of document" in p for p in problems)
+    assert any("gives @" in p and "but no such ticket exists" in p for p in problems)
+
+
+def test_check_world__catches_an_action_item_filed_before_its_meeting(base: Rows) -> None:
+    rows = _copy(base)
+    ticket = _action_ticket(rows)
+    ticket["created_at"] -= timedelta(days=10)
+    assert any(f"ticket {ticket['key']} was filed at" in p for p in check_world(_conn(rows)))
+
+
+@pytest.fixture(scope="module")
+def with_incidents() -> Rows:
+    return generate(WorldSpec(seed=102, employees=100, history_days=90))
+
+
+def _postmortem(rows: Rows) -> tuple[dict[str, Any], dict[str, Any]]:
+    doc = next(d for d in rows["documents"] if d["name"].startswith("Postmortem "))
+    key = doc["name"].split(" ")[1]
+    return doc, next(t for t in rows["tickets"] if t["key"] == key)
+
+
+def test_check_world__postmortems_hold_and_one_written_before_the_fix_is_caught(with_incidents: Rows) -> None:
+    rows = _copy(with_incidents)
+    assert _report(_copy(with_incidents))["postmortems"].checked > 0
+    assert check_world(_conn(_copy(with_incidents))) == []
+    doc, ticket = _postmortem(rows)
+    doc["created_at"] = doc["updated_at"] = ticket["resolved_at"] - timedelta(hours=1)
+    problems = check_world(_conn(rows))
+    assert any(
+        f"document {doc['id']} ({doc['name']}) was written before {ticket['key']} was resolved" in p for p in problems
+    )
+
+
+def test_check_world__a_postmortem_whose_timeline_disagrees_with_the_ticket_is_caught(with_incidents: Rows) -> None:
+    rows = _copy(with_incidents)
+    doc, ticket = _postmortem(rows)
+    ticket["resolved_at"] -= timedelta(minutes=7)
+    problems = check_world(_conn(rows))
+    assert any(f"the timeline does not give {ticket['key']}'s filing and resolution times" in p for p in problems)
+
+
+def test_check_world__release_notes_shipping_an_unfinished_ticket_are_caught(base: Rows) -> None:
+    rows = _copy(base)
+    assert _report(_copy(base))["releases"].checked > 0
+    doc = next(d for d in rows["documents"] if d["name"].startswith("Release notes "))
+    key = next(text.split(":")[0] for level, text in doc["content"]["blocks"] if level == 0 and ": " in text)
+    ticket = next(t for t in rows["tickets"] if t["key"] == key)
+    ticket["status"], ticket["resolved_at"] = "in_progress", None
+    problems = check_world(_conn(rows))
+    assert any(f"ships {key}, which was not done when the notes were written" in p for p in problems)
 
 
 def _conn(rows: Rows) -> Any:

@@ -12,8 +12,10 @@ from collections.abc import Callable
 from worlds.generate.common import Gen
 from worlds.generate.comms import build_calendar, build_chat, build_mail
 from worlds.generate.documents import build_documents
+from worlds.generate.incidents import build_incidents
 from worlds.generate.office_files import build_office_files
 from worlds.generate.org import build_org
+from worlds.generate.releases import build_releases
 from worlds.generate.work import build_work
 from worlds.rows import WorldRows
 from worlds.seeding import Seeds
@@ -46,6 +48,8 @@ def generate(spec: WorldSpec, progress: Callable[[str, int, int], None] | None =
     step(4)
     if g.has("docs") or g.has("sheets"):
         build_documents(g)
+        build_incidents(g)
+        build_releases(g)
         build_office_files(g)
     step(5)
     return g.rows

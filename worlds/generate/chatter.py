@@ -394,8 +394,8 @@ def write_posts(g: Gen, channels: list[tuple[int, list[int], list[tuple[Any, str
     roots: list[tuple[Any, int, int, Root]] = []
     for ci in sorted(int(c) for c in picks):
         cid, members, tickets, _ = channels[ci]
-        at = g.work_time(rng)
         author = int(members[int(rng.integers(len(members)))])
+        at = g.placed(author, g.at(rng))
         root = writer.root(names[cid], at, author, members, tickets)
         roots.append((at, cid, author, root))
         g.add(
@@ -419,7 +419,10 @@ def write_posts(g: Gen, channels: list[tuple[int, list[int], list[tuple[Any, str
             when = at
             for _ in range(int(rng.integers(1, 4))):
                 replier = int(members_of[cid][int(rng.integers(len(members_of[cid])))])
-                when = min(g.start_at, when + timedelta(minutes=int(rng.integers(1, 120))))
+                later = g.when(replier, when + timedelta(minutes=int(rng.integers(1, 120))))
+                if later is None:
+                    break  # the replier's next working moment is after history ends: nobody answered yet
+                when = later
                 msg, mentions = writer.reply(root, replier, author)
                 rid = g.add(
                     "posts",

@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from worlds.hours import WorkHours
 from worlds.rows import WorldRows
 from worlds.seeding import Seeds
 from worlds.spec import WorldSpec
@@ -25,12 +26,15 @@ class Gen:
     domain: str = ""
     company_name: str = ""
     _index: dict[tuple[str, str, str], dict[Any, list[Any]]] = field(default_factory=dict, repr=False)
+    _hours: dict[int, WorkHours] = field(default_factory=dict, repr=False)
     # Filled by the work stage and read by later ones: how each employee writes (index = id - 1), the event
     # behind each ticket (by ticket id), and the companies the business deals with (name, contact first/last).
     styles: list[Any] = field(default_factory=list)
     stories: dict[int, Any] = field(default_factory=dict)
     customers: list[tuple[str, str, str]] = field(default_factory=list)
     vendors: list[tuple[str, str, str]] = field(default_factory=list)
+    # Project id -> (work family, components it works on): later stages draw new tickets in the same areas.
+    components: dict[int, tuple[str, list[str]]] = field(default_factory=dict)
 
     start_at: datetime = field(init=False)
     history_start: datetime = field(init=False)
@@ -79,14 +83,29 @@ class Gen:
         span = max(0.0, (hi - lo).total_seconds())
         return lo + timedelta(seconds=int(rng.uniform(0, span)))
 
-    def work_time(self, rng: np.random.Generator, lo: datetime | None = None) -> datetime:
-        """An instant during office hours (UTC 08:00-18:00 on weekdays) inside the window, after ``lo``."""
-        lo = lo or self.history_start
-        for _ in range(20):
-            t = self.at(rng, lo)
-            if t.weekday() < 5 and 8 <= t.hour < 18:
-                return t
-        return self.at(rng, lo)
+    def hours(self, emp: int) -> WorkHours:
+        """The working week of employee ``emp`` (zone, start and end minute, workdays), read once."""
+        found = self._hours.get(emp)
+        if found is None:
+            e = self.rows["employees"][emp - 1]
+            found = WorkHours(e["timezone"], e["work_start_minute"], e["work_end_minute"], e["workdays"])
+            self._hours[emp] = found
+        return found
+
+    def when(self, emp: int, t: datetime) -> datetime | None:
+        """The first moment at or after ``t`` in ``emp``'s own working hours, or None once history has ended.
+
+        Why: every generated post, mail, comment and status change is something a person did, so it happens on
+        their workday in their time zone (issue 12 item 1); an action that would land after the world's start
+        instant did not happen yet, and the caller drops it (a reply nobody wrote, a step the ticket has not taken).
+        """
+        out = self.hours(emp).next_open(t)
+        return out if out <= self.start_at else None
+
+    def placed(self, emp: int, t: datetime) -> datetime:
+        """``when(emp, t)``, or else ``emp``'s last working moment before history ends (for actions that must exist)."""
+        out = self.when(emp, t)
+        return out if out is not None else self.hours(emp).last_open(min(t, self.start_at))
 
 
 def slug(text: str) -> str:

@@ -26,7 +26,9 @@ def build_chat(g: Gen, tickets_by_team: dict[int, list[tuple[Any, str]]]) -> Non
     """Channels, memberships, posts with threads, mentions and reactions."""
     rng = g.seeds.rng("history/chat")
     emps = g.rows["employees"]
-    created = g.history_start
+    # Channels predate the history window: a post placed at its author's last working moment before a short
+    # window (a weekend, another time zone) may fall a few days before the window opens.
+    created = g.history_start - timedelta(days=7)
     g.add("chat_teams", {"name": g.domain.split(".")[0][:60], "display_name": g.company_name})
     everyone = [e["id"] for e in emps]
     channels: list[tuple[int, list[int], list[tuple[Any, str]], float]] = []
@@ -139,15 +141,32 @@ def build_mail(g: Gen, tickets_by_team: dict[int, list[tuple[Any, str]]]) -> Non
             folders[(box, name)] = g.add("mail_folders", {"mailbox_id": box, "name": name})
     writer = MailWriter(g, Dice(g.seeds.rng("history/mail-text")), customer_boxes, vendor_boxes)
     last = g.start_at - timedelta(minutes=1)
-    for _ in range(max(5, int(g.spec.employees * g.spec.history_days * 0.02))):
-        plan = writer.plan(g.work_time(rng))
-        if plan.start > last:
+    staff = len(emps)
+    wanted = max(5, int(g.spec.employees * g.spec.history_days * 0.02))
+    written = 0
+    for _ in range(3 * wanted):  # a plan whose first mail falls after history ends is dropped; draw another
+        if written == wanted:
+            break
+        plan = writer.plan(g.at(rng))
+        # Each turn is sent in its sender's working hours (mailboxes 1..staff are the employees'; outside
+        # senders write whenever they like); a turn that would fall after history ends was not written yet.
+        times: list[datetime] = []
+        at = plan.start
+        for turn, (frm, _) in enumerate(plan.turns):
+            if turn:
+                at = at + timedelta(minutes=int(rng.integers(10, 600)))
+            sent = g.when(frm, at) if frm <= staff else at
+            if sent is None or sent > last:
+                break
+            times.append(sent)
+            at = sent
+        if not times:
             continue  # its ticket was filed too close to the start to be written about before it: no thread
         subject = plan.subject
-        thread = g.add("mail_threads", {"subject": subject, "created_at": plan.start})
+        written += 1
+        thread = g.add("mail_threads", {"subject": subject, "created_at": times[0]})
         prev = None
-        at = plan.start
-        for turn, (frm, body) in enumerate(plan.turns):
+        for turn, ((frm, body), at) in enumerate(zip(plan.turns, times, strict=False)):
             rcpt = [p for p in plan.parts if p != frm]
             mid = len(g.table("mail_messages")) + 1
             g.add(
@@ -189,9 +208,6 @@ def build_mail(g: Gen, tickets_by_team: dict[int, list[tuple[Any, str]]]) -> Non
                 },
             )
             prev = mid
-            at = min(g.start_at, at + timedelta(minutes=int(rng.integers(10, 600))))
-            if at >= g.start_at:
-                break
 
 
 def _local(day: Any, minute: int, tz: str) -> datetime:

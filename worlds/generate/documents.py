@@ -11,14 +11,16 @@ in every company.
 
 from __future__ import annotations
 
-from datetime import timedelta
 from typing import Any
 
 from worlds.generate.common import Gen, pick
+from worlds.generate.language import Dice
+from worlds.generate.meetings import new_actions, weeklies
 from worlds.office import files
 
 
-def _doc(g: Gen, folder: int, name: str, fmt: str, owner: int, content: dict[str, Any], at: Any) -> int:
+def add_document(g: Gen, folder: int, name: str, fmt: str, owner: int, content: dict[str, Any], at: Any) -> int:
+    """One generated document at version 1, owned and written by ``owner`` at ``at`` (later stages add theirs)."""
     did = g.add(
         "documents",
         {
@@ -55,6 +57,7 @@ def _user(g: Gen, employee_id: int | None) -> str:
 def build_documents(g: Gen) -> None:
     """Shared and department folders, project specs, meeting notes, budget, headcount and roadmap sheets."""
     rng = g.seeds.rng("documents")
+    words = Dice(g.seeds.rng("documents/actions"))
     team_of = g.index("employees", "team_id", "id")
     at = g.history_start
     root = g.add("doc_folders", {"parent_id": None, "name": "Shared", "owner_id": 1, "created_at": at})
@@ -68,7 +71,9 @@ def build_documents(g: Gen) -> None:
     for t in g.rows.get("tickets", []):
         tickets_of.setdefault(t["project_id"], []).append(t)
     for project in g.rows.get("projects", []):
-        written = g.at(rng)
+        filed = [t["created_at"] for t in tickets_of.get(project["id"], [])]
+        # A spec is written once work on the project has started, so its scope can name the first tickets.
+        written = g.at(rng, lo=max(g.history_start, min(filed))) if filed else g.at(rng)
         tickets = [t for t in tickets_of.get(project["id"], []) if t["created_at"] <= written]  # filed by then
         team = g.rows["teams"][project["team_id"] - 1]
         scope = [f"{t['key']}: {t['title']} ({_user(g, t['assignee_id'])}, {t['status']})" for t in tickets[:6]]
@@ -82,7 +87,7 @@ def build_documents(g: Gen) -> None:
                 {"heading": "People", "body": ", ".join(_user(g, m) for m in sorted(set(members))) or "TBD"},
             ],
         }
-        did = _doc(
+        did = add_document(
             g, dept_folder[team["department_id"]], f"{project['name']} spec", "docx", project["lead_id"], content,
             written,
         )  # fmt: skip
@@ -93,17 +98,17 @@ def build_documents(g: Gen) -> None:
         open_tickets = [
             t for pid in sorted(project_ids) for t in tickets_of.get(pid, []) if t["status"] not in ("done", "closed")
         ]
-        for week in range(min(3, max(1, g.spec.history_days // 7))):
-            when = g.start_at - timedelta(days=7 * (week + 1))
-            filed = [t for t in open_tickets if t["created_at"] <= max(g.history_start, when)]
-            actions = [f"{_user(g, t['assignee_id'])} to update {t['key']} ({t['title']})." for t in filed[:3]]
+        members = team_of.get(team["id"], [])
+        owned: dict[str, Any] | None = next((p for p in g.rows.get("projects", []) if p["team_id"] == team["id"]), None)
+        for meeting in weeklies(g, team, min(3, max(1, g.spec.history_days // 7))):
+            known = [t for t in open_tickets if t["created_at"] <= meeting.start]
+            actions = [f"{_user(g, t['assignee_id'])} to update {t['key']} ({t['title']})." for t in known[:3]]
+            if owned is not None and members and g.has("tickets"):
+                actions += new_actions(g, words, meeting, owned, members)
             content = {
                 "sections": [
-                    {"heading": f"{team['name']} weekly {when.date().isoformat()}", "body": ""},
-                    {
-                        "heading": "Attendees",
-                        "body": ", ".join(_user(g, i) for i in team_of.get(team["id"], [])),
-                    },
+                    {"heading": f"{team['name']} weekly {meeting.start.date().isoformat()}", "body": ""},
+                    {"heading": "Attendees", "body": ", ".join(_user(g, i) for i in members)},
                     {
                         "heading": "Notes",
                         "body": pick(
@@ -118,15 +123,12 @@ def build_documents(g: Gen) -> None:
                     {"heading": "Action items", "body": "\n\n".join(actions) or "Follow up in the team channel."},
                 ],
             }
-            _doc(
-                g,
-                dept_folder[team["department_id"]],
-                f"{team['name']} weekly notes {when.date().isoformat()}",
-                "odt",
-                team["lead_id"],
-                content,
-                max(g.history_start, when),
+            add_document(
+                g, dept_folder[team["department_id"]], meeting.title, "odt", team["lead_id"], content, meeting.end
             )
+    tickets_of = {}  # again: the weeklies filed action-item tickets the roadmap counts
+    for t in g.rows.get("tickets", []):
+        tickets_of.setdefault(t["project_id"], []).append(t)
     _sheets(g, rng, dept_folder, tickets_of)
 
 
@@ -149,7 +151,7 @@ def _sheets(g: Gen, rng: Any, dept_folder: dict[int, int], tickets_of: dict[int,
         quarters = [int(round(base * (1 + float(rng.uniform(-0.03, 0.03))), -3)) for _ in range(4)]
         budget.append([d["name"], _user(g, d["head_id"]), *quarters, f"=SUM(C{i}:F{i})"])
     budget.append(["Total", "", *[f"=SUM({c}2:{c}{n + 1})" for c in "CDEFG"]])
-    _doc(
+    add_document(
         g,
         dept_folder[finance["id"]],
         f"Budget {year}",
@@ -164,7 +166,7 @@ def _sheets(g: Gen, rng: Any, dept_folder: dict[int, int], tickets_of: dict[int,
         hires = int(rng.integers(0, 1 + current // 4 + 1))
         heads.append([d["name"], current, hires, f"=B{i}+C{i}", f"=IF($C${n + 2}=0,0,ROUND(C{i}/$C${n + 2},3))"])
     heads.append(["Total", f"=SUM(B2:B{n + 1})", f"=SUM(C2:C{n + 1})", f"=SUM(D2:D{n + 1})", ""])
-    _doc(
+    add_document(
         g,
         dept_folder[finance["id"]],
         f"Headcount plan {year}",
@@ -195,7 +197,7 @@ def _sheets(g: Gen, rng: Any, dept_folder: dict[int, int], tickets_of: dict[int,
         ]
     )
     engineering = next((d for d in depts if d["name"] == "Engineering"), depts[0])
-    _doc(
+    add_document(
         g,
         dept_folder[engineering["id"]],
         f"Roadmap {year}",

@@ -129,6 +129,7 @@ def build_work(g: Gen) -> dict[int, list[tuple[Any, str]]]:
             made = by_team.setdefault(team["id"], [])
             family = vocab.FAMILY.get(dept, "ops")
             components = project_components(words, family)
+            g.components[pid] = (family, components)
             made.extend(_tickets(g, rng, words, project, members, sprints, count, family, components))
     for made in by_team.values():
         made.sort()
@@ -180,30 +181,42 @@ def _tickets(
     employees = g.rows["employees"]
     customers = [c[0] for c in g.customers]
     made: list[tuple[Any, str]] = []
-    times = sorted(g.at(rng) for _ in range(count))
     sprint_starts = [s[0] for s in sprints]
     open_names, open_p = list(OPEN_WEIGHTS), list(OPEN_WEIGHTS.values())
     lead = int(project["lead_id"])
     first_id = len(g.table("tickets")) + 1
-    for number, created in enumerate(times, start=1):
-        age = (g.start_at - created).total_seconds() / g.span_s
+    # First who acts on each ticket and when it was filed (in that person's working hours), then number the
+    # tickets in filing order, so PRJ-5 was filed before PRJ-6 and a blocker named in a comment already existed.
+    drafts: list[tuple[Any, int, str, list[str], str, int | None, int]] = []
+    for i, raw in enumerate(sorted(g.at(rng) for _ in range(count))):
+        age = (g.start_at - raw).total_seconds() / g.span_s
         if rng.random() < min(0.95, age * 1.2):
             target = "done" if rng.random() < 0.9 else "wont_do"
         else:
             target = str(rng.choice(open_names, p=open_p))
         path = list(STATUS_PATHS[target])
         if target in ("done", "in_review") and rng.random() < 0.2:
-            i = path.index("in_review")
-            path[i:i] = ["in_review", "in_progress"]
+            j = path.index("in_review")
+            path[j:j] = ["in_review", "in_progress"]
         kind = str(rng.choice(["bug", "task", "story", "incident", "epic"], p=[0.35, 0.35, 0.25, 0.03, 0.02]))
-        key = f"{project['key']}-{number}"
         assignee = None if target == "backlog" else int(pick(rng, members))
         # Most reports come from the team itself; the rest from anywhere in the company (support, sales...).
         reporter = int(pick(rng, members)) if rng.random() < 0.7 else int(rng.integers(1, len(employees) + 1))
+        drafts.append((g.placed(assignee or reporter, raw), i, kind, path, target, assignee, reporter))
+    for number, (created, _, kind, path, _target, assignee, reporter) in enumerate(sorted(drafts), start=1):
+        key = f"{project['key']}-{number}"
+        actor = assignee or reporter
         end = min(g.start_at, created + timedelta(days=int(rng.integers(1, 20))))
-        steps = sorted(g.at(rng, created, end) for _ in path[1:])
+        steps: list[Any] = []
+        for raw_step in sorted(g.at(rng, created, end) for _ in path[1:]):
+            at = g.when(actor, max(raw_step, steps[-1] if steps else created))
+            if at is None:
+                break  # the next step would fall after history ends: the ticket has not taken it yet
+            steps.append(at)
+        path = path[: 1 + len(steps)]
+        status = path[-1]
         sprint_id = None
-        if target != "backlog" and sprints:
+        if status != "backlog" and sprints:
             i = bisect.bisect_right(sprint_starts, created.date()) - 1
             sprint_id = sprints[max(0, i)][2]
         last = steps[-1] if steps else created
@@ -218,7 +231,7 @@ def _tickets(
                 "type": event.kind,
                 "title": event.title,
                 "description": describe(words, event, g.styles[reporter - 1], rep["first_name"]),
-                "status": target,
+                "status": status,
                 "priority": str(rng.choice(["critical", "high", "medium", "low"], p=[0.04, 0.2, 0.46, 0.3])),
                 "assignee_id": assignee,
                 "reporter_id": reporter,
@@ -226,25 +239,24 @@ def _tickets(
                 "story_points": int(pick(rng, (1, 2, 3, 5, 8))) if event.kind in ("story", "task") else None,
                 "created_at": created,
                 "updated_at": last,
-                "resolved_at": last if target in TERMINAL_STATUSES else None,
+                "resolved_at": last if status in TERMINAL_STATUSES else None,
             },
         )
         g.stories[tid] = event
-        actor = assignee or reporter
         prev = None
-        for status, at in zip(path, [created, *steps], strict=True):
+        for reached, at in zip(path, [created, *steps], strict=True):
             g.add(
                 "ticket_status_changes",
                 {
                     "ticket_id": tid,
                     "from_status": prev,
-                    "to_status": status,
+                    "to_status": reached,
                     "actor_id": actor,
                     "changed_at": at,
                 },
             )
-            prev = status
-            _comment_on(g, words, tid, event, status, at, actor, lead, members, first_id, number)
+            prev = reached
+            _comment_on(g, words, tid, event, reached, at, actor, lead, members, first_id, number)
         for label in sorted({str(x) for x in rng.choice(LABELS, size=int(rng.integers(0, 2)), replace=False)}):
             g.add("ticket_labels", {"ticket_id": tid, "label": label})
         made.append((created, key))
@@ -273,8 +285,9 @@ def _comment_on(
         g.add("ticket_links", {"source_id": other, "target_id": tid, "kind": "blocks", "created_at": at})
     author = lead if status in ("todo", "wont_do") else actor
     body = comment(words, event, status, g.styles[author - 1], blocker)
-    if body is not None:
-        g.add("ticket_comments", {"ticket_id": tid, "author_id": author, "body": body, "created_at": at})
+    said = g.when(author, at)
+    if body is not None and said is not None:
+        g.add("ticket_comments", {"ticket_id": tid, "author_id": author, "body": body, "created_at": said})
     if status == "in_review" and len(members) > 1 and words.chance(0.5):
         reviewer = int(words.pick([m for m in members if m != actor]))
         style = g.styles[reviewer - 1]
@@ -294,8 +307,9 @@ def _comment_on(
             text = say(
                 words, style, "push_back", concern=f"the {s['c']} also serves {s['seg']} and this changes them too"
             )
-        late = min(g.start_at, at + timedelta(minutes=words.integers(20, 600)))
-        g.add("ticket_comments", {"ticket_id": tid, "author_id": reviewer, "body": text, "created_at": late})
+        late = g.when(reviewer, at + timedelta(minutes=words.integers(20, 600)))
+        if late is not None:
+            g.add("ticket_comments", {"ticket_id": tid, "author_id": reviewer, "body": text, "created_at": late})
 
 
 __all__ = ["build_work", "slug"]
