@@ -123,13 +123,19 @@ def test_fit_context__shortens_the_oldest_tool_results_and_never_the_task():
 
 def test_run_llm_agent__context_limit_keeps_requests_within_the_budget(tmp_path, store):
     replies = [{"tool_calls": [{"name": "tickets_search", "arguments": json.dumps({"project": "SEA"})}]}] * 3
-    with LocalLLM(ScriptedReplies(replies)) as llm:
-        model = ChatModel("stub-model", base_url=llm.base_url, max_retries=0)
-        with Episode("triage-tickets-v0", store=store) as ep:
-            run_llm_agent(ep, model, 0, config=LLMAgentConfig(max_turns=3, max_context_tokens=4500))
-        sent = llm.requests
-    tools = sent[0]["tools"]
-    assert all(estimate_tokens(r["messages"], tools) <= 4500 for r in sent)
+
+    def play(limit: int) -> list[dict]:
+        with LocalLLM(ScriptedReplies(replies)) as llm:
+            model = ChatModel("stub-model", base_url=llm.base_url, max_retries=0)
+            with Episode("triage-tickets-v0", store=store) as ep:
+                run_llm_agent(ep, model, 0, config=LLMAgentConfig(max_turns=3, max_context_tokens=limit))
+            return list(llm.requests)
+
+    free = play(10**6)  # the sizes without a budget (the tool list's size moves as apps gain tools)
+    tools = free[0]["tools"]
+    limit = estimate_tokens(free[-1]["messages"], tools) - 100  # the last request must be shortened to fit
+    sent = play(limit)
+    assert all(estimate_tokens(r["messages"], tools) <= limit for r in sent)
     assert sent[-1]["messages"][1] == sent[0]["messages"][1]  # the task is never shortened
     assert sum(m["content"].startswith("[older tool") for m in sent[-1]["messages"] if m["role"] == "tool") >= 1
 
