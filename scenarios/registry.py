@@ -210,6 +210,18 @@ register(
     description="Team lead offboards a leaver by the checklist: grants, channels, tickets by owner, 1:1s, handover.",
 )
 register(
+    "onboard-no-buddy-v0",
+    entry_point="scenarios.library.onboard_no_buddy:OnboardNoBuddy",
+    description="Onboard a new hire when the onboarding buddy People Ops named has left: skip the buddy, say so.",
+    impossible=True,
+)
+register(
+    "offboard-owner-left-v0",
+    entry_point="scenarios.library.offboard_owner_left:OffboardOwnerLeft",
+    description="Offboard a leaver when a component owner their tickets go to has left too: keep those, say so.",
+    impossible=True,
+)
+register(
     "sprint-plan-v0",
     entry_point="scenarios.library.sprint_plan:SprintPlan",
     description="Day one of a campaign: team lead plans next sprint from calendars' capacity and the planning rules.",
