@@ -200,6 +200,12 @@ register(
     description="Team lead writes yesterday's incident postmortem from ~incidents: timeline, cause, action tickets.",
 )
 register(
+    "postmortem-no-cause-v0",
+    entry_point="scenarios.library.postmortem_no_cause:PostmortemNoCause",
+    description="Write the incident postmortem when the root cause is still under investigation: do not guess it.",
+    impossible=True,
+)
+register(
     "onboard-new-hire-v0",
     entry_point="scenarios.library.onboard:OnboardNewHire",
     description="Team lead onboards a new hire by the checklist: channels, first-week meetings, access, welcome mail.",
