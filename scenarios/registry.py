@@ -233,6 +233,12 @@ register(
     description="Day one of a campaign: team lead plans next sprint from calendars' capacity and the planning rules.",
 )
 register(
+    "sprint-no-capacity-v0",
+    entry_point="scenarios.library.sprint_no_capacity:SprintNoCapacity",
+    description="Plan next sprint when the whole team is out of office for all of it: capacity 0, say so.",
+    impossible=True,
+)
+register(
     "sprint-execute-v0",
     entry_point="scenarios.library.sprint_execute:SprintExecute",
     description="Day two of a campaign: team lead acts on yesterday's sprint plan (sprint, kickoff post, meeting).",

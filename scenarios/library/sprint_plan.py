@@ -490,7 +490,11 @@ class SprintPlan:
         folder, name = path.rsplit("/", 1)
         made = env.call("docs_create", name=name, folder=folder, text=text)
         env.call("docs_share", document=made["path"], username=manager, permission="view")
-        env.call("submit", summary=f"sprint plan written: {len(committed)} committed, {len(deferred)} deferred")
+        env.call("submit", summary=self._summary(caps, committed, deferred))
+
+    def _summary(self, caps: dict[str, int], committed: list[str], deferred: list[str]) -> str:
+        """The submit summary (an impossible variant says why nothing fits)."""
+        return f"sprint plan written: {len(committed)} committed, {len(deferred)} deferred"
 
 
 def oracle_capacity(env: AgentEnv, team: str, days: list[date]) -> dict[str, int]:
