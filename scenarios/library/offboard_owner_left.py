@@ -119,8 +119,9 @@ class OffboardOwnerLeft(OffboardLeaver):
 
     def _summary(self, leaver: str, lines: list[str], done: set[int]) -> str:
         blocked = "; ".join(
-            f"{', '.join(keys)} {'stay' if len(keys) > 1 else 'stays'} with @{leaver}: the owners post names @{who} for their component, and @{who} "
-            "has left the company too, so they wait until the team names a new owner"
+            f"{', '.join(keys)} {'stay' if len(keys) > 1 else 'stays'} with @{leaver}: the owners post names "
+            f"@{who} for their component, and @{who} has left the company too, so they wait until the team names a "
+            "new owner"
             for who, keys in sorted(self._refused.items())
         )
         return f"{super()._summary(leaver, lines, done)}. {blocked or 'Nothing blocked.'}"

@@ -57,10 +57,12 @@ class OnboardNoBuddy(OnboardNewHire):
             "If a checklist item cannot be followed, do not improvise: say why in your submit summary. Call the "
             "submit tool when you are done.",
         )
+        known = instance.npc_population
+        population = None if known is None else tuple(u for u in known if u != buddy)
         return ScenarioInstance(
             scenario_id=self.id, prompt=prompt, actor=instance.actor, rubric=self._buddy_rubric(params, lead),
             params=params, limits=instance.limits, apps=instance.apps, difficulty=instance.difficulty,
-            npc_population=tuple(u for u in instance.npc_population if u != buddy),
+            npc_population=population,
         )  # fmt: skip
 
     def _buddy_rubric(self, params: dict[str, Any], lead: int) -> Rubric:

@@ -31,7 +31,7 @@ from worlds.seeding import Seeds
 
 OPEN = r"under investigation|not (yet )?(known|found|identified|determined|understood)|unknown|no root cause"
 """How a Root cause section or a summary says that the cause is not known yet."""
-FOUND_NOTHING = "No cause yet: nothing in the {service} logs or deploys explains the spike. Filed {key} to keep digging."
+FOUND_NOTHING = "No cause yet: nothing in the {service} logs or deploys explains the spike. Filed {key} to dig."
 LOGGING = "Deployed extra logging to the {service} ({key}); the root cause is still open."
 
 

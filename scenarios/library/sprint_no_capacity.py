@@ -37,7 +37,7 @@ class SprintNoCapacity(SprintPlan):
     id = "sprint-no-capacity-v0"
     description = "Plan next sprint when the whole team is out of office for all of it: capacity 0, say so."
     impossible = True
-    story = ()
+    story: tuple[str, ...] = ()  # a single day: no sprint-execute follows it
 
     def build(self, session: Session, seeds: Seeds, clock: Clock, difficulty: int) -> ScenarioInstance:
         """The sprint planning, then every member out of office on every sprint day; the plan recomputed."""
@@ -112,4 +112,3 @@ class SprintNoCapacity(SprintPlan):
             "day, so the total is 0 points and nothing can be committed. The sprint needs moving or re-scoping "
             "with the manager."
         )
-

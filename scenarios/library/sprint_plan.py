@@ -358,7 +358,7 @@ class SprintPlan:
     id = "sprint-plan-v0"
     description = "Day one of a campaign: team lead plans next sprint from calendars' capacity and the planning rules."
     world = WorldDefaults(employees=40, history_days=30)
-    story = STORY
+    story: tuple[str, ...] = STORY
 
     def build(self, session: Session, seeds: Seeds, clock: Clock, difficulty: int) -> ScenarioInstance:
         """Pick the team, write the sprint, candidates, calendars and rules; return the instance."""

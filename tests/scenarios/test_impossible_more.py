@@ -168,9 +168,7 @@ def test_sprint_plan_by_the_parents_oracle_is_right_but_silent_and_scores_zero(s
 
 def test_calibration_agrees_with_every_verifier_and_only_claiming_success_earns_nothing(store, monkeypatch):
     monkeypatch.setenv("COMPANYSIM_RECALC", "python")
-    report = calibrate(
-        VARIANTS, seeds=range(2), difficulties=(1, 3), episode_factory=lambda f: Episode(f, store=store)
-    )
+    report = calibrate(VARIANTS, seeds=range(2), difficulties=(1, 3), episode_factory=lambda f: Episode(f, store=store))
     data = report.to_json()
     assert data["disagreements"] == []
     assert all(a["episodes"] == a["agree"] for a in data["agreement"].values())
