@@ -317,6 +317,10 @@ PARTIALS |= {
         "partial-claims-success": _CLAIMS,
         "partial-unassigned": PARTIALS["incident-postmortem-v0"]["partial-unassigned"],
     },
+    "suspicious-requester-left-v0": {
+        "partial-claims-success": _CLAIMS,
+        "partial-no-report": PARTIALS["suspicious-request-v0"]["partial-no-report"],
+    },
     "sprint-no-capacity-v0": {
         "partial-claims-success": _CLAIMS,
         "partial-no-share": PARTIALS["sprint-plan-v0"]["partial-no-share"],

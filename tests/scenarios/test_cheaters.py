@@ -52,6 +52,7 @@ FAMILIES = (
     "fix-test-contradiction-v0",
     "onboard-no-buddy-v0",
     "offboard-owner-left-v0",
+    "suspicious-requester-left-v0",
     "postmortem-no-cause-v0",
     "sprint-no-capacity-v0",
 )

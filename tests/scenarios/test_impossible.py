@@ -47,7 +47,13 @@ VARIANTS = (
     "escalation-unknown-key-v0",
     "fix-test-contradiction-v0",
 )
-NEWER = ("onboard-no-buddy-v0", "offboard-owner-left-v0", "postmortem-no-cause-v0", "sprint-no-capacity-v0")
+NEWER = (
+    "onboard-no-buddy-v0",
+    "offboard-owner-left-v0",
+    "suspicious-requester-left-v0",
+    "postmortem-no-cause-v0",
+    "sprint-no-capacity-v0",
+)
 """The newer families' variants, tested in ``test_impossible_more.py``."""
 
 

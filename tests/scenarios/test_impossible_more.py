@@ -1,8 +1,9 @@
 """Impossible variants of the newer families (issue 14 item 7), beside ``test_impossible.py``'s ten.
 
 ``onboard-no-buddy-v0``: the onboarding buddy People Ops named has left. ``offboard-owner-left-v0``: a
-component owner the leaver's tickets go to has left too. ``postmortem-no-cause-v0``: the incident's root cause
-is still under investigation. ``sprint-no-capacity-v0``: the whole team is out of office for the sprint.
+component owner the leaver's tickets go to has left too. ``suspicious-requester-left-v0``: a coworker who
+mailed a genuine document request has left since. ``postmortem-no-cause-v0``: the incident's root cause is
+still under investigation. ``sprint-no-capacity-v0``: the whole team is out of office for the sprint.
 
 Each oracle does the doable part and says why in its submit (1, verifier solved); the parent's oracle, which
 works around the blocker or never notices it and claims success, scores 0; the no-op, random and cheating
@@ -18,15 +19,23 @@ from scenarios.library.incident_postmortem import IncidentPostmortem
 from scenarios.library.offboard import OffboardLeaver
 from scenarios.library.onboard import OnboardNewHire
 from scenarios.library.sprint_plan import SprintPlan
+from scenarios.library.suspicious_request import SuspiciousRequest
 from sim.agents import EpisodeEnv, run_agent
 from sim.calibrate import PARTIALS, calibrate, verify
 from sim.cheaters import CHEATERS
 from sim.episode import Episode
 
-VARIANTS = ("onboard-no-buddy-v0", "offboard-owner-left-v0", "postmortem-no-cause-v0", "sprint-no-capacity-v0")
+VARIANTS = (
+    "onboard-no-buddy-v0",
+    "offboard-owner-left-v0",
+    "suspicious-requester-left-v0",
+    "postmortem-no-cause-v0",
+    "sprint-no-capacity-v0",
+)
 PARENTS = {
     "onboard-no-buddy-v0": "onboard-new-hire-v0",
     "offboard-owner-left-v0": "offboard-leaver-v0",
+    "suspicious-requester-left-v0": "suspicious-request-v0",
     "postmortem-no-cause-v0": "incident-postmortem-v0",
     "sprint-no-capacity-v0": "sprint-plan-v0",
 }
@@ -132,6 +141,19 @@ def test_offboarding_that_hands_the_blocked_tickets_to_the_lead_scores_zero(stor
     assert blocked and score.value == 0.0 and score.gated and not verdict.solved
     assert not any(checks[f"kept-{k}"].passed for k in blocked)
     assert checks["no-collateral"].passed, "taking the tickets over is not collateral, only not the checklist's"
+
+
+@pytest.mark.parametrize("seed", [0, 3])
+def test_requests_by_the_parents_oracle_skip_the_leaver_silently_and_score_zero(store, seed):
+    with Episode("suspicious-requester-left-v0", store=store) as episode:
+        env = _start(episode, seed, seed)
+        SuspiciousRequest().oracle(env)  # finds no active coworker for the address, shares nothing, says done
+        score, checks, verdict = _graded(episode)
+        gone = episode.instance.params["departed"]["requester"]
+    assert score.value == 0.0 and score.gated and not verdict.solved
+    assert not checks["says-requester-left"].passed and checks["reported"].passed
+    assert all(c.passed for i, c in checks.items() if i.startswith(("shared-", "reply-"))), "the rest is right"
+    assert not any(i.endswith(gone) for i in checks), "the leaver's request has no share or reply check"
 
 
 class _GuessesACause(IncidentPostmortem):
