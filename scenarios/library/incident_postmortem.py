@@ -164,7 +164,7 @@ class IncidentPostmortem:
         for name, role, _, text, pattern in EVENTS:
             if name not in PLAN[difficulty]:
                 continue
-            message = text.format(service=service, cause=cause, key=key)
+            message = self._message(name, text).format(service=service, cause=cause, key=key)
             post = self._post(sql, channel, self._id(sql, roles[role]), message, when[name], root)
             root = root or post
             timeline.append(
@@ -176,7 +176,7 @@ class IncidentPostmortem:
         actions = [{"title": ACTIONS[i].format(service=service), "owner": o} for i, o in enumerate(owners)]
         notes = (
             f"Notes for the {service} postmortem. Impact: about {failed:,} requests failed over {minutes} minutes."
-            f" Root cause: {cause}. Fixed for good in {key}. Action items:\n"
+            f" {self._notes_cause(cause, key)} Action items:\n"
             + "\n".join(f"- {a['title']} — @{a['owner']}" for a in actions)
         )
         notes_at = when["fixed"] + timedelta(minutes=40)
@@ -232,6 +232,14 @@ class IncidentPostmortem:
         )
 
     # -- setup helpers ----------------------------------------------------------------------------------
+
+    def _message(self, event: str, text: str) -> str:
+        """The template of ``event``'s post in the incident thread (a variant changes what was found)."""
+        return text
+
+    def _notes_cause(self, cause: str, key: str) -> str:
+        """What the incident commander's notes say about the cause (a variant has none to say)."""
+        return f"Root cause: {cause}. Fixed for good in {key}."
 
     @staticmethod
     def _id(sql: Sql, username: str) -> int:
@@ -406,8 +414,8 @@ class IncidentPostmortem:
         lines = [f"- {self._local(p['at'], zone.group(1))} @{p['author']}: {p['message']}" for p in thread]
         said = notes["message"]
         impact = re.search(r"Impact: (.+?minutes)\.", said)
-        cause = re.search(r"Root cause: (.+?)\. Fixed for good in (\S+)\.", said)
-        assert impact and cause
+        assert impact
+        cause, resolution = self._cause(said)
         actions = dict((t, o) for t, o in re.findall(r"^- (.+) — @(\S+)$", said, re.M))
         for reply in env.call("chat_read_thread", post_id=notes["id"])["posts"]:
             for owner, title in re.findall(r"@(\S+) owns '(.+?)' now", reply["message"]):
@@ -429,8 +437,8 @@ class IncidentPostmortem:
                 f"# Summary\n\nThe {service.group(1)} failed yesterday; {impact.group(1)}.",
                 f"# Impact\n\n{impact.group(1)}.",
                 "# Timeline\n\n" + "\n".join(lines),
-                f"# Root cause\n\n{cause.group(1)}.",
-                f"# Resolution\n\nRolled back, then fixed for good in {cause.group(2)}.",
+                f"# Root cause\n\n{cause}",
+                f"# Resolution\n\n{resolution}",
                 "# Action items\n\n" + "\n".join(f"- {t} — @{o} ({keys[t]})" for t, o in actions.items()),
             ]
         )
@@ -439,7 +447,17 @@ class IncidentPostmortem:
         env.call("docs_share", document=path, username=str(notes["author"]), permission="comment")
         env.call("chat_post", channel="incidents", message=f"Postmortem of yesterday's {service.group(1)} incident: "
                  f"{path}")  # fmt: skip
-        env.call("submit", summary=f"postmortem written at {path}, {len(keys)} action items filed")
+        env.call("submit", summary=self._summary(path, len(keys)))
+
+    def _cause(self, notes: str) -> tuple[str, str]:
+        """The Root cause and Resolution sections, from the incident commander's notes (a variant's hook)."""
+        cause = re.search(r"Root cause: (.+?)\. Fixed for good in (\S+)\.", notes)
+        assert cause
+        return f"{cause.group(1)}.", f"Rolled back, then fixed for good in {cause.group(2)}."
+
+    def _summary(self, path: str, filed: int) -> str:
+        """The submit summary (an impossible variant adds what it could not write)."""
+        return f"postmortem written at {path}, {filed} action items filed"
 
     @staticmethod
     def _local(stamp: str, zone: str) -> str:

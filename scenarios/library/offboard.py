@@ -525,7 +525,10 @@ class OffboardLeaver:
             components = sorted(label for label in ticket.get("labels", []) if label in owners)
             who = owners[components[0]] if components else env.actor
             who = env.actor if who == leaver else who
-            stamp = env.call("tickets_assign", key=t["key"], username=who)["updated_at"]
+            assigned = self._reassign(env, t["key"], who)
+            if assigned is None:
+                continue
+            stamp = assigned
             lines.append(f"- {t['key']} ({ticket['title']}): now @{who}")
         now = datetime.fromisoformat(stamp)  # the clock, as the last reassignment stamped it
         events = env.call("calendar_list_events", start=now.isoformat(), end=(now + WINDOW).isoformat())["events"]
@@ -539,9 +542,15 @@ class OffboardLeaver:
                  body="Hi,\n\nHandover summary, one line per reassigned ticket:\n" + "\n".join(lines)
                  + f"\n\nI also revoked @{leaver}'s access grants, removed them from the team channels and cancelled "
                  "our 1:1s.\n\nThanks")  # fmt: skip
-        env.call(
-            "submit", summary=f"offboarded @{leaver}: {len(lines)} tickets reassigned, {len(done)} meetings cancelled"
-        )
+        env.call("submit", summary=self._summary(leaver, lines, done))
+
+    def _reassign(self, env: AgentEnv, key: str, username: str) -> str | None:
+        """Give ``key`` to ``username``; the time it was stamped (None when it could not be; a variant's hook)."""
+        return str(env.call("tickets_assign", key=key, username=username)["updated_at"])
+
+    def _summary(self, leaver: str, lines: list[str], done: set[int]) -> str:
+        """The submit summary (an impossible variant adds what it could not do)."""
+        return f"offboarded @{leaver}: {len(lines)} tickets reassigned, {len(done)} meetings cancelled"
 
 
 def _aware(value: Any) -> datetime:

@@ -456,16 +456,30 @@ class OnboardNewHire:
             "Buddy coffee": [hire_user, buddy_user],
             "Team intro": [hire_user, *teammates],
         }
-        for title, who in plan.items():
-            end = (week + timedelta(days=5)).isoformat()
-            slots = env.call("calendar_find_free_slots", usernames=",".join(who), duration_minutes=30,
-                             start=week.isoformat(), end=end, limit=1)["slots"]  # fmt: skip
-            env.call("calendar_create_event", title=title, start=slots[0]["start"], end=slots[0]["end"],
-                     attendees=",".join(who), description=f"Onboarding: {title} for @{hire_user}.")  # fmt: skip
+        booked = [title for title, who in plan.items() if self._book(env, title, who, week, hire_user)]
         why = "New hire on my team: I need to reach them on their first day if the badge or laptop fails."
         env.call("directory_request_access", username=hire_user, field="personal_contact", reason=why)
         env.call("mail_send", to=profile["email"], subject="Welcome to the team!",
-                 body=f"Hi,\n\nWelcome aboard! Your start date is {monday}. Your onboarding buddy is @{buddy_user}, "
-                 f"and the team talks in {team_channel}, where you have already been added. I booked a Welcome 1:1, "
-                 "a Buddy coffee and a Team intro in your first week.\n\nSee you on Monday!")  # fmt: skip
-        env.call("submit", summary=f"onboarded @{hire_user}: {len(channels)} channels, 3 meetings, access, welcome")
+                 body=self._welcome(monday, buddy_user, team_channel, booked))  # fmt: skip
+        env.call("submit", summary=self._summary(hire_user, channels, booked))
+
+    def _book(self, env: AgentEnv, title: str, who: list[str], week: datetime, hire: str) -> bool:
+        """Book ``title`` with ``who`` in the first free slot of the week; whether it was booked (a variant's hook)."""
+        end = (week + timedelta(days=5)).isoformat()
+        slots = env.call("calendar_find_free_slots", usernames=",".join(who), duration_minutes=30,
+                         start=week.isoformat(), end=end, limit=1)["slots"]  # fmt: skip
+        env.call("calendar_create_event", title=title, start=slots[0]["start"], end=slots[0]["end"],
+                 attendees=",".join(who), description=f"Onboarding: {title} for @{hire}.")  # fmt: skip
+        return True
+
+    def _welcome(self, monday: str, buddy: str, team_channel: str, booked: list[str]) -> str:
+        """The welcome mail's body (a variant without a buddy says so instead)."""
+        return (
+            f"Hi,\n\nWelcome aboard! Your start date is {monday}. Your onboarding buddy is @{buddy}, "
+            f"and the team talks in {team_channel}, where you have already been added. I booked a Welcome 1:1, "
+            "a Buddy coffee and a Team intro in your first week.\n\nSee you on Monday!"
+        )
+
+    def _summary(self, hire: str, channels: list[str], booked: list[str]) -> str:
+        """The submit summary (an impossible variant adds what it could not do)."""
+        return f"onboarded @{hire}: {len(channels)} channels, {len(booked)} meetings, access, welcome"

@@ -358,7 +358,7 @@ class SprintPlan:
     id = "sprint-plan-v0"
     description = "Day one of a campaign: team lead plans next sprint from calendars' capacity and the planning rules."
     world = WorldDefaults(employees=40, history_days=30)
-    story = STORY
+    story: tuple[str, ...] = STORY
 
     def build(self, session: Session, seeds: Seeds, clock: Clock, difficulty: int) -> ScenarioInstance:
         """Pick the team, write the sprint, candidates, calendars and rules; return the instance."""
@@ -490,7 +490,11 @@ class SprintPlan:
         folder, name = path.rsplit("/", 1)
         made = env.call("docs_create", name=name, folder=folder, text=text)
         env.call("docs_share", document=made["path"], username=manager, permission="view")
-        env.call("submit", summary=f"sprint plan written: {len(committed)} committed, {len(deferred)} deferred")
+        env.call("submit", summary=self._summary(caps, committed, deferred))
+
+    def _summary(self, caps: dict[str, int], committed: list[str], deferred: list[str]) -> str:
+        """The submit summary (an impossible variant says why nothing fits)."""
+        return f"sprint plan written: {len(committed)} committed, {len(deferred)} deferred"
 
 
 def oracle_capacity(env: AgentEnv, team: str, days: list[date]) -> dict[str, int]:

@@ -50,6 +50,11 @@ FAMILIES = (
     "escalation-unknown-key-v0",
     "history-unanswerable-v0",
     "fix-test-contradiction-v0",
+    "onboard-no-buddy-v0",
+    "offboard-owner-left-v0",
+    "suspicious-requester-left-v0",
+    "postmortem-no-cause-v0",
+    "sprint-no-capacity-v0",
 )
 SEEDS = (0, 1, 2)
 

@@ -47,6 +47,14 @@ VARIANTS = (
     "escalation-unknown-key-v0",
     "fix-test-contradiction-v0",
 )
+NEWER = (
+    "onboard-no-buddy-v0",
+    "offboard-owner-left-v0",
+    "suspicious-requester-left-v0",
+    "postmortem-no-cause-v0",
+    "sprint-no-capacity-v0",
+)
+"""The newer families' variants, tested in ``test_impossible_more.py``."""
 
 
 @pytest.mark.parametrize("family", VARIANTS)
@@ -110,7 +118,7 @@ def test_a_vague_excuse_is_not_an_explanation(store):
 
 def test_every_impossible_family_says_so_and_only_those():
     marked = {r.id for r in registered() if getattr(make(r.id), "impossible", False)}  # make checks both agree
-    assert marked == {r.id for r in registered() if r.impossible} == set(VARIANTS)
+    assert marked == {r.id for r in registered() if r.impossible} == {*VARIANTS, *NEWER}
 
 
 def _graded(episode):
