@@ -252,7 +252,9 @@ def merge_request_merged_after_approval(ctx: GradingContext, repo: str, username
         return CheckOutcome.of(False, f"!{row.number} is {row.state}, not merged")
     merged_at = ctx.db.execute(_MERGED, {"mr": row.id}).scalar()
     verdicts = [
-        r for r in ctx.db.execute(_REVIEWS, {"mr": row.id, "who": username}) if merged_at is None or r.created_at <= merged_at
+        r
+        for r in ctx.db.execute(_REVIEWS, {"mr": row.id, "who": username})
+        if merged_at is None or r.created_at <= merged_at
     ]
     if not verdicts:
         return CheckOutcome.of(False, f"!{row.number} was merged without a review by @{username}")

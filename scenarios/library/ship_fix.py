@@ -74,11 +74,10 @@ class ShipFix(FixFailingTest):
         local = [r for r in team if r[2] == me[2] and _hours(r).is_open(now + timedelta(minutes=30))] or [
             r for r in people if _hours(r).is_open(now + timedelta(minutes=30))
         ]
-        remote = [
-            r
-            for r in people
-            if r[2] != me[2] and not any(_hours(r).is_open(now + timedelta(hours=h)) for h in range(4))
-        ]
+        away = [r for r in people if r[2] != me[2] and not _hours(r).is_open(now + timedelta(minutes=30))]
+        # Off for the next four hours when there are enough such people (two owners at difficulty 3).
+        remote = [r for r in away if not any(_hours(r).is_open(now + timedelta(hours=h)) for h in range(4))]
+        remote = remote if len(remote) >= 2 else away
         wanted = {0: (0,), 1: (1,), 2: (0, 1), 3: (1, 1)}[difficulty]
         owners: list[Any] = []
         for far in wanted:
@@ -101,7 +100,7 @@ class ShipFix(FixFailingTest):
         channel = self._rule_post(sql, int(me[6]), repo, now)
         p.update({"owners": names, "channel": channel})
         prompt = base.prompt.split(" Its pipeline must be green.")[0] + (
-            f". Its pipeline must be green. Then ship it by the team's review rules, pinned in ~{channel}: ask the"
+            f" Its pipeline must be green. Then ship it by the team's review rules, pinned in ~{channel}: ask the"
             " code owners of what you changed (see CODEOWNERS) to review by naming them as @username in the"
             " request, wait until each of them approved its current head (use the wait tool to let time pass;"
             " they may be in other time zones), merge it, move the ticket to done and comment on it naming the"
@@ -229,7 +228,9 @@ class ShipFix(FixFailingTest):
                 break
             if mr["changes_requested_by"] and not asked_again:
                 who = " ".join(f"@{o}" for o in mr["changes_requested_by"])
-                env.call("git_mr_comment", mr_id=mr_id, body=f"{who} the pipeline is green; could you take another look?")
+                env.call(
+                    "git_mr_comment", mr_id=mr_id, body=f"{who} the pipeline is green; could you take another look?"
+                )
                 asked_again = True
             env.call("wait", minutes=WAIT_MINUTES)
         env.call("git_mr_merge", mr_id=mr_id)
