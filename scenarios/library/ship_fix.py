@@ -42,6 +42,8 @@ from worlds.workflow import path_to
 WAIT_MINUTES = 60
 MAX_WAITS = 40
 """The oracle polls the request hourly for up to 40 hours: a remote owner's next morning is at most ~24 h away."""
+MAX_REMINDERS = 6
+"""An owner who asked for changes on a fix that has none to make is reminded every third poll, at most this often."""
 _PEOPLE = (
     "SELECT id, username, timezone, work_start_minute, work_end_minute, workdays, team_id FROM employees"
     " WHERE active = ? ORDER BY id"
@@ -221,18 +223,21 @@ class ShipFix(FixFailingTest):
         owners = owners_of(env.call("git_read_file", repo=repo, path="CODEOWNERS")["content"], path)
         ask = " ".join(f"@{o}" for o in owners)
         opened = fix_and_open(env, key, repo, path, family, f"Fixes {key}. {ask} please review (CODEOWNERS).")
-        mr_id, asked_again = opened["id"], False
-        for _ in range(MAX_WAITS):
+        mr_id, approved, reminders = opened["id"], False, 0
+        for poll in range(MAX_WAITS):
             mr = env.call("git_mr_get", mr_id=mr_id)
-            if set(owners) <= set(mr["approved_by"]) and not mr["changes_requested_by"]:
+            approved = set(owners) <= set(mr["approved_by"]) and not mr["changes_requested_by"]
+            if approved:
                 break
-            if mr["changes_requested_by"] and not asked_again:
+            if mr["changes_requested_by"] and poll % 3 == 0 and reminders < MAX_REMINDERS:
                 who = " ".join(f"@{o}" for o in mr["changes_requested_by"])
-                env.call(
-                    "git_mr_comment", mr_id=mr_id, body=f"{who} the pipeline is green; could you take another look?"
-                )
-                asked_again = True
+                body = f"{who} the fix is the minimal one and the pipeline is green; could you take another look?"
+                env.call("git_mr_comment", mr_id=mr_id, body=body)
+                reminders += 1
             env.call("wait", minutes=WAIT_MINUTES)
+        if not approved:  # the rule forbids merging without every owner: say so rather than merge
+            env.call("submit", summary=f"!{opened['number']} for {key} still waits for {ask}; not merged")
+            return
         env.call("git_mr_merge", mr_id=mr_id)
         status = env.call("tickets_get", key=key)["status"]
         steps = path_to("done")
