@@ -151,7 +151,11 @@ class ShipFix(FixFailingTest):
 
     @staticmethod
     def _ship_rubric(repo: str, key: str, cases: int, owners: list[str]) -> Rubric:
-        """The parent's gates and scored checks, plus a merge-after-approval gate and a naming check per owner."""
+        """The parent's gates and scored checks, plus a merge-after-approval gate and a naming check per owner.
+
+        The owners' checks share fixed weights (approval 2, naming 1, split between the owners), so a second
+        owner does not dilute the rest of the work: the same mistake costs the same at every difficulty.
+        """
         parent = FixFailingTest._rubric(repo, key, cases)
         checks: list[dict[str, Any]] = [c.model_dump(mode="json") for c in parent.checks]
         for owner in owners:
@@ -159,7 +163,7 @@ class ShipFix(FixFailingTest):
                 {
                     "id": f"approved-by-{owner}",
                     "description": f"The request merged after @{owner} (code owner) approved its merged head.",
-                    "weight": 2,
+                    "weight": 2 / len(owners),
                     "must": True,
                     "fn": "merge_request_merged_after_approval",
                     "params": {"repo": repo, "username": owner},
@@ -169,7 +173,7 @@ class ShipFix(FixFailingTest):
                 {
                     "id": f"names-{owner}",
                     "description": f"The request asks @{owner} to review (@username in its title or description).",
-                    "weight": 1,
+                    "weight": 1 / len(owners),
                     "fn": "merge_request_names_reviewer",
                     "params": {"repo": repo, "username": owner},
                 }
