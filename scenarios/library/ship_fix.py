@@ -69,9 +69,9 @@ class ShipFix(FixFailingTest):
         now = clock.now()
         p = dict(base.params)
         repo, agent = str(p["repo"]), base.actor
-        me = sql.one(_PEOPLE.replace("active = ?", "username = ?"), (agent,))
-        assert me is not None
-        people = [r for r in sql.all(_PEOPLE, (True,)) if r[0] != me[0]]
+        everyone = sql.all(_PEOPLE, (True,))
+        me = next(r for r in everyone if r[1] == agent)
+        people = [r for r in everyone if r[0] != me[0]]
         team = [r for r in people if r[6] == me[6]]
         local = [r for r in team if r[2] == me[2] and _hours(r).is_open(now + timedelta(minutes=30))] or [
             r for r in people if _hours(r).is_open(now + timedelta(minutes=30))
@@ -85,6 +85,10 @@ class ShipFix(FixFailingTest):
         for far in wanted:
             pool = [r for r in (remote if far else local) if r not in owners]
             pool = [r for r in pool if r[6] == me[6]] or pool  # a teammate when one fits
+            if not pool:
+                raise ValueError(
+                    f"no {'off-duty remote' if far else 'on-duty'} code owner for @{agent}: world too small"
+                )
             owners.append(pool[int(rng.integers(len(pool)))])
         names = [str(o[1]) for o in owners]
         package = str(p["module"]).split(".", 1)[0]
