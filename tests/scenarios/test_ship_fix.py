@@ -179,3 +179,16 @@ def test_honours_the_scenario_contract(store):
         check_scenario(SCENARIO, world, seeds=(0, 1))
     finally:
         world.close()
+
+
+def test_every_prompt_wording_appears_and_the_oracle_reads_each(episode):
+    from scenarios.library.ship_fix import SHIP_PROMPTS
+
+    heads = [w.split(".")[1][:25] for w in SHIP_PROMPTS]
+    seen = {}
+    for seed in range(12):
+        prompt, _ = episode.reset(seed=seed, options={"difficulty": 0})
+        seen.setdefault(next(i for i, h in enumerate(heads) if h in prompt), seed)
+    assert sorted(seen) == [0, 1, 2]
+    for seed in seen.values():
+        assert run_agent(episode, "oracle", seed, {"difficulty": 0}).value == 1.0
