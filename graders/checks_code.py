@@ -15,6 +15,7 @@ from __future__ import annotations
 import configparser
 import hashlib
 import json
+import re
 import tomllib
 from typing import Annotated, Any
 
@@ -22,6 +23,7 @@ from pydantic import Field
 from sqlalchemy import text
 
 from graders.base import CheckOutcome, GradingContext, check_fn
+from graders.checks_common import inserted_ids
 from mcp_tools.git.pipeline import call_cases, tag
 
 _REQUEST = text(
@@ -243,3 +245,68 @@ def merge_request_mentions(ctx: GradingContext, repo: str, text: str) -> CheckOu
     messages = log.decode("utf-8", "replace").lower()
     said = "names" if needle in messages else "does not name"
     return CheckOutcome.of(needle in messages, f"a commit message of !{row.number} {said} {text}")
+
+
+_REVIEWS = text(
+    "SELECT n.id, n.kind, n.commit_sha, n.created_at FROM merge_request_notes n JOIN employees e ON e.id = n.author_id"
+    " WHERE n.merge_request_id = :mr AND e.username = :who AND n.kind IN ('approve', 'request_changes') ORDER BY n.id"
+)
+_MERGED = text("SELECT merged_at FROM merge_requests WHERE id = :mr")
+
+
+@check_fn("merge_request_names_reviewer", reads=_REQUESTS)
+def merge_request_names_reviewer(ctx: GradingContext, repo: str, username: str) -> CheckOutcome:
+    """The request's title or description asks ``username`` to review as ``@username`` (how a forge pings them)."""
+    row = _request(ctx, repo)
+    if row is None:
+        return CheckOutcome.of(False, "no merge request")
+    ok = re.search(rf"(?<![\w.@])@{re.escape(username)}(?![\w-])", f"{row.title}\n{row.description}") is not None
+    return CheckOutcome.of(ok, f"!{row.number} {'names' if ok else 'does not name'} @{username} as reviewer")
+
+
+@check_fn("merge_request_merged_after_approval", reads=("merge_requests", "merge_request_notes"))
+def merge_request_merged_after_approval(ctx: GradingContext, repo: str, username: str) -> CheckOutcome:
+    """The request is merged, and ``username``'s last verdict before the merge approved the merged head.
+
+    The forge already refuses a merge without some approval of the current head; this check asks for the
+    right approver (the code owner), so a request approved by anyone else, or merged on a stale approval the
+    owner later withdrew, fails.
+    """
+    row = _request(ctx, repo)
+    if row is None:
+        return CheckOutcome.of(False, "no merge request")
+    if row.state != "merged":
+        return CheckOutcome.of(False, f"!{row.number} is {row.state}, not merged")
+    merged_at = ctx.db.execute(_MERGED, {"mr": row.id}).scalar()
+    verdicts = [
+        r
+        for r in ctx.db.execute(_REVIEWS, {"mr": row.id, "who": username})
+        if merged_at is None or r.created_at <= merged_at
+    ]
+    if not verdicts:
+        return CheckOutcome.of(False, f"!{row.number} was merged without a review by @{username}")
+    last = verdicts[-1]
+    if last.kind != "approve":
+        return CheckOutcome.of(False, f"!{row.number} was merged while @{username} asked for changes")
+    if last.commit_sha != row.source_head:
+        return CheckOutcome.of(False, f"@{username} approved {str(last.commit_sha)[:12]}, not the merged head")
+    return CheckOutcome.of(True, f"!{row.number} merged after @{username} approved {str(row.source_head)[:12]}")
+
+
+_TICKET_COMMENTS = text(
+    "SELECT c.id, c.body FROM ticket_comments c JOIN tickets t ON t.id = c.ticket_id WHERE t.key = :key"
+    " AND c.author_id = :actor ORDER BY c.id"
+)
+
+
+@check_fn("ticket_names_merge_request", reads=("merge_requests", "ticket_comments"))
+def ticket_names_merge_request(ctx: GradingContext, repo: str, key: str) -> CheckOutcome:
+    """A comment the agent added to ``key`` names its request as ``!number`` (the forge's way to link it)."""
+    row = _request(ctx, repo)
+    if row is None:
+        return CheckOutcome.of(False, "no merge request to name")
+    new = set(inserted_ids(ctx, "ticket_comments"))
+    bodies = [r.body for r in ctx.db.execute(_TICKET_COMMENTS, {"key": key, "actor": ctx.actor_id}) if r.id in new]
+    pattern = re.compile(rf"!{row.number}(?!\d)")
+    ok = any(pattern.search(b or "") for b in bodies)
+    return CheckOutcome.of(ok, f"{len(bodies)} new comment(s) on {key}; !{row.number} {'named' if ok else 'not named'}")

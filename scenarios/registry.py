@@ -259,3 +259,8 @@ register(
     entry_point="scenarios.library.one_on_ones_book:OneOnOnesBook",
     description="Day two of a campaign: a manager books the 1:1s their reports agreed to overnight, by DM.",
 )
+register(
+    "ship-fix-v0",
+    entry_point="scenarios.library.ship_fix:ShipFix",
+    description="Fix a reported bug, get the code owners' approval (NPCs, maybe in other zones), merge, close.",
+)

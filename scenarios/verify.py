@@ -880,6 +880,7 @@ VERIFIERS: dict[str, Callable[[Evidence], Verdict]] = {
 
 # The later families' verifiers live in their own modules (this one is at its size limit) and use its helpers,
 # so they are imported once those exist; each module registers its verifiers in VERIFIERS.
+import scenarios.verify_code  # noqa: E402, F401
 import scenarios.verify_history  # noqa: E402, F401
 import scenarios.verify_more  # noqa: E402, F401
 import scenarios.verify_people  # noqa: E402, F401

@@ -96,6 +96,17 @@ PARTIALS: dict[str, dict[str, Mistake]] = {
         ),
         "partial-no-request": Mistake("fixes the code on a branch, opens no merge request", drop=("git_mr_open",)),
     },
+    "ship-fix-v0": {
+        "partial-no-close": Mistake(
+            "merges on the owners' approval but leaves the ticket open and uncommented",
+            drop=("tickets_transition", "tickets_comment"),
+        ),
+        "partial-no-shell": Mistake("never runs the tests itself, trusts the pipeline", drop=("shell_run",)),
+        "partial-vague-comment": Mistake(
+            "closes the ticket with a comment that never says which merge request fixed it",
+            change={"tickets_comment": {"body": "Fixed and merged, thanks for the report."}},
+        ),
+    },
     "release-notes-v0": {
         "partial-all-features": Mistake(
             "never looks at ticket types: every ticket goes under Features",

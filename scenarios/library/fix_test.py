@@ -276,29 +276,48 @@ class FixFailingTest:
         The fix itself comes from the family's correct body (what a developer would write); the module, the
         ticket and the repository are found through the tools.
         """
-        key_match = re.search(r"filed ([A-Z][A-Z0-9]*-\d+)", env.prompt)
-        repo_match = re.search(r"owns the ([a-z0-9-]+) repository", env.prompt)
-        assert key_match is not None and repo_match is not None
-        key, repo = key_match.group(1), repo_match.group(1)
-        env.call("tickets_get", key=key)
-        found = env.call("git_grep", repo=repo, pattern="def ", path_glob="*_rules.py")
-        path = next(m["path"] for m in found["matches"] if not m["path"].startswith("tests/"))
-        source = env.call("git_read_file", repo=repo, path=path)["content"]
-        family = next(f for f in FAMILIES.values() if f"def {f['function']}(" in source)
+        key, repo = read_task(env.prompt)
+        path, family = find_bug(env, key, repo)
         # Whoever wrote the module is asked to review (named reviewers always look; the rubric needs no review).
         wrote = env.call("git_log", repo=repo, path=path, limit=1)["commits"]
         ask = f" @{wrote[0]['email'].split('@')[0]} please review." if wrote else ""
-        branch = f"fix/{key.lower()}"
-        env.call("git_create_branch", repo=repo, name=branch)
-        env.call("git_edit_file", repo=repo, path=path, old_text=family["buggy"], new_text=family["fixed"])
-        env.call("shell_run", repo=repo, command="python3 -m pytest -q -p no:cacheprovider")
-        env.call("git_commit", repo=repo, message=f"Fix {family['function']} ({key})")
-        title = f"{key}: fix {family['function']}"
-        opened = env.call("git_mr_open", repo=repo, source_branch=branch, title=title, description=f"Fixes {key}.{ask}")
-        assert opened["pipeline"]["status"] == "passed", opened["pipeline"]
+        opened = fix_and_open(env, key, repo, path, family, f"Fixes {key}.{ask}")
         for _ in range(4):  # wait for a teammate's review (the rubric does not need one: nobody may be awake)
             env.call("wait", minutes=45)
             notes = env.call("git_mr_get", mr_id=opened["id"])["notes"]
             if any(n["kind"] in ("approve", "request_changes") for n in notes):
                 break
         env.call("submit", summary=f"Fixed {key} in merge request !{opened['number']}")
+
+
+# -- shared oracle steps (ship-fix-v0 fixes the same bugs, then waits for its code owners) --------------------
+
+
+def read_task(prompt: str) -> tuple[str, str]:
+    """The ticket key and the repository a fix-the-bug prompt names."""
+    key_match = re.search(r"filed ([A-Z][A-Z0-9]*-\d+)", prompt)
+    repo_match = re.search(r"owns the ([a-z0-9-]+) repository", prompt)
+    assert key_match is not None and repo_match is not None
+    return key_match.group(1), repo_match.group(1)
+
+
+def find_bug(env: AgentEnv, key: str, repo: str) -> tuple[str, dict[str, Any]]:
+    """Read the ticket, find the rules module through the tools, and recognise which bug family it holds."""
+    env.call("tickets_get", key=key)
+    found = env.call("git_grep", repo=repo, pattern="def ", path_glob="*_rules.py")
+    path = next(m["path"] for m in found["matches"] if not m["path"].startswith("tests/"))
+    source = env.call("git_read_file", repo=repo, path=path)["content"]
+    return path, next(f for f in FAMILIES.values() if f"def {f['function']}(" in source)
+
+
+def fix_and_open(env: AgentEnv, key: str, repo: str, path: str, family: dict[str, Any], description: str) -> Any:
+    """Fix the module on a new branch, run the tests in the shell, commit, open the request (green pipeline)."""
+    branch = f"fix/{key.lower()}"
+    env.call("git_create_branch", repo=repo, name=branch)
+    env.call("git_edit_file", repo=repo, path=path, old_text=family["buggy"], new_text=family["fixed"])
+    env.call("shell_run", repo=repo, command="python3 -m pytest -q -p no:cacheprovider")
+    env.call("git_commit", repo=repo, message=f"Fix {family['function']} ({key})")
+    title = f"{key}: fix {family['function']}"
+    opened = env.call("git_mr_open", repo=repo, source_branch=branch, title=title, description=description)
+    assert opened["pipeline"]["status"] == "passed", opened["pipeline"]
+    return opened

@@ -39,6 +39,7 @@ FAMILIES = (
     "sprint-execute-v0",
     "one-on-ones-ask-v0",
     "one-on-ones-book-v0",
+    "ship-fix-v0",
     # the impossible variants (issue 14): a cheater can neither do the doable part nor say why
     "triage-departed-v0",
     "schedule-no-room-v0",
@@ -61,7 +62,7 @@ SEEDS = (0, 1, 2)
 
 @pytest.mark.parametrize("family", FAMILIES)
 def test_every_cheater_scores_at_most_a_tenth(family, store):
-    if family in ("fix-failing-test-v0", "fix-test-contradiction-v0") and not get_sandbox().available():
+    if family in ("fix-failing-test-v0", "fix-test-contradiction-v0", "ship-fix-v0") and not get_sandbox().available():
         if os.environ.get("CI") == "true":
             pytest.fail("no working sandbox under CI")
         pytest.skip("no working code sandbox here")
