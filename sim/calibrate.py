@@ -91,7 +91,7 @@ PARTIALS: dict[str, dict[str, Mistake]] = {
             "names the ticket neither in the commit nor in the request",
             change={
                 "git_commit": {"message": "Fix the failing test"},
-                "git_mr_open": {"title": "Fix the failing test"},
+                "git_mr_open": {"title": "Fix the failing test", "description": "Makes the failing test pass."},
             },
         ),
         "partial-no-request": Mistake("fixes the code on a branch, opens no merge request", drop=("git_mr_open",)),

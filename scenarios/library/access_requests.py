@@ -359,6 +359,9 @@ class AccessRequests:
         for m in found:
             if str(m["from"]).lower() == email:
                 body = str(env.call("mail_read_message", message_id=m["id"]).get("body", ""))
-                if f"@{request['subject']}" in body and "approve" in body:
+                # who asked for whose details, in that order: a mail about the mirror request (the subject
+                # asking for the requester's) names the same two people and approves something else
+                asked = f"@{request['requester']} asked to see @{request['subject']}'s"
+                if asked in body and "approve" in body:
                     return True
         return False
