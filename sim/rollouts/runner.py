@@ -19,7 +19,7 @@ import os
 import statistics
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import asdict, dataclass, field
 from multiprocessing import get_all_start_methods, get_context
@@ -269,20 +269,19 @@ class LocalBackend:
         ctx = worker_context()
         with ProcessPoolExecutor(self.workers, mp_context=ctx, initializer=_warm, initargs=(self.data_dir,)) as pool:
             seeds: dict[Future[Rollout], int] = {pool.submit(play, job, self.data_dir): job.seed for job in jobs}
-            pending = set(seeds)
             try:
-                while pending:
-                    done, pending = wait(pending, return_when=FIRST_COMPLETED)
-                    for future in sorted(done, key=seeds.__getitem__):
-                        try:
-                            rollout = future.result()
-                        except BrokenProcessPool:
-                            raise RolloutError(
-                                f"a worker process died while playing seed {seeds[future]} (killed, or out of memory)"
-                            ) from None
-                        yield rollout
+                # as_completed hooks each future once; wait(FIRST_COMPLETED) in a loop re-hooked every pending
+                # future per finished one (quadratic in the jobs), parent CPU that competed with the workers
+                for future in as_completed(seeds):
+                    try:
+                        rollout = future.result()
+                    except BrokenProcessPool:
+                        raise RolloutError(
+                            f"a worker process died while playing seed {seeds[future]} (killed, or out of memory)"
+                        ) from None
+                    yield rollout
             finally:
-                for future in pending:
+                for future in seeds:
                     future.cancel()
 
 
