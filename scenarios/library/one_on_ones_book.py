@@ -150,18 +150,24 @@ class OneOnOnesBook:
         taken: list[datetime] = []
         day = today.date()
         for k, r in enumerate(reports):
-            first = max(today.astimezone(UTC), earliest(day, boss, r))
-            slots = calendar.find_free_slots(
-                ToolContext(session=session, actor=actor, clock=FixedClock(now)), r.username, MINUTES,
-                first.isoformat(), (today + timedelta(hours=24 - EARLIEST)).astimezone(UTC).isoformat(), 30, 48,
-            )["slots"]  # fmt: skip
-            free = [datetime.fromisoformat(s["start"]) for s in slots]
-            at = next(t for t in free if all(abs((t - o).total_seconds()) >= MINUTES * 60 for o in taken))
+            at: datetime | None = None
+            for ahead in range(5):  # today if a common time is free, else the next days (a full calendar)
+                start = today + timedelta(days=ahead)
+                first = max(start.astimezone(UTC), earliest(start.date(), boss, r))
+                slots = calendar.find_free_slots(
+                    ToolContext(session=session, actor=actor, clock=FixedClock(now)), r.username, MINUTES,
+                    first.isoformat(), (start + timedelta(hours=24 - EARLIEST)).astimezone(UTC).isoformat(), 30, 48,
+                )["slots"]  # fmt: skip
+                free = [datetime.fromisoformat(s["start"]) for s in slots]
+                at = next((t for t in free if all(abs((t - o).total_seconds()) >= MINUTES * 60 for o in taken)), None)
+                if at is not None:
+                    break
+            if at is None:
+                raise ValueError(f"no free common time for @{r.username} and @{boss.username} in five days")
             taken.append(at)
             ctx = ToolContext(session=session, actor=actor, clock=FixedClock(sent + timedelta(minutes=2 * k)))
-            chat.direct_message(
-                ctx, r.username, f"Hi, would {at.isoformat()} work for our 1:1 tomorrow ({MINUTES} min)?"
-            )
+            when = "tomorrow" if at.astimezone(ZoneInfo(boss.zone)).date() == day else "this week"
+            chat.direct_message(ctx, r.username, f"Hi, would {at.isoformat()} work for our 1:1 {when} ({MINUTES} min)?")
 
     @staticmethod
     def _rubric(reports: list[str]) -> Rubric:
