@@ -101,24 +101,49 @@ def _write(out: Path, data: dict[str, Any]) -> None:
 
     rows = data["rows"]
     families = sorted({r["family"] for r in rows})
-    agents = sorted({r["agent"] for r in rows})
+    levels = sorted({int(r["difficulty"]) for r in rows})
+    columns = ["oracle", *(f"partials\nd{d}" for d in levels), "lowest\npartial", "no-op", "random", "best\ncheater"]
+
+    def mean(family: str, keep: Any) -> float | None:
+        cells = [r["mean"] for r in rows if r["family"] == family and keep(r)]
+        return sum(cells) / len(cells) if cells else None
+
+    def cell(family: str, column: str) -> float | None:
+        """One heat-map cell: a mean reward over the family's seeds (and difficulties, unless the column names one)."""
+        if column == "oracle" or column in ("no-op", "random"):
+            agent = {"no-op": "noop"}.get(column, column)
+            return mean(family, lambda r: r["agent"] == agent)
+        if column.startswith("partials"):
+            level = int(column.rsplit("d", 1)[1])
+            return mean(family, lambda r: r["agent"].startswith("partial") and int(r["difficulty"]) == level)
+        names = sorted({r["agent"] for r in rows if r["family"] == family})
+        prefix = "partial" if column.startswith("lowest") else "cheat"
+        per = [
+            v for n in names if n.startswith(prefix) and (v := mean(family, lambda r, n=n: r["agent"] == n)) is not None
+        ]
+        if not per:
+            return None
+        return min(per) if prefix == "partial" else max(per)
 
     def draw(fig: Any) -> None:
-        ax = fig.add_subplot(1, 1, 1)
-        width = 0.8 / max(len(families), 1)
-        for i, family in enumerate(families):
-            means = []
-            for agent in agents:
-                cells = [r for r in rows if r["family"] == family and r["agent"] == agent]
-                means.append(sum(c["mean"] for c in cells) / len(cells) if cells else 0.0)
-            ax.bar([x + i * width for x in range(len(agents))], means, width, label=family)
-        ax.set_xticks([x + 0.4 - width / 2 for x in range(len(agents))], agents, rotation=60, ha="right", fontsize=7)
-        ax.set_ylim(0, 1.05)
-        ax.set_ylabel("mean reward (over difficulties)")
-        ax.set_title("Calibration: mean reward per agent and family")
-        ax.legend(fontsize=6)
+        # a heat map, one row per family: with dozens of families a bar per (family, agent) cannot be read
+        import numpy as np
 
-    plot = render("calibration", "Mean reward per agent and family.", draw, height=4.2)
+        grid = np.array([[cell(f, c) if cell(f, c) is not None else np.nan for c in columns] for f in families])
+        ax = fig.add_subplot(1, 1, 1)
+        ax.imshow(grid, cmap="viridis", vmin=0.0, vmax=1.0, aspect="auto")
+        for (i, j), value in np.ndenumerate(grid):
+            if not np.isnan(value):
+                ax.text(j, i, f"{value:.2f}", ha="center", va="center", fontsize=6,
+                        color="black" if value > 0.6 else "white")  # fmt: skip
+        ax.set_xticks(range(len(columns)), columns, fontsize=7)
+        ax.set_yticks(range(len(families)), families, fontsize=7)
+        ax.xaxis.tick_top()
+        ax.set_title(
+            "Mean reward per family: oracle, partial agents by difficulty, no-op, random, cheaters", fontsize=8
+        )
+
+    plot = render("calibration", "Mean reward per family and agent kind.", draw, height=1.2 + 0.22 * len(families))
     text = json.dumps(data, indent=1, sort_keys=True).encode() + b"\n"
     out.parent.mkdir(parents=True, exist_ok=True)
     write_dir(out, {"calibration.json": text, "calibration.png": plot.png})
