@@ -11,7 +11,7 @@ from typing import Annotated, Any
 
 import typer
 
-from sim.cli.common import DataDir, UsageError, check_count, check_port, console
+from sim.cli.common import DataDir, UsageError, check_count, check_port, console, output_dir
 
 server_app = typer.Typer(help="Serve many concurrent episodes (OpenEnv WS/HTTP, ORS, MCP over HTTP) and inspect them.")
 
@@ -63,6 +63,10 @@ def server(
         raise UsageError("--allow-host '*' turns off the DNS-rebinding check; it needs --token")
     if idle_timeout <= 0:
         raise UsageError(f"--idle-timeout must be positive; got {idle_timeout}")
+    output_dir(state_dir, "--state-dir")
+    if state_dir is not None and not state_dir.exists() and not state_dir.parent.is_dir():
+        # the drain writes there at shutdown: a path that cannot be made would lose every live episode then
+        raise UsageError(f"--state-dir {state_dir}: the directory {state_dir.parent} does not exist")
     n = check_count("--workers", workers if workers is not None else (os.cpu_count() or 1))
     wildcard = host in ("0.0.0.0", "::")  # noqa: S104 - a bind to every address answers to no single name
     hosts = tuple(allow_host or ()) + (() if wildcard else (host,))
