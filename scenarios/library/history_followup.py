@@ -33,6 +33,7 @@ from sqlalchemy.orm import Session
 from graders.base import Rubric
 from graders.rubric import load_rubric
 from scenarios.base import AgentEnv, Limits, ScenarioInstance, WorldDefaults, start_day
+from scenarios.library.history_question import pick
 from scenarios.library.history_redo import (
     FORMAT,
     KEY,
@@ -141,11 +142,9 @@ class HistoryFollowup:
         sql = Sql.of(session)
         first = KINDS[difficulty]
         order = (first, *(k for k in dict.fromkeys(KINDS) if k != first))
-        pool = next((p for k in order if (p := loops(sql, k))), [])
-        if not pool:
-            raise ValueError("the history leaves no open loop: world too small")
-        index = seeds.seed % len(pool)
-        loop = pool[index]
+        loop, index, count = pick(
+            order, lambda k: loops(sql, k), seeds.seed, "the history leaves no open loop: world too small"
+        )
         user, name = sql.one(
             "SELECT username, first_name || ' ' || last_name FROM employees WHERE id = ?", (loop.actor,)
         )
@@ -162,7 +161,7 @@ class HistoryFollowup:
             "assignee": loop.assignee,
             "full": full,
             "index": index,
-            "of": len(pool),
+            "of": count,
         }
         return ScenarioInstance(
             scenario_id=self.id,

@@ -27,9 +27,10 @@ answering a question is reading. The oracle finds the answer through the tools; 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy.orm import Session
 
@@ -39,6 +40,8 @@ from scenarios.base import AgentEnv, Limits, ScenarioInstance, WorldDefaults, st
 from worlds.clock import Clock
 from worlds.rawsql import Sql
 from worlds.seeding import Seeds
+
+T = TypeVar("T")
 
 KINDS = ("reporter", "resolved", "skip-manager", "blocked-count")
 USER = r"@([a-z0-9][a-z0-9._-]*[a-z0-9])"
@@ -68,6 +71,22 @@ class Question:
 def _day(value: Any) -> str:
     """The UTC day of a stored timestamp (a datetime, or the text SQLite returns)."""
     return value.date().isoformat() if isinstance(value, datetime) else str(value)[:10]
+
+
+def pick(kinds: Iterable[str], find: Callable[[str], list[T]], seed: int, empty: str) -> tuple[T, int, int]:
+    """Item ``seed % n`` of the first kind (in ``kinds`` order) the history holds any of: (item, index, n).
+
+    Why one rule for every mined family: seeds 0..n-1 of one world then enumerate the kind's items (``sim.mine``
+    counts and validates them that way), and a small world without the difficulty's kind falls back to another.
+
+    Raises:
+        ValueError: no kind has any item (``empty`` says what the world lacks).
+    """
+    pool = next((items for kind in kinds if (items := find(kind))), [])
+    if not pool:
+        raise ValueError(empty)
+    index = seed % len(pool)
+    return pool[index], index, len(pool)
 
 
 def questions(sql: Sql, kind: str, now: datetime) -> list[Question]:
@@ -148,11 +167,13 @@ class HistoryQuestion:
         difficulty = max(0, min(3, difficulty))
         sql = Sql.of(session)
         # A small world may hold no question of the kind (no ticket was ever blocked): the next easier kind.
-        pool = next((p for k in reversed(KINDS[: difficulty + 1]) if (p := questions(sql, k, clock.now()))), [])
-        if not pool:
-            raise ValueError("the history holds no question: world too small")
-        index = seeds.seed % len(pool)
-        q = pool[index]
+        kinds = reversed(KINDS[: difficulty + 1])
+        q, index, count = pick(
+            kinds,
+            lambda k: questions(sql, k, clock.now()),
+            seeds.seed,
+            "the history holds no question: world too small",
+        )
         actor, name = _asker(sql, q, index)
         start_day(session, clock, actor)  # the asker's morning; the facts are history, fixed before it
         prompt = f"You are {name} (@{actor}). A question about our history: {q.question} {FORMAT}"
@@ -161,7 +182,7 @@ class HistoryQuestion:
             prompt=prompt,
             actor=actor,
             rubric=self._rubric(q),
-            params={"question": q.id, "kind": q.kind, "answer": q.answer, "index": index, "of": len(pool)},
+            params={"question": q.id, "kind": q.kind, "answer": q.answer, "index": index, "of": count},
             limits=Limits(max_turns=12 if difficulty < 3 else 150, time_budget_s=4 * 3600),
             apps=("directory", "tickets"),
             difficulty=difficulty,

@@ -33,6 +33,7 @@ from sqlalchemy.orm import Session
 
 from graders.rubric import load_rubric
 from scenarios.base import AgentEnv, Limits, ScenarioInstance, WorldDefaults, start_day
+from scenarios.library.history_question import pick
 from worlds.clock import Clock
 from worlds.rawsql import Sql
 from worlds.schema import Base
@@ -282,11 +283,8 @@ class HistoryRedo:
         sql = Sql.of(session)
         first = KINDS[difficulty]
         order = (first, *(k for k in dict.fromkeys(KINDS) if k != first))
-        pool = next((p for k in order if (p := cases(sql, k))), [])
-        if not pool:
-            raise ValueError("the history holds no answered mail to redo: world too small")
-        index = seeds.seed % len(pool)
-        case = pool[index]
+        empty = "the history holds no answered mail to redo: world too small"
+        case, index, count = pick(order, lambda k: cases(sql, k), seeds.seed, empty)
         cut(sql, case)
         actor_row = sql.one(
             "SELECT e.username, e.first_name || ' ' || e.last_name, b.id FROM employees e"
@@ -309,7 +307,7 @@ class HistoryRedo:
             "to": case.asker_address,
             "box": box,
             "index": index,
-            "of": len(pool),
+            "of": count,
         }
         checks = reply_checks(
             thread=case.thread, trigger=case.trigger, box=box, to=case.asker_address, key=case.key, facts=facts

@@ -27,7 +27,7 @@ from sqlalchemy.orm import Session
 from graders.base import Rubric
 from graders.rubric import load_rubric
 from scenarios.base import AgentEnv, Limits, ScenarioInstance, start_day
-from scenarios.library.history_question import FORMAT, HistoryQuestion
+from scenarios.library.history_question import FORMAT, HistoryQuestion, pick
 from worlds.clock import Clock
 from worlds.rawsql import Sql
 from worlds.seeding import Seeds
@@ -85,11 +85,8 @@ class HistoryUnanswerable(HistoryQuestion):
         difficulty = max(0, min(3, difficulty))
         sql = Sql.of(session)
         kinds = ("never-done", "no-skip-manager") if difficulty < 2 else ("no-skip-manager", "never-done")
-        pool = next((p for k in kinds if (p := unanswerable(sql, k))), [])
-        if not pool:
-            raise ValueError("the history holds no question with a false premise: world too small")
-        index = seeds.seed % len(pool)
-        q = pool[index]
+        empty = "the history holds no question with a false premise: world too small"
+        q, index, count = pick(kinds, lambda k: unanswerable(sql, k), seeds.seed, empty)
         people = sql.all(
             "SELECT username, first_name || ' ' || last_name FROM employees WHERE active = ? ORDER BY id", (True,)
         )
@@ -101,7 +98,7 @@ class HistoryUnanswerable(HistoryQuestion):
             "Call the submit tool", "If the history does not hold the answer, say why instead. Call the submit tool"
         )
         prompt = f"You are {name} (@{actor}). A question about our history: {q['question']} {fmt}"
-        params = {**q, "index": index, "of": len(pool)}
+        params = {**q, "index": index, "of": count}
         return ScenarioInstance(
             scenario_id=self.id, prompt=prompt, actor=actor, rubric=self._why_rubric(params), params=params,
             limits=Limits(max_turns=12, time_budget_s=4 * 3600), apps=("directory", "tickets"),
