@@ -123,7 +123,7 @@ PARTIALS: dict[str, dict[str, Mistake]] = {
     },
     "quarterly-budget-v0": {
         "partial-no-amendment": Mistake(
-            "reads only the memo's rate table, so amended rates stay at their old value (difficulty 3)",
+            "reads only the memo's rate table, so amended rates stay at their old value (1, 3, 5 of them at 1-3)",
             change={"docs_read": {"heading": "Quarterly cost per head"}},
         ),
         "partial-first-rows": Mistake(
@@ -140,9 +140,17 @@ PARTIALS: dict[str, dict[str, Mistake]] = {
         ),
     },
     "weekly-status-report-v0": {
-        "partial-no-share": Mistake("writes the report, never shares it with the manager", drop=("docs_share",)),
+        "partial-review-as-done": Mistake(
+            "counts a ticket in review as done, so it lists it under Done, not In progress",
+            misread={
+                "tickets_search": lambda r: {
+                    **r,
+                    "tickets": [{**t, "status": "done"} if t["status"] == "in_review" else t for t in r["tickets"]],
+                }
+            },
+        ),  # fmt: skip
         "partial-no-label": Mistake(
-            "lists every ticket of the project, not only this week's (last week's falls under Done)",
+            "lists every ticket of the project, not only this week's (last week's fall under Done)",
             change={"tickets_search": {"label": None}},
         ),
     },
@@ -165,9 +173,12 @@ PARTIALS: dict[str, dict[str, Mistake]] = {
             "files every action item but assigns none of them to its owner",
             change={"tickets_create": {"assignee": None}},
         ),
-        "partial-no-share": Mistake(
-            "writes the postmortem, never shares or announces it", drop=("docs_share", "chat_post")
-        ),
+        "partial-first-owner": Mistake(
+            "never reads the replies under the notes, so handed-over action items go to whom the notes first named",
+            misread={
+                "chat_read_thread": lambda r: {**r, "posts": [p for p in r["posts"] if " owns '" not in p["message"]]}
+            },
+        ),  # fmt: skip
     },
     "history-question-v0": {
         "partial-assignee": Mistake(

@@ -7,8 +7,9 @@ head of each department, and a note from the CEO in ~leadership saying how to fi
 is what the directory says today; the January headcount plan next to it is stale once new hires joined.
 
 Difficulty adds work and traps: more department lines (4, 6, 8, all), new hires this month that the
-January plan does not count (1+), a superseded draft of the rates memo (2+), and an amendment section that
-changes two rates after the table (3).
+January plan does not count (1+), a superseded draft of the rates memo (2+), and an amendment section after
+the rate table that replaces some departments' rates (none, 1, 3, 5 of them): a reader who stops at the table
+gets more lines wrong the harder the quarter.
 
 The rubric is one check per cell the task is about: each line's headcount, rate and recalculated line cost
 (the formula must survive), and both totals; a gate allows only edits to the budget sheet. The oracle finds the
@@ -36,6 +37,8 @@ from worlds.seeding import Seeds
 FOLDER = "Shared/Finance"
 NOTE_MARKER = "Budget planning note"
 LINES = (4, 6, 8, 11)
+AMENDED = (0, 1, 3, 5)
+"""How many departments' rates the memo's amendment section replaces, by difficulty."""
 RATE_BASE = {
     "Engineering": 46_500,
     "Sales": 39_000,
@@ -102,8 +105,8 @@ class QuarterlyBudget:
         rates = {d: RATE_BASE.get(d, 34_000) + 500 * int(rng.integers(-4, 5)) for d in departments}
         draft = {d: r - 1_500 for d, r in rates.items()}
         amended: dict[str, int] = {}
-        if difficulty >= 3:
-            for i in sorted(rng.choice(len(chosen), size=2, replace=False)):
+        if AMENDED[difficulty]:
+            for i in sorted(rng.choice(len(chosen), size=min(AMENDED[difficulty], len(chosen)), replace=False)):
                 amended[chosen[int(i)]] = rates[chosen[int(i)]] + 2_000
         sheet_name = f"Budget {label}.xlsx"
         memo_name = f"Planning rates {label}.odt"
@@ -243,8 +246,10 @@ class QuarterlyBudget:
         if amended:
             changed = "\n".join(f"- {d}: {r:,} per head" for d, r in amended.items())
             text += (
-                "\n## Amendment after the vendor renewals\n\nTwo software renewals came in above plan; these "
-                f"rates replace the ones above.\n\n{changed}\n"
+                "\n## Amendment after the vendor renewals\n\nSoftware renewals came in above plan for "
+                f"{'this department' if len(amended) == 1 else 'these departments'}; "
+                f"{'this rate replaces the one' if len(amended) == 1 else 'these rates replace the ones'} above."
+                f"\n\n{changed}\n"
             )
         return text
 

@@ -11,10 +11,11 @@ per event with the local time, impact (requests failed, minutes), root cause, th
 each action item listed and filed as a ticket in the team's project assigned to its owner; it shares the document
 with the incident commander (comment) and posts its path in ~incidents.
 
-Difficulty adds timeline events (4, 6, 7, 8) and action items (1, 2, 2, 3); from 2 an unrelated alert of the
-same day sits in ~incidents and must stay out of the postmortem; at 3 an action item's owner hands it over in
-the notes thread, so the ticket goes to the new owner. The rubric is dense (one check per event, three per action
-item); the oracle reads the template and the channel through the tools and never the params.
+Difficulty adds timeline events (4, 5, 7, 9) and action items (1, 2, 3, 4); from 2 an unrelated alert of the same
+day sits in ~incidents and must stay out of the postmortem; from 1 owners hand action items over in the notes
+thread (0, 1, 2, 3 of them), so those tickets go to the new owners, not to whom the notes first named. The rubric
+is dense (one check per event, three per action item); the oracle reads the template and the channel through the
+tools and never the params.
 """
 
 from __future__ import annotations
@@ -88,22 +89,32 @@ EVENTS = (
     ("cause", "fixer", 17, "Found the cause: {cause}. Filed {key}.", r"cause|found|identif|{cause_kw}"),
     ("status", "ic", 21, "Status page updated: customers see a degraded {service}.", r"status|customer|notif"),
     ("rollback", "fixer", 26, "Rolling back the {service} to the previous release.", r"roll|revert"),
+    ("update", "ic", 31, "Customer update posted: the {service} is recovering, next update in 30 minutes.",
+     r"update|customer|recover"),
     ("resolved", "oncall", 38, "Error rate is back to normal. Resolved, still watching.",
      r"resolv|recover|normal|mitigat"),
     ("fixed", "fixer", 150, "Permanent fix is deployed ({key}).", r"fix|deploy"),
 )  # fmt: skip
 PLAN = (
     ("alert", "ack", "rollback", "resolved"),
-    ("alert", "ack", "declared", "cause", "rollback", "resolved"),
+    ("alert", "ack", "declared", "rollback", "resolved"),
     ("alert", "ack", "declared", "cause", "status", "rollback", "resolved"),
-    ("alert", "ack", "declared", "cause", "status", "rollback", "resolved", "fixed"),
+    ("alert", "ack", "declared", "cause", "status", "rollback", "update", "resolved", "fixed"),
 )
 ACTIONS = (
     "Alert on error rate per release",
     "Add a canary stage to {service} deploys",
     "Write a runbook for {service} rollbacks",
+    "Add a status page template for {service} outages",
 )
-ACTION_COUNT = (1, 2, 2, 3)
+ACTION_COUNT = (1, 2, 3, 4)
+HANDOVERS = (0, 1, 2, 3)
+"""How many action items their first owner hands over in the notes thread, by difficulty."""
+WHY_NOT_ME = (
+    "I'm on leave from Monday for two weeks, so I can't take '{title}'.",
+    "I'm moving to the platform rotation next sprint, so '{title}' should not sit with me.",
+    "I already own three action items from last month's incident; I can't take '{title}' as well.",
+)
 
 
 PROMPTS = (
@@ -172,7 +183,8 @@ class IncidentPostmortem:
             )
         failed = int(rng.integers(8, 60)) * 25
         minutes = int((when["resolved"] - when["alert"]).total_seconds() // 60)
-        owners = [people[3], people[0], people[1]][: ACTION_COUNT[difficulty]]
+        order = [people[3], people[0], people[1], people[2]]
+        owners = order[: ACTION_COUNT[difficulty]]
         actions = [{"title": ACTIONS[i].format(service=service), "owner": o} for i, o in enumerate(owners)]
         notes = (
             f"Notes for the {service} postmortem. Impact: about {failed:,} requests failed over {minutes} minutes."
@@ -181,19 +193,13 @@ class IncidentPostmortem:
         )
         notes_at = when["fixed"] + timedelta(minutes=40)
         notes_id = self._post(sql, channel, self._id(sql, roles["ic"]), notes, notes_at, None)
-        if difficulty == 3:
-            moved = actions[1]
-            new = people[2]
-            self._post(
-                sql,
-                channel,
-                self._id(sql, moved["owner"]),
-                f"I'm on leave from Monday for two weeks, so I can't take '{moved['title']}'. @{new}, could you?",
-                notes_at + timedelta(minutes=25),
-                notes_id,
-            )
+        for k in range(1, 1 + HANDOVERS[difficulty]):  # the first item always stays with whom the notes named
+            moved, new = actions[k], order[(k + 2) % len(order)]
+            asked = WHY_NOT_ME[k - 1].format(title=moved["title"]) + f" @{new}, could you?"
+            at = notes_at + timedelta(minutes=25 * k)
+            self._post(sql, channel, self._id(sql, moved["owner"]), asked, at, notes_id)
             taken = f"Sure, I'll take it: @{new} owns '{moved['title']}' now."
-            self._post(sql, channel, self._id(sql, roles["ic"]), taken, notes_at + timedelta(minutes=40), notes_id)
+            self._post(sql, channel, self._id(sql, new), taken, at + timedelta(minutes=15), notes_id)
             moved["owner"] = new
         noise: str | None = None
         if difficulty >= 2:

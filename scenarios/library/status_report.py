@@ -7,12 +7,13 @@ create a text document at the stated path with sections Done, In progress and Bl
 tickets by key in the section its status says, give each blocked ticket's reason, and share the document with
 their manager.
 
-Difficulty adds tickets (4, 6, 8, 10, as far as the project has them), a ticket from last week with last
-week's label (1+), a second blocked ticket (2+), and a ticket that was blocked early in the week and unblocked
-since, whose old "blocked" post is still in the channel (2+): the ticket's status is the truth.
+Difficulty adds tickets (4, 6, 8, 10, as far as the project has them), tickets from last week with last
+week's label (0, 1, 2, 3 of them), tickets in review, which count as in progress (0, 1, 2, 4 of them), a
+second blocked ticket (2+), and a ticket that was blocked early in the week and unblocked since, whose old
+"blocked" post is still in the channel (2+): the ticket's status is the truth.
 
 The rubric (version 2) is one check per ticket (its key in the right section and in no other), one per blocked
-reason, one that no other ticket of the project is listed (version 1 lacked it and paid a report of every
+reason, one per last-week ticket that it is not listed, one that no other ticket of the project is listed (version 1 lacked it and paid a report of every
 ticket in full), the share with the manager, and a gate allowing only the new document and its share. The
 oracle finds the tickets, the reasons and the manager through the tools; it never reads the hidden params.
 """
@@ -36,6 +37,10 @@ from worlds.rawsql import Sql
 from worlds.seeding import Seeds
 
 COUNT = (4, 6, 8, 10)
+LAST_WEEK = (0, 1, 2, 3)
+"""Tickets done last week under last week's label (traps for a report of every ticket), by difficulty."""
+IN_REVIEW = (0, 1, 2, 4)
+"""This week's tickets in review (in progress, not done), by difficulty."""
 SECTIONS = {"done": "Done", "in_progress": "In progress", "in_review": "In progress", "blocked": "Blocked"}
 REASONS = (
     "waiting for the payments vendor to rotate our sandbox keys",
@@ -67,11 +72,11 @@ class WeeklyStatusReport:
             "SELECT id, key, status, assignee_id FROM tickets WHERE project_id = ? ORDER BY number", (project_id,)
         )
         order = [int(i) for i in rng.permutation(len(tickets))]
-        count = min(COUNT[difficulty], len(tickets) - (1 if difficulty >= 1 else 0))
+        count = min(COUNT[difficulty], len(tickets) - LAST_WEEK[difficulty])  # a small project keeps its traps
         chosen = [tickets[i] for i in order[:count]]
         blocked = 2 if difficulty >= 2 else 1
-        statuses = ["blocked"] * blocked + ["done", "in_progress"]
-        statuses += [("done", "in_progress", "in_review")[int(rng.integers(3))] for _ in range(count - len(statuses))]
+        statuses = ["blocked"] * blocked + ["done", "in_progress"] + ["in_review"] * IN_REVIEW[difficulty]
+        statuses += [("done", "in_progress")[int(rng.integers(2))] for _ in range(count - len(statuses))]
         reasons = [REASONS[int(i)] for i in rng.permutation(len(REASONS))]
         # A campaign may have labelled tickets for this week already (an earlier report of the same week):
         # they are this week's too, and the report lists them as they stand now.
@@ -100,10 +105,11 @@ class WeeklyStatusReport:
             expected.append(item)
         this_week = {str(key) for key, _ in earlier}
         spare = [tickets[i] for i in order[count:] if str(tickets[i][1]) not in this_week]
-        if difficulty >= 1 and spare:  # last week's ticket, the trap: never one labelled this week
-            old_row = spare[0]
-            self._move(sql, int(old_row[0]), str(old_row[2]), "done", lead, now - timedelta(days=9))
+        last_week: list[str] = []  # last week's tickets, the traps: never one labelled this week
+        for k, old_row in enumerate(spare[: LAST_WEEK[difficulty]]):
+            self._move(sql, int(old_row[0]), str(old_row[2]), "done", lead, now - timedelta(days=9, hours=3 * k))
             setup.label(sql, int(old_row[0]), f"week-{week - 1:02d}")
+            last_week.append(str(old_row[1]))
         mine = {e["key"] for e in expected}
         for key, status in earlier:
             if str(key) in mine or str(status) not in SECTIONS:
@@ -135,8 +141,8 @@ class WeeklyStatusReport:
             scenario_id=self.id,
             prompt=prompt,
             actor=lead_user,
-            rubric=self._rubric(document, expected, manager_user),
-            params={"document": document, "tickets": expected, "manager": manager_user},
+            rubric=self._rubric(document, expected, manager_user, last_week),
+            params={"document": document, "tickets": expected, "manager": manager_user, "last_week": last_week},
             limits=Limits(max_turns=30 + 3 * count, time_budget_s=8 * 3600),
             apps=("chat", "directory", "docs", "tickets"),
             difficulty=difficulty,
@@ -180,8 +186,8 @@ class WeeklyStatusReport:
     # -- rubric -----------------------------------------------------------------------------------------
 
     @staticmethod
-    def _rubric(document: str, tickets: list[dict[str, Any]], manager: str) -> Rubric:
-        """One check per ticket (right section, no other), one per blocked reason, the share, and a gate."""
+    def _rubric(document: str, tickets: list[dict[str, Any]], manager: str, last_week: list[str]) -> Rubric:
+        """One check per ticket (right section, no other), one per blocked reason and last-week ticket, share, gate."""
         checks: list[dict[str, Any]] = []
         for t in tickets:
             checks.append(
@@ -212,6 +218,15 @@ class WeeklyStatusReport:
                         },
                     }
                 )
+        for key in last_week:
+            checks.append(
+                {
+                    "id": f"not-last-week-{key}",
+                    "description": f"{key} (done last week, labelled last week) is not listed.",
+                    "fn": "doc_mentions_none",
+                    "params": {"document": document, "pattern": rf"\b{re.escape(key)}\b", "label": key},
+                }
+            )
         project = tickets[0]["key"].split("-")[0]
         numbers = "|".join(t["key"].split("-")[1] for t in tickets)
         checks += [
@@ -250,7 +265,7 @@ class WeeklyStatusReport:
 
     @staticmethod
     def older_rubric(instance: ScenarioInstance, version: int) -> Rubric | None:
-        """Version 1, rebuilt for rescoring old traces: without ``no-other-tickets``.
+        """Version 1, rebuilt for rescoring old traces: without ``no-other-tickets`` and the last-week checks.
 
         Version 1 checked only that each of the week's tickets was in its section, so a report listing every
         ticket of the project (last week's under Done too) scored 1.0; calibration's verifier caught it.
@@ -258,7 +273,11 @@ class WeeklyStatusReport:
         if version != 1:
             return None
         rubric = instance.rubric
-        checks = [c.model_dump(mode="json") for c in rubric.checks if c.id != "no-other-tickets"]
+        checks = [
+            c.model_dump(mode="json")
+            for c in rubric.checks
+            if c.id != "no-other-tickets" and not c.id.startswith("not-last-week-")
+        ]
         return load_rubric({"id": rubric.id, "version": 1, "description": rubric.description, "checks": checks})
 
     # -- oracle -----------------------------------------------------------------------------------------
@@ -287,8 +306,9 @@ class WeeklyStatusReport:
             line = f"{t['key']}: {t['title']}"
             if section == "Blocked":
                 posts = env.call("chat_search_posts", text=f"{t['key']} is blocked", channel=channel.group(1))["posts"]
-                latest = max(posts, key=lambda p: p["id"])["message"]
-                line += f". Blocked: {latest.split('is blocked: ', 1)[1].rstrip('.')}"
+                if posts:  # a ticket blocked before this week may have no post in the channel
+                    latest = max(posts, key=lambda p: p["id"])["message"]
+                    line += f". Blocked: {latest.split('is blocked: ', 1)[1].rstrip('.')}"
             parts[section].append(line)
         text = "\n\n".join(
             f"# {h}\n\n" + ("\n\n".join(lines) if lines else "Nothing this week.") for h, lines in parts.items()

@@ -143,15 +143,16 @@ def test_a_timeline_in_utc_loses_exactly_the_timeline_checks(episode):
     assert set(_failed(score)) == {f"timeline-{t['event']}" for t in params["timeline"]}
 
 
-def test_the_handed_over_action_item_goes_to_its_new_owner(episode):
+def test_the_handed_over_action_items_go_to_their_new_owners(episode):
     def only_notes(name, out):
         if name == "chat_read_thread" and out["posts"] and out["posts"][0]["message"].startswith("Notes for"):
             return {**out, "posts": out["posts"][:1]}  # never reads the hand-over under the notes
         return out
 
     score, params = _play(episode, 3, 3, seen=only_notes)
-    assert set(_failed(score)) == {"action-2-owner"}
-    assert params["actions"][1]["owner"] in _failed(score)["action-2-owner"]
+    assert set(_failed(score)) == {"action-2-owner", "action-3-owner", "action-4-owner"}  # 3 handed over at 3
+    for k in (2, 3, 4):
+        assert params["actions"][k - 1]["owner"] in _failed(score)[f"action-{k}-owner"]
 
 
 def test_the_unrelated_alert_must_stay_out(episode):
@@ -167,9 +168,12 @@ def test_the_unrelated_alert_must_stay_out(episode):
 
 
 def test_calibration_agrees_with_the_verifier_and_partials_sit_between(store):
-    report = calibrate([FAMILY], seeds=range(3), difficulties=(0, 3), episode_factory=lambda f: Episode(f, store=store))
+    report = calibrate([FAMILY], seeds=range(3), difficulties=(1, 3), episode_factory=lambda f: Episode(f, store=store))
     assert report.agreement(FAMILY) == 1.0, report.disagreements[:3]
-    for difficulty in (0, 3):
+    means = {}
+    for difficulty in (1, 3):  # at 0 nobody hands an item over, so partial-first-owner is the oracle there
         partial = [report.cells[(FAMILY, difficulty, p)].mean for p in PARTIALS[FAMILY]]
         assert report.cells[(FAMILY, difficulty, "noop")].mean < min(partial)
         assert max(partial) < report.cells[(FAMILY, difficulty, "oracle")].mean == 1.0
+        means[difficulty] = sum(partial) / len(partial)
+    assert means[1] > means[3]  # more hand-overs, action items and timeline events to get wrong
