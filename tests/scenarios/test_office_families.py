@@ -247,7 +247,7 @@ def test_status_report__trusting_a_stale_blocked_post_and_not_sharing_lose_those
         assert params["manager"] in failed["shared-with-manager"]
 
 
-def test_status_report__listing_every_project_ticket_loses_only_the_check_version_1_lacked(store, python_engine):
+def test_status_report__listing_every_project_ticket_loses_only_the_checks_version_1_lacked(store, python_engine):
     with Episode("weekly-status-report-v0", store=store) as episode:
         env, params = _start(episode, 4, 1)
 
@@ -258,7 +258,9 @@ def test_status_report__listing_every_project_ticket_loses_only_the_check_versio
         score = episode.grade()
         old = episode.regrade(episode.family.older_rubric(episode.instance, 1))
     failed = _failed(score)
-    assert list(failed) == ["no-other-tickets"] and 0 < score.value < 1, failed
+    traps = [f"not-last-week-{key}" for key in params["last_week"]]
+    assert len(traps) == 1 and sorted(failed) == sorted([*traps, "no-other-tickets"]), failed  # one trap at 1
+    assert 0 < score.value < 1
     named = set(re.findall(r"\b[A-Z]+-\d+\b", failed["no-other-tickets"]))
     assert named and not named & {t["key"] for t in params["tickets"]}, "the evidence names the stray tickets"
     assert (score.rubric_version, old.rubric_version, old.value) == (2, 1, 1.0), "version 1 paid it in full"
