@@ -9,10 +9,11 @@ ticket assigned to the leaver to its component's owner (to the lead when it has 
 owned it), cancels the meetings the lead organises with the leaver alone, and mails People Ops a handover
 summary with one line per reassigned ticket.
 
-Difficulty changes the work: new tickets for the leaver (4, 5, 6, 7) and grants (1, 2, 2, 3); at 1+ a ticket
-with no component and the team's private on-call channel; at 2+ a ticket whose component the leaver owned (it
-goes to the lead) and the service account's grant (the trap); at 3 a done ticket of the leaver's (it stays) and
-a one-off career check-in to cancel.
+Difficulty changes the work: new tickets for the leaver (4, 5, 7, 9) and grants (1, 2, 2, 3); the team's
+private channels (0, 1, 2, 3 of them: on-call, incidents, customer escalations) and the service account's grants
+that name the leaver, the trap (0, 1, 2, 3 of them); at 1+ a ticket with no component; at 2+ a ticket whose
+component the leaver owned (it goes to the lead); at 3 a done ticket of the leaver's (it stays) and a one-off
+career check-in to cancel.
 
 The rubric: per open ticket its new assignee and its handover line, per grant its revocation, per channel the
 removal, per meeting its cancellation, the service account's grant kept, and a gate allowing only that work
@@ -84,8 +85,12 @@ WORK = {
     "ux": ("Onboarding tour skips the last step", "Error text on the invite form is unclear"),
     "": ("Write up the Q3 incident review", "Clean up the stale feature flags"),
 }
-NEW_TICKETS = (4, 5, 6, 7)
+NEW_TICKETS = (4, 5, 7, 9)
 GRANTS = (1, 2, 2, 3)
+SERVICE_GRANTS = (0, 1, 2, 3)
+"""Grants the team's pager service account holds that name the leaver (they stay), by difficulty."""
+PRIVATE = (("oncall", "Pages and escalations"), ("incidents", "Incident follow-ups"), ("customers", "Customer cases"))
+"""The team's own private channels (name suffix, purpose); difficulty d has the first d of them."""
 WINDOW = timedelta(days=28)
 """How far ahead "still to come" looks: the oracle lists four weeks of the lead's calendar."""
 
@@ -127,11 +132,11 @@ class OffboardLeaver:
         self._tickets(sql, rng, difficulty, project, pkey, leaver, lead, own, now)
         grants = self._grants(sql, rng, difficulty, leaver, leaver_user, lead, team_id, slug, int(hr[0]), now)
         channels = [f"team-{slug}"]
-        if difficulty >= 1:
-            private = self._private(sql, f"{slug}-oncall", lead, now)
+        for suffix, purpose in PRIVATE[:difficulty]:
+            private = self._private(sql, f"{slug}-{suffix}", purpose, lead, now)
             for member in (lead, *(i for i, _ in reports)):
                 setup.ensure_member(sql, private, member, now)
-            channels.append(f"{slug}-oncall")
+            channels.append(f"{slug}-{suffix}")
         proj_channel = sql.scalar("SELECT id FROM channels WHERE name = ?", (f"proj-{pkey.lower()}",))
         if proj_channel is not None:
             for member in (lead, leaver):
@@ -274,7 +279,7 @@ class OffboardLeaver:
         sql: Sql, rng: np.random.Generator, difficulty: int, leaver: int, leaver_user: str, lead: int, team: int,
         slug: str, hr: int, now: datetime,
     ) -> list[tuple[int, bool]]:  # fmt: skip
-        """The leaver's live grants (and, at 2+, the service account's grant naming them): (id, keep)."""
+        """The leaver's live grants and the service account's grants that name them (to keep): (id, keep)."""
         subjects = [
             int(i)
             for (i,) in sql.all(
@@ -296,7 +301,7 @@ class OffboardLeaver:
                  "decided_at": decided, "expires_at": decided + timedelta(days=7)},
             )  # fmt: skip
             out.append((rid, False))
-        if difficulty >= 2:
+        if SERVICE_GRANTS[difficulty]:
             row = sql.one("SELECT department_id, location_id, timezone, email FROM employees WHERE id = ?", (lead,))
             name = f"svc-{slug}-pager"
             svc = sql.insert(
@@ -307,26 +312,28 @@ class OffboardLeaver:
                  "timezone": row[2], "work_start_minute": 0, "work_end_minute": 1439, "workdays": "1111111",
                  "skills": [], "hire_date": (now - timedelta(days=200)).date(), "active": True},
             )  # fmt: skip
-            decided = now - timedelta(days=1)
-            rid = sql.insert(
-                "access_requests",
-                {"requester_id": svc, "subject_id": subjects[0], "owner_id": hr, "field": "personal_contact",
-                 "reason": f"Pager rotation: set up by @{leaver_user} so the on-call bot can phone whoever is on call.",
-                 "status": "approved", "created_at": decided - timedelta(hours=2), "decided_at": decided,
-                 "expires_at": decided + timedelta(days=7)},
-            )  # fmt: skip
-            out.append((rid, True))
+            for k in range(SERVICE_GRANTS[difficulty]):  # one per person in the rotation the bot phones
+                decided = now - timedelta(days=1, hours=k)
+                rid = sql.insert(
+                    "access_requests",
+                    {"requester_id": svc, "subject_id": subjects[(k * 5) % len(subjects)], "owner_id": hr,
+                     "field": "personal_contact", "reason": f"Pager rotation: set up by @{leaver_user} so the on-call"
+                     " bot can phone whoever is on call.", "status": "approved",
+                     "created_at": decided - timedelta(hours=2), "decided_at": decided,
+                     "expires_at": decided + timedelta(days=7)},
+                )  # fmt: skip
+                out.append((rid, True))
         return out
 
     @staticmethod
-    def _private(sql: Sql, name: str, creator: int, now: datetime) -> int:
+    def _private(sql: Sql, name: str, purpose: str, creator: int, now: datetime) -> int:
         found = sql.scalar("SELECT id FROM channels WHERE name = ?", (name,))
         if found is not None:
             return int(found)
         team = sql.scalar("SELECT id FROM chat_teams ORDER BY id LIMIT 1")
         return sql.insert(
             "channels",
-            {"team_id": team, "name": name, "display_name": name, "type": "P", "purpose": "Pages and escalations",
+            {"team_id": team, "name": name, "display_name": name, "type": "P", "purpose": purpose,
              "header": "", "creator_id": creator, "created_at": now - timedelta(days=300)},
         )  # fmt: skip
 

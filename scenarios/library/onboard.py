@@ -9,10 +9,12 @@ hire who manages people), three first-week meetings in the working hours of ever
 with the buddy, a team intro), a request for the hire's personal contact details through the directory, and a
 welcome mail stating the start date, the buddy and the team channel.
 
-Difficulty changes the work: at 1+ the team has a private channel of its own (only a member can add someone to
-it); at 2+ the hire works from another office in another time zone, and the private people-managers channel
-exists (the hire is an individual contributor, so that item does not apply: adding them leaks compensation
-talk); at 3 the lead's Monday and Tuesday are taken by an offsite, so the first free slot is not Monday morning.
+Difficulty changes the work: the team has private channels of its own (0, 1, 2, 3 of them: on-call,
+incidents, customer escalations; only a member can add someone to them); at 1+ the private people-managers
+channel exists (the hire is an individual contributor, so that item does not apply: adding them leaks
+compensation talk); at 2+ the hire works from another office in another time zone; at 3 the lead's Monday and
+Tuesday are taken by an offsite and the buddy spends Wednesday at a customer workshop, so the first slot free
+in the lead's own calendar clashes with the buddy's day.
 
 The rubric has one check per channel, three per meeting (booked with the hire in the first week, in everyone's
 hours, no clash) and one per other invitee, one for the access request, one per welcome-mail fact and a gate
@@ -52,9 +54,9 @@ misses the first week's posts spends the second one asking about them.
 
 2. Add them to their team's channel (team- followed by the team's short name), where the team plans its work.
 
-3. If the team has a private channel of its own (it starts with the team's short name, for example
-platform-oncall), add them to it too: pages and customer names are discussed there. It is private, so only a
-member can add them, and that is you.
+3. If the team has private channels of its own (they start with the team's short name, for example
+platform-oncall), add them to each of those too: pages and customer names are discussed there. They are
+private, so only a member can add them, and that is you.
 
 4. Only if the new hire manages people: add them to the private people-managers channel. Individual contributors
 stay out of it, because compensation and performance cases are discussed there.
@@ -81,6 +83,8 @@ their buddy (as @username) and the name of their team channel.
 FIRST = ("Ines", "Tomas", "Aiko", "Rafael", "Noor", "Mateo", "Sigrid", "Kwame", "Leila", "Oskar")
 LAST = ("Varga", "Okafor", "Lindqvist", "Moreau", "Tanaka", "Castillo", "Brennan", "Novak", "Haddad", "Ferreira")
 MEETINGS = ("Welcome 1:1", "Buddy coffee", "Team intro")
+PRIVATE = (("oncall", "on-call"), ("incidents", "incidents"), ("customers", "customer escalations"))
+"""The team's own private channels (name suffix, display suffix); difficulty d creates the first d of them."""
 ALLOWED: list[dict[str, Any]] = [
     {"table": "channel_members", "ops": ["insert", "update"]},
     {"table": "channels", "ops": ["insert"]},
@@ -167,13 +171,13 @@ class OnboardNewHire:
             sql.insert("mail_folders", {"mailbox_id": box, "name": folder})
         buddy_id, buddy = team[int(rng.integers(len(team)))]
         channels = ["town-square", "announcements", f"team-{slug}"]
-        if difficulty >= 1:
-            private = self._channel(sql, f"{slug}-oncall", f"{team_name} on-call", lead, now)
+        for suffix, display in PRIVATE[:difficulty]:
+            private = self._channel(sql, f"{slug}-{suffix}", f"{team_name} {display}", lead, now)
             for member in (lead, *(i for i, _ in team)):
                 setup.ensure_member(sql, private, member, now)
-            channels.append(f"{slug}-oncall")
+            channels.append(f"{slug}-{suffix}")
         forbidden: list[str] = []
-        if difficulty >= 2:
+        if difficulty >= 1:
             managers = self._channel(sql, "people-managers", "People managers", head, now)
             for (member,) in sql.all(
                 "SELECT DISTINCT r.employee_id FROM employee_roles r JOIN employees e ON e.id = r.employee_id"
@@ -185,6 +189,7 @@ class OnboardNewHire:
             forbidden.append("people-managers")
         if difficulty >= 3:
             self._offsite(sql, lead, monday, str(lead_row[2]), now)
+            self._workshop(sql, buddy_id, monday + timedelta(days=2), now)
         inbox, hr_box = setup.inbox(sql, lead), setup.inbox(sql, int(hr[0]))
         assert inbox is not None and hr_box is not None
         buddy_first = str(sql.scalar("SELECT first_name FROM employees WHERE id = ?", (buddy_id,)))
@@ -310,6 +315,18 @@ class OnboardNewHire:
                  "end_at": datetime.combine(day, time(18, 0), tzinfo=zone).astimezone(UTC), "room_id": None,
                  "rrule": None, "until": None, "cancelled": False, "created_at": now - timedelta(days=20)},
             )  # fmt: skip
+
+    @staticmethod
+    def _workshop(sql: Sql, buddy: int, day: date, now: datetime) -> None:
+        """The buddy's customer workshop, all of ``day`` (07:00-19:00 the buddy's time): the lead is not in it."""
+        zone = ZoneInfo(str(sql.scalar("SELECT timezone FROM employees WHERE id = ?", (buddy,))))
+        sql.insert(
+            "events",
+            {"title": "Customer workshop", "description": "On site with a customer all day.", "organizer_id": buddy,
+             "start_at": datetime.combine(day, time(7, 0), tzinfo=zone).astimezone(UTC),
+             "end_at": datetime.combine(day, time(19, 0), tzinfo=zone).astimezone(UTC), "room_id": None,
+             "rrule": None, "until": None, "cancelled": False, "created_at": now - timedelta(days=10)},
+        )  # fmt: skip
 
     @staticmethod
     def _week(monday: date, tz: str) -> tuple[datetime, datetime]:

@@ -54,14 +54,14 @@ def test_onboard__oracle_one_noop_and_random_zero_with_a_dense_rubric(onboard):
             assert run_agent(onboard, "random", seed, {"difficulty": difficulty}).value <= 0.1
 
 
-def test_onboard__difficulty_adds_the_private_channel_then_the_trap(onboard):
+def test_onboard__difficulty_adds_private_channels_and_the_trap(onboard):
     kinds = {}
     for difficulty in range(4):
         onboard.reset(seed=5, options={"difficulty": difficulty})
         p = onboard.instance.params
         kinds[difficulty] = (len(p["channels"]), tuple(p["forbidden"]))
-    assert kinds[0] == (3, ()) and kinds[1] == (4, ())
-    assert kinds[2] == (4, ("people-managers",)) == kinds[3]
+    assert kinds[0] == (3, ())  # town-square, announcements, the team channel
+    assert [kinds[d] for d in (1, 2, 3)] == [(3 + d, ("people-managers",)) for d in (1, 2, 3)]  # one private more
 
 
 def _play(episode, seed, difficulty, change):
@@ -161,7 +161,7 @@ def test_offboard__oracle_one_noop_and_random_zero_and_the_verifier_agrees(offbo
 def test_offboard__revoking_the_service_accounts_grant_loses_its_weighted_check(offboard):
     prompt, info = offboard.reset(seed=1, options={"difficulty": 2})
     env = EpisodeEnv(offboard, prompt, info)
-    (kept,) = offboard.instance.params["kept_grants"]
+    kept = offboard.instance.params["kept_grants"][0]  # one of the service account's two at difficulty 2
     offboard.family.oracle(Tampering(env, lambda name, args: args))
     offboard.reset(seed=1, options={"difficulty": 2})
     env = EpisodeEnv(offboard, offboard.instance.prompt, info)
