@@ -215,13 +215,13 @@ PARTIALS: dict[str, dict[str, Mistake]] = {
     },
     "onboard-new-hire-v0": {
         "partial-no-private": Mistake(
-            "lists only public channels, so the team's private channel is never joined (difficulty 1+)",
+            "lists only public channels, so the team's private channels (1, 2, 3 of them) are never joined",
             misread={
                 "chat_list_channels": lambda r: {**r, "channels": [c for c in r["channels"] if c["type"] == "public"]}
             },
         ),  # fmt: skip
         "partial-title-manager": Mistake(
-            "reads every new hire as a manager, so it also adds them to people-managers (difficulty 2+)",
+            "reads every new hire as a manager, so it also adds them to people-managers (difficulty 1+)",
             misread={"directory_get_profile": lambda p: {**p, "title": "Engineering Manager"}},
         ),
         "partial-no-welcome": Mistake(
@@ -235,7 +235,7 @@ PARTIALS: dict[str, dict[str, Mistake]] = {
     },
     "offboard-leaver-v0": {
         "partial-revoke-all": Mistake(
-            "revokes every grant that names the leaver, the service account's too (difficulty 2+)",
+            "revokes every grant that names the leaver, the service account's too (1, 2, 3 of them)",
             misread={
                 "directory_list_access_requests": lambda r: {
                     **r,
@@ -250,7 +250,12 @@ PARTIALS: dict[str, dict[str, Mistake]] = {
             "never reads the component owners: every open ticket goes to the lead",
             misread={"chat_search_posts": lambda r: {**r, "posts": [{"message": ""}]}},
         ),
-        "partial-no-handover": Mistake("does every item but never mails the handover", drop=("mail_send",)),
+        "partial-public-only": Mistake(
+            "lists only public channels, so the leaver stays in the team's private ones (1, 2, 3 of them)",
+            misread={
+                "chat_list_channels": lambda r: {**r, "channels": [c for c in r["channels"] if c["type"] == "public"]}
+            },
+        ),  # fmt: skip
     },
     "sprint-plan-v0": {
         "partial-no-time-off": Mistake(
@@ -258,6 +263,18 @@ PARTIALS: dict[str, dict[str, Mistake]] = {
             misread={"calendar_list_events": lambda r: {**r, "events": []}},
         ),
         "partial-no-share": Mistake("writes the plan, never shares it with the manager", drop=("docs_share",)),
+        "partial-training-as-off": Mistake(
+            "reads a training day as a day off, so a member in training gives 0 points that day, not 1",
+            misread={
+                "calendar_list_events": lambda r: {
+                    **r,
+                    "events": [
+                        {**e, "title": "Out of office"} if str(e.get("title", "")).startswith("Training: ") else e
+                        for e in r["events"]
+                    ],
+                }
+            },
+        ),
     },
     "sprint-execute-v0": {
         "partial-no-meeting": Mistake(

@@ -9,7 +9,8 @@ new owner. The right work is every other item as the parent asks, those tickets 
 that says which owner has left. An agent that claims success scores 0; one that hands the tickets to someone
 else (itself included) loses those checks.
 
-Difficulty is the parent's (more tickets and grants, the private channel, the service account, the check-in).
+Difficulty is the parent's (more tickets and grants, the private channels, the service account's grants, the
+check-in).
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ not the lead's. The right work is every other item (channels, the Welcome 1:1, t
 it is now, the access request, a welcome mail with the start date and the team channel that promises no
 departed buddy) and a submit that says the buddy has left. An agent that claims success scores 0.
 
-Difficulty is the parent's (the private channel, another zone and the people-managers trap, the offsite).
+Difficulty is the parent's (the team's private channels, the people-managers trap, another zone, the offsite).
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ guessing one would put a fiction in the company's record. The right work is ever
 assigned, shared and posted), a Root cause section that says it is not known yet, and a submit that says the
 cause is still under investigation. An agent that claims success scores 0.
 
-Difficulty is the parent's (more events and action items, the unrelated alert, the handed-over action item).
+Difficulty is the parent's (more events and action items, the unrelated alert, the handed-over action items).
 """
 
 from __future__ import annotations

@@ -6,9 +6,9 @@ tomorrow is graded against the plan that exists then, right or wrong.
 
 Setup (raw statements, as the apps write): a future sprint of the team's project starting on the next weekday,
 candidate tickets labelled ``candidate-<first day>`` with priorities and story points, the planning rules as a
-document by the lead's manager, and, by difficulty, time off ("Out of office", difficulty >= 1) and training
-days ("Training: ...", difficulty >= 2) in members' calendars on sprint days, and a candidate that is blocked
-(difficulty 3). The rules:
+document by the lead's manager, and, by difficulty, time off ("Out of office") and training days ("Training:
+...") in members' calendars on sprint days (difficulty >= 1), and a candidate that is blocked (difficulty 3).
+The rules:
 
 - capacity: every member of the team (``directory_team_members``) gives 2 points for each sprint day that is
   one of their workdays; 0 on a day with an "Out of office" event, 1 on a day with a "Training:" event (the
@@ -16,8 +16,9 @@ days ("Training: ...", difficulty >= 2) in members' calendars on sprint days, an
 - selection: candidates by priority (urgent, high, medium, low), then lowest ticket number; commit a ticket
   when its points fit in what capacity is left, else defer it and go on; a blocked candidate is deferred.
 
-Difficulty adds candidates (5, 7, 9, 11), time off for one or two members on one to three sprint days (1+),
-two training days (2+) and a blocked candidate that must be deferred whatever its priority (3).
+Difficulty adds candidates (5, 7, 9, 11), time off for members (0, 1, 2, 3 of them, as far as the team has
+them) on one to three sprint days each, training days (0, 1, 2, 3 members, a day each) and a blocked candidate
+that must be deferred whatever its priority (3).
 
 The plan is a new text document with sections Capacity ("@username: N points" per member, "Total: N points"),
 Committed and Deferred, shared with the manager. The rubric is one check per member's capacity, one for the
@@ -47,6 +48,10 @@ from worlds.seeding import Seeds
 
 STORY = ("sprint-plan-v0", "sprint-execute-v0")
 CANDIDATES = (5, 7, 9, 11)
+AWAY = (0, 1, 2, 3)
+"""Members with time off on one to three sprint days, by difficulty."""
+TRAINED = (0, 1, 2, 3)
+"""Members with a training day (half capacity that day), by difficulty."""
 PRIORITIES = ("urgent", "high", "medium", "low")
 POINTS = (1, 2, 3, 5, 8, 13, 21)
 DAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
@@ -277,15 +282,15 @@ def prepare(
     people = members(sql, team)
     off: set[tuple[str, date]] = set()
     half: set[tuple[str, date]] = set()
-    if difficulty >= 1:
-        for k in rng.permutation(len(people))[: 1 + difficulty // 2]:
+    if AWAY[difficulty]:
+        for k in rng.permutation(len(people))[: AWAY[difficulty]]:
             pid, user, zone, a, b, flags = people[int(k)]
             picked = {int(x) for x in rng.choice(5, size=int(rng.integers(1, 4)), replace=False)}
             for j in sorted(picked - ({0} if pid == team.lead_id else set())):  # the lead runs the kickoff on day 1
                 off.add((user, days[j]))
                 _event(sql, pid, team.lead_id, OFF, _local(days[j], zone, a), _local(days[j], zone, b), now)
-    if difficulty >= 2:
-        for k in rng.permutation(len(people))[:2]:
+    if TRAINED[difficulty]:
+        for k in rng.permutation(len(people))[: TRAINED[difficulty]]:
             pid, user, zone, a, _, _ = people[int(k)]
             free = [d for d in days[1 if pid == team.lead_id else 0 :] if (user, d) not in off]
             d = free[int(rng.integers(len(free)))]
