@@ -264,3 +264,38 @@ def test_status_report__listing_every_project_ticket_loses_only_the_checks_versi
     named = set(re.findall(r"\b[A-Z]+-\d+\b", failed["no-other-tickets"]))
     assert named and not named & {t["key"] for t in params["tickets"]}, "the evidence names the stray tickets"
     assert (score.rubric_version, old.rubric_version, old.value) == (2, 1, 1.0), "version 1 paid it in full"
+
+
+def test_budget__reading_only_the_rate_table_loses_more_amended_lines_the_harder_the_quarter(store, python_engine):
+    from scenarios.library.budget import AMENDED
+    from sim.calibrate import play_partial
+
+    values = []
+    with Episode("quarterly-budget-v0", store=store) as episode:
+        for difficulty in (1, 2, 3):
+            score = play_partial(episode, "quarterly-budget-v0", "partial-no-amendment", 2, {"difficulty": difficulty})
+            failed = _failed(score)
+            rates = {f.removeprefix("rate-") for f in failed if f.startswith("rate-")}
+            assert len(rates) == AMENDED[difficulty], failed  # each amended department's rate is the stale one
+            assert set(failed) == {*(f"rate-{d}" for d in rates), *(f"cost-{d}" for d in rates), "total-cost"}
+            values.append(score.value)
+    assert values[0] > values[1] > values[2] > 0, values
+
+
+def test_status_report__counting_in_review_as_done_loses_exactly_the_tickets_in_review(store, python_engine):
+    from sim.calibrate import PARTIALS, play_partial
+
+    with Episode("weekly-status-report-v0", store=store) as episode:
+        seen = {}
+        for difficulty in (1, 3):
+            score = play_partial(
+                episode, "weekly-status-report-v0", "partial-review-as-done", 1, {"difficulty": difficulty}
+            )
+            params = episode.instance.params
+            failed = _failed(score)
+            progress = {f"ticket-{t['key']}" for t in params["tickets"] if t["section"] == "In progress"}
+            assert failed and set(failed) <= progress, failed  # only in-progress tickets, each found under Done
+            assert all("Done" in why for why in failed.values()), failed
+            seen[difficulty] = (len(failed), score.value)
+    assert seen[1][0] < seen[3][0] and seen[1][1] > seen[3][1], seen
+    assert "tickets_search" in PARTIALS["weekly-status-report-v0"]["partial-review-as-done"].misread

@@ -231,3 +231,29 @@ def test_offboard__honours_the_scenario_contract(store):
         check_scenario(OFFBOARD, world, seeds=(0, 1))
     finally:
         world.close()
+
+
+def test_offboard__each_mistake_costs_more_items_the_harder_the_departure(offboard):
+    from scenarios.library.offboard import PRIVATE, SERVICE_GRANTS
+    from sim.calibrate import play_partial
+
+    for difficulty in (1, 3):
+        score = play_partial(offboard, OFFBOARD, "partial-public-only", 4, {"difficulty": difficulty})
+        slug = offboard.instance.params["channels"][0].removeprefix("team-")
+        assert _failed(score) == sorted(f"removed-{slug}-{suffix}" for suffix, _ in PRIVATE[:difficulty])
+        score = play_partial(offboard, OFFBOARD, "partial-revoke-all", 4, {"difficulty": difficulty})
+        kept = offboard.instance.params["kept_grants"]
+        assert len(kept) == SERVICE_GRANTS[difficulty] and _failed(score) == sorted(f"keep-{g}" for g in kept)
+
+
+def test_onboard__public_channels_only_misses_every_private_channel_of_the_team(onboard):
+    from scenarios.library.onboard import PRIVATE
+    from sim.calibrate import play_partial
+
+    values = []
+    for difficulty in (1, 2, 3):
+        score = play_partial(onboard, ONBOARD, "partial-no-private", 3, {"difficulty": difficulty})
+        slug = onboard.instance.params["team_channel"].removeprefix("team-")
+        assert _failed(score) == sorted(f"channel-{slug}-{suffix}" for suffix, _ in PRIVATE[:difficulty])
+        values.append(score.value)
+    assert values[0] > values[1] > values[2], values

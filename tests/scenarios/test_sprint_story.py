@@ -140,3 +140,18 @@ def test_the_plan_names_every_candidate_once(store):
         assert len(keys) == len(set(keys)) == 11
         label = re.search(r"labelled (candidate-\S+?)\. ", ep.instance.prompt)
         assert label is not None
+
+
+def test_reading_training_as_time_off_loses_the_trained_members_lines_more_as_difficulty_rises(store):
+    from scenarios.library.sprint_plan import TRAINED
+
+    lost = {}
+    with Episode("sprint-plan-v0", store=store) as ep:
+        for difficulty in (1, 3):
+            score = play_partial(ep, "sprint-plan-v0", "partial-training-as-off", 1, {"difficulty": difficulty})
+            failed = _failed(score)
+            members = {f for f in failed if f.startswith("capacity-") and f != "capacity-total"}
+            assert "capacity-total" in failed and 1 <= len(members) <= TRAINED[difficulty], failed
+            assert all(why for why in failed.values())
+            lost[difficulty] = (len(members), score.value)
+    assert lost[1][0] < lost[3][0] and lost[1][1] > lost[3][1], lost
