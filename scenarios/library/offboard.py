@@ -220,7 +220,7 @@ class OffboardLeaver:
                 (int(i), str(u))
                 for i, u in sql.all(
                     "SELECT id, username FROM employees WHERE manager_id = ? AND team_id = ? AND active = ?"
-                    " ORDER BY id",
+                    " AND username NOT LIKE 'svc-%' ORDER BY id",  # a service account is no one who can leave
                     (r[4], r[0], True),
                 )
             ]
@@ -304,7 +304,8 @@ class OffboardLeaver:
         if SERVICE_GRANTS[difficulty]:
             row = sql.one("SELECT department_id, location_id, timezone, email FROM employees WHERE id = ?", (lead,))
             name = f"svc-{slug}-pager"
-            svc = sql.insert(
+            found = sql.scalar("SELECT id FROM employees WHERE username = ?", (name,))  # an earlier day's (campaign)
+            svc = int(found) if found is not None else sql.insert(
                 "employees",
                 {"first_name": "Pager", "last_name": "Bot", "username": name,
                  "email": f"{name}@{str(row[3]).split('@', 1)[1]}", "title": "Service account (pager rotation)",
