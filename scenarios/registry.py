@@ -264,3 +264,15 @@ register(
     entry_point="scenarios.library.ship_fix:ShipFix",
     description="Fix a reported bug, get the code owners' approval (NPCs, maybe in other zones), merge, close.",
 )
+register(
+    "history-redo-asker-left-v0",
+    entry_point="scenarios.library.history_redo_asker_left:HistoryRedoAskerLeft",
+    description="Answer a colleague's old mail about a ticket when the colleague has left: send nothing, say so.",
+    impossible=True,
+)
+register(
+    "history-followup-asker-left-v0",
+    entry_point="scenarios.library.history_followup_asker_left:HistoryFollowupAskerLeft",
+    description="Close an open chat loop whose asker has since left the company: reply to no one, say so.",
+    impossible=True,
+)

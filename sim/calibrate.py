@@ -336,6 +336,8 @@ PARTIALS |= {
         "partial-claims-success": _CLAIMS,
         "partial-no-share": PARTIALS["sprint-plan-v0"]["partial-no-share"],
     },
+    "history-redo-asker-left-v0": {"partial-claims-success": _CLAIMS},
+    "history-followup-asker-left-v0": {"partial-claims-success": _CLAIMS},
 }
 
 

@@ -56,6 +56,8 @@ FAMILIES = (
     "suspicious-requester-left-v0",
     "postmortem-no-cause-v0",
     "sprint-no-capacity-v0",
+    "history-redo-asker-left-v0",
+    "history-followup-asker-left-v0",
 )
 SEEDS = (0, 1, 2)
 
