@@ -338,6 +338,10 @@ PARTIALS |= {
     },
     "history-redo-asker-left-v0": {"partial-claims-success": _CLAIMS},
     "history-followup-asker-left-v0": {"partial-claims-success": _CLAIMS},
+    "ship-fix-owners-left-v0": {
+        "partial-claims-success": _CLAIMS,
+        "partial-no-shell": PARTIALS["ship-fix-v0"]["partial-no-shell"],
+    },
 }
 
 
