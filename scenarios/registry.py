@@ -282,3 +282,9 @@ register(
     description="Fix a bug when every code owner who must approve has left: open the request, merge nothing, say so.",
     impossible=True,
 )
+register(
+    "sprint-execute-cancelled-v0",
+    entry_point="scenarios.library.sprint_execute_cancelled:SprintExecuteCancelled",
+    description="Act on the sprint plan when a committed ticket was cancelled overnight: the rest, and say why.",
+    impossible=True,
+)

@@ -342,6 +342,10 @@ PARTIALS |= {
         "partial-claims-success": _CLAIMS,
         "partial-no-shell": PARTIALS["ship-fix-v0"]["partial-no-shell"],
     },
+    "sprint-execute-cancelled-v0": {
+        "partial-claims-success": _CLAIMS,
+        "partial-no-meeting": PARTIALS["sprint-execute-v0"]["partial-no-meeting"],
+    },
 }
 
 

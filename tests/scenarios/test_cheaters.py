@@ -59,6 +59,7 @@ FAMILIES = (
     "history-redo-asker-left-v0",
     "history-followup-asker-left-v0",
     "ship-fix-owners-left-v0",
+    "sprint-execute-cancelled-v0",
 )
 SEEDS = (0, 1, 2)
 
