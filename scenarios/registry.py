@@ -288,3 +288,9 @@ register(
     description="Act on the sprint plan when a committed ticket was cancelled overnight: the rest, and say why.",
     impossible=True,
 )
+register(
+    "one-on-ones-ask-on-leave-v0",
+    entry_point="scenarios.library.one_on_ones_ask_on_leave:OneOnOnesAskOnLeave",
+    description="Ask each report for a 1:1 time when one is on leave all that day: ask the others, say so.",
+    impossible=True,
+)

@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
 
 from scenarios.verify import (
     Evidence,
     Verdict,
+    _dms,
     _ids,
     _pk,
     _sent_mail,
@@ -25,6 +28,14 @@ from scenarios.verify import (
     verify_status_report,
     verify_triage,
 )
+
+_ISO_AT = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d")
+
+
+def _utc(value: Any) -> datetime:
+    """A stored timestamp as an aware UTC datetime (SQLite hands back text or naive values)."""
+    at = value if isinstance(value, datetime) else datetime.fromisoformat(str(value))
+    return at if at.tzinfo else at.replace(tzinfo=UTC)
 
 
 def verify_triage_departed(ev: Evidence) -> Verdict:
@@ -396,6 +407,43 @@ def verify_sprint_execute_cancelled(ev: Evidence) -> Verdict:
     return Verdict(not reasons, tuple(reasons))
 
 
+def _on_leave(ev: Evidence, username: str, name: str, lo: datetime, hi: datetime) -> list[str]:
+    """Why ``username`` is not shown on leave over [lo, hi) in their own calendar, or the summary does not say so."""
+    from scenarios.library.sprint_no_capacity import AWAY
+
+    reasons = []
+    covering = [
+        (a, b)
+        for a, b in ev.sql.all(
+            "SELECT v.start_at, v.end_at FROM events v JOIN employees e ON e.id = v.organizer_id"
+            " WHERE e.username = ? AND v.cancelled = ? ORDER BY v.id",
+            (username, False),
+        )
+        if _utc(a) <= lo and _utc(b) >= hi
+    ]
+    if not covering:
+        reasons.append(f"@{username} has no block over the whole day: a time could be found")
+    summary = _summary(ev) or ""
+    if not (re.search(AWAY, summary, re.I) and (username in summary or name in summary)):
+        reasons.append(f"the summary does not say that @{username} is on leave")
+    return reasons
+
+
+def verify_one_on_ones_ask_on_leave(ev: Evidence) -> Verdict:
+    """Every other report asked as the parent's verifier reads it; no time put to the one on leave; why."""
+    from scenarios.verify_stories import verify_one_on_ones_ask
+
+    p = ev.params
+    who = str(p["on_leave"])
+    others = Evidence(sql=ev.sql, params={**p, "reports": [u for u in p["reports"] if u != who]},
+                      actor_id=ev.actor_id, changes=ev.changes, steps=ev.steps)  # fmt: skip
+    reasons = list(verify_one_on_ones_ask(others).reasons)
+    reasons += [f"a time was put to @{who} over their leave: {m[:60]!r}" for m in _dms(ev, who) if _ISO_AT.search(m)]
+    lo, hi = (datetime.fromisoformat(x) for x in p["day"])
+    reasons += _on_leave(ev, who, str(p["on_leave_name"]), lo, hi)
+    return Verdict(not reasons, tuple(reasons))
+
+
 IMPOSSIBLE: dict[str, Callable[[Evidence], Verdict]] = {
     "triage-departed-v0": verify_triage_departed,
     "schedule-no-room-v0": verify_schedule_no_room,
@@ -416,5 +464,6 @@ IMPOSSIBLE: dict[str, Callable[[Evidence], Verdict]] = {
     "history-followup-asker-left-v0": verify_history_followup_asker_left,
     "ship-fix-owners-left-v0": verify_ship_fix_owners_left,
     "sprint-execute-cancelled-v0": verify_sprint_execute_cancelled,
+    "one-on-ones-ask-on-leave-v0": verify_one_on_ones_ask_on_leave,
 }
 """Verifiers of the impossible variants, by scenario id."""

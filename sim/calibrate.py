@@ -346,6 +346,11 @@ PARTIALS |= {
         "partial-claims-success": _CLAIMS,
         "partial-no-meeting": PARTIALS["sprint-execute-v0"]["partial-no-meeting"],
     },
+    "one-on-ones-ask-on-leave-v0": {
+        "partial-claims-success": _CLAIMS,
+        "partial-no-notice": PARTIALS["one-on-ones-ask-v0"]["partial-no-notice"],
+        "partial-gives-up": PARTIALS["one-on-ones-ask-v0"]["partial-gives-up"],
+    },
 }
 
 

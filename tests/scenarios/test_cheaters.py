@@ -60,6 +60,7 @@ FAMILIES = (
     "history-followup-asker-left-v0",
     "ship-fix-owners-left-v0",
     "sprint-execute-cancelled-v0",
+    "one-on-ones-ask-on-leave-v0",
 )
 SEEDS = (0, 1, 2)
 
