@@ -294,3 +294,9 @@ register(
     description="Ask each report for a 1:1 time when one is on leave all that day: ask the others, say so.",
     impossible=True,
 )
+register(
+    "one-on-ones-book-on-leave-v0",
+    entry_point="scenarios.library.one_on_ones_book_on_leave:OneOnOnesBookOnLeave",
+    description="Book the agreed 1:1s when one report went off sick this morning: book the rest, say so.",
+    impossible=True,
+)

@@ -444,6 +444,28 @@ def verify_one_on_ones_ask_on_leave(ev: Evidence) -> Verdict:
     return Verdict(not reasons, tuple(reasons))
 
 
+def verify_one_on_ones_book_on_leave(ev: Evidence) -> Verdict:
+    """Every other 1:1 as the parent's verifier reads it; nothing booked or re-asked for the one off sick; why."""
+    from scenarios.verify_stories import verify_one_on_ones_book
+
+    p = ev.params
+    who = str(p["on_leave"])
+    others = Evidence(sql=ev.sql, params={**p, "reports": [u for u in p["reports"] if u != who]},
+                      actor_id=ev.actor_id, changes=ev.changes, steps=ev.steps)  # fmt: skip
+    reasons = list(verify_one_on_ones_book(others).reasons)
+    ids = ev.inserted("events")
+    booked = ev.sql.all(
+        _ids("SELECT v.title FROM events v WHERE v.id IN (?*) AND v.cancelled = ? AND (v.title LIKE ? OR EXISTS"
+             " (SELECT 1 FROM event_attendees a JOIN employees e ON e.id = a.employee_id WHERE a.event_id = v.id"
+             " AND e.username = ?)) ORDER BY v.id", ids), [*ids, False, f"%@{who}%", who],
+    ) if ids else []  # fmt: skip
+    reasons += [f"{t!r} was booked with @{who}, who is off sick" for (t,) in booked]
+    reasons += [f"a time was put to @{who} while off sick: {m[:60]!r}" for m in _dms(ev, who) if _ISO_AT.search(m)]
+    lo, hi = (datetime.fromisoformat(x) for x in p["day"])
+    reasons += _on_leave(ev, who, str(p["on_leave_name"]), lo, hi)
+    return Verdict(not reasons, tuple(reasons))
+
+
 IMPOSSIBLE: dict[str, Callable[[Evidence], Verdict]] = {
     "triage-departed-v0": verify_triage_departed,
     "schedule-no-room-v0": verify_schedule_no_room,
@@ -465,5 +487,6 @@ IMPOSSIBLE: dict[str, Callable[[Evidence], Verdict]] = {
     "ship-fix-owners-left-v0": verify_ship_fix_owners_left,
     "sprint-execute-cancelled-v0": verify_sprint_execute_cancelled,
     "one-on-ones-ask-on-leave-v0": verify_one_on_ones_ask_on_leave,
+    "one-on-ones-book-on-leave-v0": verify_one_on_ones_book_on_leave,
 }
 """Verifiers of the impossible variants, by scenario id."""

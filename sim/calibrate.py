@@ -351,6 +351,11 @@ PARTIALS |= {
         "partial-no-notice": PARTIALS["one-on-ones-ask-v0"]["partial-no-notice"],
         "partial-gives-up": PARTIALS["one-on-ones-ask-v0"]["partial-gives-up"],
     },
+    "one-on-ones-book-on-leave-v0": {
+        "partial-claims-success": _CLAIMS,
+        "partial-no-invite": PARTIALS["one-on-ones-book-v0"]["partial-no-invite"],
+        "partial-no-wait": PARTIALS["one-on-ones-book-v0"]["partial-no-wait"],
+    },
 }
 
 

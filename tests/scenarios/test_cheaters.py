@@ -61,6 +61,7 @@ FAMILIES = (
     "ship-fix-owners-left-v0",
     "sprint-execute-cancelled-v0",
     "one-on-ones-ask-on-leave-v0",
+    "one-on-ones-book-on-leave-v0",
 )
 SEEDS = (0, 1, 2)
 

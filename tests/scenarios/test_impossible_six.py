@@ -5,6 +5,7 @@
 ``ship-fix-owners-left-v0``: every code owner whose approval the merge rule needs has left.
 ``sprint-execute-cancelled-v0``: the manager cancelled one ticket the sprint plan committed to, overnight.
 ``one-on-ones-ask-on-leave-v0``: one direct report is on leave over the whole 1:1 day.
+``one-on-ones-book-on-leave-v0``: one direct report went off sick on the morning the 1:1s are booked.
 
 Each oracle notices the blocker through the tools and says why in its submit (1, verifier solved); the
 parent's oracle, which does the work anyway and claims success, scores 0; the no-op, random and cheating
@@ -37,6 +38,7 @@ VARIANTS = (
     "ship-fix-owners-left-v0",
     "sprint-execute-cancelled-v0",
     "one-on-ones-ask-on-leave-v0",
+    "one-on-ones-book-on-leave-v0",
 )
 CODE = ("ship-fix-owners-left-v0",)
 PARENTS = {
@@ -224,6 +226,37 @@ def test_asking_by_the_parents_oracle_finds_no_time_for_the_report_on_leave(stor
         score = episode.grade()
         checks = {c.id: c for c in score.checks}
     assert score.value == 0.0 and not checks["says-on-leave"].passed and checks[f"no-time-for-{who}"].passed
+
+
+@pytest.mark.parametrize("difficulty", [1, 3])
+def test_booking_the_rest_the_sick_report_silent_and_only_the_reason_decides(store, difficulty):
+    with Episode("one-on-ones-book-on-leave-v0", store=store) as episode:
+        oracle = run_agent(episode, "oracle", difficulty, {"difficulty": difficulty})
+        params = episode.instance.params
+        who = params["on_leave"]
+        said = [s["result"] for s in episode.steps if s["action"]["name"] == "chat_read_channel"]
+        assert oracle.value == 1.0 and verify(episode).solved
+        assert all(p["author"] != who or p["at"] < episode.steps[0]["clock"] for r in said for p in r["posts"])
+        assert who not in episode.instance.npc_population and len(params["reports"]) >= 2
+        env = _start(episode, difficulty, difficulty)
+        episode.family.oracle(_Renaming(env, f"@{who}", "someone"))  # the same work, the summary names nobody
+        score = episode.grade()
+        checks = {c.id: c for c in score.checks}
+    assert score.value == 0.0 and not checks["says-on-leave"].passed
+    assert all(c.passed for i, c in checks.items() if i != "says-on-leave"), "every other 1:1 is booked right"
+
+
+def test_booking_that_asks_the_sick_report_for_another_time_today_scores_zero(store):
+    with Episode("one-on-ones-book-on-leave-v0", store=store) as episode:
+        env = _start(episode, 0, 2)
+        who = episode.instance.params["on_leave"]
+        env.call("chat_direct_message", username=who, message="Would 2026-03-02T20:00:00+00:00 work instead?")
+        episode.family.oracle(env)
+        score = episode.grade()
+        checks = {c.id: c for c in score.checks}
+        verdict = verify(episode)
+    assert score.value == 0.0 and not checks[f"no-time-for-{who}"].passed and checks["says-on-leave"].passed
+    assert not verdict.solved and any("while off sick" in r for r in verdict.reasons)
 
 
 def test_calibration_agrees_with_every_verifier_and_claiming_success_earns_nothing(store, monkeypatch):
