@@ -364,6 +364,26 @@ PARTIALS |= {
         "partial-claims-success": _CLAIMS,
         "partial-no-share": PARTIALS["sprint-plan-v0"]["partial-no-share"],
     },
+    "history-redo-asker-left-v0": {"partial-claims-success": _CLAIMS},
+    "history-followup-asker-left-v0": {"partial-claims-success": _CLAIMS},
+    "ship-fix-owners-left-v0": {
+        "partial-claims-success": _CLAIMS,
+        "partial-no-shell": PARTIALS["ship-fix-v0"]["partial-no-shell"],
+    },
+    "sprint-execute-cancelled-v0": {
+        "partial-claims-success": _CLAIMS,
+        "partial-no-meeting": PARTIALS["sprint-execute-v0"]["partial-no-meeting"],
+    },
+    "one-on-ones-ask-on-leave-v0": {
+        "partial-claims-success": _CLAIMS,
+        "partial-no-notice": PARTIALS["one-on-ones-ask-v0"]["partial-no-notice"],
+        "partial-gives-up": PARTIALS["one-on-ones-ask-v0"]["partial-gives-up"],
+    },
+    "one-on-ones-book-on-leave-v0": {
+        "partial-claims-success": _CLAIMS,
+        "partial-no-invite": PARTIALS["one-on-ones-book-v0"]["partial-no-invite"],
+        "partial-no-wait": PARTIALS["one-on-ones-book-v0"]["partial-no-wait"],
+    },
 }
 
 

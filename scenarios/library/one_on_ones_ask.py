@@ -190,7 +190,7 @@ class OneOnOnesAsk:
     id = "one-on-ones-ask-v0"
     description = "Day one of a campaign: a manager asks each direct report by DM whether a 1:1 time works."
     world = WorldDefaults(employees=40, history_days=30)
-    story = STORY
+    story: tuple[str, ...] = STORY
 
     def build(self, session: Session, seeds: Seeds, clock: Clock, difficulty: int) -> ScenarioInstance:
         """Pick the manager and reports, give the reports personas and commitments, return the instance."""

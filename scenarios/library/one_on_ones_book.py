@@ -98,7 +98,7 @@ class OneOnOnesBook:
     id = "one-on-ones-book-v0"
     description = "Day two of a campaign: a manager books the 1:1s their reports agreed to overnight, by DM."
     world = WorldDefaults(employees=40, history_days=30)
-    story = STORY
+    story: tuple[str, ...] = STORY
 
     def build(self, session: Session, seeds: Seeds, clock: Clock, difficulty: int) -> ScenarioInstance:
         """Find yesterday's questions (or ask them in setup), return the instance with the reports as NPCs."""

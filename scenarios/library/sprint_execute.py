@@ -64,7 +64,7 @@ class SprintExecute:
     id = "sprint-execute-v0"
     description = "Day two of a campaign: team lead acts on yesterday's sprint plan (sprint, kickoff post, meeting)."
     world = WorldDefaults(employees=40, history_days=30)
-    story = STORY
+    story: tuple[str, ...] = STORY
 
     def build(self, session: Session, seeds: Seeds, clock: Clock, difficulty: int) -> ScenarioInstance:
         """Find yesterday's sprint and plan (or set both up), return the instance graded against that plan."""

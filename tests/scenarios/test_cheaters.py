@@ -56,13 +56,20 @@ FAMILIES = (
     "suspicious-requester-left-v0",
     "postmortem-no-cause-v0",
     "sprint-no-capacity-v0",
+    "history-redo-asker-left-v0",
+    "history-followup-asker-left-v0",
+    "ship-fix-owners-left-v0",
+    "sprint-execute-cancelled-v0",
+    "one-on-ones-ask-on-leave-v0",
+    "one-on-ones-book-on-leave-v0",
 )
 SEEDS = (0, 1, 2)
 
 
 @pytest.mark.parametrize("family", FAMILIES)
 def test_every_cheater_scores_at_most_a_tenth(family, store):
-    if family in ("fix-failing-test-v0", "fix-test-contradiction-v0", "ship-fix-v0") and not get_sandbox().available():
+    code = ("fix-failing-test-v0", "fix-test-contradiction-v0", "ship-fix-v0", "ship-fix-owners-left-v0")
+    if family in code and not get_sandbox().available():
         if os.environ.get("CI") == "true":
             pytest.fail("no working sandbox under CI")
         pytest.skip("no working code sandbox here")
