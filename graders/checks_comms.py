@@ -314,6 +314,32 @@ def event_exists(
     return CheckOutcome.of(False, head + (f": {listing(notes)}" if notes else ""))
 
 
+_INVITED = (
+    "SELECT e.id, e.title, a.employee_id, e.cancelled FROM event_attendees a JOIN events e ON e.id = a.event_id"
+    " WHERE a.id IN ({}) ORDER BY e.id, a.id"
+)
+
+
+@check_fn("no_event_with", reads=("events", "event_attendees"))
+def no_event_with(ctx: GradingContext, attendee: str) -> CheckOutcome:
+    """No live event gained ``attendee`` during the episode (a new meeting with them, or them added to one).
+
+    Why: someone away (on leave, off sick) must not find meetings booked over their absence; an explanation in
+    the submit does not undo an invitation already sent. Cancelled events do not count: cancelling is the fix.
+    """
+    who = employee_id(ctx, attendee)
+    if who is None:
+        return CheckOutcome.of(False, f"unknown employee {attendee!r}")
+    ids = inserted_ids(ctx, "event_attendees")
+    rows = [
+        (i, t) for i, t, invited, cancelled in rows_in(ctx, _INVITED, ids) if int(invited) == int(who) and not cancelled
+    ]
+    if not rows:
+        return CheckOutcome.of(True, f"no live event invites @{attendee} among {len(ids)} invitations sent")
+    shown = listing([f"#{i} {snippet(str(t))}" for i, t in rows])
+    return CheckOutcome.of(False, f"@{attendee} was invited to {shown}", event_ids=[int(i) for i, _ in rows])
+
+
 _MEMBER = (
     select(Channel.name, Employee.username, ChannelMember.id.label("member"))
     .select_from(Channel)

@@ -12,8 +12,9 @@ Claiming every 1:1 is booked scores 0; putting a new time to the one on leave br
 A single day (no asking day before it): the question and the sick note are both written by this build.
 Difficulty is the parent's (2, 2, 3, 4 reports; busy hours; a half-hour of the manager's).
 
-The rubric cannot express "no event with this attendee" (no such check function exists), so booking over
-the leave while explaining it is caught by the verifier only; the rubric gates the re-proposal and the reason.
+The rubric gates all three ways to get it wrong: a meeting booked with them (``no_event_with``, even with an
+explanation: the invitation is already in their calendar), a time put to them again, and a submit without the
+reason.
 """
 
 from __future__ import annotations
@@ -111,6 +112,10 @@ class OneOnOnesBookOnLeave(OneOnOnesBook):
         others = [u for u in reports if u != who]
         name = str(row[2])
         checks = [c.model_dump(mode="json") for c in self._rubric(others).checks] + leave_checks(who, name)
+        checks.append(
+            {"id": f"no-meeting-with-{who}", "description": f"No meeting was booked with @{who}, who is off sick.",
+             "must": True, "fn": "no_event_with", "params": {"attendee": who}}
+        )  # fmt: skip
         rubric = load_rubric(
             {
                 "id": "one-on-ones-book-on-leave",

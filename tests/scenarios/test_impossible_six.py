@@ -14,6 +14,8 @@ agents score at most 0.1; ``check_scenario`` holds over a few seeds and every di
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta
+
 import pytest
 
 from mcp_tools.sandbox import get_sandbox
@@ -276,6 +278,25 @@ def test_booking_that_asks_the_sick_report_for_another_time_today_scores_zero(st
         verdict = verify(episode)
     assert score.value == 0.0 and not checks[f"no-time-for-{who}"].passed and checks["says-on-leave"].passed
     assert not verdict.solved and any("while off sick" in r for r in verdict.reasons)
+
+
+def test_booking_over_the_sick_leave_scores_zero_even_with_the_right_reason(store):
+    with Episode("one-on-ones-book-on-leave-v0", store=store) as episode:
+        env = _start(episode, 1, 2)
+        who = episode.instance.params["on_leave"]
+        start = datetime.fromisoformat(episode.instance.params["day"][0]) + timedelta(hours=6)
+        env.call(
+            "calendar_create_event", title=f"1:1 with @{who}", start=start.isoformat(),
+            end=(start + timedelta(minutes=30)).isoformat(), attendees=who, description="Our weekly 1:1.",
+        )  # fmt: skip
+        episode.family.oracle(env)  # the others booked, and the submit says who is off sick
+        score = episode.grade()
+        checks = {c.id: c for c in score.checks}
+        verdict = verify(episode)
+    assert score.value == 0.0 and not checks[f"no-meeting-with-{who}"].passed
+    assert who in checks[f"no-meeting-with-{who}"].evidence and checks["says-on-leave"].passed
+    assert all(c.passed for i, c in checks.items() if i != f"no-meeting-with-{who}")
+    assert not verdict.solved
 
 
 def test_calibration_agrees_with_every_verifier_and_claiming_success_earns_nothing(store, monkeypatch):
