@@ -274,6 +274,10 @@ PARTIALS: dict[str, dict[str, Mistake]] = {
             "never lets time pass, so it books only the reports who had answered by the time it looked",
             drop=("wait",),
         ),
+        "partial-first-report": Mistake(
+            "reads only the first of the manager's reports the directory lists, so it books that 1:1 and no other",
+            misread={"directory_reports": lambda r: {**r, "reports": r["reports"][:1]}},
+        ),
     },
 }
 """The partial agents of each family, by name."""

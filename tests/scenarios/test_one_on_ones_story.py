@@ -96,6 +96,21 @@ def test_inviting_nobody_loses_exactly_the_invitations(store):
         assert not verify(ep).solved
 
 
+def test_booking_only_the_first_report_loses_every_other_reports_checks(store):
+    """The one 1:1 booked is right in full; every report left out loses all four of their checks."""
+    values = set()
+    with Episode("one-on-ones-book-v0", store=store) as ep:
+        for seed, difficulty in ((2, 1), (2, 3), (5, 3)):
+            score = play_partial(ep, "one-on-ones-book-v0", "partial-first-report", seed, {"difficulty": difficulty})
+            reports = ep.instance.params["reports"]
+            left = {k.split("-", 1)[1] for k in _failed(score)}
+            booked = set(reports) - left
+            assert len(booked) <= 1 and not verify(ep).solved
+            assert set(_failed(score)) == {f"{c}-{u}" for u in left for c in ("agreed", "invited", "hours", "single")}
+            values.add(round(score.value * len(reports)))
+    assert values == {0, 1}, "a report the directory lists first is booked when they were asked, else nobody"
+
+
 def test_replay_of_the_story_with_npcs_is_bit_exact(store, tmp_path):
     path = tmp_path / "story.jsonl"
     writer = TraceWriter(path)
