@@ -57,6 +57,15 @@ def _as_filed(ticket: Any) -> Any:
     return {**ticket, "status": ticket["history"][0]["to"], "assignee": ticket.get("reporter")}
 
 
+def _as_people_say(ticket: Any) -> Any:
+    """A ticket read as people talk about it: its status in words ("in progress"), its assignee by name."""
+    if not isinstance(ticket, dict):
+        return ticket
+    who = ticket.get("assignee")
+    name = " ".join(w.capitalize() for w in re.split(r"[._-]", who)) if who else who
+    return {**ticket, "status": str(ticket.get("status", "")).replace("_", " "), "assignee": name}
+
+
 def _title_for_key(ticket: Any) -> Any:
     """A ticket whose title is taken for its key (the answer names it by what it is about, not by its key)."""
     return {**ticket, "key": ticket.get("title", "")} if isinstance(ticket, dict) else ticket
@@ -189,6 +198,11 @@ PARTIALS: dict[str, dict[str, Mistake]] = {
         "partial-filed-state": Mistake(
             "reads the ticket's first history row and its reporter as where it stands and who holds it",
             misread={"tickets_get": _as_filed},
+        ),
+        "partial-plain-words": Mistake(
+            "writes the ticket's state as people say it, not as the tracker shows it: statuses in words"
+            " ('in progress'), the assignee by name rather than @username",
+            misread={"tickets_get": _as_people_say},
         ),
     },
     "history-followup-v0": {

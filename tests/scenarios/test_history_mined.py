@@ -8,7 +8,7 @@ import sys
 from scenarios import check_scenario
 from scenarios.splits import source_split
 from sim.agents import EpisodeEnv, run_agent
-from sim.calibrate import PARTIALS, calibrate
+from sim.calibrate import PARTIALS, calibrate, play_partial
 from sim.episode import Episode
 from sim.mine import mine
 from worlds.rawsql import Sql
@@ -50,6 +50,22 @@ def test_redo_a_wrong_status_loses_exactly_the_status_check(store):
         env.call("submit", summary="answered")
         checks = {c.id: c.score for c in episode.grade().checks}
     assert checks["states-status"] == 0.0 and checks["names-key"] == 1.0 and checks["replied-in-thread"] == 1.0
+
+
+def test_redo_customer_reply_states_the_status_and_plain_words_lose_only_the_state(store):
+    """A customer is told where their ticket stands; writing it as people say it loses the state checks only."""
+    lost: set[str] = set()
+    with Episode("history-redo-v0", store=store) as episode:
+        for seed in range(4):
+            episode.reset(seed=seed, options={"difficulty": 2})
+            assert episode.instance.params["facts"].keys() == {"status"}
+            score = play_partial(episode, "history-redo-v0", "partial-plain-words", seed, {"difficulty": 3})
+            failed = {c.id for c in score.checks if not c.passed}
+            assert failed <= {"states-status", "only-status", "names-assignee"} and "names-assignee" in failed
+            lost |= failed
+            score = play_partial(episode, "history-redo-v0", "partial-title-not-key", seed, {"difficulty": 2})
+            assert {c.id for c in score.checks if not c.passed} == {"names-key", "only-key"}, seed
+    assert "states-status" in lost, "some customer's ticket is in_progress, in_review or wont_do"
 
 
 def test_followup_reply_outside_the_thread_earns_nothing(store):
