@@ -57,13 +57,18 @@ def _as_filed(ticket: Any) -> Any:
     return {**ticket, "status": ticket["history"][0]["to"], "assignee": ticket.get("reporter")}
 
 
+def _name(username: str) -> str:
+    """A username as people write the name (``dana.smith`` -> ``Dana Smith``)."""
+    return " ".join(w.capitalize() for w in re.split(r"[._-]", username))
+
+
 def _as_people_say(ticket: Any) -> Any:
     """A ticket read as people talk about it: its status in words ("in progress"), its assignee by name."""
     if not isinstance(ticket, dict):
         return ticket
     who = ticket.get("assignee")
-    name = " ".join(w.capitalize() for w in re.split(r"[._-]", who)) if who else who
-    return {**ticket, "status": str(ticket.get("status", "")).replace("_", " "), "assignee": name}
+    status = str(ticket.get("status", "")).replace("_", " ")
+    return {**ticket, "status": status, "assignee": _name(who) if who else who}
 
 
 def _title_for_key(ticket: Any) -> Any:
@@ -214,6 +219,17 @@ PARTIALS: dict[str, dict[str, Mistake]] = {
             "reads the ticket's first history row and its reporter as where it stands, and leaves no review comment",
             drop=("tickets_comment",),
             misread={"tickets_get": _as_filed},
+        ),
+        "partial-plain-words": Mistake(
+            "writes as people talk, not as the tools show: statuses in words ('in progress'), people by name rather"
+            " than @username (so the asker is never mentioned)",
+            misread={
+                "tickets_get": _as_people_say,
+                "chat_search_posts": lambda r: {
+                    **r,
+                    "posts": [{**p, "author": _name(p["author"])} for p in r["posts"]],
+                },
+            },
         ),
     },
     "onboard-new-hire-v0": {

@@ -70,13 +70,30 @@ def test_redo_customer_reply_states_the_status_and_plain_words_lose_only_the_sta
 
 def test_followup_reply_outside_the_thread_earns_nothing(store):
     with Episode("history-followup-v0", store=store) as episode:
-        prompt, info = episode.reset(seed=0, options={**WORLD, "difficulty": 0})
+        prompt, info = episode.reset(seed=0, options={**WORLD, "difficulty": 1})
         p = episode.instance.params
+        assert p["kind"] == "status-question"
         env = EpisodeEnv(episode, prompt, info)
         env.call("chat_post", channel=p["provenance"]["channel"], message=f"{p['key']} is {p['status']}.")
         env.call("submit", summary="answered")
         score = episode.grade()
     assert score.value == 0.0 and score.gated
+
+
+def test_followup_plain_words_never_mention_the_reviewer_asker_and_miss_the_tracker_status(store):
+    """Names instead of @usernames lose the mention of a review's asker; a status in words loses the status."""
+    lost: dict[str, set[str]] = {}
+    with Episode("history-followup-v0", store=store) as episode:
+        for seed in range(6):
+            for difficulty in (2, 3):
+                score = play_partial(
+                    episode, "history-followup-v0", "partial-plain-words", seed, {"difficulty": difficulty}
+                )
+                kind = episode.instance.params["kind"]
+                lost.setdefault(kind, set()).update(c.id for c in score.checks if not c.passed)
+                assert 0.0 < score.value < 1.0 or kind == "status-question", (seed, difficulty)
+    assert lost["review-request"] == {"mentions-asker"}
+    assert lost["status-question"] == {"states-status", "only-status", "names-assignee"}
 
 
 def test_the_miner_validates_over_200_distinct_tasks_of_three_kinds_in_a_100_person_world(store):
