@@ -12,11 +12,13 @@ Kinds, by difficulty (the kind alternates; from difficulty 2 the answer asks for
   holds K (its assignee, else its project's lead) answers in the thread with K and its status as the tracker
   shows it now; difficulty 3 also names who is on it (or says nobody is).
 
-Why this order: a review reply only names K and mentions its asker; a status answer must read the tracker's
-current state exactly, and the ticket has almost always moved since it was filed (18 of 20 sampled cases in the
-40-person default world), sometimes to an ``in_progress``-style word. Difficulty 2 adds an action (the review
-comment) and difficulty 3 a fact (who is on it, rarely the reporter), so reading the ticket as filed, writing
-it as people say it, or skipping the comment costs more as difficulty rises.
+Difficulty alternates the kind (a review request at 0 and 2, a status question at 1 and 3) and from 2 asks for
+more (the review comment; who is on it). Why this order: a review reply only names K and mentions its asker; a
+status answer must read the tracker's current state exactly, and the ticket has almost always moved since it was
+filed (18 of 20 sampled cases in the 40-person default world), sometimes to an ``in_progress``-style word.
+Difficulty 2 adds an action (the review comment) and difficulty 3 a fact (who is on it, rarely the reporter), so
+reading the ticket as filed, writing it as people say it, or skipping the comment costs more as difficulty
+rises.
 
 What the history holds (one 100-person, 30-day world): about 40 unanswered status questions and a few
 unanswered review requests. Mail always gets its answer in the generated history (``history-redo-v0`` mines

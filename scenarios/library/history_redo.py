@@ -15,11 +15,13 @@ Kinds, by difficulty (an odd difficulty asks for more of the ticket's state in t
   filed for it (found by its title among the tickets they reported: only problems whose title names exactly
   one such ticket) and where it stands now (its status); difficulty 3 also gives its assignee.
 
-Why difficulty is harder for an agent, not only longer: the customer's ticket has to be found by its title,
-and it has moved further since it was filed (in the 40-person default world, 20 of 20 sampled customer cases
-had changed status, six of them to an ``in_progress``-style word; 15 of 20 colleagues' tickets had, none to
-such a word); the odd difficulty's assignee is rarely the reporter. Reading the ticket as it was filed, or
-writing its state as people say it rather than as the tracker shows it, costs more at each step.
+Difficulty picks the kind (a colleague's ticket question at 0-1, a customer's problem at 2-3); the status is
+always asked, the assignee at odd difficulties. Why difficulty is harder for an agent, not only longer: the
+customer's ticket has to be found by its title, and it has moved further since it was filed (in the 40-person
+default world, 20 of 20 sampled customer cases had changed status, six of them to an ``in_progress``-style word;
+15 of 20 colleagues' tickets had, none to such a word); the odd difficulty's assignee is rarely the reporter.
+Reading the ticket as it was filed, or writing its state as people say it rather than as the tracker shows it,
+costs more at each step.
 
 A world whose history holds no case of the difficulty's kind gets one of the other kind. The seed picks the
 case as ``seed % n`` over the kind's cases in thread order, so seeds 0..n-1 enumerate them (``sim.mine``).
