@@ -138,3 +138,13 @@ def test_calibration_agrees_with_the_verifier_and_partials_sit_between(store):
             mean = sum(report.cells[(family, d, name)].mean for d in (0, 1, 3)) / 3
             assert 0.0 < mean < 1.0, (family, name, mean)
         assert all(c.mean <= 0.1 for (f, _, a), c in report.cells.items() if f == family and a.startswith("cheat-"))
+
+
+def test_partial_agents_lose_more_as_difficulty_rises_over_20_seeds(store):
+    """Issue 13 item 4: every partial strictly between 0 and 1 at difficulties 1-3, their mean falling strictly."""
+    for family in ("history-redo-v0", "history-followup-v0"):
+        names = list(PARTIALS[family])
+        report = calibrate([family], seeds=range(20), agents=names, episode_factory=lambda f: Episode(f, store=store))
+        means = [sum(report.cells[(family, d, a)].mean for a in names) / len(names) for d in (1, 2, 3)]
+        assert all(0.0 < report.cells[(family, d, a)].mean < 1.0 for d in (1, 2, 3) for a in names), family
+        assert means[0] > means[1] > means[2], (family, means)
