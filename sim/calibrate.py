@@ -305,7 +305,8 @@ PARTIALS: dict[str, dict[str, Mistake]] = {
             drop=("wait",),
         ),
         "partial-first-report": Mistake(
-            "reads only the first of the manager's reports the directory lists, so it books that 1:1 and no other",
+            "reads only the first of the manager's reports the directory lists: it books that report's 1:1 (when"
+            " they were asked) and no other",
             misread={"directory_reports": lambda r: {**r, "reports": r["reports"][:1]}},
         ),
     },
