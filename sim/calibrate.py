@@ -57,6 +57,20 @@ def _as_filed(ticket: Any) -> Any:
     return {**ticket, "status": ticket["history"][0]["to"], "assignee": ticket.get("reporter")}
 
 
+def _name(username: str) -> str:
+    """A username as people write the name (``dana.smith`` -> ``Dana Smith``)."""
+    return " ".join(w.capitalize() for w in re.split(r"[._-]", username))
+
+
+def _as_people_say(ticket: Any) -> Any:
+    """A ticket read as people talk about it: its status in words ("in progress"), its assignee by name."""
+    if not isinstance(ticket, dict):
+        return ticket
+    who = ticket.get("assignee")
+    status = str(ticket.get("status", "")).replace("_", " ")
+    return {**ticket, "status": status, "assignee": _name(who) if who else who}
+
+
 def _title_for_key(ticket: Any) -> Any:
     """A ticket whose title is taken for its key (the answer names it by what it is about, not by its key)."""
     return {**ticket, "key": ticket.get("title", "")} if isinstance(ticket, dict) else ticket
@@ -201,6 +215,11 @@ PARTIALS: dict[str, dict[str, Mistake]] = {
             "reads the ticket's first history row and its reporter as where it stands and who holds it",
             misread={"tickets_get": _as_filed},
         ),
+        "partial-plain-words": Mistake(
+            "writes the ticket's state as people say it, not as the tracker shows it: statuses in words"
+            " ('in progress'), the assignee by name rather than @username",
+            misread={"tickets_get": _as_people_say},
+        ),
     },
     "history-followup-v0": {
         "partial-title-not-key": Mistake(
@@ -211,6 +230,17 @@ PARTIALS: dict[str, dict[str, Mistake]] = {
             "reads the ticket's first history row and its reporter as where it stands, and leaves no review comment",
             drop=("tickets_comment",),
             misread={"tickets_get": _as_filed},
+        ),
+        "partial-plain-words": Mistake(
+            "writes as people talk, not as the tools show: statuses in words ('in progress'), people by name rather"
+            " than @username (so the asker is never mentioned)",
+            misread={
+                "tickets_get": _as_people_say,
+                "chat_search_posts": lambda r: {
+                    **r,
+                    "posts": [{**p, "author": _name(p["author"])} for p in r["posts"]],
+                },
+            },
         ),
     },
     "onboard-new-hire-v0": {
@@ -301,6 +331,11 @@ PARTIALS: dict[str, dict[str, Mistake]] = {
         "partial-no-wait": Mistake(
             "never lets time pass, so it books only the reports who had answered by the time it looked",
             drop=("wait",),
+        ),
+        "partial-first-report": Mistake(
+            "reads only the first of the manager's reports the directory lists: it books that report's 1:1 (when"
+            " they were asked) and no other",
+            misread={"directory_reports": lambda r: {**r, "reports": r["reports"][:1]}},
         ),
     },
 }

@@ -4,13 +4,21 @@ The third kind of mined task (issue 13 item 3). The generated chat holds root po
 ticket and never got a reply. Nothing is set up or cut: the loop is open in the history as it is. The build
 picks one, hands it to the person who should have answered, and grades the exact outcome that closes it.
 
-Kinds, by difficulty:
+Kinds, by difficulty (the kind alternates; from difficulty 2 the answer asks for more):
 
-- 0, 1 ``status-question``: someone asked in a channel whether anyone is on ticket K, or for its ETA. Whoever
+- 0, 2 ``review-request``: someone asked @X to review K and X never answered. X answers in the thread,
+  mentioning the asker and naming K; difficulty 2 also leaves the review as a comment on K.
+- 1, 3 ``status-question``: someone asked in a channel whether anyone is on ticket K, or for its ETA. Whoever
   holds K (its assignee, else its project's lead) answers in the thread with K and its status as the tracker
-  shows it now; difficulty 1 also names who is on it (or says nobody is).
-- 2, 3 ``review-request``: someone asked @X to review K and X never answered. X answers in the thread,
-  mentioning the asker and naming K; difficulty 3 also leaves the review as a comment on K.
+  shows it now; difficulty 3 also names who is on it (or says nobody is).
+
+Difficulty alternates the kind (a review request at 0 and 2, a status question at 1 and 3) and from 2 asks for
+more (the review comment; who is on it). Why this order: a review reply only names K and mentions its asker; a
+status answer must read the tracker's current state exactly, and the ticket has almost always moved since it was
+filed (18 of 20 sampled cases in the 40-person default world), sometimes to an ``in_progress``-style word.
+Difficulty 2 adds an action (the review comment) and difficulty 3 a fact (who is on it, rarely the reporter), so
+reading the ticket as filed, writing it as people say it, or skipping the comment costs more as difficulty
+rises.
 
 What the history holds (one 100-person, 30-day world): about 40 unanswered status questions and a few
 unanswered review requests. Mail always gets its answer in the generated history (``history-redo-v0`` mines
@@ -48,7 +56,7 @@ from worlds.clock import Clock
 from worlds.rawsql import Sql
 from worlds.seeding import Seeds
 
-KINDS = ("status-question", "status-question", "review-request", "review-request")
+KINDS = ("review-request", "status-question", "review-request", "status-question")
 _K = r"([A-Z][A-Z0-9]*-\d+)"
 ASKS = {
     "status-question": re.compile(rf"(?i:is anyone on|what's the ETA for) {_K}"),
@@ -149,7 +157,7 @@ class HistoryFollowup:
             "SELECT username, first_name || ' ' || last_name FROM employees WHERE id = ?", (loop.actor,)
         )
         start_day(session, clock, loop.actor)
-        full = difficulty % 2 == 1
+        full = difficulty >= 2
         variant = int(seeds.rng("scenario/history-followup").integers(len(OPEN)))
         params = {
             "task": f"{loop.kind}{'+' * full}:{loop.source}",
@@ -260,6 +268,7 @@ class HistoryFollowup:
         day, author, channel, key = m.groups()
         found = env.call("chat_search_posts", text=key, channel=channel, author=author, limit=100)["posts"]
         post = next(p for p in found if p["root_id"] is None and p["at"][:10] == day and p["reply_count"] == 0)
+        author = post["author"]  # who to answer: the post's author, as the thread shows them
         ticket = env.call("tickets_get", key=key)
         name = ticket["key"]
         if "its status" in env.prompt:

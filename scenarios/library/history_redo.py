@@ -13,7 +13,15 @@ Kinds, by difficulty (an odd difficulty asks for more of the ticket's state in t
   difficulty 1 also names who K is assigned to.
 - 2, 3 ``customer-reply``: a customer described a problem; the answer gives the key of the ticket the answerer
   filed for it (found by its title among the tickets they reported: only problems whose title names exactly
-  one such ticket); difficulty 3 also gives its status and assignee.
+  one such ticket) and where it stands now (its status); difficulty 3 also gives its assignee.
+
+Difficulty picks the kind (a colleague's ticket question at 0-1, a customer's problem at 2-3); the status is
+always asked, the assignee at odd difficulties. Why difficulty is harder for an agent, not only longer: the
+customer's ticket has to be found by its title, and it has moved further since it was filed (in the 40-person
+default world, 20 of 20 sampled customer cases had changed status, six of them to an ``in_progress``-style word;
+15 of 20 colleagues' tickets had, none to such a word); the odd difficulty's assignee is rarely the reporter.
+Reading the ticket as it was filed, or writing its state as people say it rather than as the tracker shows it,
+costs more at each step.
 
 A world whose history holds no case of the difficulty's kind gets one of the other kind. The seed picks the
 case as ``seed % n`` over the kind's cases in thread order, so seeds 0..n-1 enumerate them (``sim.mine``).
@@ -261,10 +269,8 @@ def reply_checks(
 
 
 def facts_of(case: Case, full: bool) -> dict[str, str | None]:
-    """The facts the answer must state beyond the key: the kind's own, and more at an odd difficulty."""
-    facts: dict[str, str | None] = {}
-    if case.kind == "ticket-reply" or full:
-        facts["status"] = case.status
+    """The facts the answer must state beyond the key: its status always, its assignee at an odd difficulty."""
+    facts: dict[str, str | None] = {"status": case.status}
     if full:
         facts["assignee"] = case.assignee
     return facts
@@ -368,10 +374,10 @@ class HistoryRedo:
             assert problem is not None, "the customer's mail describes no problem this oracle can read"
             hits = env.call("tickets_search", text=problem.group(1), limit=100)["tickets"]
             mine = [t for t in (env.call("tickets_get", key=h["key"]) for h in hits) if t["reporter"] == env.actor]
-            key = next(t["key"] for t in mine if t["title"].lower() == problem.group(1).lower())
+            ticket = next(t for t in mine if t["title"].lower() == problem.group(1).lower())
         else:
-            key = KEY.findall(f"{full['subject']}\n{full['body']}")[0]
-        ticket = env.call("tickets_get", key=key)
+            ticket = env.call("tickets_get", key=KEY.findall(f"{full['subject']}\n{full['body']}")[0])
+        key = ticket["key"]
         parts = [f"That is {ticket['key']}"]
         if "its status" in env.prompt:
             parts.append(f"its status is {ticket['status']}")

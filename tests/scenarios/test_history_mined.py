@@ -8,7 +8,7 @@ import sys
 from scenarios import check_scenario
 from scenarios.splits import source_split
 from sim.agents import EpisodeEnv, run_agent
-from sim.calibrate import PARTIALS, calibrate
+from sim.calibrate import PARTIALS, calibrate, play_partial
 from sim.episode import Episode
 from sim.mine import mine
 from worlds.rawsql import Sql
@@ -52,15 +52,48 @@ def test_redo_a_wrong_status_loses_exactly_the_status_check(store):
     assert checks["states-status"] == 0.0 and checks["names-key"] == 1.0 and checks["replied-in-thread"] == 1.0
 
 
+def test_redo_customer_reply_states_the_status_and_plain_words_lose_only_the_state(store):
+    """A customer is told where their ticket stands; writing it as people say it loses the state checks only."""
+    lost: set[str] = set()
+    with Episode("history-redo-v0", store=store) as episode:
+        for seed in range(4):
+            episode.reset(seed=seed, options={"difficulty": 2})
+            assert episode.instance.params["facts"].keys() == {"status"}
+            score = play_partial(episode, "history-redo-v0", "partial-plain-words", seed, {"difficulty": 3})
+            failed = {c.id for c in score.checks if not c.passed}
+            assert failed <= {"states-status", "only-status", "names-assignee"} and "names-assignee" in failed
+            lost |= failed
+            score = play_partial(episode, "history-redo-v0", "partial-title-not-key", seed, {"difficulty": 2})
+            assert {c.id for c in score.checks if not c.passed} == {"names-key", "only-key"}, seed
+    assert "states-status" in lost, "some customer's ticket is in_progress, in_review or wont_do"
+
+
 def test_followup_reply_outside_the_thread_earns_nothing(store):
     with Episode("history-followup-v0", store=store) as episode:
-        prompt, info = episode.reset(seed=0, options={**WORLD, "difficulty": 0})
+        prompt, info = episode.reset(seed=0, options={**WORLD, "difficulty": 1})
         p = episode.instance.params
+        assert p["kind"] == "status-question"
         env = EpisodeEnv(episode, prompt, info)
         env.call("chat_post", channel=p["provenance"]["channel"], message=f"{p['key']} is {p['status']}.")
         env.call("submit", summary="answered")
         score = episode.grade()
     assert score.value == 0.0 and score.gated
+
+
+def test_followup_plain_words_never_mention_the_reviewer_asker_and_miss_the_tracker_status(store):
+    """Names instead of @usernames lose the mention of a review's asker; a status in words loses the status."""
+    lost: dict[str, set[str]] = {}
+    with Episode("history-followup-v0", store=store) as episode:
+        for seed in range(6):
+            for difficulty in (2, 3):
+                score = play_partial(
+                    episode, "history-followup-v0", "partial-plain-words", seed, {"difficulty": difficulty}
+                )
+                kind = episode.instance.params["kind"]
+                lost.setdefault(kind, set()).update(c.id for c in score.checks if not c.passed)
+                assert 0.0 < score.value < 1.0 or kind == "status-question", (seed, difficulty)
+    assert lost["review-request"] == {"mentions-asker"}
+    assert lost["status-question"] == {"states-status", "only-status", "names-assignee"}
 
 
 def test_the_miner_validates_over_200_distinct_tasks_of_three_kinds_in_a_100_person_world(store):
@@ -105,3 +138,13 @@ def test_calibration_agrees_with_the_verifier_and_partials_sit_between(store):
             mean = sum(report.cells[(family, d, name)].mean for d in (0, 1, 3)) / 3
             assert 0.0 < mean < 1.0, (family, name, mean)
         assert all(c.mean <= 0.1 for (f, _, a), c in report.cells.items() if f == family and a.startswith("cheat-"))
+
+
+def test_partial_agents_lose_more_as_difficulty_rises_over_20_seeds(store):
+    """Issue 13 item 4: every partial strictly between 0 and 1 at difficulties 1-3, their mean falling strictly."""
+    for family in ("history-redo-v0", "history-followup-v0"):
+        names = list(PARTIALS[family])
+        report = calibrate([family], seeds=range(20), agents=names, episode_factory=lambda f: Episode(f, store=store))
+        means = [sum(report.cells[(family, d, a)].mean for a in names) / len(names) for d in (1, 2, 3)]
+        assert all(0.0 < report.cells[(family, d, a)].mean < 1.0 for d in (1, 2, 3) for a in names), family
+        assert means[0] > means[1] > means[2], (family, means)

@@ -14,7 +14,7 @@ from scenarios import check_scenario, make
 from scenarios.base import story_of
 from scenarios.library.one_on_ones_ask import STORY, propose
 from sim.agents import EpisodeEnv, run_agent
-from sim.calibrate import play_partial, verify
+from sim.calibrate import PARTIALS, calibrate, play_partial, verify
 from sim.campaign import Campaign
 from sim.episode import Episode
 from sim.replay import replay
@@ -96,6 +96,21 @@ def test_inviting_nobody_loses_exactly_the_invitations(store):
         assert not verify(ep).solved
 
 
+def test_booking_only_the_first_report_loses_every_other_reports_checks(store):
+    """The one 1:1 booked is right in full; every report left out loses all four of their checks."""
+    values = set()
+    with Episode("one-on-ones-book-v0", store=store) as ep:
+        for seed, difficulty in ((2, 1), (2, 3), (5, 3)):
+            score = play_partial(ep, "one-on-ones-book-v0", "partial-first-report", seed, {"difficulty": difficulty})
+            reports = ep.instance.params["reports"]
+            left = {k.split("-", 1)[1] for k in _failed(score)}
+            booked = set(reports) - left
+            assert len(booked) <= 1 and not verify(ep).solved
+            assert set(_failed(score)) == {f"{c}-{u}" for u in left for c in ("agreed", "invited", "hours", "single")}
+            values.add(round(score.value * len(reports)))
+    assert values == {0, 1}, "a report the directory lists first is booked when they were asked, else nobody"
+
+
 def test_replay_of_the_story_with_npcs_is_bit_exact(store, tmp_path):
     path = tmp_path / "story.jsonl"
     writer = TraceWriter(path)
@@ -118,3 +133,13 @@ def test_a_time_the_report_cannot_answer_in_time_loses_only_their_question(store
             failed.update(_failed(score))
     assert failed, "some report starts their day within two hours of 10:00 in the manager's zone"
     assert all(k.startswith("ask-") and "not between" in v for k, v in failed.items()), failed
+
+
+@pytest.mark.parametrize("scenario", STORY)
+def test_partial_agents_lose_more_as_difficulty_rises_over_20_seeds(store, scenario):
+    """Issue 13 item 4: every partial strictly between 0 and 1 at difficulties 1-3, their mean falling strictly."""
+    names = list(PARTIALS[scenario])
+    report = calibrate([scenario], seeds=range(20), agents=names, episode_factory=lambda f: Episode(f, store=store))
+    means = [sum(report.cells[(scenario, d, a)].mean for a in names) / len(names) for d in (1, 2, 3)]
+    assert all(0.0 < report.cells[(scenario, d, a)].mean < 1.0 for d in (1, 2, 3) for a in names), scenario
+    assert means[0] > means[1] > means[2], means
