@@ -77,6 +77,11 @@ PARTIALS: dict[str, dict[str, Mistake]] = {
     "triage-tickets-v0": {
         "partial-no-incidents": Mistake("triages every ticket but never posts the critical ones", drop=("chat_post",)),
         "partial-no-assignee": Mistake("sets priorities, never assigns", drop=("tickets_assign",)),
+        "partial-title-only": Mistake(
+            "routes on the title alone, never reading the description, so an ambiguous ticket goes to the later"
+            " rule its title names (ambiguous tickets from difficulty 1, more at each level)",
+            misread={"tickets_get": lambda t: {**t, "description": ""}},
+        ),
     },
     "customer-escalation-v0": {
         "partial-no-reply": Mistake("files the tickets, never mails the keys back", drop=("mail_reply",)),
