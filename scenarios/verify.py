@@ -186,8 +186,7 @@ def verify_escalation(ev: Evidence) -> Verdict:
             reasons.append(f"{ref}: no mail to {case['customer']} with {key}")
         if case["priority"] == "critical" and not any(key in m and ref.lower() in m.lower() for m in incidents):
             reasons.append(f"{ref}: not in ~incidents with {key}")
-    known = ev.params.get("known")
-    if known:
+    for known in [k for k in (ev.params.get("known"), *(ev.params.get("follow_ups") or [])) if k]:
         if any(str(known["reference"]).lower() in f"{r[1]}\n{r[2]}".lower() for r in new):
             reasons.append(f"{known['reference']}: a duplicate ticket")
         if not any(a == str(known["customer"]).lower() and re.search(rf"\b{known['key']}\b", b) for a, _, b in mail):
