@@ -388,10 +388,10 @@ def verify_fix_test(ev: Evidence) -> Verdict:
     pipe = json.loads(pipeline) if isinstance(pipeline, str) else pipeline or {}
     if pipe.get("commit") != head or pipe.get("status") != "passed":
         reasons.append(f"pipeline {pipe.get('status')} at {str(pipe.get('commit'))[:12]}")
-    ticket = str(p["ticket"]).lower()
     log = git("log", "--format=%B", f"{base}..{head}", "--").decode().lower()
-    if ticket not in f"{title}\n{description}".lower() and ticket not in log:
-        reasons.append(f"{p['ticket']} named nowhere")
+    for named in [str(p["ticket"]), *(p.get("duplicates") or [])]:
+        if named.lower() not in f"{title}\n{description}".lower() and named.lower() not in log:
+            reasons.append(f"{named} named nowhere")
     return Verdict(not reasons, tuple(reasons))
 
 

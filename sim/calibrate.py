@@ -99,7 +99,10 @@ PARTIALS: dict[str, dict[str, Mistake]] = {
                 "git_mr_open": {"title": "Fix the failing test", "description": "Makes the failing test pass."},
             },
         ),
-        "partial-no-request": Mistake("fixes the code on a branch, opens no merge request", drop=("git_mr_open",)),
+        "partial-main-only": Mistake(
+            "names only the ticket it was handed, never the duplicates linked on it (one per difficulty level)",
+            misread={"tickets_get": lambda t: {**t, "links": []}},
+        ),
     },
     "ship-fix-v0": {
         "partial-no-close": Mistake(
