@@ -271,6 +271,11 @@ def verify_schedule(ev: Evidence) -> Verdict:
     said = [m for m in _live_posts(ev, str(p["channel"])) if key in m]
     if not any(_utc(t.replace("Z", "+00:00")) == start for m in said for t in _ISO.findall(m)):
         reasons.append(f"not announced in ~{p['channel']} with the time")
+    reasons += [
+        f"@{u} not named as coming in ~{p['channel']}"
+        for u in coworkers
+        if not any(re.search(rf"(?<![\w@])@{re.escape(u)}\b", m, re.I) for m in said)
+    ]
     bad = {"invalid_argument", "not_found", "forbidden", "unknown_tool"}
     errors = [s["index"] for s in ev.steps if s.get("error") and s["error"].get("code") in bad]
     reasons += [f"tool errors at steps {errors[:5]}"] * bool(errors)
