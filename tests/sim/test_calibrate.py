@@ -18,7 +18,7 @@ import pytest
 
 from graders.rubric import load_rubric
 from mcp_tools.sandbox import get_sandbox
-from sim.calibrate import PARTIALS, Cell, Report, calibrate, verify
+from sim.calibrate import PARTIALS, Cell, Report, agents_for, calibrate, verify
 from sim.episode import Episode
 
 CLI = [sys.executable, "-m", "sim.cli"]
@@ -127,8 +127,11 @@ def test_calibrate_and_run_verify_commands(tmp_path, store):
     args = ["calibrate", "triage-tickets-v0", "--seeds", "1", "--difficulties", "1", "--out", str(out)]
     done = subprocess.run([*CLI, *args], env=env, capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stderr[-1500:]
-    assert "agreement 11/11" in done.stdout
+    played = len(agents_for("triage-tickets-v0"))  # one episode per agent: 1 seed x 1 difficulty
+    assert f"agreement {played}/{played}" in done.stdout
+    assert "triage-tickets-v0: ordered yes, difficulty_lowers n/a (one difficulty)" in done.stdout
     data = json.loads((out / "calibration.json").read_text())
+    assert data["ordering"]["triage-tickets-v0"]["ordered"] is True
     assert {r["agent"] for r in data["rows"]} >= {"oracle", "noop", "partial-no-incidents", "cheat-keys"}
     assert (out / "calibration.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     for bad in (["--difficulties", "x"], ["--seeds", "0"], ["nope"]):
