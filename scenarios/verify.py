@@ -186,8 +186,7 @@ def verify_escalation(ev: Evidence) -> Verdict:
             reasons.append(f"{ref}: no mail to {case['customer']} with {key}")
         if case["priority"] == "critical" and not any(key in m and ref.lower() in m.lower() for m in incidents):
             reasons.append(f"{ref}: not in ~incidents with {key}")
-    known = ev.params.get("known")
-    if known:
+    for known in [k for k in (ev.params.get("known"), *(ev.params.get("follow_ups") or [])) if k]:
         if any(str(known["reference"]).lower() in f"{r[1]}\n{r[2]}".lower() for r in new):
             reasons.append(f"{known['reference']}: a duplicate ticket")
         if not any(a == str(known["customer"]).lower() and re.search(rf"\b{known['key']}\b", b) for a, _, b in mail):
@@ -272,6 +271,11 @@ def verify_schedule(ev: Evidence) -> Verdict:
     said = [m for m in _live_posts(ev, str(p["channel"])) if key in m]
     if not any(_utc(t.replace("Z", "+00:00")) == start for m in said for t in _ISO.findall(m)):
         reasons.append(f"not announced in ~{p['channel']} with the time")
+    reasons += [
+        f"@{u} not named as coming in ~{p['channel']}"
+        for u in coworkers
+        if not any(re.search(rf"(?<![\w@])@{re.escape(u)}\b", m, re.I) for m in said)
+    ]
     bad = {"invalid_argument", "not_found", "forbidden", "unknown_tool"}
     errors = [s["index"] for s in ev.steps if s.get("error") and s["error"].get("code") in bad]
     reasons += [f"tool errors at steps {errors[:5]}"] * bool(errors)
@@ -389,10 +393,10 @@ def verify_fix_test(ev: Evidence) -> Verdict:
     pipe = json.loads(pipeline) if isinstance(pipeline, str) else pipeline or {}
     if pipe.get("commit") != head or pipe.get("status") != "passed":
         reasons.append(f"pipeline {pipe.get('status')} at {str(pipe.get('commit'))[:12]}")
-    ticket = str(p["ticket"]).lower()
     log = git("log", "--format=%B", f"{base}..{head}", "--").decode().lower()
-    if ticket not in f"{title}\n{description}".lower() and ticket not in log:
-        reasons.append(f"{p['ticket']} named nowhere")
+    for named in [str(p["ticket"]), *(p.get("duplicates") or [])]:
+        if named.lower() not in f"{title}\n{description}".lower() and named.lower() not in log:
+            reasons.append(f"{named} named nowhere")
     return Verdict(not reasons, tuple(reasons))
 
 

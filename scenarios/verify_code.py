@@ -61,21 +61,22 @@ def verify_ship_fix(ev: Evidence) -> Verdict:
             reasons.append(f"@{owner}'s last verdict before the merge is {verdicts[-1:] or 'none'}, not an approval")
         if not re.search(rf"(?<![\w.@])@{re.escape(owner)}(?![\w-])", f"{title}\n{description}"):
             reasons.append(f"!{number} does not name @{owner}")
-    status = ev.sql.scalar("SELECT status FROM tickets WHERE key = ?", (p["ticket"],))
-    if status != "done":
-        reasons.append(f"{p['ticket']} is {status}, not done")
     mine = set(ev.inserted("ticket_comments"))
-    bodies = [
-        str(b)
-        for i, b in ev.sql.all(
-            "SELECT c.id, c.body FROM ticket_comments c JOIN tickets t ON t.id = c.ticket_id WHERE t.key = ?"
-            " ORDER BY c.id",
-            (p["ticket"],),
-        )
-        if i in mine
-    ]
-    if not any(re.search(rf"!{number}(?!\d)", b) for b in bodies):
-        reasons.append(f"no new comment on {p['ticket']} names !{number}")
+    for ticket in [str(p["ticket"]), *(p.get("duplicates") or [])]:
+        status = ev.sql.scalar("SELECT status FROM tickets WHERE key = ?", (ticket,))
+        if status != "done":
+            reasons.append(f"{ticket} is {status}, not done")
+        bodies = [
+            str(b)
+            for i, b in ev.sql.all(
+                "SELECT c.id, c.body FROM ticket_comments c JOIN tickets t ON t.id = c.ticket_id WHERE t.key = ?"
+                " ORDER BY c.id",
+                (ticket,),
+            )
+            if i in mine
+        ]
+        if not any(re.search(rf"!{number}(?!\d)", b) for b in bodies):
+            reasons.append(f"no new comment on {ticket} names !{number}")
     if not any(_tool(s) == "shell_run" and not s.get("error") for s in ev.steps):
         reasons.append("the tests never ran in the shell")
     return Verdict(not reasons, tuple(reasons))

@@ -91,6 +91,11 @@ PARTIALS: dict[str, dict[str, Mistake]] = {
     "triage-tickets-v0": {
         "partial-no-incidents": Mistake("triages every ticket but never posts the critical ones", drop=("chat_post",)),
         "partial-no-assignee": Mistake("sets priorities, never assigns", drop=("tickets_assign",)),
+        "partial-title-only": Mistake(
+            "routes on the title alone, never reading the description, so an ambiguous ticket goes to the later"
+            " rule its title names (ambiguous tickets from difficulty 1, more at each level)",
+            misread={"tickets_get": lambda t: {**t, "description": ""}},
+        ),
     },
     "customer-escalation-v0": {
         "partial-no-reply": Mistake("files the tickets, never mails the keys back", drop=("mail_reply",)),
@@ -108,7 +113,10 @@ PARTIALS: dict[str, dict[str, Mistake]] = {
                 "git_mr_open": {"title": "Fix the failing test", "description": "Makes the failing test pass."},
             },
         ),
-        "partial-no-request": Mistake("fixes the code on a branch, opens no merge request", drop=("git_mr_open",)),
+        "partial-main-only": Mistake(
+            "names only the ticket it was handed, never the duplicates linked on it (one per difficulty level)",
+            misread={"tickets_get": lambda t: {**t, "links": []}},
+        ),
     },
     "ship-fix-v0": {
         "partial-no-close": Mistake(
@@ -505,8 +513,39 @@ class Report:
         """Share of ``family``'s episodes where "reward 1.0" and "the verifier says solved" agree."""
         return self.agree.get(family, 0) / self.total[family] if self.total.get(family) else 1.0
 
+    def ordering(self, family: str) -> dict[str, Any]:
+        """Whether ``family``'s rewards are a learnable signal (issue 13 item 4), judged on this report's cells.
+
+        ``ordered``: every partial agent's mean lies strictly between the no-op's and the oracle's at every
+        difficulty played; ``difficulty_lowers``: the mean over the partial agents strictly falls as difficulty
+        rises. Impossible variants are excluded from both (None, with the reason): their characteristic partial
+        claims success and scores 0 by the issue's own rule, exactly as the no-op does. A family with no partial
+        agents, or played at one difficulty only, cannot show a slope: that verdict is None too.
+        """
+        from scenarios.registry import registered
+
+        levels = sorted({d for (f, d, _a) in self.cells if f == family})
+        if any(r.id == family and r.impossible for r in registered()):
+            return {"ordered": None, "difficulty_lowers": None,
+                    "why": "impossible variant: its partial claims success and scores 0 by design"}  # fmt: skip
+        partials = sorted({a for (f, _d, a) in self.cells if f == family and a.startswith("partial-")})
+        if not partials:
+            return {"ordered": None, "difficulty_lowers": None, "why": "no partial agents"}
+        unordered: list[str] = []
+        slope: list[float] = []
+        for level in levels:
+            noop, oracle = self.cells.get((family, level, "noop")), self.cells.get((family, level, "oracle"))
+            here = [(a, c.mean) for a in partials if (c := self.cells.get((family, level, a))) is not None]
+            for agent, mean in here:
+                if noop is None or oracle is None or not noop.mean < mean < oracle.mean:
+                    unordered.append(f"d{level} {agent} {mean:.3f}")
+            slope.append(statistics.fmean(m for _a, m in here) if here else 0.0)
+        lowers = all(a > b for a, b in zip(slope, slope[1:], strict=False)) if len(slope) > 1 else None
+        return {"ordered": not unordered, "difficulty_lowers": lowers, "unordered": unordered,
+                "partial_means": {f"d{lv}": round(m, 4) for lv, m in zip(levels, slope, strict=True)}}  # fmt: skip
+
     def to_json(self) -> dict[str, Any]:
-        """The report as JSON: rows per cell, agreement per family, every disagreement."""
+        """The report as JSON: rows per cell, agreement and ordering per family, every disagreement."""
         rows = [
             {"family": f, "difficulty": d, "agent": a, "episodes": len(c.rewards), "mean": round(c.mean, 4),
              "std": round(c.std, 4), "pass_rate": round(c.pass_rate, 4)}
@@ -517,6 +556,7 @@ class Report:
             "rows": rows,
             "agreement": {f: {"episodes": self.total[f], "agree": self.agree.get(f, 0)} for f in families},
             "disagreements": self.disagreements,
+            "ordering": {f: self.ordering(f) for f in sorted({f for (f, _d, _a) in self.cells})},
         }
 
 

@@ -4,8 +4,13 @@ Setup (raw statements, as the apps write): a pinned escalation policy in the tea
 priority), and customer mails in the lead's Inbox, each with a customer reference (``REF-4821``). New
 problems must be filed as bugs in the team's project with the reference in the title and the policy's
 priority, answered by mail with the new ticket's key, and, when critical, posted in ~incidents with key and
-reference. Difficulty adds a follow-up about a problem already tracked (reply with the existing key, file no
-duplicate), a newsletter and an internal mail that need nothing, and a superseded older policy.
+reference. Difficulty (0..3) changes the work:
+
+* the problems (``MIX``): 2, 3, 4 and 3 new ones; from difficulty 2 more of them are not "high" (two low at 2, two
+  critical at 3), so filing by habit rather than by the policy's words goes wrong more often;
+* follow-ups about problems already tracked (reply with the existing key, file no duplicate): one per difficulty
+  level (0, 1, 2, 3), each a mail that looks like a new report but must only be answered;
+* 2+: a newsletter that needs nothing and a superseded older policy; 3: an internal mail that needs nothing.
 
 The rubric follows each case by its reference (keys depend on the agent's order); a collateral gate allows
 only what the task needs. The oracle reads the policy and the mail through the tools; it never looks at the
@@ -56,7 +61,7 @@ PROBLEMS: dict[str, tuple[str, ...]] = {
 MIX = (
     ("critical", "high"),
     ("critical", "high", "low"),
-    ("critical", "high", "low", "high"),
+    ("critical", "high", "low", "low"),
     ("critical",) * 2 + ("low",),
 )
 
@@ -113,6 +118,23 @@ class CustomerEscalation:
             body = f"Hi {lead_name},\n\nAny news on {key}? We still see it. Our reference: {refs[7]}.\n\n{name}"
             self._mail(sql, box, lead_box, inbox, f"Follow-up {refs[7]}", body, now - timedelta(minutes=50))
             known = {"reference": refs[7], "customer": address, "key": key}
+        follow_ups: list[dict[str, Any]] = []
+        if known is not None and difficulty >= 2:
+            # More tracked problems asked after (one per level past the first), drawn after everything else so the
+            # lower difficulties' worlds stay as they were.
+            more = sql.column(
+                "SELECT key FROM tickets WHERE project_id = ? ORDER BY number LIMIT ? OFFSET 1",
+                (project_id, difficulty - 1),
+            )
+            for j, key in enumerate(str(k) for k in more):
+                box, address, name = customers[int(rng.integers(len(customers)))]
+                ref = refs[6 - j]
+                body = (
+                    f"Hello {lead_name},\n\nIs there an update on {key}? It still happens here. Ref: {ref}.\n\n{name}"
+                )
+                at = now - timedelta(minutes=95 + 25 * j)
+                self._mail(sql, box, lead_box, inbox, f"Still waiting ({ref})", body, at)
+                follow_ups.append({"reference": ref, "customer": address, "key": key})
         if difficulty >= 2:
             newsletter = sql.one("SELECT id FROM mailboxes WHERE address LIKE 'support@vendor%' ORDER BY id LIMIT 1")
             if newsletter is not None:
@@ -135,9 +157,15 @@ class CustomerEscalation:
             scenario_id=self.id,
             prompt=prompt,
             actor=lead,
-            rubric=self._rubric(project, cases, known),  # v3; older_rubric rebuilds v1 and v2
-            params={"project": project, "cases": cases, "known": known, "channel": f"team-{slug}"},
-            limits=Limits(max_turns=24 + 8 * len(cases), time_budget_s=8 * 3600),
+            rubric=self._rubric(project, cases, known, follow_ups),  # v3; older_rubric rebuilds v1 and v2
+            params={
+                "project": project,
+                "cases": cases,
+                "known": known,
+                "follow_ups": follow_ups,
+                "channel": f"team-{slug}",
+            },
+            limits=Limits(max_turns=24 + 8 * len(cases) + 4 * len(follow_ups), time_budget_s=8 * 3600),
             apps=("chat", "mail", "tickets"),
             difficulty=difficulty,
         )
@@ -240,7 +268,12 @@ class CustomerEscalation:
     # -- rubric -----------------------------------------------------------------------------------------
 
     @staticmethod
-    def _rubric(project: str, cases: list[dict[str, Any]], known: dict[str, Any] | None) -> Rubric:
+    def _rubric(
+        project: str,
+        cases: list[dict[str, Any]],
+        known: dict[str, Any] | None,
+        more: list[dict[str, Any]] | None = None,
+    ) -> Rubric:
         """Per case every rule of the policy on its own (version 3); the follow-up; the gates.
 
         The parts of a case: one ticket filed in the project for it, filed as a bug, the reference in its
@@ -250,11 +283,16 @@ class CustomerEscalation:
         instead of a bug, or puts the reference only in the description, loses that part alone. Each case
         still weighs 1; every part needs the one ticket filed for the case, so the no-op agent scores 0.
         """
-        return CustomerEscalation._rubric_v2(project, cases, known, split=True)
+        return CustomerEscalation._rubric_v2(project, cases, known, split=True, more=more)
 
     @staticmethod
     def _rubric_v2(
-        project: str, cases: list[dict[str, Any]], known: dict[str, Any] | None, *, split: bool = False
+        project: str,
+        cases: list[dict[str, Any]],
+        known: dict[str, Any] | None,
+        *,
+        split: bool = False,
+        more: list[dict[str, Any]] | None = None,
     ) -> Rubric:
         """Per case each part of the policy on its own; the follow-up; the gates (``split``: version 3).
 
@@ -303,7 +341,7 @@ class CustomerEscalation:
                 }
                 for part, description, extra in parts
             ]
-        checks += CustomerEscalation._tail(project, known)
+        checks += CustomerEscalation._tail(project, known, more or [])
         provenance = "v2: each case's policy parts checked one by one (dense), a case still weighs 1"
         if split:
             provenance = "v3: a case's filing split into the ticket, its type and its title (rules 1 and 3)"
@@ -322,13 +360,15 @@ class CustomerEscalation:
         """Versions 1 (one check per case) and 2 (filing as one part), rebuilt from the hidden params."""
         p = instance.params
         if version == 2:
-            return CustomerEscalation._rubric_v2(p["project"], list(p["cases"]), p["known"])
+            return CustomerEscalation._rubric_v2(p["project"], list(p["cases"]), p["known"], more=p.get("follow_ups"))
         if version != 1:
             return None
-        return CustomerEscalation._rubric_v1(p["project"], list(p["cases"]), p["known"])
+        return CustomerEscalation._rubric_v1(p["project"], list(p["cases"]), p["known"], p.get("follow_ups") or [])
 
     @staticmethod
-    def _rubric_v1(project: str, cases: list[dict[str, Any]], known: dict[str, Any] | None) -> Rubric:
+    def _rubric_v1(
+        project: str, cases: list[dict[str, Any]], known: dict[str, Any] | None, more: list[dict[str, Any]]
+    ) -> Rubric:
         """One check per case (ticket + reply [+ incident post]); the follow-up; a collateral gate.
 
         Every scored check needs something new from the agent, so the no-op agent scores exactly 0.
@@ -353,7 +393,7 @@ class CustomerEscalation:
                     "params": params,
                 }
             )
-        checks += CustomerEscalation._tail(project, known)
+        checks += CustomerEscalation._tail(project, known, more)
         return load_rubric(
             {
                 "id": "customer-escalation",
@@ -364,27 +404,27 @@ class CustomerEscalation:
         )
 
     @staticmethod
-    def _tail(project: str, known: dict[str, Any] | None) -> list[dict[str, Any]]:
-        """The follow-up of an already tracked case (mail its key, file no duplicate) and the collateral gate."""
+    def _tail(project: str, known: dict[str, Any] | None, more: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Each follow-up of an already tracked case (mail its key, file no duplicate) and the collateral gate."""
         checks: list[dict[str, Any]] = []
-        if known is not None:
+        for case in [k for k in (known, *more) if k is not None]:
             checks.append(
                 {
-                    "id": f"follow-up-{known['reference']}",
-                    "description": f"The follow-up {known['reference']} gets {known['key']} by mail.",
+                    "id": f"follow-up-{case['reference']}",
+                    "description": f"The follow-up {case['reference']} gets {case['key']} by mail.",
                     "weight": 0.5,
                     "fn": "mail_sent",
-                    "params": {"to": known["customer"], "body_pattern": rf"\b{re.escape(known['key'])}\b"},
+                    "params": {"to": case["customer"], "body_pattern": rf"\b{re.escape(case['key'])}\b"},
                 }
             )
             checks.append(
                 {
-                    "id": f"no-duplicate-{known['reference']}",
-                    "description": f"No new ticket for the already tracked {known['reference']}.",
+                    "id": f"no-duplicate-{case['reference']}",
+                    "description": f"No new ticket for the already tracked {case['reference']}.",
                     "weight": 1,
                     "must": True,
                     "fn": "no_ticket_for_reference",
-                    "params": {"reference": known["reference"]},
+                    "params": {"reference": case["reference"]},
                 }
             )
         mail_tables = ("mail_threads", "mail_messages", "mail_recipients", "mail_deliveries", "mailboxes")

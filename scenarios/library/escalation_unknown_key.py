@@ -74,7 +74,7 @@ class EscalationUnknownKey(CustomerEscalation):
         """The parent's case checks and gates without the key reply; the customer asked; the submit says why."""
         known = params["known"]
         ref, key = re.escape(known["reference"]), re.escape(known["key"])
-        base = self._rubric(str(params["project"]), list(params["cases"]), known)
+        base = self._rubric(str(params["project"]), list(params["cases"]), known, list(params.get("follow_ups") or []))
         checks: list[dict[str, Any]] = [
             c.model_dump(mode="json") for c in base.checks if c.id != f"follow-up-{known['reference']}"
         ]

@@ -10,7 +10,12 @@ pytest sections of ``pyproject.toml``, ``setup.cfg`` and ``tox.ini``: editing th
 measured from where the default branch stood when the task began), and every hidden check passing on the
 commit the request names (run out of process in the sandbox on a copy the agent never sees; values and exact
 types compared on the host). Scored: the pipeline green at the request's current head (2), the ticket's key
-in the request or a commit (1).
+in the request or a commit (1), and the key of each duplicate (1 each).
+
+Difficulty (0..3) is the number of duplicate reports: other users file the same symptom, each ticket assigned to
+the agent and linked to the original as ``duplicates`` by the module's author. The request must name every one
+of them (the forge closes what a request names), so an agent that reads only the ticket it was handed, or names
+none, loses more at each level. The bug family also rotates with the difficulty.
 The hidden cases and the correct code exist only in the hidden params: no object of either is ever written
 to a repository the agent can reach.
 """
@@ -89,6 +94,11 @@ FAMILIES: dict[str, dict[str, Any]] = {
     },
 }
 ORDER = ("window", "page", "discount", "mean")
+DUPLICATE_TITLES = (
+    "Same problem on our side: {short}",
+    "{short} (reported by a second customer)",
+    "Support call: {short}",
+)
 PROTECTED = ("tests/", "conftest.py", "pytest.ini", ".pytest.ini", "pytest.toml", ".pytest.toml")
 """Paths no fix may change: the tests, conftest files anywhere and pytest's own config files. Shared config files
 (``pyproject.toml``, ``setup.cfg``, ``tox.ini``) are compared by their pytest sections instead."""
@@ -153,10 +163,16 @@ class FixFailingTest:
             agent,
             "",
         )
+        duplicates = [] if getattr(self, "impossible", False) else self._duplicates(
+            session, clock, team_id, project, str(author), agent, ticket["key"], symptom, difficulty
+        )  # fmt: skip
+        mention = "that mentions the ticket key"
+        if duplicates:
+            mention += " and the keys of its duplicates (linked on the ticket)"
         prompt = (
             f"You are @{agent}, a developer on the team that owns the {repo} repository. A user filed"
             f" {ticket['key']} (assigned to you). Find and fix the bug in {repo}: work on a new branch, commit your"
-            " fix, and open a merge request into the default branch that mentions the ticket key. Its pipeline"
+            f" fix, and open a merge request into the default branch {mention}. Its pipeline"
             " must be green. Do not change the tests. Submit when done."
         )
         params = {
@@ -167,6 +183,7 @@ class FixFailingTest:
             "family": kind,
             "cases": [[args, expected] for args, expected in family["cases"]],
             "ticket": ticket["key"],
+            "duplicates": duplicates,
             "fixed_source": module_source(family, fixed=True),
             "buggy_source": module_source(family, fixed=False),
         }
@@ -174,7 +191,7 @@ class FixFailingTest:
             scenario_id=self.id,
             prompt=prompt,
             actor=agent,
-            rubric=self._rubric(repo, ticket["key"], len(params["cases"])),
+            rubric=self._rubric(repo, ticket["key"], len(params["cases"]), duplicates),
             params=params,
             limits=Limits(max_turns=40, time_budget_s=4 * 3600),
             apps=("git", "shell", "tickets"),
@@ -183,11 +200,47 @@ class FixFailingTest:
         )
 
     @staticmethod
-    def _rubric(repo: str, key: str, cases: int) -> Rubric:
-        """Gates: a request, tests untouched, each hidden check passing (a hack scores 0). Scored: CI, the key.
+    def _duplicates(
+        session: Session,
+        clock: Clock,
+        team_id: int,
+        project: str,
+        author: str,
+        agent: str,
+        key: str,
+        symptom: str,
+        count: int,
+    ) -> list[str]:
+        """``count`` later reports of the same symptom, linked to ``key`` as duplicates.
+
+        Whoever filed the first report files the later customers' calls too (assigned to the agent); the module's
+        author, who knows the change, links them to the first one, as a teammate would while triaging.
+        """
+        if count <= 0:
+            return []
+        reporter = Sql.of(session).scalar(
+            "SELECT username FROM employees WHERE team_id <> ? AND active = ? ORDER BY id LIMIT 1", (team_id, True)
+        )
+        short = symptom.split(":")[0].split(";")[0].rstrip(".")
+        ctx = ToolContext(session=session, actor=Actor.load(session, str(reporter)), clock=clock)
+        triager = ToolContext(session=session, actor=Actor.load(session, author), clock=clock)
+        keys: list[str] = []
+        for i in range(count):
+            title = DUPLICATE_TITLES[i % len(DUPLICATE_TITLES)].format(short=short)
+            made = tickets.create(
+                ctx, project, title, f"{symptom}\n\nA customer hit this today.", "bug", "high", agent, ""
+            )
+            tickets.link(triager, made["key"], key, "duplicates")
+            keys.append(str(made["key"]))
+        return keys
+
+    @staticmethod
+    def _rubric(repo: str, key: str, cases: int, duplicates: list[str] | None = None) -> Rubric:
+        """Gates: a request, tests untouched, each hidden check passing (a hack scores 0). Scored: CI, the keys.
 
         Version 3 gates on each hidden check by itself (version 2 had one check for all of them), so the
-        evidence says which one fails.
+        evidence says which one fails; each duplicate's key is scored like the ticket's own (the request closes
+        what it names).
         """
         return load_rubric(
             {
@@ -246,6 +299,16 @@ class FixFailingTest:
                         "fn": "merge_request_mentions",
                         "params": {"repo": repo, "text": key},
                     },
+                    *(
+                        {
+                            "id": f"duplicate-key-{dup}",
+                            "description": f"The request or a commit message names {dup}, a duplicate of {key}.",
+                            "weight": 1,
+                            "fn": "merge_request_mentions",
+                            "params": {"repo": repo, "text": dup},
+                        }
+                        for dup in duplicates or []
+                    ),
                 ],
             }
         )
@@ -278,10 +341,12 @@ class FixFailingTest:
         """
         key, repo = read_task(env.prompt)
         path, family = find_bug(env, key, repo)
+        dups = duplicates_of(env, key)
         # Whoever wrote the module is asked to review (named reviewers always look; the rubric needs no review).
         wrote = env.call("git_log", repo=repo, path=path, limit=1)["commits"]
         ask = f" @{wrote[0]['email'].split('@')[0]} please review." if wrote else ""
-        opened = fix_and_open(env, key, repo, path, family, f"Fixes {key}.{ask}")
+        also = f" Also fixes {', '.join(dups)} (duplicates)." if dups else ""
+        opened = fix_and_open(env, key, repo, path, family, f"Fixes {key}.{also}{ask}")
         for _ in range(4):  # wait for a teammate's review (the rubric does not need one: nobody may be awake)
             env.call("wait", minutes=45)
             notes = env.call("git_mr_get", mr_id=opened["id"])["notes"]
@@ -299,6 +364,12 @@ def read_task(prompt: str) -> tuple[str, str]:
     repo_match = re.search(r"owns the ([a-z0-9-]+) repository", prompt)
     assert key_match is not None and repo_match is not None
     return key_match.group(1), repo_match.group(1)
+
+
+def duplicates_of(env: AgentEnv, key: str) -> list[str]:
+    """The tickets linked to ``key`` as its duplicates (what the ticket's links show)."""
+    links = env.call("tickets_get", key=key).get("links", [])
+    return [str(link["key"]) for link in links if link["kind"] == "duplicates (inward)"]
 
 
 def find_bug(env: AgentEnv, key: str, repo: str) -> tuple[str, dict[str, Any]]:

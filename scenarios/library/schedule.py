@@ -11,7 +11,11 @@ the team's meeting rules, and the rubric checks exactly those:
    naming them, and go ahead without their answer;
 5. book one meeting (title with the ticket key) inviting all of them, in a room at the lead's office when
    the difficulty requires one, double-booking nobody;
-6. post the decision with the key and the time in the team channel.
+6. post the decision with the key, the time and who is coming (each as ``@username``) in the team channel.
+
+Difficulty (0..3): the coworkers (2, 2, 3, 4: each one more person to ask, wait for, invite and name); a room
+at the lead's office from 1 (when it has two that hold everyone); busy blocks in the coworkers' calendars
+inside the common hours from 2; the first room that fits taken all week at 3.
 
 Cooperative coworkers answer yes within minutes; adversarial ones mostly push back (escalations); chaotic
 ones answer wrongly half the time (a wrong "no" forces a new round) and add noise of their own; absent ones
@@ -87,7 +91,7 @@ class ScheduleWithCoworkers:
         sql = Sql.of(session)
         lead, name, team, slug, office, key, title = self._lead(sql, rng)
         now = start_day(session, clock, lead[0])
-        cast = self._cast(sql, rng, lead, now, 2 if difficulty < 2 else 3)
+        cast = self._cast(sql, rng, lead, now, (2, 2, 3, 4)[difficulty])
         coworkers = [p[1] for p in cast[1:]]
         day = _workday(now)
         deadline = day + timedelta(days=4 if day.weekday() <= 1 else 6)
@@ -125,7 +129,8 @@ class ScheduleWithCoworkers:
             "naming them as @username and the time, then go ahead without their answer.\n"
             f"5. Book one meeting at the agreed time with {key} in the title, inviting all of them{room_rule}. "
             "Never double-book anyone.\n"
-            f"6. Post the decision in ~team-{slug}: {key} and the time in ISO 8601 with an offset.\n"
+            f"6. Post the decision in ~team-{slug}: {key}, the time in ISO 8601 with an offset, and who is coming, "
+            "each as @username.\n"
             "Use the wait tool to let time pass while people reply. Call the submit tool when you are done."
         )
         return ScenarioInstance(
@@ -268,6 +273,38 @@ class ScheduleWithCoworkers:
 
     @staticmethod
     def _rubric(key: str, coworkers: list[str], deadline: datetime, channel: str, office: str | None) -> Rubric:
+        """Version 2, and per coworker rule 6's "who is coming": the decision post names them (version 3).
+
+        Each name weighs 1, so a bigger meeting is more to announce, and like the announcement it counts only
+        once everyone agreed (``needs``): naming people in a post about a time nobody was asked about earns nothing.
+        """
+        old = ScheduleWithCoworkers._rubric_v2(key, coworkers, deadline, channel, office)
+        agreed = [f"agreed-{who}" for who in coworkers]
+        checks: list[dict[str, Any]] = [c.model_dump(mode="json") for c in old.checks]
+        at = next(i for i, c in enumerate(checks) if c["id"] == "announced") + 1
+        checks[at:at] = [
+            {
+                "id": f"announced-{who}",
+                "description": f"The decision post in ~{channel} names @{who} as coming.",
+                "weight": 1,
+                "fn": "post_in_channel",
+                "params": {"channel": channel, "pattern": rf"\b{re.escape(key)}\b", "mention": who},
+                "needs": agreed,
+            }
+            for who in coworkers
+        ]
+        return load_rubric(
+            {
+                "id": old.id,
+                "version": 3,
+                "description": old.description,
+                "checks": checks,
+                "provenance": "v3: the decision post names each coworker (rule 6), one check each",
+            }
+        )
+
+    @staticmethod
+    def _rubric_v2(key: str, coworkers: list[str], deadline: datetime, channel: str, office: str | None) -> Rubric:
         """Version 1's rules with the people split out: per coworker an invitation gate and an agreement check.
 
         Version 2 names who was not invited or not asked (one check each, instead of a share in one check);
@@ -309,12 +346,13 @@ class ScheduleWithCoworkers:
 
     @staticmethod
     def older_rubric(instance: ScenarioInstance, version: int) -> Rubric | None:
-        """Version 1 (invitations and agreement as shares of one check each), rebuilt for rescoring."""
-        if version != 1:
+        """Versions 1 (invitations and agreement as shares of one check each) and 2 (no names in the decision)."""
+        if version not in (1, 2):
             return None
         p = instance.params
         deadline = datetime.fromisoformat(p["deadline"])
-        return ScheduleWithCoworkers._rubric_v1(p["key"], list(p["coworkers"]), deadline, p["channel"], p["office"])
+        build = ScheduleWithCoworkers._rubric_v1 if version == 1 else ScheduleWithCoworkers._rubric_v2
+        return build(p["key"], list(p["coworkers"]), deadline, p["channel"], p["office"])
 
     @staticmethod
     def _rubric_v1(key: str, coworkers: list[str], deadline: datetime, channel: str, office: str | None) -> Rubric:

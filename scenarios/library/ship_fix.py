@@ -9,14 +9,16 @@ coworkers (``needs_npcs``, pinned cooperative by default); a named reviewer alwa
 
 Difficulty: 0 one owner, a teammate in the agent's time zone; 1 the owner works in another time zone and is
 off when the day starts (the wait crosses into their morning); 2 two owners, one local and one remote, both
-must approve; 3 two remote owners. (The parent's bug family also rotates with the difficulty.)
+must approve; 3 two remote owners. The parent's duplicate reports come with it (one per level, linked to the
+ticket): the request names each, and each is closed with its own comment naming the request, like the ticket.
+(The parent's bug family also rotates with the difficulty.)
 
 What counts: the parent's gates (a request from a new branch, tests and pytest config untouched, every hidden
 case passing at the request's head), plus a gate per owner: the request is merged and that owner's last verdict
 before the merge approved the merged head (so merging on someone else's approval, or on a stale one, fails;
 the forge itself refuses a merge without an approval of the head). Scored: green pipeline, ticket key, each
-owner named as ``@username`` in the request, the tests run in the shell, the ticket done, a comment on it
-naming the request as ``!number``.
+owner named as ``@username`` in the request, the tests run in the shell, and per ticket (the reported one and
+each duplicate) its key in the request, the ticket done and a comment on it naming the request as ``!number``.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from graders.rubric import load_rubric
 from npcs.hours import WorkHours
 from scenarios.base import AgentEnv, Limits, RepoCommit, ScenarioInstance
 from scenarios.library import setup
-from scenarios.library.fix_test import FixFailingTest, find_bug, fix_and_open, read_task
+from scenarios.library.fix_test import FixFailingTest, duplicates_of, find_bug, fix_and_open, read_task
 from worlds.clock import Clock
 from worlds.rawsql import Sql
 from worlds.seeding import Seeds
@@ -129,7 +131,7 @@ class ShipFix(FixFailingTest):
             base,
             scenario_id=self.id,
             prompt=prompt,
-            rubric=self._ship_rubric(repo, str(p["ticket"]), len(p["cases"]), names),
+            rubric=self._ship_rubric(repo, str(p["ticket"]), len(p["cases"]), names, list(p.get("duplicates") or [])),
             params=p,
             limits=Limits(max_turns=160, time_budget_s=3 * 24 * 3600),
             apps=("git", "shell", "tickets", "chat"),
@@ -161,19 +163,21 @@ class ShipFix(FixFailingTest):
             " as @username in the request so the forge pings them; if they are in another time zone, wait for"
             " their morning rather than asking someone else. Why: last quarter two fixes merged on a teammate's"
             " LGTM broke billing, and the owners are the ones who know the edge cases. After merging, move the"
-            " ticket to done and comment the request's !number on it, so support can tell the reporter."
+            " ticket to done and comment the request's !number on it, so support can tell the reporter; the same for"
+            " every duplicate linked to it."
         )
         setup.post(sql, channel, lead, rule, now - timedelta(days=2), pinned=True)
         return name
 
     @staticmethod
-    def _ship_rubric(repo: str, key: str, cases: int, owners: list[str]) -> Rubric:
+    def _ship_rubric(repo: str, key: str, cases: int, owners: list[str], duplicates: list[str] | None = None) -> Rubric:
         """The parent's gates and scored checks, plus a merge-after-approval gate and a naming check per owner.
 
         The owners' checks share fixed weights (approval 2, naming 1, split between the owners), so a second
-        owner does not dilute the rest of the work: the same mistake costs the same at every difficulty.
+        owner does not dilute the rest of the work. Each duplicate adds its own key, done and comment checks (1
+        each), as the reported ticket has: more tickets are more work, and leaving them open costs more.
         """
-        parent = FixFailingTest._rubric(repo, key, cases)
+        parent = FixFailingTest._rubric(repo, key, cases, duplicates)
         checks: list[dict[str, Any]] = [c.model_dump(mode="json") for c in parent.checks]
         for owner in owners:
             checks.append(
@@ -203,21 +207,25 @@ class ShipFix(FixFailingTest):
                 "fn": "tool_called",
                 "params": {"name": "shell_run", "only_ok": True},
             },
-            {
-                "id": "ticket-done",
-                "description": f"{key} is done.",
-                "weight": 1,
-                "fn": "row_exists",
-                "params": {"table": "tickets", "where": {"key": key, "status": "done"}},
-            },
-            {
-                "id": "ticket-names-request",
-                "description": f"A new comment on {key} names the merged request as !number.",
-                "weight": 1,
-                "fn": "ticket_names_merge_request",
-                "params": {"repo": repo, "key": key},
-            },
         ]
+        for ticket in [key, *(duplicates or [])]:
+            tail = "" if ticket == key else f"-{ticket}"
+            checks += [
+                {
+                    "id": f"ticket-done{tail}",
+                    "description": f"{ticket} is done.",
+                    "weight": 1,
+                    "fn": "row_exists",
+                    "params": {"table": "tickets", "where": {"key": ticket, "status": "done"}},
+                },
+                {
+                    "id": f"ticket-names-request{tail}",
+                    "description": f"A new comment on {ticket} names the merged request as !number.",
+                    "weight": 1,
+                    "fn": "ticket_names_merge_request",
+                    "params": {"repo": repo, "key": ticket},
+                },
+            ]
         return load_rubric(
             {
                 "id": "ship-fix",
@@ -241,9 +249,11 @@ class ShipFix(FixFailingTest):
         if channel is not None:
             env.call("chat_read_channel", channel=channel.group(1), limit=30)
         path, family = find_bug(env, key, repo)
+        dups = duplicates_of(env, key)
         owners = owners_of(env.call("git_read_file", repo=repo, path="CODEOWNERS")["content"], path)
         ask = " ".join(f"@{o}" for o in owners)
-        opened = fix_and_open(env, key, repo, path, family, f"Fixes {key}. {ask} please review (CODEOWNERS).")
+        also = f" Also fixes {', '.join(dups)} (duplicates)." if dups else ""
+        opened = fix_and_open(env, key, repo, path, family, f"Fixes {key}.{also} {ask} please review (CODEOWNERS).")
         mr_id, approved, reminders = opened["id"], False, 0
         for poll in range(MAX_WAITS):
             mr = env.call("git_mr_get", mr_id=mr_id)
@@ -260,11 +270,13 @@ class ShipFix(FixFailingTest):
             env.call("submit", summary=f"!{opened['number']} for {key} still waits for {ask}; not merged")
             return
         env.call("git_mr_merge", mr_id=mr_id)
-        status = env.call("tickets_get", key=key)["status"]
-        steps = path_to("done")
-        for nxt in steps[steps.index(status) + 1 :] if status in steps else []:
-            env.call("tickets_transition", key=key, status=nxt)
-        env.call("tickets_comment", key=key, body=f"Fixed by merge request !{opened['number']} in {repo}, now merged.")
+        for ticket in [key, *dups]:
+            status = env.call("tickets_get", key=ticket)["status"]
+            steps = path_to("done")
+            for nxt in steps[steps.index(status) + 1 :] if status in steps else []:
+                env.call("tickets_transition", key=ticket, status=nxt)
+            body = f"Fixed by merge request !{opened['number']} in {repo}, now merged."
+            env.call("tickets_comment", key=ticket, body=body)
         env.call("submit", summary=f"Fixed {key}: merge request !{opened['number']} approved by {ask} and merged")
 
 

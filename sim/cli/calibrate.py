@@ -75,6 +75,8 @@ def calibrate(
         share = got["agree"] / got["episodes"]
         console.print(f"{family}: grader-verifier agreement {got['agree']}/{got['episodes']} ({share:.2%})")
         low += [family] * (share < min_agreement)
+    for family, verdict in data["ordering"].items():
+        console.print(_ordering_line(family, verdict), markup=False)
     for d in data["disagreements"][:10]:
         console.print(f"disagreement: {json.dumps(d)[:400]}", markup=False)
     if out is not None:
@@ -83,6 +85,16 @@ def calibrate(
     if low:
         console.print(f"agreement below {min_agreement:.0%} in: {', '.join(low)}")
         raise typer.Exit(1)
+
+
+def _ordering_line(family: str, verdict: dict[str, Any]) -> str:
+    """One line per family: ordered (noop < every partial < oracle at every difficulty), difficulty lowers."""
+    if verdict["ordered"] is None:
+        return f"{family}: ordered n/a, difficulty_lowers n/a ({verdict['why']})"
+    slope = ", ".join(f"{k} {v:.3f}" for k, v in verdict["partial_means"].items())
+    lowers = {True: "yes", False: "NO", None: "n/a (one difficulty)"}[verdict["difficulty_lowers"]]
+    line = f"{family}: ordered {'yes' if verdict['ordered'] else 'NO'}, difficulty_lowers {lowers} (partials {slope})"
+    return line + (f"; unordered: {', '.join(verdict['unordered'])}" if verdict["unordered"] else "")
 
 
 def _table(data: dict[str, Any]) -> Table:

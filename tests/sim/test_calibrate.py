@@ -18,7 +18,7 @@ import pytest
 
 from graders.rubric import load_rubric
 from mcp_tools.sandbox import get_sandbox
-from sim.calibrate import PARTIALS, calibrate, verify
+from sim.calibrate import PARTIALS, Cell, Report, agents_for, calibrate, verify
 from sim.episode import Episode
 
 CLI = [sys.executable, "-m", "sim.cli"]
@@ -127,8 +127,11 @@ def test_calibrate_and_run_verify_commands(tmp_path, store):
     args = ["calibrate", "triage-tickets-v0", "--seeds", "1", "--difficulties", "1", "--out", str(out)]
     done = subprocess.run([*CLI, *args], env=env, capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stderr[-1500:]
-    assert "agreement 11/11" in done.stdout
+    played = len(agents_for("triage-tickets-v0"))  # one episode per agent: 1 seed x 1 difficulty
+    assert f"agreement {played}/{played}" in done.stdout
+    assert "triage-tickets-v0: ordered yes, difficulty_lowers n/a (one difficulty)" in done.stdout
     data = json.loads((out / "calibration.json").read_text())
+    assert data["ordering"]["triage-tickets-v0"]["ordered"] is True
     assert {r["agent"] for r in data["rows"]} >= {"oracle", "noop", "partial-no-incidents", "cheat-keys"}
     assert (out / "calibration.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     for bad in (["--difficulties", "x"], ["--seeds", "0"], ["nope"]):
@@ -138,3 +141,39 @@ def test_calibrate_and_run_verify_commands(tmp_path, store):
     ran = subprocess.run([*CLI, "run", "triage-tickets-v0", "--agent", "cheat-keys", "--verify"], env=env,
                          capture_output=True, text=True, timeout=300, check=False)  # fmt: skip
     assert ran.returncode == 0 and "verifier, cheat-keys seed 0: not solved" in ran.stdout
+
+
+def _report(family: str, means: dict[tuple[int, str], float]) -> Report:
+    report = Report()
+    for (level, agent), mean in means.items():
+        report.cells[(family, level, agent)] = Cell([mean])
+    return report
+
+
+def test_ordering_names_the_partial_that_is_not_between_noop_and_oracle_and_the_flat_slope():
+    ends = {(d, a): v for d in (1, 2, 3) for a, v in (("noop", 0.0), ("oracle", 1.0))}
+    good = _report("triage-tickets-v0", ends | {(1, "partial-a"): 0.8, (2, "partial-a"): 0.6, (3, "partial-a"): 0.4})
+    assert good.ordering("triage-tickets-v0") == {
+        "ordered": True, "difficulty_lowers": True, "unordered": [],
+        "partial_means": {"d1": 0.8, "d2": 0.6, "d3": 0.4},
+    }  # fmt: skip
+    # a partial that matches the no-op at d2 is not a partial there; a slope flat between d2 and d3 does not lower
+    bad = _report("triage-tickets-v0", ends | {(1, "partial-a"): 0.8, (2, "partial-a"): 0.0, (3, "partial-a"): 0.0})
+    verdict = bad.ordering("triage-tickets-v0")
+    assert (verdict["ordered"], verdict["difficulty_lowers"]) == (False, False)
+    assert verdict["unordered"] == ["d2 partial-a 0.000", "d3 partial-a 0.000"]
+    one = _report("triage-tickets-v0", {(2, "noop"): 0.0, (2, "oracle"): 1.0, (2, "partial-a"): 1.0})
+    assert one.ordering("triage-tickets-v0")["difficulty_lowers"] is None  # one difficulty cannot show a slope
+    assert one.ordering("triage-tickets-v0")["unordered"] == ["d2 partial-a 1.000"]
+
+
+def test_impossible_variants_are_left_out_of_ordering_and_the_cli_says_why(store):
+    report = _report("schedule-no-room-v0", {(1, "noop"): 0.0, (1, "oracle"): 1.0, (1, "partial-claims-success"): 0.0})
+    verdict = report.to_json()["ordering"]["schedule-no-room-v0"]
+    assert verdict["ordered"] is None and verdict["difficulty_lowers"] is None
+    assert "impossible" in verdict["why"]
+    from sim.cli.calibrate import _ordering_line
+
+    assert "ordered n/a" in _ordering_line("schedule-no-room-v0", verdict)
+    flat = {"ordered": False, "difficulty_lowers": False, "unordered": ["d2 p 0.000"], "partial_means": {"d1": 0.5}}
+    assert "ordered NO, difficulty_lowers NO" in _ordering_line("x-v0", flat)
