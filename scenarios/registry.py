@@ -264,3 +264,8 @@ register(
     entry_point="scenarios.library.ship_fix:ShipFix",
     description="Fix a reported bug, get the code owners' approval (NPCs, maybe in other zones), merge, close.",
 )
+register(
+    "roadmap-update-v0",
+    entry_point="scenarios.library.roadmap:RoadmapUpdate",
+    description="Product manager updates the roadmap document from decisions taken in ~product, then sums up.",
+)
