@@ -73,6 +73,14 @@ def _zone_as_utc(document: Any) -> Any:
     return {**document, "sections": sections}
 
 
+def _no_rule(document: Any) -> Any:
+    """A document read without its "How we change this roadmap" section (who decides is never learnt)."""
+    if not isinstance(document, dict):
+        return document
+    sections = [s for s in document.get("sections", []) if s.get("heading") != "How we change this roadmap"]
+    return {**document, "sections": sections}
+
+
 PARTIALS: dict[str, dict[str, Mistake]] = {
     "triage-tickets-v0": {
         "partial-no-incidents": Mistake("triages every ticket but never posts the critical ones", drop=("chat_post",)),
@@ -273,6 +281,16 @@ PARTIALS: dict[str, dict[str, Mistake]] = {
         "partial-no-wait": Mistake(
             "never lets time pass, so it books only the reports who had answered by the time it looked",
             drop=("wait",),
+        ),
+    },
+    "roadmap-update-v0": {
+        "partial-takes-proposals": Mistake(
+            "never reads the roadmap's rule on who decides, so any 'agreed' in a thread counts, a peer's too",
+            misread={"docs_read": _no_rule},
+        ),
+        "partial-first-word": Mistake(
+            "reads only the first reply of each thread: a reversal, or an agreement after a question, is missed",
+            misread={"chat_read_thread": lambda r: {**r, "posts": r["posts"][:2]} if isinstance(r, dict) else r},
         ),
     },
 }

@@ -42,8 +42,8 @@ from worlds.rawsql import Sql
 from worlds.seeding import Seeds
 
 DECISIONS = (2, 3, 4, 5)
-DISCUSSED = (0, 1, 1, 2)
-PROPOSALS = (0, 1, 2, 3)
+DISCUSSED = (1, 1, 1, 2)
+PROPOSALS = (1, 1, 2, 3)
 ITEMS = 11
 FEATURES = (
     "Audit log export", "SAML single sign-on", "Usage-based billing", "Bulk user import", "Custom dashboards",
@@ -66,6 +66,10 @@ REASONS = {
         "the team is on the data migration until then and cannot start it sooner",
         "research showed we need another round of customer interviews first",
     ),
+    "earlier": (
+        "{customer} asked for it in their renewal and the designs are already done",
+        "the API it was waiting for shipped early, so the team can start now",
+    ),
     "drop": (
         "{customer}, the only customer asking for it, churned last month",
         "usage of the beta has been under 1% for three months",
@@ -81,7 +85,7 @@ REASONS = {
     ),
 }
 QUESTIONS = (
-    ("What happens to the customers already in the beta?", "Only two accounts use it and both agreed to wait."),
+    ("Has design seen this?", "Yes, design reviewed it on Tuesday; no new screens are needed."),
     ("Does this clash with the pricing work?", "No, pricing ships first either way; I checked with finance."),
     ("Who tells the sales team?", "I will, in Monday's pipeline review."),
 )
@@ -137,6 +141,12 @@ def quarters_from(at: datetime, n: int = 4) -> list[str]:
         out.append(f"Q{q} {year}")
         q, year = (1, year + 1) if q == 4 else (q + 1, year)
     return out
+
+
+def _rank(quarter: str) -> tuple[int, int]:
+    """``Q3 2026`` as (2026, 3), so quarters sort in time."""
+    q, year = quarter.split()
+    return int(year), int(q[1:])
 
 
 def action_text(d: dict[str, Any], project: str) -> str:
@@ -331,10 +341,11 @@ class RoadmapUpdate:
         for k, q in enumerate(quarters[:2]):
             theirs += [f"# {q}", f"{spare[-1 - k]} — owner @{peer} — planned"]
         peer_id = int(sql.scalar("SELECT id FROM employees WHERE username = ?", (peer,)))
-        setup.create_document(
+        their = setup.create_document(
             session, clock, peer_id, "Shared/Product", f"{other} roadmap.odt", "\n\n".join(theirs),
             now - timedelta(days=38),
         )  # fmt: skip
+        setup.share(sql, int(their["id"]), owner, "edit")  # product managers cover each other's roadmaps
         return f"Shared/Product/{name}", int(made["id"])
 
     @staticmethod
@@ -369,16 +380,17 @@ class RoadmapUpdate:
         """One thread per chat decision and per trap, spread over last week in a shuffled order."""
         threads = [("decision", d) for d in decisions if d["via"] == "chat"] + [("trap", t) for t in traps]
         proposers = [peer, actor, *people]
+        days = [now - timedelta(days=k) for k in range(7, 0, -1) if (now - timedelta(days=k)).weekday() < 5]
         for n, k in enumerate(int(i) for i in rng.permutation(len(threads))):
             what, d = threads[k]
-            at = now - timedelta(days=6) + timedelta(hours=int(12 * n + rng.integers(0, 6)))
-            reasons = REASONS[d["kind"]]
+            at = days[n * len(days) // len(threads)] + timedelta(hours=1 + 3 * (n % 2) + int(rng.integers(0, 2)), minutes=5 * n)
+            earlier = d["kind"] == "move" and _rank(d["to"]) < _rank(d["quarter"])
+            reasons = REASONS["earlier" if earlier else d["kind"]]
             reason = reasons[int(rng.integers(len(reasons)))].format(customer=customers[n % len(customers)])
             whose = f"the {d['project']} roadmap, not ours" if d.get("trap") == "other" else f"the {project} roadmap"
             text = f"Proposal for {whose}: {action_text(d, project)}. Why: {reason}."
             proposer = proposers[int(rng.integers(len(proposers)))]
             root = setup.post(sql, channel, ids[proposer], text, at)
-            step = timedelta(minutes=40)
             posts: list[tuple[str, str]] = []
             if d.get("discussed"):
                 question, answer = QUESTIONS[int(rng.integers(len(QUESTIONS)))]
@@ -401,7 +413,9 @@ class RoadmapUpdate:
                            " numbers."),
                 ]  # fmt: skip
             for j, (who, message) in enumerate(posts, 1):
-                self._reply(sql, channel, ids[who], message, at + step * j * (3 if j > 2 else 1), root)
+                # minutes apart, except a reversal's news, which comes the next day
+                later = timedelta(days=1, hours=j - 3) if what == "trap" and d["trap"] == "reversed" and j > 1 else None
+                self._reply(sql, channel, ids[who], message, at + (later or timedelta(minutes=40 * j)), root)
 
     @staticmethod
     def _mail(
