@@ -12,9 +12,9 @@ rest as it is, and posts a summary in ~product naming each item it changed.
 
 Difficulty knobs (0..3):
 
-* decisions: 2, 3, 4, 5; from 1 one of them is agreed only after a question and its answer in the thread (two
-  at 3), and at 3 one arrives by mail from the head of product instead of chat;
-* proposals nobody with authority agreed to (a peer's "agreed" or the lead's "not yet"): 0, 1, 2, 3;
+* decisions: 2, 3, 4, 5; one of them is agreed only after a question and its answer in the thread (two at 3),
+  and at 3 one arrives by mail from the head of product instead of chat;
+* proposals nobody with authority agreed to (a peer's "agreed", then the lead's "not yet" or silence): 1, 1, 2, 3;
 * from 2, a decision the head of product reversed later in the same thread (the item stays), and a decision
   about another project's roadmap (it belongs in that document, not this one).
 
@@ -219,7 +219,8 @@ class RoadmapUpdate:
         for k in range(PROPOSALS[difficulty]):
             it = items[order.pop(0)]
             kind = ("move", "drop")[k % 2]
-            t = {"trap": "proposal", "kind": kind, "item": it["item"], "quarter": it["quarter"], "owner": it["owner"]}
+            t: dict[str, Any] = {"trap": "proposal", "kind": kind}
+            t |= {"item": it["item"], "quarter": it["quarter"], "owner": it["owner"]}
             if kind == "move":
                 t["to"] = [q for q in quarters if q != it["quarter"]][int(rng.integers(3))]
             t["lead_says"] = k % 2 == 0  # the lead answers "not yet"; else only a peer agrees
@@ -324,8 +325,7 @@ class RoadmapUpdate:
         session: Session, clock: Clock, sql: Sql, actor: str, peer: str, lead: str, project: str, other: str,
         quarters: list[str], items: list[dict[str, Any]], spare: list[str], now: datetime,
     ) -> tuple[str, int]:  # fmt: skip
-        """This project's roadmap (owned by the agent) and the other project's (owned by the peer); this one's path
-        and id."""
+        """Write this project's roadmap (the agent's) and the other one's (the peer's); return this one's path, id."""
         body = [f"# {project} roadmap", f"Owner: @{actor}. Reviewed every quarter with @{lead}.",
                 "# How we change this roadmap", RULE.format(lead=lead)]  # fmt: skip
         for q in quarters:
@@ -383,7 +383,8 @@ class RoadmapUpdate:
         days = [now - timedelta(days=k) for k in range(7, 0, -1) if (now - timedelta(days=k)).weekday() < 5]
         for n, k in enumerate(int(i) for i in rng.permutation(len(threads))):
             what, d = threads[k]
-            at = days[n * len(days) // len(threads)] + timedelta(hours=1 + 3 * (n % 2) + int(rng.integers(0, 2)), minutes=5 * n)
+            hour = 1 + 3 * (n % 2) + int(rng.integers(0, 2))  # two threads a day, late morning and afternoon
+            at = days[n * len(days) // len(threads)] + timedelta(hours=hour, minutes=5 * n)
             earlier = d["kind"] == "move" and _rank(d["to"]) < _rank(d["quarter"])
             reasons = REASONS["earlier" if earlier else d["kind"]]
             reason = reasons[int(rng.integers(len(reasons)))].format(customer=customers[n % len(customers)])

@@ -167,7 +167,8 @@ def test_editing_the_other_projects_roadmap_gates_the_reward(episode):
 
 def test_the_summary_must_name_each_change(episode):
     def vague(name, arguments):
-        return {**arguments, "message": "Roadmap updated from last week's decisions."} if name == "chat_post" else arguments
+        said = "Roadmap updated from last week's decisions."
+        return {**arguments, "message": said} if name == "chat_post" else arguments
 
     score, params = _play(episode, 1, 1, change=vague)
     assert set(_failed(score)) == {f"d{k}-summary" for k in range(1, len(params["decisions"]) + 1)}
