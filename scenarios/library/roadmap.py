@@ -99,6 +99,12 @@ DEFER = (
     "Not agreed yet: I want the capacity numbers before we move anything. Let's bring it to Thursday's review.",
     "Not yet. Let's hold this until the pricing work lands; it stays where it is for now.",
 )
+OPENERS = (
+    "Proposal for the {project} roadmap: {action}. Why: {reason}.",
+    "{project} roadmap proposal: {action}. {Reason}.",
+    "For the {project} roadmap, I'd like to {action}: {reason}.",
+)
+"""How a thread proposes a change (a thread about another project's roadmap names that project)."""
 RULE = (
     "Anyone can propose a change in ~product, in a thread of its own. A change is decided when @{lead} (head of"
     " product) agrees to it in that thread; until then it is a proposal and the roadmap does not move. The latest"
@@ -125,6 +131,7 @@ _ACTIONS = (
     ("add", re.compile(r"add '(?P<item>[^']+)' to (?P<to>Q[1-4] \d{4}), owner @(?P<owner>[\w.-]+)")),
     ("rename", re.compile(r"rename '(?P<item>[^']+)' to '(?P<new>[^']+)'")),
 )
+_WHOSE = re.compile(r"(?:Proposal for|For) the (.+?) roadmap|(.+?) roadmap proposal:")
 _LINE = re.compile(r"^(?P<item>.+?) — owner @(?P<owner>[\w.-]+) — (?P<status>.+)$")
 
 
@@ -380,6 +387,8 @@ class RoadmapUpdate:
         """One thread per chat decision and per trap, spread over last week in a shuffled order."""
         threads = [("decision", d) for d in decisions if d["via"] == "chat"] + [("trap", t) for t in traps]
         proposers = [peer, actor, *people]
+        said: dict[str, int] = {}
+        first_question, asked, deferred = int(rng.integers(len(QUESTIONS))), 0, int(rng.integers(len(DEFER)))
         days = [now - timedelta(days=k) for k in range(7, 0, -1) if (now - timedelta(days=k)).weekday() < 5]
         for n, k in enumerate(int(i) for i in rng.permutation(len(threads))):
             what, d = threads[k]
@@ -387,14 +396,19 @@ class RoadmapUpdate:
             at = days[n * len(days) // len(threads)] + timedelta(hours=hour, minutes=5 * n)
             earlier = d["kind"] == "move" and _rank(d["to"]) < _rank(d["quarter"])
             reasons = REASONS["earlier" if earlier else d["kind"]]
-            reason = reasons[int(rng.integers(len(reasons)))].format(customer=customers[n % len(customers)])
-            whose = f"the {d['project']} roadmap, not ours" if d.get("trap") == "other" else f"the {project} roadmap"
-            text = f"Proposal for {whose}: {action_text(d, project)}. Why: {reason}."
+            key = "earlier" if earlier else d["kind"]
+            said[key] = said.get(key, int(rng.integers(len(reasons)))) + 1  # no reason twice in a row
+            reason = reasons[said[key] % len(reasons)].format(customer=customers[n % len(customers)])
+            opener = OPENERS[int(rng.integers(len(OPENERS)))]
+            text = opener.format(project=d.get("project", project), action=action_text(d, project), reason=reason,
+                                 Reason=reason[0].upper() + reason[1:])  # fmt: skip
             proposer = proposers[int(rng.integers(len(proposers)))]
+            proposer = peer if d.get("trap") == "other" else proposer  # that roadmap's manager asks
             root = setup.post(sql, channel, ids[proposer], text, at)
             posts: list[tuple[str, str]] = []
             if d.get("discussed"):
-                question, answer = QUESTIONS[int(rng.integers(len(QUESTIONS)))]
+                question, answer = QUESTIONS[(first_question + asked) % len(QUESTIONS)]
+                asked += 1
                 asker = next(p for p in people if p != proposer)
                 posts += [(asker, question), (proposer, answer)]
             if what == "decision" or d["trap"] == "other":
@@ -403,15 +417,16 @@ class RoadmapUpdate:
                 agreer = next(p for p in [*people, peer] if p != proposer)
                 posts.append((agreer, PEER_AGREE[int(rng.integers(len(PEER_AGREE)))]))
                 if d["lead_says"]:
-                    posts.append((lead, DEFER[int(rng.integers(len(DEFER)))]))
+                    posts.append((lead, DEFER[deferred % len(DEFER)]))
+                    deferred += 1
             else:  # reversed: agreed, then new facts, then the lead keeps it
                 customer = customers[(n + 1) % len(customers)]
                 posts += [
                     (lead, AGREE[int(rng.integers(len(AGREE)))]),
                     (peer, f"Heads-up before anyone edits the roadmap: {customer} renewed for two years this"
                            f" morning and '{d['item']}' is in their contract."),
-                    (lead, f"Scratch that: we keep '{d['item']}' where it is. A signed renewal beats the usage"
-                           " numbers."),
+                    (lead, f"Scratch that: we keep '{d['item']}' where it is. A two-year renewal that depends on"
+                           " it changes the picture."),
                 ]  # fmt: skip
             for j, (who, message) in enumerate(posts, 1):
                 # minutes apart, except a reversal's news, which comes the next day
@@ -560,11 +575,11 @@ class RoadmapUpdate:
         posts = env.call("chat_read_channel", channel="product", limit=200)["posts"]
         out: list[dict[str, Any]] = []
         for root in posts:
-            if root["root_id"] is not None or not root["message"].startswith("Proposal for the "):
+            if root["root_id"] is not None:
                 continue
-            whose = re.match(r"Proposal for the (.+?) roadmap", root["message"])
+            whose = _WHOSE.match(root["message"])
             action = parse_action(root["message"])
-            if whose is None or whose.group(1) != project or action is None:
+            if whose is None or (whose.group(1) or whose.group(2)) != project or action is None:
                 continue
             final: dict[str, Any] | None = None
             for reply in env.call("chat_read_thread", post_id=root["id"])["posts"][1:]:

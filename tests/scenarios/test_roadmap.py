@@ -9,8 +9,6 @@ summary must name each change; the verifier agrees with the rubric on each of th
 
 from __future__ import annotations
 
-import re
-
 import pytest
 
 from scenarios import check_scenario, make
@@ -136,9 +134,10 @@ def test_a_proposal_only_a_peer_agreed_to_loses_exactly_its_check(episode):
 def test_the_other_projects_decision_stays_out_of_this_roadmap(episode):
     def ours(name, out):  # reads every proposal as if it were about this roadmap
         if name == "chat_read_channel":
-            project = episode.instance.params["project"]
-            posts = [{**p, "message": re.sub(r"the \w+ roadmap, not ours", f"the {project} roadmap", p["message"])}
-                     for p in out["posts"]]  # fmt: skip
+            p = episode.instance.params
+            other = next(t["project"] for t in p["traps"] if t["trap"] == "other")
+            posts = [{**m, "message": m["message"].replace(f"{other} roadmap", f"{p['project']} roadmap")}
+                     for m in out["posts"]]  # fmt: skip
             return {**out, "posts": posts}
         return out
 
