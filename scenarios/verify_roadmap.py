@@ -40,8 +40,8 @@ def verify_roadmap(ev: Evidence) -> Verdict:
 
     for d in p["decisions"]:
         item = d["item"]
-        if d["kind"] == "move" and not one_in(item, d["to"]):
-            reasons.append(f"'{item}' is not (only) under {d['to']}")
+        if d["kind"] == "move" and not one_in(item, d["to"], d["owner"]):
+            reasons.append(f"'{item}' is not (only) under {d['to']} with @{d['owner']}")
         elif d["kind"] == "drop" and _where(sections, item):
             reasons.append(f"'{item}' was to be dropped but is still listed")
         elif d["kind"] == "add" and not one_in(item, d["to"], d["owner"]):

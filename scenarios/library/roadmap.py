@@ -10,13 +10,11 @@ reason product people would give.
 The agent edits the roadmap (``docs_replace_section``) so every decided item matches its decision, leaves the
 rest as it is, and posts a summary in ~product naming each item it changed.
 
-Difficulty knobs (0..3):
-
-* decisions: 2, 3, 4, 5; one of them is agreed only after a question and its answer in the thread (two at 3),
-  and at 3 one arrives by mail from the head of product instead of chat;
-* proposals nobody with authority agreed to (a peer's "agreed", then the lead's "not yet" or silence): 1, 1, 2, 3;
-* from 2, a decision the head of product reversed later in the same thread (the item stays), and a decision
-  about another project's roadmap (it belongs in that document, not this one).
+Difficulty adds decisions (2, 3, 4, 5), of which one is agreed only after a question and its answer in the
+thread (two at 3), and proposals nobody with authority agreed to (1, 1, 2, 3: a peer's "agreed", then the lead's
+"not yet" or silence); from 2, a decision the head of product reversed the next day in the same thread (the item
+stays) and a decision about another project's roadmap (it belongs in that document, which the agent may also
+edit); at 3 one decision arrives by mail from the head of product instead of chat.
 
 The rubric is dense: per decision a check on the document (two for an addition or a rename) and one on the
 summary; per trap a check that the item is as it was; per untouched item a check that it kept its quarter and
@@ -44,7 +42,7 @@ from worlds.seeding import Seeds
 DECISIONS = (2, 3, 4, 5)
 DISCUSSED = (1, 1, 1, 2)
 PROPOSALS = (1, 1, 2, 3)
-ITEMS = 11
+ITEMS = 12
 FEATURES = (
     "Audit log export", "SAML single sign-on", "Usage-based billing", "Bulk user import", "Custom dashboards",
     "Slack notifications", "Offline mode", "Role templates", "Scheduled reports", "Data residency in the EU",
@@ -260,7 +258,7 @@ class RoadmapUpdate:
             "project": project,
             "lead": lead,
             "channel": "product",
-            "decisions": [{k: v for k, v in d.items() if k != "discussed"} for d in decisions],
+            "decisions": decisions,
             "traps": [{k: v for k, v in t.items() if k != "lead_says"} for t in traps],
             "untouched": untouched,
         }
@@ -459,10 +457,10 @@ class RoadmapUpdate:
     def _rubric(p: dict[str, Any]) -> Rubric:
         """Per decision: the document's state and the summary; per trap and untouched item: unchanged; a gate."""
         doc = p["document"]
-        checks: list[dict[str, Any]] = [
-            {"id": "roadmap-edited", "description": "The roadmap document was edited.", "fn": "row_exists",
-             "params": {"table": "documents", "where": {"id": p["doc_id"]}}},
-        ]  # fmt: skip
+        checks: list[dict[str, Any]] = []
+        # Leaving an item alone earns credit only on a roadmap that carries the plainly agreed decisions (chat, no
+        # discussion): otherwise a comment, or an edit that changes nothing, would collect every "unchanged" check.
+        applied: list[str] = []
 
         def name(item: str) -> str:
             return rf"(?i)(?<![\w-]){re.escape(item)}(?![\w-])"
@@ -481,6 +479,9 @@ class RoadmapUpdate:
             if d["kind"] == "move":
                 checks.append(inside(f"d{k}-moved", f"'{item}' moved to {d['to']} (and only there)", d["to"],
                                      name(item)))  # fmt: skip
+                checks.append(inside(f"d{k}-owner-kept", f"'{item}' keeps its owner @{d['owner']}", d["to"],
+                                     rf"(?i){re.escape(item)}[^\n]*@{re.escape(d['owner'])}\b",
+                                     needs=[f"d{k}-moved"]))  # fmt: skip
             elif d["kind"] == "drop":
                 checks.append(gone(f"d{k}-dropped", f"'{item}' is dropped from the roadmap", item))
             elif d["kind"] == "add":
@@ -492,26 +493,28 @@ class RoadmapUpdate:
                 checks.append(inside(f"d{k}-renamed", f"'{item}' is renamed '{d['new']}' in {d['quarter']}",
                                      d["quarter"], name(d["new"])))  # fmt: skip
                 checks.append(gone(f"d{k}-old-name", f"the old name '{item}' is gone", item))
+            if d["via"] == "chat" and not d["discussed"]:
+                applied.append(checks[-1 if d["kind"] == "drop" else -2]["id"])
             said = d["new"] if d["kind"] == "rename" else item
             checks.append(
                 {"id": f"d{k}-summary", "description": f"The ~product summary names '{said}'.",
-                 "fn": "post_in_channel", "needs": [checks[-1]["id"]],
+                 "fn": "post_in_channel", "needs": [checks[-1 if d["kind"] == "drop" else -2]["id"]],
                  "params": {"channel": p["channel"], "pattern": name(said)}}
             )  # fmt: skip
         for k, t in enumerate(p["traps"], 1):
             item = t["item"]
             if t["trap"] == "other":
                 checks.append(gone(f"t{k}-other-project", f"'{item}' (the {t['project']} roadmap's) is not added here",
-                                   item, needs=["roadmap-edited"], weight=2))  # fmt: skip
+                                   item, needs=applied, weight=2))  # fmt: skip
                 continue
             why = "nobody with authority agreed" if t["trap"] == "proposal" else "the decision was reversed"
             checks.append(inside(f"t{k}-{t['trap']}", f"'{item}' stays in {t['quarter']} ({why})", t["quarter"],
                                  rf"(?i){re.escape(item)}[^\n]*@{re.escape(t['owner'])}\b",
-                                 needs=["roadmap-edited"], weight=2))  # fmt: skip
+                                 needs=applied, weight=2))  # fmt: skip
         for k, u in enumerate(p["untouched"], 1):
             checks.append(inside(f"u{k}-unchanged", f"'{u['item']}' stays in {u['quarter']} with @{u['owner']}",
                                  u["quarter"], rf"(?i){re.escape(u['item'])}[^\n]*@{re.escape(u['owner'])}\b",
-                                 needs=["roadmap-edited"]))  # fmt: skip
+                                 needs=applied))  # fmt: skip
         checks.append(
             {
                 "id": "only-the-roadmap",

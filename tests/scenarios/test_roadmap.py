@@ -9,6 +9,8 @@ summary must name each change; the verifier agrees with the rubric on each of th
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from scenarios import check_scenario, make
@@ -85,7 +87,7 @@ def test_oracle_one_noop_zero_random_at_most_a_tenth_and_dense(episode):
         assert run_agent(episode, "random", seed, options).value <= 0.1
         phrasings.add("who keeps the" in episode.instance.prompt)
     assert len(phrasings) == 2, "the oracle reads every phrasing of the task"
-    assert sizes[3] >= 20 and sizes[0] >= 14, sizes
+    assert sizes[3] >= 20 and sizes[0] >= 13, sizes
 
 
 @pytest.mark.parametrize(
@@ -192,3 +194,18 @@ def test_calibration_agrees_with_the_verifier_and_partials_sit_between(store):
         assert max(partial) < report.cells[(FAMILY, difficulty, "oracle")].mean == 1.0
         means[difficulty] = sum(partial) / len(partial)
     assert means[1] > means[3], means
+
+
+def test_a_comment_or_an_edit_that_changes_nothing_earns_nothing(episode):
+    for seed, difficulty in ((0, 0), (3, 3)):
+        prompt, info = episode.reset(seed=seed, options={"difficulty": difficulty})
+        env = EpisodeEnv(episode, prompt, info)
+        path = re.search(r"roadmap document (Shared/.+?\.odt)", prompt).group(1)
+        quarter = env.call("docs_read", document=path)["sections"][2]
+        env.call("docs_comment", document=path, text="Looks good to me.", heading=quarter["heading"])
+        env.call("docs_replace_section", document=path, heading=quarter["heading"],
+                 text="\n\n".join(quarter["paragraphs"]))  # fmt: skip
+        env.call("chat_post", channel="product", message="Roadmap reviewed, nothing to change.")
+        env.call("submit", summary="reviewed")
+        score = episode.grade()
+        assert score.value == 0.0, {c.id: c.evidence for c in score.checks if c.passed}
