@@ -188,12 +188,12 @@ class RoadmapUpdate:
         sql = Sql.of(session)
         actor, actor_name, lead, peer, project, other, people = self._pick(sql, rng)
         now = start_day(session, clock, actor)
-        ids = {u: self._id(sql, u) for u in {actor, lead, peer, *people}}
+        ids = {u: self._id(sql, u) for u in dict.fromkeys([actor, lead, peer, *people])}
         quarters = quarters_from(now)
         names = [FEATURES[int(i)] for i in rng.permutation(len(FEATURES))]
         fresh = [NEW_NAMES[int(i)] for i in rng.permutation(len(NEW_NAMES))]
         customers = [CUSTOMERS[int(i)] for i in rng.permutation(len(CUSTOMERS))]
-        owners = [actor, peer, *people]
+        owners = [actor, *people]  # the PM and the project's engineers own this roadmap's items
         items = []
         for k, item in enumerate(names[:ITEMS]):
             qi = min(3, k * 4 // ITEMS)
