@@ -300,3 +300,8 @@ register(
     description="Book the agreed 1:1s when one report went off sick this morning: book the rest, say so.",
     impossible=True,
 )
+register(
+    "roadmap-update-v0",
+    entry_point="scenarios.library.roadmap:RoadmapUpdate",
+    description="Product manager updates the roadmap document from decisions taken in ~product, then sums up.",
+)

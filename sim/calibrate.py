@@ -87,6 +87,14 @@ def _zone_as_utc(document: Any) -> Any:
     return {**document, "sections": sections}
 
 
+def _no_rule(document: Any) -> Any:
+    """A document read without its "How we change this roadmap" section (who decides is never learnt)."""
+    if not isinstance(document, dict):
+        return document
+    sections = [s for s in document.get("sections", []) if s.get("heading") != "How we change this roadmap"]
+    return {**document, "sections": sections}
+
+
 PARTIALS: dict[str, dict[str, Mistake]] = {
     "triage-tickets-v0": {
         "partial-no-incidents": Mistake("triages every ticket but never posts the critical ones", drop=("chat_post",)),
@@ -344,6 +352,16 @@ PARTIALS: dict[str, dict[str, Mistake]] = {
             "reads only the first of the manager's reports the directory lists: it books that report's 1:1 (when"
             " they were asked) and no other",
             misread={"directory_reports": lambda r: {**r, "reports": r["reports"][:1]}},
+        ),
+    },
+    "roadmap-update-v0": {
+        "partial-takes-proposals": Mistake(
+            "never reads the roadmap's rule on who decides, so any 'agreed' in a thread counts, a peer's too",
+            misread={"docs_read": _no_rule},
+        ),
+        "partial-first-word": Mistake(
+            "reads only the first reply of each thread: a reversal, or an agreement after a question, is missed",
+            misread={"chat_read_thread": lambda r: {**r, "posts": r["posts"][:2]} if isinstance(r, dict) else r},
         ),
     },
 }
