@@ -264,3 +264,8 @@ register(
     entry_point="scenarios.library.ship_fix:ShipFix",
     description="Fix a reported bug, get the code owners' approval (NPCs, maybe in other zones), merge, close.",
 )
+register(
+    "code-review-v0",
+    entry_point="scenarios.library.code_review:CodeReview",
+    description="Review a teammate's merge request by the written checklist: comment per violation, request changes.",
+)
