@@ -333,26 +333,42 @@ def _names_file(body: str, path: str) -> bool:
 
 
 @check_fn("merge_request_note_names", reads=("merge_request_notes",))
-def merge_request_note_names(ctx: GradingContext, mr_id: int, file: str, pattern: Regex) -> CheckOutcome:
+def merge_request_note_names(
+    ctx: GradingContext, mr_id: int, file: str, pattern: Regex, line: Annotated[int, Field(ge=1)] | None = None
+) -> CheckOutcome:
     """A note the agent left on request ``mr_id`` (a comment or a review's body) names ``file`` and ``pattern``.
 
-    How a reviewer flags one broken rule: the comment says where (the file) and what (the rule's words).
+    How a reviewer flags one broken rule: the comment says where (the file, and with ``line`` that line as
+    ``line 12``, ``L12`` or ``file.py:12``) and what (the rule's words).
     """
     notes = _notes(ctx, mr_id)
-    hit = next((n for n in notes if _names_file(n.body or "", file) and rx(pattern).search(n.body or "")), None)
+    where = file if line is None else f"{file} line {line}"
+    at = re.compile(rf"(?:\bline\s*|\bL|\.py:){line}(?!\d)", re.IGNORECASE) if line is not None else None
+    hit = next(
+        (
+            n
+            for n in notes
+            if _names_file(n.body or "", file)
+            and rx(pattern).search(n.body or "")
+            and (at is None or at.search(n.body or ""))
+        ),
+        None,
+    )
     if hit is not None:
-        return CheckOutcome.of(True, f"note {hit.id} names {file} and /{pattern}/: {snippet(hit.body)}")
-    return CheckOutcome.of(False, f"none of the agent's {len(notes)} note(s) names {file} and /{pattern}/")
+        return CheckOutcome.of(True, f"note {hit.id} names {where} and /{pattern}/: {snippet(hit.body)}")
+    return CheckOutcome.of(False, f"none of the agent's {len(notes)} note(s) names {where} and /{pattern}/")
 
 
 @check_fn("merge_request_note_spares", reads=("merge_request_notes",))
 def merge_request_note_spares(ctx: GradingContext, mr_id: int, file: str, pattern: Regex) -> CheckOutcome:
-    """No note the agent left on request ``mr_id`` names ``file`` together with ``pattern`` (a false flag)."""
+    """No note the agent left on request ``mr_id`` names ``file`` (any, when empty) with ``pattern``: a false flag."""
     notes = _notes(ctx, mr_id)
-    hit = next((n for n in notes if _names_file(n.body or "", file) and rx(pattern).search(n.body or "")), None)
+    hit = next(
+        (n for n in notes if (not file or _names_file(n.body or "", file)) and rx(pattern).search(n.body or "")), None
+    )
     if hit is not None:
-        return CheckOutcome.of(False, f"note {hit.id} flags {file} (/{pattern}/): {snippet(hit.body)}")
-    return CheckOutcome.of(True, f"none of the agent's {len(notes)} note(s) flags {file} (/{pattern}/)")
+        return CheckOutcome.of(False, f"note {hit.id} flags {file or 'the change'} (/{pattern}/): {snippet(hit.body)}")
+    return CheckOutcome.of(True, f"none of the agent's {len(notes)} note(s) flags {file or 'the change'} (/{pattern}/)")
 
 
 @check_fn("merge_request_verdict", reads=("merge_request_notes",))

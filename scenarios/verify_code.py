@@ -132,12 +132,19 @@ def verify_code_review(ev: Evidence) -> Verdict:
     if not verdicts or set(verdicts) != {"request_changes"}:
         reasons.append(f"verdicts given: {verdicts or 'none'}, not only request_changes")
     for v in p["violations"]:
-        if not any(_mentions(b, v["file"]) and _says(b, v["rule"]) for _, b in notes):
+        flags = [b for _, b in notes if _mentions(b, v["file"]) and _says(b, v["rule"])]
+        if not flags:
             reasons.append(f"no note flags {v['file']} for the {v['rule']} rule")
+        elif not any(str(v["line"]) in re.findall(r"(?i)(?:line\s*|L|:)(\d+)", b) for b in flags):
+            reasons.append(f"the note on {v['file']} ({v['rule']}) does not point at line {v['line']}")
     for t in p["traps"]:
         rule = str(t["rule"])
         if any(_mentions(b, t["file"]) and (not rule or _says(b, rule)) for _, b in notes):
             reasons.append(f"a note flags the trap {t['trap']} in {t['file']}")
+    kept = set(_SAYS) - {str(v["rule"]) for v in p["violations"]} - {str(t["rule"]) for t in p["traps"]}
+    for rule in sorted(kept):
+        if any(_says(b, rule) for _, b in notes):
+            reasons.append(f"a note says the change breaks the {rule} rule, which it keeps")
     allowed = {"merge_request_notes": {"insert"}, "merge_requests": {"update"}}
     for c in ev.mine():
         fields = c.get("changes") or {}

@@ -16,9 +16,10 @@ Difficulty: violations 1, 2, 3, 4 and exception traps 1, 2, 3, 4 at 0..3 (plus t
 level); the CLI's ``print()`` is always one of the traps.
 
 What counts: gates: the request is still open (not merged or closed) and the agent changed nothing but notes
-on it. Scored: per violation, a note naming its file and its rule (3 in all, split between the violations);
-per trap, no note naming its file and its rule (1 each; they need the verdict, so doing nothing earns none);
-the verdict: request changes, never an approval (2).
+on it. Scored: per violation, a note naming its file and its rule, and that note pointing at the line (3 in
+all, split between the violations, 2:1); per trap, no note naming its file and its rule (1 each), and per
+rule the change keeps with no trap about it, no note claiming it broken (0.5 each; both need the verdict, so
+doing nothing earns none); the verdict: request changes, never an approval (2).
 """
 
 from __future__ import annotations
@@ -93,6 +94,21 @@ PROMPTS = (
     " Leave merging and fixing to @{author}. Submit when you are finished.",
 )
 """What the agent is asked, in three wordings (stream ``scenario/code-review/prompt``)."""
+
+
+MARKS = {
+    "docstring": "def {noun}_reference(",
+    "print": 'print("recording"',
+    "todo": "# TODO: ",
+    "cents": "def {noun}_fee(",
+    "except": "except:",
+}
+"""Where each violation sits in its module (the line a reviewer points at), found by this text."""
+
+
+def _line_of(source: str, mark: str) -> int:
+    """The 1-based number of the line of ``source`` that contains ``mark`` (the first one)."""
+    return next(n for n, text in enumerate(source.splitlines(), 1) if mark in text)
 
 
 def _header(topic: str) -> str:
@@ -239,19 +255,21 @@ class CodeReview:
         rules = [list(RULES)[int(i)] for i in rng.permutation(len(RULES))[: difficulty + 1]]
         extra = [TRAPS[1:][int(i)] for i in rng.permutation(len(TRAPS) - 1)[:difficulty]]
         bodies = {t: _header(t) + _clean(t) for t in topics}
-        violations: list[dict[str, str]] = []
+        violations: list[dict[str, Any]] = []
         for i, rule in enumerate(rules):
             noun = topics[(i + int(rng.integers(2))) % 2]
             bodies[noun] += _violation(rule, noun)
-            violations.append({"file": paths[noun], "rule": rule})
+            violations.append({"file": paths[noun], "rule": rule, "noun": noun})
         planted: list[dict[str, str]] = [{"file": f"{pkg}/cli.py", "trap": "print-cli", "rule": "print"}]
         for trap in extra:
             rule = TRAP_RULE[trap]
-            free = [t for t in topics if {"file": paths[t], "rule": rule} not in violations]
+            free = [t for t in topics if (paths[t], rule) not in {(v["file"], v["rule"]) for v in violations}]
             noun = free[int(rng.integers(len(free)))]
             bodies[noun] += _trap(trap, noun, key)
             planted.append({"file": paths[noun], "trap": trap, "rule": rule})
         planted.append({"file": f"{pkg}/{LEGACY}", "trap": "pre-existing", "rule": ""})
+        for v in violations:
+            v["line"] = _line_of(bodies[v.pop("noun")], MARKS[v["rule"]].format(noun=v["file"].rsplit("/", 1)[-1][:-3]))
         branch = f"{author[1]}/{topics[0]}-and-{topics[1]}"
         files = {paths[t]: bodies[t] for t in topics} | {f"{pkg}/cli.py": _cli(pkg, topics)}
         base_commit = RepoCommit(
@@ -358,13 +376,37 @@ class CodeReview:
             },
         ]
         for v in violations:
+            flag = f"flags-{v['rule']}-{v['file'].rsplit('/', 1)[-1]}"
+            named = {"mr_id": mr_id, "file": v["file"], "pattern": RULES[v["rule"]]}
             checks.append(
                 {
-                    "id": f"flags-{v['rule']}-{v['file'].rsplit('/', 1)[-1]}",
+                    "id": flag,
                     "description": f"A note on the request names {v['file']} and the {v['rule']} rule it breaks.",
-                    "weight": 3 / len(violations),
+                    "weight": 2 / len(violations),
                     "fn": "merge_request_note_names",
-                    "params": {"mr_id": mr_id, "file": v["file"], "pattern": RULES[v["rule"]]},
+                    "params": named,
+                }
+            )
+            checks.append(
+                {
+                    "id": f"points-{v['rule']}-{v['file'].rsplit('/', 1)[-1]}",
+                    "description": f"That note points at line {v['line']} of {v['file']}, where the rule breaks.",
+                    "weight": 1 / len(violations),
+                    "needs": [flag],
+                    "fn": "merge_request_note_names",
+                    "params": {**named, "line": v["line"]},
+                }
+            )
+        kept = sorted(set(RULES) - {v["rule"] for v in violations} - {t["rule"] for t in params["traps"]})
+        for rule in kept:
+            checks.append(
+                {
+                    "id": f"keeps-{rule}",
+                    "description": f"No note claims the change breaks the {rule} rule (it keeps it everywhere).",
+                    "weight": 0.5,
+                    "needs": ["verdict"],
+                    "fn": "merge_request_note_spares",
+                    "params": {"mr_id": mr_id, "file": "", "pattern": RULES[rule]},
                 }
             )
         for t in params["traps"]:

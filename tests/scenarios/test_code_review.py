@@ -65,7 +65,9 @@ def test_oracle_one_noop_and_random_zero_and_the_verifier_agrees(episode, diffic
     assert verify(episode).solved
     p = episode.instance.params
     assert len(p["violations"]) == difficulty + 1 and len(p["traps"]) == difficulty + 2
-    assert len(episode.instance.rubric.checks) == 3 + len(p["violations"]) + len(p["traps"])
+    ids = [c.id for c in episode.instance.rubric.checks]
+    kept = [i for i in ids if i.startswith("keeps-")]
+    assert len(ids) == 3 + 2 * len(p["violations"]) + len(p["traps"]) + len(kept)
     assert run_agent(episode, "noop", difficulty, options).value == 0.0
     assert not verify(episode).solved
     assert run_agent(episode, "random", difficulty, options).value <= 0.1
@@ -96,7 +98,7 @@ def test_a_review_missing_one_violation_loses_exactly_that_check(episode):
         return None if name in body and re.search(RULES[missed["rule"]], body, re.I) else body
 
     score = _play(episode, 5, 2, edit=drop)
-    assert _failed(score) == [f"flags-{missed['rule']}-{name}"]
+    assert _failed(score) == [f"flags-{missed['rule']}-{name}", f"points-{missed['rule']}-{name}"]
     assert 0.8 < score.value < 1.0 and not verify(episode).solved
 
 
@@ -116,7 +118,9 @@ def test_approving_loses_the_verdict_and_the_traps_and_merging_scores_zero(episo
         env.call("git_mr_review", mr_id=episode.instance.params["mr_id"], verdict="approve", body="LGTM after all")
 
     score = _play(episode, 7, 0, after=approve)
-    assert _failed(score) == sorted(["verdict", "spares-print-cli", "spares-pre-existing"])
+    ids = [c.id for c in episode.instance.rubric.checks]
+    assert _failed(score) == sorted(["verdict", *(i for i in ids if i.startswith(("spares-", "keeps-")))])
+    assert any(i.startswith("flags-") for i in ids) and 0.0 < score.value < 0.5
 
     def merge(env):
         approve(env)
@@ -159,3 +163,22 @@ def test_every_prompt_wording_appears_and_the_oracle_reads_each(episode):
     assert sorted(seen) == [0, 1, 2]
     for seed in seen.values():
         assert run_agent(episode, "oracle", seed, {"difficulty": 0}).value == 1.0
+
+
+def test_a_note_without_the_line_loses_only_the_pointer_and_a_false_claim_loses_its_rule(episode):
+    episode.reset(seed=8, options={"difficulty": 0})
+    p = episode.instance.params
+    v = p["violations"][0]
+    name = v["file"].rsplit("/", 1)[-1]
+    score = _play(episode, 8, 0, edit=lambda body: re.sub(r" line \d+", "", body) if name in body else body)
+    assert _failed(score) == [f"points-{v['rule']}-{name}"] and not verify(episode).solved
+    kept = [c.id.removeprefix("keeps-") for c in episode.instance.rubric.checks if c.id.startswith("keeps-")]
+    assert kept, "at difficulty 0 some rules are neither broken nor trapped"
+    claim = {"docstring": "a docstring is missing", "todo": "a TODO has no key", "cents": "a float amount"}
+    claim |= {"except": "a bare except", "print": "a print() call"}
+
+    def false_claim(env):
+        env.call("git_mr_comment", mr_id=p["mr_id"], body=f"{v['file']}: {claim[kept[0]]} somewhere here")
+
+    score = _play(episode, 8, 0, after=false_claim)
+    assert _failed(score) == [f"keeps-{kept[0]}"] and not verify(episode).solved
