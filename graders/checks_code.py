@@ -334,29 +334,34 @@ def _names_file(body: str, path: str) -> bool:
 
 @check_fn("merge_request_note_names", reads=("merge_request_notes",))
 def merge_request_note_names(
-    ctx: GradingContext, mr_id: int, file: str, pattern: Regex, line: Annotated[int, Field(ge=1)] | None = None
+    ctx: GradingContext,
+    mr_id: int,
+    file: str,
+    pattern: Regex,
+    line: Annotated[int, Field(ge=1)] | None = None,
+    apart: list[tuple[str, Regex]] | None = None,
 ) -> CheckOutcome:
     """A note the agent left on request ``mr_id`` (a comment or a review's body) names ``file`` and ``pattern``.
 
     How a reviewer flags one broken rule: the comment says where (the file, and with ``line`` that line as
-    ``line 12``, ``L12`` or ``file.py:12``) and what (the rule's words).
+    ``line 12``, ``L12`` or ``file.py:12``) and what (the rule's words). With ``apart`` (other findings as
+    (file, pattern)), the note must name none of them: one comment per finding, as review threads are
+    resolved one at a time.
     """
     notes = _notes(ctx, mr_id)
     where = file if line is None else f"{file} line {line}"
     at = re.compile(rf"(?:\bline\s*|\bL|\.py:){line}(?!\d)", re.IGNORECASE) if line is not None else None
-    hit = next(
-        (
-            n
-            for n in notes
-            if _names_file(n.body or "", file)
-            and rx(pattern).search(n.body or "")
-            and (at is None or at.search(n.body or ""))
-        ),
-        None,
-    )
+
+    def fits(body: str) -> bool:
+        if not (_names_file(body, file) and rx(pattern).search(body) and (at is None or at.search(body))):
+            return False
+        return not any(_names_file(body, f) and rx(p).search(body) for f, p in apart or ())
+
+    hit = next((n for n in notes if fits(n.body or "")), None)
+    alone = " alone" if apart else ""
     if hit is not None:
-        return CheckOutcome.of(True, f"note {hit.id} names {where} and /{pattern}/: {snippet(hit.body)}")
-    return CheckOutcome.of(False, f"none of the agent's {len(notes)} note(s) names {where} and /{pattern}/")
+        return CheckOutcome.of(True, f"note {hit.id} names {where}{alone} and /{pattern}/: {snippet(hit.body)}")
+    return CheckOutcome.of(False, f"none of the agent's {len(notes)} note(s) names {where}{alone} and /{pattern}/")
 
 
 @check_fn("merge_request_note_spares", reads=("merge_request_notes",))

@@ -137,6 +137,9 @@ def verify_code_review(ev: Evidence) -> Verdict:
             reasons.append(f"no note flags {v['file']} for the {v['rule']} rule")
         elif not any(str(v["line"]) in re.findall(r"(?i)(?:line\s*|L|:)(\d+)", b) for b in flags):
             reasons.append(f"the note on {v['file']} ({v['rule']}) does not point at line {v['line']}")
+        others = [o for o in p["violations"] if o is not v]
+        if flags and all(any(_mentions(b, o["file"]) and _says(b, o["rule"]) for o in others) for b in flags):
+            reasons.append(f"{v['file']} ({v['rule']}) is flagged only together with other findings")
     for t in p["traps"]:
         rule = str(t["rule"])
         if any(_mentions(b, t["file"]) and (not rule or _says(b, rule)) for _, b in notes):

@@ -16,10 +16,11 @@ Difficulty: violations 1, 2, 3, 4 and exception traps 1, 2, 3, 4 at 0..3 (plus t
 level); the CLI's ``print()`` is always one of the traps.
 
 What counts: gates: the request is still open (not merged or closed) and the agent changed nothing but notes
-on it. Scored: per violation, a note naming its file and its rule, and that note pointing at the line (3 in
-all, split between the violations, 2:1); per trap, no note naming its file and its rule (1 each), and per
-rule the change keeps with no trap about it, no note claiming it broken (0.5 each; both need the verdict, so
-doing nothing earns none); the verdict: request changes, never an approval (2).
+on it. Scored: per violation, a note naming its file and its rule, that note pointing at the line, and a note
+flagging it alone (one comment per violation) (3 in all, split between the violations, 4:1:1); per trap, no
+note naming its file and its rule (1 each), and per rule the change keeps with no trap about it, no note
+claiming it broken (0.5 each; both need the verdict, so doing nothing earns none); the verdict: request
+changes, never an approval (2).
 """
 
 from __future__ import annotations
@@ -391,10 +392,21 @@ class CodeReview:
                 {
                     "id": f"points-{v['rule']}-{v['file'].rsplit('/', 1)[-1]}",
                     "description": f"That note points at line {v['line']} of {v['file']}, where the rule breaks.",
-                    "weight": 1 / len(violations),
+                    "weight": 0.5 / len(violations),
                     "needs": [flag],
                     "fn": "merge_request_note_names",
                     "params": {**named, "line": v["line"]},
+                }
+            )
+            others = [[o["file"], RULES[o["rule"]]] for o in violations if o is not v]
+            checks.append(
+                {
+                    "id": f"alone-{v['rule']}-{v['file'].rsplit('/', 1)[-1]}",
+                    "description": f"A note flags {v['file']} ({v['rule']}) by itself: one comment per violation.",
+                    "weight": 0.5 / len(violations),
+                    "needs": [flag],
+                    "fn": "merge_request_note_names",
+                    "params": {**named, "apart": others},
                 }
             )
         kept = sorted(set(RULES) - {v["rule"] for v in violations} - {t["rule"] for t in params["traps"]})

@@ -67,7 +67,7 @@ def test_oracle_one_noop_and_random_zero_and_the_verifier_agrees(episode, diffic
     assert len(p["violations"]) == difficulty + 1 and len(p["traps"]) == difficulty + 2
     ids = [c.id for c in episode.instance.rubric.checks]
     kept = [i for i in ids if i.startswith("keeps-")]
-    assert len(ids) == 3 + 2 * len(p["violations"]) + len(p["traps"]) + len(kept)
+    assert len(ids) == 3 + 3 * len(p["violations"]) + len(p["traps"]) + len(kept)
     assert run_agent(episode, "noop", difficulty, options).value == 0.0
     assert not verify(episode).solved
     assert run_agent(episode, "random", difficulty, options).value <= 0.1
@@ -98,7 +98,7 @@ def test_a_review_missing_one_violation_loses_exactly_that_check(episode):
         return None if name in body and re.search(RULES[missed["rule"]], body, re.I) else body
 
     score = _play(episode, 5, 2, edit=drop)
-    assert _failed(score) == [f"flags-{missed['rule']}-{name}", f"points-{missed['rule']}-{name}"]
+    assert _failed(score) == [f"{c}-{missed['rule']}-{name}" for c in ("alone", "flags", "points")]
     assert 0.8 < score.value < 1.0 and not verify(episode).solved
 
 
@@ -182,3 +182,19 @@ def test_a_note_without_the_line_loses_only_the_pointer_and_a_false_claim_loses_
 
     score = _play(episode, 8, 0, after=false_claim)
     assert _failed(score) == [f"keeps-{kept[0]}"] and not verify(episode).solved
+
+
+def test_one_comment_listing_every_violation_loses_only_the_one_per_violation_checks(episode):
+    episode.reset(seed=9, options={"difficulty": 1})
+    found: list[str] = []
+
+    def hold(body):
+        found.append(body)
+        return None
+
+    def lump(env):
+        env.call("git_mr_comment", mr_id=episode.instance.params["mr_id"], body="\n".join(found))
+
+    score = _play(episode, 9, 1, edit=hold, after=lump)
+    alone = sorted(c.id for c in episode.instance.rubric.checks if c.id.startswith("alone-"))
+    assert len(alone) == 2 and _failed(score) == alone and not verify(episode).solved
