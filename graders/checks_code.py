@@ -17,13 +17,13 @@ import hashlib
 import json
 import re
 import tomllib
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import Field
 from sqlalchemy import text
 
 from graders.base import CheckOutcome, GradingContext, check_fn
-from graders.checks_common import inserted_ids
+from graders.checks_common import Regex, inserted_ids, rx, snippet
 from mcp_tools.git.pipeline import call_cases, tag
 
 _REQUEST = text(
@@ -310,3 +310,79 @@ def ticket_names_merge_request(ctx: GradingContext, repo: str, key: str) -> Chec
     pattern = re.compile(rf"!{row.number}(?!\d)")
     ok = any(pattern.search(b or "") for b in bodies)
     return CheckOutcome.of(ok, f"{len(bodies)} new comment(s) on {key}; !{row.number} {'named' if ok else 'not named'}")
+
+
+_NOTES = text(
+    "SELECT n.id, n.kind, n.body FROM merge_request_notes n WHERE n.merge_request_id = :mr AND n.author_id = :actor"
+    " ORDER BY n.id"
+)
+
+
+def _notes(ctx: GradingContext, mr_id: int) -> list[Any]:
+    """The agent's notes (comments and review bodies) on request ``mr_id``, oldest first."""
+    key = ("review_notes", mr_id)
+    if key not in ctx.memo:
+        ctx.memo[key] = list(ctx.db.execute(_NOTES, {"mr": mr_id, "actor": ctx.actor_id}))
+    return list(ctx.memo[key])
+
+
+def _names_file(body: str, path: str) -> bool:
+    """Whether ``body`` names the file ``path`` (its full path or its file name; a longer name does not count)."""
+    name = path.rsplit("/", 1)[-1]
+    return re.search(rf"(?<![\w.-]){re.escape(name)}(?![\w])", body) is not None
+
+
+@check_fn("merge_request_note_names", reads=("merge_request_notes",))
+def merge_request_note_names(
+    ctx: GradingContext,
+    mr_id: int,
+    file: str,
+    pattern: Regex,
+    line: Annotated[int, Field(ge=1)] | None = None,
+    apart: list[tuple[str, Regex]] | None = None,
+) -> CheckOutcome:
+    """A note the agent left on request ``mr_id`` (a comment or a review's body) names ``file`` and ``pattern``.
+
+    How a reviewer flags one broken rule: the comment says where (the file, and with ``line`` that line as
+    ``line 12``, ``L12`` or ``file.py:12``) and what (the rule's words). With ``apart`` (other findings as
+    (file, pattern)), the note must name none of them: one comment per finding, as review threads are
+    resolved one at a time.
+    """
+    notes = _notes(ctx, mr_id)
+    where = file if line is None else f"{file} line {line}"
+    at = re.compile(rf"(?:\bline\s*|\bL|\.py:){line}(?!\d)", re.IGNORECASE) if line is not None else None
+
+    def fits(body: str) -> bool:
+        if not (_names_file(body, file) and rx(pattern).search(body) and (at is None or at.search(body))):
+            return False
+        return not any(_names_file(body, f) and rx(p).search(body) for f, p in apart or ())
+
+    hit = next((n for n in notes if fits(n.body or "")), None)
+    alone = " alone" if apart else ""
+    if hit is not None:
+        return CheckOutcome.of(True, f"note {hit.id} names {where}{alone} and /{pattern}/: {snippet(hit.body)}")
+    return CheckOutcome.of(False, f"none of the agent's {len(notes)} note(s) names {where}{alone} and /{pattern}/")
+
+
+@check_fn("merge_request_note_spares", reads=("merge_request_notes",))
+def merge_request_note_spares(ctx: GradingContext, mr_id: int, file: str, pattern: Regex) -> CheckOutcome:
+    """No note the agent left on request ``mr_id`` names ``file`` (any, when empty) with ``pattern``: a false flag."""
+    notes = _notes(ctx, mr_id)
+    hit = next(
+        (n for n in notes if (not file or _names_file(n.body or "", file)) and rx(pattern).search(n.body or "")), None
+    )
+    if hit is not None:
+        return CheckOutcome.of(False, f"note {hit.id} flags {file or 'the change'} (/{pattern}/): {snippet(hit.body)}")
+    return CheckOutcome.of(True, f"none of the agent's {len(notes)} note(s) flags {file or 'the change'} (/{pattern}/)")
+
+
+@check_fn("merge_request_verdict", reads=("merge_request_notes",))
+def merge_request_verdict(
+    ctx: GradingContext, mr_id: int, verdict: Literal["approve", "request_changes"]
+) -> CheckOutcome:
+    """The agent reviewed request ``mr_id`` and every verdict it gave is ``verdict`` (a wrong one is never undone)."""
+    given = [n.kind for n in _notes(ctx, mr_id) if n.kind in ("approve", "request_changes")]
+    if not given:
+        return CheckOutcome.of(False, f"the agent gave no verdict on request {mr_id}")
+    ok = all(k == verdict for k in given)
+    return CheckOutcome.of(ok, f"the agent's verdicts on request {mr_id}: {', '.join(given)} (wanted {verdict})")

@@ -58,6 +58,10 @@ class RepoCommit:
     at: datetime
     tag: str | None = None
     """An annotated tag to put on this commit (a release), tagged by its author at ``at``."""
+    branch: str | None = None
+    """The branch to commit on instead of the default branch (created from the default branch's head the first
+    time a commit names it): a teammate's work in progress, such as the source of a merge request under review.
+    The default branch stays where the other commits left it."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -305,3 +305,8 @@ register(
     entry_point="scenarios.library.roadmap:RoadmapUpdate",
     description="Product manager updates the roadmap document from decisions taken in ~product, then sums up.",
 )
+register(
+    "code-review-v0",
+    entry_point="scenarios.library.code_review:CodeReview",
+    description="Review a teammate's merge request by the written checklist: comment per violation, request changes.",
+)

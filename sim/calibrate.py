@@ -95,6 +95,14 @@ def _no_rule(document: Any) -> Any:
     return {**document, "sections": sections}
 
 
+def _without_exceptions(file: Any) -> Any:
+    """A file read without its "Exception:" lines (a checklist taken as rules with no exceptions)."""
+    if not isinstance(file, dict) or not isinstance(file.get("content"), str):
+        return file
+    kept = [line for line in file["content"].splitlines() if not line.startswith("Exception:")]
+    return {**file, "content": "\n".join(kept)}
+
+
 PARTIALS: dict[str, dict[str, Mistake]] = {
     "triage-tickets-v0": {
         "partial-no-incidents": Mistake("triages every ticket but never posts the critical ones", drop=("chat_post",)),
@@ -362,6 +370,16 @@ PARTIALS: dict[str, dict[str, Mistake]] = {
         "partial-first-word": Mistake(
             "reads only the first reply of each thread: a reversal, or an agreement after a question, is missed",
             misread={"chat_read_thread": lambda r: {**r, "posts": r["posts"][:2]} if isinstance(r, dict) else r},
+        ),
+    },
+    "code-review-v0": {
+        "partial-approves": Mistake(
+            "leaves the right comments, then approves the request instead of requesting changes",
+            change={"git_mr_review": {"verdict": "approve"}},
+        ),
+        "partial-no-exceptions": Mistake(
+            "reads the checklist without its exceptions, so it also flags what they allow (the CLI's print() first)",
+            misread={"git_read_file": _without_exceptions},
         ),
     },
 }

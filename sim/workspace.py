@@ -81,6 +81,8 @@ def _commit_json(c: RepoCommit) -> dict[str, Any]:
            "at": c.at.isoformat()}  # fmt: skip
     if c.tag is not None:  # only when set, so the task keys of untagged commits never move
         out["tag"] = c.tag
+    if c.branch is not None:
+        out["branch"] = c.branch
     return out
 
 
@@ -93,7 +95,14 @@ def _build_task_repo(base: Path, dest: Path, commits: list[RepoCommit], session:
     tree = dest.with_name(dest.name + ".tree")
     repo = checkout(base, dest, tree)
     try:
+        default = repo("symbolic-ref", "--short", "HEAD").decode().strip()
+        on = default
         for c in commits:
+            wanted = c.branch or default
+            if wanted != on:  # the tree is clean between commits, so switching never carries edits over
+                known = repo("branch", "--list", wanted).strip()
+                repo("checkout", "-q", *(() if known else ("-b",)), wanted, *(() if known else (default,)))
+                on = wanted
             for rel, content in sorted(c.files.items()):
                 path = tree / rel
                 path.parent.mkdir(parents=True, exist_ok=True)
@@ -109,6 +118,8 @@ def _build_task_repo(base: Path, dest: Path, commits: list[RepoCommit], session:
             repo("commit", "-q", "--no-verify", "--no-gpg-sign", "-m", c.message, env=env)
             if c.tag is not None:
                 repo("tag", "-a", "-m", c.message, c.tag, env=env)
+        if on != default:  # checkouts start on the branch HEAD names
+            repo("checkout", "-q", default)
         repo("repack", "-d", "-q")
         repo("pack-refs", "--all")
     finally:

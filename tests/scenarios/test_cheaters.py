@@ -41,6 +41,7 @@ FAMILIES = (
     "one-on-ones-book-v0",
     "ship-fix-v0",
     "roadmap-update-v0",
+    "code-review-v0",
     # the impossible variants (issue 14): a cheater can neither do the doable part nor say why
     "triage-departed-v0",
     "schedule-no-room-v0",
