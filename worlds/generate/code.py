@@ -70,11 +70,22 @@ class _Draft:
 
 
 def _change(ev: Any) -> tuple[str, str]:
-    """What the request changes and why, in the words the ticket's own comments use."""
+    """What the request changes and why, in the words the ticket's own comments use.
+
+    A bug or incident changes what its assignee found (``ev.fix`` because ``ev.cause``); other work says what
+    the ticket asked for, drawn from the event's slots so the text names the same component and people.
+    """
     s = ev.slots
     if ev.kind in ("bug", "incident"):
         return ev.fix, ev.cause
-    return f"update the {s['c']} for {s['seg']}", f"{s['topic']} in the {s['c']} was missing"
+    if ev.kind == "story" and s["goal"] in ev.title:
+        return f"let {s['persona']} {s['goal']} from the {s['c']}", f"{s['persona']} had to ask support to do it"
+    options = (
+        (f"handle {s['topic']} in the {s['c']}", f"{s['seg']} ran into {s['topic']} there"),
+        (f"update the {s['c']} for {s['seg']}", f"the {s['c']} did not cover {s['seg']}"),
+        (f"add {s['feat']} to the {s['c']}", f"{s['cust']} asked for {s['feat']}"),
+    )
+    return options[sum(map(ord, ev.title)) % len(options)]
 
 
 def _title(words: Dice, key: str, change: str) -> str:
@@ -86,7 +97,7 @@ def _description(words: Dice, style: Style, key: str, ev: Any, change: str, why:
     module, test = paths
     closes = one_of(words, f"Closes {key}.", f"Fixes {key}.", f"Resolves {key}.")
     if style.register == "terse":
-        return f"{closes} {cap(why)}; this {change.split(' ', 1)[0]}s that. Touches `{module}` + `{test}`."
+        return f"{closes} Cause: {why}. Change: {change}. Touches `{module}` + `{test}`."
     if style.register == "chatty":
         lead = one_of(
             words,
@@ -195,8 +206,13 @@ class _Builder:
             )
         return chat_voice(w, self.g.styles[emp - 1], text)
 
-    def review(self, d: _Draft, ev: Any, lo: datetime, hi: datetime, changes_first: bool) -> bool:
-        """Approve (maybe after requested changes and a fix-up) and merge ``d`` inside [lo, hi); False if no room."""
+    def review(
+        self, d: _Draft, ev: Any, lo: datetime, hi: datetime, changes_first: bool = False, quick: bool = False
+    ) -> bool:
+        """Approve (maybe after requested changes and a fix-up) and merge ``d`` inside [lo, hi); False if no room.
+
+        ``quick``: the review and the merge follow within minutes (a small change, a window of minutes).
+        """
         w, key = self.words, d.ticket["key"]
         for reviewer in self.teammates(d.author, lo)[:4]:
             notes: list[_Note] = []
@@ -217,11 +233,11 @@ class _Builder:
                         _Note(author=d.author, kind="comment", body=self.note(d.author, "fixup", ev, key), at=fixed)
                     )
                     start = fixed
-            approved = self.fit(reviewer, start, hi, w.integers(20, 300))
+            approved = self.fit(reviewer, start, hi, w.integers(2, 8) if quick else w.integers(20, 300))
             if approved is None:
                 continue
             for merger in (reviewer, d.author) if w.chance(0.5) else (d.author, reviewer):
-                merged = self.fit(merger, approved, hi, w.integers(1, 90))
+                merged = self.fit(merger, approved, hi, w.integers(1, 4) if quick else w.integers(1, 90))
                 if merged is not None:
                     notes.append(
                         _Note(
@@ -242,6 +258,44 @@ def _windows(changes: list[tuple[str, datetime]]) -> tuple[list[datetime], list[
     ]
     done = next((at for s, at in changes if s == "done"), None)
     return reviews, backs, done
+
+
+def _bounced(
+    b: _Builder,
+    t: dict[str, Any],
+    repo: dict[str, Any],
+    ev: Any,
+    branch: str,
+    reviews: list[datetime],
+    back: datetime,
+    done: datetime,
+) -> bool:
+    """A ticket sent back from review: changes requested then approved, or a first request closed for a second.
+
+    False (nothing drafted) when the history leaves no room for either; the caller then tries a plain review.
+    """
+    w, author, key = b.words, int(t["assignee_id"]), t["key"]
+    first = b.draft(t, repo, ev, reviews[0], branch)
+    if w.chance(CLOSED_SHARE):
+        closed_at = b.g.when(author, back)
+        second = b.draft(t, repo, ev, reviews[1], f"{branch}-v2")
+        if closed_at is None or not b.review(second, ev, reviews[1], done, changes_first=False):
+            return False
+        first.state, first.updated = "closed", closed_at
+        b.drafts.extend((first, second))
+        return True
+    for reviewer in b.teammates(author, reviews[0])[:1]:
+        asked = b.fit(reviewer, reviews[0], back, w.integers(10, 240))
+        if asked is not None:
+            body = b.note(reviewer, "request_changes", ev, key)
+            first.notes.append(_Note(author=reviewer, kind="request_changes", body=body, at=asked))
+            first.notes.append(
+                _Note(author=author, kind="comment", body=b.note(author, "fixup", ev, key), at=reviews[1])
+            )
+    if not first.notes or not b.review(first, ev, reviews[1], done, changes_first=False):
+        return False
+    b.drafts.append(first)
+    return True
 
 
 def build_code(g: Gen) -> None:
@@ -285,37 +339,24 @@ def build_code(g: Gen) -> None:
             continue
         if done is None:
             continue
-        if backs and len(reviews) > 1:
-            first = b.draft(t, repo, ev, reviews[0], branch)
-            if w.chance(CLOSED_SHARE):
-                closed_at = g.when(author, backs[0])
-                second = b.draft(t, repo, ev, reviews[1], f"{branch}-v2")
-                if closed_at is None or not b.review(second, ev, reviews[1], done, changes_first=False):
-                    continue
-                first.state, first.updated = "closed", closed_at
-                b.drafts.extend((first, second))
-                continue
-            for reviewer in b.teammates(author, reviews[0])[:1]:
-                asked = b.fit(reviewer, reviews[0], backs[0], w.integers(10, 240))
-                if asked is not None:
-                    first.notes.append(
-                        _Note(
-                            author=reviewer,
-                            kind="request_changes",
-                            body=b.note(reviewer, "request_changes", ev, t["key"]),
-                            at=asked,
-                        )
-                    )
-                    first.notes.append(
-                        _Note(author=author, kind="comment", body=b.note(author, "fixup", ev, t["key"]), at=reviews[1])
-                    )
-            if not b.review(first, ev, reviews[1], done, changes_first=False):
-                continue
-            b.drafts.append(first)
+        if backs and len(reviews) > 1 and _bounced(b, t, repo, ev, branch, reviews, backs[0], done):
             continue
         d = b.draft(t, repo, ev, reviews[0], branch)
-        if b.review(d, ev, reviews[0], done, changes_first=w.chance(0.25)) or b.review(d, ev, reviews[0], done, False):
+        if b.review(d, ev, reviews[0], done, changes_first=w.chance(0.25)) or b.review(
+            d, ev, reviews[0], done, quick=True
+        ):
             b.drafts.append(d)
+            continue
+        # No room between review and done (both steps often land at the start of the same workday): the request
+        # was opened while the work was in progress and reviewed before the ticket moved on.
+        # When every step landed on the same instant, it was opened soon after the ticket was filed.
+        working = [at for s, at in changes if s == "in_progress" and at < reviews[0]]
+        soon = b.fit(int(author), t["created_at"], done, w.integers(15, 120))
+        for opened in [*working[-1:], *([soon] if soon is not None else [])]:
+            d = b.draft(t, repo, ev, opened, branch)
+            if b.review(d, ev, opened, done, quick=True):
+                b.drafts.append(d)
+                break
     _write(g, b)
 
 
