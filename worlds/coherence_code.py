@@ -25,6 +25,7 @@ import re
 import tempfile
 from collections.abc import Callable
 from datetime import UTC, datetime
+from pathlib import Path
 
 from sqlalchemy import Connection, select
 
@@ -77,7 +78,7 @@ def _requests(
         .join(Repository, Repository.id == MergeRequest.repository_id)
         .order_by(MergeRequest.id)
     ).all()  # fmt: skip
-    return [tuple(r) for r in rows if r[0] not in episode]  # type: ignore[misc]
+    return [tuple(r) for r in rows if r[0] not in episode]
 
 
 def _code_requests(conn: Connection, tally: Tally) -> None:
@@ -192,7 +193,7 @@ _LOG = "--format=%x1e%H%x00%P%x00%at%x00%s%x00%b%x00"
 def _log(path: str) -> dict[str, tuple[list[str], datetime, str, str, list[str]]]:
     """Every commit of a repository: sha -> (parents, date, subject, body, files it touches vs its first parent)."""
     out: dict[str, tuple[list[str], datetime, str, str, list[str]]] = {}
-    raw = git(path, "log", "--all", "--diff-merges=first-parent", "--name-only", _LOG).decode("utf-8", "replace")
+    raw = git(Path(path), "log", "--all", "--diff-merges=first-parent", "--name-only", _LOG).decode("utf-8", "replace")
     for chunk in raw.split("\x1e")[1:]:
         sha, parents, at, subject, body, files = chunk.split("\x00", 5)
         when = datetime.fromtimestamp(int(at), UTC)
