@@ -348,8 +348,8 @@ def build_code(g: Gen) -> None:
             b.drafts.append(d)
             continue
         # No room between review and done (both steps often land at the start of the same workday): the request
-        # was opened while the work was in progress and reviewed before the ticket moved on.
-        # When every step landed on the same instant, it was opened soon after the ticket was filed.
+        # was opened while the work was in progress, or, when every step landed on the same instant, soon after
+        # the ticket was filed, and reviewed within minutes.
         working = [at for s, at in changes if s == "in_progress" and at < reviews[0]]
         soon = b.fit(int(author), t["created_at"], done, w.integers(15, 120))
         for opened in [*working[-1:], *([soon] if soon is not None else [])]:
