@@ -20,7 +20,9 @@ Every action lands in its actor's working hours (``Gen.when``) inside the window
 leaves for it; a ticket whose window has no room for a review is left without a request rather than given an
 impossible one. Requests carry no commit ids: the repositories are built later, lazily, from these rows
 (``worlds.repos``), so ``source_head`` is empty and ``merge_commit`` null, and checks match a request to its
-commits by branch name and key (see ``worlds.repos.history_requests``).
+commits by branch name and key (see ``worlds.repos.history_requests``). A verdict's ``commit_sha`` is the same
+empty head, so the forge (``mcp_tools.git.mr``, which counts an approval only at the recorded head) shows a
+merged history request as approved by its reviewer.
 """
 
 from __future__ import annotations
@@ -406,7 +408,7 @@ def _write(g: Gen, b: _Builder) -> None:
                     "author_id": n.author,
                     "kind": n.kind,
                     "body": n.body,
-                    "commit_sha": None,
+                    "commit_sha": "" if n.kind in ("approve", "request_changes") else None,
                     "created_at": n.at,
                 },
             )
