@@ -14,6 +14,7 @@ from __future__ import annotations
 from sqlalchemy import Connection, select, text
 
 from worlds.coherence import COHERENCE_CHECKS, CheckResult, Tally
+from worlds.coherence_code import CODE_CHECKS
 from worlds.schema import (
     Channel,
     Company,
@@ -172,7 +173,7 @@ INTEGRITY_CHECKS = (
 def world_report(conn: Connection) -> list[CheckResult]:
     """Every check of the world on ``conn`` as a named row with how many items it checked and how many failed."""
     results: list[CheckResult] = []
-    for name, about, fn in (*INTEGRITY_CHECKS, *COHERENCE_CHECKS):
+    for name, about, fn in (*INTEGRITY_CHECKS, *COHERENCE_CHECKS, *CODE_CHECKS):
         tally = Tally()
         fn(conn, tally)
         results.append(tally.result(name, about))

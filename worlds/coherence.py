@@ -281,8 +281,18 @@ def _inserted(conn: Connection, table: str) -> set[int]:
     }
 
 
+def _updated(conn: Connection, table: str) -> set[int]:
+    """Ids of ``table`` rows an episode changed (a history request merged in an episode is the episode's act)."""
+    return {
+        int(json.loads(key)[0])
+        for key in conn.scalars(
+            select(ChangeLog.row_key).where(ChangeLog.table_name == table, ChangeLog.op == "update")
+        )
+    }
+
+
 def _activity(conn: Connection) -> Iterator[tuple[str, str, int, datetime]]:
-    """(table, row id, employee, time) of every post, mail, ticket comment and status change, in a fixed order."""
+    """(table, row id, employee, time) of every post, mail, ticket comment, status change and code act, in order."""
     yield from (
         ("posts", str(i), a, t)
         for i, a, t in conn.execute(select(Post.id, Post.author_id, Post.created_at).order_by(Post.id))
@@ -308,6 +318,24 @@ def _activity(conn: Connection) -> Iterator[tuple[str, str, int, datetime]]:
     ):
         if a is not None:
             yield "ticket_status_changes", str(i), a, t
+    # Code work: opening a merge request, a review note, a merge (the merge is its merger's act at merged_at).
+    for i, a, t, by, merged in conn.execute(
+        select(
+            MergeRequest.id, MergeRequest.author_id, MergeRequest.created_at, MergeRequest.merged_by_id,
+            MergeRequest.merged_at,
+        ).order_by(MergeRequest.id)
+    ):  # fmt: skip
+        yield "merge_requests", str(i), a, t
+        if by is not None and merged is not None:
+            yield "merge_requests", str(i), by, merged
+    yield from (
+        ("merge_request_notes", str(i), a, t)
+        for i, a, t in conn.execute(
+            select(MergeRequestNote.id, MergeRequestNote.author_id, MergeRequestNote.created_at).order_by(
+                MergeRequestNote.id
+            )
+        )
+    )
 
 
 def _leavers(conn: Connection, tally: Tally) -> None:
@@ -341,7 +369,9 @@ def _working_hours(conn: Connection, tally: Tally) -> None:
             )
         )
     }  # fmt: skip
-    episode = {t: _inserted(conn, t) for t in ("posts", "mail_messages", "ticket_comments", "ticket_status_changes")}
+    tables = ("posts", "mail_messages", "ticket_comments", "ticket_status_changes", "merge_request_notes")
+    episode = {t: _inserted(conn, t) for t in tables}
+    episode["merge_requests"] = _inserted(conn, "merge_requests") | _updated(conn, "merge_requests")
     for table, rid, who, at in _activity(conn):
         if int(rid) in episode[table]:
             continue

@@ -20,18 +20,20 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import re
 import shutil
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime, time, timedelta
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Connection, text
+import numpy as np
+from sqlalchemy import Connection, select, text
 from sqlalchemy.orm import Session
 
 from worlds.cache import sweep_temps
 from worlds.gitrun import LOCKED_ATTRIBUTES, GitRepo, git, write_repo_config
-from worlds.schema import Base
+from worlds.schema import Base, ChangeLog, Employee, MergeRequest, MergeRequestNote
 from worlds.seeding import Seeds
 from worlds.spec import WorldSpec
 
@@ -72,6 +74,55 @@ class _Person:
     email: str
 
 
+@dataclass(frozen=True, kw_only=True)
+class HistoryRequest:
+    """A merge request of the world's generated history, as its repository writes it.
+
+    Why rows carry no commit ids: the world's rows are generated first and the repositories later, lazily and
+    only when a task needs them (``ensure_base_repos``), so a request row cannot know its commits' hashes, and
+    writing them back would change the world file whenever a task first touched git. Instead the repository is
+    written from the rows: the branch named in the row gets the commits (first at ``opened``, one fix-up per
+    note the author wrote after a request for changes), each message naming the key, touching the module the
+    description names; a merged request becomes a merge commit on the target at ``merged`` by the merger, and
+    its branch is deleted as a forge does; an open or closed request keeps its branch. ``source_head`` stays
+    empty in the rows and checks match requests to commits by branch and key.
+    """
+
+    number: int
+    key: str
+    title: str
+    branch: str
+    target: str
+    state: str
+    opened: datetime
+    merged: datetime | None
+    author: _Person
+    merger: _Person | None
+    module: str
+    fixups: tuple[datetime, ...]
+
+
+KEY_OF_BRANCH = re.compile(r"^([A-Z][A-Z0-9]*-\d+)-")
+"""A history request's source branch starts with its ticket's key (``DAT-31-add-the-missing-index``)."""
+MODULE_IN_TEXT = re.compile(r"`([a-z0-9_]+)/([a-z0-9_]+)\.py`")
+"""The module a request changes, as its description names it (```` `data_service/checkout_api.py` ````)."""
+FIXUP_MESSAGES = ("address review comments", "cover the case from review", "apply review feedback")
+
+
+def request_module(description: str, package: str) -> str | None:
+    """The path of the first module of ``package`` named in a request's description, if any."""
+    for pkg, mod in MODULE_IN_TEXT.findall(description):
+        if pkg == package:
+            return f"{pkg}/{mod}.py"
+    return None
+
+
+def _bare(title: str, key: str) -> str:
+    """A request title without its key (``DAT-31: Add x``, ``Add x (DAT-31)``, ``[DAT-31] Add x`` -> ``Add x``)."""
+    out = title.replace(f"[{key}] ", "").replace(f" ({key})", "")
+    return out.removeprefix(f"{key}: ").strip() or title
+
+
 @dataclass(kw_only=True)
 class _Plan:
     """One repository to generate, read from the database."""
@@ -82,13 +133,20 @@ class _Plan:
     default_branch: str
     people: list[_Person]
     repo_id: int | None
+    requests: list[HistoryRequest] = field(default_factory=list)
 
 
 # -- content: a small Python service ------------------------------------------------------------------------
 
 
-def _package(name: str) -> str:
-    return "".join(c if c.isalnum() else "_" for c in name.lower()).strip("_") or "service"
+def package_name(repo: str) -> str:
+    """The Python package of a repository (``data-service`` -> ``data_service``)."""
+    return "".join(c if c.isalnum() else "_" for c in repo.lower()).strip("_") or "service"
+
+
+def module_name(component: str) -> str:
+    """The module a ticket's component lives in (``checkout API`` -> ``checkout_api``)."""
+    return re.sub(r"[^a-z0-9]+", "_", component.lower()).strip("_") or "core"
 
 
 def _scaffold(repo: str, team: str, pkg: str) -> dict[str, str]:
@@ -199,10 +257,100 @@ class _Stream:
         return b"".join(self.parts) + b"done\n"
 
 
+def _module_text(path: str, funcs: dict[str, tuple[int, int]]) -> str:
+    """A ticket component's module: one small function per change merged into it."""
+    about = path.rsplit("/", 1)[-1].removesuffix(".py").replace("_", " ")
+    body = "".join(
+        f"\n\ndef {n}(value: float) -> float:\n    return value * {k} + {c}\n" for n, (k, c) in funcs.items()
+    )
+    return f'"""Rules of the {about}."""\n{body}'
+
+
+def _module_test(path: str, funcs: dict[str, tuple[int, int]]) -> str:
+    """The module's tests (each checks the exact arithmetic, so the suite passes at every commit)."""
+    pkg, mod = path.removesuffix(".py").split("/", 1)
+    body = "".join(f"\n\ndef test_{n}():\n    assert {mod}.{n}(2) == {2 * k + c}\n" for n, (k, c) in funcs.items())
+    return f"from {pkg} import {mod}\n{body}"
+
+
+class _Requests:
+    """Writes the history merge requests of one repository into the stream, in time order with the rest."""
+
+    def __init__(self, st: _Stream, rng: np.random.Generator, plan: _Plan) -> None:
+        self.st, self.rng, self.repo = st, rng, plan.name
+        self.main_ref = f"refs/heads/{plan.default_branch}"
+        requests = plan.requests
+        self.main: dict[str, dict[str, tuple[int, int]]] = {}  # module path -> its functions on the target
+        self.tips: dict[int, tuple[int, str, tuple[int, int]]] = {}  # number -> branch tip mark, function, value
+        self.used: set[str] = set()
+        self.commits = 0
+        events = [(r.opened, 0, r.number, r) for r in requests]
+        events += [(r.merged, 1, r.number, r) for r in requests if r.state == "merged" and r.merged is not None]
+        self.events = sorted(events, key=lambda e: (e[0], e[1], e[2]))
+        self.next = 0
+
+    def first_at(self) -> datetime | None:
+        """When the first request opens (the repository's first commit must be older)."""
+        return self.events[0][0] if self.events else None
+
+    def until(self, at: datetime | None, head: int) -> int:
+        """Write every request event up to ``at`` (all of them for None); returns the target's new head."""
+        while self.next < len(self.events) and (at is None or self.events[self.next][0] <= at):
+            _, kind, _, r = self.events[self.next]
+            self.next += 1
+            if kind == 0:
+                self._open(r, head)
+            else:
+                head = self._merge(r, head)
+        return head
+
+    def _files(self, module: str, funcs: dict[str, tuple[int, int]]) -> dict[str, str]:
+        mod = module.rsplit("/", 1)[-1]
+        return {module: _module_text(module, funcs), f"tests/test_{mod}": _module_test(module, funcs)}
+
+    def _open(self, r: HistoryRequest, head: int) -> None:
+        funcs = dict(self.main.get(r.module, {}))
+        name = f"{self.rng.choice(VERBS)}_{self.rng.choice(NOUNS)}"
+        while name in self.used:
+            name = f"{name}_{r.number}"
+        self.used.add(name)
+        value = (int(self.rng.integers(1, 9)), int(self.rng.integers(0, 20)))
+        funcs[name] = value
+        ref = f"refs/heads/{r.branch}"
+        self.st.branch(ref, head)
+        mark = self.st.commit(
+            ref, r.author, r.opened, f"{r.key}: {_bare(r.title, r.key)}\n", self._files(r.module, funcs), [head]
+        )
+        for at in r.fixups:
+            value = (value[0], value[1] + 1)
+            funcs[name] = value
+            msg = f"{r.key}: {self.rng.choice(FIXUP_MESSAGES)}\n"
+            mark = self.st.commit(ref, r.author, at, msg, self._files(r.module, funcs), [mark])
+        self.commits += 1 + len(r.fixups)
+        self.tips[r.number] = (mark, name, value)
+
+    def _merge(self, r: HistoryRequest, head: int) -> int:
+        mark, name, value = self.tips[r.number]
+        funcs = self.main.setdefault(r.module, {})
+        funcs[name] = value
+        msg = f"Merge branch '{r.branch}' into '{r.target}'\n\n{r.title}\n\nSee merge request {self.repo}!{r.number}\n"
+        head = self.st.commit(
+            self.main_ref, r.merger or r.author, r.merged or r.opened, msg, self._files(r.module, funcs), [head, mark]
+        )
+        self.st.parts.append(f"reset refs/heads/{r.branch}\nfrom {'0' * 40}\n\n".encode())  # merged: branch deleted
+        self.commits += 1
+        return head
+
+
 def _history(plan: _Plan, seed: int, start: datetime, end: datetime, commits: int | None) -> tuple[_Stream, str]:
-    """The fast-import stream of one repository and the package name."""
+    """The fast-import stream of one repository and the package name.
+
+    Without history requests (a world without the git app, or a benchmark) features land on untracked
+    ``feature/<noun>-limits`` branches; with them, every branch is a request's, so the random work on the
+    target is helpers, releases and chores, and the requests' commits are written in time order among them.
+    """
     rng = Seeds(seed).rng(f"repos/{plan.name}")
-    pkg = _package(plan.name)
+    pkg = package_name(plan.name)
     people = plan.people
     main_ref = f"refs/heads/{plan.default_branch}"
     total = commits if commits is not None else 24 + 6 * len(people)
@@ -214,16 +362,23 @@ def _history(plan: _Plan, seed: int, start: datetime, end: datetime, commits: in
         return people[int(rng.integers(len(people)))]
 
     st = _Stream()
+    reqs = _Requests(st, Seeds(seed).rng(f"repos/{plan.name}/requests"), plan)
     files = _scaffold(plan.name, plan.team_name, pkg)
     util, util_test = files[f"{pkg}/util.py"], files["tests/test_util.py"]
-    head = st.commit(main_ref, people[0], next(clock), "Initial service skeleton\n", dict(files), [])
+    first = next(clock)
+    earliest = reqs.first_at()
+    if earliest is not None and earliest <= first:
+        first = earliest - timedelta(hours=1)
+    head = st.commit(main_ref, people[0], first, "Initial service skeleton\n", dict(files), [])
     used: set[str] = set()
     version, changelog, readme = 1, files["CHANGELOG.md"], files["README.md"]
     open_branch: tuple[str, int, dict[str, str], str] | None = None  # ref, mark, files, noun
-    while st.commits < total:
-        left = total - st.commits
+    branches = not plan.requests
+    while st.commits - reqs.commits < total:
+        left = total - (st.commits - reqs.commits)
         roll = float(rng.random())
         at = next(clock, times[-1])
+        head = reqs.until(at, head)
         if open_branch is not None and (roll < 0.35 or left <= 2):
             ref, mark, added, noun = open_branch
             open_branch = None
@@ -231,7 +386,7 @@ def _history(plan: _Plan, seed: int, start: datetime, end: datetime, commits: in
                 msg = f"Merge branch '{ref.removeprefix('refs/heads/')}'\n\nAdds {noun} limits.\n"
                 head = st.commit(main_ref, who(), at, msg, added, [head, mark])
                 changelog += f"\n- {noun.title()} limits\n"
-        elif open_branch is None and roll < 0.25 and left > 3:
+        elif branches and open_branch is None and roll < 0.25 and left > 3:
             noun = str(rng.choice([n for n in NOUNS if n not in used] or list(NOUNS)))
             used.add(noun)
             ref = f"refs/heads/feature/{noun}-limits"
@@ -269,6 +424,7 @@ def _history(plan: _Plan, seed: int, start: datetime, end: datetime, commits: in
             chore = str(rng.choice(CHORES))
             readme += f"\n{chore}: see the team wiki.\n"
             head = st.commit(main_ref, who(), at, f"{chore}\n", {"README.md": readme}, [head])
+    reqs.until(None, head)
     return st, pkg
 
 
@@ -282,6 +438,74 @@ def _now(db: Connection | Session) -> datetime:
         raise ValueError("the world has no world_meta spec row; pass now= explicitly")
     spec = WorldSpec.model_validate_json(row[0])
     return datetime.combine(spec.start_date, time(9, 0), tzinfo=UTC)
+
+
+def history_requests(db: Connection | Session, repo_id: int, package: str) -> list[HistoryRequest]:
+    """The generated history's merge requests of one repository (episode-made ones excluded), oldest first.
+
+    A request whose branch does not start with a ticket key or whose description names no module of the
+    package is not the generator's and gets no commits.
+    """
+    episode = {
+        int(json.loads(k)[0])
+        for k in db.execute(
+            select(ChangeLog.row_key).where(ChangeLog.table_name == "merge_requests", ChangeLog.op == "insert")
+        ).scalars()
+    }
+    rows = db.execute(
+        select(
+            MergeRequest.id, MergeRequest.number, MergeRequest.title, MergeRequest.description,
+            MergeRequest.source_branch, MergeRequest.target_branch, MergeRequest.state, MergeRequest.created_at,
+            MergeRequest.merged_at, MergeRequest.author_id, MergeRequest.merged_by_id,
+        )
+        .where(MergeRequest.repository_id == repo_id)
+        .order_by(MergeRequest.number)
+    ).all()  # fmt: skip
+    rows = [r for r in rows if r[0] not in episode]
+    if not rows:
+        return []
+    ids = [r[0] for r in rows]
+    notes: dict[int, list[tuple[int, str, datetime]]] = {}
+    for mr, author, kind, at in db.execute(
+        select(
+            MergeRequestNote.merge_request_id,
+            MergeRequestNote.author_id,
+            MergeRequestNote.kind,
+            MergeRequestNote.created_at,
+        )
+        .where(MergeRequestNote.merge_request_id.in_(ids))
+        .order_by(MergeRequestNote.created_at, MergeRequestNote.id)
+    ):
+        notes.setdefault(mr, []).append((author, kind, at))
+    who = {r[9] for r in rows} | {r[10] for r in rows if r[10] is not None}
+    people = {
+        i: _Person(name=f"{f} {la}", email=e)
+        for i, f, la, e in db.execute(
+            select(Employee.id, Employee.first_name, Employee.last_name, Employee.email).where(
+                Employee.id.in_(sorted(who))
+            )
+        )
+    }
+    out: list[HistoryRequest] = []
+    for mid, number, title, desc, branch, target, state, opened, merged, author, merger in rows:
+        key = KEY_OF_BRANCH.match(branch)
+        module = request_module(desc, package)
+        if key is None or module is None:
+            continue
+        fixups: list[datetime] = []
+        asked = False
+        for by, kind, at in notes.get(mid, []):
+            asked = asked or kind == "request_changes"
+            if asked and kind == "comment" and by == author and state != "closed":
+                fixups.append(at)
+        out.append(
+            HistoryRequest(
+                number=number, key=key[1], title=title, branch=branch, target=target, state=state,
+                opened=opened, merged=merged, author=people[author], merger=people.get(merger) if merger else None,
+                module=module, fixups=tuple(fixups),
+            )
+        )  # fmt: skip
+    return out
 
 
 def _plans(db: Connection | Session) -> list[_Plan]:
@@ -310,9 +534,13 @@ def _plans(db: Connection | Session) -> list[_Plan]:
         if not repos:  # a world without the git app: one service per product team, recorded only on request
             owned = [(None, f"{str(team_slug).removeprefix('engineering-')}-service", "main")]
         for i, n, b in owned:
+            requests = history_requests(db, i, package_name(n)) if i is not None else []
             plans.append(
-                _Plan(name=n, team_id=team_id, team_name=team_name, default_branch=b, people=people, repo_id=i)
-            )
+                _Plan(
+                    name=n, team_id=team_id, team_name=team_name, default_branch=b, people=people, repo_id=i,
+                    requests=requests,
+                )
+            )  # fmt: skip
     return plans
 
 
@@ -358,10 +586,12 @@ def build_repo(
     end: datetime,
     commits: int | None = None,
     default_branch: str = "main",
+    requests: list[HistoryRequest] | None = None,
 ) -> RepoInfo:
     """Write one bare repository at ``dest`` (which must not exist) from explicit inputs.
 
-    ``people`` is a list of (name, email); the first is the initial author. ``generate_repos`` calls this per
+    ``people`` is a list of (name, email); the first is the initial author; ``requests`` are the history merge
+    requests whose commits the repository holds (``history_requests``). ``generate_repos`` calls this per
     repository; benchmarks call it directly to make a repository of a chosen length.
     """
     plan = _Plan(
@@ -371,6 +601,7 @@ def build_repo(
         default_branch=default_branch,
         people=[_Person(name=n, email=e) for n, e in people],
         repo_id=None,
+        requests=list(requests or []),
     )
     stream, _ = _history(plan, seed, start, end, commits)
     dest.mkdir(parents=True)
@@ -440,6 +671,7 @@ def generate_repos(
             end=end - timedelta(hours=1),
             commits=commits,
             default_branch=plan.default_branch,
+            requests=plan.requests,
         )
         infos.append(info)
         if record:

@@ -18,5 +18,8 @@ SCHEMA_VERSION = 4
 # comment and status change in its author's working hours and time zone, tickets numbered in filing order,
 # weekly notes at the team's calendar time whose action items are tickets their owners file afterwards,
 # resolved incidents with an ~incidents thread (open, update, resolution) and a postmortem document,
-# release notes and an announcement for each reached milestone naming the tickets done by then.
-GENERATOR_VERSION = 4
+# release notes and an announcement for each reached milestone naming the tickets done by then; 5 merge requests
+# from ticket events (opened on review by the assignee, reviewed and merged by teammates before done, named on
+# the ticket), each resolved incident's fix named in its postmortem, and repository histories holding each
+# request's key-named commits and merge commit.
+GENERATOR_VERSION = 5

@@ -91,12 +91,13 @@ def test_a_remote_owner_approves_only_once_their_day_starts(episode):
     assert not hours.is_open(began), "the owner is off when the agent's day starts"
     episode.family.oracle(EpisodeEnv(episode, prompt, info))
     assert episode.grade().value == 1.0
-    (approved,) = sql.column(
+    approvals = sql.column(
         "SELECT n.created_at FROM merge_request_notes n JOIN employees e ON e.id = n.author_id"
         " WHERE e.username = ? AND n.kind = 'approve' ORDER BY n.id",
         (owner,),
     )
-    when = datetime.fromisoformat(iso(approved))
+    # The owner also approved requests of the generated history, all before the episode began.
+    (when,) = [t for t in (datetime.fromisoformat(iso(a)) for a in approvals) if t >= began]
     assert hours.is_open(when) and (when - began).total_seconds() >= 3600
     assert sum(s["action"]["name"] == "wait" for s in episode.steps) >= 1
 

@@ -129,10 +129,12 @@ def test_under_cooperative_npcs_a_teammate_reviews_the_merge_request_and_the_gra
             assert _play(ep, seed) == 1.0
         except ToolFailed as exc:  # no sandbox on this machine
             pytest.skip(exc.message)
-        reviews = Sql.of(ep.tool_context.session).all(
+        reviews = Sql.of(ep.tool_context.session).all(  # on the agent's request (history ones have no head)
             "SELECT e.username, n.kind FROM merge_request_notes n JOIN employees e ON e.id = n.author_id"
-            " WHERE e.username <> ? AND n.kind IN ('approve', 'request_changes') ORDER BY n.id",
-            (ep.instance.actor,),
+            " JOIN merge_requests m ON m.id = n.merge_request_id JOIN employees a ON a.id = m.author_id"
+            " WHERE e.username <> ? AND a.username = ? AND m.source_head <> ''"
+            " AND n.kind IN ('approve', 'request_changes') ORDER BY n.id",
+            (ep.instance.actor, ep.instance.actor),
         )
         team = Sql.of(ep.tool_context.session).column(
             "SELECT username FROM employees WHERE team_id = (SELECT team_id FROM employees WHERE username = ?)",

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from worlds.generate.code import build_code
 from worlds.generate.common import Gen
 from worlds.generate.comms import build_calendar, build_chat, build_mail
 from worlds.generate.documents import build_documents
@@ -36,6 +37,8 @@ def generate(spec: WorldSpec, progress: Callable[[str, int, int], None] | None =
     build_org(g)
     step(0)
     tickets = build_work(g)
+    if g.has("git"):
+        build_code(g)  # merge requests of the tickets that went through review (issue 12 item 1)
     step(1)
     if g.has("chat"):
         build_chat(g, tickets)

@@ -3,7 +3,9 @@
 Why: issue 12 item 2 asks that an incident's traces agree. For each incident ticket that was resolved, the
 on-call engineer (its assignee) opens a thread in ~incidents when the ticket is filed, the project's lead posts
 an update while it is open, the on-call engineer posts the resolution when the ticket is resolved, and then
-writes the postmortem in the team's department folder, naming the same key, times and people. Everything lands
+writes the postmortem in the team's department folder, naming the same key, times and people, and the merge
+request that fixed it (``worlds.generate.code``: merged after the first post, before the resolution, so before
+the postmortem). Everything lands
 in its author's working hours (``Gen.when``); a postmortem whose writing would fall after history ends is not
 written yet. ``worlds.coherence`` checks that each postmortem follows its incident's chat and resolution.
 """
@@ -13,6 +15,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
+from worlds.generate.code import fixes_by_key
 from worlds.generate.common import Gen
 from worlds.generate.documents import add_document
 from worlds.generate.language import Dice, chat_voice, one_of
@@ -46,6 +49,7 @@ def build_incidents(g: Gen) -> None:
     words = Dice(g.seeds.rng("history/incidents"))
     channel = next((c["id"] for c in g.rows.get("channels", []) if c["name"] == "incidents"), None)
     folders = {f["name"]: f["id"] for f in g.rows.get("doc_folders", []) if f["parent_id"] is not None}
+    fixes = fixes_by_key(g)
     for t in list(g.rows.get("tickets", [])):
         if t["type"] != "incident" or t["status"] != "done" or t["assignee_id"] is None:
             continue
@@ -80,20 +84,23 @@ def build_incidents(g: Gen) -> None:
                 f"{key} is fixed: we {ev.fix}. Postmortem doc coming.",
             )
             _post(g, channel, oncall, root, chat_voice(words, g.styles[oncall - 1], text), resolved)
+        fix = fixes.get(key)
+        if fix is not None:
+            timeline.append((fix[2], f"the fix {fix[0]}!{fix[1]} was merged"))
         timeline.append((resolved, f"{_user(g, oncall)} resolved {key}"))
         if dept not in folders:
             continue
         written = g.when(oncall, resolved + timedelta(hours=4 + words.integers(44)))
         if written is None:
             continue  # the postmortem is still being written when history ends
-        lines = [f"{at:%Y-%m-%d %H:%M} UTC: {what}." for at, what in timeline]
+        lines = [f"{at:%Y-%m-%d %H:%M} UTC: {what}." for at, what in sorted(timeline)]
         content: dict[str, Any] = {
             "sections": [
                 {"heading": f"Postmortem: {key} {t['title']}", "body": ""},
                 {"heading": "Impact", "body": f"{s['seg'].capitalize()} on {s['env']} were affected."},
                 {"heading": "Timeline", "body": "\n\n".join(lines)},
                 {"heading": "Root cause", "body": f"{ev.cause[:1].upper()}{ev.cause[1:]}."},
-                {"heading": "Fix", "body": f"We {ev.fix}."},
+                {"heading": "Fix", "body": f"We {ev.fix}" + (f" ({fix[0]}!{fix[1]})." if fix else ".")},
                 {
                     "heading": "People",
                     "body": f"On call: {_user(g, oncall)}. Incident lead: {_user(g, lead)}. "
