@@ -366,11 +366,20 @@ def verify_fix_test(ev: Evidence) -> Verdict:
 
     p = ev.params
     repo = str(p["repo"])
-    row = ev.sql.one(
-        "SELECT m.title, m.description, m.source_head, m.pipeline, m.target_branch FROM merge_requests m"
-        " JOIN repositories r ON r.id = m.repository_id WHERE r.name = ? AND m.author_id = ?"
-        " AND m.target_branch = r.default_branch AND m.state <> 'closed' ORDER BY m.id DESC LIMIT 1",
-        (repo, ev.actor_id),
+    opened = ev.inserted("merge_requests")  # not the agent's older requests the history holds
+    row = (
+        ev.sql.one(
+            _ids(
+                "SELECT m.title, m.description, m.source_head, m.pipeline, m.target_branch FROM merge_requests m"
+                " JOIN repositories r ON r.id = m.repository_id WHERE r.name = ? AND m.author_id = ?"
+                " AND m.target_branch = r.default_branch AND m.state <> 'closed' AND m.id IN (?*)"
+                " ORDER BY m.id DESC LIMIT 1",
+                opened,
+            ),
+            (repo, ev.actor_id, *opened),
+        )
+        if opened
+        else None
     )
     if row is None or not row[2] or ev.workspace is None:
         return Verdict(False, ("no open merge request into the default branch",))

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from scenarios.verify import VERIFIERS, Evidence, Verdict, verify_fix_test
+from scenarios.verify import VERIFIERS, Evidence, Verdict, _ids, verify_fix_test
 
 
 def _at(value: Any) -> datetime:
@@ -36,11 +36,20 @@ def verify_ship_fix(ev: Evidence) -> Verdict:
     """
     p = ev.params
     reasons = list(verify_fix_test(ev).reasons)
-    row = ev.sql.one(
-        "SELECT m.id, m.number, m.title, m.description, m.state, m.source_head, m.merged_at FROM merge_requests m"
-        " JOIN repositories r ON r.id = m.repository_id WHERE r.name = ? AND m.author_id = ?"
-        " AND m.target_branch = r.default_branch AND m.state <> 'closed' ORDER BY m.id DESC LIMIT 1",
-        (str(p["repo"]), ev.actor_id),
+    opened = ev.inserted("merge_requests")  # not the agent's older requests the history holds
+    row = (
+        ev.sql.one(
+            _ids(
+                "SELECT m.id, m.number, m.title, m.description, m.state, m.source_head, m.merged_at FROM merge_requests m"
+                " JOIN repositories r ON r.id = m.repository_id WHERE r.name = ? AND m.author_id = ?"
+                " AND m.target_branch = r.default_branch AND m.state <> 'closed' AND m.id IN (?*)"
+                " ORDER BY m.id DESC LIMIT 1",
+                opened,
+            ),
+            (str(p["repo"]), ev.actor_id, *opened),
+        )
+        if opened
+        else None
     )
     if row is None:
         return Verdict(False, tuple(reasons) or ("no merge request",))
