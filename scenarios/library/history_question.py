@@ -62,7 +62,7 @@ FORMAT = (
 OPEN = ("backlog", "todo", "in_progress", "in_review", "blocked")
 """Statuses of a ticket still open: neither done nor won't do."""
 _VALUE = {"user": USER, "date": DATE, "count": COUNT}
-_LABEL = {"user": "@username", "date": "YYYY-MM-DD", "count": "number"}
+_LABEL = {"user": "@<username>", "date": "<YYYY-MM-DD>", "count": "<number>"}
 
 
 @dataclass(frozen=True)
@@ -137,23 +137,24 @@ def questions(sql: Sql, kind: str) -> list[Question]:
         here = [r for r in mine if r[0] == p]
         facts = [("reporter", "filed by", "user"), ("filed-in-project", f"filed in {p}", "count")]
         answer = {"reporter": u, "filed-in-project": str(len(here))}
-        question = f"Who filed ticket {p}-{n}, how many {p} tickets have they filed in all ({p}-{n} included)"
+        asks = [f"Who filed ticket {p}-{n}", f"how many {p} tickets have they filed in all ({p}-{n} included)"]
         if kind in ("open-in-project", "filed-everywhere"):
             facts.append(("open-in-project", f"open in {p}", "count"))
             answer["open-in-project"] = str(sum(r[4] in OPEN for r in here))
-            question += f", how many of those {p} tickets are still open (neither done nor won't do)"
+            asks.append(f"how many of those {p} tickets are still open (neither done nor won't do)")
         if kind == "filed-everywhere":
             facts += [("filed-everywhere", "filed in all", "count"), ("open-everywhere", "open in all", "count")]
             answer["filed-everywhere"] = str(len(mine))
             answer["open-everywhere"] = str(sum(r[4] in OPEN for r in mine))
-            question += ", how many tickets have they filed across every project, and how many of those are open"
+            asks += ["how many tickets have they filed across every project", "how many of those are still open"]
+        question = ", ".join(asks[:-1]) + ", and " + asks[-1]
         out.append(Question(kind, f"{p}-{n}", question + "?", answer, tuple(facts)))
     return out
 
 
 def answer_format(q: Question) -> str:
     """What the prompt asks the summary to look like: one ``label: value`` line per fact, in order."""
-    lines = "; ".join(f"`{label}: <{_LABEL[typ]}>`" for _, label, typ in q.facts)
+    lines = "; ".join(f"`{label}: {_LABEL[typ]}`" for _, label, typ in q.facts)
     return (
         f"Answer in your submit summary with one line per fact, exactly these labels: {lines}. Name people by "
         "@username, days as YYYY-MM-DD (UTC) and counts in digits. Only read: change nothing. Call the submit "
