@@ -5,9 +5,9 @@ is rewound; the build lists the facts the world's rows hold about its history, p
 computes the exact answer from the rows (kept in the hidden params, never written to a table) and asks for it.
 The agent must find the answer through the tools and state it in its submit summary, one labelled line a fact.
 
-Every question is about who filed ticket K (of project P) and, as the difficulty rises, about that person's
-record as the tracker holds it; each level keeps the facts of the one before and adds facts that need more of
-the history read (issue 13 item 4: a mistake in reading then costs more of the answer):
+Every question is about who filed ticket K (of project P). Difficulty adds facts about that person's record as
+the tracker holds it; each level keeps the facts of the one before and adds facts that need more of the
+history read (issue 13 item 4: a mistake in reading then costs more of the answer):
 
 - 0 ``reporter``: who filed K, and on which day (one ``tickets_get``).
 - 1 ``filed-in-project``: who filed K, and how many P tickets they have filed in all (every P ticket read).
@@ -47,6 +47,7 @@ from scenarios.base import AgentEnv, Limits, ScenarioInstance, WorldDefaults, st
 from worlds.clock import Clock
 from worlds.rawsql import Sql
 from worlds.seeding import Seeds
+from worlds.workflow import STATUSES, TERMINAL_STATUSES
 
 T = TypeVar("T")
 
@@ -59,8 +60,8 @@ FORMAT = (
     "no other usernames, days or numbers. Only read: change nothing. Call the submit tool when you are done."
 )
 """The answer format of a one-fact question (``history-unanswerable-v0`` asks in it)."""
-OPEN = ("backlog", "todo", "in_progress", "in_review", "blocked")
-"""Statuses of a ticket still open: neither done nor won't do."""
+OPEN = tuple(s for s in STATUSES if s not in TERMINAL_STATUSES)
+"""Statuses of a ticket still open: neither done nor won't do (the workflow's terminal statuses)."""
 _VALUE = {"user": USER, "date": DATE, "count": COUNT}
 _LABEL = {"user": "@<username>", "date": "<YYYY-MM-DD>", "count": "<number>"}
 

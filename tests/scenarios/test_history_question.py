@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from sim.agents import EpisodeEnv, run_agent
-from sim.calibrate import PARTIALS, calibrate, play_partial
+from sim.calibrate import PARTIALS, calibrate, play_partial, verify
 from sim.episode import Episode
 from sim.mine import mine_questions
 from worlds.rawsql import Sql
@@ -51,6 +51,25 @@ def test_one_wrong_count_loses_exactly_its_line(store):
         score = episode.grade()
     assert {c.id for c in score.checks if not c.passed} == {"answer-filed-everywhere"}
     assert score.value == 0.8
+
+
+def test_the_verifier_reads_each_labelled_line_from_the_params(store):
+    """Right lines in any order are solved; a person without @ or one line missing is not, by either side."""
+    with Episode(FAMILY, store=store) as episode:
+        for summary, solved in (("{open}\n{all}\nfiled by: @{who}.\n{rest}", True),
+                                ("filed by: {who}\n{rest}\n{all}\n{open}", False),
+                                ("filed by: @{who}\n{rest}\n{all}", False)):  # fmt: skip
+            prompt, info = episode.reset(seed=7, options={"difficulty": 3})
+            p = episode.instance.params
+            lines = {p["labels"][f]: f"{p['labels'][f]}: {v}" for f, v in p["answer"].items() if f != "reporter"}
+            text = summary.format(
+                who=p["answer"]["reporter"], all=lines.pop("filed in all"), open=lines.pop("open in all"),
+                rest="\n".join(lines.values()),
+            )  # fmt: skip
+            EpisodeEnv(episode, prompt, info).call("submit", summary=text)
+            score = episode.grade()
+            verdict = verify(episode)
+            assert verdict is not None and verdict.solved is solved and (score.value == 1.0) is solved, text
 
 
 def _ticket(episode):
