@@ -21,9 +21,9 @@ def test_oracle_answers_every_kind_and_noop_and_random_score_nothing(store):
                 assert run_agent(episode, "random", seed, {"difficulty": difficulty}).value <= 0.1
 
 
-def test_each_difficulty_keeps_the_facts_of_the_one_before_and_adds_more():
+def test_each_difficulty_keeps_the_facts_of_the_one_before_and_adds_more(store):
     facts = []
-    with Episode(FAMILY) as episode:
+    with Episode(FAMILY, store=store) as episode:
         for difficulty in range(4):
             episode.reset(seed=0, options={"difficulty": difficulty})
             facts.append(set(episode.instance.params["answer"]))
