@@ -860,23 +860,6 @@ def verify_access_requests(ev: Evidence) -> Verdict:
     return Verdict(not reasons, tuple(reasons))
 
 
-def verify_history_question(ev: Evidence) -> Verdict:
-    """Nothing changed, and the summary names exactly the answer's person, day and count (its own reading)."""
-    reasons = [f"{len(ev.mine())} rows changed by a read-only question"] if ev.mine() else []
-    summary = _summary(ev)
-    if summary is None:
-        return Verdict(False, (*reasons, "no successful submit ended the episode"))
-    found = {
-        "user": {u.rstrip(".-_").lower() for u in re.findall(r"@([\w.-]+)", summary)},
-        "date": set(re.findall(r"(?<![\d-])(\d{4}-\d\d-\d\d)(?![\d-])", summary)),
-        "count": set(re.findall(r"(?<![\w.:-])(\d+)(?![\w.:-])", summary)),
-    }
-    for fact, value in sorted(ev.params["answer"].items()):
-        if found[fact] != {str(value).lower()}:
-            reasons.append(f"{fact}: the summary states {sorted(found[fact])}, the history says {value}")
-    return Verdict(not reasons, tuple(reasons))
-
-
 VERIFIERS: dict[str, Callable[[Evidence], Verdict]] = {
     "triage-tickets-v0": verify_triage,
     "customer-escalation-v0": verify_escalation,
@@ -887,7 +870,6 @@ VERIFIERS: dict[str, Callable[[Evidence], Verdict]] = {
     "quarterly-budget-v0": verify_budget,
     "expense-reconciliation-v0": verify_expenses,
     "weekly-status-report-v0": verify_status_report,
-    "history-question-v0": verify_history_question,
 }
 """Verifiers by scenario id (the later families' modules add theirs when imported, just below)."""
 

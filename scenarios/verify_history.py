@@ -1,4 +1,4 @@
-"""Independent verifiers of the mined history families: ``history-redo-v0`` and ``history-followup-v0``.
+"""Independent verifiers of the mined history families: history-question, history-redo and history-followup.
 
 Same contract as ``scenarios.verify`` (whose helpers they use and whose ``VERIFIERS`` they join): solved or not
 from the hidden params, the change log and raw SQL, never the rubric.
@@ -10,7 +10,36 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from scenarios.verify import _KEY, VERIFIERS, Evidence, Verdict, _ids, _outside, _sent_mail
+from scenarios.verify import _KEY, VERIFIERS, Evidence, Verdict, _ids, _outside, _sent_mail, _summary
+
+# -- history-question --------------------------------------------------------------------------------------
+
+_DAY = re.compile(r"\d{4}-\d\d-\d\d")
+
+
+def _stated(summary: str, label: str) -> set[str]:
+    """Every value the summary states after ``label:`` (anywhere in it), as written: ``@user``, a day, a count."""
+    probe = re.compile(rf"(?<![\w-]){re.escape(label)}\s*:\s*(\S+)", re.I)
+    return {m.group(1).rstrip(".,;:!?)").lower() for m in probe.finditer(summary)}
+
+
+def _written(value: str) -> str:
+    """A fact as the answer writes it: people as @username, days and counts as they are."""
+    return value.lower() if _DAY.fullmatch(value) or value.isdigit() else f"@{value.lower()}"
+
+
+def verify_history_question(ev: Evidence) -> Verdict:
+    """Nothing changed, and each fact's labelled line states exactly its value (the params' facts and labels)."""
+    reasons = [f"{len(ev.mine())} rows changed by a read-only question"] if ev.mine() else []
+    summary = _summary(ev)
+    if summary is None:
+        return Verdict(False, (*reasons, "no successful submit ended the episode"))
+    for fact, value in sorted(ev.params["answer"].items()):
+        label = ev.params["labels"][fact]
+        if (found := _stated(summary, label)) != {_written(str(value))}:
+            reasons.append(f"{label}: the summary states {sorted(found)}, the history says {value}")
+    return Verdict(not reasons, tuple(reasons))
+
 
 # -- history-redo and history-followup ----------------------------------------------------------------------
 
@@ -99,5 +128,6 @@ def verify_history_followup(ev: Evidence) -> Verdict:
     return Verdict(not reasons, tuple(reasons))
 
 
+VERIFIERS["history-question-v0"] = verify_history_question
 VERIFIERS["history-redo-v0"] = verify_history_redo
 VERIFIERS["history-followup-v0"] = verify_history_followup

@@ -50,6 +50,11 @@ def _assignee_did_it(ticket: Any) -> Any:
     return {**ticket, "reporter": who, "history": [{**h, "by": who} for h in ticket.get("history", [])]}
 
 
+def _first_page_only(page: Any) -> Any:
+    """A search page read as if it were every result (its ``total`` taken as what the page lists)."""
+    return {**page, "total": len(page.get("tickets", []))} if isinstance(page, dict) else page
+
+
 def _as_filed(ticket: Any) -> Any:
     """A ticket read as it was filed: the first status of its history, its reporter taken for its assignee."""
     if not isinstance(ticket, dict) or not ticket.get("history"):
@@ -220,14 +225,15 @@ PARTIALS: dict[str, dict[str, Mistake]] = {
     },
     "history-question-v0": {
         "partial-assignee": Mistake(
-            "takes the assignee for whoever reported or resolved a ticket, never reading who did",
+            "takes a ticket's assignee, the name the tracker shows first, for who filed it, never reading its"
+            " reporter; so it names the wrong person and counts the tickets assigned to them",
             misread={"tickets_get": _assignee_did_it},
         ),
         "partial-first-page": Mistake(
-            "reads only the first page of ten tickets, so a week's count misses the rest, and reads a profile's own"
-            " name where its manager is, so it never climbs the chain",
+            "reads the first page of a search (ten tickets) as the whole list, so every count misses the tickets"
+            " after it",
             change={"tickets_search": {"limit": 10}},
-            misread={"directory_get_profile": lambda p: {**p, "manager": p.get("username")}},
+            misread={"tickets_search": _first_page_only},
         ),
     },
     "history-redo-v0": {
