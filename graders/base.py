@@ -78,6 +78,7 @@ __all__ = [
     "check_fn",
     "combine",
     "grade",
+    "outcome_result",
     "read_changes",
     "read_only",
     "registered_check_fns",
@@ -393,11 +394,16 @@ def run_check(check: Check, ctx: GradingContext, savepoint: bool) -> CheckResult
                 raw = fn(ctx, **check._kwargs)
         else:
             raw = fn(ctx, **check._kwargs)
-        out = raw if isinstance(raw, CheckOutcome) else CheckOutcome(score=float(raw[0]), evidence=str(raw[1]))
-        return _result(check, out.score, out.evidence, dict(out.details))  # validates details as JSON too
+        return outcome_result(check, raw)
     except Exception as exc:  # a buggy check must not crash grading; it scores 0 and says why
         message = (str(exc).strip().splitlines() or [""])[0][:300]
         return _result(check, 0.0, f"check error: {type(exc).__name__}: {message}", {})
+
+
+def outcome_result(check: Check, raw: CheckReturn) -> CheckResult:
+    """The verdict of ``check`` from what its function returned; raises if the outcome is not valid."""
+    out = raw if isinstance(raw, CheckOutcome) else CheckOutcome(score=float(raw[0]), evidence=str(raw[1]))
+    return _result(check, out.score, out.evidence, dict(out.details))  # validates details as JSON too
 
 
 def _result(check: Check, score: float, evidence: str, details: dict[str, Any]) -> CheckResult:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, Literal
 
 from sqlalchemy import select
@@ -47,19 +48,25 @@ class ChangeRow:
                 "at": row.at.isoformat(),
                 "tag": row.tag,
             }
-        key = row.get("key", row.get("row_key"))
-        key = json.loads(key) if isinstance(key, str) else key
+        key = row["key"] if "key" in row else row.get("row_key")
         at = row.get("at")
         return cls(
             seq=int(row["seq"]),
-            table=str(row.get("table", row.get("table_name"))),
-            key=tuple(key) if isinstance(key, list | tuple) else (key,),
+            table=str(row["table"] if "table" in row else row.get("table_name")),
+            key=_key(key) if isinstance(key, str) else tuple(key) if isinstance(key, list | tuple) else (key,),
             op=row["op"],
             changes=row.get("changes") or {},
             actor_id=row.get("actor_id", row.get("actor")),
             at=at if at is None or isinstance(at, str) else at.isoformat(),
             tag=row.get("tag"),
         )
+
+
+@lru_cache(maxsize=4096)
+def _key(text: str) -> tuple[Any, ...]:
+    """A logged row key (JSON text) as a tuple; cached, as a step's rows often name rows seen before."""
+    key = json.loads(text)
+    return tuple(key) if isinstance(key, list) else (key,)
 
 
 def read_changes(session: Session, *, after_seq: int = 0) -> tuple[ChangeRow, ...]:

@@ -19,7 +19,17 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from sqlalchemy import Date, DateTime, Select, and_, bindparam, select
 
 from graders.base import ChangeRow, CheckOutcome, GradingContext, check_fn
-from graders.checks_common import Regex, TableName, Who, employee_id, inserted_ids, listing, rx, snippet
+from graders.checks_common import (
+    Regex,
+    TableName,
+    Who,
+    employee_id,
+    inserted_ids,
+    listing,
+    rx,
+    snippet,
+    usernames,
+)
 from graders.checks_common import table as schema_table
 from worlds.rawsql import Sql
 from worlds.schema import Ticket, TicketComment, TicketLabel
@@ -89,11 +99,45 @@ def _ticket_rows(ctx: GradingContext, keys: list[str]) -> set[tuple[str, tuple[A
     return {("tickets", (int(row["id"]),)) for row in found.values() if row is not None}
 
 
+_COLUMN = {"assignee": "assignee_id", "sprint": "sprint_id"}
+"""The tickets column a field is read from, where it is not the field's own name."""
+
+
+def field_columns(fields: Any) -> frozenset[str]:
+    """The ``tickets`` columns a check on ``fields`` reads (for ``graders.progress``: other edits cannot matter)."""
+    return frozenset(_COLUMN.get(f, f) for f in fields)
+
+
+def _field_after(
+    ctx: GradingContext, rows: list[ChangeRow], key: str, field: TicketField, value: FieldValue
+) -> CheckOutcome | None:
+    """``ticket_field_equals`` decided from the ticket's updates in one step, without a query.
+
+    An update's change-log row carries the column's new value, which is what the final-state query would read
+    (the last update of the step wins). ``assignee`` maps the id to a username (kept until employees change);
+    an insert, a delete or a sprint (a name behind an id) leaves it to the query.
+    """
+    column = _COLUMN.get(field, field)
+    if field == "sprint" or any(r.op != "update" for r in rows):
+        return None
+    touching = [r for r in rows if column in r.changes]
+    if not touching:
+        return None
+    actual = touching[-1].changes[column][1]
+    if field == "assignee" and actual is not None:
+        actual = usernames(ctx, [actual]).get(actual)
+        if actual is None:
+            return None
+    return CheckOutcome.of(actual == value, f"{key} {field} is {actual!r} (expected {value!r})", actual=actual)
+
+
 @check_fn(
     "ticket_field_equals",
     validate=lambda kw: _check_value(kw["field"], kw["value"]),
     reads=("tickets",),
     rows=lambda ctx, key, **_: _ticket_rows(ctx, [key]),
+    columns=lambda field, **_: field_columns([field]),
+    on_rows=_field_after,
 )
 def ticket_field_equals(ctx: GradingContext, key: str, field: TicketField, value: FieldValue) -> CheckOutcome:
     """Ticket ``key`` has ``field`` equal to ``value`` in the final state (no partial credit)."""
@@ -120,6 +164,7 @@ def _check_expected(kw: dict[str, Any]) -> None:
     validate=_check_expected,
     reads=("tickets",),
     rows=lambda ctx, expected: _ticket_rows(ctx, list(expected)),
+    columns=lambda expected: field_columns({f for fields in expected.values() for f in fields}),
 )
 def ticket_fields_equal(
     ctx: GradingContext, expected: Annotated[dict[str, dict[TicketField, FieldValue]], Field(min_length=1)]
@@ -346,10 +391,13 @@ def no_collateral_changes(ctx: GradingContext, allowed: list[AllowedChange], sco
     if seen[0] > len(ctx.log):
         seen[:] = [0, 0, []]
     rows = [r for r in ctx.log[seen[0] :] if scope == "all" or r.actor_id == ctx.actor_id]
+    by_table: dict[str, list[AllowedChange]] = ctx.lasting.setdefault(("collateral rules", id(allowed)), {})
     verdicts: dict[int, bool] = {}
     keyed: list[tuple[ChangeRow, list[set[str]]]] = []
     for row in rows:
-        rules = [a for a in allowed if a.admits(row)]
+        if row.table not in by_table:  # a rule admits only its own table's rows
+            by_table[row.table] = [a for a in allowed if a.table == row.table]
+        rules = [a for a in by_table[row.table] if a.admits(row)]
         if not rules:
             verdicts[row.seq] = False
         elif all(a.keys is not None for a in rules):

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from graders.base import ChangeRow, CheckOutcome, GradingContext, check_fn
-from graders.checks import FieldValue, TicketField, _mismatch, _tickets
+from graders.checks import FieldValue, TicketField, _mismatch, _tickets, field_columns
 from graders.checks_common import inserted_ids, listing, rows_in
 
 
@@ -79,19 +79,32 @@ def _new_tickets_for(ctx: GradingContext, reference: str) -> list[CaseTicket]:
     return [r for r in _memo(ctx, "case_tickets") if ref in f"{r.title}\n{r.description}".lower()]
 
 
-def _case_touches(ctx: GradingContext, row: ChangeRow, reference: str, **_: Any) -> bool:
+_CASE_COLUMNS = frozenset({"key", "title", "description", "project_id"})
+"""What a case check reads of its ticket besides the ``fields`` it compares."""
+
+
+def _case_touches(
+    ctx: GradingContext,
+    row: ChangeRow,
+    reference: str,
+    fields: dict[TicketField, FieldValue] | None = None,
+    **_: Any,
+) -> bool:
     """Whether a changed row may change a check on ``reference``'s case (for ``graders.progress``).
 
-    A ticket filed for another reference, or an edit of such a ticket that leaves its text alone, cannot; mail
-    and posts are left to the checks that read them.
+    A ticket filed for another reference, an edit of such a ticket that leaves its text alone, or an edit of
+    the case's own ticket that changes none of the columns the check reads (its text, project and ``fields``)
+    cannot; mail and posts are left to the checks that read them.
     """
     if row.table != "tickets" or row.op == "delete":
         return True
     if row.op == "insert":
         return reference.lower() in f"{row.changes.get('title')}\n{row.changes.get('description')}".lower()
-    if {"title", "description", "project_id"} & set(row.changes):
+    if _CASE_COLUMNS.intersection(row.changes):
         return True
-    return any(t.id == row.key[0] for t in _new_tickets_for(ctx, reference))
+    if fields and not field_columns(fields).intersection(row.changes):
+        return False
+    return bool(fields) and any(t.id == row.key[0] for t in _new_tickets_for(ctx, reference))
 
 
 def _case_reads(reply_to: str | None = None, incident_channel: str | None = None, **_: Any) -> tuple[str, ...]:
