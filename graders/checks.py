@@ -12,7 +12,7 @@ import json
 from collections import Counter
 from collections.abc import Mapping
 from datetime import date, datetime
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -26,13 +26,14 @@ from graders.checks_common import (
     employee_id,
     inserted_ids,
     listing,
+    rows_in,
     rx,
     snippet,
     usernames,
 )
 from graders.checks_common import table as schema_table
 from worlds.rawsql import Sql
-from worlds.schema import Ticket, TicketComment, TicketLabel
+from worlds.schema import TicketComment, TicketLabel
 from worlds.workflow import PRIORITIES, STATUSES, TICKET_TYPES
 
 TicketField = Literal["status", "priority", "assignee", "type", "story_points", "sprint", "title"]
@@ -48,7 +49,6 @@ _COMMENTS = (
     .order_by(TicketComment.id)
 )
 _NEW_COMMENTS = _COMMENTS.where(TicketComment.id.in_(bindparam("ids", expanding=True)))
-_TICKET_KEYS = select(Ticket.id, Ticket.key).where(Ticket.id.in_(bindparam("ids", expanding=True)))
 _ALLOWED_VALUES = {"status": STATUSES, "priority": PRIORITIES, "type": TICKET_TYPES}
 
 
@@ -311,12 +311,25 @@ class AllowedChange(BaseModel):
             raise ValueError(f"field {unknown[0]!r} is not a column of {self.table!r}")
         return self
 
+    @cached_property
+    def _ops(self) -> tuple[str, ...] | None:
+        return self.ops if self.ops is not None else (("update",) if self.fields is not None else None)
+
+    @cached_property
+    def _fields(self) -> frozenset[str] | None:
+        return None if self.fields is None else frozenset(self.fields)
+
+    @cached_property
+    def key_names(self) -> frozenset[str] | None:
+        """``keys`` as text, what a row's primary or natural key is compared with (None: any row)."""
+        return None if self.keys is None else frozenset(str(k) for k in self.keys)
+
     def admits(self, row: ChangeRow) -> bool:
         """Whether the table, op and changed fields fit (keys are checked separately)."""
-        ops = self.ops if self.ops is not None else (("update",) if self.fields is not None else None)
+        ops = self._ops
         if row.table != self.table or (ops is not None and row.op not in ops):
             return False
-        return row.op != "update" or self.fields is None or set(row.changes) <= set(self.fields)
+        return row.op != "update" or self._fields is None or self._fields.issuperset(row.changes)
 
 
 _NATURAL = {
@@ -331,10 +344,9 @@ _NATURAL = {
 }
 
 
-@lru_cache(maxsize=32)
-def _natural_stmt(table_name: str) -> Select[Any]:
-    tbl = schema_table(table_name)
-    return select(tbl.c.id, tbl.c[_NATURAL[table_name]]).where(tbl.c.id.in_(bindparam("ids", expanding=True)))
+def _natural_sql(table_name: str) -> str:
+    """The raw lookup of natural keys by id (``rows_in``: a Core expanding IN compiles for ~100 us a run)."""
+    return f"SELECT id, {_NATURAL[table_name]} FROM {table_name} WHERE id IN ({{}})"  # noqa: S608 - _NATURAL's names
 
 
 def _natural_keys(ctx: GradingContext, rows: list[ChangeRow]) -> dict[int, str]:
@@ -361,13 +373,14 @@ def _natural_keys_of(ctx: GradingContext, rows: list[ChangeRow]) -> dict[int, st
     for name in sorted(updates):
         ids = sorted({r.key[0] for r in updates[name] if (name, r.key[0]) not in by_id})
         if ids:
-            by_id.update({(name, pk): value for pk, value in ctx.db.execute(_natural_stmt(name), {"ids": ids})})
+            by_id.update({(name, pk): value for pk, value in rows_in(ctx, _natural_sql(name), ids)})
         raw.update({r.seq: by_id.get((name, r.key[0])) for r in updates[name]})
     via = {r.seq: raw[r.seq] for r in rows if _NATURAL[r.table] == "ticket_id" and raw.get(r.seq) is not None}
-    if via:
-        found_keys = ctx.db.execute(_TICKET_KEYS, {"ids": sorted(set(via.values()))})
-        keys = {ticket_id: key for ticket_id, key in found_keys}
-        raw.update({seq: keys.get(ticket_id) for seq, ticket_id in via.items()})
+    if via:  # a ticket keeps its key: ask only about tickets no lookup has named yet
+        ids = sorted({t for t in via.values() if ("tickets", t) not in by_id})
+        if ids:
+            by_id.update({("tickets", tid): key for tid, key in rows_in(ctx, _natural_sql("tickets"), ids)})
+        raw.update({seq: by_id.get(("tickets", ticket_id)) for seq, ticket_id in via.items()})
     return {seq: str(v) for seq, v in raw.items() if v is not None}
 
 
@@ -393,7 +406,7 @@ def no_collateral_changes(ctx: GradingContext, allowed: list[AllowedChange], sco
     rows = [r for r in ctx.log[seen[0] :] if scope == "all" or r.actor_id == ctx.actor_id]
     by_table: dict[str, list[AllowedChange]] = ctx.lasting.setdefault(("collateral rules", id(allowed)), {})
     verdicts: dict[int, bool] = {}
-    keyed: list[tuple[ChangeRow, list[set[str]]]] = []
+    keyed: list[tuple[ChangeRow, list[frozenset[str]]]] = []
     for row in rows:
         if row.table not in by_table:  # a rule admits only its own table's rows
             by_table[row.table] = [a for a in allowed if a.table == row.table]
@@ -401,7 +414,7 @@ def no_collateral_changes(ctx: GradingContext, allowed: list[AllowedChange], sco
         if not rules:
             verdicts[row.seq] = False
         elif all(a.keys is not None for a in rules):
-            keyed.append((row, [{str(k) for k in a.keys or ()} for a in rules]))
+            keyed.append((row, [a.key_names or frozenset() for a in rules]))
         else:
             verdicts[row.seq] = True
     natural = _natural_keys(ctx, [r for r, _ in keyed if r.table in _NATURAL])

@@ -81,6 +81,8 @@ def _new_tickets_for(ctx: GradingContext, reference: str) -> list[CaseTicket]:
 
 _CASE_COLUMNS = frozenset({"key", "title", "description", "project_id"})
 """What a case check reads of its ticket besides the ``fields`` it compares."""
+_POST_COLUMNS = frozenset({"message", "author_id", "deleted_at", "channel_id"})
+"""What a case check reads of a post (an edit of anything else, e.g. a reaction count, cannot matter)."""
 
 
 def _case_touches(
@@ -94,17 +96,37 @@ def _case_touches(
 
     A ticket filed for another reference, an edit of such a ticket that leaves its text alone, or an edit of
     the case's own ticket that changes none of the columns the check reads (its text, project and ``fields``)
-    cannot; mail and posts are left to the checks that read them.
+    cannot. Mail and posts are read only once exactly one ticket is filed for the case, and then only one
+    that carries the ticket's key can count: a new mail or post without the key cannot change the verdict.
     """
-    if row.table != "tickets" or row.op == "delete":
+    if row.table == "tickets":
+        if row.op == "delete":
+            return True
+        if row.op == "insert":
+            return reference.lower() in f"{row.changes.get('title')}\n{row.changes.get('description')}".lower()
+        if _CASE_COLUMNS.intersection(row.changes):
+            return True
+        if fields and not field_columns(fields).intersection(row.changes):
+            return False
+        return bool(fields) and any(t.id == row.key[0] for t in _new_tickets_for(ctx, reference))
+    if row.table not in ("mail_messages", "mail_recipients", "posts"):
         return True
-    if row.op == "insert":
-        return reference.lower() in f"{row.changes.get('title')}\n{row.changes.get('description')}".lower()
-    if _CASE_COLUMNS.intersection(row.changes):
-        return True
-    if fields and not field_columns(fields).intersection(row.changes):
-        return False
-    return bool(fields) and any(t.id == row.key[0] for t in _new_tickets_for(ctx, reference))
+    found = _new_tickets_for(ctx, reference)
+    if len(found) != 1:
+        return False  # the check fails on the ticket count before it reads any mail or post
+    key = found[0].key.lower()
+    if row.table == "posts":
+        if row.op == "update":
+            return not _POST_COLUMNS.isdisjoint(row.changes)
+        return row.op == "delete" or key in str(row.changes.get("message")).lower()
+    if row.table == "mail_messages" and row.op == "insert":
+        return key in str(row.changes.get("body")).lower()
+    if row.table == "mail_messages" and row.op == "update":
+        return "body" in row.changes
+    if row.table == "mail_recipients" and row.op == "insert":  # its message, as the check will read it
+        message = row.changes.get("message_id")
+        return any(m.id == message and key in m.body.lower() for m in _memo(ctx, "case_mails"))
+    return True
 
 
 def _case_reads(reply_to: str | None = None, incident_channel: str | None = None, **_: Any) -> tuple[str, ...]:

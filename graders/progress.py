@@ -29,7 +29,16 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from graders.base import CheckResult, GradingContext, Rubric, apply_needs, combine, outcome_result, run_check
+from graders.base import (
+    CheckOutcome,
+    CheckResult,
+    GradingContext,
+    Rubric,
+    apply_needs,
+    combine,
+    outcome_result,
+    run_check,
+)
 from graders.changes import ChangeRow
 from graders.registry import check_fn_spec
 
@@ -60,11 +69,13 @@ class Progress:
         self._needs = any(c.needs for c in self._checks)
         self._started = False
         self._pending = False
-        # _combine's running parts: the checks that count towards the value, their weights' sum (in rubric
-        # order, as ``combine`` adds them, so the value is the same float), each one's weighted score, and how
-        # many must checks fail.
-        self._scored = [i for i, c in enumerate(self._checks) if not c.must] or list(range(len(self._checks)))
-        self._weight = sum(self._checks[i].weight for i in self._scored)
+        # The running parts of the value: each counted check's weighted score, in rubric order (``combine`` adds
+        # them in that order, so the sum is the same float), their weights' sum, and how many must checks fail.
+        scored = [i for i, c in enumerate(self._checks) if not c.must] or list(range(len(self._checks)))
+        self._slot = dict.fromkeys(range(len(self._checks)), -1) | {i: n for n, i in enumerate(scored)}
+        self._parts = [0.0] * len(scored)
+        self._weight = sum(self._checks[i].weight for i in scored)
+        self._failing = 0
         self.value = 0.0
         self.passed = 0
 
@@ -124,7 +135,10 @@ class Progress:
             return False
         if raw is None:
             return False
-        self._pending = self._settle(i, outcome_result(self._checks[i], raw)) or self._pending
+        out = raw if isinstance(raw, CheckOutcome) else CheckOutcome(score=float(raw[0]), evidence=str(raw[1]))
+        old = self._results[i]
+        if out.score != old.score or out.evidence != old.evidence or out.details != old.details:
+            self._pending = self._settle(i, outcome_result(self._checks[i], out)) or self._pending
         return True
 
     def _run(self, i: int) -> bool:
@@ -132,12 +146,24 @@ class Progress:
         return self._settle(i, run_check(self._checks[i], self.ctx, self._savepoints))
 
     def _settle(self, i: int, result: CheckResult) -> bool:
-        """Keep check ``i``'s new verdict (the old object when nothing in it changed); whether its score moved."""
+        """Keep check ``i``'s new verdict and the running parts of the value; whether its score moved."""
         old = self._results[i]
-        if result.score == old.score and result.evidence == old.evidence and result.details == old.details:
-            return False
         self._results[i] = result
-        return result.score != old.score
+        if result.score == old.score:
+            return False
+        self._count(i, old, -1)
+        self._count(i, result, 1)
+        return True
+
+    def _count(self, i: int, result: CheckResult, sign: int) -> None:
+        """Add (``sign`` 1) or take away (-1) check ``i``'s verdict's share of the running parts."""
+        slot = self._slot[i]
+        if slot >= 0:
+            self._parts[slot] = result.weight * result.score if sign > 0 else 0.0
+        if result.must and not result.passed:
+            self._failing += sign
+        if result.passed:
+            self.passed += sign
 
     def _touched(self, i: int, rows: list[ChangeRow]) -> bool:
         """Whether one of a ``reads`` table's changed rows may change check ``i`` (its ``touches`` hook says)."""
@@ -159,6 +185,8 @@ class Progress:
         self._started = True
         self.ctx.forget()
         self._results = [run_check(c, self.ctx, self._savepoints) for c in self._checks]
+        for i, result in enumerate(self._results):
+            self._count(i, result, 1)
         for i, check in enumerate(self._checks):
             if check.kind == "trace":
                 self._always.append(i)
@@ -183,14 +211,12 @@ class Progress:
         self.ctx.forget()
 
     def _combine(self) -> float:
-        if self._needs:
+        """The value from the verdicts (``graders.base.combine``'s rule), from the running parts when it can."""
+        if self._needs:  # a check's share depends on others' verdicts: combine them all
             results = self.results()
             self.value, _ = combine(results)
             self.passed = sum(r.passed for r in results)
             return self.value
-        results = self._results
-        gated = any(r.must and not r.passed for r in results)
-        value = sum(results[i].weight * results[i].score for i in self._scored) / self._weight if self._weight else 0.0
-        self.value = 0.0 if gated else min(1.0, value)
-        self.passed = sum(r.passed for r in results)
+        value = sum(self._parts) / self._weight if self._weight else 0.0
+        self.value = 0.0 if self._failing else min(1.0, value)
         return self.value
