@@ -26,6 +26,7 @@ the final grade does.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -35,12 +36,33 @@ from graders.base import (
     GradingContext,
     Rubric,
     apply_needs,
-    combine,
+    error_evidence,
     outcome_result,
-    run_check,
+    run_outcome,
 )
 from graders.changes import ChangeRow
 from graders.registry import check_fn_spec
+
+_PLAIN = (str, int, bool, type(None))
+_NOT_PLAIN = object()
+
+
+def _plain_copy(value: Any) -> Any:
+    """A copy of ``value`` if it is JSON that ``CheckResult`` keeps as it is (exact types), else ``_NOT_PLAIN``.
+
+    A copy, because a check may hand out a list it keeps growing in ``ctx.lasting``.
+    """
+    kind = type(value)
+    if kind in _PLAIN or (kind is float and math.isfinite(value)):
+        return value
+    if kind is list:
+        items = [_plain_copy(v) for v in value]
+        return _NOT_PLAIN if any(v is _NOT_PLAIN for v in items) else items
+    if kind is dict:
+        pairs = {k: _plain_copy(v) for k, v in value.items()}
+        ok = all(type(k) is str and v is not _NOT_PLAIN for k, v in pairs.items())
+        return pairs if ok else _NOT_PLAIN
+    return _NOT_PLAIN
 
 
 class Progress:
@@ -55,10 +77,20 @@ class Progress:
     def __init__(self, rubric: Rubric, ctx: GradingContext) -> None:
         self.rubric = rubric
         self.ctx = ctx
-        self._savepoints = ctx.session.get_bind().dialect.name != "sqlite"
+        savepoints = ctx.session.get_bind().dialect.name != "sqlite"
         self._checks = [c for c in rubric.checks if c.kind != "judge"]
-        self._kwargs = [c._kwargs for c in self._checks]  # a pydantic private attribute costs ~2 us a read
-        self._results: list[CheckResult] = []
+        # What the hot path reads of each check, read once: a pydantic private attribute costs microseconds.
+        self._kwargs = [c._kwargs for c in self._checks]
+        self._fns = [check_fn_spec(c.fn).fn for c in self._checks]
+        self._savepoint = [savepoints and c.kind != "trace" for c in self._checks]
+        self._weights = [c.weight for c in self._checks]
+        self._musts = [c.must for c in self._checks]
+        self._ids = {c.id: i for i, c in enumerate(self._checks)}
+        # The checks each one needs; -1 for a judge check, which never passes mid-episode (as in apply_needs).
+        self._needs = [tuple(self._ids.get(n, -1) for n in c.needs) for c in self._checks]
+        self._has_needs = any(self._needs)
+        self._outcomes: list[tuple[float, str, Mapping[str, Any]]] = []  # each check's (score, evidence, details)
+        self._results: list[CheckResult | None] = []  # built from the outcome when asked for (None: not yet)
         self._always: list[int] = []  # trace checks: re-run after every step
         self._any: list[int] = []  # state checks that declare nothing: after any step that changed a row
         self._by_table: dict[str, list[int]] = {}
@@ -66,15 +98,14 @@ class Progress:
         self._touches: dict[int, Callable[..., bool]] = {}
         self._columns: dict[int, frozenset[str]] = {}  # row checks that read only these columns of their rows
         self._on_rows: dict[int, Callable[..., Any]] = {}  # row checks that can decide from the rows alone
-        self._needs = any(c.needs for c in self._checks)
         self._started = False
-        self._pending = False
-        # The running parts of the value: each counted check's weighted score, in rubric order (``combine`` adds
-        # them in that order, so the sum is the same float), their weights' sum, and how many must checks fail.
-        scored = [i for i, c in enumerate(self._checks) if not c.must] or list(range(len(self._checks)))
-        self._slot = dict.fromkeys(range(len(self._checks)), -1) | {i: n for n, i in enumerate(scored)}
-        self._parts = [0.0] * len(scored)
-        self._weight = sum(self._checks[i].weight for i in scored)
+        self._moved = False  # a check's score moved during this update
+        # The running parts of the value (no ``needs``): each counted check's weighted score, in rubric order
+        # (``combine`` adds them in that order, so the sum is the same float), and how many must checks fail.
+        self._scored = [i for i, c in enumerate(self._checks) if not c.must] or list(range(len(self._checks)))
+        self._slot = dict.fromkeys(range(len(self._checks)), -1) | {i: n for n, i in enumerate(self._scored)}
+        self._parts = [0.0] * len(self._scored)
+        self._weight = sum(self._weights[i] for i in self._scored)
         self._failing = 0
         self.value = 0.0
         self.passed = 0
@@ -94,7 +125,7 @@ class Progress:
         if not self._started:
             self._start()
             return self._combine()
-        self._pending = False  # a check on_rows settled moved its score
+        self._moved = False
         if changed:
             stale = set(self._always)
             stale.update(self._any)
@@ -113,11 +144,11 @@ class Progress:
                     if i not in stale and self._touched(i, table_rows):
                         stale.add(i)
             for i in sorted(stale) if len(stale) > 1 else stale:
-                self._pending = self._run(i) or self._pending
+                self._run(i)
         else:
             for i in self._always:
-                self._pending = self._run(i) or self._pending
-        return self._combine() if self._pending else self.value
+                self._run(i)
+        return self._combine() if self._moved else self.value
 
     def _unread(self, i: int, rows: list[ChangeRow]) -> bool:
         """Whether ``rows`` (changes to check ``i``'s own rows) are all updates of columns it does not read."""
@@ -131,39 +162,57 @@ class Progress:
             return False
         try:
             raw = on_rows(self.ctx, rows, **self._kwargs[i])
+            if raw is None:
+                return False
+            out = raw if isinstance(raw, CheckOutcome) else CheckOutcome(score=float(raw[0]), evidence=str(raw[1]))
         except Exception:  # an evaluator that fails leaves it to the check itself: exactness first
             return False
-        if raw is None:
-            return False
-        out = raw if isinstance(raw, CheckOutcome) else CheckOutcome(score=float(raw[0]), evidence=str(raw[1]))
-        old = self._results[i]
-        if out.score != old.score or out.evidence != old.evidence or out.details != old.details:
-            self._pending = self._settle(i, outcome_result(self._checks[i], out)) or self._pending
+        self._settle(i, out)
         return True
 
-    def _run(self, i: int) -> bool:
-        """Re-run check ``i``; whether its score moved."""
-        return self._settle(i, run_check(self._checks[i], self.ctx, self._savepoints))
+    def _run(self, i: int) -> None:
+        """Re-run check ``i``."""
+        self._settle(i, run_outcome(self._fns[i], self._kwargs[i], self.ctx, self._savepoint[i]))
 
-    def _settle(self, i: int, result: CheckResult) -> bool:
-        """Keep check ``i``'s new verdict and the running parts of the value; whether its score moved."""
-        old = self._results[i]
+    def _settle(self, i: int, out: CheckOutcome) -> None:
+        """Keep check ``i``'s new outcome, and the running parts of the value when its score moved."""
+        score, evidence, details = self._outcomes[i]
+        if out.evidence == evidence and out.score == score and out.details == details:
+            return  # the same verdict: the result built from it (if any) stands
+        self._keep(i, out)
+        if out.score != score:
+            self._moved = True
+            self._count(i, score, -1)
+            self._count(i, out.score, 1)
+
+    def _keep(self, i: int, out: CheckOutcome) -> None:
+        """Store an outcome; one whose details or evidence ``CheckResult`` might reject or convert is built now.
+
+        ``grade`` builds every result, and a check whose details fail validation scores 0 there with the error
+        as evidence; building such a result now keeps the progress score the same. Plain JSON is stored as it
+        is and built into a ``CheckResult`` only when ``results`` asks.
+        """
+        details = _plain_copy(out.details) if out.details else {}
+        if type(out.evidence) is str and type(details) is dict:
+            self._outcomes[i] = (out.score, out.evidence, details)
+            self._results[i] = None
+            return
+        try:
+            result = outcome_result(self._checks[i], out)
+        except Exception as exc:  # scored as run_check scores it
+            result = outcome_result(self._checks[i], CheckOutcome(score=0.0, evidence=error_evidence(exc)))
+        self._outcomes[i] = (result.score, result.evidence, result.details)
         self._results[i] = result
-        if result.score == old.score:
-            return False
-        self._count(i, old, -1)
-        self._count(i, result, 1)
-        return True
 
-    def _count(self, i: int, result: CheckResult, sign: int) -> None:
-        """Add (``sign`` 1) or take away (-1) check ``i``'s verdict's share of the running parts."""
+    def _count(self, i: int, score: float, sign: int) -> None:
+        """Add (``sign`` 1) or take away (-1) check ``i``'s share of the running parts."""
         slot = self._slot[i]
         if slot >= 0:
-            self._parts[slot] = result.weight * result.score if sign > 0 else 0.0
-        if result.must and not result.passed:
-            self._failing += sign
-        if result.passed:
+            self._parts[slot] = self._weights[i] * score if sign > 0 else 0.0
+        if score >= 1.0:
             self.passed += sign
+        elif self._musts[i]:
+            self._failing += sign
 
     def _touched(self, i: int, rows: list[ChangeRow]) -> bool:
         """Whether one of a ``reads`` table's changed rows may change check ``i`` (its ``touches`` hook says)."""
@@ -178,30 +227,44 @@ class Progress:
 
     def results(self) -> tuple[CheckResult, ...]:
         """The current verdict of every counted check (the last step's), ``needs`` applied as ``grade`` does."""
-        return apply_needs(self._checks, self._results) if self._needs else tuple(self._results)
+        out: list[CheckResult] = []
+        for i, check in enumerate(self._checks):
+            result = self._results[i]
+            if result is None:
+                score, evidence, details = self._outcomes[i]
+                result = self._results[i] = outcome_result(
+                    check, CheckOutcome(score=score, evidence=evidence, details=details)
+                )
+            out.append(result)
+        if self._has_needs:
+            return apply_needs(self._checks, out)
+        return tuple(out)
 
     def _start(self) -> None:
         """Grade every counted check once, and index what each depends on."""
         self._started = True
         self.ctx.forget()
-        self._results = [run_check(c, self.ctx, self._savepoints) for c in self._checks]
-        for i, result in enumerate(self._results):
-            self._count(i, result, 1)
+        self._outcomes = [(0.0, "", {})] * len(self._checks)
+        self._results = [None] * len(self._checks)
+        for i in range(len(self._checks)):
+            self._keep(i, run_outcome(self._fns[i], self._kwargs[i], self.ctx, self._savepoint[i]))
+            self._count(i, self._outcomes[i][0], 1)
         for i, check in enumerate(self._checks):
             if check.kind == "trace":
                 self._always.append(i)
                 continue
             spec = check_fn_spec(check.fn)
-            found = spec.rows(self.ctx, **check._kwargs) if spec.rows is not None else None
+            kwargs = self._kwargs[i]
+            found = spec.rows(self.ctx, **kwargs) if spec.rows is not None else None
             if found:
                 for row in found:
                     self._by_row.setdefault(row, []).append(i)
                 if spec.columns is not None:
-                    self._columns[i] = spec.columns(**check._kwargs)
+                    self._columns[i] = spec.columns(**kwargs)
                 if spec.on_rows is not None:
                     self._on_rows[i] = spec.on_rows
             elif spec.reads is not None:
-                tables = spec.reads if isinstance(spec.reads, frozenset) else spec.reads(**check._kwargs)
+                tables = spec.reads if isinstance(spec.reads, frozenset) else spec.reads(**kwargs)
                 for table in tables:
                     self._by_table.setdefault(table, []).append(i)
                 if spec.touches is not None:
@@ -211,12 +274,19 @@ class Progress:
         self.ctx.forget()
 
     def _combine(self) -> float:
-        """The value from the verdicts (``graders.base.combine``'s rule), from the running parts when it can."""
-        if self._needs:  # a check's share depends on others' verdicts: combine them all
-            results = self.results()
-            self.value, _ = combine(results)
-            self.passed = sum(r.passed for r in results)
-            return self.value
-        value = sum(self._parts) / self._weight if self._weight else 0.0
-        self.value = 0.0 if self._failing else min(1.0, value)
+        """The value by ``graders.base.combine``'s rule, from the scores (no result is built for it)."""
+        if self._has_needs:  # a check counts only once the checks it needs pass (``apply_needs``)
+            scores = [o[0] for o in self._outcomes]
+            met = [s >= 1.0 for s in scores]
+            final = [
+                0.0 if need and s > 0 and not all(n >= 0 and met[n] for n in need) else s
+                for s, need in zip(scores, self._needs, strict=True)
+            ]
+            value = sum(self._weights[i] * final[i] for i in self._scored) / self._weight if self._weight else 0.0
+            gated = any(m and f < 1.0 for m, f in zip(self._musts, final, strict=True))
+            self.passed = sum(f >= 1.0 for f in final)
+        else:
+            value = sum(self._parts) / self._weight if self._weight else 0.0
+            gated = self._failing > 0
+        self.value = 0.0 if gated else min(1.0, value)
         return self.value
