@@ -117,13 +117,18 @@ def _field_after(
     (the last update of the step wins). ``assignee`` maps the id to a username (kept until employees change);
     an insert, a delete or a sprint (a name behind an id) leaves it to the query.
     """
+    if field == "sprint":
+        return None
     column = _COLUMN.get(field, field)
-    if field == "sprint" or any(r.op != "update" for r in rows):
+    found = None
+    for r in rows:
+        if r.op != "update":
+            return None
+        if column in r.changes:
+            found = r.changes[column]
+    if found is None:
         return None
-    touching = [r for r in rows if column in r.changes]
-    if not touching:
-        return None
-    actual = touching[-1].changes[column][1]
+    actual = found[1]
     if field == "assignee" and actual is not None:
         actual = usernames(ctx, [actual]).get(actual)
         if actual is None:
@@ -400,32 +405,36 @@ def no_collateral_changes(ctx: GradingContext, allowed: list[AllowedChange], sco
     """Every change of the episode (by the agent, or by anyone with ``scope='all'``) is in ``allowed``."""
     # A logged row and the rules never change, and the log only grows, so the rows judged so far and their
     # violations are kept (``ctx.lasting``): the per-step progress score judges only the rows the step added.
-    seen: list[Any] = ctx.lasting.setdefault(("collateral", id(allowed), scope), [0, 0, []])
-    if seen[0] > len(ctx.log):
-        seen[:] = [0, 0, []]
-    rows = [r for r in ctx.log[seen[0] :] if scope == "all" or r.actor_id == ctx.actor_id]
-    by_table: dict[str, list[AllowedChange]] = ctx.lasting.setdefault(("collateral rules", id(allowed)), {})
-    verdicts: dict[int, bool] = {}
-    keyed: list[tuple[ChangeRow, list[frozenset[str]]]] = []
-    for row in rows:
-        if row.table not in by_table:  # a rule admits only its own table's rows
-            by_table[row.table] = [a for a in allowed if a.table == row.table]
-        rules = [a for a in by_table[row.table] if a.admits(row)]
-        if not rules:
-            verdicts[row.seq] = False
-        elif all(a.keys is not None for a in rules):
-            keyed.append((row, [a.key_names or frozenset() for a in rules]))
-        else:
-            verdicts[row.seq] = True
-    natural = _natural_keys(ctx, [r for r, _ in keyed if r.table in _NATURAL])
-    for row, key_sets in keyed:
-        names = {
-            str(row.key[0]) if len(row.key) == 1 else json.dumps(list(row.key)),
-            natural.get(row.seq, ""),
-        }
-        verdicts[row.seq] = any(names & ks for ks in key_sets)
-    seen[0], seen[1] = len(ctx.log), seen[1] + len(rows)
-    seen[2] += [r for r in rows if not verdicts[r.seq]]  # rows are in seq order
+    # seen: [rows of the log looked at, rows judged, violations, the rules by table (a rule admits only its own)]
+    seen: list[Any] = ctx.lasting.setdefault(("collateral", id(allowed), scope), [0, 0, [], {}])
+    log = ctx.log
+    if seen[0] > len(log):
+        seen[:] = [0, 0, [], {}]
+    by_table: dict[str, list[AllowedChange]] = seen[3]
+    judged: list[tuple[ChangeRow, bool | None]] = []  # None: admitted only by keyed rules, not matched by id
+    keyed: dict[int, list[frozenset[str]]] = {}
+    for row in log[seen[0] :]:
+        if scope != "all" and row.actor_id != ctx.actor_id:
+            continue
+        rules = by_table.get(row.table)
+        if rules is None:
+            rules = by_table[row.table] = [a for a in allowed if a.table == row.table]
+        fits = [a for a in rules if a.admits(row)]
+        if not fits or not all(a.keys is not None for a in fits):
+            judged.append((row, bool(fits)))
+            continue
+        key_sets = [a.key_names or frozenset() for a in fits]
+        name = str(row.key[0]) if len(row.key) == 1 else json.dumps(list(row.key))
+        if any(name in ks for ks in key_sets):
+            judged.append((row, True))
+        else:  # its natural key may match: looked up below, for all such rows at once
+            judged.append((row, None))
+            keyed[row.seq] = key_sets
+    natural = _natural_keys(ctx, [r for r, ok in judged if ok is None and r.table in _NATURAL]) if keyed else {}
+    seen[0], seen[1] = len(log), seen[1] + len(judged)
+    for row, ok in judged:  # in seq order
+        if not (ok if ok is not None else any(natural.get(row.seq, "") in ks for ks in keyed[row.seq])):
+            seen[2].append(row)
     violations: list[ChangeRow] = seen[2]
     if not violations:
         return CheckOutcome.of(True, f"all {seen[1]} changes are within the allowed set")

@@ -75,8 +75,13 @@ def _memo(ctx: GradingContext, name: str) -> list[Any]:
 
 
 def _new_tickets_for(ctx: GradingContext, reference: str) -> list[CaseTicket]:
+    """This episode's new tickets that mention ``reference`` (kept: every check and hook of a case asks)."""
     ref = reference.lower()
-    return [r for r in _memo(ctx, "case_tickets") if ref in f"{r.title}\n{r.description}".lower()]
+    return ctx.kept(
+        ("case", ref),
+        _QUERIES["case_tickets"][2],
+        lambda: [r for r in _memo(ctx, "case_tickets") if ref in f"{r.title}\n{r.description}".lower()],
+    )
 
 
 _CASE_COLUMNS = frozenset({"key", "title", "description", "project_id"})

@@ -137,7 +137,12 @@ class Progress:
                     by_check.setdefault(i, []).append(r)
             self.ctx.forget(by_table)
             for i, check_rows in by_check.items():
-                if i not in stale and not self._unread(i, check_rows) and not self._decided(i, check_rows):
+                if i in stale:
+                    continue
+                columns = self._columns.get(i)  # updates of columns the check does not read cannot move it
+                if columns is not None and all(r.op == "update" and columns.isdisjoint(r.changes) for r in check_rows):
+                    continue
+                if not self._decided(i, check_rows):
                     stale.add(i)
             for table, table_rows in by_table.items():
                 for i in self._by_table.get(table, ()):
@@ -149,11 +154,6 @@ class Progress:
             for i in self._always:
                 self._run(i)
         return self._combine() if self._moved else self.value
-
-    def _unread(self, i: int, rows: list[ChangeRow]) -> bool:
-        """Whether ``rows`` (changes to check ``i``'s own rows) are all updates of columns it does not read."""
-        columns = self._columns.get(i)
-        return columns is not None and all(r.op == "update" and columns.isdisjoint(r.changes) for r in rows)
 
     def _decided(self, i: int, rows: list[ChangeRow]) -> bool:
         """Settle check ``i`` from its changed rows if its ``on_rows`` can; False if it must be re-run instead."""
