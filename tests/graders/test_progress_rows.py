@@ -1,0 +1,99 @@
+"""Progress decided from a step's change rows: ``ticket_field_equals``' after-image evaluator and column filter.
+
+The evaluator (``on_rows``) answers without a query, so it must agree with the query-backed check exactly,
+score, evidence and details; these tests fail if it disagrees or if it silently stops answering.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from graders.base import Check, GradingContext, Rubric, grade, read_changes
+from graders.progress import Progress
+from graders.registry import check_fn_spec
+
+FIELDS: dict[str, list[Any]] = {
+    "priority": ["high", "medium"],
+    "status": ["done", "backlog"],
+    "type": ["bug", "task"],
+    "title": ["Renamed", "Bug 3"],
+    "story_points": [None, 3, 8],
+    "assignee": ["carol", None, "dave"],
+}
+
+
+def _edits(world):
+    """Ticket edits as an agent makes them, each flushed as its own step (two columns in the last)."""
+    t = world.ticket("ENG-3")
+    yield "priority", lambda: setattr(t, "priority", "high")
+    yield "status", lambda: setattr(t, "status", "done")
+    yield "assignee", lambda: setattr(t, "assignee_id", 3)
+    yield "assignee", lambda: setattr(t, "assignee_id", None)
+    yield "story_points", lambda: setattr(t, "story_points", None)
+    yield "title", lambda: setattr(t, "title", "Renamed")
+    yield "type", lambda: setattr(t, "type", "task")
+    yield "assignee", lambda: (setattr(t, "assignee_id", 4), setattr(t, "priority", "medium"))
+
+
+def test_the_after_image_gives_the_verdict_the_query_gives(world):
+    spec = check_fn_spec("ticket_field_equals")
+    assert spec.on_rows is not None
+    seq, decided = world.start_seq, 0
+    for changed, edit in _edits(world):
+        edit()
+        world.session.flush()
+        rows = list(read_changes(world.session, after_seq=seq))
+        seq = rows[-1].seq
+        ctx = world.ctx()
+        for field, values in FIELDS.items():
+            for value in values:
+                kwargs = {"key": "ENG-3", "field": field, "value": value}
+                fast = spec.on_rows(ctx, rows, **kwargs)
+                if field == changed:
+                    assert fast is not None, f"{field} was updated: the row tells its new value"
+                if fast is not None:
+                    decided += 1
+                    slow = spec.fn(ctx, **kwargs)
+                    assert (fast.score, fast.evidence, dict(fast.details)) == (
+                        slow.score,
+                        slow.evidence,
+                        dict(slow.details),
+                    ), kwargs
+    assert decided >= 20
+
+
+def test_progress_decides_ticket_fields_from_the_rows_and_equals_a_full_grade(world, monkeypatch):
+    checks = [
+        Check(id=f"{f}-{v}", description="d", fn="ticket_field_equals", params={"key": "ENG-3", "field": f, "value": v})
+        for f, values in FIELDS.items()
+        for v in values
+    ]
+    checks.append(
+        Check(
+            id="several",
+            description="d",
+            fn="ticket_fields_equal",
+            params={"expected": {"ENG-3": {"priority": "high"}, "ENG-4": {"status": "done"}}},
+        )
+    )
+    rubric = Rubric(id="t", version=1, description="t", checks=tuple(checks))
+    ran: list[str] = []
+    real = Progress._run
+    monkeypatch.setattr(Progress, "_run", lambda self, i: ran.append(self._checks[i].id) or real(self, i))
+    progress = Progress(rubric, GradingContext(session=world.session, trace=[], actor_id=1))
+    progress.update([])
+    seq = world.start_seq
+    for _, edit in _edits(world):
+        edit()
+        world.session.flush()
+        rows = read_changes(world.session, after_seq=seq)
+        seq = rows[-1].seq
+        value = progress.update(rows)  # type: ignore[arg-type]
+        full = grade(rubric, world.ctx())
+        assert [(c.score, c.evidence, c.details) for c in progress.results()] == [
+            (c.score, c.evidence, c.details) for c in full.checks
+        ]
+        assert value == full.value
+    assert not [i for i in ran if i != "several"], "single-field checks were decided from the rows, not re-run"
+    # it reads priority and status: re-run for those two edits and the last, not for the five others
+    assert ran.count("several") == 3
