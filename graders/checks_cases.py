@@ -12,7 +12,7 @@ from typing import Any, NamedTuple
 
 from graders.base import ChangeRow, CheckOutcome, GradingContext, check_fn
 from graders.checks import FieldValue, TicketField, _mismatch, _tickets, field_columns
-from graders.checks_common import inserted_ids, listing, rows_in
+from graders.checks_common import inserted_ids, listing, logged_mail, mailboxes, rows_in
 
 
 class CaseTicket(NamedTuple):
@@ -71,7 +71,28 @@ def _memo(ctx: GradingContext, name: str) -> list[Any]:
     the per-step progress score re-queries one only after a step that changed a table it reads.
     """
     sql, table, reads, make = _QUERIES[name]
-    return ctx.kept(name, reads, lambda: [make(*r) for r in rows_in(ctx, sql, inserted_ids(ctx, table))])
+
+    def read() -> list[Any]:
+        if name == "case_mails" and (logged := _logged_mails(ctx)) is not None:
+            return logged
+        return [make(*r) for r in rows_in(ctx, sql, inserted_ids(ctx, table))]
+
+    return ctx.kept(name, reads, read)
+
+
+def _logged_mails(ctx: GradingContext) -> list[CaseMail] | None:
+    """``_SENT_TO``'s rows from the change log (``logged_mail``): no query after each mail the agent sends."""
+    logged = logged_mail(ctx)
+    if logged is None:
+        return None
+    messages, to = logged
+    boxes = mailboxes(ctx, [b for i in messages for b in to.get(i, ())])
+    out = []
+    for i in sorted(messages):
+        m = messages[i]
+        addresses = sorted(found[0] for b in to.get(i, ()) if (found := boxes.get(b)) is not None)
+        out += [CaseMail(i, m["body"], m.get("in_reply_to_id"), address) for address in addresses]
+    return out
 
 
 def _new_tickets_for(ctx: GradingContext, reference: str) -> list[CaseTicket]:

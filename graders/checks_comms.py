@@ -22,6 +22,8 @@ from graders.checks_common import (
     employee_id,
     inserted_ids,
     listing,
+    logged_mail,
+    mailboxes,
     rows_in,
     rx,
     snippet,
@@ -181,48 +183,38 @@ def no_post_in_channel(ctx: GradingContext, channel: str, pattern: Regex, author
 
 
 def _sent_mail(ctx: GradingContext, ids: list[Any]) -> tuple[list[Any], dict[int, set[str]]]:
-    """The mails this episode sent and each one's recipients (addresses and usernames, lower case)."""
+    """The mails this episode sent and each one's recipients (addresses and usernames, lower case).
+
+    Read from the change log when the mails were only inserted (``logged_mail``; the mailboxes are looked up
+    once), else from the database: the same rows either way, as the joins below would give them.
+    """
+    logged = logged_mail(ctx)
+    if logged is not None:
+        messages, to = logged
+        wanted = [i for i in ids if i in messages]
+        boxes = mailboxes(
+            ctx, [messages[i]["sender_mailbox_id"] for i in wanted] + [b for i in wanted for b in to.get(i, ())]
+        )
+        sent, reached = [], {}
+        for i in sorted(wanted):
+            m = messages[i]
+            for box in to.get(i, ()):
+                found = boxes.get(box)
+                if found is not None:
+                    reached.setdefault(i, set()).update(x.lower() for x in (found[0], found[2]) if x)
+            sender = boxes.get(m["sender_mailbox_id"])
+            if sender is not None:
+                sent.append(SentMail(i, m["subject"], m["body"], sender[1]))
+        return sent, reached
+    return _sent_mail_read(ctx, ids)
+
+
+def _sent_mail_read(ctx: GradingContext, ids: list[Any]) -> tuple[list[Any], dict[int, set[str]]]:
+    """``_sent_mail`` from the database."""
     recipients: dict[int, set[str]] = {}
     for message_id, address, username in rows_in(ctx, _RECIPIENTS, ids):
         recipients.setdefault(message_id, set()).update(x.lower() for x in (address, username) if x)
     return [SentMail(*r) for r in rows_in(ctx, _MAILS, ids)], recipients
-
-
-_SENT_READS = (*_MAIL_TABLES, "mailboxes", "employees")
-
-
-def _sent_so_far(ctx: GradingContext, ids: list[Any]) -> tuple[list[Any], dict[int, set[str]]]:
-    """``_sent_mail`` of ``ids``, kept across the per-step progress updates and extended by the new mails only.
-
-    A step that sends a mail inserts its message and recipient rows and changes nothing the earlier mails are
-    read from, so only the new messages are queried; any other change to those tables (an edit, a deletion, a
-    recipient added to an earlier mail, a mailbox or employee renamed) reads them all again.
-    """
-    state: list[Any] = ctx.lasting.setdefault("sent_mail", [0, [], [], {}])  # [log read, ids, mails, recipients]
-    log = ctx.log
-    if state[0] > len(log):
-        state[:] = [0, [], [], {}]
-    known = set(state[1])
-    for row in log[state[0] :]:
-        if row.table not in _SENT_READS:
-            continue
-        new_message = row.table == "mail_messages" and row.op == "insert"
-        new_recipient = row.table == "mail_recipients" and row.op == "insert"
-        if not (new_message or (new_recipient and row.changes.get("message_id") not in known)):
-            state[:] = [0, [], [], {}]  # an earlier mail's rows (or the names they show) changed: read them all
-            known.clear()
-            break
-    fresh = [i for i in ids if i not in known]
-    if fresh or len(known) != len(ids):
-        if len(known) != len(ids) - len(fresh):  # a kept mail is no longer among ids: start over
-            state[1:] = [[], [], {}]
-            fresh = list(ids)
-        msgs, recipients = _sent_mail(ctx, fresh)
-        state[1] = state[1] + fresh
-        state[2] = sorted([*state[2], *msgs])
-        state[3] = {**state[3], **recipients}
-    state[0] = len(log)
-    return state[2], state[3]
 
 
 def _need_recipients(kw: dict[str, Any]) -> None:
@@ -250,7 +242,7 @@ def mail_sent(
     sender_id = employee_id(ctx, sender) if sender is not None else None
     if sender is not None and sender_id is None:
         return CheckOutcome.of(False, f"unknown employee {sender!r}")
-    msgs, recipients = _sent_so_far(ctx, ids)
+    msgs, recipients = ctx.kept("sent_mail", (*_MAIL_TABLES, "mailboxes", "employees"), lambda: _sent_mail(ctx, ids))
     notes = []
     for m in msgs:
         if sender_id is not None and m.employee_id != sender_id:

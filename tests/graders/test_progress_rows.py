@@ -1,7 +1,8 @@
-"""Progress decided from a step's change rows: ``ticket_field_equals``' after-image evaluator and column filter.
+"""Verdicts read from a step's change rows: ``ticket_field_equals``' after-image evaluator, the column filter, sent mail.
 
-The evaluator (``on_rows``) answers without a query, so it must agree with the query-backed check exactly,
-score, evidence and details; these tests fail if it disagrees or if it silently stops answering.
+The evaluator (``on_rows``) and the logged mail answer without a query, so they must agree with the database
+exactly (score, evidence and details; the same rows); these tests fail if they disagree or silently stop
+answering. A full grade reads the same paths, so ``test_progress`` alone could not catch it.
 """
 
 from __future__ import annotations
@@ -9,8 +10,13 @@ from __future__ import annotations
 from typing import Any
 
 from graders.base import Check, GradingContext, Rubric, grade, read_changes
+from graders.checks_cases import _QUERIES, CaseMail, _logged_mails
+from graders.checks_comms import _sent_mail, _sent_mail_read
+from graders.checks_common import inserted_ids, logged_mail, rows_in
 from graders.progress import Progress
 from graders.registry import check_fn_spec
+from tests.graders.test_checks import send
+from worlds.schema import MailMessage
 
 FIELDS: dict[str, list[Any]] = {
     "priority": ["high", "medium"],
@@ -97,3 +103,23 @@ def test_progress_decides_ticket_fields_from_the_rows_and_equals_a_full_grade(wo
     assert not [i for i in ran if i != "several"], "single-field checks were decided from the rows, not re-run"
     # it reads priority and status: re-run for those two edits and the last, not for the five others
     assert ran.count("several") == 3
+
+
+def test_sent_mail_from_the_log_is_what_the_database_holds(world):
+    send(world, "Outage report", "ENG-1 is resolved", [2, 9])
+    world.as_("bob")
+    send(world, "Re: outage", "thanks", [1])
+    world.as_("alice")
+    send(world, "Nobody", "a draft with no recipient yet", [])
+    ctx = world.ctx()
+    ids = inserted_ids(ctx, "mail_messages")
+    assert len(ids) == 3 and logged_mail(ctx) is not None, "only inserts: read from the log"
+    logged, read = _sent_mail(ctx, ids), _sent_mail_read(ctx, ids)
+    assert logged == read and len(logged[0]) == 3 and logged[1][ids[0]] == {"bob", "bob@acme.test", "buyer@client.test"}
+    sql = _QUERIES["case_mails"][0]
+    assert _logged_mails(ctx) == [CaseMail(*r) for r in rows_in(ctx, sql, ids)]
+    world.session.get(MailMessage, ids[0]).body = "ENG-1 is resolved for good"  # an edit: the log cannot tell
+    ctx = world.ctx()
+    assert logged_mail(ctx) is None
+    assert _sent_mail(ctx, ids) == _sent_mail_read(ctx, ids)
+    assert _sent_mail(ctx, ids)[0][0].body == "ENG-1 is resolved for good"
