@@ -1,4 +1,4 @@
-"""Verdicts read from a step's change rows: ``ticket_field_equals``' after-image evaluator, the column filter, sent mail.
+"""Verdicts read from the change rows: ``ticket_field_equals``' after-image evaluator, the column filter, sent mail.
 
 The evaluator (``on_rows``) and the logged mail answer without a query, so they must agree with the database
 exactly (score, evidence and details; the same rows); these tests fail if they disagree or silently stop
@@ -11,8 +11,8 @@ from typing import Any
 
 from graders.base import Check, GradingContext, Rubric, grade, read_changes
 from graders.checks_cases import _QUERIES, CaseMail, _logged_mails
-from graders.checks_comms import _sent_mail, _sent_mail_read
 from graders.checks_common import inserted_ids, logged_mail, rows_in
+from graders.checks_comms import _sent_mail, _sent_mail_read
 from graders.progress import Progress
 from graders.registry import check_fn_spec
 from tests.graders.test_checks import send
