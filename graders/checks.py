@@ -110,7 +110,7 @@ def field_columns(fields: Any) -> frozenset[str]:
 
 def _field_after(
     ctx: GradingContext, rows: list[ChangeRow], key: str, field: TicketField, value: FieldValue
-) -> CheckOutcome | None:
+) -> tuple[float, str, dict[str, Any]] | None:
     """``ticket_field_equals`` decided from the ticket's updates in one step, without a query.
 
     An update's change-log row carries the column's new value, which is what the final-state query would read
@@ -130,10 +130,11 @@ def _field_after(
         return None
     actual = found[1]
     if field == "assignee" and actual is not None:
-        actual = usernames(ctx, [actual]).get(actual)
+        known = ctx.kept("usernames", ("employees",), dict)  # usernames()'s cache, without its list work
+        actual = known[actual] if actual in known else usernames(ctx, [actual]).get(actual)
         if actual is None:
             return None
-    return CheckOutcome.of(actual == value, f"{key} {field} is {actual!r} (expected {value!r})", actual=actual)
+    return (1.0 if actual == value else 0.0), f"{key} {field} is {actual!r} (expected {value!r})", {"actual": actual}
 
 
 @check_fn(

@@ -161,48 +161,41 @@ class Progress:
         if on_rows is None:
             return False
         try:
-            raw = on_rows(self.ctx, rows, **self._kwargs[i])
-            if raw is None:
-                return False
-            out = raw if isinstance(raw, CheckOutcome) else CheckOutcome(score=float(raw[0]), evidence=str(raw[1]))
+            found = on_rows(self.ctx, rows, **self._kwargs[i])
         except Exception:  # an evaluator that fails leaves it to the check itself: exactness first
             return False
-        self._settle(i, out)
+        if found is None:
+            return False
+        self._store(i, found)  # (score, evidence, plain JSON details), as the registry asks of on_rows
         return True
 
     def _run(self, i: int) -> None:
         """Re-run check ``i``."""
-        self._settle(i, run_outcome(self._fns[i], self._kwargs[i], self.ctx, self._savepoint[i]))
-
-    def _settle(self, i: int, out: CheckOutcome) -> None:
-        """Keep check ``i``'s new outcome, and the running parts of the value when its score moved."""
-        score, evidence, details = self._outcomes[i]
-        if out.evidence == evidence and out.score == score and out.details == details:
-            return  # the same verdict: the result built from it (if any) stands
-        self._keep(i, out)
-        if out.score != score:
-            self._moved = True
-            self._count(i, score, -1)
-            self._count(i, out.score, 1)
-
-    def _keep(self, i: int, out: CheckOutcome) -> None:
-        """Store an outcome; one whose details or evidence ``CheckResult`` might reject or convert is built now.
-
-        ``grade`` builds every result, and a check whose details fail validation scores 0 there with the error
-        as evidence; building such a result now keeps the progress score the same. Plain JSON is stored as it
-        is and built into a ``CheckResult`` only when ``results`` asks.
-        """
+        out = run_outcome(self._fns[i], self._kwargs[i], self.ctx, self._savepoint[i])
         details = _plain_copy(out.details) if out.details else {}
         if type(out.evidence) is str and type(details) is dict:
-            self._outcomes[i] = (out.score, out.evidence, details)
-            self._results[i] = None
+            self._store(i, (out.score, out.evidence, details))
             return
+        # details or evidence CheckResult might reject or convert: build it now, as run_check would, so the
+        # score is the one ``grade`` gives (a check whose details fail validation scores 0 with the error)
         try:
             result = outcome_result(self._checks[i], out)
-        except Exception as exc:  # scored as run_check scores it
+        except Exception as exc:
             result = outcome_result(self._checks[i], CheckOutcome(score=0.0, evidence=error_evidence(exc)))
-        self._outcomes[i] = (result.score, result.evidence, result.details)
+        self._store(i, (result.score, result.evidence, result.details))
         self._results[i] = result
+
+    def _store(self, i: int, outcome: tuple[float, str, Mapping[str, Any]]) -> None:
+        """Keep check ``i``'s new outcome, and the running parts of the value when its score moved."""
+        score, evidence, details = self._outcomes[i]
+        if outcome[1] == evidence and outcome[0] == score and outcome[2] == details:
+            return  # the same verdict: the result built from it (if any) stands
+        self._outcomes[i] = outcome
+        self._results[i] = None
+        if outcome[0] != score:
+            self._moved = True
+            self._count(i, score, -1)
+            self._count(i, outcome[0], 1)
 
     def _count(self, i: int, score: float, sign: int) -> None:
         """Add (``sign`` 1) or take away (-1) check ``i``'s share of the running parts."""
@@ -244,11 +237,13 @@ class Progress:
         """Grade every counted check once, and index what each depends on."""
         self._started = True
         self.ctx.forget()
-        self._outcomes = [(0.0, "", {})] * len(self._checks)
         self._results = [None] * len(self._checks)
+        self._outcomes = [(-1.0, "", {})] * len(self._checks)  # no verdict yet: the first one always differs
         for i in range(len(self._checks)):
-            self._keep(i, run_outcome(self._fns[i], self._kwargs[i], self.ctx, self._savepoint[i]))
-            self._count(i, self._outcomes[i][0], 1)
+            self._run(i)
+        self._parts, self._failing, self.passed = [0.0] * len(self._parts), 0, 0  # count the first verdicts once
+        for i, (score, _, _) in enumerate(self._outcomes):
+            self._count(i, score, 1)
         for i, check in enumerate(self._checks):
             if check.kind == "trace":
                 self._always.append(i)

@@ -71,10 +71,11 @@ class CheckFnSpec:
     """``columns(**params)``: the columns of the ``rows`` the verdict reads; an update of one of those rows that
     changed none of them cannot change the verdict, so ``graders.progress`` does not re-run the check for it
     (a check on a ticket's priority ignores its reassignment)."""
-    on_rows: Callable[..., CheckReturn | None] | None = None
+    on_rows: Callable[..., tuple[float, str, Mapping[str, Any]] | None] | None = None
     """``on_rows(ctx, rows, **params)``: the verdict after a step whose only changes to the check's ``rows``
-    are ``rows`` (their change-log after-images), decided without a query, or None when the rows cannot tell
-    (the check is re-run). Its outcome must equal the function's, evidence included; the tests compare them."""
+    are ``rows`` (their change-log after-images), decided without a query, as ``(score, evidence, details)``
+    (details plain JSON: what the function's CheckOutcome would carry), or None when the rows cannot tell (the
+    check is re-run). It must equal the function's outcome exactly; the tests compare them."""
 
     @functools.cached_property
     def params(self) -> type[BaseModel]:
@@ -138,7 +139,7 @@ def check_fn(
     rows: Callable[..., set[tuple[str, tuple[Any, ...]]] | None] | None = None,
     touches: Callable[..., bool] | None = None,
     columns: Callable[..., frozenset[str]] | None = None,
-    on_rows: Callable[..., CheckReturn | None] | None = None,
+    on_rows: Callable[..., tuple[float, str, Mapping[str, Any]] | None] | None = None,
 ) -> Callable[[_Fn], _Fn]:
     """Register ``fn(ctx, **params)`` under ``name``; params must be typed keyword parameters.
 
