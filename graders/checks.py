@@ -265,7 +265,7 @@ def _row_stmt(table_name: str, cols: tuple[str, ...], nulls: tuple[str, ...], ch
     return select(pk).where(and_(*conds)).order_by(pk).limit(1)
 
 
-@check_fn("row_exists", validate=_check_where)
+@check_fn("row_exists", validate=_check_where, reads=lambda table, **_: (table,))
 def row_exists(
     ctx: GradingContext,
     table: TableName,

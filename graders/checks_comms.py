@@ -15,7 +15,7 @@ from typing import Annotated, Any, NamedTuple
 from pydantic import AwareDatetime, Field
 from sqlalchemy import BindParameter, bindparam, select
 
-from graders.base import CheckOutcome, GradingContext, check_fn
+from graders.base import ChangeRow, CheckOutcome, GradingContext, check_fn
 from graders.checks_common import (
     Regex,
     Who,
@@ -352,7 +352,15 @@ _MEMBER = (
 )
 
 
-@check_fn("channel_member", reads=("channel_members",))
+def _member_touches(ctx: GradingContext, row: ChangeRow, username: str, **_: Any) -> bool:
+    """Whether a membership row may change a check on ``username`` (others joining or leaving cannot)."""
+    who = username.lstrip("@")
+    if row.op == "update" or "employee_id" not in row.changes or who == "actor":  # let the check tell
+        return True
+    return bool(row.changes["employee_id"] == employee_id(ctx, who))
+
+
+@check_fn("channel_member", reads=("channel_members",), touches=_member_touches)
 def channel_member(ctx: GradingContext, channel: str, username: str, member: bool = True) -> CheckOutcome:
     """``username`` is (or, with ``member=False``, is not) a member of ``channel`` in the final state.
 
