@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
 from typing import Annotated, Any, NamedTuple
 
 from pydantic import AwareDatetime, Field
@@ -30,13 +31,11 @@ from graders.checks_common import (
     usernames,
     who_label,
 )
+from worlds.rawsql import Sql
 from worlds.schema import (
     Channel,
     ChannelMember,
     Employee,
-    Event,
-    EventAttendee,
-    Room,
 )
 
 _IDS: BindParameter[Any] = bindparam("ids", expanding=True)
@@ -66,17 +65,32 @@ _RECIPIENTS = (
     " LEFT JOIN employees e ON e.id = b.employee_id WHERE r.message_id IN ({}) ORDER BY r.message_id, b.address"
 )
 _EVENTS = (
-    select(Event.id, Event.title, Event.organizer_id, Event.start_at, Event.cancelled, Room.name.label("room"))
-    .outerjoin(Room, Room.id == Event.room_id)
-    .where(Event.id.in_(_IDS))
-    .order_by(Event.id)
+    "SELECT e.id, e.title, e.organizer_id, e.start_at, e.cancelled, r.name FROM events e"
+    " LEFT JOIN rooms r ON r.id = e.room_id WHERE e.id IN ({}) ORDER BY e.id"
 )
 _ATTENDEES = (
-    select(EventAttendee.event_id, Employee.username)
-    .join(Employee, Employee.id == EventAttendee.employee_id)
-    .where(EventAttendee.event_id.in_(_IDS))
-    .order_by(EventAttendee.event_id, Employee.username)
+    "SELECT a.event_id, m.username FROM event_attendees a JOIN employees m ON m.id = a.employee_id"
+    " WHERE a.event_id IN ({}) ORDER BY a.event_id, m.username"
 )
+
+
+_CHANNEL_ID = "SELECT id FROM channels WHERE name = ?"
+
+
+class NewEvent(NamedTuple):
+    """An event this episode created, as ``event_exists`` reads it (raw rows: a Core IN compiles per run)."""
+
+    id: int
+    title: str
+    organizer_id: int
+    start_at: datetime
+    cancelled: bool
+    room: str | None
+
+
+def _stamp(value: Any) -> datetime:
+    """A stored naive-UTC timestamp (SQLite text, a PostgreSQL datetime) as ``UTCDateTime`` reads it back."""
+    return (datetime.fromisoformat(value) if isinstance(value, str) else value).replace(tzinfo=UTC)
 
 
 def _new_posts(ctx: GradingContext) -> list[Mapping[str, Any]]:
@@ -316,9 +330,9 @@ def event_exists(
     organizer_id = employee_id(ctx, organizer) if organizer is not None else None
     if organizer is not None and organizer_id is None:
         return CheckOutcome.of(False, f"unknown employee {organizer!r}")
-    events = ctx.db.execute(_EVENTS, {"ids": ids}).all()
+    events = [NewEvent(i, t, o, _stamp(at), bool(c), r) for i, t, o, at, c, r in rows_in(ctx, _EVENTS, ids)]
     invited: dict[int, set[str]] = {}
-    for event_id, username in ctx.db.execute(_ATTENDEES, {"ids": ids}):
+    for event_id, username in rows_in(ctx, _ATTENDEES, ids):
         invited.setdefault(event_id, set()).add(username)
     names = usernames(ctx, [ctx.actor_id, *(e.organizer_id for e in events)])
     wanted = [names.get(ctx.actor_id, "actor") if a == "actor" else a for a in attendees]
@@ -352,12 +366,15 @@ _MEMBER = (
 )
 
 
-def _member_touches(ctx: GradingContext, row: ChangeRow, username: str, **_: Any) -> bool:
-    """Whether a membership row may change a check on ``username`` (others joining or leaving cannot)."""
-    who = username.lstrip("@")
-    if row.op == "update" or "employee_id" not in row.changes or who == "actor":  # let the check tell
-        return True
-    return bool(row.changes["employee_id"] == employee_id(ctx, who))
+def _member_touches(ctx: GradingContext, row: ChangeRow, channel: str, username: str, **_: Any) -> bool:
+    """Whether a membership row may change a check on ``username`` in ``channel`` (other people, channels cannot)."""
+    who, name = username.lstrip("@"), channel.lstrip("~#")
+    if row.op == "update" or not {"employee_id", "channel_id"} <= row.changes.keys() or who == "actor":
+        return True  # let the check tell
+    if row.changes["employee_id"] != employee_id(ctx, who):
+        return False
+    found = ctx.kept(("channel_id", name), ("channels",), lambda: Sql.of(ctx.session).scalar(_CHANNEL_ID, (name,)))
+    return bool(row.changes["channel_id"] == found)
 
 
 @check_fn("channel_member", reads=("channel_members",), touches=_member_touches)
