@@ -130,7 +130,7 @@ def _field_after(
         return None
     actual = found[1]
     if field == "assignee" and actual is not None:
-        known = ctx.kept("usernames", ("employees",), dict)  # usernames()'s cache, without its list work
+        known: dict[int, str | None] = ctx.kept("usernames", ("employees",), dict)  # usernames()'s cache
         actual = known[actual] if actual in known else usernames(ctx, [actual]).get(actual)
         if actual is None:
             return None

@@ -209,7 +209,8 @@ def _sent_mail(ctx: GradingContext, ids: list[Any]) -> tuple[list[Any], dict[int
         boxes = mailboxes(
             ctx, [messages[i]["sender_mailbox_id"] for i in wanted] + [b for i in wanted for b in to.get(i, ())]
         )
-        sent, reached = [], {}
+        sent: list[SentMail] = []
+        reached: dict[int, set[str]] = {}
         for i in sorted(wanted):
             m = messages[i]
             for box in to.get(i, ()):

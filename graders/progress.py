@@ -3,25 +3,33 @@
 A process reward has to be cheap enough to compute after every step, so ``Progress`` never re-grades the whole
 rubric. It keeps one ``GradingContext`` for the episode, extends its change log with the rows a step wrote, and
 re-runs only the checks those rows can affect: a state check whose function declares ``rows`` (the exact rows
-it reads, e.g. one ticket) re-runs when one of them changed; one that declares ``reads`` (tables) when one of
-those tables changed and, if it also declares ``touches``, only when that hook says one of the changed rows
-matters (a case check ignores a ticket filed for another reference; a meeting check ignores chat until a
-meeting is booked); any other state check after every step that changed anything. Trace checks read the
-steps, so they re-run after every step (``no_tool_errors`` looks only at the new ones). Judge checks are never
-asked mid-episode (a model call per step would cost more than the episode); they are left out of the value,
-as an unjudged check is in ``grade``.
+it reads, e.g. one ticket) re-runs when one of them changed, and if it also declares ``columns`` only when an
+update changed one of those columns (a check on a ticket's priority ignores its reassignment); one that
+declares ``reads`` (tables) when one of those tables changed and, if it also declares ``touches``, only when
+that hook says one of the changed rows matters (a case check ignores a ticket filed for another reference or a
+mail without its ticket's key; a meeting check ignores chat until a meeting is booked); any other state check
+after every step that changed anything. A row check with an ``on_rows`` evaluator is not re-run at all when
+the step's updates tell its verdict (``ticket_field_equals`` reads the new value from the update's
+after-image, no query). Trace checks read the steps, so they re-run after every step (``no_tool_errors`` looks
+only at the new ones). Judge checks are never asked mid-episode (a model call per step would cost more than
+the episode); they are left out of the value, as an unjudged check is in ``grade``.
 
-What keeps a re-run cheap: lookups are kept across steps until a table they read changes
+What keeps a step cheap: lookups are kept across steps until a table they read changes
 (``GradingContext.kept``/``forget``), answers that cannot change during an episode are kept for it
 (``GradingContext.lasting``: a logged row's natural key, the collateral verdict of the rows seen so far, the
-hidden-case results of a commit), and the score is combined again only when a re-run check's score moved. A
-step that changed nothing costs a lookup when the rubric has no trace checks.
+hidden-case results of a commit), and rows that were only inserted are read from the log (sent mail). Each
+check's outcome is kept as (score, evidence, details); the ``CheckResult`` models are built only when
+``results`` asks (validating a pydantic model costs more than most checks do; a check whose details or evidence
+need validation is built at once, so a failing validation scores 0 as in ``grade``). The value is kept as
+running parts (each check's weighted share, the failing must checks) and combined again only when a score
+moved. A step that changed nothing costs a lookup when the rubric has no trace checks.
 
-The value follows ``grade``'s rule (``graders.base.combine``), so after the last step it equals the final
-reward of a rubric without judge checks; ``tests/graders/test_progress.py`` compares every check's verdict and
-evidence with a full grade after every step of every family's agents. Unlike ``grade``, progress does not
-switch the connection to read-only for each step (two statements a step); checks are the same functions, and
-the final grade does.
+The value follows ``grade``'s rule (``graders.base.combine`` after ``apply_needs``), adding the same shares in
+the same order, so after the last step it is the final reward of a rubric without judge checks, to the bit;
+``tests/graders/test_progress.py`` compares every check's verdict, evidence and details with a full grade
+after every step of every family's agents, and ``tests/graders/test_progress_rows.py`` holds the evaluators
+that skip a query to what the query gives. Unlike ``grade``, progress does not switch the connection to
+read-only for each step (two statements a step); checks are the same functions, and the final grade does.
 """
 
 from __future__ import annotations
