@@ -35,19 +35,20 @@ class ChangeRow:
     @classmethod
     def of(cls, row: ChangeRow | ChangeLog | Mapping[str, Any]) -> ChangeRow:
         """Normalise a ChangeLog ORM row or a dict (``table``/``table_name``, ``key``/``row_key``...)."""
-        if isinstance(row, ChangeRow):
-            return row
-        if isinstance(row, ChangeLog):
-            row = {
-                "seq": row.seq,
-                "table": row.table_name,
-                "key": row.row_key,
-                "op": row.op,
-                "changes": row.changes,
-                "actor_id": row.actor_id,
-                "at": row.at.isoformat(),
-                "tag": row.tag,
-            }
+        if type(row) is not dict:  # a dict (a step's rows, the per-step progress path) is neither
+            if isinstance(row, ChangeRow):
+                return row
+            if isinstance(row, ChangeLog):
+                row = {
+                    "seq": row.seq,
+                    "table": row.table_name,
+                    "key": row.row_key,
+                    "op": row.op,
+                    "changes": row.changes,
+                    "actor_id": row.actor_id,
+                    "at": row.at.isoformat(),
+                    "tag": row.tag,
+                }
         key = row["key"] if "key" in row else row.get("row_key")
         at = row.get("at")
         return cls(

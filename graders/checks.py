@@ -414,6 +414,7 @@ def no_collateral_changes(ctx: GradingContext, allowed: list[AllowedChange], sco
     by_table: dict[str, list[AllowedChange]] = seen[3]
     judged: list[tuple[ChangeRow, bool | None]] = []  # None: admitted only by keyed rules, not matched by id
     keyed: dict[int, list[frozenset[str]]] = {}
+    by_id: dict[tuple[str, Any], Any] = ctx.lasting.get("natural_by_id", {})
     for row in log[seen[0] :]:
         if scope != "all" and row.actor_id != ctx.actor_id:
             continue
@@ -421,13 +422,18 @@ def no_collateral_changes(ctx: GradingContext, allowed: list[AllowedChange], sco
         if rules is None:
             rules = by_table[row.table] = [a for a in allowed if a.table == row.table]
         fits = [a for a in rules if a.admits(row)]
-        if not fits or not all(a.keys is not None for a in fits):
+        key_sets = [a.key_names for a in fits if a.key_names is not None]
+        if len(key_sets) < len(fits) or not fits:  # a rule without keys admits it, or none does
             judged.append((row, bool(fits)))
             continue
-        key_sets = [a.key_names or frozenset() for a in fits]
-        name = str(row.key[0]) if len(row.key) == 1 else json.dumps(list(row.key))
-        if any(name in ks for ks in key_sets):
-            judged.append((row, True))
+        names = [str(row.key[0]) if len(row.key) == 1 else json.dumps(list(row.key))]
+        if row.op == "update" and _NATURAL.get(row.table, "ticket_id") != "ticket_id":
+            known = by_id.get((row.table, row.key[0]), by_id)  # an update's natural key, if a lookup named it
+            if known is not by_id:
+                names.append("" if known is None else str(known))
+        matched = any(name in ks for name in names for ks in key_sets)
+        if matched or len(names) > 1:
+            judged.append((row, matched))
         else:  # its natural key may match: looked up below, for all such rows at once
             judged.append((row, None))
             keyed[row.seq] = key_sets

@@ -148,8 +148,12 @@ class Progress:
                 if i in stale:
                     continue
                 columns = self._columns.get(i)  # updates of columns the check does not read cannot move it
-                if columns is not None and all(r.op == "update" and columns.isdisjoint(r.changes) for r in check_rows):
-                    continue
+                if columns is not None:
+                    for r in check_rows:
+                        if r.op != "update" or not columns.isdisjoint(r.changes):
+                            break
+                    else:
+                        continue
                 if not self._decided(i, check_rows):
                     stale.add(i)
             for table, table_rows in by_table.items():

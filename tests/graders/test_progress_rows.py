@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from graders.base import Check, GradingContext, Rubric, grade, read_changes
+from graders.checks import _tickets, no_collateral_changes
 from graders.checks_cases import _QUERIES, CaseMail, _logged_mails
 from graders.checks_common import inserted_ids, logged_mail, rows_in
 from graders.checks_comms import _sent_mail, _sent_mail_read
@@ -120,3 +121,18 @@ def test_sent_mail_from_the_log_is_what_the_database_holds(world):
     assert logged_mail(ctx) is None
     assert _sent_mail(ctx, ids) == _sent_mail_read(ctx, ids)
     assert _sent_mail(ctx, ids)[0][0].body == "ENG-1 is resolved for good"
+
+
+def test_collateral_names_an_update_by_a_key_already_looked_up_as_a_fresh_grade_does(world):
+    allowed = check_fn_spec("no_collateral_changes").bind(
+        {"allowed": [{"table": "tickets", "fields": ["priority", "updated_at"], "keys": ["ENG-3"]}]}, where="t"
+    )["allowed"]
+    world.ticket("ENG-3").priority = "high"
+    world.ticket("ENG-4").priority = "high"
+    fresh = no_collateral_changes(world.ctx(), allowed=allowed)
+    ctx = world.ctx()
+    _tickets(ctx, ["ENG-3", "ENG-4"])  # as the ticket checks before it in a grade: the keys are known by id
+    assert ("tickets", 3) in ctx.lasting["natural_by_id"]
+    named = no_collateral_changes(ctx, allowed=allowed)
+    assert (named.score, named.evidence, named.details) == (fresh.score, fresh.evidence, fresh.details)
+    assert named.evidence.endswith("1 of 2 changes are outside the allowed set: #2 update tickets ENG-4 {priority}")
