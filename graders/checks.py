@@ -16,7 +16,8 @@ from functools import cached_property, lru_cache
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
-from sqlalchemy import Date, DateTime, Select, and_, bindparam, select
+from sqlalchemy import Date, DateTime, Integer, Select, String, TypeDecorator, and_, bindparam, select
+from sqlalchemy import Enum as SAEnum
 
 from graders.base import ChangeRow, CheckOutcome, GradingContext, check_fn
 from graders.checks_common import (
@@ -265,6 +266,25 @@ def _row_stmt(table_name: str, cols: tuple[str, ...], nulls: tuple[str, ...], ch
     return select(pk).where(and_(*conds)).order_by(pk).limit(1)
 
 
+def _plain_where(tbl: Any, where: Mapping[str, Primitive]) -> bool:
+    """Whether ``where`` compares only text and integer columns (not a type decorator) with str, int or None."""
+    for column, value in where.items():
+        kind = type(tbl.c[column].type)
+        if not issubclass(kind, String | Integer) or issubclass(kind, TypeDecorator | SAEnum):
+            return False
+        if value is not None and type(value) not in (str, int):
+            return False
+    return True
+
+
+@lru_cache(maxsize=256)
+def _row_sql(table_name: str, cols: tuple[str, ...], nulls: tuple[str, ...], changed: bool) -> str:
+    """``_row_stmt`` as raw SQL (names checked at load: a schema table, its columns); ``{}`` takes the ids."""
+    pk = next(iter(schema_table(table_name).primary_key)).name
+    conds = [f"{c} = ?" for c in cols] + [f"{c} IS NULL" for c in nulls] + [f"{pk} IN ({{}})"] * changed
+    return f"SELECT {pk} FROM {table_name} WHERE {' AND '.join(conds)} ORDER BY {pk} LIMIT 1"  # noqa: S608
+
+
 @check_fn("row_exists", validate=_check_where, reads=lambda table, **_: (table,))
 def row_exists(
     ctx: GradingContext,
@@ -288,7 +308,13 @@ def row_exists(
         if not binds["ids"]:
             return CheckOutcome.of(False, f"no row of {table} changed during the episode (wanted {shown})")
         checked = f" ({len(binds['ids'])} changed rows checked)"
-    found = ctx.db.execute(_row_stmt(table, cols, nulls, scope == "changed"), binds).first()
+    raw = _row_sql(table, cols, nulls, scope == "changed") if _plain_where(tbl, where) else None
+    if raw is not None:  # plain text and integer columns: the raw statement, a Core expanding IN compiles per run
+        ids = binds.get("ids", [])
+        params = [binds[f"w_{c}"] for c in cols] + list(ids)
+        found = Sql.of(ctx.session).one(raw.format(", ".join("?" * len(ids))), params)
+    else:
+        found = ctx.db.execute(_row_stmt(table, cols, nulls, scope == "changed"), binds).first()
     if found is None:
         return CheckOutcome.of(
             False, f"no {'changed ' if scope == 'changed' else ''}row of {table} matches {shown}{checked}"

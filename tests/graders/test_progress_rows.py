@@ -136,3 +136,24 @@ def test_collateral_names_an_update_by_a_key_already_looked_up_as_a_fresh_grade_
     named = no_collateral_changes(ctx, allowed=allowed)
     assert (named.score, named.evidence, named.details) == (fresh.score, fresh.evidence, fresh.details)
     assert named.evidence.endswith("1 of 2 changes are outside the allowed set: #2 update tickets ENG-4 {priority}")
+
+
+def test_row_exists_raw_statement_finds_what_the_core_statement_finds(world, monkeypatch):
+    import graders.checks as checks
+    from worlds.schema import TicketLabel
+
+    world.add(TicketLabel(ticket_id=4, label="needs-info"), TicketLabel(ticket_id=3, label="backend"))
+    world.ticket("ENG-3").priority = "high"
+    asks = [
+        ("ticket_labels", {"ticket_id": 4, "label": "needs-info"}, "changed"),
+        ("ticket_labels", {"label": "backend"}, "any"),
+        ("ticket_labels", {"label": "nothing"}, "changed"),
+        ("tickets", {"key": "ENG-3", "priority": "high", "assignee_id": None}, "changed"),
+        ("tickets", {"key": "ENG-3", "priority": "low"}, "any"),
+    ]
+    ctx = world.ctx()
+    assert all(checks._plain_where(checks.schema_table(t), w) for t, w, _ in asks), "the raw path is taken"
+    raw = [checks.row_exists(ctx, table=t, where=w, scope=s) for t, w, s in asks]  # type: ignore[arg-type]
+    monkeypatch.setattr(checks, "_plain_where", lambda *_: False)
+    core = [checks.row_exists(ctx, table=t, where=w, scope=s) for t, w, s in asks]  # type: ignore[arg-type]
+    assert raw == core and [r.score for r in raw] == [1.0, 1.0, 0.0, 1.0, 0.0]
