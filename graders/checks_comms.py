@@ -133,7 +133,25 @@ def _posts_in(ctx: GradingContext, channel: str, author: Who | None) -> tuple[st
     return name, posts
 
 
-@check_fn("post_in_channel", reads=("posts", "mentions"))
+def _post_touches(ctx: GradingContext, row: ChangeRow, channel: str, author: Who | None = "actor", **_: Any) -> bool:
+    """Whether a changed row may change a check on ``channel`` (for ``graders.progress``).
+
+    A new post in another channel cannot, once the check has posts of its own there to judge (until then its
+    evidence names where the new posts went); edits, deletions and mentions are left to the check.
+    """
+    if row.table != "posts" or row.op != "insert":
+        return True
+    found = _posts_in(ctx, channel, author)
+    if isinstance(found, str):
+        return False  # the channel or author is unknown: the verdict says so whatever is posted
+    name, posts = found
+    if not posts:
+        return True
+    post = next((p for p in _new_posts(ctx) if p["id"] == row.key[0]), None)
+    return post is None or post["channel"] == name
+
+
+@check_fn("post_in_channel", reads=("posts", "mentions"), touches=_post_touches)
 def post_in_channel(
     ctx: GradingContext,
     channel: str,
