@@ -133,12 +133,22 @@ def _posts_in(ctx: GradingContext, channel: str, author: Who | None) -> tuple[st
     return name, posts
 
 
-def _post_touches(ctx: GradingContext, row: ChangeRow, channel: str, author: Who | None = "actor", **_: Any) -> bool:
+def _post_touches(
+    ctx: GradingContext,
+    row: ChangeRow,
+    channel: str,
+    author: Who | None = "actor",
+    mention: str | None = None,
+    **_: Any,
+) -> bool:
     """Whether a changed row may change a check on ``channel`` (for ``graders.progress``).
 
     A new post in another channel cannot, once the check has posts of its own there to judge (until then its
-    evidence names where the new posts went); edits, deletions and mentions are left to the check.
+    evidence names where the new posts went), nor a mention row when the check asks for no mention; edits
+    and deletions are left to the check.
     """
+    if row.table == "mentions" and mention is None:
+        return False
     if row.table != "posts" or row.op != "insert":
         return True
     found = _posts_in(ctx, channel, author)
