@@ -226,9 +226,12 @@ class Progress:
             return True
         kwargs = self._kwargs[i]
         try:
-            return any(touches(self.ctx, r, **kwargs) for r in rows)
+            for r in rows:
+                if touches(self.ctx, r, **kwargs):
+                    return True
         except Exception:  # a hook that cannot tell re-runs the check: exactness first
             return True
+        return False
 
     def results(self) -> tuple[CheckResult, ...]:
         """The current verdict of every counted check (the last step's), ``needs`` applied as ``grade`` does."""
