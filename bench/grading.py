@@ -1,7 +1,9 @@
 """Dense rubrics and the per-step progress score: checks per task, grade time, what progress costs a step.
 
-Per family, the oracle plays several seeds and difficulties (twice: the first pass warms the caches). For each
-task: how many checks its rubric has, and the p50 of a full ``grade`` of the final state. Every call of
+Families: issue 14's three (triage, escalation, schedule; target <= 20 us a step), fix-failing-test, and the
+other dense families, whose figures are reported as measured. Per family, the oracle plays several seeds and
+difficulties (twice: the first pass warms the caches). For each task: how many checks its rubric has, and the
+p50 of a full ``grade`` of the final state. Every call of
 ``graders.progress.Progress.update`` is timed where it runs, inside the step, so the figure is the progress
 score's own cost: per step over the oracle's real mix of reads and writes (mean and p50), per step that
 changed rows (the only steps that re-run state checks), and the first step's (which grades every check once).
@@ -28,7 +30,24 @@ from sim.agents import run_agent
 from sim.episode import Episode
 from worlds.store import WorldStore
 
-FAMILIES = ("triage-tickets-v0", "customer-escalation-v0", "schedule-with-coworkers-v0", "fix-failing-test-v0")
+FAMILIES = (
+    "triage-tickets-v0",
+    "customer-escalation-v0",
+    "schedule-with-coworkers-v0",
+    "fix-failing-test-v0",
+    # the other dense families (those tests/graders/test_progress.py holds to a full grade after every step)
+    "quarterly-budget-v0",
+    "expense-reconciliation-v0",
+    "weekly-status-report-v0",
+    "release-notes-v0",
+    "access-requests-v0",
+    "suspicious-request-v0",
+    "incident-postmortem-v0",
+    "onboard-new-hire-v0",
+    "offboard-leaver-v0",
+)
+TARGETED = FAMILIES[:3]
+"""Issue 14's families: progress <= 20 us a step. The rest are reported as measured, against the same bar."""
 SEEDS = range(6)
 
 
@@ -109,6 +128,8 @@ def _family(figures: dict[str, Any], family: str, store: WorldStore) -> None:
     rule_only = [t - box for t, _, first, _, box in _Timed.samples if not first]
     sandbox = family.startswith("fix")
     target = "<= 20 (sandbox runs excluded: once per request head)" if sandbox else "<= 20"
+    if family not in TARGETED and not sandbox:
+        target = "as low as it goes (<= 20 is issue 14's bar for triage, escalation, schedule)"
     figures[f"{short}_checks_per_task"] = fig(statistics.mean(checks), "checks", "typical >= 20")
     figures[f"{short}_grade_p50_ms"] = fig(
         percentile([t for t, _ in grades], 50) * 1e3, "ms", "sandbox run included" if sandbox else "<= 2"

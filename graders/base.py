@@ -77,11 +77,14 @@ __all__ = [
     "apply_needs",
     "check_fn",
     "combine",
+    "error_evidence",
     "grade",
+    "outcome_result",
     "read_changes",
     "read_only",
     "registered_check_fns",
     "run_check",
+    "run_outcome",
 ]
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
 _T = TypeVar("_T")
@@ -388,16 +391,40 @@ def run_check(check: Check, ctx: GradingContext, savepoint: bool) -> CheckResult
     """One check's verdict; a check that raises scores 0 with the error as its evidence."""
     try:
         fn = check_fn_spec(check.fn).fn
-        if savepoint and check.kind != "trace":
-            with ctx.session.begin_nested():
-                raw = fn(ctx, **check._kwargs)
-        else:
-            raw = fn(ctx, **check._kwargs)
-        out = raw if isinstance(raw, CheckOutcome) else CheckOutcome(score=float(raw[0]), evidence=str(raw[1]))
-        return _result(check, out.score, out.evidence, dict(out.details))  # validates details as JSON too
+        return outcome_result(check, run_outcome(fn, check._kwargs, ctx, savepoint and check.kind != "trace"))
     except Exception as exc:  # a buggy check must not crash grading; it scores 0 and says why
-        message = (str(exc).strip().splitlines() or [""])[0][:300]
-        return _result(check, 0.0, f"check error: {type(exc).__name__}: {message}", {})
+        return _result(check, 0.0, error_evidence(exc), {})
+
+
+def run_outcome(
+    fn: Callable[..., CheckReturn], kwargs: Mapping[str, Any], ctx: GradingContext, savepoint: bool
+) -> CheckOutcome:
+    """``fn(ctx, **kwargs)`` as a CheckOutcome; one that raises scores 0 with the error as evidence.
+
+    What ``run_check`` does short of building the ``CheckResult`` (a pydantic model: validating one costs more
+    than many checks do), for ``graders.progress``, which builds results only when asked for them.
+    """
+    try:
+        if savepoint:  # a failed query aborts a PostgreSQL transaction: keep it inside a SAVEPOINT
+            with ctx.session.begin_nested():
+                raw = fn(ctx, **kwargs)
+        else:
+            raw = fn(ctx, **kwargs)
+        return raw if isinstance(raw, CheckOutcome) else CheckOutcome(score=float(raw[0]), evidence=str(raw[1]))
+    except Exception as exc:  # a buggy check must not crash grading; it scores 0 and says why
+        return CheckOutcome(score=0.0, evidence=error_evidence(exc))
+
+
+def error_evidence(exc: Exception) -> str:
+    """The evidence of a check that raised ``exc``: its type and the first line of its message."""
+    message = (str(exc).strip().splitlines() or [""])[0][:300]
+    return f"check error: {type(exc).__name__}: {message}"
+
+
+def outcome_result(check: Check, raw: CheckReturn) -> CheckResult:
+    """The verdict of ``check`` from what its function returned; raises if the outcome is not valid."""
+    out = raw if isinstance(raw, CheckOutcome) else CheckOutcome(score=float(raw[0]), evidence=str(raw[1]))
+    return _result(check, out.score, out.evidence, dict(out.details))  # validates details as JSON too
 
 
 def _result(check: Check, score: float, evidence: str, details: dict[str, Any]) -> CheckResult:

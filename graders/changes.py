@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, Literal
 
 from sqlalchemy import select
@@ -34,32 +35,39 @@ class ChangeRow:
     @classmethod
     def of(cls, row: ChangeRow | ChangeLog | Mapping[str, Any]) -> ChangeRow:
         """Normalise a ChangeLog ORM row or a dict (``table``/``table_name``, ``key``/``row_key``...)."""
-        if isinstance(row, ChangeRow):
-            return row
-        if isinstance(row, ChangeLog):
-            row = {
-                "seq": row.seq,
-                "table": row.table_name,
-                "key": row.row_key,
-                "op": row.op,
-                "changes": row.changes,
-                "actor_id": row.actor_id,
-                "at": row.at.isoformat(),
-                "tag": row.tag,
-            }
-        key = row.get("key", row.get("row_key"))
-        key = json.loads(key) if isinstance(key, str) else key
+        if type(row) is not dict:  # a dict (a step's rows, the per-step progress path) is neither
+            if isinstance(row, ChangeRow):
+                return row
+            if isinstance(row, ChangeLog):
+                row = {
+                    "seq": row.seq,
+                    "table": row.table_name,
+                    "key": row.row_key,
+                    "op": row.op,
+                    "changes": row.changes,
+                    "actor_id": row.actor_id,
+                    "at": row.at.isoformat(),
+                    "tag": row.tag,
+                }
+        key = row["key"] if "key" in row else row.get("row_key")
         at = row.get("at")
         return cls(
             seq=int(row["seq"]),
-            table=str(row.get("table", row.get("table_name"))),
-            key=tuple(key) if isinstance(key, list | tuple) else (key,),
+            table=str(row["table"] if "table" in row else row.get("table_name")),
+            key=_key(key) if isinstance(key, str) else tuple(key) if isinstance(key, list | tuple) else (key,),
             op=row["op"],
             changes=row.get("changes") or {},
             actor_id=row.get("actor_id", row.get("actor")),
             at=at if at is None or isinstance(at, str) else at.isoformat(),
             tag=row.get("tag"),
         )
+
+
+@lru_cache(maxsize=4096)
+def _key(text: str) -> tuple[Any, ...]:
+    """A logged row key (JSON text) as a tuple; cached, as a step's rows often name rows seen before."""
+    key = json.loads(text)
+    return tuple(key) if isinstance(key, list) else (key,)
 
 
 def read_changes(session: Session, *, after_seq: int = 0) -> tuple[ChangeRow, ...]:

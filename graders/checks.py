@@ -12,17 +12,29 @@ import json
 from collections import Counter
 from collections.abc import Mapping
 from datetime import date, datetime
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
-from sqlalchemy import Date, DateTime, Select, and_, bindparam, select
+from sqlalchemy import Date, DateTime, Integer, Select, String, TypeDecorator, and_, bindparam, select
+from sqlalchemy import Enum as SAEnum
 
 from graders.base import ChangeRow, CheckOutcome, GradingContext, check_fn
-from graders.checks_common import Regex, TableName, Who, employee_id, inserted_ids, listing, rx, snippet
+from graders.checks_common import (
+    Regex,
+    TableName,
+    Who,
+    employee_id,
+    inserted_ids,
+    listing,
+    rows_in,
+    rx,
+    snippet,
+    usernames,
+)
 from graders.checks_common import table as schema_table
 from worlds.rawsql import Sql
-from worlds.schema import Ticket, TicketComment, TicketLabel
+from worlds.schema import TicketComment, TicketLabel
 from worlds.workflow import PRIORITIES, STATUSES, TICKET_TYPES
 
 TicketField = Literal["status", "priority", "assignee", "type", "story_points", "sprint", "title"]
@@ -38,7 +50,6 @@ _COMMENTS = (
     .order_by(TicketComment.id)
 )
 _NEW_COMMENTS = _COMMENTS.where(TicketComment.id.in_(bindparam("ids", expanding=True)))
-_TICKET_KEYS = select(Ticket.id, Ticket.key).where(Ticket.id.in_(bindparam("ids", expanding=True)))
 _ALLOWED_VALUES = {"status": STATUSES, "priority": PRIORITIES, "type": TICKET_TYPES}
 
 
@@ -89,11 +100,51 @@ def _ticket_rows(ctx: GradingContext, keys: list[str]) -> set[tuple[str, tuple[A
     return {("tickets", (int(row["id"]),)) for row in found.values() if row is not None}
 
 
+_COLUMN = {"assignee": "assignee_id", "sprint": "sprint_id"}
+"""The tickets column a field is read from, where it is not the field's own name."""
+
+
+def field_columns(fields: Any) -> frozenset[str]:
+    """The ``tickets`` columns a check on ``fields`` reads (for ``graders.progress``: other edits cannot matter)."""
+    return frozenset(_COLUMN.get(f, f) for f in fields)
+
+
+def _field_after(
+    ctx: GradingContext, rows: list[ChangeRow], key: str, field: TicketField, value: FieldValue
+) -> tuple[float, str, dict[str, Any]] | None:
+    """``ticket_field_equals`` decided from the ticket's updates in one step, without a query.
+
+    An update's change-log row carries the column's new value, which is what the final-state query would read
+    (the last update of the step wins). ``assignee`` maps the id to a username (kept until employees change);
+    an insert, a delete or a sprint (a name behind an id) leaves it to the query.
+    """
+    if field == "sprint":
+        return None
+    column = _COLUMN.get(field, field)
+    found = None
+    for r in rows:
+        if r.op != "update":
+            return None
+        if column in r.changes:
+            found = r.changes[column]
+    if found is None:
+        return None
+    actual = found[1]
+    if field == "assignee" and actual is not None:
+        known: dict[int, str | None] = ctx.kept("usernames", ("employees",), dict)  # usernames()'s cache
+        actual = known[actual] if actual in known else usernames(ctx, [actual]).get(actual)
+        if actual is None:
+            return None
+    return (1.0 if actual == value else 0.0), f"{key} {field} is {actual!r} (expected {value!r})", {"actual": actual}
+
+
 @check_fn(
     "ticket_field_equals",
     validate=lambda kw: _check_value(kw["field"], kw["value"]),
     reads=("tickets",),
     rows=lambda ctx, key, **_: _ticket_rows(ctx, [key]),
+    columns=lambda field, **_: field_columns([field]),
+    on_rows=_field_after,
 )
 def ticket_field_equals(ctx: GradingContext, key: str, field: TicketField, value: FieldValue) -> CheckOutcome:
     """Ticket ``key`` has ``field`` equal to ``value`` in the final state (no partial credit)."""
@@ -120,6 +171,7 @@ def _check_expected(kw: dict[str, Any]) -> None:
     validate=_check_expected,
     reads=("tickets",),
     rows=lambda ctx, expected: _ticket_rows(ctx, list(expected)),
+    columns=lambda expected: field_columns({f for fields in expected.values() for f in fields}),
 )
 def ticket_fields_equal(
     ctx: GradingContext, expected: Annotated[dict[str, dict[TicketField, FieldValue]], Field(min_length=1)]
@@ -214,7 +266,26 @@ def _row_stmt(table_name: str, cols: tuple[str, ...], nulls: tuple[str, ...], ch
     return select(pk).where(and_(*conds)).order_by(pk).limit(1)
 
 
-@check_fn("row_exists", validate=_check_where)
+def _plain_where(tbl: Any, where: Mapping[str, Primitive]) -> bool:
+    """Whether ``where`` compares only text and integer columns (not a type decorator) with str, int or None."""
+    for column, value in where.items():
+        kind = type(tbl.c[column].type)
+        if not issubclass(kind, String | Integer) or issubclass(kind, TypeDecorator | SAEnum):
+            return False
+        if value is not None and type(value) not in (str, int):
+            return False
+    return True
+
+
+@lru_cache(maxsize=256)
+def _row_sql(table_name: str, cols: tuple[str, ...], nulls: tuple[str, ...], changed: bool) -> str:
+    """``_row_stmt`` as raw SQL (names checked at load: a schema table, its columns); ``{}`` takes the ids."""
+    pk = next(iter(schema_table(table_name).primary_key)).name
+    conds = [f"{c} = ?" for c in cols] + [f"{c} IS NULL" for c in nulls] + [f"{pk} IN ({{}})"] * changed
+    return f"SELECT {pk} FROM {table_name} WHERE {' AND '.join(conds)} ORDER BY {pk} LIMIT 1"  # noqa: S608
+
+
+@check_fn("row_exists", validate=_check_where, reads=lambda table, **_: (table,))
 def row_exists(
     ctx: GradingContext,
     table: TableName,
@@ -237,7 +308,13 @@ def row_exists(
         if not binds["ids"]:
             return CheckOutcome.of(False, f"no row of {table} changed during the episode (wanted {shown})")
         checked = f" ({len(binds['ids'])} changed rows checked)"
-    found = ctx.db.execute(_row_stmt(table, cols, nulls, scope == "changed"), binds).first()
+    raw = _row_sql(table, cols, nulls, scope == "changed") if _plain_where(tbl, where) else None
+    if raw is not None:  # plain text and integer columns: the raw statement, a Core expanding IN compiles per run
+        ids = binds.get("ids", [])
+        params = [binds[f"w_{c}"] for c in cols] + list(ids)
+        found = Sql.of(ctx.session).one(raw.format(", ".join("?" * len(ids))), params)
+    else:
+        found = ctx.db.execute(_row_stmt(table, cols, nulls, scope == "changed"), binds).first()
     if found is None:
         return CheckOutcome.of(
             False, f"no {'changed ' if scope == 'changed' else ''}row of {table} matches {shown}{checked}"
@@ -266,12 +343,25 @@ class AllowedChange(BaseModel):
             raise ValueError(f"field {unknown[0]!r} is not a column of {self.table!r}")
         return self
 
+    @cached_property
+    def _ops(self) -> tuple[str, ...] | None:
+        return self.ops if self.ops is not None else (("update",) if self.fields is not None else None)
+
+    @cached_property
+    def _fields(self) -> frozenset[str] | None:
+        return None if self.fields is None else frozenset(self.fields)
+
+    @cached_property
+    def key_names(self) -> frozenset[str] | None:
+        """``keys`` as text, what a row's primary or natural key is compared with (None: any row)."""
+        return None if self.keys is None else frozenset(str(k) for k in self.keys)
+
     def admits(self, row: ChangeRow) -> bool:
         """Whether the table, op and changed fields fit (keys are checked separately)."""
-        ops = self.ops if self.ops is not None else (("update",) if self.fields is not None else None)
+        ops = self._ops
         if row.table != self.table or (ops is not None and row.op not in ops):
             return False
-        return row.op != "update" or self.fields is None or set(row.changes) <= set(self.fields)
+        return row.op != "update" or self._fields is None or self._fields.issuperset(row.changes)
 
 
 _NATURAL = {
@@ -286,10 +376,9 @@ _NATURAL = {
 }
 
 
-@lru_cache(maxsize=32)
-def _natural_stmt(table_name: str) -> Select[Any]:
-    tbl = schema_table(table_name)
-    return select(tbl.c.id, tbl.c[_NATURAL[table_name]]).where(tbl.c.id.in_(bindparam("ids", expanding=True)))
+def _natural_sql(table_name: str) -> str:
+    """The raw lookup of natural keys by id (``rows_in``: a Core expanding IN compiles for ~100 us a run)."""
+    return f"SELECT id, {_NATURAL[table_name]} FROM {table_name} WHERE id IN ({{}})"  # noqa: S608 - _NATURAL's names
 
 
 def _natural_keys(ctx: GradingContext, rows: list[ChangeRow]) -> dict[int, str]:
@@ -316,13 +405,14 @@ def _natural_keys_of(ctx: GradingContext, rows: list[ChangeRow]) -> dict[int, st
     for name in sorted(updates):
         ids = sorted({r.key[0] for r in updates[name] if (name, r.key[0]) not in by_id})
         if ids:
-            by_id.update({(name, pk): value for pk, value in ctx.db.execute(_natural_stmt(name), {"ids": ids})})
+            by_id.update({(name, pk): value for pk, value in rows_in(ctx, _natural_sql(name), ids)})
         raw.update({r.seq: by_id.get((name, r.key[0])) for r in updates[name]})
     via = {r.seq: raw[r.seq] for r in rows if _NATURAL[r.table] == "ticket_id" and raw.get(r.seq) is not None}
-    if via:
-        found_keys = ctx.db.execute(_TICKET_KEYS, {"ids": sorted(set(via.values()))})
-        keys = {ticket_id: key for ticket_id, key in found_keys}
-        raw.update({seq: keys.get(ticket_id) for seq, ticket_id in via.items()})
+    if via:  # a ticket keeps its key: ask only about tickets no lookup has named yet
+        ids = sorted({t for t in via.values() if ("tickets", t) not in by_id})
+        if ids:
+            by_id.update({("tickets", tid): key for tid, key in rows_in(ctx, _natural_sql("tickets"), ids)})
+        raw.update({seq: by_id.get(("tickets", ticket_id)) for seq, ticket_id in via.items()})
     return {seq: str(v) for seq, v in raw.items() if v is not None}
 
 
@@ -342,29 +432,42 @@ def no_collateral_changes(ctx: GradingContext, allowed: list[AllowedChange], sco
     """Every change of the episode (by the agent, or by anyone with ``scope='all'``) is in ``allowed``."""
     # A logged row and the rules never change, and the log only grows, so the rows judged so far and their
     # violations are kept (``ctx.lasting``): the per-step progress score judges only the rows the step added.
-    seen: list[Any] = ctx.lasting.setdefault(("collateral", id(allowed), scope), [0, 0, []])
-    if seen[0] > len(ctx.log):
-        seen[:] = [0, 0, []]
-    rows = [r for r in ctx.log[seen[0] :] if scope == "all" or r.actor_id == ctx.actor_id]
-    verdicts: dict[int, bool] = {}
-    keyed: list[tuple[ChangeRow, list[set[str]]]] = []
-    for row in rows:
-        rules = [a for a in allowed if a.admits(row)]
-        if not rules:
-            verdicts[row.seq] = False
-        elif all(a.keys is not None for a in rules):
-            keyed.append((row, [{str(k) for k in a.keys or ()} for a in rules]))
-        else:
-            verdicts[row.seq] = True
-    natural = _natural_keys(ctx, [r for r, _ in keyed if r.table in _NATURAL])
-    for row, key_sets in keyed:
-        names = {
-            str(row.key[0]) if len(row.key) == 1 else json.dumps(list(row.key)),
-            natural.get(row.seq, ""),
-        }
-        verdicts[row.seq] = any(names & ks for ks in key_sets)
-    seen[0], seen[1] = len(ctx.log), seen[1] + len(rows)
-    seen[2] += [r for r in rows if not verdicts[r.seq]]  # rows are in seq order
+    # seen: [rows of the log looked at, rows judged, violations, the rules by table (a rule admits only its own)]
+    seen: list[Any] = ctx.lasting.setdefault(("collateral", id(allowed), scope), [0, 0, [], {}])
+    log = ctx.log
+    if seen[0] > len(log):
+        seen[:] = [0, 0, [], {}]
+    by_table: dict[str, list[AllowedChange]] = seen[3]
+    judged: list[tuple[ChangeRow, bool | None]] = []  # None: admitted only by keyed rules, not matched by id
+    keyed: dict[int, list[frozenset[str]]] = {}
+    by_id: dict[tuple[str, Any], Any] = ctx.lasting.get("natural_by_id", {})
+    for row in log[seen[0] :]:
+        if scope != "all" and row.actor_id != ctx.actor_id:
+            continue
+        rules = by_table.get(row.table)
+        if rules is None:
+            rules = by_table[row.table] = [a for a in allowed if a.table == row.table]
+        fits = [a for a in rules if a.admits(row)]
+        key_sets = [a.key_names for a in fits if a.key_names is not None]
+        if len(key_sets) < len(fits) or not fits:  # a rule without keys admits it, or none does
+            judged.append((row, bool(fits)))
+            continue
+        names = [str(row.key[0]) if len(row.key) == 1 else json.dumps(list(row.key))]
+        if row.op == "update" and _NATURAL.get(row.table, "ticket_id") != "ticket_id":
+            known = by_id.get((row.table, row.key[0]), by_id)  # an update's natural key, if a lookup named it
+            if known is not by_id:
+                names.append("" if known is None else str(known))
+        matched = any(name in ks for name in names for ks in key_sets)
+        if matched or len(names) > 1:
+            judged.append((row, matched))
+        else:  # its natural key may match: looked up below, for all such rows at once
+            judged.append((row, None))
+            keyed[row.seq] = key_sets
+    natural = _natural_keys(ctx, [r for r, ok in judged if ok is None and r.table in _NATURAL]) if keyed else {}
+    seen[0], seen[1] = len(log), seen[1] + len(judged)
+    for row, ok in judged:  # in seq order
+        if not (ok if ok is not None else any(natural.get(row.seq, "") in ks for ks in keyed[row.seq])):
+            seen[2].append(row)
     violations: list[ChangeRow] = seen[2]
     if not violations:
         return CheckOutcome.of(True, f"all {seen[1]} changes are within the allowed set")

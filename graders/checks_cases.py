@@ -11,8 +11,8 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from graders.base import ChangeRow, CheckOutcome, GradingContext, check_fn
-from graders.checks import FieldValue, TicketField, _mismatch, _tickets
-from graders.checks_common import inserted_ids, listing, rows_in
+from graders.checks import FieldValue, TicketField, _mismatch, _tickets, field_columns
+from graders.checks_common import inserted_ids, listing, logged_mail, mailboxes, rows_in
 
 
 class CaseTicket(NamedTuple):
@@ -71,27 +71,88 @@ def _memo(ctx: GradingContext, name: str) -> list[Any]:
     the per-step progress score re-queries one only after a step that changed a table it reads.
     """
     sql, table, reads, make = _QUERIES[name]
-    return ctx.kept(name, reads, lambda: [make(*r) for r in rows_in(ctx, sql, inserted_ids(ctx, table))])
+
+    def read() -> list[Any]:
+        if name == "case_mails" and (logged := _logged_mails(ctx)) is not None:
+            return logged
+        return [make(*r) for r in rows_in(ctx, sql, inserted_ids(ctx, table))]
+
+    return ctx.kept(name, reads, read)
+
+
+def _logged_mails(ctx: GradingContext) -> list[CaseMail] | None:
+    """``_SENT_TO``'s rows from the change log (``logged_mail``): no query after each mail the agent sends."""
+    logged = logged_mail(ctx)
+    if logged is None:
+        return None
+    messages, to = logged
+    boxes = mailboxes(ctx, [b for i in messages for b in to.get(i, ())])
+    out = []
+    for i in sorted(messages):
+        m = messages[i]
+        addresses = sorted(found[0] for b in to.get(i, ()) if (found := boxes.get(b)) is not None)
+        out += [CaseMail(i, m["body"], m.get("in_reply_to_id"), address) for address in addresses]
+    return out
 
 
 def _new_tickets_for(ctx: GradingContext, reference: str) -> list[CaseTicket]:
+    """This episode's new tickets that mention ``reference`` (kept: every check and hook of a case asks)."""
     ref = reference.lower()
-    return [r for r in _memo(ctx, "case_tickets") if ref in f"{r.title}\n{r.description}".lower()]
+    return ctx.kept(
+        ("case", ref),
+        _QUERIES["case_tickets"][2],
+        lambda: [r for r in _memo(ctx, "case_tickets") if ref in f"{r.title}\n{r.description}".lower()],
+    )
 
 
-def _case_touches(ctx: GradingContext, row: ChangeRow, reference: str, **_: Any) -> bool:
+_CASE_COLUMNS = frozenset({"key", "title", "description", "project_id"})
+"""What a case check reads of its ticket besides the ``fields`` it compares."""
+_POST_COLUMNS = frozenset({"message", "author_id", "deleted_at", "channel_id"})
+"""What a case check reads of a post (an edit of anything else, e.g. a reaction count, cannot matter)."""
+
+
+def _case_touches(
+    ctx: GradingContext,
+    row: ChangeRow,
+    reference: str,
+    fields: dict[TicketField, FieldValue] | None = None,
+    **_: Any,
+) -> bool:
     """Whether a changed row may change a check on ``reference``'s case (for ``graders.progress``).
 
-    A ticket filed for another reference, or an edit of such a ticket that leaves its text alone, cannot; mail
-    and posts are left to the checks that read them.
+    A ticket filed for another reference, an edit of such a ticket that leaves its text alone, or an edit of
+    the case's own ticket that changes none of the columns the check reads (its text, project and ``fields``)
+    cannot. Mail and posts are read only once exactly one ticket is filed for the case, and then only one
+    that carries the ticket's key can count: a new mail or post without the key cannot change the verdict.
     """
-    if row.table != "tickets" or row.op == "delete":
+    if row.table == "tickets":
+        if row.op == "delete":
+            return True
+        if row.op == "insert":
+            return reference.lower() in f"{row.changes.get('title')}\n{row.changes.get('description')}".lower()
+        if _CASE_COLUMNS.intersection(row.changes):
+            return True
+        if fields and not field_columns(fields).intersection(row.changes):
+            return False
+        return bool(fields) and any(t.id == row.key[0] for t in _new_tickets_for(ctx, reference))
+    if row.table not in ("mail_messages", "mail_recipients", "posts"):
         return True
-    if row.op == "insert":
-        return reference.lower() in f"{row.changes.get('title')}\n{row.changes.get('description')}".lower()
-    if {"title", "description", "project_id"} & set(row.changes):
-        return True
-    return any(t.id == row.key[0] for t in _new_tickets_for(ctx, reference))
+    found = _new_tickets_for(ctx, reference)
+    if len(found) != 1:
+        return False  # the check fails on the ticket count before it reads any mail or post
+    key = found[0].key.lower()
+    if row.table == "posts":
+        if row.op == "update":
+            return not _POST_COLUMNS.isdisjoint(row.changes)
+        return row.op == "delete" or key in str(row.changes.get("message")).lower()
+    if row.table == "mail_messages" and row.op == "insert":
+        return key in str(row.changes.get("body")).lower()
+    if row.table == "mail_messages" and row.op == "update":
+        return "body" in row.changes
+    if row.table == "mail_recipients" and row.op == "insert":  # its message, as the check will read it
+        message = row.changes.get("message_id")
+        return any(m.id == message and key in m.body.lower() for m in _memo(ctx, "case_mails"))
+    return True
 
 
 def _case_reads(reply_to: str | None = None, incident_channel: str | None = None, **_: Any) -> tuple[str, ...]:

@@ -111,3 +111,49 @@ def listing(items: list[str], limit: int = 3) -> str:
 def who_label(who: Who | None) -> str:
     """How an author param reads in evidence."""
     return "anyone" if who is None else who
+
+
+_MAILBOXES = (
+    "SELECT b.id, b.address, b.employee_id, e.username FROM mailboxes b LEFT JOIN employees e ON e.id = b.employee_id"
+    " WHERE b.id IN ({}) ORDER BY b.id"
+)
+_MAIL_IMAGE = frozenset({"subject", "body", "sender_mailbox_id"})
+
+
+def mailboxes(ctx: GradingContext, ids: Iterable[int]) -> dict[int, tuple[str, int | None, str | None] | None]:
+    """(address, employee id, username) of mailboxes by id (None: no such mailbox), kept until either changes."""
+    known: dict[int, tuple[str, int | None, str | None] | None] = ctx.kept(
+        "mailboxes", ("mailboxes", "employees"), dict
+    )
+    missing = sorted({i for i in ids if i not in known})
+    if missing:
+        known.update(dict.fromkeys(missing))
+        known.update({r[0]: (r[1], r[2], r[3]) for r in rows_in(ctx, _MAILBOXES, missing)})
+    return known
+
+
+def logged_mail(ctx: GradingContext) -> tuple[dict[int, Any], dict[int, list[int]]] | None:
+    """This episode's new messages (their logged insert images) and each one's recipient mailboxes, in log order.
+
+    A message or recipient row that was only inserted is, in the final state, what its insert logged, so the
+    checks on sent mail read it from the log rather than query it after every mail the agent sends. None when
+    one was edited or deleted afterwards, or its image lacks a column (then the database is read).
+    """
+
+    def read() -> tuple[dict[int, Any], dict[int, list[int]]] | None:
+        messages: dict[int, Any] = {}
+        for row in ctx.changed_rows("mail_messages"):
+            if row.op != "insert" or not _MAIL_IMAGE.issubset(row.changes):
+                return None
+            messages[row.key[0]] = row.changes
+        recipients: dict[int, list[int]] = {}
+        for row in ctx.changed_rows("mail_recipients"):
+            if row.op != "insert" or "message_id" not in row.changes or "mailbox_id" not in row.changes:
+                return None
+            recipients.setdefault(row.changes["message_id"], []).append(row.changes["mailbox_id"])
+        return messages, recipients
+
+    found: tuple[dict[int, Any], dict[int, list[int]]] | None = ctx.kept(
+        "logged_mail", ("mail_messages", "mail_recipients"), read
+    )
+    return found

@@ -10,31 +10,32 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
 from typing import Annotated, Any, NamedTuple
 
 from pydantic import AwareDatetime, Field
 from sqlalchemy import BindParameter, bindparam, select
 
-from graders.base import CheckOutcome, GradingContext, check_fn
+from graders.base import ChangeRow, CheckOutcome, GradingContext, check_fn
 from graders.checks_common import (
     Regex,
     Who,
     employee_id,
     inserted_ids,
     listing,
+    logged_mail,
+    mailboxes,
     rows_in,
     rx,
     snippet,
     usernames,
     who_label,
 )
+from worlds.rawsql import Sql
 from worlds.schema import (
     Channel,
     ChannelMember,
     Employee,
-    Event,
-    EventAttendee,
-    Room,
 )
 
 _IDS: BindParameter[Any] = bindparam("ids", expanding=True)
@@ -64,17 +65,32 @@ _RECIPIENTS = (
     " LEFT JOIN employees e ON e.id = b.employee_id WHERE r.message_id IN ({}) ORDER BY r.message_id, b.address"
 )
 _EVENTS = (
-    select(Event.id, Event.title, Event.organizer_id, Event.start_at, Event.cancelled, Room.name.label("room"))
-    .outerjoin(Room, Room.id == Event.room_id)
-    .where(Event.id.in_(_IDS))
-    .order_by(Event.id)
+    "SELECT e.id, e.title, e.organizer_id, e.start_at, e.cancelled, r.name FROM events e"
+    " LEFT JOIN rooms r ON r.id = e.room_id WHERE e.id IN ({}) ORDER BY e.id"
 )
 _ATTENDEES = (
-    select(EventAttendee.event_id, Employee.username)
-    .join(Employee, Employee.id == EventAttendee.employee_id)
-    .where(EventAttendee.event_id.in_(_IDS))
-    .order_by(EventAttendee.event_id, Employee.username)
+    "SELECT a.event_id, m.username FROM event_attendees a JOIN employees m ON m.id = a.employee_id"
+    " WHERE a.event_id IN ({}) ORDER BY a.event_id, m.username"
 )
+
+
+_CHANNEL_ID = "SELECT id FROM channels WHERE name = ?"
+
+
+class NewEvent(NamedTuple):
+    """An event this episode created, as ``event_exists`` reads it (raw rows: a Core IN compiles per run)."""
+
+    id: int
+    title: str
+    organizer_id: int
+    start_at: datetime
+    cancelled: bool
+    room: str | None
+
+
+def _stamp(value: Any) -> datetime:
+    """A stored naive-UTC timestamp (SQLite text, a PostgreSQL datetime) as ``UTCDateTime`` reads it back."""
+    return (datetime.fromisoformat(value) if isinstance(value, str) else value).replace(tzinfo=UTC)
 
 
 def _new_posts(ctx: GradingContext) -> list[Mapping[str, Any]]:
@@ -117,7 +133,35 @@ def _posts_in(ctx: GradingContext, channel: str, author: Who | None) -> tuple[st
     return name, posts
 
 
-@check_fn("post_in_channel", reads=("posts", "mentions"))
+def _post_touches(
+    ctx: GradingContext,
+    row: ChangeRow,
+    channel: str,
+    author: Who | None = "actor",
+    mention: str | None = None,
+    **_: Any,
+) -> bool:
+    """Whether a changed row may change a check on ``channel`` (for ``graders.progress``).
+
+    A new post in another channel cannot, once the check has posts of its own there to judge (until then its
+    evidence names where the new posts went), nor a mention row when the check asks for no mention; edits
+    and deletions are left to the check.
+    """
+    if row.table == "mentions" and mention is None:
+        return False
+    if row.table != "posts" or row.op != "insert":
+        return True
+    found = _posts_in(ctx, channel, author)
+    if isinstance(found, str):
+        return False  # the channel or author is unknown: the verdict says so whatever is posted
+    name, posts = found
+    if not posts:
+        return True
+    post = next((p for p in _new_posts(ctx) if p["id"] == row.key[0]), None)
+    return post is None or post["channel"] == name
+
+
+@check_fn("post_in_channel", reads=("posts", "mentions"), touches=_post_touches)
 def post_in_channel(
     ctx: GradingContext,
     channel: str,
@@ -181,7 +225,35 @@ def no_post_in_channel(ctx: GradingContext, channel: str, pattern: Regex, author
 
 
 def _sent_mail(ctx: GradingContext, ids: list[Any]) -> tuple[list[Any], dict[int, set[str]]]:
-    """The mails this episode sent and each one's recipients (addresses and usernames, lower case)."""
+    """The mails this episode sent and each one's recipients (addresses and usernames, lower case).
+
+    Read from the change log when the mails were only inserted (``logged_mail``; the mailboxes are looked up
+    once), else from the database: the same rows either way, as the joins below would give them.
+    """
+    logged = logged_mail(ctx)
+    if logged is not None:
+        messages, to = logged
+        wanted = [i for i in ids if i in messages]
+        boxes = mailboxes(
+            ctx, [messages[i]["sender_mailbox_id"] for i in wanted] + [b for i in wanted for b in to.get(i, ())]
+        )
+        sent: list[SentMail] = []
+        reached: dict[int, set[str]] = {}
+        for i in sorted(wanted):
+            m = messages[i]
+            for box in to.get(i, ()):
+                found = boxes.get(box)
+                if found is not None:
+                    reached.setdefault(i, set()).update(x.lower() for x in (found[0], found[2]) if x)
+            sender = boxes.get(m["sender_mailbox_id"])
+            if sender is not None:
+                sent.append(SentMail(i, m["subject"], m["body"], sender[1]))
+        return sent, reached
+    return _sent_mail_read(ctx, ids)
+
+
+def _sent_mail_read(ctx: GradingContext, ids: list[Any]) -> tuple[list[Any], dict[int, set[str]]]:
+    """``_sent_mail`` from the database."""
     recipients: dict[int, set[str]] = {}
     for message_id, address, username in rows_in(ctx, _RECIPIENTS, ids):
         recipients.setdefault(message_id, set()).update(x.lower() for x in (address, username) if x)
@@ -287,9 +359,9 @@ def event_exists(
     organizer_id = employee_id(ctx, organizer) if organizer is not None else None
     if organizer is not None and organizer_id is None:
         return CheckOutcome.of(False, f"unknown employee {organizer!r}")
-    events = ctx.db.execute(_EVENTS, {"ids": ids}).all()
+    events = [NewEvent(i, t, o, _stamp(at), bool(c), r) for i, t, o, at, c, r in rows_in(ctx, _EVENTS, ids)]
     invited: dict[int, set[str]] = {}
-    for event_id, username in ctx.db.execute(_ATTENDEES, {"ids": ids}):
+    for event_id, username in rows_in(ctx, _ATTENDEES, ids):
         invited.setdefault(event_id, set()).add(username)
     names = usernames(ctx, [ctx.actor_id, *(e.organizer_id for e in events)])
     wanted = [names.get(ctx.actor_id, "actor") if a == "actor" else a for a in attendees]
@@ -349,7 +421,18 @@ _MEMBER = (
 )
 
 
-@check_fn("channel_member", reads=("channel_members",))
+def _member_touches(ctx: GradingContext, row: ChangeRow, channel: str, username: str, **_: Any) -> bool:
+    """Whether a membership row may change a check on ``username`` in ``channel`` (other people, channels cannot)."""
+    who, name = username.lstrip("@"), channel.lstrip("~#")
+    if row.op == "update" or not {"employee_id", "channel_id"} <= row.changes.keys() or who == "actor":
+        return True  # let the check tell
+    if row.changes["employee_id"] != employee_id(ctx, who):
+        return False
+    found = ctx.kept(("channel_id", name), ("channels",), lambda: Sql.of(ctx.session).scalar(_CHANNEL_ID, (name,)))
+    return bool(row.changes["channel_id"] == found)
+
+
+@check_fn("channel_member", reads=("channel_members",), touches=_member_touches)
 def channel_member(ctx: GradingContext, channel: str, username: str, member: bool = True) -> CheckOutcome:
     """``username`` is (or, with ``member=False``, is not) a member of ``channel`` in the final state.
 

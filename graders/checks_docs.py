@@ -161,6 +161,23 @@ def sheet_cell_equals(
     return CheckOutcome.of(_same(actual, value, tolerance), shown)
 
 
+def _key_rows(ctx: GradingContext, sheet: Sheet, column: int) -> dict[str, list[int]]:
+    """Rows of ``sheet`` by the text in ``column`` (trimmed, casefolded: ``_same``'s rule for text), once per grade.
+
+    A rubric checks one row per expense item; each check looking its key up here, rather than scanning every
+    cell, keeps re-grading a sheet after each edit O(cells) instead of O(checks x cells).
+    """
+    memo_key = ("key_rows", id(sheet), column)
+    if memo_key not in ctx.memo:
+        index: dict[str, list[int]] = {}
+        for (r, c), v in sheet.cells.items():
+            if c == column and isinstance(v.value, str):
+                index.setdefault(v.value.strip().casefold(), []).append(r)
+        ctx.memo[memo_key] = (sheet, index)  # the sheet is kept too, so its id is not reused while memoised
+    found: dict[str, list[int]] = ctx.memo[memo_key][1]
+    return found
+
+
 @check_fn("sheet_row_matches", reads=("documents",), rows=_doc_rows)
 def sheet_row_matches(
     ctx: GradingContext,
@@ -182,10 +199,7 @@ def sheet_row_matches(
     found = _sheet(_workbook(ctx, row), sheet) if row[2] == "spreadsheet" else None
     if found is None:
         return CheckOutcome.of(False, f"{key}: {document} has no sheet {sheet or '(first)'}")
-    column = col_index(key_column.upper())
-    hits = sorted(
-        r for (r, c), v in found.cells.items() if c == column and _same(v.value, key, 0) and isinstance(v.value, str)
-    )
+    hits = sorted(_key_rows(ctx, found, col_index(key_column.upper())).get(key.strip().casefold(), ()))
     if len(hits) != 1:
         what = "no row" if not hits else f"{len(hits)} rows (rows {', '.join(str(r + 1) for r in hits)})"
         return CheckOutcome.of(False, f"{key}: {what} of {document} hold it in column {key_column}")

@@ -149,6 +149,19 @@ def _meeting_touches(
     return True
 
 
+def _own_touches(ctx: GradingContext, row: ChangeRow, title_pattern: str, **kwargs: Any) -> bool:
+    """``_meeting_touches`` for a check that reads only the meeting itself, its attendees and room.
+
+    A new event that is not the meeting after the step (another title, organiser, or cancelled), or a new
+    attendee of such an event, cannot change it; onboarding books several meetings in a row. (Double booking
+    reads every event of the participants, so it keeps the wider rule.)
+    """
+    if row.op == "insert" and row.table in ("events", "event_attendees"):
+        event = row.key[0] if row.table == "events" else row.changes.get("event_id")
+        return any(m.id == event for m in _meetings(ctx, title_pattern))
+    return _meeting_touches(ctx, row, title_pattern, **kwargs)
+
+
 def _the_meeting(ctx: GradingContext, title_pattern: str) -> tuple[Any, str]:
     """(meeting row or None, evidence prefix): the latest matching live meeting."""
     found = _meetings(ctx, title_pattern)
@@ -188,7 +201,7 @@ def _resolve(ctx: GradingContext, names: Sequence[str]) -> tuple[dict[str, int],
     return found, unknown
 
 
-@check_fn("meeting_in_working_hours", reads=("events", "event_attendees", "employees"), touches=_meeting_touches)
+@check_fn("meeting_in_working_hours", reads=("events", "event_attendees", "employees"), touches=_own_touches)
 def meeting_in_working_hours(
     ctx: GradingContext, title_pattern: Regex, start_before: AwareDatetime | None = None
 ) -> CheckOutcome:
@@ -216,7 +229,7 @@ def meeting_in_working_hours(
     return CheckOutcome.of(True, f"{head}: inside working hours of all {len(people)} participants", event_id=m.id)
 
 
-@check_fn("meeting_attendees", reads=("events", "event_attendees", "employees"), touches=_meeting_touches)
+@check_fn("meeting_attendees", reads=("events", "event_attendees", "employees"), touches=_own_touches)
 def meeting_attendees(ctx: GradingContext, title_pattern: Regex, attendees: Sequence[str]) -> CheckOutcome:
     """Every named coworker is invited to the meeting (any answer: an invitation is what the agent controls)."""
     m, head = _the_meeting(ctx, title_pattern)
@@ -305,7 +318,7 @@ def meeting_no_double_booking(ctx: GradingContext, title_pattern: Regex) -> Chec
 @check_fn(
     "meeting_room",
     reads=("events", "event_attendees", "employees", "rooms", "locations"),
-    touches=_meeting_touches,
+    touches=_own_touches,
 )
 def meeting_room(ctx: GradingContext, title_pattern: Regex, location: str) -> CheckOutcome:
     """The meeting has a room in ``location`` that holds every participant who has not declined."""

@@ -3,35 +3,74 @@
 A process reward has to be cheap enough to compute after every step, so ``Progress`` never re-grades the whole
 rubric. It keeps one ``GradingContext`` for the episode, extends its change log with the rows a step wrote, and
 re-runs only the checks those rows can affect: a state check whose function declares ``rows`` (the exact rows
-it reads, e.g. one ticket) re-runs when one of them changed; one that declares ``reads`` (tables) when one of
-those tables changed and, if it also declares ``touches``, only when that hook says one of the changed rows
-matters (a case check ignores a ticket filed for another reference; a meeting check ignores chat until a
-meeting is booked); any other state check after every step that changed anything. Trace checks read the
-steps, so they re-run after every step (``no_tool_errors`` looks only at the new ones). Judge checks are never
-asked mid-episode (a model call per step would cost more than the episode); they are left out of the value,
-as an unjudged check is in ``grade``.
+it reads, e.g. one ticket) re-runs when one of them changed, and if it also declares ``columns`` only when an
+update changed one of those columns (a check on a ticket's priority ignores its reassignment); one that
+declares ``reads`` (tables) when one of those tables changed and, if it also declares ``touches``, only when
+that hook says one of the changed rows matters (a case check ignores a ticket filed for another reference or a
+mail without its ticket's key; a meeting check ignores chat until a meeting is booked); any other state check
+after every step that changed anything. A row check with an ``on_rows`` evaluator is not re-run at all when
+the step's updates tell its verdict (``ticket_field_equals`` reads the new value from the update's
+after-image, no query). Trace checks read the steps, so they re-run after every step (``no_tool_errors`` looks
+only at the new ones). Judge checks are never asked mid-episode (a model call per step would cost more than
+the episode); they are left out of the value, as an unjudged check is in ``grade``.
 
-What keeps a re-run cheap: lookups are kept across steps until a table they read changes
+What keeps a step cheap: lookups are kept across steps until a table they read changes
 (``GradingContext.kept``/``forget``), answers that cannot change during an episode are kept for it
 (``GradingContext.lasting``: a logged row's natural key, the collateral verdict of the rows seen so far, the
-hidden-case results of a commit), and the score is combined again only when a re-run check's score moved. A
-step that changed nothing costs a lookup when the rubric has no trace checks.
+hidden-case results of a commit), and rows that were only inserted are read from the log (sent mail). Each
+check's outcome is kept as (score, evidence, details); the ``CheckResult`` models are built only when
+``results`` asks (validating a pydantic model costs more than most checks do; a check whose details or evidence
+need validation is built at once, so a failing validation scores 0 as in ``grade``). The value is kept as
+running parts (each check's weighted share, the failing must checks) and combined again only when a score
+moved. A step that changed nothing costs a lookup when the rubric has no trace checks.
 
-The value follows ``grade``'s rule (``graders.base.combine``), so after the last step it equals the final
-reward of a rubric without judge checks; ``tests/graders/test_progress.py`` compares every check's verdict and
-evidence with a full grade after every step of every family's agents. Unlike ``grade``, progress does not
-switch the connection to read-only for each step (two statements a step); checks are the same functions, and
-the final grade does.
+The value follows ``grade``'s rule (``graders.base.combine`` after ``apply_needs``), adding the same shares in
+the same order, so after the last step it is the final reward of a rubric without judge checks, to the bit;
+``tests/graders/test_progress.py`` compares every check's verdict, evidence and details with a full grade
+after every step of every family's agents, and ``tests/graders/test_progress_rows.py`` holds the evaluators
+that skip a query to what the query gives. Unlike ``grade``, progress does not switch the connection to
+read-only for each step (two statements a step); checks are the same functions, and the final grade does.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from graders.base import CheckResult, GradingContext, Rubric, apply_needs, combine, run_check
+from graders.base import (
+    CheckOutcome,
+    CheckResult,
+    GradingContext,
+    Rubric,
+    apply_needs,
+    error_evidence,
+    outcome_result,
+    run_outcome,
+)
 from graders.changes import ChangeRow
 from graders.registry import check_fn_spec
+
+_PLAIN = (str, int, bool, type(None))
+_NOT_PLAIN = object()
+
+
+def _plain_copy(value: Any) -> Any:
+    """A copy of ``value`` if it is JSON that ``CheckResult`` keeps as it is (exact types), else ``_NOT_PLAIN``.
+
+    A copy, because a check may hand out a list it keeps growing in ``ctx.lasting``.
+    """
+    kind = type(value)
+    if kind in _PLAIN or (kind is float and math.isfinite(value)):
+        return value
+    if kind is list:
+        items = [_plain_copy(v) for v in value]
+        return _NOT_PLAIN if any(v is _NOT_PLAIN for v in items) else items
+    if kind is dict:
+        pairs = {k: _plain_copy(v) for k, v in value.items()}
+        ok = all(type(k) is str and v is not _NOT_PLAIN for k, v in pairs.items())
+        return pairs if ok else _NOT_PLAIN
+    return _NOT_PLAIN
 
 
 class Progress:
@@ -46,16 +85,36 @@ class Progress:
     def __init__(self, rubric: Rubric, ctx: GradingContext) -> None:
         self.rubric = rubric
         self.ctx = ctx
-        self._savepoints = ctx.session.get_bind().dialect.name != "sqlite"
+        savepoints = ctx.session.get_bind().dialect.name != "sqlite"
         self._checks = [c for c in rubric.checks if c.kind != "judge"]
-        self._results: list[CheckResult] = []
+        # What the hot path reads of each check, read once: a pydantic private attribute costs microseconds.
+        self._kwargs = [c._kwargs for c in self._checks]
+        self._fns = [check_fn_spec(c.fn).fn for c in self._checks]
+        self._savepoint = [savepoints and c.kind != "trace" for c in self._checks]
+        self._weights = [c.weight for c in self._checks]
+        self._musts = [c.must for c in self._checks]
+        self._ids = {c.id: i for i, c in enumerate(self._checks)}
+        # The checks each one needs; -1 for a judge check, which never passes mid-episode (as in apply_needs).
+        self._needs = [tuple(self._ids.get(n, -1) for n in c.needs) for c in self._checks]
+        self._has_needs = any(self._needs)
+        self._outcomes: list[tuple[float, str, Mapping[str, Any]]] = []  # each check's (score, evidence, details)
+        self._results: list[CheckResult | None] = []  # built from the outcome when asked for (None: not yet)
         self._always: list[int] = []  # trace checks: re-run after every step
         self._any: list[int] = []  # state checks that declare nothing: after any step that changed a row
         self._by_table: dict[str, list[int]] = {}
         self._by_row: dict[tuple[str, tuple[Any, ...]], list[int]] = {}
         self._touches: dict[int, Callable[..., bool]] = {}
-        self._needs = any(c.needs for c in self._checks)
+        self._columns: dict[int, frozenset[str]] = {}  # row checks that read only these columns of their rows
+        self._on_rows: dict[int, Callable[..., Any]] = {}  # row checks that can decide from the rows alone
         self._started = False
+        self._moved = False  # a check's score moved during this update
+        # The running parts of the value (no ``needs``): each counted check's weighted score, in rubric order
+        # (``combine`` adds them in that order, so the sum is the same float), and how many must checks fail.
+        self._scored = [i for i, c in enumerate(self._checks) if not c.must] or list(range(len(self._checks)))
+        self._slot = dict.fromkeys(range(len(self._checks)), -1) | {i: n for n, i in enumerate(self._scored)}
+        self._parts = [0.0] * len(self._scored)
+        self._weight = sum(self._weights[i] for i in self._scored)
+        self._failing = 0
         self.value = 0.0
         self.passed = 0
 
@@ -74,58 +133,148 @@ class Progress:
         if not self._started:
             self._start()
             return self._combine()
-        stale: set[int] | list[int] = self._always
+        self._moved = False
         if changed:
             stale = set(self._always)
             stale.update(self._any)
             by_table: dict[str, list[ChangeRow]] = {}
+            by_check: dict[int, list[ChangeRow]] = {}
             for r in changed:
                 by_table.setdefault(r.table, []).append(r)
-                stale.update(self._by_row.get((r.table, r.key), ()))
+                for i in self._by_row.get((r.table, r.key), ()):
+                    by_check.setdefault(i, []).append(r)
             self.ctx.forget(by_table)
+            for i, check_rows in by_check.items():
+                if i in stale:
+                    continue
+                columns = self._columns.get(i)  # updates of columns the check does not read cannot move it
+                if columns is not None:
+                    for r in check_rows:
+                        if r.op != "update" or not columns.isdisjoint(r.changes):
+                            break
+                    else:
+                        continue
+                if not self._decided(i, check_rows):
+                    stale.add(i)
             for table, table_rows in by_table.items():
                 for i in self._by_table.get(table, ()):
                     if i not in stale and self._touched(i, table_rows):
                         stale.add(i)
-            stale = sorted(stale)
-        moved = False
-        for i in stale:
-            result = run_check(self._checks[i], self.ctx, self._savepoints)
-            moved = moved or result.score != self._results[i].score
-            self._results[i] = result
-        return self._combine() if moved else self.value
+            for i in sorted(stale) if len(stale) > 1 else stale:
+                self._run(i)
+        else:
+            for i in self._always:
+                self._run(i)
+        return self._combine() if self._moved else self.value
+
+    def _decided(self, i: int, rows: list[ChangeRow]) -> bool:
+        """Settle check ``i`` from its changed rows if its ``on_rows`` can; False if it must be re-run instead."""
+        on_rows = self._on_rows.get(i)
+        if on_rows is None:
+            return False
+        try:
+            found = on_rows(self.ctx, rows, **self._kwargs[i])
+        except Exception:  # an evaluator that fails leaves it to the check itself: exactness first
+            return False
+        if found is None:
+            return False
+        self._store(i, found)  # (score, evidence, plain JSON details), as the registry asks of on_rows
+        return True
+
+    def _run(self, i: int) -> None:
+        """Re-run check ``i``."""
+        out = run_outcome(self._fns[i], self._kwargs[i], self.ctx, self._savepoint[i])
+        details = _plain_copy(out.details) if out.details else {}
+        if type(out.evidence) is str and type(details) is dict:
+            self._store(i, (out.score, out.evidence, details))
+            return
+        # details or evidence CheckResult might reject or convert: build it now, as run_check would, so the
+        # score is the one ``grade`` gives (a check whose details fail validation scores 0 with the error)
+        try:
+            result = outcome_result(self._checks[i], out)
+        except Exception as exc:
+            result = outcome_result(self._checks[i], CheckOutcome(score=0.0, evidence=error_evidence(exc)))
+        self._store(i, (result.score, result.evidence, result.details))
+        self._results[i] = result
+
+    def _store(self, i: int, outcome: tuple[float, str, Mapping[str, Any]]) -> None:
+        """Keep check ``i``'s new outcome, and the running parts of the value when its score moved."""
+        score, evidence, details = self._outcomes[i]
+        if outcome[1] == evidence and outcome[0] == score and outcome[2] == details:
+            return  # the same verdict: the result built from it (if any) stands
+        self._outcomes[i] = outcome
+        self._results[i] = None
+        if outcome[0] != score:
+            self._moved = True
+            self._count(i, score, -1)
+            self._count(i, outcome[0], 1)
+
+    def _count(self, i: int, score: float, sign: int) -> None:
+        """Add (``sign`` 1) or take away (-1) check ``i``'s share of the running parts."""
+        slot = self._slot[i]
+        if slot >= 0:
+            self._parts[slot] = self._weights[i] * score if sign > 0 else 0.0
+        if score >= 1.0:
+            self.passed += sign
+        elif self._musts[i]:
+            self._failing += sign
 
     def _touched(self, i: int, rows: list[ChangeRow]) -> bool:
         """Whether one of a ``reads`` table's changed rows may change check ``i`` (its ``touches`` hook says)."""
         touches = self._touches.get(i)
         if touches is None:
             return True
-        kwargs = self._checks[i]._kwargs
+        kwargs = self._kwargs[i]
         try:
-            return any(touches(self.ctx, r, **kwargs) for r in rows)
+            for r in rows:
+                if touches(self.ctx, r, **kwargs):
+                    return True
         except Exception:  # a hook that cannot tell re-runs the check: exactness first
             return True
+        return False
 
     def results(self) -> tuple[CheckResult, ...]:
         """The current verdict of every counted check (the last step's), ``needs`` applied as ``grade`` does."""
-        return apply_needs(self._checks, self._results) if self._needs else tuple(self._results)
+        out: list[CheckResult] = []
+        for i, check in enumerate(self._checks):
+            result = self._results[i]
+            if result is None:
+                score, evidence, details = self._outcomes[i]
+                result = self._results[i] = outcome_result(
+                    check, CheckOutcome(score=score, evidence=evidence, details=details)
+                )
+            out.append(result)
+        if self._has_needs:
+            return apply_needs(self._checks, out)
+        return tuple(out)
 
     def _start(self) -> None:
         """Grade every counted check once, and index what each depends on."""
         self._started = True
         self.ctx.forget()
-        self._results = [run_check(c, self.ctx, self._savepoints) for c in self._checks]
+        self._results = [None] * len(self._checks)
+        self._outcomes = [(-1.0, "", {})] * len(self._checks)  # no verdict yet: the first one always differs
+        for i in range(len(self._checks)):
+            self._run(i)
+        self._parts, self._failing, self.passed = [0.0] * len(self._parts), 0, 0  # count the first verdicts once
+        for i, (score, _, _) in enumerate(self._outcomes):
+            self._count(i, score, 1)
         for i, check in enumerate(self._checks):
             if check.kind == "trace":
                 self._always.append(i)
                 continue
             spec = check_fn_spec(check.fn)
-            found = spec.rows(self.ctx, **check._kwargs) if spec.rows is not None else None
+            kwargs = self._kwargs[i]
+            found = spec.rows(self.ctx, **kwargs) if spec.rows is not None else None
             if found:
                 for row in found:
                     self._by_row.setdefault(row, []).append(i)
+                if spec.columns is not None:
+                    self._columns[i] = spec.columns(**kwargs)
+                if spec.on_rows is not None:
+                    self._on_rows[i] = spec.on_rows
             elif spec.reads is not None:
-                tables = spec.reads if isinstance(spec.reads, frozenset) else spec.reads(**check._kwargs)
+                tables = spec.reads if isinstance(spec.reads, frozenset) else spec.reads(**kwargs)
                 for table in tables:
                     self._by_table.setdefault(table, []).append(i)
                 if spec.touches is not None:
@@ -135,7 +284,19 @@ class Progress:
         self.ctx.forget()
 
     def _combine(self) -> float:
-        results = self.results()
-        self.value, _ = combine(results)
-        self.passed = sum(r.passed for r in results)
+        """The value by ``graders.base.combine``'s rule, from the scores (no result is built for it)."""
+        if self._has_needs:  # a check counts only once the checks it needs pass (``apply_needs``)
+            scores = [o[0] for o in self._outcomes]
+            met = [s >= 1.0 for s in scores]
+            final = [
+                0.0 if need and s > 0 and not all(n >= 0 and met[n] for n in need) else s
+                for s, need in zip(scores, self._needs, strict=True)
+            ]
+            value = sum(self._weights[i] * final[i] for i in self._scored) / self._weight if self._weight else 0.0
+            gated = any(m and f < 1.0 for m, f in zip(self._musts, final, strict=True))
+            self.passed = sum(f >= 1.0 for f in final)
+        else:
+            value = sum(self._parts) / self._weight if self._weight else 0.0
+            gated = self._failing > 0
+        self.value = 0.0 if gated else min(1.0, value)
         return self.value

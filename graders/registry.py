@@ -67,6 +67,15 @@ class CheckFnSpec:
     """``touches(ctx, row, **params)``: whether one change-log row of a ``reads`` table may change the verdict,
     asked on the state after the step (e.g. a case check ignores a ticket filed for another reference); without
     it every change to a ``reads`` table re-runs the check. It must never say False for a row that matters."""
+    columns: Callable[..., frozenset[str]] | None = None
+    """``columns(**params)``: the columns of the ``rows`` the verdict reads; an update of one of those rows that
+    changed none of them cannot change the verdict, so ``graders.progress`` does not re-run the check for it
+    (a check on a ticket's priority ignores its reassignment)."""
+    on_rows: Callable[..., tuple[float, str, Mapping[str, Any]] | None] | None = None
+    """``on_rows(ctx, rows, **params)``: the verdict after a step whose only changes to the check's ``rows``
+    are ``rows`` (their change-log after-images), decided without a query, as ``(score, evidence, details)``
+    (details plain JSON: what the function's CheckOutcome would carry), or None when the rows cannot tell (the
+    check is re-run). It must equal the function's outcome exactly; the tests compare them."""
 
     @functools.cached_property
     def params(self) -> type[BaseModel]:
@@ -129,13 +138,16 @@ def check_fn(
     reads: tuple[str, ...] | Callable[..., tuple[str, ...]] | None = None,
     rows: Callable[..., set[tuple[str, tuple[Any, ...]]] | None] | None = None,
     touches: Callable[..., bool] | None = None,
+    columns: Callable[..., frozenset[str]] | None = None,
+    on_rows: Callable[..., tuple[float, str, Mapping[str, Any]] | None] | None = None,
 ) -> Callable[[_Fn], _Fn]:
     """Register ``fn(ctx, **params)`` under ``name``; params must be typed keyword parameters.
 
     ``validate`` sees the typed kwargs and raises ``ValueError`` for cross-param rules (min <= max). ``reads``
     and ``rows`` say what the verdict depends on, and ``touches`` which changes to those tables matter, so the
     per-step progress score re-runs a check only after a step that changed it (see ``CheckFnSpec``); a state
-    check that declares neither is re-run after every step that changed anything.
+    check that declares neither is re-run after every step that changed anything. ``columns`` narrows ``rows``
+    to the columns read, and ``on_rows`` decides the verdict from the changed rows alone when it can.
     """
 
     def register(fn: _Fn) -> _Fn:
@@ -146,7 +158,15 @@ def check_fn(
                 raise TypeError(f"check function {name!r}: parameter {p.name!r} must be a named keyword parameter")
         tables = frozenset(reads) if isinstance(reads, tuple) else reads
         _REGISTRY[name] = CheckFnSpec(
-            name=name, kind=kind, fn=fn, validate=validate, reads=tables, rows=rows, touches=touches
+            name=name,
+            kind=kind,
+            fn=fn,
+            validate=validate,
+            reads=tables,
+            rows=rows,
+            touches=touches,
+            columns=columns,
+            on_rows=on_rows,
         )
         return fn
 
