@@ -122,9 +122,9 @@ def build_budget_cycles(g: Gen) -> None:
     """A budget per quarter from that day's headcount and payroll, and an actuals sheet per quarter of receipts."""
     emps = g.rows["employees"]
     depts = g.rows["departments"]
-    folders = {f["name"]: f["id"] for f in g.rows["doc_folders"] if f["parent_id"] is not None}
+    folders: dict[str, int] = {f["name"]: f["id"] for f in g.rows["doc_folders"] if f["parent_id"] is not None}
     finance = next((d for d in depts if d["name"] == "Finance"), depts[0])
-    folder = folders.get(finance["name"], g.rows["doc_folders"][0]["id"])
+    folder = folders.get(finance["name"], int(g.rows["doc_folders"][0]["id"]))
     rng = g.seeds.rng("documents/budget-cycles")
     salary = {p["employee_id"]: p["salary_cents"] for p in g.rows["employee_private"]}
     n = len(depts)
