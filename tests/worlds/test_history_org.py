@@ -13,11 +13,20 @@ import re
 from datetime import UTC, datetime, time, timedelta
 from typing import Any
 
+import numpy as np
 import pytest
 
 from worlds.check import check_world, world_report
 from worlds.generate import generate
+from worlds.generate.common import Gen
+from worlds.generate.comms import build_mail
+from worlds.generate.language import Dice
+from worlds.generate.mailtext import MailWriter
+from worlds.generate.org import build_org
+from worlds.generate.reorg import build_reorg
+from worlds.generate.work import build_work
 from worlds.rows import load_in_memory
+from worlds.seeding import Seeds
 from worlds.spec import WorldSpec
 
 Rows = dict[str, list[dict[str, Any]]]
@@ -197,3 +206,23 @@ def test_actuals_check__catches_a_changed_amount_and_a_missing_line(world: Rows)
     del cells["B3"]
     problems = _problems(rows)
     assert any("is in no actuals sheet" in p for p in problems)
+
+
+def test_reorg__a_manager_thread_goes_to_the_manager_of_its_time() -> None:
+    """Mail between a report and their manager (``MailWriter._team``) pairs them by the lines of the thread's day."""
+    g = Gen(spec=WorldSpec(seed=102, employees=100, history_days=90), seeds=Seeds(102))
+    build_org(g)
+    build_reorg(g)
+    build_work(g)
+    build_mail(g, {})
+    assert g.reorg_at is not None
+    emps = g.rows["employees"]
+    team = g.rows["teams"][g.rows["reporting_changes"][0]["new_team_id"] - 1]
+    old, new = g.lead_before[team["id"]], team["lead_id"]
+    members = {c["employee_id"] for c in g.rows["reporting_changes"]} - {old, new}
+    writer = MailWriter(g, Dice(np.random.default_rng(0)), [], [])
+    for at, boss in ((g.reorg_at - timedelta(days=3), old), (g.reorg_at + timedelta(days=3), new)):
+        pairs = [set(p.parts) for p in (writer._team(at) for _ in range(3000))]
+        with_member = [p for p in pairs if p & members]
+        assert with_member and all(boss in p for p in with_member), (at, boss)
+    assert all(emps[m - 1]["manager_id"] == new for m in members)
