@@ -75,7 +75,10 @@ class Employee(Base):
     email: Mapped[str] = mapped_column(String(200), unique=True)
     title: Mapped[name_str]
     level: Mapped[str] = mapped_column(String(4))
-    manager_id: Mapped[int | None] = mapped_column(ForeignKey("employees.id"), index=True)
+    # Deferred: after a reorg a manager may have a higher id than their report (the new lead manages the old).
+    manager_id: Mapped[int | None] = mapped_column(
+        ForeignKey("employees.id", deferrable=True, initially="DEFERRED"), index=True
+    )
     department_id: Mapped[int] = mapped_column(ForeignKey("departments.id"), index=True)
     team_id: Mapped[int | None] = mapped_column(ForeignKey("teams.id"), index=True)
     location_id: Mapped[int] = mapped_column(ForeignKey("locations.id"))
