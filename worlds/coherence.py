@@ -27,6 +27,7 @@ from zoneinfo import ZoneInfo
 
 from sqlalchemy import Connection, select
 
+from worlds.coherence_org import actuals, budget_quarters, reorg
 from worlds.schema import (
     ChangeLog,
     Channel,
@@ -605,4 +606,7 @@ COHERENCE_CHECKS: tuple[tuple[str, str, Callable[[Connection, Tally], None]], ..
     ("postmortems", "postmortems follow their incident's resolution and ~incidents posts, same times", _postmortems),
     ("releases", "release notes ship only their project's tickets done by then", _releases),
     ("budget_headcount", "budgets cover payroll; headcount plans match the directory", _budgets),
+    ("reorg", "reporting lines over time: announced first, 1:1s/weeklies/notes name that time's manager", reorg),
+    ("budget_quarters", "each quarter's budget counts that day's people and their pay", budget_quarters),
+    ("actuals", "actuals sheets list exactly the receipts mailed to finance", actuals),
 )

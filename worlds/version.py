@@ -8,8 +8,9 @@ newer version than this code knows is refused on open rather than misread.
 from __future__ import annotations
 
 # Schema history: 1 the first tables; 2 access_requests; 3 repository_refs, merge requests and their notes,
-# git_activity, npc_personas and npc_memory; 4 chat_files (uploads attached to posts).
-SCHEMA_VERSION = 4
+# git_activity, npc_personas and npc_memory; 4 chat_files (uploads attached to posts); 5 reporting_changes (a
+# reorg's moves, so history can name the manager of its time).
+SCHEMA_VERSION = 5
 # Generator history: 1 the first generator; 2 documents are real DOCX/ODT/XLSX/ODS files in blobs, with
 # content referring to people, projects and tickets, and a roadmap spreadsheet; 3 tickets, comments, chat posts
 # and mail written from events (a ticket's cause, its status changes, hires, releases, customer cases, invoices)
@@ -21,5 +22,8 @@ SCHEMA_VERSION = 4
 # release notes and an announcement for each reached milestone naming the tickets done by then; 5 merge requests
 # from ticket events (opened on review by the assignee, reviewed and merged by teammates before done, named on
 # the ticket), each resolved incident's fix named in its postmortem, and repository histories holding each
-# request's key-named commits and merge commit.
+# request's key-named commits and merge commit;
+# and a reorg (a team lead hands over to a senior engineer, announced by mail and chat, with 1:1s, weeklies, notes
+# and manager mail naming the manager of their time), quarterly budgets from each quarter's headcount and payroll,
+# and expense receipts mailed to finance that the quarter's actuals sheet lists line by line.
 GENERATOR_VERSION = 5

@@ -147,8 +147,12 @@ class FixFailingTest:
             author=author,
             at=now - timedelta(hours=20),
         )
+        # The first manager of another team files it (a manager may file in any project; a team's first member
+        # is not always its manager since the history has a reorg, generator 5).
         reporter = sql.scalar(
-            "SELECT username FROM employees WHERE team_id <> ? AND active = ? ORDER BY id LIMIT 1", (team_id, True)
+            "SELECT e.username FROM employees e WHERE e.team_id <> ? AND e.active = ? AND EXISTS (SELECT 1 FROM"
+            " employee_roles r WHERE r.employee_id = e.id AND r.role = 'manager') ORDER BY e.id LIMIT 1",
+            (team_id, True),
         )
         ctx = ToolContext(session=session, actor=Actor.load(session, str(reporter)), clock=clock)
         symptom = family["symptom"].format(fn=fn)

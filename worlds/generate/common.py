@@ -35,6 +35,13 @@ class Gen:
     vendors: list[tuple[str, str, str]] = field(default_factory=list)
     # Project id -> (work family, components it works on): later stages draw new tickets in the same areas.
     components: dict[int, tuple[str, list[str]]] = field(default_factory=dict)
+    # Filled by the reorg stage: the instant the new reporting lines hold, and who each moved person reported to
+    # (and each changed team's lead) before it. Rows hold today's lines; these give the lines of an earlier time.
+    reorg_at: datetime | None = None
+    manager_before: dict[int, int | None] = field(default_factory=dict)
+    lead_before: dict[int, int] = field(default_factory=dict)
+    # Filled by the receipts stage for the actuals sheets: one dict per receipt mailed to finance.
+    receipts: list[dict[str, Any]] = field(default_factory=list)
 
     start_at: datetime = field(init=False)
     history_start: datetime = field(init=False)
@@ -82,6 +89,18 @@ class Gen:
         hi = hi or self.start_at
         span = max(0.0, (hi - lo).total_seconds())
         return lo + timedelta(seconds=int(rng.uniform(0, span)))
+
+    def manager_at(self, emp: int, t: datetime) -> int | None:
+        """Who ``emp`` reported to at ``t``: before a reorg the old line, else the directory's."""
+        if self.reorg_at is not None and t < self.reorg_at and emp in self.manager_before:
+            return self.manager_before[emp]
+        return self.rows["employees"][emp - 1]["manager_id"]  # type: ignore[no-any-return]
+
+    def lead_at(self, team: dict[str, Any], t: datetime) -> int:
+        """Who led ``team`` at ``t`` (the lead before a reorg that changed it, else today's)."""
+        if self.reorg_at is not None and t < self.reorg_at and team["id"] in self.lead_before:
+            return self.lead_before[team["id"]]
+        return int(team["lead_id"])
 
     def hours(self, emp: int) -> WorkHours:
         """The working week of employee ``emp`` (zone, start and end minute, workdays), read once."""

@@ -89,8 +89,9 @@ def build_chat(g: Gen, tickets_by_team: dict[int, list[tuple[Any, str]]]) -> Non
             0.3,
         )
     for e in emps:
-        if e["manager_id"] is not None and rng.random() < 0.3:
-            a, b = sorted((e["id"], e["manager_id"]))
+        boss = g.manager_at(e["id"], created)  # direct-message channels predate the window, and any reorg in it
+        if boss is not None and rng.random() < 0.3:
+            a, b = sorted((e["id"], boss))
             channel(f"{a}__{b}", f"{a}__{b}", "D", [a, b], [], 0.2)
 
     write_posts(g, channels, rng)
@@ -238,10 +239,14 @@ def build_calendar(g: Gen) -> None:
         minutes: int,
         rrule: str | None,
         people: list[int],
+        until: datetime | None = None,
+        since: datetime | None = None,
+        tz: str | None = None,
     ) -> None:
-        start = _local(day, minute, org["timezone"])
-        while rrule and start < g.history_start:
-            # A weekly series keeps its weekday; move its first occurrence into the history window.
+        start = _local(day, minute, tz or org["timezone"])
+        while rrule and start < (since or g.history_start):
+            # A weekly series keeps its weekday; move its first occurrence into the history window (or, for
+            # a series a reorg started, to its first day).
             start += timedelta(days=7)
         eid = g.add(
             "events",
@@ -252,10 +257,10 @@ def build_calendar(g: Gen) -> None:
                 "start_at": start,
                 "end_at": start + timedelta(minutes=minutes),
                 "rrule": rrule,
-                "until": None,
+                "until": until,
                 "room_id": None,
                 "cancelled": False,
-                "created_at": min(created, start),
+                "created_at": min(created if since is None else since - timedelta(days=5), start),
             },
         )
         for p in sorted(set(people)):
@@ -263,34 +268,44 @@ def build_calendar(g: Gen) -> None:
             g.add("event_attendees", {"event_id": eid, "employee_id": p, "rsvp": state, "optional": False})
 
     days = ("MO", "TU", "WE", "TH", "FR")
+    cut = g.reorg_at
     for team in g.rows.get("teams", []):
-        lead = emps[team["lead_id"] - 1]
+        lead = emps[g.lead_at(team, g.history_start) - 1]
         members = g.index("employees", "team_id", "id").get(team["id"], [])
         wd = int(rng.integers(0, 5))
         day = first + timedelta(days=(wd - first.weekday()) % 7)
-        event(
-            lead,
-            f"{team['name']} weekly",
-            day,
-            lead["work_start_minute"] + 60,
-            45,
-            f"FREQ=WEEKLY;BYDAY={days[wd]}",
-            members,
-        )
+        rule = f"FREQ=WEEKLY;BYDAY={days[wd]}"
+        minute = lead["work_start_minute"] + 60
+        if cut is None or lead["id"] == team["lead_id"]:
+            event(lead, f"{team['name']} weekly", day, minute, 45, rule, members)
+            continue
+        # A reorg gave the team a new lead: the old lead's series ends the day before, the new lead's starts
+        # that week in the same slot (the weekly "keeps its slot"); people who joined later were never invited
+        # by the old lead.
+        before = [m for m in members if emps[m - 1]["hire_date"] < cut.date()]
+        event(lead, f"{team['name']} weekly", day, minute, 45, rule, before, until=cut)
+        new = emps[team["lead_id"] - 1]
+        event(new, f"{team['name']} weekly", day, minute, 45, rule, members, since=cut, tz=lead["timezone"])
     for e in emps:
         if e["manager_id"] is not None:
-            boss = emps[e["manager_id"] - 1]
+            boss = emps[g.manager_at(e["id"], g.history_start) - 1]  # type: ignore[operator]
             wd = int(rng.integers(0, 5))
             day = first + timedelta(days=(wd - first.weekday()) % 7)
+            minute = boss["work_start_minute"] + 120 + 30 * int(rng.integers(0, 8))
+            rule = f"FREQ=WEEKLY;INTERVAL=2;BYDAY={days[wd]}"
+            title = f"1:1 {boss['first_name']} / {e['first_name']}"
+            if cut is None or boss["id"] == e["manager_id"]:
+                event(boss, title, day, minute, 30, rule, [boss["id"], e["id"]])
+                continue
+            # The reporting line changed in the window: the old series stops, the new manager books their own
+            # (two weeks apart, on the same weekday, in the new manager's morning).
+            event(boss, title, day, minute, 30, rule, [boss["id"], e["id"]], until=cut)
+            new = emps[e["manager_id"] - 1]
+            start = cut.date() + timedelta(days=(wd - cut.weekday()) % 7)
             event(
-                boss,
-                f"1:1 {boss['first_name']} / {e['first_name']}",
-                day,
-                boss["work_start_minute"] + 120 + 30 * int(rng.integers(0, 8)),
-                30,
-                f"FREQ=WEEKLY;INTERVAL=2;BYDAY={days[wd]}",
-                [boss["id"], e["id"]],
-            )
+                new, f"1:1 {new['first_name']} / {e['first_name']}", start, new["work_start_minute"] + 120, 30, rule,
+                [new["id"], e["id"]], since=cut,
+            )  # fmt: skip
     by_dept: dict[int, list[int]] = {}
     for x in emps:
         by_dept.setdefault(x["department_id"], []).append(x["id"])

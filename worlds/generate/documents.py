@@ -124,7 +124,13 @@ def build_documents(g: Gen) -> None:
                 ],
             }
             add_document(
-                g, dept_folder[team["department_id"]], meeting.title, "odt", team["lead_id"], content, meeting.end
+                g,
+                dept_folder[team["department_id"]],
+                meeting.title,
+                "odt",
+                g.lead_at(team, meeting.start),
+                content,
+                meeting.end,
             )
     tickets_of = {}  # again: the weeklies filed action-item tickets the roadmap counts
     for t in g.rows.get("tickets", []):

@@ -297,7 +297,7 @@ class MailWriter:
     def _team(self, at: datetime) -> Plan:
         rng = self.rng
         report = rng.pick(self.managers) if self.managers else self.emps[0]
-        boss = report["manager_id"] or (2 if len(self.emps) > 1 else 1)
+        boss = self.g.manager_at(report["id"], at) or (2 if len(self.emps) > 1 else 1)  # the manager of that time
         sender, to = (report["id"], boss) if rng.chance(0.5) else (boss, report["id"])
         if sender == to:
             to = (sender % len(self.emps)) + 1

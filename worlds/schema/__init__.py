@@ -9,7 +9,16 @@ from worlds.schema.git import GitActivity, MergeRequest, MergeRequestNote, Repos
 from worlds.schema.mail import Mailbox, MailDelivery, MailFolder, MailMessage, MailRecipient, MailThread
 from worlds.schema.meta import ChangeLog, WorldMeta
 from worlds.schema.npcs import NpcMemory, NpcPersona
-from worlds.schema.org import Company, Department, Employee, EmployeePrivate, EmployeeRole, Location, Team
+from worlds.schema.org import (
+    Company,
+    Department,
+    Employee,
+    EmployeePrivate,
+    EmployeeRole,
+    Location,
+    ReportingChange,
+    Team,
+)
 from worlds.schema.projects import Milestone, Project, ProjectMember
 from worlds.schema.tickets import Sprint, Ticket, TicketComment, TicketLabel, TicketLink, TicketStatusChange
 
@@ -51,6 +60,7 @@ __all__ = [
     "Project",
     "ProjectMember",
     "Reaction",
+    "ReportingChange",
     "Repository",
     "RepositoryRef",
     "Room",

@@ -75,7 +75,10 @@ class Employee(Base):
     email: Mapped[str] = mapped_column(String(200), unique=True)
     title: Mapped[name_str]
     level: Mapped[str] = mapped_column(String(4))
-    manager_id: Mapped[int | None] = mapped_column(ForeignKey("employees.id"), index=True)
+    # Deferred: after a reorg a manager may have a higher id than their report (the new lead manages the old).
+    manager_id: Mapped[int | None] = mapped_column(
+        ForeignKey("employees.id", deferrable=True, initially="DEFERRED"), index=True
+    )
     department_id: Mapped[int] = mapped_column(ForeignKey("departments.id"), index=True)
     team_id: Mapped[int | None] = mapped_column(ForeignKey("teams.id"), index=True)
     location_id: Mapped[int] = mapped_column(ForeignKey("locations.id"))
@@ -109,3 +112,25 @@ class EmployeePrivate(Base):
     performance_rating: Mapped[int] = mapped_column(Integer, doc="1 (low) to 5 (high).")
     personal_email: Mapped[str] = mapped_column(String(200))
     personal_phone: Mapped[str] = mapped_column(String(40))
+
+
+class ReportingChange(Base):
+    """One person's move in a reorg: who they reported to and which team they were in, before and after.
+
+    Why a table: the directory only holds today's reporting lines, yet mail, 1:1 series and meeting notes written
+    before the change name the manager of that time; this record is what lets a reader (or ``worlds.coherence``)
+    tell a stale artifact from a historical one. ``effective_on`` is the first day the new line holds.
+    """
+
+    __tablename__ = "reporting_changes"
+
+    id: Mapped[intpk]
+    employee_id: Mapped[int] = mapped_column(ForeignKey("employees.id"), index=True)
+    effective_on: Mapped[day]
+    old_manager_id: Mapped[int | None] = mapped_column(ForeignKey("employees.id"))
+    new_manager_id: Mapped[int | None] = mapped_column(ForeignKey("employees.id"))
+    old_team_id: Mapped[int | None] = mapped_column(ForeignKey("teams.id"))
+    new_team_id: Mapped[int | None] = mapped_column(ForeignKey("teams.id"))
+    old_title: Mapped[name_str]
+    new_title: Mapped[name_str]
+    reason: Mapped[name_str]
