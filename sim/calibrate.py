@@ -353,6 +353,10 @@ PARTIALS: dict[str, dict[str, Mistake]] = {
             "looks at only the first free time per report and stops when it is already proposed to someone else",
             change={"calendar_find_free_slots": {"limit": 1}},
         ),
+        "partial-own-calendar": Mistake(
+            "looks for free time in its own calendar only, never the report's (their bookings and hours unseen)",
+            change={"calendar_find_free_slots": {"usernames": ""}},
+        ),
     },
     "one-on-ones-book-v0": {
         "partial-no-invite": Mistake(

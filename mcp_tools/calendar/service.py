@@ -75,6 +75,14 @@ def _busy(sql: Sql, person_id: int, lo: datetime, hi: datetime, skip: int | None
     return out
 
 
+def busy_intervals(sql: Sql, person_id: int, lo: datetime, hi: datetime) -> list[tuple[datetime, datetime]]:
+    """(start, end) of every live occurrence ``person_id`` is committed to in [lo, hi), recurring series expanded.
+
+    For setups that must leave someone a free time (a scenario picking people whose calendars allow the task).
+    """
+    return [(s, e) for s, e, _ in _busy(sql, person_id, lo, hi)]
+
+
 def _room_busy(sql: Sql, room_id: int, lo: datetime, hi: datetime, skip: int | None) -> list[Any]:
     rows = sql.all(
         f"{_EV} WHERE room_id = ? AND cancelled = ? AND start_at < ? ORDER BY start_at, id",  # noqa: S608

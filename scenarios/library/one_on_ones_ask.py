@@ -8,12 +8,13 @@ times it books are the ones asked today, and nobody answers a question that was 
 
 Setup (raw statements, as the apps write): the reports' NPC personas (cooperative, reading their DMs from now
 on, so tomorrow they answer what arrives today) and, by difficulty, commitments in the reports' calendars inside
-the common hours (difficulty >= 1) and one in the manager's (difficulty >= 2).
+the common hours (0, 1, 2, 3 of them by difficulty) and one in the manager's (difficulty >= 2).
 
-Difficulty sets the number of reports (2, 2, 3, 4; those sharing >= 3 working hours with the manager), adds a
-busy half-hour per report in the common hours (1+) and one of the manager's (2+), so the first common time is
-often taken and proposals must avoid each other. Every report shares (reports + 2) usable half-hours with the
-manager, so there is always a time for each, however the commitments fall.
+Difficulty sets the number of reports (2, 2, 3, 4; those sharing >= 3 working hours with the manager), the
+half-hours each report already has booked in the common hours (0, 1, 2, 3) and one of the manager's (2+), so
+the first common time is more often taken, and proposals must avoid each other and read both calendars. Every
+report shares (reports + 2 + booked) usable half-hours with the manager, free in both calendars, so there is
+always a time for each, however the commitments fall.
 
 The rubric is one ``dm_time_proposed`` check per report (the newest question to them proposes an ISO time on the
 day, inside both working hours, free in both calendars, not clashing with the other proposals) and a gate that
@@ -34,6 +35,7 @@ from sqlalchemy.orm import Session
 
 from graders.base import Rubric
 from graders.rubric import load_rubric
+from mcp_tools.calendar.service import busy_intervals
 from npcs.persona import ensure_persona
 from npcs.traits import TraitVector
 from scenarios.base import AgentEnv, Limits, ScenarioInstance, WorldDefaults, start_day
@@ -43,6 +45,8 @@ from worlds.seeding import Seeds
 
 STORY = ("one-on-ones-ask-v0", "one-on-ones-book-v0")
 REPORTS = (2, 2, 3, 4)
+BOOKED = (0, 1, 2, 3)
+"""Half-hours each report already has booked inside the common hours, by difficulty."""
 MINUTES = 30
 EARLIEST = 10
 """No 1:1 before 10:00 in the manager's zone: tomorrow's episode starts at 09:00 there, and a time that has passed
@@ -123,11 +127,12 @@ def works_on(p: Person, day: date) -> bool:
     return p.workdays[day.weekday()] == "1"
 
 
-def pick(sql: Sql, rng: np.random.Generator, now: datetime, count: int) -> tuple[Person, list[Person]]:
+def pick(sql: Sql, rng: np.random.Generator, now: datetime, count: int, booked: int = 0) -> tuple[Person, list[Person]]:
     """A manager and ``count`` reports (or as many as any manager has, >= 2), one in another zone if possible.
 
-    Each report shares ``count + 2`` usable half-hours with the manager, so a time exists for each whatever the
-    setup's commitments (one half-hour of theirs, one of the manager's) and the earlier proposals take.
+    Each report shares ``count + 2 + booked`` usable half-hours with the manager, free in both calendars, so a
+    time exists for each whatever the setup's commitments (``booked`` half-hours of theirs, one of the
+    manager's) and the earlier proposals take.
     """
     managers = [
         _person(r)
@@ -144,16 +149,33 @@ def pick(sql: Sql, rng: np.random.Generator, now: datetime, count: int) -> tuple
         rows = sql.all(f"{_PERSON} WHERE manager_id = ? AND active = ? ORDER BY username", (boss.id, True))  # noqa: S608
         if works_on(boss, day):
             windows = [(r, usable(day, boss, r)) for r in map(_person, rows) if works_on(r, day)]
-            teams.append((boss, [((b - a).total_seconds() / 60, r) for r, (a, b) in windows]))
+            teams.append((boss, [(free_minutes(sql, boss, r, a, b), r) for r, (a, b) in windows]))
     for want in range(count, 1, -1):  # a small company may have no manager with that many: as many as there are
         for mixed in (True, False):
             for lead, spans in teams:
                 fit = sorted(
-                    (r for m, r in spans if m >= MINUTES * (want + 2)), key=lambda r: (r.zone == lead.zone, r.username)
+                    (r for m, r in spans if m >= MINUTES * (want + 2 + booked)),
+                    key=lambda r: (r.zone == lead.zone, r.username),
                 )
                 if len(fit) >= want and (not mixed or fit[0].zone != lead.zone):
                     return lead, sorted(fit[:want], key=lambda r: r.username)
     raise ValueError("no manager with 2 reports sharing 2 free working hours: world too small")
+
+
+def free_minutes(sql: Sql, boss: Person, r: Person, a: datetime, b: datetime) -> float:
+    """Minutes of [a, b) in half-hour steps when neither calendar has a commitment (their series included).
+
+    Why not just the overlap of working hours: the history gives people weekly meetings and 1:1 series (and, after
+    a reorg, a new lead's), so a window can be long and still have no time both are free.
+    """
+    busy = busy_intervals(sql, boss.id, a, b) + busy_intervals(sql, r.id, a, b)
+    step, free, t = timedelta(minutes=30), 0.0, a
+    while t + timedelta(minutes=MINUTES) <= b:
+        end = t + timedelta(minutes=MINUTES)
+        if not any(s < end and t < e for s, e in busy):
+            free += 30
+        t += step
+    return free
 
 
 def event(sql: Sql, who: int, title: str, start: datetime, end: datetime, now: datetime) -> None:
@@ -173,11 +195,11 @@ def prepare(
     cooperative = (TraitVector.parse("cooperative"), "cooperative")
     for r in reports:
         ensure_persona(sql, 0, r.id, cooperative, now)
-    if difficulty >= 1:
-        for r in reports:
-            a, b = usable(day, boss, r)
-            halves = int((b - a).total_seconds() // 1800) - 1
-            start = a + timedelta(minutes=30 * int(rng.integers(max(1, halves))))
+    for r in reports:
+        a, b = usable(day, boss, r)
+        halves = max(1, int((b - a).total_seconds() // 1800) - 1)
+        for k in sorted(int(i) for i in rng.choice(halves, size=min(BOOKED[difficulty], halves), replace=False)):
+            start = a + timedelta(minutes=30 * k)
             event(sql, r.id, BUSY[int(rng.integers(len(BUSY)))], start, start + timedelta(minutes=30), now)
     if difficulty >= 2:
         a, _ = usable(day, boss, reports[0])
@@ -197,7 +219,7 @@ class OneOnOnesAsk:
         difficulty = max(0, min(3, difficulty))
         rng = seeds.rng("scenario/one-on-ones")
         sql = Sql.of(session)
-        boss, reports = pick(sql, rng, clock.now(), REPORTS[difficulty])
+        boss, reports = pick(sql, rng, clock.now(), REPORTS[difficulty], BOOKED[difficulty])
         now = start_day(session, clock, boss.id)
         day = next_weekday(now.astimezone(ZoneInfo(boss.zone)).date())
         prepare(sql, rng, boss, reports, day, now, difficulty)

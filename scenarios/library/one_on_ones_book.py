@@ -32,6 +32,7 @@ from mcp_tools.calendar import service as calendar
 from mcp_tools.chat import service as chat
 from scenarios.base import AgentEnv, Limits, ScenarioInstance, WorldDefaults, start_day
 from scenarios.library.one_on_ones_ask import (
+    BOOKED,
     CHAT_CHANGES,
     EARLIEST,
     MINUTES,
@@ -110,7 +111,7 @@ class OneOnOnesBook:
             boss, reports = found
             now = start_day(session, clock, boss.id)
         else:
-            boss, reports = pick(sql, rng, clock.now() - timedelta(days=1), REPORTS[difficulty])
+            boss, reports = pick(sql, rng, clock.now() - timedelta(days=1), REPORTS[difficulty], BOOKED[difficulty])
             now = start_day(session, clock, boss.id)
             day = now.astimezone(ZoneInfo(boss.zone)).date()
             prepare(sql, rng, boss, reports, day, now - timedelta(days=1), difficulty)
