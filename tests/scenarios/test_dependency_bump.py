@@ -81,12 +81,13 @@ def test_oracle_one_noop_zero_random_low_and_the_work_grows_with_difficulty(epis
         for difficulty in range(4):
             oracle = run_agent(episode, "oracle", seed, {"difficulty": difficulty})
             assert oracle.value == 1.0, (seed, difficulty, _failed(oracle))
-            assert verify(episode, FAMILY).solved
+            assert verify(episode).solved
             sizes.setdefault(difficulty, set()).add(len(episode.instance.params["kinds"]))
+            if difficulty == 3:  # dense: a check per change and per call site
+                assert len(episode.instance.rubric.checks) >= 20
         assert run_agent(episode, "noop", seed).value == 0.0
         assert run_agent(episode, "random", seed).value <= 0.1
     assert sizes == {0: {1}, 1: {2}, 2: {3}, 3: {4}}
-    assert len(episode.instance.rubric.checks) >= 20  # difficulty 3 of the last seed: dense per call site
 
 
 def test_a_call_site_left_in_the_old_form_loses_exactly_its_change(episode):
@@ -103,7 +104,7 @@ def test_a_call_site_left_in_the_old_form_loses_exactly_its_change(episode):
     site = next(s for s in params["sites"] if s[0] == kind and s[1] == skipped[0]["path"])
     assert _failed(score) == {f"old-form-gone-{kind}", f"hidden-case-{_case_name(site)}", "pipeline-green"}
     assert 0 < score.value < 1
-    assert not verify(episode, FAMILY).solved
+    assert not verify(episode).solved
 
 
 def _case_name(site):
@@ -129,7 +130,7 @@ def test_editing_the_trap_namesake_loses_exactly_the_scope_check(episode):
     score = episode.grade()
     assert episode.instance.params["trap"] is True
     assert _failed(score) == {"scope"}
-    assert not verify(episode, FAMILY).solved
+    assert not verify(episode).solved
 
 
 def test_patching_the_vendored_library_instead_of_the_code_scores_zero(episode):
@@ -157,4 +158,4 @@ def test_patching_the_vendored_library_instead_of_the_code_scores_zero(episode):
     assert opened["pipeline"]["status"] == "passed"  # the hack makes CI green...
     assert score.value == 0.0  # ...and scores nothing
     assert "vendor-untouched" in _failed(score)
-    assert not verify(episode, FAMILY).solved
+    assert not verify(episode).solved
