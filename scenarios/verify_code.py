@@ -41,7 +41,8 @@ def verify_ship_fix(ev: Evidence) -> Verdict:
         ev.sql.one(
             _ids(
                 "SELECT m.id, m.number, m.title, m.description, m.state, m.source_head, m.merged_at"
-                " FROM merge_requests m JOIN repositories r ON r.id = m.repository_id WHERE r.name = ? AND m.author_id = ?"
+                " FROM merge_requests m JOIN repositories r ON r.id = m.repository_id"
+                " WHERE r.name = ? AND m.author_id = ?"
                 " AND m.target_branch = r.default_branch AND m.state <> 'closed' AND m.id IN (?*)"
                 " ORDER BY m.id DESC LIMIT 1",
                 opened,
