@@ -190,17 +190,27 @@ def _old_forms(source: str, lib: str) -> set[str]:
     found: set[str] = set()
     returned = {id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Return) and n.value is not None}
     for node in ast.walk(tree):
-        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == lib:
-            if node.attr == "to_display":
-                found.add("rename")
-        if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
+        if isinstance(node, ast.Attribute | ast.Name | ast.alias) and "to_display" in (
+            getattr(node, "attr", None),
+            getattr(node, "id", None),
+            getattr(node, "name", None),
+        ):
+            found.add("rename")
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func  # the library's function: ``lib.name(...)``, or ``name(...)`` after a from-import
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == lib:
+            name = func.attr
+        elif isinstance(func, ast.Name):
+            name = func.id
+        else:
             continue
         words = {k.arg for k in node.keywords}
-        if node.func.attr == "split" and "remainder" not in words:
+        if name == "split" and "remainder" not in words:
             found.add("required")
-        if node.func.attr == "quantize" and "step" in words:
+        if name == "quantize" and "step" in words:
             found.add("keyword")
-        if node.func.attr == "parse" and id(node) in returned:
+        if name == "parse" and id(node) in returned:
             found.add("cents")
     return found
 

@@ -66,7 +66,7 @@ SITES: dict[str, dict[str, Any]] = {
         "body": "    return {call}\n",
         "old": "{lib}.split(cents, parts)",
         "new": '{lib}.split(cents, parts, remainder="first")',
-        "pattern": r"\bsplit\((?![^)]*remainder)[^)]*\)",
+        "pattern": rf"(?:^|[^\w.]|\b(?:{'|'.join(LIBS)})\.)split\((?![^)]*remainder)[^)]*\)",
         "entry": '`split(cents, parts)` now requires the `remainder` keyword (`"first"` or `"last"`): pass'
         ' `remainder="first"` to keep the 1.x behaviour.',
         "test": ([100, 3], [34, 33, 33]),
@@ -79,7 +79,7 @@ SITES: dict[str, dict[str, Any]] = {
         "body": "    return {call}\n",
         "old": "{lib}.parse(text)",
         "new": "{lib}.parse(text) / 100",
-        "pattern": r"return [a-z]+\.parse\([^)]*\)\s*$",
+        "pattern": rf"return (?:(?:{'|'.join(LIBS)})\.)?parse\([^)]*\)\s*$",
         "entry": '`parse(text)` returns integer cents instead of a float amount: `parse("12.50") == 1250`.'
         " Divide by 100 where you need the amount.",
         "test": (["1,250.50"], 1250.5),

@@ -159,3 +159,12 @@ def test_patching_the_vendored_library_instead_of_the_code_scores_zero(episode):
     assert score.value == 0.0  # ...and scores nothing
     assert "vendor-untouched" in _failed(score)
     assert not verify(episode).solved
+
+
+def test_bumping_only_the_pin_loses_every_change_and_the_pipeline_but_keeps_the_deprecated_call(episode):
+    score, params = _play(episode, 3, 3, change=lambda name, args: None if name == "git_edit_file" else args)
+    sites = {f"hidden-case-{_case_name(s)}" for s in params["sites"]}
+    assert params["deprecated"] is True
+    assert _failed(score) == {f"old-form-gone-{k}" for k in params["kinds"]} | sites | {"pipeline-green"}
+    assert 0 < score.value < 0.5
+    assert not verify(episode).solved
