@@ -464,15 +464,27 @@ class DependencyBump:
                  "weight": 1, "fn": "merge_request_file_matches",
                  "params": {"repo": repo, "paths": callers, "pattern": SITES[kind]["pattern"], "present": False}}
             )  # fmt: skip
-        for i, case in enumerate(p["cases"]):
+        sites = len(p["sites"])  # the deprecated call's case, when there is one, comes last
+        for i, case in enumerate(p["cases"][:sites]):
             checks.append(
                 {"id": f"hidden-case-{case[0][0]}",
                  "description": f"The hidden case of {case[0][0]} passes on the request's head.",
                  "weight": 1, "fn": "merge_request_passes_cases", "params": {"repo": repo, "case": i}}
             )  # fmt: skip
-        checks += [
+        checks.append(
             {"id": "pipeline-green", "description": "The request's pipeline passed at its current head.",
-             "weight": 2, "fn": "merge_request_pipeline_green", "params": {"repo": repo}},
+             "weight": 2, "fn": "merge_request_pipeline_green", "params": {"repo": repo}}
+        )  # fmt: skip
+        for i, case in enumerate(p["cases"][sites:], start=sites):
+            # The deprecated call works untouched; it earns its point only in a working upgrade (a red suite
+            # says nothing about it), so leaving every call site alone earns nothing here.
+            checks.append(
+                {"id": f"hidden-case-{case[0][0]}",
+                 "description": f"The deprecated call {case[0][0]} still gives its result in the green upgrade.",
+                 "weight": 1, "fn": "merge_request_passes_cases", "params": {"repo": repo, "case": i},
+                 "needs": ["pipeline-green"]}
+            )  # fmt: skip
+        checks += [
             {"id": "scope", "description": "Files the upgrade does not need (exports.py among them) are left alone.",
              "weight": 1, "fn": "merge_request_leaves_paths", "params": {"repo": repo, "paths": p["untouched"]}},
             {"id": "ticket-key", "description": f"The request or a commit message names {key}.",

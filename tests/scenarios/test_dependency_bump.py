@@ -165,6 +165,7 @@ def test_bumping_only_the_pin_loses_every_change_and_the_pipeline_but_keeps_the_
     score, params = _play(episode, 3, 3, change=lambda name, args: None if name == "git_edit_file" else args)
     sites = {f"hidden-case-{_case_name(s)}" for s in params["sites"]}
     assert params["deprecated"] is True
-    assert _failed(score) == {f"old-form-gone-{k}" for k in params["kinds"]} | sites | {"pipeline-green"}
+    deprecated = f"hidden-case-{params['cases'][-1][0][0]}"  # works untouched, but counts only in a green upgrade
+    assert _failed(score) == {f"old-form-gone-{k}" for k in params["kinds"]} | sites | {"pipeline-green", deprecated}
     assert 0 < score.value < 0.5
     assert not verify(episode).solved
