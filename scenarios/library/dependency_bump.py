@@ -19,7 +19,8 @@ Difficulty (0..3): the breaking changes that hit the code are 1, 2, 3, 4 (a rena
 became required, a return type now integer cents instead of a float amount, a renamed keyword), spread over
 2, 3, 4, 5 billing modules. From 2 the changelog also removes an API the service never calls, whose name the
 service's own ``exports.py`` happens to share (no edit is needed; editing it loses the scope check); at 3 it
-deprecates a function the service calls, which still works (no edit is needed either).
+deprecates a function the service calls, which still works (no edit is needed either; its hidden case
+counts only in a request whose pipeline is green).
 """
 
 from __future__ import annotations
