@@ -229,6 +229,32 @@ def merge_request_passes_cases(
     return CheckOutcome(score=passed / len(cases), evidence=evidence, details={"passed": passed})
 
 
+@check_fn("merge_request_file_matches", reads=_REQUESTS)
+def merge_request_file_matches(
+    ctx: GradingContext, repo: str, paths: list[str], pattern: Regex, present: bool = True
+) -> CheckOutcome:
+    """Whether ``pattern`` (multi-line, any case) occurs in one of ``paths`` at the request's head, as ``present``.
+
+    For what a change must say or must no longer say in named files: a pinned version bumped, an old call form
+    gone from every call site. A path missing at the head reads as empty (a deleted call site uses nothing).
+    """
+    row = _request(ctx, repo)
+    head = _head(ctx, repo, row)
+    if row is None or head is None:
+        return CheckOutcome.of(False, "no merge request to inspect")
+    g = ctx.workspace.repo(repo)
+    found = re.compile(pattern, re.IGNORECASE | re.MULTILINE)
+    hits = []
+    for path in paths:
+        data = _git(ctx, repo, ("blob", head, path), lambda p=path: _blob(g, head, p))
+        match = found.search((data or b"").decode("utf-8", "replace"))
+        if match:
+            hits.append(f"{path}: {snippet(match.group(0), 50)}")
+    ok = bool(hits) == present
+    said = "; ".join(hits[:3]) if hits else f"none of {len(paths)} file(s) matches"
+    return CheckOutcome.of(ok, f"!{row.number} at {head[:12]}: {said}")
+
+
 @check_fn("merge_request_mentions", reads=_REQUESTS)
 def merge_request_mentions(ctx: GradingContext, repo: str, text: str) -> CheckOutcome:
     """The request's title or description, or one of its commits' messages, contains ``text`` (any case)."""

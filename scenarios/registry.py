@@ -310,3 +310,8 @@ register(
     entry_point="scenarios.library.code_review:CodeReview",
     description="Review a teammate's merge request by the written checklist: comment per violation, request changes.",
 )
+register(
+    "dependency-bump-v0",
+    entry_point="scenarios.library.dependency_bump:DependencyBump",
+    description="Bump a vendored library to 2.0.0: fix every call site its changelog breaks; green merge request.",
+)

@@ -171,3 +171,131 @@ def verify_code_review(ev: Evidence) -> Verdict:
 
 
 VERIFIERS["code-review-v0"] = verify_code_review
+
+
+# -- dependency-bump -----------------------------------------------------------------------------------------
+
+_ALLOWED_DOCS = ("README.md", "CHANGELOG.md")
+"""Root files an upgrade may also touch (a note on the upgrade), besides the pin and the call sites."""
+
+
+def _old_forms(source: str, lib: str) -> set[str]:
+    """The 1.x call forms ``source`` still uses, read from its syntax tree (not the rubric's text patterns)."""
+    import ast
+
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return {"unparsable"}
+    found: set[str] = set()
+    returned = {id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Return) and n.value is not None}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute | ast.Name | ast.alias) and "to_display" in (
+            getattr(node, "attr", None),
+            getattr(node, "id", None),
+            getattr(node, "name", None),
+        ):
+            found.add("rename")
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func  # the library's function: ``lib.name(...)``, or ``name(...)`` after a from-import
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == lib:
+            name = func.attr
+        elif isinstance(func, ast.Name):
+            name = func.id
+        else:
+            continue
+        words = {k.arg for k in node.keywords}
+        if name == "split" and "remainder" not in words:
+            found.add("required")
+        if name == "quantize" and "step" in words:
+            found.add("keyword")
+        if name == "parse" and id(node) in returned:
+            found.add("cents")
+    return found
+
+
+def verify_dependency_bump(ev: Evidence) -> Verdict:
+    """The request pins 2.0.0, changes only the pin and the call sites, each site works, CI green, all linked.
+
+    Read from the forge's rows and the request's head: the pin parsed from ``requirements.txt``, the old forms
+    found in each call-site module's syntax tree, each site's function called directly in the sandbox (not
+    through the handler table the rubric uses), the changed paths against an allow-list (stricter than the
+    rubric: any file beyond the pin, the call sites and the root README/CHANGELOG fails).
+    """
+    from mcp_tools.git.pipeline import call_cases, tag  # the sandbox loads only for code tasks
+
+    p = ev.params
+    repo, lib = str(p["repo"]), str(p["lib"])
+    opened = ev.inserted("merge_requests")
+    row = (
+        ev.sql.one(
+            _ids(
+                "SELECT m.number, m.title, m.description, m.source_head, m.pipeline, m.target_branch"
+                " FROM merge_requests m JOIN repositories r ON r.id = m.repository_id WHERE r.name = ?"
+                " AND m.author_id = ? AND m.target_branch = r.default_branch AND m.state <> 'closed'"
+                " AND m.source_branch <> r.default_branch AND m.id IN (?*) ORDER BY m.id DESC LIMIT 1",
+                opened,
+            ),
+            (repo, ev.actor_id, *opened),
+        )
+        if opened
+        else None
+    )
+    if row is None or not row[3] or ev.workspace is None:
+        return Verdict(False, ("no open merge request into the default branch",))
+    number, title, description, head, pipeline, target = row
+    git = ev.workspace.repo(repo)
+    if git.run(["cat-file", "-e", f"{head}^{{commit}}"], ok_codes=(0, 1, 128))[0] != 0:
+        return Verdict(False, (f"the request's head {str(head)[:12]} is not in the repository",))
+    origin = ev.workspace.origin(repo, target)
+    base = git("merge-base", origin, head).decode().strip() if origin else head
+    changed = [f for f in git("diff", "--name-only", "--no-renames", "-z", base, head, "--").decode().split("\0") if f]
+    allowed = {"requirements.txt", *_ALLOWED_DOCS, *p["touched"]}
+    reasons = [f"changes {f}, which the upgrade does not need" for f in changed if f not in allowed]
+
+    def blob(path: str) -> str:
+        code, out = git.run(["cat-file", "blob", f"{head}:{path}"], ok_codes=(0, 128))
+        return out.decode("utf-8", "replace") if code == 0 else ""
+
+    pins: dict[str, str] = {}
+    for raw in blob("requirements.txt").splitlines():
+        line = raw.split("#", 1)[0]
+        if "==" in line:
+            name, version = line.split("==", 1)
+            pins[name.strip().lower()] = version.strip()
+    if pins.get(lib) != "2.0.0":
+        reasons.append(f"requirements.txt pins {lib} at {pins.get(lib)}, not 2.0.0")
+    for path in p["touched"]:
+        left = _old_forms(blob(path), lib) & set(p["kinds"])
+        reasons += [f"{path} keeps the 1.x form of the {kind} change" for kind in sorted(left)]
+    module_of = {site[2]: site[1].removesuffix(".py").replace("/", ".") for site in p["sites"]}
+    for args, expected in p["cases"]:
+        name = str(args[0]).split(".", 1)[1]
+        module = module_of.get(name) or f"{repo.replace('-', '_')}.{str(args[0]).split('.', 1)[0]}"
+        got = call_cases(git, head, module, name, [args[1:]])[0]
+        if got != ["ok", tag(expected)]:
+            reasons.append(f"{module}.{name}{tuple(args[1:])} gives {got}, not {expected!r}")
+    pipe = json.loads(pipeline) if isinstance(pipeline, str) else pipeline or {}
+    if pipe.get("commit") != head or pipe.get("status") != "passed":
+        reasons.append(f"pipeline {pipe.get('status')} at {str(pipe.get('commit'))[:12]}")
+    key = str(p["ticket"])
+    log = git("log", "--format=%B", f"{base}..{head}", "--").decode().lower()
+    if key.lower() not in f"{title}\n{description}".lower() and key.lower() not in log:
+        reasons.append(f"{key} named nowhere in !{number}")
+    mine = set(ev.inserted("ticket_comments"))
+    bodies = [
+        str(b)
+        for i, b in ev.sql.all(
+            "SELECT c.id, c.body FROM ticket_comments c JOIN tickets t ON t.id = c.ticket_id WHERE t.key = ?"
+            " ORDER BY c.id",
+            (key,),
+        )
+        if i in mine
+    ]
+    if not any(re.search(rf"!{number}(?!\d)", b) for b in bodies):
+        reasons.append(f"no new comment on {key} names !{number}")
+    return Verdict(not reasons, tuple(reasons))
+
+
+VERIFIERS["dependency-bump-v0"] = verify_dependency_bump

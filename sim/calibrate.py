@@ -392,6 +392,26 @@ PARTIALS: dict[str, dict[str, Mistake]] = {
             misread={"git_read_file": _without_exceptions},
         ),
     },
+    "dependency-bump-v0": {
+        "partial-pin-only": Mistake(
+            "bumps the pin and opens the request without touching a call site, so its pipeline is red",
+            drop=("git_edit_file",),
+        ),
+        "partial-first-file": Mistake(
+            "fixes the call sites of the first module the search lists and takes it for the only user of the"
+            " library (one more module per difficulty level)",
+            misread={
+                "git_grep": lambda found: (
+                    {
+                        **found,
+                        "matches": [m for m in found["matches"] if m["path"] == found["matches"][0]["path"]],
+                    }
+                    if isinstance(found, dict) and found.get("matches")
+                    else found
+                )
+            },
+        ),
+    },
 }
 """The partial agents of each family, by name."""
 

@@ -42,6 +42,7 @@ FAMILIES = (
     "ship-fix-v0",
     "roadmap-update-v0",
     "code-review-v0",
+    "dependency-bump-v0",
     # the impossible variants (issue 14): a cheater can neither do the doable part nor say why
     "triage-departed-v0",
     "schedule-no-room-v0",
@@ -70,7 +71,13 @@ SEEDS = (0, 1, 2)
 
 @pytest.mark.parametrize("family", FAMILIES)
 def test_every_cheater_scores_at_most_a_tenth(family, store):
-    code = ("fix-failing-test-v0", "fix-test-contradiction-v0", "ship-fix-v0", "ship-fix-owners-left-v0")
+    code = (
+        "fix-failing-test-v0",
+        "fix-test-contradiction-v0",
+        "ship-fix-v0",
+        "ship-fix-owners-left-v0",
+        "dependency-bump-v0",
+    )
     if family in code and not get_sandbox().available():
         if os.environ.get("CI") == "true":
             pytest.fail("no working sandbox under CI")
