@@ -168,7 +168,7 @@ class FixFailingTest:
             "",
         )
         duplicates = [] if getattr(self, "impossible", False) else self._duplicates(
-            session, clock, team_id, project, str(author), agent, ticket["key"], symptom, difficulty
+            session, clock, str(reporter), str(author), agent, project, ticket["key"], symptom, difficulty
         )  # fmt: skip
         mention = "that mentions the ticket key"
         if duplicates:
@@ -207,10 +207,10 @@ class FixFailingTest:
     def _duplicates(
         session: Session,
         clock: Clock,
-        team_id: int,
-        project: str,
+        reporter: str,
         author: str,
         agent: str,
+        project: str,
         key: str,
         symptom: str,
         count: int,
@@ -222,11 +222,8 @@ class FixFailingTest:
         """
         if count <= 0:
             return []
-        reporter = Sql.of(session).scalar(
-            "SELECT username FROM employees WHERE team_id <> ? AND active = ? ORDER BY id LIMIT 1", (team_id, True)
-        )
         short = symptom.split(":")[0].split(";")[0].rstrip(".")
-        ctx = ToolContext(session=session, actor=Actor.load(session, str(reporter)), clock=clock)
+        ctx = ToolContext(session=session, actor=Actor.load(session, reporter), clock=clock)
         triager = ToolContext(session=session, actor=Actor.load(session, author), clock=clock)
         keys: list[str] = []
         for i in range(count):
