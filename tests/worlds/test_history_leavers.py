@@ -11,11 +11,15 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+from sqlalchemy import create_engine
+from sqlalchemy.engine import make_url
+from sqlalchemy.pool import NullPool
 
 from worlds.check import check_world, world_report
 from worlds.generate import generate
 from worlds.rows import load_in_memory
 from worlds.spec import WorldSpec
+from worlds.store import create_world
 from worlds.workflow import TERMINAL_STATUSES
 
 Rows = dict[str, list[dict[str, Any]]]
@@ -118,3 +122,24 @@ def test_check__catches_a_leaver_without_goodbye_or_still_active(world: Rows) ->
     rows = _copy(world)
     rows["employees"][e["id"] - 1]["active"] = True
     assert any("but is active" in p for p in _failures(rows, "leaver_trail"))
+
+
+@pytest.mark.postgres
+def test_create_world__leavers_insert_alike_on_postgres(postgres_url: str, tmp_path: Any) -> None:
+    """A leaver is still referenced (tickets they reported, posts, mail); PostgreSQL must take the rows as SQLite."""
+    spec = WorldSpec(seed=2, employees=60, history_days=30)
+    assert _leavers(generate(spec))
+    lite = create_world(spec, tmp_path / "w.db")
+    name = "world_leavers"
+    admin = create_engine(postgres_url, isolation_level="AUTOCOMMIT", poolclass=NullPool)
+    with admin.connect() as conn:
+        conn.exec_driver_sql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    admin.dispose()
+    pg = create_world(spec, make_url(postgres_url).set(database=name).render_as_string(hide_password=False))
+    try:
+        assert pg.backend == "postgresql" and lite.state_hash() == pg.state_hash()
+        with pg.connect() as conn:
+            assert check_world(conn) == []
+    finally:
+        lite.close()
+        pg.close()
