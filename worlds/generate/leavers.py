@@ -82,6 +82,10 @@ def settle_leavers(g: Gen) -> None:
     members = g.index("employees", "team_id", "id")
     channels = {c["name"]: c["id"] for c in g.rows.get("channels", [])}
     users = {e["id"]: e["username"] for e in emps}
+    held: dict[int, list[dict[str, Any]]] = {}  # leaver -> their open tickets (one pass over the tracker)
+    for t in g.rows.get("tickets", []):
+        if t["assignee_id"] in g.leave_at and t["status"] not in TERMINAL_STATUSES:
+            held.setdefault(t["assignee_id"], []).append(t)
     # In order of leaving: a ticket handed to someone who leaves later is handed on again on their last day.
     for last, emp in sorted((last, emp) for emp, last in g.leave_at.items()):
         e = emps[emp - 1]
@@ -136,7 +140,7 @@ def settle_leavers(g: Gen) -> None:
                 ]
                 body = letter(dice, g.styles[boss["id"] - 1], "team", _name(boss), paragraphs)
                 send_mail(g, mail_folders(g), boss["id"], readers, f"Farewell {e['first_name']}", body, sent)
-        _hand_over(g, dice, emp, last, mates or [team["lead_id"]], boss["id"], users)
+        _hand_over(g, dice, emp, last, mates or [team["lead_id"]], boss["id"], users, held)
     gone = set(g.leave_at)
     kept = [m for m in g.rows.get("channel_members", []) if m["employee_id"] not in gone]
     if len(kept) != len(g.rows.get("channel_members", [])):
@@ -144,14 +148,19 @@ def settle_leavers(g: Gen) -> None:
 
 
 def _hand_over(
-    g: Gen, dice: Dice, emp: int, last: datetime, mates: list[int], boss: int, users: dict[int, str]
+    g: Gen,
+    dice: Dice,
+    emp: int,
+    last: datetime,
+    mates: list[int],
+    boss: int,
+    users: dict[int, str],
+    held: dict[int, list[dict[str, Any]]],
 ) -> None:
     """Every ticket still open and assigned to ``emp`` goes to a teammate still here, with the manager's note."""
     first_name = g.rows["employees"][emp - 1]["first_name"]
     after = last + timedelta(seconds=1)
-    for t in g.rows.get("tickets", []):
-        if t["assignee_id"] != emp or t["status"] in TERMINAL_STATUSES:
-            continue
+    for t in sorted(held.pop(emp, []), key=lambda t: t["id"]):
         start = int(dice.integers(len(mates)))
         pool = mates[start:] + mates[:start]
         heir = next((m for m in pool if g.active_at(m, after)), boss)
@@ -166,3 +175,5 @@ def _hand_over(
         )
         g.add("ticket_comments", {"ticket_id": t["id"], "author_id": boss, "body": body, "created_at": at})
         t["assignee_id"], t["updated_at"] = heir, max(t["updated_at"], at)
+        if heir in g.leave_at:  # they leave later: hand it on again on their last day
+            held.setdefault(heir, []).append(t)
