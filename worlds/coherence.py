@@ -27,7 +27,7 @@ from zoneinfo import ZoneInfo
 
 from sqlalchemy import Connection, select
 
-from worlds.coherence_org import actuals, budget_quarters, reorg
+from worlds.coherence_org import actuals, budget_quarters, last_moments, leaver_trail, reorg
 from worlds.schema import (
     ChangeLog,
     Channel,
@@ -340,8 +340,12 @@ def _activity(conn: Connection) -> Iterator[tuple[str, str, int, datetime]]:
 
 
 def _leavers(conn: Connection, tally: Tally) -> None:
-    """Nobody acts after their last day (the change-log time their ``active`` flag went false)."""
-    left: dict[int, datetime] = {}
+    """Nobody acts after their last day.
+
+    The last day is a generated leaver's ``leave_date`` (to its end, in their time zone), else the change-log time
+    an episode set their ``active`` flag false.
+    """
+    left: dict[int, datetime] = last_moments(conn)
     for key, changes, at in conn.execute(
         select(ChangeLog.row_key, ChangeLog.changes, ChangeLog.at)
         .where(ChangeLog.table_name == "employees", ChangeLog.op == "update")
@@ -566,7 +570,7 @@ def _budgets(conn: Connection, tally: Tally) -> None:
     for dept, cents in conn.execute(
         select(Employee.department_id, EmployeePrivate.salary_cents)
         .join(EmployeePrivate, EmployeePrivate.employee_id == Employee.id)
-        .where(Employee.active)
+        .where(Employee.active | Employee.leave_date.is_not(None))  # leavers were there when it was written
     ):
         people[dept] = people.get(dept, 0) + 1
         payroll[dept] = payroll.get(dept, 0) + cents
@@ -601,6 +605,7 @@ COHERENCE_CHECKS: tuple[tuple[str, str, Callable[[Connection, Tally], None]], ..
     ("refs_code", "merge requests name existing tickets; notes and merges follow opening and approval", _code_refs),
     ("causal", "replies after what they answer, reactions after posts, fixes after reports", _causal),
     ("leavers", "nothing by a leaver after their last day", _leavers),
+    ("leaver_trail", "leavers said goodbye, hold no open ticket, channel seat or later meeting", leaver_trail),
     ("working_hours", "each person's activity falls in their own working hours and time zone", _working_hours),
     ("meeting_actions", "weekly notes' action items are tickets of the named person, filed later", _meeting_actions),
     ("postmortems", "postmortems follow their incident's resolution and ~incidents posts, same times", _postmortems),

@@ -14,11 +14,13 @@ import json
 import re
 from datetime import UTC, date, datetime, time, timedelta
 from typing import Any, Protocol
+from zoneinfo import ZoneInfo
 
 from sqlalchemy import Connection, select
 
 from worlds.schema import (
     ChangeLog,
+    ChannelMember,
     Department,
     Document,
     Employee,
@@ -27,9 +29,12 @@ from worlds.schema import (
     EventAttendee,
     Mailbox,
     MailMessage,
+    Post,
     ReportingChange,
     Team,
+    Ticket,
 )
+from worlds.workflow import TERMINAL_STATUSES
 
 RECEIPT_NUMBER = re.compile(r"R\d{4}-\d{4,}")
 """How a generated receipt is numbered (``worlds.generate.budgets``)."""
@@ -221,14 +226,16 @@ def budget_quarters(conn: Connection, tally: _Tally) -> None:
     """Each quarter's budget counts the people on the payroll the day it was written, and their quarter's pay."""
     new = _touched(conn, "employees", "insert")
     depts: dict[str, int] = dict(conn.execute(select(Department.name, Department.id)).all())
-    staff: dict[int, list[tuple[date, int]]] = {}
-    for emp, dept, hired, cents in conn.execute(
-        select(Employee.id, Employee.department_id, Employee.hire_date, EmployeePrivate.salary_cents)
+    staff: dict[int, list[tuple[date, date | None, int]]] = {}
+    for emp, dept, hired, left, cents in conn.execute(
+        select(
+            Employee.id, Employee.department_id, Employee.hire_date, Employee.leave_date, EmployeePrivate.salary_cents
+        )
         .join(EmployeePrivate, EmployeePrivate.employee_id == Employee.id)
         .order_by(Employee.id)
     ):
         if emp not in new:
-            staff.setdefault(dept, []).append((hired, cents))
+            staff.setdefault(dept, []).append((hired, left, cents))
     for name, content, at in conn.execute(
         select(Document.name, Document.content, Document.created_at)
         .where(Document.name.like("Budget Q%"), Document.version == 1)
@@ -242,7 +249,11 @@ def budget_quarters(conn: Connection, tally: _Tally) -> None:
                 continue
             dept = depts[cells[("A", row)]]
             tally.checked += 1
-            on = [cents for hired, cents in staff.get(dept, []) if hired <= at.date()]
+            on = [
+                c
+                for hired, left, c in staff.get(dept, [])
+                if hired <= at.date() and (left is None or left >= at.date())
+            ]
             payroll = round(sum(on) / 400)
             count, pay, total = cells.get(("C", row)), cells.get(("D", row)), cells.get(("F", row))
             if count != len(on):
@@ -304,3 +315,67 @@ def actuals(conn: Connection, tally: _Tally) -> None:
     for number in sorted(set(booked) - set(mailed)):
         tally.checked += 1
         tally.fail(f"actuals line {number} ({booked[number][3]}) has no receipt mail")
+
+
+# -- leavers --------------------------------------------------------------------------------------------------
+
+
+def last_moments(conn: Connection) -> dict[int, datetime]:
+    """Each generated leaver's last moment: the end of their ``leave_date`` in their own time zone (UTC)."""
+    out: dict[int, datetime] = {}
+    for emp, day, tz in conn.execute(
+        select(Employee.id, Employee.leave_date, Employee.timezone)
+        .where(Employee.leave_date.is_not(None))
+        .order_by(Employee.id)
+    ):
+        if day is not None:
+            out[emp] = datetime.combine(day + timedelta(days=1), time(0), tzinfo=ZoneInfo(tz)).astimezone(UTC)
+    return out
+
+
+def leaver_trail(conn: Connection, tally: _Tally) -> None:
+    """A generated leaver is inactive, said goodbye, holds no open ticket, no channel seat and no later meeting."""
+    gone = last_moments(conn)
+    if not gone:
+        return
+    # A world generated without chat and mail has nowhere to say goodbye.
+    talk = conn.scalar(select(Post.id).limit(1)) is not None or conn.scalar(select(MailMessage.id).limit(1)) is not None
+    for emp, active, first in conn.execute(
+        select(Employee.id, Employee.active, Employee.first_name).where(Employee.id.in_(gone)).order_by(Employee.id)
+    ):
+        tally.checked += 1
+        said = conn.scalar(
+            select(Post.id).where(Post.author_id == emp, Post.created_at > gone[emp] - timedelta(days=1)).limit(1)
+        )
+        mailed = conn.scalar(select(MailMessage.id).where(MailMessage.subject == f"Farewell {first}").limit(1))
+        if active:
+            tally.fail(f"employee {emp} has a last day but is active")
+        elif said is None and mailed is None and talk:
+            tally.fail(f"employee {emp} left without a goodbye post or a farewell mail")
+    for key, who in conn.execute(
+        select(Ticket.key, Ticket.assignee_id)
+        .where(Ticket.assignee_id.in_(gone), Ticket.status.not_in(TERMINAL_STATUSES))
+        .order_by(Ticket.id)
+    ):
+        tally.checked += 1
+        tally.fail(f"ticket {key} is open and still assigned to employee {who}, who has left")
+    for cid, who in conn.execute(
+        select(ChannelMember.channel_id, ChannelMember.employee_id)
+        .where(ChannelMember.employee_id.in_(gone))
+        .order_by(ChannelMember.id)
+    ):
+        tally.checked += 1
+        tally.fail(f"employee {who} has left but is still in channel {cid}")
+    booked = _touched(conn, "event_attendees", "insert")
+    for aid, eid, who, start, rrule, until in conn.execute(
+        select(EventAttendee.id, Event.id, EventAttendee.employee_id, Event.start_at, Event.rrule, Event.until)
+        .join(Event, Event.id == EventAttendee.event_id)
+        .where(EventAttendee.employee_id.in_(gone))
+        .order_by(EventAttendee.id)
+    ):
+        if aid in booked:
+            continue
+        tally.checked += 1
+        end = (until or _FAR) if rrule else start
+        if end > gone[who]:
+            tally.fail(f"event {eid} has employee {who} attending after their last day {gone[who]:%Y-%m-%d}")

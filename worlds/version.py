@@ -9,7 +9,8 @@ from __future__ import annotations
 
 # Schema history: 1 the first tables; 2 access_requests; 3 repository_refs, merge requests and their notes,
 # git_activity, npc_personas and npc_memory; 4 chat_files (uploads attached to posts); 5 reporting_changes (a
-# reorg's moves, so history can name the manager of its time).
+# reorg's moves, so history can name the manager of its time) and employees.leave_date (the last day of a
+# generated leaver).
 SCHEMA_VERSION = 5
 # Generator history: 1 the first generator; 2 documents are real DOCX/ODT/XLSX/ODS files in blobs, with
 # content referring to people, projects and tickets, and a roadmap spreadsheet; 3 tickets, comments, chat posts
@@ -25,5 +26,7 @@ SCHEMA_VERSION = 5
 # request's key-named commits and merge commit;
 # and a reorg (a team lead hands over to a senior engineer, announced by mail and chat, with 1:1s, weeklies, notes
 # and manager mail naming the manager of their time), quarterly budgets from each quarter's headcount and payroll,
-# and expense receipts mailed to finance that the quarter's actuals sheet lists line by line.
+# and expense receipts mailed to finance that the quarter's actuals sheet lists line by line; and leavers (~1.5%
+# over 90 days: inactive with a last day, a goodbye post and the manager's mail, open tickets handed over, no
+# channel memberships, nothing of theirs after that day).
 GENERATOR_VERSION = 5

@@ -1,6 +1,6 @@
 """The company generator: a WorldSpec becomes rows for every table, deterministically.
 
-Stages run in a fixed order (org and its reorg, work, chat, mail with receipts and the reorg's announcement,
+Stages run in a fixed order (org, its reorg and leavers, work, chat, mail with receipts and the reorg's announcement,
 calendar, documents with the budget cycles, and their office files), each drawing
 from its own named stream, so changing one stage never shifts another's numbers. Nothing reads the wall clock:
 every timestamp is placed inside the history window that ends at the spec's start date.
@@ -16,6 +16,7 @@ from worlds.generate.common import Gen
 from worlds.generate.comms import build_calendar, build_chat, build_mail
 from worlds.generate.documents import build_documents
 from worlds.generate.incidents import build_incidents
+from worlds.generate.leavers import build_leavers, settle_leavers
 from worlds.generate.office_files import build_office_files
 from worlds.generate.org import build_org
 from worlds.generate.releases import build_releases
@@ -39,6 +40,7 @@ def generate(spec: WorldSpec, progress: Callable[[str, int, int], None] | None =
 
     build_org(g)
     build_reorg(g)  # today's reporting lines, and the lines before the reorg for the stages below
+    build_leavers(g)  # who leaves and when: the stages below place nothing of theirs after their last day
     step(0)
     tickets = build_work(g)
     if g.has("git"):
@@ -52,6 +54,7 @@ def generate(spec: WorldSpec, progress: Callable[[str, int, int], None] | None =
         if g.has("docs") or g.has("sheets"):
             build_receipts(g)  # booked in the actuals sheets, so only where there are sheets to book them in
     announce_reorg(g)
+    settle_leavers(g)  # goodbyes, the manager's mail, open tickets handed over, channels left
     step(3)
     if g.has("calendar"):
         build_calendar(g)

@@ -131,8 +131,14 @@ def build_budget_cycles(g: Gen) -> None:
     for year, q, written in _quarters(g):
         rows: list[list[Any]] = [list(BUDGET_HEADER)]
         for i, d in enumerate(depts, start=2):
-            # On the payroll that day: hired by then (the generated history has no leavers before today).
-            people = [e["id"] for e in emps if e["department_id"] == d["id"] and e["hire_date"] <= written.date()]
+            # On the payroll that day: hired by then and not yet gone (a leaver counts up to their last day).
+            people = [
+                e["id"]
+                for e in emps
+                if e["department_id"] == d["id"]
+                and e["hire_date"] <= written.date()
+                and (e["leave_date"] is None or e["leave_date"] >= written.date())
+            ]
             payroll = round(sum(salary[p] for p in people) / 400)
             other = int(round(payroll * (0.1 + float(rng.uniform(0, 0.4))), -3))
             head = f"@{emps[d['head_id'] - 1]['username']}" if d["head_id"] else ""

@@ -395,7 +395,9 @@ def write_posts(g: Gen, channels: list[tuple[int, list[int], list[tuple[Any, str
     for ci in sorted(int(c) for c in picks):
         cid, members, tickets, _ = channels[ci]
         author = int(members[int(rng.integers(len(members)))])
-        at = g.placed(author, g.at(rng))
+        raw = g.at(rng)
+        author = g.stand_in(author, raw, members)  # a leaver drawn after their last day: a colleague posts
+        at = g.placed(author, raw)
         root = writer.root(names[cid], at, author, members, tickets)
         roots.append((at, cid, author, root))
         g.add(

@@ -40,6 +40,9 @@ class Gen:
     reorg_at: datetime | None = None
     manager_before: dict[int, int | None] = field(default_factory=dict)
     lead_before: dict[int, int] = field(default_factory=dict)
+    # Filled by the leavers stage: each leaver's last working moment (end of their last day, UTC). Later stages
+    # ask ``active_at``/``stand_in`` when they pick a person, and ``when``/``placed`` never go past it.
+    leave_at: dict[int, datetime] = field(default_factory=dict)
     # Filled by the receipts stage for the actuals sheets: one dict per receipt mailed to finance.
     receipts: list[dict[str, Any]] = field(default_factory=list)
 
@@ -102,6 +105,25 @@ class Gen:
             return self.lead_before[team["id"]]
         return int(team["lead_id"])
 
+    def active_at(self, emp: int, t: datetime) -> bool:
+        """Whether ``emp`` still works here at ``t`` (a leaver is, up to the end of their last day)."""
+        last = self.leave_at.get(emp)
+        return last is None or t <= last
+
+    def stand_in(self, emp: int, t: datetime, pool: list[int]) -> int:
+        """``emp`` if still here at ``t``, else the next person of ``pool`` (cyclically) who is.
+
+        Why: stages draw an author from a team or channel before they know the time; swapping a leaver for the
+        next colleague instead of drawing again keeps every stage's random numbers where they were.
+        """
+        if self.active_at(emp, t) or emp not in pool:
+            return emp
+        i = pool.index(emp)
+        for other in pool[i + 1 :] + pool[:i]:
+            if self.active_at(other, t):
+                return other
+        return emp
+
     def hours(self, emp: int) -> WorkHours:
         """The working week of employee ``emp`` (zone, start and end minute, workdays), read once."""
         found = self._hours.get(emp)
@@ -119,12 +141,12 @@ class Gen:
         instant did not happen yet, and the caller drops it (a reply nobody wrote, a step the ticket has not taken).
         """
         out = self.hours(emp).next_open(t)
-        return out if out <= self.start_at else None
+        return out if out <= self.leave_at.get(emp, self.start_at) else None
 
     def placed(self, emp: int, t: datetime) -> datetime:
-        """``when(emp, t)``, or else ``emp``'s last working moment before history ends (for actions that must exist)."""
+        """``when(emp, t)``, or else ``emp``'s last working moment before history ends, or before they left."""
         out = self.when(emp, t)
-        return out if out is not None else self.hours(emp).last_open(min(t, self.start_at))
+        return out if out is not None else self.hours(emp).last_open(min(t, self.leave_at.get(emp, self.start_at)))
 
 
 def slug(text: str) -> str:

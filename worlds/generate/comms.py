@@ -248,6 +248,15 @@ def build_calendar(g: Gen) -> None:
             # A weekly series keeps its weekday; move its first occurrence into the history window (or, for
             # a series a reorg started, to its first day).
             start += timedelta(days=7)
+        if rrule and len(set(people)) == 2:
+            for p in people:  # a 1:1 with someone who leaves ends on their last day
+                if p in g.leave_at and (until is None or until > g.leave_at[p]):
+                    until = g.leave_at[p]
+            if until is not None and until < start:
+                return  # they left before its first meeting: it was never booked
+        # A leaver attends nothing after their last day: they are off a series that runs on, and off later meetings.
+        last = until if rrule else start
+        people = [p for p in people if p not in g.leave_at or (last is not None and max(start, last) <= g.leave_at[p])]
         eid = g.add(
             "events",
             {
@@ -316,6 +325,8 @@ def build_calendar(g: Gen) -> None:
         while day.weekday() >= 5:
             # Forward to Monday (never before the window; a meeting may be scheduled after start_at).
             day += timedelta(days=1)
+        # Someone who has left by then books nothing: a colleague of the same department does.
+        org = emps[g.stand_in(org["id"], datetime.combine(day + timedelta(days=1), time(0), tzinfo=UTC), peers) - 1]
         people = [org["id"], *[int(pick(rng, peers)) for _ in range(int(rng.integers(1, 5)))]]
         event(
             org,

@@ -101,6 +101,7 @@ def build_documents(g: Gen) -> None:
         members = team_of.get(team["id"], [])
         owned: dict[str, Any] | None = next((p for p in g.rows.get("projects", []) if p["team_id"] == team["id"]), None)
         for meeting in weeklies(g, team, min(3, max(1, g.spec.history_days // 7))):
+            members = [m for m in team_of.get(team["id"], []) if g.active_at(m, meeting.start)]  # leavers are gone
             known = [t for t in open_tickets if t["created_at"] <= meeting.start]
             actions = [f"{_user(g, t['assignee_id'])} to update {t['key']} ({t['title']})." for t in known[:3]]
             if owned is not None and members and g.has("tickets"):

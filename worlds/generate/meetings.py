@@ -75,8 +75,8 @@ def new_actions(g: Gen, words: Dice, meeting: Meeting, project: dict[str, Any], 
     for _ in range(1 + words.integers(2)):
         owner = int(words.pick(members))
         filed = g.when(owner, meeting.end + timedelta(minutes=10 + words.integers(300)))
-        if filed is None:
-            continue
+        if filed is None or owner in g.leave_at:
+            continue  # not filed before history ends, or by someone about to leave (it would be theirs, open)
         event = ticket_event(words, family, "task", components, [c[0] for c in g.customers])
         title = event.title
         why = one_of(

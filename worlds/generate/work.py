@@ -184,6 +184,7 @@ def _tickets(
     sprint_starts = [s[0] for s in sprints]
     open_names, open_p = list(OPEN_WEIGHTS), list(OPEN_WEIGHTS.values())
     lead = int(project["lead_id"])
+    everyone = list(range(1, len(employees) + 1))
     first_id = len(g.table("tickets")) + 1
     # First who acts on each ticket and when it was filed (in that person's working hours), then number the
     # tickets in filing order, so PRJ-5 was filed before PRJ-6 and a blocker named in a comment already existed.
@@ -199,9 +200,12 @@ def _tickets(
             j = path.index("in_review")
             path[j:j] = ["in_review", "in_progress"]
         kind = str(rng.choice(["bug", "task", "story", "incident", "epic"], p=[0.35, 0.35, 0.25, 0.03, 0.02]))
-        assignee = None if target == "backlog" else int(pick(rng, members))
+        assignee = None if target == "backlog" else g.stand_in(int(pick(rng, members)), raw, members)
         # Most reports come from the team itself; the rest from anywhere in the company (support, sales...).
-        reporter = int(pick(rng, members)) if rng.random() < 0.7 else int(rng.integers(1, len(employees) + 1))
+        if rng.random() < 0.7:
+            reporter = g.stand_in(int(pick(rng, members)), raw, members)
+        else:
+            reporter = g.stand_in(int(rng.integers(1, len(employees) + 1)), raw, everyone)
         drafts.append((g.placed(assignee or reporter, raw), i, kind, path, target, assignee, reporter))
     for number, (created, _, kind, path, _target, assignee, reporter) in enumerate(sorted(drafts), start=1):
         key = f"{project['key']}-{number}"

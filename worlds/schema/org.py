@@ -89,6 +89,9 @@ class Employee(Base):
     skills: Mapped[json_list]
     hire_date: Mapped[date] = mapped_column()
     active: Mapped[bool] = mapped_column(default=True)
+    # The last working day of someone who left inside the generated history (null for everyone else, and for
+    # people an episode deactivates: the change log dates those).
+    leave_date: Mapped[date | None] = mapped_column(default=None)
 
 
 class EmployeeRole(Base):
