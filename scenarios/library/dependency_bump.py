@@ -36,6 +36,7 @@ from graders.rubric import load_rubric
 from mcp_tools.base import Actor, ToolContext
 from mcp_tools.tickets import service as tickets
 from scenarios.base import AgentEnv, Limits, RepoCommit, ScenarioInstance, WorldDefaults, start_day
+from scenarios.library import setup
 from worlds.clock import Clock
 from worlds.rawsql import Sql
 from worlds.seeding import Seeds
@@ -261,15 +262,7 @@ class DependencyBump:
         """Pick a repository, vendor both versions through two commits, and file the upgrade ticket."""
         sql = Sql.of(session)
         rng = seeds.rng("scenario/dependency-bump")
-        repos = sql.all(
-            "SELECT r.name, r.team_id, p.key FROM repositories r JOIN projects p ON p.id = r.project_id"
-            " WHERE r.name LIKE ? ORDER BY r.id",
-            ("%-service",),
-        )
-        repo, team_id, project = repos[int(rng.integers(len(repos)))]
-        people = sql.column(
-            "SELECT username FROM employees WHERE team_id = ? AND active = ? ORDER BY id", (team_id, True)
-        )
+        repo, team_id, project, people = setup.service_repo(sql, rng)
         agent, author = str(people[0]), str(people[1 + int(rng.integers(len(people) - 1))])
         lib = LIBS[int(rng.integers(len(LIBS)))]
         order = [KINDS[int(i)] for i in rng.permutation(len(KINDS))]
@@ -412,9 +405,10 @@ class DependencyBump:
     ) -> str:
         """The upgrade ticket: the security lead's (a CVE in 1.x) or the teammate's (1.x's end of support)."""
         sql = Sql.of(session)
-        security = sql.scalar(
-            "SELECT username FROM employees WHERE team_id <> ? AND active = ? ORDER BY lower(title) LIKE ? DESC,"
-            " id LIMIT 1",
+        security = sql.scalar(  # a manager (who may file in any project), the security lead when there is one
+            "SELECT e.username FROM employees e WHERE e.team_id <> ? AND e.active = ? AND EXISTS (SELECT 1 FROM"
+            " employee_roles r WHERE r.employee_id = e.id AND r.role = 'manager') ORDER BY lower(e.title) LIKE ?"
+            " DESC, e.id LIMIT 1",
             (team_id, True, "%security%"),
         )
         if security is not None and int(rng.integers(2)) == 0:

@@ -33,6 +33,7 @@ from graders.rubric import load_rubric
 from mcp_tools.base import Actor, ToolContext
 from mcp_tools.tickets import service as tickets
 from scenarios.base import AgentEnv, Limits, RepoCommit, ScenarioInstance, WorldDefaults, start_day
+from scenarios.library import setup
 from worlds.clock import Clock
 from worlds.rawsql import Sql
 from worlds.seeding import Seeds
@@ -122,15 +123,7 @@ class FixFailingTest:
         """Pick a repository and a teammate pair, plant the bug commit and file the user's ticket."""
         sql = Sql.of(session)
         rng = seeds.rng("scenario/fix-failing-test")
-        repos = sql.all(
-            "SELECT r.name, r.team_id, p.key FROM repositories r JOIN projects p ON p.id = r.project_id"
-            " WHERE r.name LIKE ? ORDER BY r.id",
-            ("%-service",),
-        )
-        repo, team_id, project = repos[int(rng.integers(len(repos)))]
-        people = sql.column(
-            "SELECT username FROM employees WHERE team_id = ? AND active = ? ORDER BY id", (team_id, True)
-        )
+        repo, team_id, project, people = setup.service_repo(sql, rng)
         agent, author = people[0], people[1 + int(rng.integers(len(people) - 1))]
         kind = ORDER[(int(rng.integers(len(ORDER))) + difficulty) % len(ORDER)]
         family = FAMILIES[kind]

@@ -35,6 +35,22 @@ NEW_DOCUMENT_CHANGES: list[dict[str, Any]] = [
 """What a task whose work is writing and sharing a new document may change (its no_collateral_changes list)."""
 
 
+def service_repo(sql: Sql, rng: Any) -> tuple[str, int, str, list[str]]:
+    """A ``*-service`` repository picked by ``rng``: (name, owning team, project key, the team's active usernames).
+
+    The code families plant their task in a team service, so they pick the repository, its project and the
+    people who may touch it the same way (one draw from ``rng``, so a family's later draws do not move).
+    """
+    repos = sql.all(
+        "SELECT r.name, r.team_id, p.key FROM repositories r JOIN projects p ON p.id = r.project_id"
+        " WHERE r.name LIKE ? ORDER BY r.id",
+        ("%-service",),
+    )
+    repo, team_id, project = repos[int(rng.integers(len(repos)))]
+    people = sql.column("SELECT username FROM employees WHERE team_id = ? AND active = ? ORDER BY id", (team_id, True))
+    return str(repo), int(team_id), str(project), [str(u) for u in people]
+
+
 def workbook(sheet: str, rows: list[Row]) -> Workbook:
     """A one-sheet workbook from rows (``=`` starts a formula), with every formula computed."""
     grid = Sheet(name=sheet)

@@ -19,6 +19,7 @@ from scenarios.library.dependency_bump import SITES, DependencyBump
 from sim.agents import EpisodeEnv, run_agent
 from sim.calibrate import verify
 from sim.episode import Episode
+from tests.scenarios.conftest import Tampering
 from worlds.spec import WorldSpec
 
 FAMILY = "dependency-bump-v0"
@@ -38,22 +39,6 @@ def episode(store):
     ep = Episode(FAMILY, store=store)
     yield ep
     ep.close()
-
-
-class Tampering:
-    """The oracle's env with each call's arguments passed through ``change`` and each result through ``seen``."""
-
-    def __init__(self, env, change=lambda n, a: a, seen=lambda n, out: out):
-        self.env, self.change, self.seen = env, change, seen
-        self.prompt, self.actor = env.prompt, env.actor
-
-    @property
-    def done(self):
-        return self.env.done
-
-    def call(self, name, /, **arguments):
-        args = self.change(name, arguments)
-        return None if args is None else self.seen(name, self.env.call(name, **args))
 
 
 def _play(episode, seed, difficulty, **tamper):

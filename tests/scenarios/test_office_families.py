@@ -18,6 +18,7 @@ from sim.agents import EpisodeEnv, run_agent
 from sim.episode import Episode
 from sim.replay import replay
 from sim.trace import TraceWriter
+from tests.scenarios.conftest import Tampering
 
 FAMILIES = ["quarterly-budget-v0", "expense-reconciliation-v0", "weekly-status-report-v0"]
 SEEDS = range(8)
@@ -38,21 +39,6 @@ def episode(request, store):
 def _start(episode, seed, difficulty):
     prompt, info = episode.reset(seed=seed, options={"difficulty": difficulty})
     return EpisodeEnv(episode, prompt, info), episode.instance.params
-
-
-class Tampering:
-    """An agent env that passes every call through ``change(name, arguments)`` first: the oracle with one slip."""
-
-    def __init__(self, env, change):
-        self.env, self.change = env, change
-        self.prompt, self.actor = env.prompt, env.actor
-
-    @property
-    def done(self):
-        return self.env.done
-
-    def call(self, name, /, **arguments):
-        return self.env.call(name, **self.change(name, arguments))
 
 
 def _failed(score):

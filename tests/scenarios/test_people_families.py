@@ -13,24 +13,10 @@ from scenarios.base import ToolFailed
 from sim.agents import EpisodeEnv, run_agent
 from sim.calibrate import calibrate, verify
 from sim.episode import Episode
+from tests.scenarios.conftest import Tampering
 from worlds.spec import WorldSpec
 
 ONBOARD = "onboard-new-hire-v0"
-
-
-class Tampering:
-    """The oracle's env with every call passed through ``change(name, arguments)`` first: one slip."""
-
-    def __init__(self, env, change):
-        self.env, self.change = env, change
-        self.prompt, self.actor = env.prompt, env.actor
-
-    @property
-    def done(self):
-        return self.env.done
-
-    def call(self, name, /, **arguments):
-        return self.env.call(name, **self.change(name, arguments))
 
 
 def _failed(score):

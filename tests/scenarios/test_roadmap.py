@@ -21,6 +21,7 @@ from sim.calibrate import PARTIALS, calibrate, verify
 from sim.episode import Episode
 from sim.replay import replay
 from sim.trace import TraceWriter
+from tests.scenarios.conftest import Tampering
 from worlds.spec import WorldSpec
 
 FAMILY = "roadmap-update-v0"
@@ -31,21 +32,6 @@ def episode(store):
     ep = Episode(FAMILY, store=store)
     yield ep
     ep.close()
-
-
-class Tampering:
-    """The oracle's env with each call's arguments passed through ``change`` and each result through ``seen``."""
-
-    def __init__(self, env, change=lambda n, a: a, seen=lambda n, out: out):
-        self.env, self.change, self.seen = env, change, seen
-        self.prompt, self.actor = env.prompt, env.actor
-
-    @property
-    def done(self):
-        return self.env.done
-
-    def call(self, name, /, **arguments):
-        return self.seen(name, self.env.call(name, **self.change(name, arguments)))
 
 
 def _play(episode, seed, difficulty, **tamper):
