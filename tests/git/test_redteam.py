@@ -169,7 +169,12 @@ def _fix(env: EpisodeEnv, params: dict[str, Any], branch: str = "fix/it", create
     path = params["module_path"]
     env.call("git_edit_file", repo=repo, path=path, old_text=family["buggy"], new_text=family["fixed"])
     env.call("git_commit", repo=repo, message=f"Fix {family['function']} ({params['ticket']})")
-    return env.call("git_mr_open", repo=repo, source_branch=branch, title=f"{params['ticket']}: fix")
+    return env.call("git_mr_open", repo=repo, source_branch=branch, title=_title(params))
+
+
+def _title(params: dict[str, Any]) -> str:
+    """A request title naming the ticket and its linked duplicates (the rubric scores each key named)."""
+    return f"{', '.join([params['ticket'], *params.get('duplicates', [])])}: fix"
 
 
 def _grade(ep: Episode, env: EpisodeEnv) -> Any:
@@ -304,7 +309,7 @@ def test_redteam__links_out_of_the_tree_are_refused_and_a_right_answer_stays_rig
     assert "abs-link -> /etc/passwd" in refused.value.message and "up-link" in refused.value.message
     _shell(env, repo, "rm abs-link up-link")
     env.call("git_commit", repo=repo, message=f"Fix ({params['ticket']})")  # the edit was kept, and the alias
-    opened = env.call("git_mr_open", repo=repo, source_branch="fix/links", title=f"{params['ticket']}: fix")
+    opened = env.call("git_mr_open", repo=repo, source_branch="fix/links", title=_title(params))
     assert opened["pipeline"]["status"] == "passed", opened["pipeline"]
     score = _grade(episode, env)
     assert score.value == 1.0, [(c.id, c.evidence) for c in score.checks]
