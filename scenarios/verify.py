@@ -881,6 +881,7 @@ import scenarios.verify_more  # noqa: E402, F401
 import scenarios.verify_people  # noqa: E402, F401
 import scenarios.verify_roadmap  # noqa: E402, F401
 import scenarios.verify_stories  # noqa: E402, F401
+import scenarios.verify_impossible_work  # noqa: E402, F401
 from scenarios.verify_impossible import IMPOSSIBLE  # noqa: E402 - the impossible variants
 
 VERIFIERS.update(IMPOSSIBLE)
