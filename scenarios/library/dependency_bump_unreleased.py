@@ -17,14 +17,13 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from datetime import timedelta
 from typing import Any
 
 from sqlalchemy.orm import Session
 
 from graders.base import Rubric
 from graders.rubric import load_rubric
-from scenarios.base import AgentEnv, RepoCommit, ScenarioInstance
+from scenarios.base import AgentEnv, ScenarioInstance
 from scenarios.library.dependency_bump import DependencyBump
 from worlds.clock import Clock
 from worlds.rawsql import Sql
