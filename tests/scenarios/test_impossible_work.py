@@ -6,7 +6,8 @@
 
 Each oracle notices the blocker through the tools and says why (1, verifier solved); doing the parent's work
 anyway and claiming success scores 0, as does an explanation that names the wrong request or leaves the
-ticket uninformed; the no-op, random and cheating agents score at most 0.1; ``check_scenario`` holds.
+ticket uninformed; the no-op, random and cheating agents score at most 0.1. ``check_scenario`` runs on
+them with every registered family in ``test_check.py``.
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ import re
 
 import pytest
 
-from scenarios import check_scenario
 from scenarios.base import ToolFailed
 from scenarios.library.code_review import CodeReview, _added_lines, lint
 from scenarios.library.dependency_bump import DependencyBump
@@ -24,18 +24,8 @@ from sim.agents import EpisodeEnv
 from sim.calibrate import calibrate, verify
 from sim.episode import Episode
 from tests.scenarios.conftest import Tampering, oracle_explains_others_zero
-from worlds.spec import WorldSpec
 
 VARIANTS = ("code-review-closed-v0", "roadmap-update-withdrawn-v0", "dependency-bump-unreleased-v0")
-
-
-@pytest.mark.parametrize("family", VARIANTS)
-def test_the_contract_holds(family, store):
-    world = store.base(WorldSpec(seed=2, employees=40, history_days=30))
-    try:
-        check_scenario(family, world, seeds=(0, 1))
-    finally:
-        world.close()
 
 
 @pytest.mark.parametrize("family", VARIANTS)
