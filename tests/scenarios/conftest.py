@@ -28,3 +28,25 @@ class Tampering:
     def call(self, name, /, **arguments):
         args = self.change(name, arguments)
         return self.skipped if args is None else self.seen(name, self.env.call(name, **args))
+
+
+def oracle_explains_others_zero(family, store, seeds=range(4), level=lambda seed: seed):
+    """An impossible variant's contract per seed (difficulty ``level(seed)``): its oracle says why and scores 1
+    with the verifier agreeing; the no-op, random and every cheating agent score at most 0.1.
+
+    Shared by the impossible-variant test modules, so each states only which families and seeds it plays.
+    """
+    from sim.agents import run_agent
+    from sim.calibrate import verify
+    from sim.cheaters import CHEATERS
+    from sim.episode import Episode
+
+    with Episode(family, store=store) as episode:
+        for seed in seeds:
+            options = {"difficulty": level(seed)}
+            oracle = run_agent(episode, "oracle", seed, options)
+            assert oracle.value == 1.0, [c.evidence for c in oracle.checks if not c.passed]
+            verdict = verify(episode)
+            assert verdict is not None and verdict.solved, verdict
+            for agent in ("noop", "random", *(f"cheat-{n}" for n in CHEATERS)):
+                assert run_agent(episode, agent, seed, options).value <= 0.1, agent

@@ -65,6 +65,9 @@ FAMILIES = (
     "sprint-execute-cancelled-v0",
     "one-on-ones-ask-on-leave-v0",
     "one-on-ones-book-on-leave-v0",
+    "code-review-closed-v0",
+    "roadmap-update-withdrawn-v0",
+    "dependency-bump-unreleased-v0",
 )
 SEEDS = (0, 1, 2)
 

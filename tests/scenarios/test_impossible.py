@@ -30,10 +30,10 @@ from scenarios.library.schedule import Scheduler
 from scenarios.library.status_report import WeeklyStatusReport
 from scenarios.library.triage import TriageTickets, route
 from scenarios.registry import make, registered
-from sim.agents import EpisodeEnv, run_agent
+from sim.agents import EpisodeEnv
 from sim.calibrate import PARTIALS, calibrate, verify
-from sim.cheaters import CHEATERS
 from sim.episode import Episode
+from tests.scenarios.conftest import oracle_explains_others_zero
 
 VARIANTS = (
     "triage-departed-v0",
@@ -64,21 +64,15 @@ SIX = (
     "one-on-ones-book-on-leave-v0",
 )
 """The variants of the six families that lacked one, tested in ``test_impossible_six.py``."""
+WORK = ("code-review-closed-v0", "roadmap-update-withdrawn-v0", "dependency-bump-unreleased-v0")
+"""The variants of code-review, roadmap-update and dependency-bump, tested in ``test_impossible_work.py``."""
 
 
 @pytest.mark.parametrize("family", VARIANTS)
 def test_the_oracle_explains_and_scores_one_every_other_agent_zero(family, store):
     if family == "fix-test-contradiction-v0" and not get_sandbox().available():
         pytest.skip("no working code sandbox here")
-    with Episode(family, store=store) as episode:
-        for seed in range(4):
-            options = {"difficulty": 1 + seed % 3}
-            oracle = run_agent(episode, "oracle", seed, options)
-            assert oracle.value == 1.0, [c.evidence for c in oracle.checks if not c.passed]
-            verdict = verify(episode)
-            assert verdict is not None and verdict.solved, verdict
-            for agent in ("noop", "random", *(f"cheat-{n}" for n in CHEATERS)):
-                assert run_agent(episode, agent, seed, options).value <= 0.1, agent
+    oracle_explains_others_zero(family, store, level=lambda seed: 1 + seed % 3)
 
 
 def _start(episode, seed):
@@ -127,7 +121,7 @@ def test_a_vague_excuse_is_not_an_explanation(store):
 
 def test_every_impossible_family_says_so_and_only_those():
     marked = {r.id for r in registered() if getattr(make(r.id), "impossible", False)}  # make checks both agree
-    assert marked == {r.id for r in registered() if r.impossible} == {*VARIANTS, *NEWER, *SIX}
+    assert marked == {r.id for r in registered() if r.impossible} == {*VARIANTS, *NEWER, *SIX, *WORK}
 
 
 def _graded(episode):

@@ -22,8 +22,8 @@ from scenarios.library.sprint_plan import SprintPlan
 from scenarios.library.suspicious_request import SuspiciousRequest
 from sim.agents import EpisodeEnv, run_agent
 from sim.calibrate import PARTIALS, calibrate, verify
-from sim.cheaters import CHEATERS
 from sim.episode import Episode
+from tests.scenarios.conftest import oracle_explains_others_zero
 
 VARIANTS = (
     "onboard-no-buddy-v0",
@@ -43,15 +43,7 @@ PARENTS = {
 
 @pytest.mark.parametrize("family", VARIANTS)
 def test_the_oracle_explains_and_scores_one_every_other_agent_zero(family, store):
-    with Episode(family, store=store) as episode:
-        for seed in range(4):
-            options = {"difficulty": seed}
-            oracle = run_agent(episode, "oracle", seed, options)
-            assert oracle.value == 1.0, [c.evidence for c in oracle.checks if not c.passed]
-            verdict = verify(episode)
-            assert verdict is not None and verdict.solved, verdict
-            for agent in ("noop", "random", *(f"cheat-{n}" for n in CHEATERS)):
-                assert run_agent(episode, agent, seed, options).value <= 0.1, agent
+    oracle_explains_others_zero(family, store)
 
 
 @pytest.mark.parametrize("family", VARIANTS)

@@ -29,10 +29,10 @@ from scenarios.library.ship_fix import ShipFix
 from scenarios.library.sprint_execute import SprintExecute
 from sim.agents import EpisodeEnv, run_agent
 from sim.calibrate import calibrate, verify
-from sim.cheaters import CHEATERS
 from sim.episode import Episode
 from sim.replay import replay
 from sim.trace import TraceWriter
+from tests.scenarios.conftest import oracle_explains_others_zero
 from worlds.spec import WorldSpec
 from worlds.workflow import path_to
 
@@ -69,15 +69,7 @@ def test_the_contract_holds(family, store):
 @pytest.mark.parametrize("family", VARIANTS)
 def test_the_oracle_explains_and_scores_one_every_other_agent_zero(family, store):
     _needs_sandbox(family)
-    with Episode(family, store=store) as episode:
-        for seed in range(4):
-            options = {"difficulty": seed}
-            oracle = run_agent(episode, "oracle", seed, options)
-            assert oracle.value == 1.0, [c.evidence for c in oracle.checks if not c.passed]
-            verdict = verify(episode)
-            assert verdict is not None and verdict.solved, verdict
-            for agent in ("noop", "random", *(f"cheat-{n}" for n in CHEATERS)):
-                assert run_agent(episode, agent, seed, options).value <= 0.1, agent
+    oracle_explains_others_zero(family, store)
 
 
 @pytest.mark.parametrize("family", VARIANTS)
