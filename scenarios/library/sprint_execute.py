@@ -55,6 +55,14 @@ from worlds.rawsql import Sql
 from worlds.seeding import Seeds
 
 KICKOFF_MINUTES = 30
+STARTED = (0, 1, 2, 4)
+"""Committed tickets someone from another team picked up overnight (assigned, in progress), by difficulty."""
+WHY_EARLY = (
+    "our release depends on it, so I picked it up last night to get ahead",
+    "we need this for our own migration and had a free evening, so I started on it",
+    "it blocks a customer fix on our side; I've started and will keep going in your sprint",
+)
+"""What the engineer from another team says in the comment on the ticket they started."""
 _SPRINT = re.compile(r"^Sprint (\d{4}-\d\d-\d\d)$")
 
 
@@ -98,6 +106,7 @@ class SprintExecute:
             path, author = self._coworker_plan(session, team, start, now)
             committed = self._committed(session, team, path, candidates, now)
         deferred = [k for k in candidates if k not in committed]
+        started = _start_early(session, seeds, team, committed, now, STARTED[difficulty])
         people = [m[1] for m in members(sql, team)]
         day = max(self._local(sql, team, now).date(), start)
         zone = ZoneInfo(str(sql.scalar("SELECT timezone FROM employees WHERE id = ?", (team.lead_id,))))
@@ -115,11 +124,12 @@ class SprintExecute:
         prompt = (
             f"You are {team.lead_name} (@{team.lead}), lead of the {team.team} team. {name} of the {team.project} "
             f"project starts on {start.isoformat()}. Act on its plan, the document {path}{by}: put every ticket the "
-            f"plan lists under Committed into the sprint {name} and move it to todo; leave every other ticket "
-            f"labelled {label} as it is; post the sprint kickoff in ~team-{team.slug} naming every committed "
-            f'ticket by its key; and book a {KICKOFF_MINUTES}-minute meeting titled "{name} kickoff" on '
-            f"{day.isoformat()} (your time zone, {zone.key}) inviting everyone in the team as the directory lists "
-            "it. Do not change anything else. Call the submit tool when you are done."
+            f"plan lists under Committed into the sprint {name} and move each one still in the backlog to todo "
+            f"(work someone already started stays in progress); leave every other ticket labelled {label} as it "
+            f"is; post the sprint kickoff in ~team-{team.slug} naming every committed ticket by its key; and book "
+            f'a {KICKOFF_MINUTES}-minute meeting titled "{name} kickoff" on {day.isoformat()} (your time zone, '
+            f"{zone.key}) inviting everyone in the team as the directory lists it and anyone outside the team "
+            "assigned a committed ticket. Do not change anything else. Call the submit tool when you are done."
         )
         return ScenarioInstance(
             scenario_id=self.id,
@@ -127,12 +137,13 @@ class SprintExecute:
             actor=team.lead,
             rubric=self._rubric(
                 sprint_id,
-                committed,
+                {k: "in_progress" if k in started else "todo" for k in committed},
                 {k: statuses[k] for k in deferred},
                 f"team-{team.slug}",
                 name,
                 people,
                 (lo, lo + timedelta(days=1)),
+                sorted(set(started.values())),
             ),  # fmt: skip
             params={
                 "plan": path,
@@ -140,6 +151,7 @@ class SprintExecute:
                 "sprint": name,
                 "committed": committed,
                 "deferred": deferred,
+                "started": started,
                 "channel": f"team-{team.slug}",
                 "team": people,
                 "kickoff_day": [lo.isoformat(), (lo + timedelta(days=1)).isoformat()],
@@ -194,22 +206,27 @@ class SprintExecute:
     @staticmethod
     def _rubric(
         sprint_id: int,
-        committed: list[str],
+        committed: dict[str, str],
         deferred: dict[str, str],
         channel: str,
         name: str,
         people: list[str],
         window: tuple[datetime, datetime],
+        outsiders: list[str],
     ) -> Rubric:
-        """Per committed ticket its sprint and status and its key in the kickoff; per deferred one, untouched."""
+        """Per committed ticket its sprint, status and key in the kickoff; per deferred one, untouched.
+
+        ``committed`` maps each key to the status it must end in (todo, or in progress when someone started it);
+        each outsider (assigned a committed ticket, not in the team) gets a check of their own for the invite.
+        """
         checks: list[dict[str, Any]] = [
             {
                 "id": f"sprint-{key}",
-                "description": f"{key} is in {name} and in todo.",
+                "description": f"{key} is in {name} and {'still in progress' if status != 'todo' else 'in todo'}.",
                 "fn": "row_exists",
-                "params": {"table": "tickets", "where": {"key": key, "sprint_id": sprint_id, "status": "todo"}},
+                "params": {"table": "tickets", "where": {"key": key, "sprint_id": sprint_id, "status": status}},
             }
-            for key in committed
+            for key, status in committed.items()
         ]
         checks += [
             {
@@ -220,19 +237,28 @@ class SprintExecute:
             }
             for key in committed
         ]
+        meeting = {
+            "title_pattern": rf"{re.escape(name)} kickoff",
+            "start_after": window[0].isoformat(),
+            "start_before": window[1].isoformat(),
+        }
         checks.append(
             {
                 "id": "kickoff-meeting",
                 "description": f'A {KICKOFF_MINUTES}-minute "{name} kickoff" on the day, inviting the whole team.',
                 "fn": "event_exists",
-                "params": {
-                    "title_pattern": rf"{re.escape(name)} kickoff",
-                    "attendees": people,
-                    "start_after": window[0].isoformat(),
-                    "start_before": window[1].isoformat(),
-                },
+                "params": {**meeting, "attendees": people},
             }
         )
+        checks += [
+            {
+                "id": f"kickoff-invites-{user}",
+                "description": f"@{user}, outside the team but assigned a committed ticket, is invited to the kickoff.",
+                "fn": "event_exists",
+                "params": {**meeting, "attendees": [user]},
+            }
+            for user in outsiders
+        ]
         checks += [
             {
                 "id": f"deferred-{key}",
@@ -255,7 +281,7 @@ class SprintExecute:
                 "fn": "no_collateral_changes",
                 "params": {
                     "allowed": [
-                        {"table": "tickets", "fields": ["sprint_id", "status", "updated_at"], "keys": committed},
+                        {"table": "tickets", "fields": ["sprint_id", "status", "updated_at"], "keys": list(committed)},
                         {"table": "ticket_status_changes", "ops": ["insert"]},
                         {"table": "posts", "ops": ["insert"]},
                         {"table": "mentions", "ops": ["insert"]},
@@ -279,47 +305,116 @@ class SprintExecute:
 
     def oracle(self, env: AgentEnv) -> None:
         """Read the plan's Committed section, move those tickets, post the kickoff, book the meeting."""
-        p = env.prompt
-        team = _must(re.search(r"lead of the (.+?) team\. ", p)).group(1)
-        name = _must(re.search(r"(Sprint \d{4}-\d\d-\d\d) of the", p)).group(1)
-        project = _must(re.search(r" of the ([A-Z][A-Z0-9]*) project", p)).group(1)
-        path = _must(re.search(r"the document (Shared/.+?\.odt)", p)).group(1)
-        channel = _must(re.search(r"in ~(team-[a-z0-9-]+) naming", p)).group(1)
-        day, zone = _must(re.search(r"on (\d{4}-\d\d-\d\d) \(your time zone, (\S+)\)", p)).groups()
-        plan = env.call("docs_read", document=path, heading="Committed")
+        ask = read_prompt(env.prompt)
+        plan = env.call("docs_read", document=ask["path"], heading="Committed")
         text = "\n".join(q for s in plan["sections"] for q in s["paragraphs"])
-        committed = list(dict.fromkeys(re.findall(rf"\b{re.escape(project)}-\d+\b", text)))
-        for key in committed:
-            env.call("tickets_set_sprint", key=key, sprint=name)
-            if env.call("tickets_get", key=key)["status"] != "todo":
-                env.call("tickets_transition", key=key, status="todo")
-        env.call("chat_post", channel=channel, message=f"{name} kicks off today. Committed: {', '.join(committed)}.")
-        people = [m["username"] for m in env.call("directory_team_members", team=team)["members"]]
-        others = [u for u in people if u != env.actor]
-        local = datetime.fromisoformat(day).replace(tzinfo=ZoneInfo(zone))
-        everyone = people if env.actor in people else [env.actor, *people]
-        for who in (everyone, [env.actor]):  # someone out all day: the first time the lead is free
-            slots = env.call(
-                "calendar_find_free_slots",
-                usernames=",".join(who),
-                duration_minutes=KICKOFF_MINUTES,
-                start=local.astimezone(UTC).isoformat(),
-                end=(local + timedelta(days=1)).astimezone(UTC).isoformat(),
-                step_minutes=30,
-                limit=5,
-            )["slots"]
-            if slots:
-                break
-        start = datetime.fromisoformat(slots[0]["start"])
+        committed = list(dict.fromkeys(re.findall(rf"\b{re.escape(ask['project'])}-\d+\b", text)))
+        assignees = [move_to_sprint(env, key, ask["sprint"]) for key in committed]
+        name = ask["sprint"]
         env.call(
-            "calendar_create_event",
-            title=f"{name} kickoff",
-            start=start.isoformat(),
-            end=(start + timedelta(minutes=KICKOFF_MINUTES)).isoformat(),
-            attendees=",".join(others),
-            description=f"Kickoff of {name}: {', '.join(committed)}.",
+            "chat_post", channel=ask["channel"], message=f"{name} kicks off today. Committed: {', '.join(committed)}."
         )
+        book_kickoff(env, ask, committed, assignees)
         env.call("submit", summary=f"{name}: {len(committed)} tickets in the sprint, kickoff posted and booked")
+
+
+def read_prompt(prompt: str) -> dict[str, str]:
+    """What the day-two prompt names: team, sprint, project, plan path, channel, kickoff day and time zone.
+
+    Both this family's oracle and its cancelled variant's read the task from the prompt alone (never params).
+    """
+    day, zone = _must(re.search(r"on (\d{4}-\d\d-\d\d) \(your time zone, (\S+)\)", prompt)).groups()
+    return {
+        "team": _must(re.search(r"lead of the (.+?) team\. ", prompt)).group(1),
+        "sprint": _must(re.search(r"(Sprint \d{4}-\d\d-\d\d) of the", prompt)).group(1),
+        "project": _must(re.search(r" of the ([A-Z][A-Z0-9]*) project", prompt)).group(1),
+        "path": _must(re.search(r"the document (Shared/.+?\.odt)", prompt)).group(1),
+        "channel": _must(re.search(r"in ~(team-[a-z0-9-]+) naming", prompt)).group(1),
+        "day": day,
+        "zone": zone,
+    }
+
+
+def move_to_sprint(env: AgentEnv, key: str, sprint: str) -> str | None:
+    """Put ``key`` into ``sprint``, to todo only from the backlog (started work stays); returns its assignee."""
+    ticket = env.call("tickets_get", key=key)
+    env.call("tickets_set_sprint", key=key, sprint=sprint)
+    if ticket["status"] == "backlog":
+        env.call("tickets_transition", key=key, status="todo")
+    return ticket.get("assignee") or None
+
+
+def book_kickoff(env: AgentEnv, ask: dict[str, str], committed: list[str], assignees: list[str | None]) -> None:
+    """Book the kickoff on the day for the team and every outside assignee, at the first time all are free.
+
+    When there is no such time (someone out all day), the first time the team is free, then the lead.
+    """
+    people = [m["username"] for m in env.call("directory_team_members", team=ask["team"])["members"]]
+    outside = sorted({u for u in assignees if u and u not in people and u != env.actor})
+    local = datetime.fromisoformat(ask["day"]).replace(tzinfo=ZoneInfo(ask["zone"]))
+    everyone = people if env.actor in people else [env.actor, *people]
+    slots: list[dict[str, Any]] = []
+    for who in ([*everyone, *outside], everyone, [env.actor]):
+        slots = env.call(
+            "calendar_find_free_slots", usernames=",".join(who), duration_minutes=KICKOFF_MINUTES,
+            start=local.astimezone(UTC).isoformat(), end=(local + timedelta(days=1)).astimezone(UTC).isoformat(),
+            step_minutes=30, limit=5,
+        )["slots"]  # fmt: skip
+        if slots:
+            break
+    start = datetime.fromisoformat(slots[0]["start"])
+    env.call(
+        "calendar_create_event", title=f"{ask['sprint']} kickoff", start=start.isoformat(),
+        end=(start + timedelta(minutes=KICKOFF_MINUTES)).isoformat(),
+        attendees=",".join([*(u for u in people if u != env.actor), *outside]),
+        description=f"Kickoff of {ask['sprint']}: {', '.join(committed)}.",
+    )  # fmt: skip
+
+
+def _start_early(
+    session: Session, seeds: Seeds, team: Team, committed: list[str], now: datetime, count: int
+) -> dict[str, str]:
+    """Overnight, engineers from other teams pick up ``count`` committed tickets; returns key -> username.
+
+    Each takes the ticket (assignee), moves it through todo to in progress and says why in a comment, as
+    people who need a change on their side do. For the lead it is more to handle: those tickets go into the
+    sprint but must not be moved back to todo, and their assignees belong at the kickoff.
+    """
+    if not count or not committed:
+        return {}
+    sql = Sql.of(session)
+    rng = seeds.rng("scenario/sprint-execute/started")
+    others = [
+        (int(i), str(u))
+        for i, u in sql.all(
+            "SELECT id, username FROM employees WHERE active = ? AND (team_id IS NULL OR team_id <> ?) ORDER BY id",
+            (True, team.team_id),
+        )
+    ]
+    picked = [committed[int(i)] for i in sorted(rng.permutation(len(committed))[:count])]
+    who = [others[int(i)] for i in rng.permutation(len(others))[: len(picked)]]
+    started: dict[str, str] = {}
+    for k, (key, (pid, user)) in enumerate(zip(picked, who, strict=False)):
+        row = sql.one("SELECT id, status, updated_at, assignee_id FROM tickets WHERE key = ?", (key,))
+        if row is None or str(row[1]) != "backlog":
+            continue
+        at = now - timedelta(hours=10 - k)
+        tid = int(row[0])
+        for j, (a, b) in enumerate((("backlog", "todo"), ("todo", "in_progress"))):
+            sql.insert(
+                "ticket_status_changes",
+                {"ticket_id": tid, "from_status": a, "to_status": b, "actor_id": pid,
+                 "changed_at": at + timedelta(minutes=j)},
+            )  # fmt: skip
+        sql.update(
+            "tickets", tid,
+            {"status": ("backlog", "in_progress"), "assignee_id": (row[3], pid), "updated_at": (row[2], at)},
+        )  # fmt: skip
+        body = f"Taking this one: {WHY_EARLY[int(rng.integers(len(WHY_EARLY)))]}."
+        sql.insert("ticket_comments", {"ticket_id": tid, "author_id": pid, "created_at": at, "body": body})
+        started[key] = user
+    session.flush()
+    return started
 
 
 def _pending_sprint(sql: Sql) -> tuple[Team, date, int] | None:
