@@ -78,8 +78,7 @@ def _shared_with(ev: Evidence, document: int, username: str) -> bool:
 
 
 def verify_sprint_execute(ev: Evidence) -> Verdict:
-    """Committed tickets in the sprint and in todo (started ones still in progress), the others untouched, the
-    kickoff posted and booked.
+    """Committed tickets in the sprint and todo (started ones in progress), the rest untouched, the kickoff held.
 
     The post may be one or several of the agent's posts in the channel (together naming every committed key);
     the meeting is an event the agent created, titled "<sprint> kickoff", starting on the day, inviting the team

@@ -10,14 +10,18 @@ and shares it with the lead, as a coworker covering for a lead who was out would
 standalone, and its difficulty is day one's (more candidates, time off, training, a blocked one).
 
 Difficulty is day one's when setup prepares the sprint (5, 7, 9, 11 candidates; time off, training, a blocked
-candidate); in a campaign the plan written yesterday decides how much there is to do.
+candidate), and overnight people from other teams start 0, 1, 2, 4 committed tickets (assigned to themselves,
+moved to in progress, a comment saying why): those go into the sprint but stay in progress, and their assignees
+are invited to the kickoff; in a campaign the plan written yesterday decides how much else there is to do.
 
-The work: every committed ticket into the sprint and to ``todo``; every other candidate left as it is; a
-kickoff post in the team channel naming each committed key; a 30-minute "<sprint> kickoff" meeting on the
-sprint's first day (today, when it has begun) inviting the whole team. The rubric is one check per committed
-ticket, one per deferred ticket (untouched, counted only once the kickoff is booked), one per key in the
-kickoff post, the meeting, and a gate on what may change. The oracle reads the plan and the team through the
-tools; it never reads params.
+The work: every committed ticket into the sprint, to ``todo`` from the backlog (started work stays in
+progress); every other candidate left as it is; a kickoff post in the team channel naming each committed key; a
+30-minute "<sprint> kickoff" meeting on the sprint's first day (today, when it has begun) inviting the whole
+team and every outside assignee of a committed ticket. The rubric is one check per committed ticket (sprint and
+status), one per deferred ticket (untouched, counted only once the kickoff is booked), one per key in the
+kickoff post, the meeting, one per outside assignee invited, and a gate on what may change. The oracle reads the
+plan, the tickets and the team through the tools; it never reads params. Its steps (``read_prompt``,
+``move_to_sprint``, ``book_kickoff``) are shared with the cancelled variant.
 """
 
 from __future__ import annotations

@@ -11,7 +11,9 @@ the cancelled ticket breaks the parent's gate on what may change.
 
 A single day (no day one before it): the parent's standalone build writes the plan, and the cancellation is
 tomorrow morning's news for it. Difficulty is the parent's (5, 7, 9, 11 candidates; time off, training, a
-blocked candidate), so the plan the agent reads, and the rest of the work, grows with it.
+blocked candidate; 0, 1, 2, 4 committed tickets started overnight by people from other teams, which stay in
+progress and whose assignees join the kickoff), so the plan the agent reads, and the rest of the work, grows
+with it. The manager cancels a ticket nobody has started (when there is one).
 """
 
 from __future__ import annotations
