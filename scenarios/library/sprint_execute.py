@@ -388,13 +388,14 @@ def _start_early(
         return {}
     sql = Sql.of(session)
     rng = seeds.rng("scenario/sprint-execute/started")
-    others = [
-        (int(i), str(u))
-        for i, u in sql.all(
-            "SELECT id, username FROM employees WHERE active = ? AND (team_id IS NULL OR team_id <> ?) ORDER BY id",
-            (True, team.team_id),
-        )
-    ]
+    # People on another team, those of the same department first (the ones who need this team's changes).
+    rows = sql.all(
+        "SELECT e.id, e.username, e.department_id = t.department_id FROM employees e JOIN teams t ON t.id = ?"
+        " WHERE e.active = ? AND e.team_id IS NOT NULL AND e.team_id <> t.id AND e.id <> ? ORDER BY e.id",
+        (team.team_id, True, team.manager_id),
+    )
+    near = [(int(i), str(u)) for i, u, same in rows if same]
+    others = near if len(near) >= count else [(int(i), str(u)) for i, u, _ in rows]
     picked = [committed[int(i)] for i in sorted(rng.permutation(len(committed))[:count])]
     who = [others[int(i)] for i in rng.permutation(len(others))[: len(picked)]]
     started: dict[str, str] = {}
