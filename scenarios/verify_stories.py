@@ -78,19 +78,22 @@ def _shared_with(ev: Evidence, document: int, username: str) -> bool:
 
 
 def verify_sprint_execute(ev: Evidence) -> Verdict:
-    """Committed tickets in the sprint and in todo, the others untouched, the kickoff posted and booked.
+    """Committed tickets in the sprint and todo (started ones in progress), the rest untouched, the kickoff held.
 
     The post may be one or several of the agent's posts in the channel (together naming every committed key);
-    the meeting is an event the agent created, titled "<sprint> kickoff", starting on the day, inviting the team.
+    the meeting is an event the agent created, titled "<sprint> kickoff", starting on the day, inviting the team
+    and whoever from outside it started a committed ticket overnight (``started`` in the hidden params).
     """
     p = ev.params
     reasons: list[str] = []
+    started = {str(k): str(u) for k, u in p.get("started", {}).items() if k in p["committed"]}
     for key in p["committed"]:
         row = ev.sql.one(
             "SELECT s.name, t.status FROM tickets t LEFT JOIN sprints s ON s.id = t.sprint_id WHERE t.key = ?", (key,)
         )
-        if row is None or row[0] != p["sprint"] or row[1] != "todo":
-            reasons.append(f"{key} should be in {p['sprint']} and todo, is {row and (row[0], row[1])}")
+        want = "in_progress" if key in started else "todo"
+        if row is None or row[0] != p["sprint"] or row[1] != want:
+            reasons.append(f"{key} should be in {p['sprint']} and {want}, is {row and (row[0], row[1])}")
     touched = {_pk(c) for c in ev.mine() if c["table"] == "tickets" and c["op"] == "update"}
     for key in p["deferred"]:
         row = ev.sql.one("SELECT id, sprint_id FROM tickets WHERE key = ?", (key,))
@@ -100,7 +103,7 @@ def verify_sprint_execute(ev: Evidence) -> Verdict:
     missing = [k for k in p["committed"] if not re.search(rf"\b{re.escape(k)}\b", said)]
     if missing:
         reasons.append(f"the kickoff in ~{p['channel']} does not name {missing}")
-    reasons += _meeting(ev, p)
+    reasons += _meeting(ev, p, sorted({*p["team"], *started.values()}))
 
     def allowed(c: Mapping[str, Any]) -> bool:
         if c["table"] == "tickets":
@@ -112,7 +115,7 @@ def verify_sprint_execute(ev: Evidence) -> Verdict:
     return Verdict(not reasons, tuple(reasons))
 
 
-def _meeting(ev: Evidence, p: Mapping[str, Any]) -> list[str]:
+def _meeting(ev: Evidence, p: Mapping[str, Any], wanted: list[str]) -> list[str]:
     """Why no event the agent created is the kickoff (empty when one is)."""
     lo, hi = (datetime.fromisoformat(x) for x in p["kickoff_day"])
     title = f"{p['sprint']} kickoff".casefold()
@@ -131,7 +134,7 @@ def _meeting(ev: Evidence, p: Mapping[str, Any]) -> list[str]:
                 (event, event),
             )
         }
-        lacking = sorted(set(p["team"]) - invited)
+        lacking = sorted(set(wanted) - invited)
         if lo <= at < hi and not lacking:
             return []
         return [f"the kickoff #{event} starts {at.isoformat()} (day {lo.date()}) or lacks {lacking}"]

@@ -343,6 +343,11 @@ PARTIALS: dict[str, dict[str, Mistake]] = {
         "partial-no-sprint": Mistake(
             "moves the committed tickets to todo but never puts them in the sprint", drop=("tickets_set_sprint",)
         ),
+        "partial-resets-started": Mistake(
+            "never looks at a ticket's status, so work someone from another team started overnight goes back to"
+            " todo (one such ticket at difficulty 1, more at each level)",
+            misread={"tickets_get": lambda t: {**t, "status": "backlog"} if isinstance(t, dict) else t},
+        ),
     },
     "one-on-ones-ask-v0": {
         "partial-no-notice": Mistake(

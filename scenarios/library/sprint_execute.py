@@ -10,14 +10,18 @@ and shares it with the lead, as a coworker covering for a lead who was out would
 standalone, and its difficulty is day one's (more candidates, time off, training, a blocked one).
 
 Difficulty is day one's when setup prepares the sprint (5, 7, 9, 11 candidates; time off, training, a blocked
-candidate); in a campaign the plan written yesterday decides how much there is to do.
+candidate), and overnight people from other teams start 0, 1, 2, 4 committed tickets (assigned to themselves,
+moved to in progress, a comment saying why): those go into the sprint but stay in progress, and their assignees
+are invited to the kickoff; in a campaign the plan written yesterday decides how much else there is to do.
 
-The work: every committed ticket into the sprint and to ``todo``; every other candidate left as it is; a
-kickoff post in the team channel naming each committed key; a 30-minute "<sprint> kickoff" meeting on the
-sprint's first day (today, when it has begun) inviting the whole team. The rubric is one check per committed
-ticket, one per deferred ticket (untouched, counted only once the kickoff is booked), one per key in the
-kickoff post, the meeting, and a gate on what may change. The oracle reads the plan and the team through the
-tools; it never reads params.
+The work: every committed ticket into the sprint, to ``todo`` from the backlog (started work stays in
+progress); every other candidate left as it is; a kickoff post in the team channel naming each committed key; a
+30-minute "<sprint> kickoff" meeting on the sprint's first day (today, when it has begun) inviting the whole
+team and every outside assignee of a committed ticket. The rubric is one check per committed ticket (sprint and
+status), one per deferred ticket (untouched, counted only once the kickoff is booked), one per key in the
+kickoff post, the meeting, one per outside assignee invited, and a gate on what may change. The oracle reads the
+plan, the tickets and the team through the tools; it never reads params. Its steps (``read_prompt``,
+``move_to_sprint``, ``book_kickoff``) are shared with the cancelled variant.
 """
 
 from __future__ import annotations
@@ -55,6 +59,14 @@ from worlds.rawsql import Sql
 from worlds.seeding import Seeds
 
 KICKOFF_MINUTES = 30
+STARTED = (0, 1, 2, 4)
+"""Committed tickets someone from another team picked up overnight (assigned, in progress), by difficulty."""
+WHY_EARLY = (
+    "our release depends on it, so I picked it up last night to get ahead",
+    "we need this for our own migration and had a free evening, so I started on it",
+    "it blocks a customer fix on our side; I've started and will keep going in your sprint",
+)
+"""What the engineer from another team says in the comment on the ticket they started."""
 _SPRINT = re.compile(r"^Sprint (\d{4}-\d\d-\d\d)$")
 
 
@@ -98,6 +110,7 @@ class SprintExecute:
             path, author = self._coworker_plan(session, team, start, now)
             committed = self._committed(session, team, path, candidates, now)
         deferred = [k for k in candidates if k not in committed]
+        started = _start_early(session, seeds, team, committed, now, STARTED[difficulty])
         people = [m[1] for m in members(sql, team)]
         day = max(self._local(sql, team, now).date(), start)
         zone = ZoneInfo(str(sql.scalar("SELECT timezone FROM employees WHERE id = ?", (team.lead_id,))))
@@ -115,11 +128,12 @@ class SprintExecute:
         prompt = (
             f"You are {team.lead_name} (@{team.lead}), lead of the {team.team} team. {name} of the {team.project} "
             f"project starts on {start.isoformat()}. Act on its plan, the document {path}{by}: put every ticket the "
-            f"plan lists under Committed into the sprint {name} and move it to todo; leave every other ticket "
-            f"labelled {label} as it is; post the sprint kickoff in ~team-{team.slug} naming every committed "
-            f'ticket by its key; and book a {KICKOFF_MINUTES}-minute meeting titled "{name} kickoff" on '
-            f"{day.isoformat()} (your time zone, {zone.key}) inviting everyone in the team as the directory lists "
-            "it. Do not change anything else. Call the submit tool when you are done."
+            f"plan lists under Committed into the sprint {name} and move each one still in the backlog to todo "
+            f"(work someone already started stays in progress); leave every other ticket labelled {label} as it "
+            f"is; post the sprint kickoff in ~team-{team.slug} naming every committed ticket by its key; and book "
+            f'a {KICKOFF_MINUTES}-minute meeting titled "{name} kickoff" on {day.isoformat()} (your time zone, '
+            f"{zone.key}) inviting everyone in the team as the directory lists it and anyone outside the team "
+            "assigned a committed ticket. Do not change anything else. Call the submit tool when you are done."
         )
         return ScenarioInstance(
             scenario_id=self.id,
@@ -127,12 +141,13 @@ class SprintExecute:
             actor=team.lead,
             rubric=self._rubric(
                 sprint_id,
-                committed,
+                {k: "in_progress" if k in started else "todo" for k in committed},
                 {k: statuses[k] for k in deferred},
                 f"team-{team.slug}",
                 name,
                 people,
                 (lo, lo + timedelta(days=1)),
+                sorted(set(started.values())),
             ),  # fmt: skip
             params={
                 "plan": path,
@@ -140,6 +155,7 @@ class SprintExecute:
                 "sprint": name,
                 "committed": committed,
                 "deferred": deferred,
+                "started": started,
                 "channel": f"team-{team.slug}",
                 "team": people,
                 "kickoff_day": [lo.isoformat(), (lo + timedelta(days=1)).isoformat()],
@@ -194,22 +210,27 @@ class SprintExecute:
     @staticmethod
     def _rubric(
         sprint_id: int,
-        committed: list[str],
+        committed: dict[str, str],
         deferred: dict[str, str],
         channel: str,
         name: str,
         people: list[str],
         window: tuple[datetime, datetime],
+        outsiders: list[str],
     ) -> Rubric:
-        """Per committed ticket its sprint and status and its key in the kickoff; per deferred one, untouched."""
+        """Per committed ticket its sprint, status and key in the kickoff; per deferred one, untouched.
+
+        ``committed`` maps each key to the status it must end in (todo, or in progress when someone started it);
+        each outsider (assigned a committed ticket, not in the team) gets a check of their own for the invite.
+        """
         checks: list[dict[str, Any]] = [
             {
                 "id": f"sprint-{key}",
-                "description": f"{key} is in {name} and in todo.",
+                "description": f"{key} is in {name} and {'still in progress' if status != 'todo' else 'in todo'}.",
                 "fn": "row_exists",
-                "params": {"table": "tickets", "where": {"key": key, "sprint_id": sprint_id, "status": "todo"}},
+                "params": {"table": "tickets", "where": {"key": key, "sprint_id": sprint_id, "status": status}},
             }
-            for key in committed
+            for key, status in committed.items()
         ]
         checks += [
             {
@@ -220,19 +241,28 @@ class SprintExecute:
             }
             for key in committed
         ]
+        meeting = {
+            "title_pattern": rf"{re.escape(name)} kickoff",
+            "start_after": window[0].isoformat(),
+            "start_before": window[1].isoformat(),
+        }
         checks.append(
             {
                 "id": "kickoff-meeting",
                 "description": f'A {KICKOFF_MINUTES}-minute "{name} kickoff" on the day, inviting the whole team.',
                 "fn": "event_exists",
-                "params": {
-                    "title_pattern": rf"{re.escape(name)} kickoff",
-                    "attendees": people,
-                    "start_after": window[0].isoformat(),
-                    "start_before": window[1].isoformat(),
-                },
+                "params": {**meeting, "attendees": people},
             }
         )
+        checks += [
+            {
+                "id": f"kickoff-invites-{user}",
+                "description": f"@{user}, outside the team but assigned a committed ticket, is invited to the kickoff.",
+                "fn": "event_exists",
+                "params": {**meeting, "attendees": [user]},
+            }
+            for user in outsiders
+        ]
         checks += [
             {
                 "id": f"deferred-{key}",
@@ -255,7 +285,7 @@ class SprintExecute:
                 "fn": "no_collateral_changes",
                 "params": {
                     "allowed": [
-                        {"table": "tickets", "fields": ["sprint_id", "status", "updated_at"], "keys": committed},
+                        {"table": "tickets", "fields": ["sprint_id", "status", "updated_at"], "keys": list(committed)},
                         {"table": "ticket_status_changes", "ops": ["insert"]},
                         {"table": "posts", "ops": ["insert"]},
                         {"table": "mentions", "ops": ["insert"]},
@@ -279,47 +309,117 @@ class SprintExecute:
 
     def oracle(self, env: AgentEnv) -> None:
         """Read the plan's Committed section, move those tickets, post the kickoff, book the meeting."""
-        p = env.prompt
-        team = _must(re.search(r"lead of the (.+?) team\. ", p)).group(1)
-        name = _must(re.search(r"(Sprint \d{4}-\d\d-\d\d) of the", p)).group(1)
-        project = _must(re.search(r" of the ([A-Z][A-Z0-9]*) project", p)).group(1)
-        path = _must(re.search(r"the document (Shared/.+?\.odt)", p)).group(1)
-        channel = _must(re.search(r"in ~(team-[a-z0-9-]+) naming", p)).group(1)
-        day, zone = _must(re.search(r"on (\d{4}-\d\d-\d\d) \(your time zone, (\S+)\)", p)).groups()
-        plan = env.call("docs_read", document=path, heading="Committed")
+        ask = read_prompt(env.prompt)
+        plan = env.call("docs_read", document=ask["path"], heading="Committed")
         text = "\n".join(q for s in plan["sections"] for q in s["paragraphs"])
-        committed = list(dict.fromkeys(re.findall(rf"\b{re.escape(project)}-\d+\b", text)))
-        for key in committed:
-            env.call("tickets_set_sprint", key=key, sprint=name)
-            if env.call("tickets_get", key=key)["status"] != "todo":
-                env.call("tickets_transition", key=key, status="todo")
-        env.call("chat_post", channel=channel, message=f"{name} kicks off today. Committed: {', '.join(committed)}.")
-        people = [m["username"] for m in env.call("directory_team_members", team=team)["members"]]
-        others = [u for u in people if u != env.actor]
-        local = datetime.fromisoformat(day).replace(tzinfo=ZoneInfo(zone))
-        everyone = people if env.actor in people else [env.actor, *people]
-        for who in (everyone, [env.actor]):  # someone out all day: the first time the lead is free
-            slots = env.call(
-                "calendar_find_free_slots",
-                usernames=",".join(who),
-                duration_minutes=KICKOFF_MINUTES,
-                start=local.astimezone(UTC).isoformat(),
-                end=(local + timedelta(days=1)).astimezone(UTC).isoformat(),
-                step_minutes=30,
-                limit=5,
-            )["slots"]
-            if slots:
-                break
-        start = datetime.fromisoformat(slots[0]["start"])
+        committed = list(dict.fromkeys(re.findall(rf"\b{re.escape(ask['project'])}-\d+\b", text)))
+        assignees = [move_to_sprint(env, key, ask["sprint"]) for key in committed]
+        name = ask["sprint"]
         env.call(
-            "calendar_create_event",
-            title=f"{name} kickoff",
-            start=start.isoformat(),
-            end=(start + timedelta(minutes=KICKOFF_MINUTES)).isoformat(),
-            attendees=",".join(others),
-            description=f"Kickoff of {name}: {', '.join(committed)}.",
+            "chat_post", channel=ask["channel"], message=f"{name} kicks off today. Committed: {', '.join(committed)}."
         )
+        book_kickoff(env, ask, committed, assignees)
         env.call("submit", summary=f"{name}: {len(committed)} tickets in the sprint, kickoff posted and booked")
+
+
+def read_prompt(prompt: str) -> dict[str, str]:
+    """What the day-two prompt names: team, sprint, project, plan path, channel, kickoff day and time zone.
+
+    Both this family's oracle and its cancelled variant's read the task from the prompt alone (never params).
+    """
+    day, zone = _must(re.search(r"on (\d{4}-\d\d-\d\d) \(your time zone, (\S+)\)", prompt)).groups()
+    return {
+        "team": _must(re.search(r"lead of the (.+?) team\. ", prompt)).group(1),
+        "sprint": _must(re.search(r"(Sprint \d{4}-\d\d-\d\d) of the", prompt)).group(1),
+        "project": _must(re.search(r" of the ([A-Z][A-Z0-9]*) project", prompt)).group(1),
+        "path": _must(re.search(r"the document (Shared/.+?\.odt)", prompt)).group(1),
+        "channel": _must(re.search(r"in ~(team-[a-z0-9-]+) naming", prompt)).group(1),
+        "day": day,
+        "zone": zone,
+    }
+
+
+def move_to_sprint(env: AgentEnv, key: str, sprint: str) -> str | None:
+    """Put ``key`` into ``sprint``, to todo only from the backlog (started work stays); returns its assignee."""
+    ticket = env.call("tickets_get", key=key)
+    env.call("tickets_set_sprint", key=key, sprint=sprint)
+    if ticket["status"] == "backlog":
+        env.call("tickets_transition", key=key, status="todo")
+    return ticket.get("assignee") or None
+
+
+def book_kickoff(env: AgentEnv, ask: dict[str, str], committed: list[str], assignees: list[str | None]) -> None:
+    """Book the kickoff on the day for the team and every outside assignee, at the first time all are free.
+
+    When there is no such time (someone out all day), the first time the team is free, then the lead.
+    """
+    people = [m["username"] for m in env.call("directory_team_members", team=ask["team"])["members"]]
+    outside = sorted({u for u in assignees if u and u not in people and u != env.actor})
+    local = datetime.fromisoformat(ask["day"]).replace(tzinfo=ZoneInfo(ask["zone"]))
+    everyone = people if env.actor in people else [env.actor, *people]
+    slots: list[dict[str, Any]] = []
+    for who in ([*everyone, *outside], everyone, [env.actor]):
+        slots = env.call(
+            "calendar_find_free_slots", usernames=",".join(who), duration_minutes=KICKOFF_MINUTES,
+            start=local.astimezone(UTC).isoformat(), end=(local + timedelta(days=1)).astimezone(UTC).isoformat(),
+            step_minutes=30, limit=5,
+        )["slots"]  # fmt: skip
+        if slots:
+            break
+    start = datetime.fromisoformat(slots[0]["start"])
+    env.call(
+        "calendar_create_event", title=f"{ask['sprint']} kickoff", start=start.isoformat(),
+        end=(start + timedelta(minutes=KICKOFF_MINUTES)).isoformat(),
+        attendees=",".join([*(u for u in people if u != env.actor), *outside]),
+        description=f"Kickoff of {ask['sprint']}: {', '.join(committed)}.",
+    )  # fmt: skip
+
+
+def _start_early(
+    session: Session, seeds: Seeds, team: Team, committed: list[str], now: datetime, count: int
+) -> dict[str, str]:
+    """Overnight, engineers from other teams pick up ``count`` committed tickets; returns key -> username.
+
+    Each takes the ticket (assignee), moves it through todo to in progress and says why in a comment, as
+    people who need a change on their side do. For the lead it is more to handle: those tickets go into the
+    sprint but must not be moved back to todo, and their assignees belong at the kickoff.
+    """
+    if not count or not committed:
+        return {}
+    sql = Sql.of(session)
+    rng = seeds.rng("scenario/sprint-execute/started")
+    # People on another team, those of the same department first (the ones who need this team's changes).
+    rows = sql.all(
+        "SELECT e.id, e.username, e.department_id = t.department_id FROM employees e JOIN teams t ON t.id = ?"
+        " WHERE e.active = ? AND e.team_id IS NOT NULL AND e.team_id <> t.id AND e.id <> ? ORDER BY e.id",
+        (team.team_id, True, team.manager_id),
+    )
+    near = [(int(i), str(u)) for i, u, same in rows if same]
+    others = near if len(near) >= count else [(int(i), str(u)) for i, u, _ in rows]
+    picked = [committed[int(i)] for i in sorted(rng.permutation(len(committed))[:count])]
+    who = [others[int(i)] for i in rng.permutation(len(others))[: len(picked)]]
+    started: dict[str, str] = {}
+    for k, (key, (pid, user)) in enumerate(zip(picked, who, strict=False)):
+        row = sql.one("SELECT id, status, updated_at, assignee_id FROM tickets WHERE key = ?", (key,))
+        if row is None or str(row[1]) != "backlog":
+            continue
+        at = now - timedelta(hours=10 - k)
+        tid = int(row[0])
+        for j, (a, b) in enumerate((("backlog", "todo"), ("todo", "in_progress"))):
+            sql.insert(
+                "ticket_status_changes",
+                {"ticket_id": tid, "from_status": a, "to_status": b, "actor_id": pid,
+                 "changed_at": at + timedelta(minutes=j)},
+            )  # fmt: skip
+        sql.update(
+            "tickets", tid,
+            {"status": ("backlog", "in_progress"), "assignee_id": (row[3], pid), "updated_at": (row[2], at)},
+        )  # fmt: skip
+        body = f"Taking this one: {WHY_EARLY[int(rng.integers(len(WHY_EARLY)))]}."
+        sql.insert("ticket_comments", {"ticket_id": tid, "author_id": pid, "created_at": at, "body": body})
+        started[key] = user
+    session.flush()
+    return started
 
 
 def _pending_sprint(sql: Sql) -> tuple[Team, date, int] | None:

@@ -11,23 +11,24 @@ the cancelled ticket breaks the parent's gate on what may change.
 
 A single day (no day one before it): the parent's standalone build writes the plan, and the cancellation is
 tomorrow morning's news for it. Difficulty is the parent's (5, 7, 9, 11 candidates; time off, training, a
-blocked candidate), so the plan the agent reads, and the rest of the work, grows with it.
+blocked candidate; 0, 1, 2, 4 committed tickets started overnight by people from other teams, which stay in
+progress and whose assignees join the kickoff), so the plan the agent reads, and the rest of the work, grows
+with it. The manager cancels a ticket nobody has started (when there is one).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import re
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
-from zoneinfo import ZoneInfo
 
 from sqlalchemy.orm import Session
 
 from graders.base import Rubric
 from graders.rubric import load_rubric
 from scenarios.base import AgentEnv, ScenarioInstance
-from scenarios.library.sprint_execute import KICKOFF_MINUTES, SprintExecute, _must
+from scenarios.library.sprint_execute import SprintExecute, book_kickoff, move_to_sprint, read_prompt
 from scenarios.library.sprint_plan import team_of_project
 from worlds.clock import Clock
 from worlds.rawsql import Sql
@@ -57,7 +58,8 @@ class SprintExecuteCancelled(SprintExecute):
         p = dict(instance.params)
         committed = [str(k) for k in p["committed"]]
         rng = seeds.rng("scenario/sprint-execute-cancelled")
-        key = committed[int(rng.integers(len(committed)))]
+        waiting = [k for k in committed if k not in p["started"]] or committed  # nobody cancels work under way
+        key = waiting[int(rng.integers(len(waiting)))]
         why = WHY[int(rng.integers(len(WHY)))]
         row = sql.one("SELECT id, status, project_id, updated_at, resolved_at FROM tickets WHERE key = ?", (key,))
         assert row is not None
@@ -91,7 +93,11 @@ class SprintExecuteCancelled(SprintExecute):
     def _cancelled_rubric(self, sprint_id: int, deferred: dict[str, str], p: dict[str, Any]) -> Rubric:
         """The parent's checks on the rest of the plan; the cancelled ticket untouched, and a gate on why."""
         lo, hi = (datetime.fromisoformat(x) for x in p["kickoff_day"])
-        parent = self._rubric(sprint_id, p["committed"], deferred, p["channel"], p["sprint"], p["team"], (lo, hi))
+        started: dict[str, str] = {str(k): str(u) for k, u in p["started"].items() if k in p["committed"]}
+        status = {k: "in_progress" if k in started else "todo" for k in p["committed"]}
+        parent = self._rubric(
+            sprint_id, status, deferred, p["channel"], p["sprint"], p["team"], (lo, hi), sorted(set(started.values()))
+        )
         key = p["cancelled"]
         checks: list[dict[str, Any]] = [c.model_dump(mode="json") for c in parent.checks]
         checks += [
@@ -125,44 +131,24 @@ class SprintExecuteCancelled(SprintExecute):
 
     def oracle(self, env: AgentEnv) -> None:
         """The parent's work, but each committed ticket is read first; a cancelled one is left and reported."""
-        p = env.prompt
-        team = _must(re.search(r"lead of the (.+?) team\. ", p)).group(1)
-        name = _must(re.search(r"(Sprint \d{4}-\d\d-\d\d) of the", p)).group(1)
-        project = _must(re.search(r" of the ([A-Z][A-Z0-9]*) project", p)).group(1)
-        path = _must(re.search(r"the document (Shared/.+?\.odt)", p)).group(1)
-        channel = _must(re.search(r"in ~(team-[a-z0-9-]+) naming", p)).group(1)
-        day, zone = _must(re.search(r"on (\d{4}-\d\d-\d\d) \(your time zone, (\S+)\)", p)).groups()
-        plan = env.call("docs_read", document=path, heading="Committed")
+        ask = read_prompt(env.prompt)
+        name = ask["sprint"]
+        plan = env.call("docs_read", document=ask["path"], heading="Committed")
         text = "\n".join(q for s in plan["sections"] for q in s["paragraphs"])
-        committed, dropped = [], []
-        for key in dict.fromkeys(re.findall(rf"\b{re.escape(project)}-\d+\b", text)):
+        committed: list[str] = []
+        assignees: list[str | None] = []
+        dropped: list[str] = []
+        for key in dict.fromkeys(re.findall(rf"\b{re.escape(ask['project'])}-\d+\b", text)):
             status = env.call("tickets_get", key=key)["status"]
             if status in ("wont_do", "done"):
                 dropped.append(f"{key} ({status})")
                 continue
-            env.call("tickets_set_sprint", key=key, sprint=name)
-            if status != "todo":
-                env.call("tickets_transition", key=key, status="todo")
+            assignees.append(move_to_sprint(env, key, name))
             committed.append(key)
-        env.call("chat_post", channel=channel, message=f"{name} kicks off today. Committed: {', '.join(committed)}.")
-        people = [m["username"] for m in env.call("directory_team_members", team=team)["members"]]
-        local = datetime.fromisoformat(day).replace(tzinfo=ZoneInfo(zone))
-        everyone = people if env.actor in people else [env.actor, *people]
-        for who in (everyone, [env.actor]):  # someone out all day: the first time the lead is free
-            slots = env.call(
-                "calendar_find_free_slots", usernames=",".join(who), duration_minutes=KICKOFF_MINUTES,
-                start=local.astimezone(UTC).isoformat(), end=(local + timedelta(days=1)).astimezone(UTC).isoformat(),
-                step_minutes=30, limit=5,
-            )["slots"]  # fmt: skip
-            if slots:
-                break
-        start = datetime.fromisoformat(slots[0]["start"])
         env.call(
-            "calendar_create_event", title=f"{name} kickoff", start=start.isoformat(),
-            end=(start + timedelta(minutes=KICKOFF_MINUTES)).isoformat(),
-            attendees=",".join(u for u in people if u != env.actor),
-            description=f"Kickoff of {name}: {', '.join(committed)}.",
-        )  # fmt: skip
+            "chat_post", channel=ask["channel"], message=f"{name} kicks off today. Committed: {', '.join(committed)}."
+        )
+        book_kickoff(env, ask, committed, assignees)
         summary = f"{name}: {len(committed)} tickets in the sprint, kickoff posted and booked"
         if dropped:
             summary += (

@@ -160,9 +160,7 @@ def test_ship_fix_that_closes_the_ticket_unmerged_and_claims_success_scores_zero
 def test_sprint_by_the_parents_oracle_puts_the_cancelled_ticket_in_the_sprint_and_scores_zero(store, difficulty):
     with Episode("sprint-execute-cancelled-v0", store=store) as episode:
         env = _start(episode, difficulty, difficulty)
-        with pytest.raises(ToolFailed, match="cannot go from wont_do to todo"):
-            SprintExecute().oracle(env)  # into the sprint, then the tracker refuses to reopen it straight to todo
-        env.call("submit", summary="Done: the plan is carried out.")
+        SprintExecute().oracle(env)  # every planned ticket into the sprint, the cancelled one too; claims it done
         score = episode.grade()
         checks = {c.id: c for c in score.checks}
         verdict = verify(episode)

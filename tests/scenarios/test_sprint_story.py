@@ -2,7 +2,9 @@
 
 What a user would notice: the story played by the oracle scores 1 on each day; day two is graded against the plan
 that day one left, even a wrong one; played alone, day two finds a teammate's plan; an agent that never opens the
-calendars loses exactly the capacity lines of the people with time off.
+calendars loses exactly the capacity lines of the people with time off; on day two, tickets people from other
+teams started overnight (more at each difficulty) stay in progress, their assignees are invited to the kickoff,
+and an agent that moves every committed ticket to todo loses exactly those tickets' checks.
 """
 
 from __future__ import annotations
@@ -115,7 +117,9 @@ def test_skipping_the_kickoff_meeting_also_forfeits_the_deferred_checks(store):
         score = play_partial(ep, "sprint-execute-v0", "partial-no-meeting", 2, {"difficulty": 1})
         failed = set(_failed(score))
         deferred = {f"deferred-{k}" for k in ep.instance.params["deferred"]}
-        assert failed == {"kickoff-meeting", *deferred}
+        invites = {f"kickoff-invites-{u}" for u in ep.instance.params["started"].values()}
+        assert invites, "difficulty 1 has someone from another team start a committed ticket"
+        assert failed == {"kickoff-meeting", *deferred, *invites}
         assert not verify(ep).solved
 
 
@@ -155,3 +159,23 @@ def test_reading_training_as_time_off_loses_the_trained_members_lines_more_as_di
             assert all(why for why in failed.values())
             lost[difficulty] = (len(members), score.value)
     assert lost[1][0] < lost[3][0] and lost[1][1] > lost[3][1], lost
+
+
+def test_work_started_overnight_stays_in_progress_and_resetting_it_costs_more_as_difficulty_rises(store):
+    from scenarios.library.sprint_execute import STARTED
+
+    lost = {}
+    with Episode("sprint-execute-v0", store=store) as ep:
+        for difficulty in (1, 3):
+            score = run_agent(ep, "oracle", 6, {"difficulty": difficulty})
+            params = ep.instance.params
+            started = params["started"]
+            assert score.value == 1.0 and verify(ep).solved, _failed(score)
+            assert len(started) == STARTED[difficulty] and set(started) <= set(params["committed"])
+            assert not set(started.values()) & set(params["team"]), "people from other teams"
+            assert "work someone already started stays in progress" in ep.instance.prompt
+            score = play_partial(ep, "sprint-execute-v0", "partial-resets-started", 6, {"difficulty": difficulty})
+            assert set(_failed(score)) == {f"sprint-{k}" for k in started}
+            assert not verify(ep).solved
+            lost[difficulty] = score.value
+    assert 0 < lost[3] < lost[1] < 1, lost
