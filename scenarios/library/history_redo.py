@@ -443,9 +443,7 @@ class HistoryRedo:
         if "assignee" in facts:
             wants.append("who it is assigned to (or that nobody is)")
         if onward:
-            wants.append(
-                "the other ticket its latest comment points to, with that ticket's key, status and assignee"
-            )
+            wants.append("the other ticket its latest comment points to, with that ticket's key, status and assignee")
         asked = ", ".join(wants[:-1]) + (" and " if len(wants) > 1 else "") + wants[-1]
         if case.kind == "ticket-reply":
             head = f"{case.asker_name} mailed you on {case.sent_at} about a ticket: {case.subject!r}."
