@@ -7,7 +7,6 @@ unread in the answerer's inbox, and hands the answerer the mail as it arrived. T
 was; the rubric grades the reply against it.
 
 Difficulty is a ladder, each level the previous one's work and more:
-
 - 0 ``ticket-reply``: a colleague asked about ticket K; the answer names K and its status as the tracker shows
   it (only threads after whose answer K's status never changed, so the history's answer still holds).
 - 1: the same, and who K is assigned to (or that nobody is).
@@ -244,27 +243,26 @@ def cut(sql: Sql, case: Case) -> None:
         sql.update("mail_deliveries", int(row[0]), {"is_read": (bool(row[1]), False)})
 
 
-WAITS = (
-    "Heads-up for whoever answers the customer: this now waits on {key} ({title}). Nothing more we can do here"
-    " until that lands."
-)
+WAITS = "Heads-up: this now waits on {key} ({title}). Nothing more we can do here until that lands."
 FOLLOW = "What is still open from this moved to {key} ({title}), so point anyone who asks there."
 
 
 def link_onward(sql: Sql, seeds: Seeds, case: Case, now: datetime) -> Linked | None:
     """Since the mail, the work moved on to another ticket: link one in progress to the case's, and say so.
 
-    Difficulty 3's extra work. The asked-about ticket gets a link to a ticket someone is working on (its own
-    project's first, else any project's) and a comment from whoever holds it, the latest on the ticket: an open
-    ticket now waits on that one (``blocks``), a closed one left the rest of its work to it (``relates_to``). The
-    answer must add that ticket's key, status and assignee, read from the tracker, not from the comment. None
-    when no ticket anywhere is in progress with an assignee (the answer then asks what difficulty 2 asks).
+    Difficulty 3's extra work. The asked-about ticket gets a link to a ticket someone still here is working on
+    (its own project's first, else any project's) and a comment, the latest on it, from whoever holds it (the
+    answerer when its holder has left or nobody holds it): an open ticket now waits on that one (``blocks``), a
+    closed one left the rest of its work to it (``relates_to``). The answer must add that ticket's key, status
+    and assignee, read from the tracker, not from the comment. None when no ticket anywhere is in progress with
+    an active assignee (the answer then asks what difficulty 2 asks).
     """
     tid, status, _assignee = ticket_state(sql, case.key) or (0, "", None)
     project = sql.scalar("SELECT project_id FROM tickets WHERE id = ?", (tid,))
     rows = sql.all(
         "SELECT t.id, t.key, t.title, t.status, e.username, t.project_id = ? FROM tickets t"
-        " JOIN employees e ON e.id = t.assignee_id WHERE t.status IN ('in_progress', 'in_review') AND t.id <> ?"
+        " JOIN employees e ON e.id = t.assignee_id AND e.active WHERE t.status IN ('in_progress', 'in_review')"
+        " AND t.id <> ?"
         " AND NOT EXISTS (SELECT 1 FROM ticket_links l WHERE (l.source_id = t.id AND l.target_id = ?)"
         " OR (l.source_id = ? AND l.target_id = t.id)) ORDER BY t.project_id <> ?, t.id",
         (project, tid, tid, tid, project),
@@ -276,7 +274,12 @@ def link_onward(sql: Sql, seeds: Seeds, case: Case, now: datetime) -> Linked | N
     closed = status in ("done", "wont_do")
     kind = "relates_to" if closed else "blocks"
     source, target = (tid, int(lid)) if closed else (int(lid), tid)
-    author = sql.scalar("SELECT assignee_id FROM tickets WHERE id = ?", (tid,)) or case.actor
+    author = (
+        sql.scalar(
+            "SELECT e.id FROM tickets t JOIN employees e ON e.id = t.assignee_id WHERE t.id = ? AND e.active", (tid,)
+        )
+        or case.actor
+    )  # whoever holds it says so; a leaver cannot, so the answerer noted it themselves
     latest = sql.scalar("SELECT max(created_at) FROM ticket_comments WHERE ticket_id = ?", (tid,))
     at = now - timedelta(minutes=20)
     if latest is not None and datetime.fromisoformat(str(iso(latest))) >= at:
