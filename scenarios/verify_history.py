@@ -46,21 +46,32 @@ def verify_history_question(ev: Evidence) -> Verdict:
 _STATUS_WORDS = re.compile(r"(?<![\w-])(backlog|todo|in_progress|in_review|blocked|done|wont_do)(?![\w-])")
 
 
-def _states(text: str, key: str, facts: Mapping[str, Any]) -> list[str]:
-    """Why ``text`` does not state exactly ``key`` and ``facts`` (status, assignee), by the verifier's reading."""
+def _states(text: str, key: str, facts: Mapping[str, Any], linked: Mapping[str, Any] | None = None) -> list[str]:
+    """Why ``text`` does not state exactly ``key`` and ``facts`` (status, assignee), by the verifier's reading.
+
+    ``linked`` (history-redo at difficulty 3): a second ticket whose key, status and assignee the text must
+    state too; its key and status are then the only others allowed.
+    """
     why = []
     keys = {f"{p}-{n}" for p, n in _KEY.findall(text)}
-    if keys != {key}:
-        why.append(f"names tickets {sorted(keys)}, not only {key}")
-    if "status" in facts and set(_STATUS_WORDS.findall(text)) != {facts["status"]}:
-        why.append(f"states statuses {sorted(set(_STATUS_WORDS.findall(text)))}, not only {facts['status']}")
+    want = {key} | ({str(linked["key"])} if linked else set())
+    if keys != want:
+        why.append(f"names tickets {sorted(keys)}, not {sorted(want)}")
+    said = set(_STATUS_WORDS.findall(text))
+    if "status" in facts and said != {facts["status"]} | ({linked["status"]} if linked else set()):
+        why.append(
+            f"states statuses {sorted(said)}, not only {facts['status']}"
+            + (f" and {linked['status']}" if linked else "")
+        )
+    named = {u.rstrip(".-_").lower() for u in re.findall(r"@([\w.-]+)", text)}
     if "assignee" in facts:
         who = facts["assignee"]
-        named = {u.rstrip(".-_").lower() for u in re.findall(r"@([\w.-]+)", text)}
         if who is not None and who.lower() not in named:
             why.append(f"does not name @{who}")
         if who is None and not re.search(r"\b(unassigned|nobody|no one)\b", text, re.I):
             why.append("does not say nobody holds it")
+    if linked and str(linked["assignee"]).lower() not in named:
+        why.append(f"does not name @{linked['assignee']}, who holds {linked['key']}")
     return why
 
 
@@ -77,11 +88,20 @@ def verify_history_redo(ev: Evidence) -> Verdict:
     if not replies:
         reasons.append(f"no reply to message {prov['trigger']} in thread {prov['thread']}")
     to = {a for a, _, _ in _sent_mail(ev)}
-    good = [r for r in replies if str(p["to"]).lower() in to and not _states(str(r[1]), p["key"], p["facts"])]
-    if replies and not good:
-        reasons.append(
-            f"no reply reaches {p['to']} stating it: {'; '.join(_states(str(replies[-1][1]), p['key'], p['facts']))}"
+    linked = None
+    if p.get("linked"):  # the second ticket's state as the tracker holds it now, not as the build wrote it down
+        row = ev.sql.one(
+            "SELECT t.key, t.status, e.username FROM tickets t LEFT JOIN employees e ON e.id = t.assignee_id"
+            " WHERE t.key = ?",
+            (p["linked"]["key"],),
         )
+        linked = {"key": p["linked"]["key"], "status": None, "assignee": None}
+        if row is not None:
+            linked = {"key": str(row[0]), "status": str(row[1]), "assignee": str(row[2])}
+    good = [r for r in replies if str(p["to"]).lower() in to and not _states(str(r[1]), p["key"], p["facts"], linked)]
+    if replies and not good:
+        why = _states(str(replies[-1][1]), p["key"], p["facts"], linked)
+        reasons.append(f"no reply reaches {p['to']} stating it: {'; '.join(why)}")
     mail = {"mail_threads", "mail_messages", "mail_recipients", "mail_deliveries"}
 
     def allowed(c: Mapping[str, Any]) -> bool:

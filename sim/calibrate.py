@@ -238,15 +238,15 @@ PARTIALS: dict[str, dict[str, Mistake]] = {
     },
     "history-redo-v0": {
         "partial-title-not-key": Mistake(
-            "names the ticket by its title, never by its key",
+            "names every ticket by its title, never by its key (at difficulty 3 the one the work moved on to too)",
             misread={"tickets_get": _title_for_key},
         ),
         "partial-filed-state": Mistake(
-            "reads the ticket's first history row and its reporter as where it stands and who holds it",
+            "reads each ticket's first history row and its reporter as where it stands and who holds it",
             misread={"tickets_get": _as_filed},
         ),
         "partial-plain-words": Mistake(
-            "writes the ticket's state as people say it, not as the tracker shows it: statuses in words"
+            "writes each ticket's state as people say it, not as the tracker shows it: statuses in words"
             " ('in progress'), the assignee by name rather than @username",
             misread={"tickets_get": _as_people_say},
         ),

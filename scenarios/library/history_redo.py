@@ -6,22 +6,24 @@ their recipients and deliveries, so nothing refers to a message that no longer e
 unread in the answerer's inbox, and hands the answerer the mail as it arrived. The history says what the answer
 was; the rubric grades the reply against it.
 
-Kinds, by difficulty (an odd difficulty asks for more of the ticket's state in the same reply):
-
-- 0, 1 ``ticket-reply``: a colleague asked about ticket K; the answer names K and its status as the tracker
-  shows it (only threads after whose answer K's status never changed, so the history's answer still holds);
-  difficulty 1 also names who K is assigned to.
-- 2, 3 ``customer-reply``: a customer described a problem; the answer gives the key of the ticket the answerer
+Difficulty is a ladder, each level the previous one's work and more:
+- 0 ``ticket-reply``: a colleague asked about ticket K; the answer names K and its status as the tracker shows
+  it (only threads after whose answer K's status never changed, so the history's answer still holds).
+- 1: the same, and who K is assigned to (or that nobody is).
+- 2 ``customer-reply``: a customer described a problem; the answer gives the key of the ticket the answerer
   filed for it (found by its title among the tickets they reported: only problems whose title names exactly
-  one such ticket) and where it stands now (its status); difficulty 3 also gives its assignee.
+  one such ticket), where it stands now and who holds it.
+- 3: the same, and since the mail the work moved on (``link_onward``): the ticket is linked to another one
+  someone is working on (if it is still open it now waits on that one, ``blocks``; if it is closed it left its
+  open work to it, ``relates_to``), and its latest comment, by whoever holds it, says which. The answer adds
+  that ticket's key, status and assignee, read from that ticket, not from the comment.
 
-Difficulty picks the kind (a colleague's ticket question at 0-1, a customer's problem at 2-3); the status is
-always asked, the assignee at odd difficulties. Why difficulty is harder for an agent, not only longer: the
-customer's ticket has to be found by its title, and it has moved further since it was filed (in the 40-person
-default world, 20 of 20 sampled customer cases had changed status, six of them to an ``in_progress``-style word;
-15 of 20 colleagues' tickets had, none to such a word); the odd difficulty's assignee is rarely the reporter.
-Reading the ticket as it was filed, or writing its state as people say it rather than as the tracker shows it,
-costs more at each step.
+Why each level is harder work, not only longer: at 1 the holder is rarely the reporter; at 2 the ticket has to
+be found by its title and has moved further since it was filed (in the 40-person default world nearly every
+customer's ticket had changed status and had an assignee; colleagues' tickets often still sit in backlog,
+unassigned); at 3 there is a second ticket to read, in progress or in review and held by someone, with the
+comment on the first ticket naming it by key and title only. So reading a ticket as it was filed, writing its
+state as people say it (``in progress``, a name) or naming tickets by their titles costs more at each step.
 
 A world whose history holds no case of the difficulty's kind gets one of the other kind. The seed picks the
 case as ``seed % n`` over the kind's cases in thread order, so seeds 0..n-1 enumerate them (``sim.mine``).
@@ -35,6 +37,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy.orm import Session
@@ -43,7 +46,7 @@ from graders.rubric import load_rubric
 from scenarios.base import AgentEnv, Limits, ScenarioInstance, WorldDefaults, start_day
 from scenarios.library.history_question import pick
 from worlds.clock import Clock
-from worlds.rawsql import Sql
+from worlds.rawsql import Sql, iso
 from worlds.schema import Base
 from worlds.seeding import Seeds
 
@@ -87,6 +90,20 @@ class Case:
         return f"mail/thread/{self.thread}"
 
 
+@dataclass(frozen=True)
+class Linked:
+    """The ticket that the asked-about ticket now hangs on (difficulty 3): what the answer must add about it."""
+
+    key: str
+    status: str
+    assignee: str
+    kind: str
+
+    def facts(self) -> dict[str, str]:
+        """The linked ticket as params: its key, status, assignee and how it hangs on the asked-about one."""
+        return {"key": self.key, "status": self.status, "assignee": self.assignee, "kind": self.kind}
+
+
 def key_pattern(key: str) -> str:
     """A regex for ``key`` as a whole word."""
     return rf"(?<![A-Za-z0-9-]){re.escape(key)}(?![A-Za-z0-9-]|-\d)"
@@ -94,7 +111,13 @@ def key_pattern(key: str) -> str:
 
 def only_key(key: str) -> str:
     """A regex that holds when a text names no ticket key but ``key``."""
-    return rf"^(?![\s\S]*\b(?!{re.escape(key)}\b)[A-Z][A-Z0-9]*-\d+\b)"
+    return only_keys((key,))
+
+
+def only_keys(keys: tuple[str, ...]) -> str:
+    """A regex that holds when a text names no ticket key but those of ``keys``."""
+    allowed = "|".join(re.escape(k) for k in keys)
+    return rf"^(?![\s\S]*\b(?!(?:{allowed})\b)[A-Z][A-Z0-9]*-\d+\b)"
 
 
 def status_pattern(status: str) -> str:
@@ -104,7 +127,12 @@ def status_pattern(status: str) -> str:
 
 def only_status(status: str) -> str:
     """A regex that holds when a text states no tracker status word but ``status``."""
-    others = "|".join(re.escape(s) for s in STATUSES if s != status)
+    return only_statuses((status,))
+
+
+def only_statuses(statuses: tuple[str, ...]) -> str:
+    """A regex that holds when a text states no tracker status word but those of ``statuses``."""
+    others = "|".join(re.escape(s) for s in STATUSES if s not in statuses)
     return rf"^(?![\s\S]*(?<![\w-])(?:{others})(?![\w-]))"
 
 
@@ -215,10 +243,69 @@ def cut(sql: Sql, case: Case) -> None:
         sql.update("mail_deliveries", int(row[0]), {"is_read": (bool(row[1]), False)})
 
 
+WAITS = "Heads-up: this now waits on {key} ({title}). Nothing more we can do here until that lands."
+FOLLOW = "What is still open from this moved to {key} ({title}), so point anyone who asks there."
+
+
+def link_onward(sql: Sql, seeds: Seeds, case: Case, now: datetime) -> Linked | None:
+    """Since the mail, the work moved on to another ticket: link one in progress to the case's, and say so.
+
+    Difficulty 3's extra work. The asked-about ticket gets a link to a ticket someone still here is working on
+    (its own project's first, else any project's) and a comment, the latest on it, from whoever holds it (the
+    answerer when its holder has left or nobody holds it): an open ticket now waits on that one (``blocks``), a
+    closed one left the rest of its work to it (``relates_to``). The answer must add that ticket's key, status
+    and assignee, read from the tracker, not from the comment. None when no ticket anywhere is in progress with
+    an active assignee (the answer then asks what difficulty 2 asks).
+    """
+    tid, status, _assignee = ticket_state(sql, case.key) or (0, "", None)
+    project = sql.scalar("SELECT project_id FROM tickets WHERE id = ?", (tid,))
+    rows = sql.all(
+        "SELECT t.id, t.key, t.title, t.status, e.username, t.project_id = ? FROM tickets t"
+        " JOIN employees e ON e.id = t.assignee_id AND e.active WHERE t.status IN ('in_progress', 'in_review')"
+        " AND t.id <> ?"
+        " AND NOT EXISTS (SELECT 1 FROM ticket_links l WHERE (l.source_id = t.id AND l.target_id = ?)"
+        " OR (l.source_id = ? AND l.target_id = t.id)) ORDER BY t.project_id <> ?, t.id",
+        (project, tid, tid, tid, project),
+    )
+    if not rows:
+        return None
+    near = [r for r in rows if r[5]] or rows
+    lid, key, title, lstatus, holder, _same = near[int(seeds.rng("scenario/history-redo/link").integers(len(near)))]
+    closed = status in ("done", "wont_do")
+    kind = "relates_to" if closed else "blocks"
+    source, target = (tid, int(lid)) if closed else (int(lid), tid)
+    author = (
+        sql.scalar(
+            "SELECT e.id FROM tickets t JOIN employees e ON e.id = t.assignee_id WHERE t.id = ? AND e.active", (tid,)
+        )
+        or case.actor
+    )  # whoever holds it says so; a leaver cannot, so the answerer noted it themselves
+    latest = sql.scalar("SELECT max(created_at) FROM ticket_comments WHERE ticket_id = ?", (tid,))
+    at = now - timedelta(minutes=20)
+    if latest is not None and datetime.fromisoformat(str(iso(latest))) >= at:
+        at = now - timedelta(minutes=1)  # the generated history ran up to the morning: still the latest comment
+    sql.insert("ticket_links", {"source_id": source, "target_id": target, "kind": kind, "created_at": at})
+    body = (FOLLOW if closed else WAITS).format(key=key, title=title)
+    sql.insert("ticket_comments", {"ticket_id": tid, "author_id": int(author), "body": body, "created_at": at})
+    return Linked(key=str(key), status=str(lstatus), assignee=str(holder), kind=kind)
+
+
 def reply_checks(
-    *, thread: int, trigger: int, box: int, to: str, key: str, facts: dict[str, str | None]
+    *,
+    thread: int,
+    trigger: int,
+    box: int,
+    to: str,
+    key: str,
+    facts: dict[str, str | None],
+    linked: Linked | None = None,
 ) -> list[dict[str, Any]]:
-    """The checks of one mailed answer: in the thread, to the asker, naming ``key`` and the ``facts`` only."""
+    """The checks of one mailed answer: in the thread, to the asker, naming ``key`` and the ``facts`` only.
+
+    With ``linked`` (difficulty 3) the answer also names that ticket, its status and assignee, and the "only"
+    checks allow its key and status beside the asked-about ticket's.
+    """
+    keys = (key,) if linked is None else (key, linked.key)
     sent = {"fn": "mail_sent"}
     checks: list[dict[str, Any]] = [
         {
@@ -233,16 +320,17 @@ def reply_checks(
         },
         {**sent, "id": "names-key", "description": f"The reply to {to} names {key}.",
          "params": {"to": to, "subject_pattern": r"^Re:", "body_pattern": key_pattern(key)}},
-        {**sent, "id": "only-key", "description": f"The reply names no ticket but {key}.",
-         "params": {"to": to, "body_pattern": only_key(key)}, "needs": ["names-key"]},
+        {**sent, "id": "only-key", "description": f"The reply names no ticket but {' and '.join(keys)}.",
+         "params": {"to": to, "body_pattern": only_keys(keys)}, "needs": ["names-key"]},
     ]  # fmt: skip
     if "status" in facts:
         status = str(facts["status"])
+        said = tuple(dict.fromkeys((status,) if linked is None else (status, linked.status)))
         checks += [
             {**sent, "id": "states-status", "description": f"The reply states {key}'s status, {status}.",
              "params": {"to": to, "body_pattern": status_pattern(status)}},
-            {**sent, "id": "only-status", "description": f"The reply states no status but {status}.",
-             "params": {"to": to, "body_pattern": only_status(status)}, "needs": ["states-status"]},
+            {**sent, "id": "only-status", "description": f"The reply states no status but {' and '.join(said)}.",
+             "params": {"to": to, "body_pattern": only_statuses(said)}, "needs": ["states-status"]},
         ]  # fmt: skip
     if "assignee" in facts:
         who = facts["assignee"]
@@ -251,6 +339,16 @@ def reply_checks(
              "description": f"The reply says who holds {key}: {'@' + who if who else 'nobody'}.",
              "params": {"to": to, "body_pattern": assignee_pattern(who)}}
         )  # fmt: skip
+    if linked is not None:
+        on = f"the ticket {key} {'waits on' if linked.kind == 'blocks' else 'left its open work to'}"
+        checks += [
+            {**sent, "id": "names-linked-key", "description": f"The reply names {on}, {linked.key}.",
+             "params": {"to": to, "body_pattern": key_pattern(linked.key)}},
+            {**sent, "id": "states-linked-status", "description": f"The reply states {linked.key}'s status, "
+             f"{linked.status}.", "params": {"to": to, "body_pattern": status_pattern(linked.status)}},
+            {**sent, "id": "names-linked-assignee", "description": f"The reply says who holds {linked.key}: "
+             f"@{linked.assignee}.", "params": {"to": to, "body_pattern": assignee_pattern(linked.assignee)}},
+        ]  # fmt: skip
     checks.append(
         {
             "id": "no-collateral",
@@ -269,7 +367,7 @@ def reply_checks(
 
 
 def facts_of(case: Case, full: bool) -> dict[str, str | None]:
-    """The facts the answer must state beyond the key: its status always, its assignee at an odd difficulty."""
+    """The facts the answer must state beyond the key: its status always, its assignee from difficulty 1."""
     facts: dict[str, str | None] = {"status": case.status}
     if full:
         facts["assignee"] = case.assignee
@@ -298,25 +396,33 @@ class HistoryRedo:
             (case.actor,),
         )
         user, name, box = str(actor_row[0]), str(actor_row[1]), int(actor_row[2])
-        start_day(session, clock, case.actor)
-        full = difficulty % 2 == 1
+        now = start_day(session, clock, case.actor)
+        full = difficulty >= 1
         facts = facts_of(case, full)
+        linked = link_onward(sql, seeds, case, now) if difficulty >= 3 else None
         variant = int(seeds.rng("scenario/history-redo").integers(len(ASKS)))
-        prompt = self._prompt(case, user, name, facts, ASKS[variant])
+        prompt = self._prompt(case, user, name, facts, ASKS[variant], linked is not None)
         params = {
-            "task": f"{case.kind}{'+' * full}:{case.source}",
+            "task": f"{case.kind}{'+' * (full + (linked is not None))}:{case.source}",
             "kind": case.kind,
             "source": case.source,
             "provenance": {"thread": case.thread, "trigger": case.trigger, "cut": list(case.cut)},
             "key": case.key,
             "facts": facts,
+            "linked": None if linked is None else linked.facts(),
             "to": case.asker_address,
             "box": box,
             "index": index,
             "of": count,
         }
         checks = reply_checks(
-            thread=case.thread, trigger=case.trigger, box=box, to=case.asker_address, key=case.key, facts=facts
+            thread=case.thread,
+            trigger=case.trigger,
+            box=box,
+            to=case.asker_address,
+            key=case.key,
+            facts=facts,
+            linked=linked,
         )
         rubric = load_rubric(
             {"id": "history-redo", "version": 1, "description": f"Answer {case.subject!r}", "checks": checks}
@@ -333,12 +439,14 @@ class HistoryRedo:
         )
 
     @staticmethod
-    def _prompt(case: Case, user: str, name: str, facts: dict[str, str | None], ask: str) -> str:
+    def _prompt(case: Case, user: str, name: str, facts: dict[str, str | None], ask: str, onward: bool) -> str:
         wants = ["the ticket's key"]
         if "status" in facts:
             wants.append("its status")
         if "assignee" in facts:
             wants.append("who it is assigned to (or that nobody is)")
+        if onward:
+            wants.append("the other ticket its latest comment points to, with that ticket's key, status and assignee")
         asked = ", ".join(wants[:-1]) + (" and " if len(wants) > 1 else "") + wants[-1]
         if case.kind == "ticket-reply":
             head = f"{case.asker_name} mailed you on {case.sent_at} about a ticket: {case.subject!r}."
@@ -384,5 +492,25 @@ class HistoryRedo:
         if "who it is assigned to" in env.prompt:
             who = ticket.get("assignee")
             parts.append(f"it is assigned to @{who}" if who else "it is unassigned")
-        env.call("mail_reply", message_id=mail["id"], body="Hi, " + ", ".join(parts) + ".")
+        body = "Hi, " + ", ".join(parts) + "."
+        if "latest comment points to" in env.prompt:
+            body += " " + self._onward(env, ticket)
+        env.call("mail_reply", message_id=mail["id"], body=body)
         env.call("submit", summary=f"answered about {key}")
+
+    @staticmethod
+    def _onward(env: AgentEnv, ticket: dict[str, Any]) -> str:
+        """The sentence about the ticket the latest comment points to, read from that ticket itself."""
+        own = ticket["key"]
+        for comment in reversed(ticket.get("comments", [])):
+            other = next((k for k in KEY.findall(comment["body"]) if k != own), None)
+            if other is not None:
+                break
+        else:
+            raise AssertionError(f"no comment on {own} points to another ticket")
+        on = env.call("tickets_get", key=other)
+        closed = ticket.get("status") in ("done", "wont_do")
+        head = "What is left of it is tracked in" if closed else "It is waiting on"
+        who = on.get("assignee")
+        held = f"assigned to @{who}" if who else "unassigned"
+        return f"{head} {on['key']}, whose status is {on['status']}, {held}."
