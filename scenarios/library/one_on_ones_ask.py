@@ -178,12 +178,15 @@ def free_minutes(sql: Sql, boss: Person, r: Person, a: datetime, b: datetime) ->
     return free
 
 
-def event(sql: Sql, who: int, title: str, start: datetime, end: datetime, now: datetime) -> None:
-    """A commitment of ``who`` (organiser and only attendee)."""
+def event(
+    sql: Sql, who: int, title: str, start: datetime, end: datetime, now: datetime, created: datetime | None = None
+) -> None:
+    """A commitment of ``who`` (organiser and only attendee), written four days before ``now`` unless ``created``."""
     eid = sql.insert(
         "events",
         {"organizer_id": who, "title": title, "description": "", "start_at": start, "end_at": end, "rrule": None,
-         "until": None, "room_id": None, "cancelled": False, "created_at": now - timedelta(days=4)},
+         "until": None, "room_id": None, "cancelled": False,
+         "created_at": created if created is not None else now - timedelta(days=4)},
     )  # fmt: skip
     sql.insert("event_attendees", {"event_id": eid, "employee_id": who, "rsvp": "accepted", "optional": False})
 
@@ -303,8 +306,20 @@ class OneOnOnesAsk:
         env.call("submit", summary="asked every report about a 1:1 time")
 
 
+NO_TIME = (
+    "Sorry, I have no free {minutes} minutes left on {day} that suit us both, so no 1:1 then. I'll find a time later."
+)
+"""What the manager writes when no common time is left on the day: a statement (no ``?``, no time), not a question."""
+
+
 def propose(env: AgentEnv, day: str, zone: str, reports: list[str], avoid: tuple[datetime, ...] = ()) -> dict[str, str]:
-    """DM each of ``reports`` a free common slot on ``day``, avoiding each other and ``avoid``; returns the times."""
+    """DM each of ``reports`` a free common slot on ``day``, avoiding each other and ``avoid``; returns the times.
+
+    A report with no common time left on the day (the calendar only offers times already refused or proposed,
+    or the day is over) is told so by DM and is missing from the result: the caller stops waiting for them. Why
+    not raise: a real manager who runs out of time says so, and a booking day that ran late (a time refused at
+    the end of the day) must end the episode cleanly rather than with a StopIteration.
+    """
     local = datetime.fromisoformat(day).replace(hour=EARLIEST, tzinfo=ZoneInfo(zone))
     taken: list[datetime] = list(avoid)  # times already refused are not proposed again
     chosen: dict[str, str] = {}
@@ -323,7 +338,10 @@ def propose(env: AgentEnv, day: str, zone: str, reports: list[str], avoid: tuple
             limit=48,
         )["slots"]
         free = [datetime.fromisoformat(s["start"]) for s in slots]
-        pick_at = next(t for t in free if all(abs((t - o).total_seconds()) >= MINUTES * 60 for o in taken))
+        pick_at = next((t for t in free if all(abs((t - o).total_seconds()) >= MINUTES * 60 for o in taken)), None)
+        if pick_at is None:
+            env.call("chat_direct_message", username=u, message=NO_TIME.format(minutes=MINUTES, day=day))
+            continue
         taken.append(pick_at)
         chosen[u] = pick_at.isoformat()
         env.call("chat_direct_message", username=u, message=f"Hi, would {chosen[u]} work for our 1:1 ({MINUTES} min)?")

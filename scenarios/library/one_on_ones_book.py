@@ -23,6 +23,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
+import numpy as np
 from sqlalchemy.orm import Session
 
 from graders.base import Rubric
@@ -40,6 +41,7 @@ from scenarios.library.one_on_ones_ask import (
     STORY,
     Person,
     earliest,
+    event,
     pick,
     prepare,
     propose,
@@ -52,6 +54,9 @@ _PERSON = (
     "SELECT id, username, first_name || ' ' || last_name, timezone, work_start_minute, work_end_minute, workdays"
     " FROM employees WHERE id = ?"
 )
+CLASHED = (0.0, 0.25, 0.5, 0.75)
+"""The chance, by difficulty, that a report accepted another meeting overnight at the time they were asked about."""
+OVERNIGHT = ("Customer escalation call", "Incident review", "Hiring debrief", "Vendor demo")
 _ISO = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d(?::\d\d)?(?:Z|[+-]\d\d:\d\d)")
 _LOCAL = re.compile(r"(\d{4}-\d{2}-\d{2} \d{2}:\d{2}) \(([A-Za-z_/+-]+)\)")
 _YES = re.compile(r"\b(works for me|is fine with me|works)\b", re.I)
@@ -115,7 +120,8 @@ class OneOnOnesBook:
             now = start_day(session, clock, boss.id)
             day = now.astimezone(ZoneInfo(boss.zone)).date()
             prepare(sql, rng, boss, reports, day, now - timedelta(days=1), difficulty)
-            self._ask_yesterday(session, boss, reports, now)
+            asked = self._ask_yesterday(session, boss, reports, now)
+            self._overnight(sql, rng, reports, asked, now, CLASHED[difficulty])
         local = now.astimezone(ZoneInfo(boss.zone))
         names = [r.username for r in reports]
         who = ", ".join(f"@{u}" for u in names)
@@ -143,7 +149,22 @@ class OneOnOnesBook:
         )
 
     @staticmethod
-    def _ask_yesterday(session: Session, boss: Person, reports: list[Person], now: datetime) -> None:
+    def _overnight(
+        sql: Sql, rng: np.random.Generator, reports: list[Person], asked: list[datetime], now: datetime, chance: float
+    ) -> None:
+        """Commitments the reports accepted overnight, each over the time they were asked about (``chance`` each).
+
+        Why: a day-old question is stale information. A report whose time got taken answers "doesn't work", so
+        the manager must propose another free time and wait for a second answer; a harder day has more of them.
+        """
+        for r, at in zip(reports, asked, strict=True):
+            if float(rng.random()) < chance:
+                title = OVERNIGHT[int(rng.integers(len(OVERNIGHT)))]
+                created = now - timedelta(minutes=int(rng.integers(60, 12 * 60)))
+                event(sql, r.id, title, at, at + timedelta(minutes=MINUTES), now, created=created)
+
+    @staticmethod
+    def _ask_yesterday(session: Session, boss: Person, reports: list[Person], now: datetime) -> list[datetime]:
         """The manager's questions of yesterday afternoon: one free common time today per report, none clashing."""
         actor = Actor.load(session, boss.id)
         today = now.astimezone(ZoneInfo(boss.zone)).replace(hour=EARLIEST, minute=0, second=0, microsecond=0)
@@ -169,6 +190,7 @@ class OneOnOnesBook:
             ctx = ToolContext(session=session, actor=actor, clock=FixedClock(sent + timedelta(minutes=2 * k)))
             when = "tomorrow" if at.astimezone(ZoneInfo(boss.zone)).date() == day else "this week"
             chat.direct_message(ctx, r.username, f"Hi, would {at.isoformat()} work for our 1:1 {when} ({MINUTES} min)?")
+        return taken
 
     @staticmethod
     def _rubric(reports: list[str]) -> Rubric:
@@ -214,8 +236,8 @@ class OneOnOnesBook:
     def oracle(self, env: AgentEnv) -> None:
         """Read each report's answer to the newest question; book the yeses; re-propose after a no; wait."""
         zone = _must(re.search(r"in your time zone \(([^)]+)\)", env.prompt)).group(1)
-        stated = _must(re.search(r"(\d{4}-\d\d-\d\d) \d\d:\d\d UTC", env.prompt)).group(1)
-        day = datetime.fromisoformat(stated).replace(tzinfo=UTC)
+        stated = _must(re.search(r"(\d{4}-\d\d-\d\d \d\d:\d\d) UTC", env.prompt)).group(1)
+        today = datetime.fromisoformat(stated).replace(tzinfo=UTC).astimezone(ZoneInfo(zone)).date().isoformat()
         reports = [r["username"] for r in env.call("directory_reports", username=env.actor)["reports"]]
         named = set(re.findall(r"@([a-z0-9][a-z0-9._-]*[a-z0-9])", env.prompt.split("reports ", 1)[1]))
         pending = [u for u in reports if u in named]
@@ -224,12 +246,14 @@ class OneOnOnesBook:
             if c["type"] == "direct" and len(dm) < len(pending):
                 people = {m["username"] for m in env.call("chat_list_members", channel=c["name"])["members"]}
                 dm.update({u: c["name"] for u in pending if u in people})
-        refused: dict[str, list[datetime]] = {}
+        refused: list[datetime] = []
+        open_: dict[str, datetime] = {}  # the time each pending report was last asked about: a yes may still come
         for _ in range(60):
             if not pending or env.done:
                 break
-            for u in list(pending):
-                verdict, when = self._answer(env, u, dm[u])
+            answers = {u: self._answer(env, u, dm[u]) for u in pending}  # read every answer before acting on one
+            open_.update({u: when for u, (_, when) in answers.items() if when is not None})
+            for u, (verdict, when) in answers.items():
                 if verdict == "yes" and when is not None:
                     env.call(
                         "calendar_create_event", title=f"1:1 with @{u}", start=when.isoformat(),
@@ -237,9 +261,13 @@ class OneOnOnesBook:
                     )  # fmt: skip
                     pending.remove(u)
                 elif verdict == "no" and when is not None:
-                    refused.setdefault(u, []).append(when)
-                    local = day.astimezone(ZoneInfo(zone)).date().isoformat()
-                    propose(env, local, zone, [u], tuple(t for ts in refused.values() for t in ts))
+                    refused.append(when)
+                    asked = tuple(t for o, t in open_.items() if o != u and o in pending)
+                    again = propose(env, today, zone, [u], (*refused, *asked))
+                    if u in again:
+                        open_[u] = datetime.fromisoformat(again[u])
+                    else:
+                        pending.remove(u)  # no time left today: they were told so, nothing to wait for
             if pending:
                 env.call("wait", minutes=30)
         if not env.done:
