@@ -31,7 +31,7 @@ from graders.rubric import load_rubric
 from mcp_tools.base import Actor, ToolContext
 from mcp_tools.calendar import service as calendar
 from mcp_tools.chat import service as chat
-from scenarios.base import AgentEnv, Limits, ScenarioInstance, WorldDefaults, start_day
+from scenarios.base import AgentEnv, Limits, ScenarioInstance, ToolFailed, WorldDefaults, start_day
 from scenarios.library.one_on_ones_ask import (
     BOOKED,
     CHAT_CHANGES,
@@ -56,6 +56,9 @@ _PERSON = (
 )
 CLASHED = (0.0, 0.25, 0.5, 0.75)
 """The chance, by difficulty, that a report accepted another meeting overnight at the time they were asked about."""
+RESPONSIVE = (0.9, 0.85, 0.7, 0.55)
+"""How quickly the reports answer a DM, by difficulty (median 7, 9, 16, 29 working minutes): on a harder day
+they are busier people with fuller calendars, so a manager who does not wait for them misses more answers."""
 OVERNIGHT = ("Customer escalation call", "Incident review", "Hiring debrief", "Vendor demo")
 _ISO = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d(?::\d\d)?(?:Z|[+-]\d\d:\d\d)")
 _LOCAL = re.compile(r"(\d{4}-\d{2}-\d{2} \d{2}:\d{2}) \(([A-Za-z_/+-]+)\)")
@@ -143,7 +146,7 @@ class OneOnOnesBook:
             limits=Limits(max_turns=60 + 25 * len(names), time_budget_s=10 * 3600),
             apps=("calendar", "chat", "directory"),
             difficulty=difficulty,
-            npcs={u: "cooperative" for u in names},
+            npcs={u: {"base": "cooperative", "responsiveness": RESPONSIVE[difficulty]} for u in names},
             npc_population=tuple(names),
             needs_npcs=True,
         )
@@ -247,20 +250,32 @@ class OneOnOnesBook:
                 people = {m["username"] for m in env.call("chat_list_members", channel=c["name"])["members"]}
                 dm.update({u: c["name"] for u in pending if u in people})
         refused: list[datetime] = []
+        seen: dict[str, int | None] = {}  # the unread count of each report's conversation when last read
         open_: dict[str, datetime] = {}  # the time each pending report was last asked about: a yes may still come
         for _ in range(60):
             if not pending or env.done:
                 break
-            answers = {u: self._answer(env, u, dm[u]) for u in pending}  # read every answer before acting on one
+            # One look at the unread counts, then read only the conversations with news (every one the first time),
+            # all of them before acting on one: a re-proposal must avoid the times still open with the others.
+            counts = {c["name"]: c["unread"] for c in env.call("chat_unread")["channels"]}
+            news = [u for u in pending if counts.get(dm[u]) != seen.get(u)]
+            seen.update({u: counts.get(dm[u]) for u in news})
+            answers = {u: self._answer(env, u, dm[u]) for u in news}
             open_.update({u: when for u, (_, when) in answers.items() if when is not None})
             for u, (verdict, when) in answers.items():
                 if verdict == "yes" and when is not None:
-                    env.call(
-                        "calendar_create_event", title=f"1:1 with @{u}", start=when.isoformat(),
-                        end=(when + timedelta(minutes=MINUTES)).isoformat(), attendees=u, description="Our weekly 1:1.",
-                    )  # fmt: skip
-                    pending.remove(u)
-                elif verdict == "no" and when is not None:
+                    try:
+                        env.call(
+                            "calendar_create_event", title=f"1:1 with @{u}", start=when.isoformat(),
+                            end=(when + timedelta(minutes=MINUTES)).isoformat(), attendees=u,
+                            description="Our weekly 1:1.",
+                        )  # fmt: skip
+                        pending.remove(u)
+                        continue
+                    except ToolFailed as failed:  # the agreed time passed while we waited: ask about another
+                        if failed.code != "invalid_argument":
+                            raise
+                if verdict is not None and when is not None:
                     refused.append(when)
                     asked = tuple(t for o, t in open_.items() if o != u and o in pending)
                     again = propose(env, today, zone, [u], (*refused, *asked))
