@@ -56,9 +56,11 @@ _PERSON = (
 )
 CLASHED = (0.0, 0.25, 0.5, 0.75)
 """The chance, by difficulty, that a report accepted another meeting overnight at the time they were asked about."""
-RESPONSIVE = (0.9, 0.85, 0.7, 0.55)
-"""How quickly the reports answer a DM, by difficulty (median 7, 9, 16, 29 working minutes): on a harder day
+RESPONSIVE = (0.9, 0.85, 0.65, 0.5)
+"""How quickly the reports answer a DM, by difficulty (median 7, 9, 19, 35 working minutes): on a harder day
 they are busier people with fuller calendars, so a manager who does not wait for them misses more answers."""
+NUDGE = 6
+"""Rounds of half an hour without an answer before the oracle asks again (a rare NPC lets a question slide)."""
 OVERNIGHT = ("Customer escalation call", "Incident review", "Hiring debrief", "Vendor demo")
 _ISO = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d(?::\d\d)?(?:Z|[+-]\d\d:\d\d)")
 _LOCAL = re.compile(r"(\d{4}-\d{2}-\d{2} \d{2}:\d{2}) \(([A-Za-z_/+-]+)\)")
@@ -250,6 +252,7 @@ class OneOnOnesBook:
                 people = {m["username"] for m in env.call("chat_list_members", channel=c["name"])["members"]}
                 dm.update({u: c["name"] for u in pending if u in people})
         refused: list[datetime] = []
+        quiet: dict[str, int] = {}  # rounds since each report's conversation last had news
         seen: dict[str, int | None] = {}  # the unread count of each report's conversation when last read
         open_: dict[str, datetime] = {}  # the time each pending report was last asked about: a yes may still come
         for _ in range(60):
@@ -260,6 +263,11 @@ class OneOnOnesBook:
             counts = {c["name"]: c["unread"] for c in env.call("chat_unread")["channels"]}
             news = [u for u in pending if counts.get(dm[u]) != seen.get(u)]
             seen.update({u: counts.get(dm[u]) for u in news})
+            quiet.update({u: 0 if u in news else quiet.get(u, 0) + 1 for u in pending})
+            for u in [u for u in pending if quiet[u] >= NUDGE and u in open_]:  # no answer for hours: ask again
+                env.call("chat_direct_message", username=u, message=f"Just checking: would {open_[u].isoformat()} "
+                         f"work for our 1:1 ({MINUTES} min)?")  # fmt: skip
+                quiet[u] = 0
             answers = {u: self._answer(env, u, dm[u]) for u in news}
             open_.update({u: when for u, (_, when) in answers.items() if when is not None})
             for u, (verdict, when) in answers.items():
