@@ -8,11 +8,13 @@ times it books are the ones asked today, and nobody answers a question that was 
 
 Setup (raw statements, as the apps write): the reports' NPC personas (cooperative, reading their DMs from now
 on, so tomorrow they answer what arrives today) and, by difficulty, commitments in the reports' calendars inside
-the common hours (0, 1, 2, 3 of them by difficulty) and one in the manager's (difficulty >= 2).
+the common hours (0, 1, 2, 3 of them by difficulty; at 3 the first two are their first allowed half-hours) and
+in the manager's (one at difficulty 2, two at 3, from the first report's first allowed start).
 
 Difficulty sets the number of reports (2, 2, 3, 4; those sharing >= 3 working hours with the manager), the
-half-hours each report already has booked in the common hours (0, 1, 2, 3) and one of the manager's (2+), so
-the first common time is more often taken, and proposals must avoid each other and read both calendars. Every
+half-hours each report already has booked in the common hours (0, 1, 2, 3; their mornings first at 3) and the
+manager's (0, 0, 1, 2), so the first common time is more often taken, and proposals must avoid each other and
+read both calendars. Every
 report shares (reports + 2 + booked) usable half-hours with the manager, free in both calendars, so there is
 always a time for each, however the commitments fall.
 
@@ -369,8 +371,11 @@ def propose(
 
 
 def _half_hour_up(t: datetime) -> datetime:
-    """``t`` rounded up to a whole half-hour: the free-slot search steps from its start, and 18:04 would offer
-    only 18:04, 18:34, ... (none fitting a day that ends on the hour)."""
+    """``t`` rounded up to a whole half-hour.
+
+    Why: the free-slot search steps from its start, and 18:04 would offer only 18:04, 18:34, ... (none fitting
+    a day that ends on the hour).
+    """
     floor = t.replace(minute=t.minute // 30 * 30, second=0, microsecond=0)
     return floor if floor == t else floor + timedelta(minutes=30)
 

@@ -7,13 +7,22 @@ alone, setup prepares the day as day one would (``one_on_ones_ask.prepare``) and
 as yesterday's, each a free common time today. What is booked is graded against what the reports themselves
 answered before the booking (``meeting_agreed`` reads the NPCs' memory), never against chat text the agent wrote.
 
-Difficulty is day one's when setup prepares the day (2, 2, 3, 4 reports; busy hours in their calendars, a
-half-hour of the manager's); in a campaign, yesterday's questions decide who must be booked when.
+Difficulty, when setup prepares the day, is day one's (2, 2, 3, 4 reports; 0-3 busy half-hours in their
+calendars, their mornings first at 3; 0, 0, 1, 2 of the manager's) and today's own: the chance that a report
+accepted another meeting overnight at the very time they were asked about (0, 25, 50, 75 %, only where a second
+common time exists), so they answer "doesn't work" and need a new time and a second answer; and how busy the
+reports are (responsiveness 0.9, 0.85, 0.65, 0.5: a median answer in 7, 9, 19, 35 working minutes). What a
+harder day costs: more re-proposals, each to be timed with notice and waited for; a manager who books without
+waiting, or who books only part of the team, loses more of it. In a campaign yesterday's questions decide who
+must be booked when, and nothing clashes overnight.
 
 The rubric, per report: a meeting titled "1:1 with @username" at a time they agreed to, inviting them, inside
 both working hours, double-booking nobody; and a gate that only chat and the calendar changed. The oracle reads
-the reports from the directory and the answers from its direct messages, waiting with the ``wait`` tool; a
-"does not work" gets a new free time by DM. It never reads params or the NPCs' traits.
+the reports from the directory and, each half-hour (``wait``), the direct messages with news (``chat_unread``):
+a yes is booked; a "does not work" (or a yes to a time that passed meanwhile) gets a new free time by DM, an hour
+after their answer at the earliest, avoiding the times still open with the others (``propose``; it waits when the
+only free time is one of those, and says so when none is left); three quiet hours get the question again. It
+never reads params or the NPCs' traits.
 """
 
 from __future__ import annotations
@@ -339,9 +348,7 @@ class OneOnOnesBook:
             env.call("submit", summary="every 1:1 booked at the agreed time")
 
     @staticmethod
-    def _answer(
-        env: AgentEnv, u: str, channel: str, heard: dict[str, datetime]
-    ) -> tuple[str | None, datetime | None]:
+    def _answer(env: AgentEnv, u: str, channel: str, heard: dict[str, datetime]) -> tuple[str | None, datetime | None]:
         """(yes/no/None, the time asked) for ``u``'s answer to the agent's newest question in their DM.
 
         The answer's time goes into ``heard``: a next proposal leaves them the notice to answer it.
