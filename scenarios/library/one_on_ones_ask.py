@@ -14,9 +14,8 @@ in the manager's (one at difficulty 2, two at 3, from the first report's first a
 Difficulty sets the number of reports (2, 2, 3, 4; those sharing >= 3 working hours with the manager), the
 half-hours each report already has booked in the common hours (0, 1, 2, 3; their mornings first at 3) and the
 manager's (0, 0, 1, 2), so the first common time is more often taken, and proposals must avoid each other and
-read both calendars. Every
-report shares (reports + 2 + booked) usable half-hours with the manager, free in both calendars, so there is
-always a time for each, however the commitments fall.
+read both calendars. Every report shares (reports + 2 + booked) usable half-hours with the manager, free in both
+calendars, so there is always a time for each, however the commitments fall.
 
 The rubric is one ``dm_time_proposed`` check per report (the newest question to them proposes an ISO time on the
 day, inside both working hours, free in both calendars, not clashing with the other proposals) and a gate that
