@@ -8,13 +8,14 @@ times it books are the ones asked today, and nobody answers a question that was 
 
 Setup (raw statements, as the apps write): the reports' NPC personas (cooperative, reading their DMs from now
 on, so tomorrow they answer what arrives today) and, by difficulty, commitments in the reports' calendars inside
-the common hours (0, 1, 2, 3 of them by difficulty) and one in the manager's (difficulty >= 2).
+the common hours (0, 1, 2, 3 of them by difficulty; at 3 the first two are their first allowed half-hours) and
+in the manager's (one at difficulty 2, two at 3, from the first report's first allowed start).
 
 Difficulty sets the number of reports (2, 2, 3, 4; those sharing >= 3 working hours with the manager), the
-half-hours each report already has booked in the common hours (0, 1, 2, 3) and one of the manager's (2+), so
-the first common time is more often taken, and proposals must avoid each other and read both calendars. Every
-report shares (reports + 2 + booked) usable half-hours with the manager, free in both calendars, so there is
-always a time for each, however the commitments fall.
+half-hours each report already has booked in the common hours (0, 1, 2, 3; their mornings first at 3) and the
+manager's (0, 0, 1, 2), so the first common time is more often taken, and proposals must avoid each other and
+read both calendars. Every report shares (reports + 2 + booked) usable half-hours with the manager, free in both
+calendars, so there is always a time for each, however the commitments fall.
 
 The rubric is one ``dm_time_proposed`` check per report (the newest question to them proposes an ISO time on the
 day, inside both working hours, free in both calendars, not clashing with the other proposals) and a gate that
@@ -47,6 +48,11 @@ STORY = ("one-on-ones-ask-v0", "one-on-ones-book-v0")
 REPORTS = (2, 2, 3, 4)
 BOOKED = (0, 1, 2, 3)
 """Half-hours each report already has booked inside the common hours, by difficulty."""
+FIRST_TAKEN = (0, 0, 0, 2)
+"""How many of each report's commitments sit at the start of their allowed hours (their mornings fill first)."""
+MANAGER_BOOKED = (0, 0, 1, 2)
+"""Half-hours the manager already has booked from the first report's first allowed start, by difficulty."""
+MANAGER_BUSY = ("Budget sync", "Hiring sync")
 MINUTES = 30
 EARLIEST = 10
 """No 1:1 before 10:00 in the manager's zone: tomorrow's episode starts at 09:00 there, and a time that has passed
@@ -178,12 +184,15 @@ def free_minutes(sql: Sql, boss: Person, r: Person, a: datetime, b: datetime) ->
     return free
 
 
-def event(sql: Sql, who: int, title: str, start: datetime, end: datetime, now: datetime) -> None:
-    """A commitment of ``who`` (organiser and only attendee)."""
+def event(
+    sql: Sql, who: int, title: str, start: datetime, end: datetime, now: datetime, created: datetime | None = None
+) -> None:
+    """A commitment of ``who`` (organiser and only attendee), written four days before ``now`` unless ``created``."""
     eid = sql.insert(
         "events",
         {"organizer_id": who, "title": title, "description": "", "start_at": start, "end_at": end, "rrule": None,
-         "until": None, "room_id": None, "cancelled": False, "created_at": now - timedelta(days=4)},
+         "until": None, "room_id": None, "cancelled": False,
+         "created_at": created if created is not None else now - timedelta(days=4)},
     )  # fmt: skip
     sql.insert("event_attendees", {"event_id": eid, "employee_id": who, "rsvp": "accepted", "optional": False})
 
@@ -198,12 +207,16 @@ def prepare(
     for r in reports:
         a, b = usable(day, boss, r)
         halves = max(1, int((b - a).total_seconds() // 1800) - 1)
-        for k in sorted(int(i) for i in rng.choice(halves, size=min(BOOKED[difficulty], halves), replace=False)):
+        ks = sorted(int(i) for i in rng.choice(halves, size=min(BOOKED[difficulty], halves), replace=False))
+        first = list(range(min(FIRST_TAKEN[difficulty], len(ks))))
+        ks = sorted({*first, *[k for k in ks if k not in first][: len(ks) - len(first)]})
+        # their first allowed half-hours are taken: the obvious first proposals fail
+        for k in ks:
             start = a + timedelta(minutes=30 * k)
             event(sql, r.id, BUSY[int(rng.integers(len(BUSY)))], start, start + timedelta(minutes=30), now)
-    if difficulty >= 2:
-        a, _ = usable(day, boss, reports[0])
-        event(sql, boss.id, "Budget sync", a, a + timedelta(minutes=30), now)
+    a, _ = usable(day, boss, reports[0])
+    for k, title in enumerate(MANAGER_BUSY[: MANAGER_BOOKED[difficulty]]):
+        event(sql, boss.id, title, a + timedelta(minutes=30 * k), a + timedelta(minutes=30 * (k + 1)), now)
 
 
 class OneOnOnesAsk:
@@ -303,8 +316,30 @@ class OneOnOnesAsk:
         env.call("submit", summary="asked every report about a 1:1 time")
 
 
-def propose(env: AgentEnv, day: str, zone: str, reports: list[str], avoid: tuple[datetime, ...] = ()) -> dict[str, str]:
-    """DM each of ``reports`` a free common slot on ``day``, avoiding each other and ``avoid``; returns the times."""
+NO_TIME = (
+    "Sorry, I have no free {minutes} minutes left on {day} that suit us both, so no 1:1 then. I'll find a time later."
+)
+"""What the manager writes when no common time is left on the day: a statement (no ``?``, no time), not a question."""
+
+
+def propose(
+    env: AgentEnv,
+    day: str,
+    zone: str,
+    reports: list[str],
+    avoid: tuple[datetime, ...] = (),
+    give_up: bool = True,
+    not_before: datetime | None = None,
+) -> dict[str, str]:
+    """DM each of ``reports`` a free common slot on ``day``, avoiding each other and ``avoid``; returns the times.
+
+    A report with no common time left on the day (the calendar only offers times already refused or proposed,
+    or the day is over) is told so by DM and is missing from the result: the caller stops waiting for them. Why
+    not raise: a real manager who runs out of time says so, and a booking day that ran late (a time refused at
+    the end of the day) must end the episode cleanly rather than with a StopIteration. With ``give_up`` false
+    nothing is sent then: the caller expects a time to free up (another report's open question may be refused).
+    ``not_before`` is the earliest start on the day (a re-proposal leaves the report the notice to answer it).
+    """
     local = datetime.fromisoformat(day).replace(hour=EARLIEST, tzinfo=ZoneInfo(zone))
     taken: list[datetime] = list(avoid)  # times already refused are not proposed again
     chosen: dict[str, str] = {}
@@ -312,7 +347,7 @@ def propose(env: AgentEnv, day: str, zone: str, reports: list[str], avoid: tuple
         prof = env.call("directory_get_profile", username=u)
         hh, mm = (int(x) for x in prof["working_hours"].split("-")[0].split(":"))
         theirs = datetime.fromisoformat(day).replace(hour=hh, minute=mm, tzinfo=ZoneInfo(prof["timezone"]))
-        first = max(local, theirs + timedelta(minutes=NOTICE))
+        first = max(local, theirs + timedelta(minutes=NOTICE), _half_hour_up(not_before or local))
         slots = env.call(
             "calendar_find_free_slots",
             usernames=f"{env.actor},{u}",
@@ -323,11 +358,25 @@ def propose(env: AgentEnv, day: str, zone: str, reports: list[str], avoid: tuple
             limit=48,
         )["slots"]
         free = [datetime.fromisoformat(s["start"]) for s in slots]
-        pick_at = next(t for t in free if all(abs((t - o).total_seconds()) >= MINUTES * 60 for o in taken))
+        pick_at = next((t for t in free if all(abs((t - o).total_seconds()) >= MINUTES * 60 for o in taken)), None)
+        if pick_at is None:
+            if give_up:
+                env.call("chat_direct_message", username=u, message=NO_TIME.format(minutes=MINUTES, day=day))
+            continue
         taken.append(pick_at)
         chosen[u] = pick_at.isoformat()
         env.call("chat_direct_message", username=u, message=f"Hi, would {chosen[u]} work for our 1:1 ({MINUTES} min)?")
     return chosen
+
+
+def _half_hour_up(t: datetime) -> datetime:
+    """``t`` rounded up to a whole half-hour.
+
+    Why: the free-slot search steps from its start, and 18:04 would offer only 18:04, 18:34, ... (none fitting
+    a day that ends on the hour).
+    """
+    floor = t.replace(minute=t.minute // 30 * 30, second=0, microsecond=0)
+    return floor if floor == t else floor + timedelta(minutes=30)
 
 
 def _must(m: re.Match[str] | None) -> re.Match[str]:

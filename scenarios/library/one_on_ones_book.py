@@ -7,13 +7,22 @@ alone, setup prepares the day as day one would (``one_on_ones_ask.prepare``) and
 as yesterday's, each a free common time today. What is booked is graded against what the reports themselves
 answered before the booking (``meeting_agreed`` reads the NPCs' memory), never against chat text the agent wrote.
 
-Difficulty is day one's when setup prepares the day (2, 2, 3, 4 reports; busy hours in their calendars, a
-half-hour of the manager's); in a campaign, yesterday's questions decide who must be booked when.
+Difficulty, when setup prepares the day, is day one's (2, 2, 3, 4 reports; 0-3 busy half-hours in their
+calendars, their mornings first at 3; 0, 0, 1, 2 of the manager's) and today's own: the chance that a report
+accepted another meeting overnight at the very time they were asked about (0, 25, 50, 75 %, only where a second
+common time exists), so they answer "doesn't work" and need a new time and a second answer; and how busy the
+reports are (responsiveness 0.9, 0.85, 0.65, 0.5: a median answer in 7, 9, 19, 35 working minutes). What a
+harder day costs: more re-proposals, each to be timed with notice and waited for; a manager who books without
+waiting, or who books only part of the team, loses more of it. In a campaign yesterday's questions decide who
+must be booked when, and nothing clashes overnight.
 
 The rubric, per report: a meeting titled "1:1 with @username" at a time they agreed to, inviting them, inside
 both working hours, double-booking nobody; and a gate that only chat and the calendar changed. The oracle reads
-the reports from the directory and the answers from its direct messages, waiting with the ``wait`` tool; a
-"does not work" gets a new free time by DM. It never reads params or the NPCs' traits.
+the reports from the directory and, each half-hour (``wait``), the direct messages with news (``chat_unread``):
+a yes is booked; a "does not work" (or a yes to a time that passed meanwhile) gets a new free time by DM, an hour
+after their answer at the earliest, avoiding the times still open with the others (``propose``; it waits when the
+only free time is one of those, and says so when none is left); three quiet hours get the question again. It
+never reads params or the NPCs' traits.
 """
 
 from __future__ import annotations
@@ -23,26 +32,31 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
+import numpy as np
 from sqlalchemy.orm import Session
 
 from graders.base import Rubric
 from graders.rubric import load_rubric
 from mcp_tools.base import Actor, ToolContext
 from mcp_tools.calendar import service as calendar
+from mcp_tools.calendar.service import busy_intervals
 from mcp_tools.chat import service as chat
-from scenarios.base import AgentEnv, Limits, ScenarioInstance, WorldDefaults, start_day
+from scenarios.base import AgentEnv, Limits, ScenarioInstance, ToolFailed, WorldDefaults, start_day
 from scenarios.library.one_on_ones_ask import (
     BOOKED,
     CHAT_CHANGES,
     EARLIEST,
+    MANAGER_BOOKED,
     MINUTES,
     REPORTS,
     STORY,
     Person,
     earliest,
+    event,
     pick,
     prepare,
     propose,
+    usable,
 )
 from worlds.clock import Clock, FixedClock
 from worlds.rawsql import Sql
@@ -52,6 +66,17 @@ _PERSON = (
     "SELECT id, username, first_name || ' ' || last_name, timezone, work_start_minute, work_end_minute, workdays"
     " FROM employees WHERE id = ?"
 )
+CLASHED = (0.0, 0.25, 0.5, 0.75)
+"""The chance, by difficulty, that a report accepted another meeting overnight at the time they were asked about."""
+RESPONSIVE = (0.9, 0.85, 0.65, 0.5)
+"""How quickly the reports answer a DM, by difficulty (median 7, 9, 19, 35 working minutes): on a harder day
+they are busier people with fuller calendars, so a manager who does not wait for them misses more answers."""
+REASK = 60
+"""Minutes of notice a re-proposal leaves from the report's last answer: time to read it and answer before it
+passes (the day's first question left two hours; later in the day the free times are fewer)."""
+NUDGE = 180
+"""Minutes waited without an answer before the oracle asks again (a rare NPC lets a question slide)."""
+OVERNIGHT = ("Customer escalation call", "Incident review", "Hiring debrief", "Vendor demo")
 _ISO = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d(?::\d\d)?(?:Z|[+-]\d\d:\d\d)")
 _LOCAL = re.compile(r"(\d{4}-\d{2}-\d{2} \d{2}:\d{2}) \(([A-Za-z_/+-]+)\)")
 _YES = re.compile(r"\b(works for me|is fine with me|works)\b", re.I)
@@ -93,6 +118,18 @@ def _pending(sql: Sql) -> tuple[Person, list[Person]] | None:
     return _load(sql, boss), sorted(reports, key=lambda r: r.username)
 
 
+def _spare(sql: Sql, boss: Person, r: Person, at: datetime, asked: list[datetime]) -> int:
+    """Half-hours on ``at``'s day free for both ``boss`` and ``r``, from ``r``'s first allowed start, none asked."""
+    a, b = usable(at.astimezone(ZoneInfo(boss.zone)).date(), boss, r)
+    busy = busy_intervals(sql, boss.id, a, b) + busy_intervals(sql, r.id, a, b)
+    busy += [(t, t + timedelta(minutes=MINUTES)) for t in asked]
+    spare, t, step = 0, a, timedelta(minutes=MINUTES)
+    while t + step <= b:
+        spare += not any(s < t + step and t < e for s, e in busy)
+        t += timedelta(minutes=30)
+    return spare
+
+
 class OneOnOnesBook:
     """The ``one-on-ones-book-v0`` family."""
 
@@ -111,11 +148,14 @@ class OneOnOnesBook:
             boss, reports = found
             now = start_day(session, clock, boss.id)
         else:
-            boss, reports = pick(sql, rng, clock.now() - timedelta(days=1), REPORTS[difficulty], BOOKED[difficulty])
+            count, booked = REPORTS[difficulty], BOOKED[difficulty] + MANAGER_BOOKED[difficulty]
+            # room for one more time: a report may refuse yesterday's (an overnight commitment)
+            boss, reports = pick(sql, rng, clock.now() - timedelta(days=1), count, booked + 1)
             now = start_day(session, clock, boss.id)
             day = now.astimezone(ZoneInfo(boss.zone)).date()
             prepare(sql, rng, boss, reports, day, now - timedelta(days=1), difficulty)
-            self._ask_yesterday(session, boss, reports, now)
+            asked = self._ask_yesterday(session, boss, reports, now)
+            self._overnight(sql, rng, boss, reports, asked, now, CLASHED[difficulty])
         local = now.astimezone(ZoneInfo(boss.zone))
         names = [r.username for r in reports]
         who = ", ".join(f"@{u}" for u in names)
@@ -137,13 +177,37 @@ class OneOnOnesBook:
             limits=Limits(max_turns=60 + 25 * len(names), time_budget_s=10 * 3600),
             apps=("calendar", "chat", "directory"),
             difficulty=difficulty,
-            npcs={u: "cooperative" for u in names},
+            npcs={u: {"base": "cooperative", "responsiveness": RESPONSIVE[difficulty]} for u in names},
             npc_population=tuple(names),
             needs_npcs=True,
         )
 
     @staticmethod
-    def _ask_yesterday(session: Session, boss: Person, reports: list[Person], now: datetime) -> None:
+    def _overnight(
+        sql: Sql,
+        rng: np.random.Generator,
+        boss: Person,
+        reports: list[Person],
+        asked: list[datetime],
+        now: datetime,
+        chance: float,
+    ) -> None:
+        """Commitments the reports accepted overnight, each over the time they were asked about (``chance`` each).
+
+        Why: a day-old question is stale information. A report whose time got taken answers "doesn't work", so
+        the manager must propose another free time and wait for a second answer; a harder day has more of them.
+        A report keeps their time when fewer than two other half-hours are free for both of them that day (none
+        asked of anyone): a second time must exist, as ``pick`` makes sure a first one does.
+        """
+        for r, at in zip(reports, asked, strict=True):
+            clash = float(rng.random()) < chance
+            title = OVERNIGHT[int(rng.integers(len(OVERNIGHT)))]
+            created = now - timedelta(minutes=int(rng.integers(60, 12 * 60)))
+            if clash and _spare(sql, boss, r, at, asked) >= 2:
+                event(sql, r.id, title, at, at + timedelta(minutes=MINUTES), now, created=created)
+
+    @staticmethod
+    def _ask_yesterday(session: Session, boss: Person, reports: list[Person], now: datetime) -> list[datetime]:
         """The manager's questions of yesterday afternoon: one free common time today per report, none clashing."""
         actor = Actor.load(session, boss.id)
         today = now.astimezone(ZoneInfo(boss.zone)).replace(hour=EARLIEST, minute=0, second=0, microsecond=0)
@@ -169,6 +233,7 @@ class OneOnOnesBook:
             ctx = ToolContext(session=session, actor=actor, clock=FixedClock(sent + timedelta(minutes=2 * k)))
             when = "tomorrow" if at.astimezone(ZoneInfo(boss.zone)).date() == day else "this week"
             chat.direct_message(ctx, r.username, f"Hi, would {at.isoformat()} work for our 1:1 {when} ({MINUTES} min)?")
+        return taken
 
     @staticmethod
     def _rubric(reports: list[str]) -> Rubric:
@@ -214,8 +279,9 @@ class OneOnOnesBook:
     def oracle(self, env: AgentEnv) -> None:
         """Read each report's answer to the newest question; book the yeses; re-propose after a no; wait."""
         zone = _must(re.search(r"in your time zone \(([^)]+)\)", env.prompt)).group(1)
-        stated = _must(re.search(r"(\d{4}-\d\d-\d\d) \d\d:\d\d UTC", env.prompt)).group(1)
-        day = datetime.fromisoformat(stated).replace(tzinfo=UTC)
+        stated = _must(re.search(r"(\d{4}-\d\d-\d\d \d\d:\d\d) UTC", env.prompt)).group(1)
+        start = datetime.fromisoformat(stated).replace(tzinfo=UTC)
+        today = start.astimezone(ZoneInfo(zone)).date().isoformat()
         reports = [r["username"] for r in env.call("directory_reports", username=env.actor)["reports"]]
         named = set(re.findall(r"@([a-z0-9][a-z0-9._-]*[a-z0-9])", env.prompt.split("reports ", 1)[1]))
         pending = [u for u in reports if u in named]
@@ -224,30 +290,69 @@ class OneOnOnesBook:
             if c["type"] == "direct" and len(dm) < len(pending):
                 people = {m["username"] for m in env.call("chat_list_members", channel=c["name"])["members"]}
                 dm.update({u: c["name"] for u in pending if u in people})
-        refused: dict[str, list[datetime]] = {}
+        refused: dict[str, list[datetime]] = {}  # per report: a time one refused may suit another
+        heard: dict[str, datetime] = {}  # when each report last answered
+        stalled: set[str] = set()  # refused, with no new time asked yet
+        quiet: dict[str, int] = {}  # minutes waited since each report's conversation last had news
+        waited = 0  # minutes the last wait let pass
+        seen: dict[str, int | None] = {}  # the unread count of each report's conversation when last read
+        open_: dict[str, datetime] = {}  # the time each pending report was last asked about: a yes may still come
         for _ in range(60):
             if not pending or env.done:
                 break
-            for u in list(pending):
-                verdict, when = self._answer(env, u, dm[u])
+            # One look at the unread counts, then read only the conversations with news (every one the first time),
+            # all of them before acting on one: a re-proposal must avoid the times still open with the others.
+            counts = {c["name"]: c["unread"] for c in env.call("chat_unread")["channels"]}
+            news = [u for u in pending if counts.get(dm[u]) != seen.get(u)]
+            seen.update({u: counts.get(dm[u]) for u in news})
+            quiet.update({u: 0 if u in news else quiet.get(u, 0) + waited for u in pending})
+            for u in [u for u in pending if quiet[u] >= NUDGE and u in open_ and u not in stalled]:  # ask again
+                env.call("chat_direct_message", username=u, message=f"Just checking: would {open_[u].isoformat()} "
+                         f"work for our 1:1 ({MINUTES} min)?")  # fmt: skip
+                quiet[u] = 0
+            answers = {u: self._answer(env, u, dm[u], heard) for u in news}
+            open_.update({u: when for u, (_, when) in answers.items() if when is not None})
+            for u, (verdict, when) in answers.items():
                 if verdict == "yes" and when is not None:
-                    env.call(
-                        "calendar_create_event", title=f"1:1 with @{u}", start=when.isoformat(),
-                        end=(when + timedelta(minutes=MINUTES)).isoformat(), attendees=u, description="Our weekly 1:1.",
-                    )  # fmt: skip
-                    pending.remove(u)
-                elif verdict == "no" and when is not None:
+                    try:
+                        env.call(
+                            "calendar_create_event", title=f"1:1 with @{u}", start=when.isoformat(),
+                            end=(when + timedelta(minutes=MINUTES)).isoformat(), attendees=u,
+                            description="Our weekly 1:1.",
+                        )  # fmt: skip
+                        pending.remove(u)
+                        continue
+                    except ToolFailed as failed:  # the agreed time passed while we waited: ask about another
+                        if failed.code != "invalid_argument":
+                            raise
+                if verdict is not None and when is not None:
                     refused.setdefault(u, []).append(when)
-                    local = day.astimezone(ZoneInfo(zone)).date().isoformat()
-                    propose(env, local, zone, [u], tuple(t for ts in refused.values() for t in ts))
+                    stalled.add(u)
+            for u in sorted(stalled):
+                asked = tuple(t for o, t in open_.items() if o != u and o in pending)
+                # While others still have a time open, the only free one may be theirs: wait for their answer
+                # (a refusal frees it) rather than tell this report there is none.
+                again = propose(
+                    env, today, zone, [u], (*refused[u], *asked), give_up=not asked,
+                    not_before=heard.get(u, start) + timedelta(minutes=REASK),
+                )  # fmt: skip
+                if u in again:
+                    open_[u] = datetime.fromisoformat(again[u])
+                    stalled.discard(u)
+                elif not asked:
+                    pending.remove(u)  # no time left today: they were told so, nothing to wait for
+                    stalled.discard(u)
             if pending:
-                env.call("wait", minutes=30)
+                waited = int(env.call("wait", minutes=30).get("waited_minutes", 0))
         if not env.done:
             env.call("submit", summary="every 1:1 booked at the agreed time")
 
     @staticmethod
-    def _answer(env: AgentEnv, u: str, channel: str) -> tuple[str | None, datetime | None]:
-        """(yes/no/None, the time asked) for ``u``'s answer to the agent's newest question in their DM."""
+    def _answer(env: AgentEnv, u: str, channel: str, heard: dict[str, datetime]) -> tuple[str | None, datetime | None]:
+        """(yes/no/None, the time asked) for ``u``'s answer to the agent's newest question in their DM.
+
+        The answer's time goes into ``heard``: a next proposal leaves them the notice to answer it.
+        """
         posts = env.call("chat_read_channel", channel=channel, limit=50)["posts"]
         mine = [p for p in posts if p["author"] == env.actor and "?" in p["message"] and _ISO.search(p["message"])]
         if not mine:
@@ -264,6 +369,7 @@ class OneOnOnesBook:
             )
             if about is not None and about != asked:
                 continue
+            heard[u] = datetime.fromisoformat(post["at"])
             if _NO.search(post["message"]):
                 return "no", asked
             if _YES.search(post["message"]):

@@ -13,13 +13,14 @@ from sqlalchemy import select
 from scenarios import check_scenario, make
 from scenarios.base import story_of
 from scenarios.library.one_on_ones_ask import STORY, propose
+from scenarios.library.one_on_ones_book import OVERNIGHT
 from sim.agents import EpisodeEnv, run_agent
 from sim.calibrate import PARTIALS, calibrate, play_partial, verify
 from sim.campaign import Campaign
 from sim.episode import Episode
 from sim.replay import replay
 from sim.trace import TraceWriter
-from worlds.schema import Employee
+from worlds.schema import Employee, Event
 from worlds.spec import WorldSpec
 
 
@@ -100,7 +101,7 @@ def test_booking_only_the_first_report_loses_every_other_reports_checks(store):
     """The one 1:1 booked is right in full; every report left out loses all four of their checks."""
     values = set()
     with Episode("one-on-ones-book-v0", store=store) as ep:
-        for seed, difficulty in ((2, 1), (2, 3), (5, 3)):
+        for seed, difficulty in ((2, 1), (6, 1), (1, 3)):
             score = play_partial(ep, "one-on-ones-book-v0", "partial-first-report", seed, {"difficulty": difficulty})
             reports = ep.instance.params["reports"]
             left = {k.split("-", 1)[1] for k in _failed(score)}
@@ -135,14 +136,7 @@ def test_a_time_the_report_cannot_answer_in_time_loses_only_their_question(store
     assert all(k.startswith("ask-") and "not between" in v for k, v in failed.items()), failed
 
 
-BOOK_FLAT = pytest.mark.xfail(
-    strict=True,
-    reason="generator 5 (reorg, review history) changed the reports' calendars: partial-no-wait gains as difficulty "
-    "adds reports, so the book day's partial mean no longer falls (partial-first-report still does)",
-)
-
-
-@pytest.mark.parametrize("scenario", [STORY[0], pytest.param(STORY[1], marks=BOOK_FLAT)])
+@pytest.mark.parametrize("scenario", STORY)
 def test_partial_agents_lose_more_as_difficulty_rises_over_20_seeds(store, scenario):
     """Issue 13 item 4: every partial strictly between 0 and 1 at difficulties 1-3, their mean falling strictly."""
     names = list(PARTIALS[scenario])
@@ -159,3 +153,43 @@ def test_the_asking_day_leaves_every_report_a_time_free_in_both_calendars(store)
     with Episode("one-on-ones-ask-v0", store=store) as episode:
         scores = [run_agent(episode, "oracle", seed, {"difficulty": 3}).value for seed in (15, 16, 17, 18)]
     assert scores == [1.0] * 4
+
+
+class _NoTimeLeft:
+    """An agent env whose calendar has no common time left: what ``propose`` sees late on a full day."""
+
+    actor = "boss"
+
+    def __init__(self) -> None:
+        self.sent: list[dict[str, str]] = []
+
+    def call(self, name, /, **arguments):
+        if name == "directory_get_profile":
+            return {"working_hours": "09:00-17:00", "timezone": "America/New_York"}
+        if name == "calendar_find_free_slots":
+            return {"slots": []}
+        assert name == "chat_direct_message", name
+        self.sent.append(arguments)
+        return {"id": len(self.sent)}
+
+
+def test_propose_says_so_when_no_time_is_left_instead_of_raising():
+    """A re-proposal late on a full day once raised StopIteration; now the report is told and left out."""
+    env = _NoTimeLeft()
+    assert propose(env, "2026-03-02", "America/New_York", ["dana.smith"]) == {}
+    assert [m["username"] for m in env.sent] == ["dana.smith"]
+    assert "no free 30 minutes left on 2026-03-02" in env.sent[0]["message"] and "?" not in env.sent[0]["message"]
+
+
+def test_overnight_clashes_make_reports_refuse_and_the_oracle_re_proposes(store):
+    """Difficulty 3: commitments accepted overnight over asked times; the refusals are re-proposed and booked."""
+    with Episode("one-on-ones-book-v0", store=store) as ep:
+        score = run_agent(ep, "oracle", 0, {"difficulty": 3})
+        steps = ep._require_live().steps.records
+        sent = [s["action"]["arguments"]["message"] for s in steps if s["action"]["name"] == "chat_direct_message"]
+        clashes = ep.tool_context.session.execute(
+            select(Event.title).where(Event.title.in_(OVERNIGHT))
+        ).scalars().all()  # fmt: skip
+    assert score.value == 1.0, _failed(score)
+    assert clashes and len(sent) >= len(clashes), (clashes, sent)
+    assert all(m.startswith(("Hi, would", "Just checking")) for m in sent)
