@@ -247,14 +247,23 @@ _BUSY = (
     "SELECT organizer_id AS who, id AS event_id FROM events WHERE organizer_id IN ({0}) UNION "
     "SELECT employee_id, event_id FROM event_attendees WHERE employee_id IN ({0})"
     " AND rsvp IN ('accepted', 'needs_action', 'tentative')) x JOIN events e ON e.id = x.event_id"
-    " WHERE NOT e.cancelled AND e.start_at < ? AND (e.rrule IS NOT NULL OR e.end_at > ?) AND e.id != ?"
+    " WHERE NOT e.cancelled AND e.start_at < ? AND (e.rrule IS NOT NULL OR e.end_at > ?)"
     " ORDER BY e.start_at, e.id, x.who"
 )
 _ROOM_BUSY = (
-    "SELECT e.room_id, e.id, e.title, e.start_at, e.end_at, e.rrule, e.until FROM events e WHERE e.room_id = ?"
-    " AND NOT e.cancelled AND e.start_at < ? AND (e.rrule IS NOT NULL OR e.end_at > ?) AND e.id != ?"
+    "SELECT e.room_id, e.id, e.title, e.start_at, e.end_at, e.rrule, e.until FROM events e WHERE e.room_id IN ({0})"
+    " AND NOT e.cancelled AND e.start_at < ? AND (e.rrule IS NOT NULL OR e.end_at > ?)"
     " ORDER BY e.start_at, e.id"
 )
+_EVENT_ROWS = (
+    "SELECT id, title, start_at, end_at, rrule, until, cancelled, room_id FROM events WHERE id IN ({}) ORDER BY id"
+)
+_ATTENDEE_OF = "SELECT employee_id FROM event_attendees WHERE id = ?"
+_COMMITTED = frozenset(("accepted", "needs_action", "tentative"))  # the rsvps the calendar counts as busy
+_HARMLESS = {  # columns whose update cannot change anyone's commitments or a clash's label
+    "events": frozenset(("description", "room_id")),
+    "event_attendees": frozenset(("rsvp", "optional")),
+}
 
 
 def _aware(value: Any) -> Any:
@@ -264,24 +273,135 @@ def _aware(value: Any) -> Any:
     return (datetime.fromisoformat(value) if isinstance(value, str) else value).replace(tzinfo=UTC)
 
 
-def _clashes(
-    ctx: GradingContext, sql: str, params: list[Any], skip: int, s: datetime, e: datetime
-) -> dict[int, list[str]]:
-    """Per person (or room), the events in ``sql``'s rows that overlap [s, e), recurring ones expanded once each.
+Window = tuple[datetime, datetime]
+Clash = tuple[datetime, int, str]  # (start, event id, label): sorted, the order the busy query gives
 
-    One raw query for every participant (not a Core query per person) and one expansion per event: the check
-    runs in every grade, and the progress score re-runs it when events change.
+
+class Calendar:
+    """Per episode, who (or which room) is committed to what during each meeting window asked about so far.
+
+    Why: the double-booking check is re-run whenever an event or an invitation changes (onboarding books several
+    meetings in a row, coworkers answer invitations), and re-querying every participant's events with their
+    recurring series expanded cost most of a step's progress score. Kept in ``ctx.lasting`` and brought up to
+    date from the change log rows it has not seen: a new event or invitation is tested against the cached windows
+    of its organiser, invitee or room only; an answer that keeps someone busy (or free) changes nothing; any
+    other change to a commitment forgets that person's windows (or, when the rows cannot say whose, all of
+    them), which the next check queries again. Every event is kept here, the meeting itself too; the check
+    leaves the meeting out when it reads a window.
     """
-    sql_ = Sql.of(ctx.session)
-    overlap: dict[int, bool] = {}
-    out: dict[int, list[str]] = {}
-    for who, event_id, title, start, end, rule, until in sql_.all(sql, [*params, sql_.bind(e), sql_.bind(s), skip]):
-        if event_id not in overlap:
-            spans = occurrences(_aware(start), _aware(end), rule, _aware(until), s, e)
-            overlap[event_id] = any(a < e and s < b for a, b in spans)
-        if overlap[event_id]:
-            out.setdefault(who, []).append(f"#{event_id} {snippet(title, 30)}")
-    return out
+
+    def __init__(self) -> None:
+        self.seen = {"events": 0, "event_attendees": 0}
+        self.people: dict[int, dict[Window, dict[int, Clash]]] = {}
+        self.rooms: dict[int, dict[Window, dict[int, Clash]]] = {}
+        self.spans: dict[tuple[Any, ...], bool] = {}  # (start, end, rule, until, window) -> overlaps
+
+    @classmethod
+    def of(cls, ctx: GradingContext) -> Calendar:
+        """The episode's calendar, up to date with the change log."""
+        found = ctx.lasting.get("calendar")
+        if not isinstance(found, Calendar):
+            found = ctx.lasting["calendar"] = Calendar()
+        found.sync(ctx)
+        return found
+
+    def overlaps(self, start: datetime, end: datetime, rule: str | None, until: datetime | None, w: Window) -> bool:
+        """Whether an occurrence of the event overlaps the window (a series expanded once per window)."""
+        if not rule:
+            return start < w[1] and end > w[0]
+        key = (start, end, rule, until, w)
+        found = self.spans.get(key)
+        if found is None:
+            found = self.spans[key] = any(a < w[1] and w[0] < b for a, b in occurrences(start, end, rule, until, *w))
+        return found
+
+    def sync(self, ctx: GradingContext) -> None:
+        """Fold in the event and invitation rows logged since the last call."""
+        events, invites = ctx.changed_rows("events"), ctx.changed_rows("event_attendees")
+        new_events, new_invites = events[self.seen["events"] :], invites[self.seen["event_attendees"] :]
+        if not new_events and not new_invites:
+            return
+        self.seen = {"events": len(events), "event_attendees": len(invites)}
+        if not self.people and not self.rooms:
+            return
+        adds: list[tuple[int, int]] = []  # (person, event): a new commitment
+        for r in new_events:
+            if r.op == "insert" and isinstance(r.changes.get("organizer_id"), int):
+                adds.append((r.changes["organizer_id"], int(r.key[0])))
+            elif r.op == "update" and _HARMLESS["events"].issuperset(r.changes):
+                self.rooms.clear()  # a room booked or moved: the people's commitments stand
+            else:  # a new time, a cancellation, a new title: every window of anyone invited may change
+                self.people.clear()
+                self.rooms.clear()
+                return
+        for r in new_invites:
+            who = r.changes.get("employee_id")
+            if r.op == "insert" and isinstance(who, int) and isinstance(r.changes.get("event_id"), int):
+                if r.changes.get("rsvp") in _COMMITTED:
+                    adds.append((who, r.changes["event_id"]))
+                continue
+            if r.op == "update" and _HARMLESS["event_attendees"].issuperset(r.changes):
+                old, new = r.changes.get("rsvp", ("", ""))
+                if (old in _COMMITTED) == (new in _COMMITTED):
+                    continue  # needs_action -> accepted: as busy as before
+                who = Sql.of(ctx.session).scalar(_ATTENDEE_OF, (r.key[0],))
+            elif r.op != "delete":
+                who = None  # an invitation moved to another event or person: the rows do not say whose windows
+            if isinstance(who, int):
+                self.people.pop(who, None)
+            else:
+                self.people.clear()
+        wanted = {e for p, e in adds if p in self.people}
+        if self.rooms:
+            wanted.update(int(r.key[0]) for r in new_events if r.op == "insert")
+        if not wanted:
+            return
+        rows = {r[0]: r for r in rows_in(ctx, _EVENT_ROWS, sorted(wanted))}
+        for person, event_id in adds:
+            self._add(self.people.get(person), rows.get(event_id))
+        for r in new_events:
+            row = rows.get(int(r.key[0]))
+            if r.op == "insert" and row is not None and row[7] is not None:
+                self._add(self.rooms.get(row[7]), row)
+
+    def _add(self, windows: dict[Window, dict[int, Clash]] | None, row: Any) -> None:
+        """Enter a live event in the cached windows it overlaps."""
+        if not windows or row is None or row[6]:
+            return
+        event_id, title, start, end, rule, until = row[0], row[1], _aware(row[2]), _aware(row[3]), row[4], row[5]
+        for w, clashes in windows.items():
+            if start < w[1] and self.overlaps(start, end, rule, _aware(until), w):
+                clashes[event_id] = (start, event_id, f"#{event_id} {snippet(title, 30)}")
+
+    def clashes(self, ctx: GradingContext, people: Sequence[int], room: int | None, w: Window) -> tuple[
+        dict[int, dict[int, Clash]], dict[int, Clash]
+    ]:
+        """Each person's and the room's events overlapping the window (one query for those not cached)."""
+        missing = sorted({p for p in people if w not in self.people.get(p, {})})
+        if missing:
+            found = self._query(ctx, _BUSY.format(", ".join("?" * len(missing))), [*missing, *missing], w)
+            for p in missing:
+                self.people.setdefault(p, {})[w] = found.get(p, {})
+        mine = {p: self.people[p][w] for p in people}
+        if room is None:
+            return mine, {}
+        if w not in self.rooms.get(room, {}):
+            self.rooms.setdefault(room, {})[w] = self._query(ctx, _ROOM_BUSY.format("?"), [room], w).get(room, {})
+        return mine, self.rooms[room][w]
+
+    def _query(self, ctx: GradingContext, sql: str, params: list[Any], w: Window) -> dict[int, dict[int, Clash]]:
+        sql_ = Sql.of(ctx.session)
+        out: dict[int, dict[int, Clash]] = {}
+        for who, event_id, title, start, end, rule, until in sql_.all(sql, [*params, sql_.bind(w[1]), sql_.bind(w[0])]):
+            a = _aware(start)
+            if self.overlaps(a, _aware(end), rule, _aware(until), w):
+                out.setdefault(who, {})[event_id] = (a, event_id, f"#{event_id} {snippet(title, 30)}")
+        return out
+
+
+def _labels(clashes: Mapping[int, Clash], skip: int) -> list[str]:
+    """The clashes' labels in the busy query's order (start, id), leaving out the meeting itself."""
+    return [label for _, event_id, label in sorted(clashes.values()) if event_id != skip]
 
 
 @check_fn("meeting_no_double_booking", reads=("events", "event_attendees", "employees"), touches=_meeting_touches)
@@ -302,13 +422,15 @@ def meeting_no_double_booking(ctx: GradingContext, title_pattern: Regex) -> Chec
     names = usernames(ctx, [m.organizer_id])
     who = [(m.organizer_id, names.get(m.organizer_id, "?"))] + [(a.employee_id, a.username) for a in going]
     ids = sorted({emp for emp, _ in who})
-    marks = ", ".join("?" * len(ids))
-    busy = _clashes(ctx, _BUSY.format(marks), [*ids, *ids], m.id, m.start_at, m.end_at)
-    problems = [f"@{name} is also in {listing(busy[emp], 2)}" for emp, name in who if busy.get(emp)]
-    if m.room_id is not None:
-        taken = _clashes(ctx, _ROOM_BUSY, [m.room_id], m.id, m.start_at, m.end_at).get(m.room_id)
-        if taken:
-            problems.append(f"the room is also booked for {listing(taken, 2)}")
+    busy, room = Calendar.of(ctx).clashes(ctx, ids, m.room_id, (m.start_at, m.end_at))
+    problems = []
+    for emp, name in who:
+        labels = _labels(busy[emp], m.id)
+        if labels:
+            problems.append(f"@{name} is also in {listing(labels, 2)}")
+    taken = _labels(room, m.id)
+    if taken:
+        problems.append(f"the room is also booked for {listing(taken, 2)}")
     head = f"event #{m.id} at {m.start_at.isoformat()}"
     if problems:
         return CheckOutcome.of(False, f"{head}: {'; '.join(problems)}", event_id=m.id)
