@@ -373,9 +373,9 @@ class Calendar:
             if start < w[1] and self.overlaps(start, end, rule, _aware(until), w):
                 clashes[event_id] = (start, event_id, f"#{event_id} {snippet(title, 30)}")
 
-    def clashes(self, ctx: GradingContext, people: Sequence[int], room: int | None, w: Window) -> tuple[
-        dict[int, dict[int, Clash]], dict[int, Clash]
-    ]:
+    def clashes(
+        self, ctx: GradingContext, people: Sequence[int], room: int | None, w: Window
+    ) -> tuple[dict[int, dict[int, Clash]], dict[int, Clash]]:
         """Each person's and the room's events overlapping the window (one query for those not cached)."""
         missing = sorted({p for p in people if w not in self.people.get(p, {})})
         if missing:
