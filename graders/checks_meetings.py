@@ -16,6 +16,7 @@ time passed in silence, before the agent direct-messaged their manager naming th
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Mapping, Sequence
@@ -23,11 +24,12 @@ from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any, NamedTuple
 from zoneinfo import ZoneInfo
 
+from dateutil.rrule import rrulestr
 from pydantic import AwareDatetime, Field
 
 from graders.base import ChangeRow, CheckOutcome, GradingContext, check_fn
 from graders.checks_common import Regex, employee_id, inserted_ids, listing, rows_in, rx, snippet, usernames
-from mcp_tools.calendar.slots import Person, occurrences
+from mcp_tools.calendar.slots import MAX_OCCURRENCES, Person
 from npcs.hours import WorkHours
 from worlds.rawsql import Sql
 
@@ -162,6 +164,61 @@ def _own_touches(ctx: GradingContext, row: ChangeRow, title_pattern: str, **kwar
     return _meeting_touches(ctx, row, title_pattern, **kwargs)
 
 
+def _invitee_touches(ctx: GradingContext, row: ChangeRow, title_pattern: str, **kwargs: Any) -> bool:
+    """``_own_touches`` for a check that reads who is invited but not their answers (working hours, invitees).
+
+    Coworkers answering the invitation is most of what happens after a booking; only the room and
+    double-booking checks read the answers.
+    """
+    if row.table == "event_attendees" and row.op == "update" and {"rsvp", "optional"}.issuperset(row.changes):
+        return False
+    return _own_touches(ctx, row, title_pattern, **kwargs)
+
+
+def _logged_time(value: Any) -> datetime | None:
+    """A timestamp of a logged after-image (ISO text, naive meaning UTC) as an aware datetime; None if not one."""
+    if not isinstance(value, str):
+        return None
+    found = datetime.fromisoformat(value)
+    return found.replace(tzinfo=UTC) if found.tzinfo is None else found
+
+
+def _agreed_touches(
+    ctx: GradingContext, row: ChangeRow, title_pattern: str, attendees: Sequence[str] = (), **_: Any
+) -> bool:
+    """``_meeting_touches`` for ``meeting_agreed``, which reads only what was said before the booking.
+
+    An answer an NPC gives after the meeting was booked (accepting the invitation, say) and a post the agent
+    writes after it (the announcement) cannot count as agreement or escalation; the one such post that can
+    change the evidence is a first direct message to a coworker never asked before ("was never asked").
+    """
+    if row.op == "insert" and row.table in ("posts", "npc_memory"):
+        m, _head = _the_meeting(ctx, title_pattern)
+        if m is None:
+            return False
+        when = _logged_time(row.changes.get("created_at" if row.table == "posts" else "at"))
+        if when is not None and when > m.created_at:
+            if row.table == "npc_memory":
+                return False
+            return row.changes.get("author_id") == ctx.actor_id and row.changes.get("channel_id") in _dm_channels(
+                ctx, attendees
+            )
+    return _meeting_touches(ctx, row, title_pattern, attendees)
+
+
+_DM_CHANNELS = "SELECT id FROM channels WHERE name IN ({}) ORDER BY id"
+
+
+def _dm_channels(ctx: GradingContext, attendees: Sequence[str]) -> set[int]:
+    """Ids of the agent's direct channels with the named coworkers (those that exist)."""
+
+    def query() -> set[int]:
+        ids = [i for name in attendees if (i := employee_id(ctx, name)) is not None]
+        return {r[0] for r in rows_in(ctx, _DM_CHANNELS, [_dm_name(ctx.actor_id, i) for i in ids])}
+
+    return ctx.kept(("dm_channels", tuple(attendees)), ("channels", "employees"), query)
+
+
 def _the_meeting(ctx: GradingContext, title_pattern: str) -> tuple[Any, str]:
     """(meeting row or None, evidence prefix): the latest matching live meeting."""
     found = _meetings(ctx, title_pattern)
@@ -201,7 +258,7 @@ def _resolve(ctx: GradingContext, names: Sequence[str]) -> tuple[dict[str, int],
     return found, unknown
 
 
-@check_fn("meeting_in_working_hours", reads=("events", "event_attendees", "employees"), touches=_own_touches)
+@check_fn("meeting_in_working_hours", reads=("events", "event_attendees", "employees"), touches=_invitee_touches)
 def meeting_in_working_hours(
     ctx: GradingContext, title_pattern: Regex, start_before: AwareDatetime | None = None
 ) -> CheckOutcome:
@@ -229,7 +286,7 @@ def meeting_in_working_hours(
     return CheckOutcome.of(True, f"{head}: inside working hours of all {len(people)} participants", event_id=m.id)
 
 
-@check_fn("meeting_attendees", reads=("events", "event_attendees", "employees"), touches=_own_touches)
+@check_fn("meeting_attendees", reads=("events", "event_attendees", "employees"), touches=_invitee_touches)
 def meeting_attendees(ctx: GradingContext, title_pattern: Regex, attendees: Sequence[str]) -> CheckOutcome:
     """Every named coworker is invited to the meeting (any answer: an invitation is what the agent controls)."""
     m, head = _the_meeting(ctx, title_pattern)
@@ -312,7 +369,7 @@ class Calendar:
         key = (start, end, rule, until, w)
         found = self.spans.get(key)
         if found is None:
-            found = self.spans[key] = any(a < w[1] and w[0] < b for a, b in occurrences(start, end, rule, until, *w))
+            found = self.spans[key] = _recurs_in(start, end, rule, until, w)
         return found
 
     def sync(self, ctx: GradingContext) -> None:
@@ -397,6 +454,26 @@ class Calendar:
             if self.overlaps(a, _aware(end), rule, _aware(until), w):
                 out.setdefault(who, {})[event_id] = (a, event_id, f"#{event_id} {snippet(title, 30)}")
         return out
+
+
+@functools.lru_cache(maxsize=4096)
+def _series(rule: str, start: datetime) -> Any:
+    """A parsed recurrence rule (parsing cost more than expanding a week of it; the result is immutable)."""
+    return rrulestr(rule, dtstart=start)
+
+
+def _recurs_in(start: datetime, end: datetime, rule: str, until: datetime | None, w: Window) -> bool:
+    """Whether an occurrence of a series overlaps the window, as ``mcp_tools.calendar.slots.occurrences`` says.
+
+    The same expansion, cap and ``until``, but it stops at the first overlap and parses the rule once.
+    """
+    length = end - start
+    for s in _series(rule, start).xafter(w[0] - length, count=MAX_OCCURRENCES, inc=True):
+        if s >= w[1] or (until is not None and s > until):
+            return False
+        if s + length > w[0]:
+            return True
+    return False
 
 
 def _labels(clashes: Mapping[int, Clash], skip: int) -> list[str]:
@@ -530,7 +607,7 @@ def _said_about(row: Any, start: datetime) -> str | None:
     return str(fact.get("said")) if when.tzinfo is not None and when == start else None
 
 
-@check_fn("meeting_agreed", reads=("events", "employees", "posts", "channels", "npc_memory"), touches=_meeting_touches)
+@check_fn("meeting_agreed", reads=("events", "employees", "posts", "channels", "npc_memory"), touches=_agreed_touches)
 def meeting_agreed(
     ctx: GradingContext,
     title_pattern: Regex,
