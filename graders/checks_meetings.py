@@ -481,7 +481,32 @@ def _labels(clashes: Mapping[int, Clash], skip: int) -> list[str]:
     return [label for _, event_id, label in sorted(clashes.values()) if event_id != skip]
 
 
-@check_fn("meeting_no_double_booking", reads=("events", "event_attendees", "employees"), touches=_meeting_touches)
+def _clash_touches(ctx: GradingContext, row: ChangeRow, title_pattern: str, **kwargs: Any) -> bool:
+    """``_meeting_touches`` for the double-booking check, which reads other events only at the meeting's time.
+
+    Another new event, or an invitation to one, matters only if it is live and overlaps the meeting: onboarding
+    books its meetings one after another on different days, and each booking re-ran every meeting's check.
+    """
+    if row.op == "insert" and row.table in ("events", "event_attendees"):
+        found = _meetings(ctx, title_pattern)
+        event = row.key[0] if row.table == "events" else row.changes.get("event_id")
+        if not isinstance(event, int) or any(m.id == event for m in found):
+            return True
+        if len(found) != 1:
+            return False  # no meeting, or several (the verdict names the meetings, not their clashes)
+        m = found[0]
+        other = ctx.memo.get(("event_row", event))
+        if other is None:
+            other = ctx.memo[("event_row", event)] = Sql.of(ctx.session).one(_EVENT_ROWS.format("?"), (event,))
+        if other is None or other[6]:
+            return False  # gone or cancelled: nobody is committed to it
+        start, end, until = _aware(other[2]), _aware(other[3]), _aware(other[5])
+        w = (m.start_at, m.end_at)
+        return bool(start < w[1] and Calendar.of(ctx).overlaps(start, end, other[4], until, w))
+    return _meeting_touches(ctx, row, title_pattern, **kwargs)
+
+
+@check_fn("meeting_no_double_booking", reads=("events", "event_attendees", "employees"), touches=_clash_touches)
 def meeting_no_double_booking(ctx: GradingContext, title_pattern: Regex) -> CheckOutcome:
     """Exactly one live meeting, and neither a participant nor its room is committed elsewhere at that time.
 
