@@ -178,7 +178,7 @@ def test_recurring_overlap_is_what_the_calendar_expansion_says():
     overlapping = 0
     for rule in rules:
         for until in (None, start + timedelta(days=20)):
-            for day in range(0, 70, 3):
+            for day in range(0, 63, 4):
                 for minutes in (0, 30, 44, 45, 600):
                     lo = start + timedelta(days=day, minutes=minutes)
                     for length in (15, 60):
@@ -187,3 +187,26 @@ def test_recurring_overlap_is_what_the_calendar_expansion_says():
                         assert _recurs_in(start, end, rule, until, w) == want, (rule, until, w)
                         overlapping += want
     assert overlapping > 50, "some windows overlap an occurrence"
+
+
+def test_busy_intervals_are_what_the_calendar_service_reads(world):
+    from mcp_tools.calendar.service import _busy, busy_intervals
+
+    past = {"description": "", "rrule": None, "until": None, "room_id": None, "cancelled": False}
+    history = [
+        {**past, "id": 10 + d, "organizer_id": 2 + d % 3, "title": f"Old {d}", "start_at": MEET - timedelta(days=d),
+         "end_at": MEET - timedelta(days=d, minutes=-45), "created_at": MEET - timedelta(days=90)}
+        for d in range(1, 40)
+    ]  # fmt: skip
+    insert_rows(world.session.connection(), {"events": [*SETUP["events"], *history]})
+    insert_rows(world.session.connection(), {"event_attendees": SETUP["event_attendees"]})
+    sql = Sql.of(world.session)
+    compared = 0
+    for person in (1, 2, 3, 4):
+        for lo in (MEET - timedelta(days=10), MEET - timedelta(hours=1), MEET + timedelta(days=2)):
+            for days in (1, 9):
+                hi = lo + timedelta(days=days)
+                want = [(s, e) for s, e, _ in _busy(sql, person, lo, hi)]
+                assert busy_intervals(sql, person, lo, hi) == want, (person, lo, hi)
+                compared += bool(want)
+    assert compared >= 10
