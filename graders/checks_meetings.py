@@ -152,11 +152,11 @@ def _meeting_touches(
 
 
 def _own_touches(ctx: GradingContext, row: ChangeRow, title_pattern: str, **kwargs: Any) -> bool:
-    """``_meeting_touches`` for a check that reads only the meeting itself, its attendees and room.
+    """``_meeting_touches`` for a check that reads of the calendar only the meeting itself, its attendees and room.
 
     A new event that is not the meeting after the step (another title, organiser, or cancelled), or a new
     attendee of such an event, cannot change it; onboarding books several meetings in a row. (Double booking
-    reads every event of the participants, so it keeps the wider rule.)
+    also reads the participants' other events at the meeting's time: ``_clash_touches``.)
     """
     if row.op == "insert" and row.table in ("events", "event_attendees"):
         event = row.key[0] if row.table == "events" else row.changes.get("event_id")
@@ -193,9 +193,10 @@ def _agreed_touches(
     change the evidence is a first direct message to a coworker never asked before ("was never asked").
     """
     if row.op == "insert" and row.table in ("posts", "npc_memory"):
-        m, _head = _the_meeting(ctx, title_pattern)
-        if m is None:
+        found = _meetings(ctx, title_pattern)
+        if not found:
             return False
+        m = found[-1]  # the meeting the check reads (``_the_meeting``)
         when = _logged_time(row.changes.get("created_at" if row.table == "posts" else "at"))
         if when is not None and when > m.created_at:
             if row.table == "npc_memory":
@@ -203,7 +204,7 @@ def _agreed_touches(
             return row.changes.get("author_id") == ctx.actor_id and row.changes.get("channel_id") in _dm_channels(
                 ctx, attendees
             )
-    return _meeting_touches(ctx, row, title_pattern, attendees)
+    return _own_touches(ctx, row, title_pattern, attendees=attendees)
 
 
 _DM_CHANNELS = "SELECT id FROM channels WHERE name IN ({}) ORDER BY id"
@@ -569,7 +570,7 @@ def _instants(text: str) -> list[datetime]:
     return out
 
 
-@check_fn("meeting_announced", reads=("events", "posts", "channels"), touches=_meeting_touches)
+@check_fn("meeting_announced", reads=("events", "posts", "channels"), touches=_own_touches)
 def meeting_announced(ctx: GradingContext, title_pattern: Regex, channel: str, key: str) -> CheckOutcome:
     """The agent posted in ``channel`` a live message naming ``key`` and the meeting's start (ISO 8601 with offset).
 
