@@ -16,6 +16,7 @@ time passed in silence, before the agent direct-messaged their manager naming th
 
 from __future__ import annotations
 
+import bisect
 import functools
 import json
 import re
@@ -29,7 +30,7 @@ from pydantic import AwareDatetime, Field
 
 from graders.base import ChangeRow, CheckOutcome, GradingContext, check_fn
 from graders.checks_common import Regex, employee_id, inserted_ids, listing, rows_in, rx, snippet, usernames
-from mcp_tools.calendar.slots import MAX_OCCURRENCES, Person
+from mcp_tools.calendar.slots import Person
 from npcs.hours import WorkHours
 from worlds.rawsql import Sql
 
@@ -116,18 +117,23 @@ def _meetings(ctx: GradingContext, title_pattern: str) -> list[Any]:
     """Live events the agent organised during the episode whose title matches (memoised per grade)."""
 
     def find() -> list[Any]:
-        ids = inserted_ids(ctx, "events")
-        rows = [
-            Meeting(i, t, o, _aware(a), _aware(b), r, bool(c), _aware(at))
-            for i, t, o, a, b, r, c, at in rows_in(ctx, _EVENTS, ids)
-        ]
         return [
             r
-            for r in rows
+            for r in _new_events(ctx)
             if not r.cancelled and r.organizer_id == ctx.actor_id and rx(title_pattern).search(r.title or "")
         ]
 
     return ctx.kept(("meetings", title_pattern), ("events",), find)
+
+
+def _new_events(ctx: GradingContext) -> list[Any]:
+    """Every event this episode created, read once a step for all the meeting checks (one per meeting title)."""
+
+    def find() -> list[Any]:
+        rows = rows_in(ctx, _EVENTS, inserted_ids(ctx, "events"))
+        return [Meeting(i, t, o, _aware(a), _aware(b), r, bool(c), _aware(at)) for i, t, o, a, b, r, c, at in rows]
+
+    return ctx.kept("new_meeting_events", ("events",), find)
 
 
 def _meeting_touches(
@@ -457,24 +463,44 @@ class Calendar:
         return out
 
 
+class _Series:
+    """A recurrence's starts, expanded once as far as a window asked (and 60 days on), then bisected.
+
+    Why: dateutil walks a series from its first start on every query, and the double-booking check asks about
+    each participant's every series once per meeting. ``starts`` holds every start up to ``upto``, so a window
+    ending by then is answered from it alone; the same (rule, first start) always gives the same starts, so
+    one expansion serves every episode and grade in the process.
+    """
+
+    def __init__(self, rule: str, start: datetime) -> None:
+        self.rule = rrulestr(rule, dtstart=start)
+        self.starts: list[datetime] = []
+        self.upto = start - timedelta(microseconds=1)
+
+    def first_after(self, t: datetime, hi: datetime) -> datetime | None:
+        """The first start later than ``t``, or None if there is none up to ``hi``."""
+        if self.upto < hi:
+            to = hi + timedelta(days=60)
+            self.starts += [s for s in self.rule.between(self.upto, to, inc=True) if s > self.upto]
+            self.upto = to
+        i = bisect.bisect_right(self.starts, t)
+        return self.starts[i] if i < len(self.starts) else None
+
+
 @functools.lru_cache(maxsize=4096)
-def _series(rule: str, start: datetime) -> Any:
-    """A parsed recurrence rule (parsing cost more than expanding a week of it; the result is immutable)."""
-    return rrulestr(rule, dtstart=start)
+def _series(rule: str, start: datetime) -> _Series:
+    return _Series(rule, start)
 
 
 def _recurs_in(start: datetime, end: datetime, rule: str, until: datetime | None, w: Window) -> bool:
     """Whether an occurrence of a series overlaps the window, as ``mcp_tools.calendar.slots.occurrences`` says.
 
-    The same expansion, cap and ``until``, but it stops at the first overlap and parses the rule once.
+    There, the occurrences from ``w[0] - length`` on are walked until one starts at or after ``w[1]`` or after
+    ``until``, and one overlaps when it ends after ``w[0]``: so the first start later than ``w[0] - length``
+    decides (one starting exactly then only touches the window, and every later one starts later still).
     """
-    length = end - start
-    for s in _series(rule, start).xafter(w[0] - length, count=MAX_OCCURRENCES, inc=True):
-        if s >= w[1] or (until is not None and s > until):
-            return False
-        if s + length > w[0]:
-            return True
-    return False
+    s = _series(rule, start).first_after(w[0] - (end - start), w[1])
+    return s is not None and s < w[1] and (until is None or s <= until)
 
 
 def _labels(clashes: Mapping[int, Clash], skip: int) -> list[str]:
