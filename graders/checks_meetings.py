@@ -338,7 +338,7 @@ def _aware(value: Any) -> Any:
 
 
 Window = tuple[datetime, datetime]
-Clash = tuple[datetime, int, str]  # (start, event id, label): sorted, the order the busy query gives
+Clash = tuple[Any, int, str]  # (stored start, event id, label): sorted, the order the busy query gives
 
 
 class Calendar:
@@ -435,7 +435,7 @@ class Calendar:
         event_id, title, start, end, rule, until = row[0], row[1], _aware(row[2]), _aware(row[3]), row[4], row[5]
         for w, clashes in windows.items():
             if start < w[1] and self.overlaps(start, end, rule, _aware(until), w):
-                clashes[event_id] = (start, event_id, f"#{event_id} {snippet(title, 30)}")
+                clashes[event_id] = (row[2], event_id, f"#{event_id} {snippet(title, 30)}")
 
     def clashes(
         self, ctx: GradingContext, people: Sequence[int], room: int | None, w: Window
@@ -457,9 +457,10 @@ class Calendar:
         sql_ = Sql.of(ctx.session)
         out: dict[int, dict[int, Clash]] = {}
         for who, event_id, title, start, end, rule, until in sql_.all(sql, [*params, sql_.bind(w[1]), sql_.bind(w[0])]):
-            a = _aware(start)
-            if self.overlaps(a, _aware(end), rule, _aware(until), w):
-                out.setdefault(who, {})[event_id] = (a, event_id, f"#{event_id} {snippet(title, 30)}")
+            # the query's bounds already say a one-off overlaps; a series is expanded (start kept as stored: the
+            # query orders by it, and so do the labels)
+            if not rule or self.overlaps(_aware(start), _aware(end), rule, _aware(until), w):
+                out.setdefault(who, {})[event_id] = (start, event_id, f"#{event_id} {snippet(title, 30)}")
         return out
 
 
