@@ -9,12 +9,12 @@ matters: a post the agent deleted again no longer counts as said (but does count
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Annotated, Any, NamedTuple
 
 from pydantic import AwareDatetime, Field
-from sqlalchemy import BindParameter, bindparam, select
+from sqlalchemy import BindParameter, bindparam
 
 from graders.base import ChangeRow, CheckOutcome, GradingContext, check_fn
 from graders.checks_common import (
@@ -32,11 +32,6 @@ from graders.checks_common import (
     who_label,
 )
 from worlds.rawsql import Sql
-from worlds.schema import (
-    Channel,
-    ChannelMember,
-    Employee,
-)
 
 _IDS: BindParameter[Any] = bindparam("ids", expanding=True)
 _MAIL_TABLES = ("mail_messages", "mail_recipients")  # a sent mail is its message and recipient rows
@@ -74,7 +69,7 @@ _ATTENDEES = (
 )
 
 
-_CHANNEL_ID = "SELECT id FROM channels WHERE name = ?"
+_CHANNEL_ID = "SELECT id FROM channels WHERE name = ? ORDER BY id LIMIT 1"  # as _MEMBER picks it
 
 
 class NewEvent(NamedTuple):
@@ -338,7 +333,37 @@ def _window(kw: dict[str, Any]) -> None:
         raise ValueError("start_after is later than start_before")
 
 
-@check_fn("event_exists", validate=_window, reads=("events", "event_attendees"))
+def _fits_key(
+    title_pattern: str,
+    attendees: Sequence[str] = (),
+    organizer: str | None = "actor",
+    start_after: datetime | None = None,
+    start_before: datetime | None = None,
+    room: str | None = None,
+) -> tuple[Any, ...]:
+    """The ``ctx.lasting`` key of an ``event_exists`` check's last passing event: its params, hashable."""
+    return ("event_fits", title_pattern, tuple(attendees), organizer, start_after, start_before, room)
+
+
+def _event_touches(ctx: GradingContext, row: ChangeRow, **params: Any) -> bool:
+    """Whether an event or invitation row may change an ``event_exists`` verdict (for ``graders.progress``).
+
+    An answer to an invitation cannot (the check reads who is invited, not what they said). Once the check
+    passes with event #k, the first event in id order that fits, a later event (a higher id) or its
+    invitations cannot change it either: onboarding books its meetings one after another, and each booking
+    would otherwise re-run every meeting's check. The passing id is the one the check's last run kept in
+    ``ctx.lasting``; a row of event #k or an earlier one re-runs it, and with it the kept id.
+    """
+    if row.table == "event_attendees" and row.op == "update":
+        return not {"rsvp", "optional"}.issuperset(row.changes)
+    passing = ctx.lasting.get(_fits_key(**params))
+    if passing is None:
+        return True
+    event = row.key[0] if row.table == "events" else row.changes.get("event_id")
+    return not (isinstance(event, int) and event > passing)
+
+
+@check_fn("event_exists", validate=_window, reads=("events", "event_attendees"), touches=_event_touches)
 def event_exists(
     ctx: GradingContext,
     title_pattern: Regex,
@@ -353,16 +378,15 @@ def event_exists(
     ``attendees`` are usernames (``"actor"`` allowed; the organizer counts as attending); the start must lie
     in [``start_after``, ``start_before``] when given.
     """
+    key = _fits_key(title_pattern, attendees, organizer, start_after, start_before, room)
+    ctx.lasting.pop(key, None)  # kept again only if an event fits (see _event_touches)
     ids = inserted_ids(ctx, "events")
     if not ids:
         return CheckOutcome.of(False, "no calendar event was created during the episode")
     organizer_id = employee_id(ctx, organizer) if organizer is not None else None
     if organizer is not None and organizer_id is None:
         return CheckOutcome.of(False, f"unknown employee {organizer!r}")
-    events = [NewEvent(i, t, o, _stamp(at), bool(c), r) for i, t, o, at, c, r in rows_in(ctx, _EVENTS, ids)]
-    invited: dict[int, set[str]] = {}
-    for event_id, username in rows_in(ctx, _ATTENDEES, ids):
-        invited.setdefault(event_id, set()).add(username)
+    events, invited = ctx.kept(("new_events",), ("events", "event_attendees", "rooms", "employees"), _new_events(ctx))
     names = usernames(ctx, [ctx.actor_id, *(e.organizer_id for e in events)])
     wanted = [names.get(ctx.actor_id, "actor") if a == "actor" else a for a in attendees]
     notes = []
@@ -378,12 +402,27 @@ def event_exists(
         if room is not None and e.room != room:
             problems.append(f"room is {e.room!r}")
         if not problems:
+            ctx.lasting[key] = e.id
             return CheckOutcome.of(
                 True, f"event #{e.id} {snippet(e.title)} at {e.start_at.isoformat()} fits", event_id=e.id
             )
         notes.append(f"#{e.id} {snippet(e.title)}: {', '.join(problems)}")
     head = f"none of {len(notes)} live events organised by {who_label(organizer)} fits /{title_pattern}/"
     return CheckOutcome.of(False, head + (f": {listing(notes)}" if notes else ""))
+
+
+def _new_events(ctx: GradingContext) -> Callable[[], tuple[list[Any], dict[int, set[str]]]]:
+    """The events this episode created and each one's invitees: one lookup for every meeting's check of a step."""
+
+    def query() -> tuple[list[Any], dict[int, set[str]]]:
+        ids = inserted_ids(ctx, "events")
+        events = [NewEvent(i, t, o, _stamp(at), bool(c), r) for i, t, o, at, c, r in rows_in(ctx, _EVENTS, ids)]
+        invited: dict[int, set[str]] = {}
+        for event_id, username in rows_in(ctx, _ATTENDEES, ids):
+            invited.setdefault(event_id, set()).add(username)
+        return events, invited
+
+    return query
 
 
 _INVITED = (
@@ -413,12 +452,12 @@ def no_event_with(ctx: GradingContext, attendee: str) -> CheckOutcome:
 
 
 _MEMBER = (
-    select(Channel.name, Employee.username, ChannelMember.id.label("member"))
-    .select_from(Channel)
-    .join(Employee, Employee.username == bindparam("who"))
-    .outerjoin(ChannelMember, (ChannelMember.channel_id == Channel.id) & (ChannelMember.employee_id == Employee.id))
-    .where(Channel.name == bindparam("channel"))
+    "SELECT c.name, e.username, m.id FROM channels c JOIN employees e ON e.username = ?"
+    " LEFT JOIN channel_members m ON m.channel_id = c.id AND m.employee_id = e.id"
+    " WHERE c.name = ? ORDER BY c.id LIMIT 1"
 )
+"""A raw statement (``worlds.rawsql``): the Core select it replaced cost ~40 us to compile and run, and the
+progress score runs it for every onboarding channel at the first step and again when the hire is added."""
 
 
 def _member_touches(ctx: GradingContext, row: ChangeRow, channel: str, username: str, **_: Any) -> bool:
@@ -439,9 +478,10 @@ def channel_member(ctx: GradingContext, channel: str, username: str, member: boo
     Why final state: onboarding adds people to channels and offboarding takes them out; who ends up able to read
     a private channel is what matters, however many times they were added and removed on the way.
     """
-    row = ctx.db.execute(_MEMBER, {"who": username.lstrip("@"), "channel": channel.lstrip("~#")}).first()
+    row = Sql.of(ctx.session).one(_MEMBER, (username.lstrip("@"), channel.lstrip("~#")))
     if row is None:
         return CheckOutcome.of(False, f"no channel {channel!r} or no employee {username!r}")
-    now = row.member is not None
+    name, who, membership = row
+    now = membership is not None
     verb = "is a member" if now else "is not a member"
-    return CheckOutcome.of(now == member, f"@{row.username} {verb} of {row.name}")
+    return CheckOutcome.of(now == member, f"@{who} {verb} of {name}")

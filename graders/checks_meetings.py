@@ -16,6 +16,8 @@ time passed in silence, before the agent direct-messaged their manager naming th
 
 from __future__ import annotations
 
+import bisect
+import functools
 import json
 import re
 from collections.abc import Mapping, Sequence
@@ -23,11 +25,12 @@ from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any, NamedTuple
 from zoneinfo import ZoneInfo
 
+from dateutil.rrule import rrulestr
 from pydantic import AwareDatetime, Field
 
 from graders.base import ChangeRow, CheckOutcome, GradingContext, check_fn
 from graders.checks_common import Regex, employee_id, inserted_ids, listing, rows_in, rx, snippet, usernames
-from mcp_tools.calendar.slots import Person, occurrences
+from mcp_tools.calendar.slots import Person
 from npcs.hours import WorkHours
 from worlds.rawsql import Sql
 
@@ -114,18 +117,23 @@ def _meetings(ctx: GradingContext, title_pattern: str) -> list[Any]:
     """Live events the agent organised during the episode whose title matches (memoised per grade)."""
 
     def find() -> list[Any]:
-        ids = inserted_ids(ctx, "events")
-        rows = [
-            Meeting(i, t, o, _aware(a), _aware(b), r, bool(c), _aware(at))
-            for i, t, o, a, b, r, c, at in rows_in(ctx, _EVENTS, ids)
-        ]
         return [
             r
-            for r in rows
+            for r in _new_events(ctx)
             if not r.cancelled and r.organizer_id == ctx.actor_id and rx(title_pattern).search(r.title or "")
         ]
 
     return ctx.kept(("meetings", title_pattern), ("events",), find)
+
+
+def _new_events(ctx: GradingContext) -> list[Any]:
+    """Every event this episode created, read once a step for all the meeting checks (one per meeting title)."""
+
+    def find() -> list[Any]:
+        rows = rows_in(ctx, _EVENTS, inserted_ids(ctx, "events"))
+        return [Meeting(i, t, o, _aware(a), _aware(b), r, bool(c), _aware(at)) for i, t, o, a, b, r, c, at in rows]
+
+    return ctx.kept("new_meeting_events", ("events",), find)
 
 
 def _meeting_touches(
@@ -150,16 +158,72 @@ def _meeting_touches(
 
 
 def _own_touches(ctx: GradingContext, row: ChangeRow, title_pattern: str, **kwargs: Any) -> bool:
-    """``_meeting_touches`` for a check that reads only the meeting itself, its attendees and room.
+    """``_meeting_touches`` for a check that reads of the calendar only the meeting itself, its attendees and room.
 
     A new event that is not the meeting after the step (another title, organiser, or cancelled), or a new
     attendee of such an event, cannot change it; onboarding books several meetings in a row. (Double booking
-    reads every event of the participants, so it keeps the wider rule.)
+    also reads the participants' other events at the meeting's time: ``_clash_touches``.)
     """
     if row.op == "insert" and row.table in ("events", "event_attendees"):
         event = row.key[0] if row.table == "events" else row.changes.get("event_id")
         return any(m.id == event for m in _meetings(ctx, title_pattern))
     return _meeting_touches(ctx, row, title_pattern, **kwargs)
+
+
+def _invitee_touches(ctx: GradingContext, row: ChangeRow, title_pattern: str, **kwargs: Any) -> bool:
+    """``_own_touches`` for a check that reads who is invited but not their answers (working hours, invitees).
+
+    Coworkers answering the invitation is most of what happens after a booking; only the room and
+    double-booking checks read the answers.
+    """
+    if row.table == "event_attendees" and row.op == "update" and {"rsvp", "optional"}.issuperset(row.changes):
+        return False
+    return _own_touches(ctx, row, title_pattern, **kwargs)
+
+
+def _logged_time(value: Any) -> datetime | None:
+    """A timestamp of a logged after-image (ISO text, naive meaning UTC) as an aware datetime; None if not one."""
+    if not isinstance(value, str):
+        return None
+    found = datetime.fromisoformat(value)
+    return found.replace(tzinfo=UTC) if found.tzinfo is None else found
+
+
+def _agreed_touches(
+    ctx: GradingContext, row: ChangeRow, title_pattern: str, attendees: Sequence[str] = (), **_: Any
+) -> bool:
+    """``_meeting_touches`` for ``meeting_agreed``, which reads only what was said before the booking.
+
+    An answer an NPC gives after the meeting was booked (accepting the invitation, say) and a post the agent
+    writes after it (the announcement) cannot count as agreement or escalation; the one such post that can
+    change the evidence is a first direct message to a coworker never asked before ("was never asked").
+    """
+    if row.op == "insert" and row.table in ("posts", "npc_memory"):
+        found = _meetings(ctx, title_pattern)
+        if not found:
+            return False
+        m = found[-1]  # the meeting the check reads (``_the_meeting``)
+        when = _logged_time(row.changes.get("created_at" if row.table == "posts" else "at"))
+        if when is not None and when > m.created_at:
+            if row.table == "npc_memory":
+                return False
+            return row.changes.get("author_id") == ctx.actor_id and row.changes.get("channel_id") in _dm_channels(
+                ctx, attendees
+            )
+    return _own_touches(ctx, row, title_pattern, attendees=attendees)
+
+
+_DM_CHANNELS = "SELECT id FROM channels WHERE name IN ({}) ORDER BY id"
+
+
+def _dm_channels(ctx: GradingContext, attendees: Sequence[str]) -> set[int]:
+    """Ids of the agent's direct channels with the named coworkers (those that exist)."""
+
+    def query() -> set[int]:
+        ids = [i for name in attendees if (i := employee_id(ctx, name)) is not None]
+        return {r[0] for r in rows_in(ctx, _DM_CHANNELS, [_dm_name(ctx.actor_id, i) for i in ids])}
+
+    return ctx.kept(("dm_channels", tuple(attendees)), ("channels", "employees"), query)
 
 
 def _the_meeting(ctx: GradingContext, title_pattern: str) -> tuple[Any, str]:
@@ -201,7 +265,7 @@ def _resolve(ctx: GradingContext, names: Sequence[str]) -> tuple[dict[str, int],
     return found, unknown
 
 
-@check_fn("meeting_in_working_hours", reads=("events", "event_attendees", "employees"), touches=_own_touches)
+@check_fn("meeting_in_working_hours", reads=("events", "event_attendees", "employees"), touches=_invitee_touches)
 def meeting_in_working_hours(
     ctx: GradingContext, title_pattern: Regex, start_before: AwareDatetime | None = None
 ) -> CheckOutcome:
@@ -229,7 +293,7 @@ def meeting_in_working_hours(
     return CheckOutcome.of(True, f"{head}: inside working hours of all {len(people)} participants", event_id=m.id)
 
 
-@check_fn("meeting_attendees", reads=("events", "event_attendees", "employees"), touches=_own_touches)
+@check_fn("meeting_attendees", reads=("events", "event_attendees", "employees"), touches=_invitee_touches)
 def meeting_attendees(ctx: GradingContext, title_pattern: Regex, attendees: Sequence[str]) -> CheckOutcome:
     """Every named coworker is invited to the meeting (any answer: an invitation is what the agent controls)."""
     m, head = _the_meeting(ctx, title_pattern)
@@ -247,14 +311,23 @@ _BUSY = (
     "SELECT organizer_id AS who, id AS event_id FROM events WHERE organizer_id IN ({0}) UNION "
     "SELECT employee_id, event_id FROM event_attendees WHERE employee_id IN ({0})"
     " AND rsvp IN ('accepted', 'needs_action', 'tentative')) x JOIN events e ON e.id = x.event_id"
-    " WHERE NOT e.cancelled AND e.start_at < ? AND (e.rrule IS NOT NULL OR e.end_at > ?) AND e.id != ?"
+    " WHERE NOT e.cancelled AND e.start_at < ? AND (e.rrule IS NOT NULL OR e.end_at > ?)"
     " ORDER BY e.start_at, e.id, x.who"
 )
 _ROOM_BUSY = (
-    "SELECT e.room_id, e.id, e.title, e.start_at, e.end_at, e.rrule, e.until FROM events e WHERE e.room_id = ?"
-    " AND NOT e.cancelled AND e.start_at < ? AND (e.rrule IS NOT NULL OR e.end_at > ?) AND e.id != ?"
+    "SELECT e.room_id, e.id, e.title, e.start_at, e.end_at, e.rrule, e.until FROM events e WHERE e.room_id IN ({0})"
+    " AND NOT e.cancelled AND e.start_at < ? AND (e.rrule IS NOT NULL OR e.end_at > ?)"
     " ORDER BY e.start_at, e.id"
 )
+_EVENT_ROWS = (
+    "SELECT id, title, start_at, end_at, rrule, until, cancelled, room_id FROM events WHERE id IN ({}) ORDER BY id"
+)
+_ATTENDEE_OF = "SELECT employee_id FROM event_attendees WHERE id = ?"
+_COMMITTED = frozenset(("accepted", "needs_action", "tentative"))  # the rsvps the calendar counts as busy
+_HARMLESS = {  # columns whose update cannot change anyone's commitments or a clash's label
+    "events": frozenset(("description", "room_id")),
+    "event_attendees": frozenset(("rsvp", "optional")),
+}
 
 
 def _aware(value: Any) -> Any:
@@ -264,27 +337,204 @@ def _aware(value: Any) -> Any:
     return (datetime.fromisoformat(value) if isinstance(value, str) else value).replace(tzinfo=UTC)
 
 
-def _clashes(
-    ctx: GradingContext, sql: str, params: list[Any], skip: int, s: datetime, e: datetime
-) -> dict[int, list[str]]:
-    """Per person (or room), the events in ``sql``'s rows that overlap [s, e), recurring ones expanded once each.
+Window = tuple[datetime, datetime]
+Clash = tuple[Any, int, str]  # (stored start, event id, label): sorted, the order the busy query gives
 
-    One raw query for every participant (not a Core query per person) and one expansion per event: the check
-    runs in every grade, and the progress score re-runs it when events change.
+
+class Calendar:
+    """Per episode, who (or which room) is committed to what during each meeting window asked about so far.
+
+    Why: the double-booking check is re-run whenever an event or an invitation changes (onboarding books several
+    meetings in a row, coworkers answer invitations), and re-querying every participant's events with their
+    recurring series expanded cost most of a step's progress score. Kept in ``ctx.lasting`` and brought up to
+    date from the change log rows it has not seen: a new event or invitation is tested against the cached windows
+    of its organiser, invitee or room only; an answer that keeps someone busy (or free) changes nothing; any
+    other change to a commitment forgets that person's windows (or, when the rows cannot say whose, all of
+    them), which the next check queries again. Every event is kept here, the meeting itself too; the check
+    leaves the meeting out when it reads a window.
     """
-    sql_ = Sql.of(ctx.session)
-    overlap: dict[int, bool] = {}
-    out: dict[int, list[str]] = {}
-    for who, event_id, title, start, end, rule, until in sql_.all(sql, [*params, sql_.bind(e), sql_.bind(s), skip]):
-        if event_id not in overlap:
-            spans = occurrences(_aware(start), _aware(end), rule, _aware(until), s, e)
-            overlap[event_id] = any(a < e and s < b for a, b in spans)
-        if overlap[event_id]:
-            out.setdefault(who, []).append(f"#{event_id} {snippet(title, 30)}")
-    return out
+
+    def __init__(self) -> None:
+        self.seen = {"events": 0, "event_attendees": 0}
+        self.people: dict[int, dict[Window, dict[int, Clash]]] = {}
+        self.rooms: dict[int, dict[Window, dict[int, Clash]]] = {}
+        self.spans: dict[tuple[Any, ...], bool] = {}  # (start, end, rule, until, window) -> overlaps
+
+    @classmethod
+    def of(cls, ctx: GradingContext) -> Calendar:
+        """The episode's calendar, up to date with the change log."""
+        found = ctx.lasting.get("calendar")
+        if not isinstance(found, Calendar):
+            found = ctx.lasting["calendar"] = Calendar()
+        found.sync(ctx)
+        return found
+
+    def overlaps(self, start: datetime, end: datetime, rule: str | None, until: datetime | None, w: Window) -> bool:
+        """Whether an occurrence of the event overlaps the window (a series expanded once per window)."""
+        if not rule:
+            return start < w[1] and end > w[0]
+        key = (start, end, rule, until, w)
+        found = self.spans.get(key)
+        if found is None:
+            found = self.spans[key] = _recurs_in(start, end, rule, until, w)
+        return found
+
+    def sync(self, ctx: GradingContext) -> None:
+        """Fold in the event and invitation rows logged since the last call."""
+        events, invites = ctx.changed_rows("events"), ctx.changed_rows("event_attendees")
+        new_events, new_invites = events[self.seen["events"] :], invites[self.seen["event_attendees"] :]
+        if not new_events and not new_invites:
+            return
+        self.seen = {"events": len(events), "event_attendees": len(invites)}
+        if not self.people and not self.rooms:
+            return
+        adds: list[tuple[int, int]] = []  # (person, event): a new commitment
+        for r in new_events:
+            if r.op == "insert" and isinstance(r.changes.get("organizer_id"), int):
+                adds.append((r.changes["organizer_id"], int(r.key[0])))
+            elif r.op == "update" and _HARMLESS["events"].issuperset(r.changes):
+                self.rooms.clear()  # a room booked or moved: the people's commitments stand
+            else:  # a new time, a cancellation, a new title: every window of anyone invited may change
+                self.people.clear()
+                self.rooms.clear()
+                return
+        for r in new_invites:
+            who = r.changes.get("employee_id")
+            if r.op == "insert" and isinstance(who, int) and isinstance(r.changes.get("event_id"), int):
+                if r.changes.get("rsvp") in _COMMITTED:
+                    adds.append((who, r.changes["event_id"]))
+                continue
+            if r.op == "update" and _HARMLESS["event_attendees"].issuperset(r.changes):
+                old, new = r.changes.get("rsvp", ("", ""))
+                if (old in _COMMITTED) == (new in _COMMITTED):
+                    continue  # needs_action -> accepted: as busy as before
+                who = Sql.of(ctx.session).scalar(_ATTENDEE_OF, (r.key[0],))
+            elif r.op != "delete":
+                who = None  # an invitation moved to another event or person: the rows do not say whose windows
+            if isinstance(who, int):
+                self.people.pop(who, None)
+            else:
+                self.people.clear()
+        wanted = {e for p, e in adds if p in self.people}
+        if self.rooms:
+            wanted.update(int(r.key[0]) for r in new_events if r.op == "insert")
+        if not wanted:
+            return
+        rows = {r[0]: r for r in rows_in(ctx, _EVENT_ROWS, sorted(wanted))}
+        for person, event_id in adds:
+            self._add(self.people.get(person), rows.get(event_id))
+        for r in new_events:
+            row = rows.get(int(r.key[0]))
+            if r.op == "insert" and row is not None and row[7] is not None:
+                self._add(self.rooms.get(row[7]), row)
+
+    def _add(self, windows: dict[Window, dict[int, Clash]] | None, row: Any) -> None:
+        """Enter a live event in the cached windows it overlaps."""
+        if not windows or row is None or row[6]:
+            return
+        event_id, title, start, end, rule, until = row[0], row[1], _aware(row[2]), _aware(row[3]), row[4], row[5]
+        for w, clashes in windows.items():
+            if start < w[1] and self.overlaps(start, end, rule, _aware(until), w):
+                clashes[event_id] = (row[2], event_id, f"#{event_id} {snippet(title, 30)}")
+
+    def clashes(
+        self, ctx: GradingContext, people: Sequence[int], room: int | None, w: Window
+    ) -> tuple[dict[int, dict[int, Clash]], dict[int, Clash]]:
+        """Each person's and the room's events overlapping the window (one query for those not cached)."""
+        missing = sorted({p for p in people if w not in self.people.get(p, {})})
+        if missing:
+            found = self._query(ctx, _BUSY.format(", ".join("?" * len(missing))), [*missing, *missing], w)
+            for p in missing:
+                self.people.setdefault(p, {})[w] = found.get(p, {})
+        mine = {p: self.people[p][w] for p in people}
+        if room is None:
+            return mine, {}
+        if w not in self.rooms.get(room, {}):
+            self.rooms.setdefault(room, {})[w] = self._query(ctx, _ROOM_BUSY.format("?"), [room], w).get(room, {})
+        return mine, self.rooms[room][w]
+
+    def _query(self, ctx: GradingContext, sql: str, params: list[Any], w: Window) -> dict[int, dict[int, Clash]]:
+        sql_ = Sql.of(ctx.session)
+        out: dict[int, dict[int, Clash]] = {}
+        for who, event_id, title, start, end, rule, until in sql_.all(sql, [*params, sql_.bind(w[1]), sql_.bind(w[0])]):
+            # the query's bounds already say a one-off overlaps; a series is expanded (start kept as stored: the
+            # query orders by it, and so do the labels)
+            if not rule or self.overlaps(_aware(start), _aware(end), rule, _aware(until), w):
+                out.setdefault(who, {})[event_id] = (start, event_id, f"#{event_id} {snippet(title, 30)}")
+        return out
 
 
-@check_fn("meeting_no_double_booking", reads=("events", "event_attendees", "employees"), touches=_meeting_touches)
+class _Series:
+    """A recurrence's starts, expanded once as far as a window asked (and 60 days on), then bisected.
+
+    Why: dateutil walks a series from its first start on every query, and the double-booking check asks about
+    each participant's every series once per meeting. ``starts`` holds every start up to ``upto``, so a window
+    ending by then is answered from it alone; the same (rule, first start) always gives the same starts, so
+    one expansion serves every episode and grade in the process.
+    """
+
+    def __init__(self, rule: str, start: datetime) -> None:
+        self.rule = rrulestr(rule, dtstart=start)
+        self.starts: list[datetime] = []
+        self.upto = start - timedelta(microseconds=1)
+
+    def first_after(self, t: datetime, hi: datetime) -> datetime | None:
+        """The first start later than ``t``, or None if there is none up to ``hi``."""
+        if self.upto < hi:
+            to = hi + timedelta(days=60)
+            self.starts += [s for s in self.rule.between(self.upto, to, inc=True) if s > self.upto]
+            self.upto = to
+        i = bisect.bisect_right(self.starts, t)
+        return self.starts[i] if i < len(self.starts) else None
+
+
+@functools.lru_cache(maxsize=4096)
+def _series(rule: str, start: datetime) -> _Series:
+    return _Series(rule, start)
+
+
+def _recurs_in(start: datetime, end: datetime, rule: str, until: datetime | None, w: Window) -> bool:
+    """Whether an occurrence of a series overlaps the window, as ``mcp_tools.calendar.slots.occurrences`` says.
+
+    There, the occurrences from ``w[0] - length`` on are walked until one starts at or after ``w[1]`` or after
+    ``until``, and one overlaps when it ends after ``w[0]``: so the first start later than ``w[0] - length``
+    decides (one starting exactly then only touches the window, and every later one starts later still).
+    """
+    s = _series(rule, start).first_after(w[0] - (end - start), w[1])
+    return s is not None and s < w[1] and (until is None or s <= until)
+
+
+def _labels(clashes: Mapping[int, Clash], skip: int) -> list[str]:
+    """The clashes' labels in the busy query's order (start, id), leaving out the meeting itself."""
+    return [label for _, event_id, label in sorted(clashes.values()) if event_id != skip]
+
+
+def _clash_touches(ctx: GradingContext, row: ChangeRow, title_pattern: str, **kwargs: Any) -> bool:
+    """``_meeting_touches`` for the double-booking check, which reads other events only at the meeting's time.
+
+    Another new event, or an invitation to one, matters only if it is live and overlaps the meeting: onboarding
+    books its meetings one after another on different days, and each booking re-ran every meeting's check.
+    """
+    if row.op == "insert" and row.table in ("events", "event_attendees"):
+        found = _meetings(ctx, title_pattern)
+        event = row.key[0] if row.table == "events" else row.changes.get("event_id")
+        if not isinstance(event, int) or any(m.id == event for m in found):
+            return True
+        if len(found) != 1:
+            return False  # no meeting, or several (the verdict names the meetings, not their clashes)
+        m = found[0]
+        other = ctx.memo.get(("event_row", event))
+        if other is None:
+            other = ctx.memo[("event_row", event)] = Sql.of(ctx.session).one(_EVENT_ROWS.format("?"), (event,))
+        if other is None or other[6]:
+            return False  # gone or cancelled: nobody is committed to it
+        start, end, until = _aware(other[2]), _aware(other[3]), _aware(other[5])
+        w = (m.start_at, m.end_at)
+        return bool(start < w[1] and Calendar.of(ctx).overlaps(start, end, other[4], until, w))
+    return _meeting_touches(ctx, row, title_pattern, **kwargs)
+
+
+@check_fn("meeting_no_double_booking", reads=("events", "event_attendees", "employees"), touches=_clash_touches)
 def meeting_no_double_booking(ctx: GradingContext, title_pattern: Regex) -> CheckOutcome:
     """Exactly one live meeting, and neither a participant nor its room is committed elsewhere at that time.
 
@@ -302,13 +552,15 @@ def meeting_no_double_booking(ctx: GradingContext, title_pattern: Regex) -> Chec
     names = usernames(ctx, [m.organizer_id])
     who = [(m.organizer_id, names.get(m.organizer_id, "?"))] + [(a.employee_id, a.username) for a in going]
     ids = sorted({emp for emp, _ in who})
-    marks = ", ".join("?" * len(ids))
-    busy = _clashes(ctx, _BUSY.format(marks), [*ids, *ids], m.id, m.start_at, m.end_at)
-    problems = [f"@{name} is also in {listing(busy[emp], 2)}" for emp, name in who if busy.get(emp)]
-    if m.room_id is not None:
-        taken = _clashes(ctx, _ROOM_BUSY, [m.room_id], m.id, m.start_at, m.end_at).get(m.room_id)
-        if taken:
-            problems.append(f"the room is also booked for {listing(taken, 2)}")
+    busy, room = Calendar.of(ctx).clashes(ctx, ids, m.room_id, (m.start_at, m.end_at))
+    problems = []
+    for emp, name in who:
+        labels = _labels(busy[emp], m.id)
+        if labels:
+            problems.append(f"@{name} is also in {listing(labels, 2)}")
+    taken = _labels(room, m.id)
+    if taken:
+        problems.append(f"the room is also booked for {listing(taken, 2)}")
     head = f"event #{m.id} at {m.start_at.isoformat()}"
     if problems:
         return CheckOutcome.of(False, f"{head}: {'; '.join(problems)}", event_id=m.id)
@@ -345,7 +597,7 @@ def _instants(text: str) -> list[datetime]:
     return out
 
 
-@check_fn("meeting_announced", reads=("events", "posts", "channels"), touches=_meeting_touches)
+@check_fn("meeting_announced", reads=("events", "posts", "channels"), touches=_own_touches)
 def meeting_announced(ctx: GradingContext, title_pattern: Regex, channel: str, key: str) -> CheckOutcome:
     """The agent posted in ``channel`` a live message naming ``key`` and the meeting's start (ISO 8601 with offset).
 
@@ -408,7 +660,7 @@ def _said_about(row: Any, start: datetime) -> str | None:
     return str(fact.get("said")) if when.tzinfo is not None and when == start else None
 
 
-@check_fn("meeting_agreed", reads=("events", "employees", "posts", "channels", "npc_memory"), touches=_meeting_touches)
+@check_fn("meeting_agreed", reads=("events", "employees", "posts", "channels", "npc_memory"), touches=_agreed_touches)
 def meeting_agreed(
     ctx: GradingContext,
     title_pattern: Regex,

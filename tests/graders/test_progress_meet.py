@@ -1,0 +1,212 @@
+"""The meeting checks' per-step shortcuts give what a fresh grade gives (issue 14).
+
+``graders.checks_meetings.Calendar`` keeps each participant's clashes per meeting window for the episode and
+folds in the event and invitation rows of each step instead of querying again; the touches hooks of
+``meeting_agreed``, ``meeting_in_working_hours``/``meeting_attendees`` and ``event_exists`` skip rows that
+cannot change them. Each edit below is one step of the progress score on the tiny test world, and after every
+step every check's verdict must equal a full grade's (which starts from an empty calendar), and the kept
+calendar must have answered from what it kept where the rows allowed it (else these tests could not fail when
+the shortcut silently stops working).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from graders.base import Check, GradingContext, Rubric, grade, read_changes
+from graders.checks_meetings import Calendar, _recurs_in
+from graders.progress import Progress
+from mcp_tools.calendar.slots import occurrences
+from worlds.rawsql import Sql
+from worlds.rows import insert_rows
+
+MEET = datetime(2025, 3, 4, 14, 0, tzinfo=UTC)  # Tuesday; the agent (alice, 1) books "Sync ENG-1" then
+SETUP = {  # untracked, like a generated world: dave's weekly standup (bob in it) clashes, carol's dentist does not
+    "events": [
+        {"id": 1, "organizer_id": 4, "title": "Standup", "description": "", "start_at": MEET - timedelta(days=7),
+         "end_at": MEET - timedelta(days=7, minutes=-15), "rrule": "FREQ=WEEKLY", "until": None, "room_id": None,
+         "cancelled": False, "created_at": MEET - timedelta(days=30)},
+        {"id": 2, "organizer_id": 3, "title": "Dentist", "description": "", "start_at": MEET + timedelta(hours=2),
+         "end_at": MEET + timedelta(hours=3), "rrule": None, "until": None, "room_id": None, "cancelled": False,
+         "created_at": MEET - timedelta(days=30)},
+        {"id": 3, "organizer_id": 4, "title": "Planning", "description": "",
+         "start_at": MEET - timedelta(days=14, hours=-2),
+         "end_at": MEET - timedelta(days=14, hours=-2, minutes=-30), "rrule": "FREQ=WEEKLY;BYDAY=TU,TH", "until": None,
+         "room_id": None, "cancelled": False, "created_at": MEET - timedelta(days=30)},
+        {"id": 4, "organizer_id": 4, "title": "Review", "description": "", "start_at": MEET + timedelta(minutes=20),
+         "end_at": MEET + timedelta(minutes=40), "rrule": None, "until": None, "room_id": None, "cancelled": False,
+         "created_at": MEET - timedelta(days=30)},
+    ],
+    "event_attendees": [
+        {"id": 1, "event_id": 1, "employee_id": 2, "rsvp": "accepted", "optional": False},
+        {"id": 2, "event_id": 1, "employee_id": 3, "rsvp": "declined", "optional": False},
+        {"id": 3, "event_id": 3, "employee_id": 4, "rsvp": "accepted", "optional": False},
+    ],
+}  # fmt: skip
+CHECKS = [
+    ("clash", "meeting_no_double_booking", {"title_pattern": "Sync"}),
+    ("hours", "meeting_in_working_hours", {"title_pattern": "Sync"}),
+    ("invited", "meeting_attendees", {"title_pattern": "Sync", "attendees": ["bob", "carol"]}),
+    ("agreed", "meeting_agreed", {"title_pattern": "Sync", "attendees": ["bob", "carol"]}),
+    ("room", "meeting_room", {"title_pattern": "Sync", "location": "HQ"}),
+    ("exists", "event_exists", {"title_pattern": "Sync", "attendees": ["bob"]}),
+    ("exists-retro", "event_exists", {"title_pattern": "Retro", "attendees": ["carol"], "room": "Orca"}),
+    ("clash-retro", "meeting_no_double_booking", {"title_pattern": "Retro"}),
+]
+
+
+def _edits(sql: Sql, world: Any) -> Iterator[str]:
+    """Edits as tools and coworkers make them, one step each (the name says what the step did)."""
+    ev = {"description": "", "rrule": None, "until": None, "room_id": None, "cancelled": False}
+
+    def event(title: str, organizer: int, start: datetime, minutes: int, **more: Any) -> int:
+        return sql.insert(
+            "events",
+            {**ev, "organizer_id": organizer, "title": title, "start_at": start,
+             "end_at": start + timedelta(minutes=minutes), "created_at": world.clock.now(), **more},
+        )  # fmt: skip
+
+    def invite(event_id: int, who: int, rsvp: str = "needs_action") -> int:
+        return sql.insert(
+            "event_attendees", {"event_id": event_id, "employee_id": who, "rsvp": rsvp, "optional": False}
+        )
+
+    yield "nothing booked"
+    sync = event("Sync ENG-1", 1, MEET, 30)
+    invite(sync, 1, "accepted")
+    bob, carol = invite(sync, 2), invite(sync, 3)
+    yield "the meeting booked: bob's standup clashes"
+    world.later()
+    sql.update("event_attendees", bob, {"rsvp": ("needs_action", "accepted")})
+    yield "bob accepts: as busy as before"
+    sql.update("event_attendees", 1, {"rsvp": ("accepted", "declined")})
+    yield "bob declines his standup: no clash"
+    lunch = event("Lunch", 3, MEET + timedelta(minutes=15), 60)
+    yield "carol books a lunch over the meeting"
+    invite(4, 3, "tentative")
+    yield "carol is invited to the review, tentatively"
+    retro = event("Retro", 1, MEET + timedelta(days=1), 30, room_id=1)
+    invite(retro, 1, "accepted")
+    invite(retro, 3)
+    yield "a second meeting with a room: the first keeps its clashes"
+    offsite = event("Offsite", 4, MEET + timedelta(days=1), 60, room_id=1)
+    yield "someone else takes the retro's room"
+    sql.update("events", offsite, {"room_id": (1, None)})
+    yield "the offsite gives the room back"
+    sql.update("event_attendees", carol, {"rsvp": ("needs_action", "declined")})
+    yield "carol declines the meeting"
+    world.later()
+    post = {"root_id": None, "edited_at": None, "deleted_at": None, "is_pinned": False, "created_at": world.clock.now()}
+    sql.insert("posts", {**post, "channel_id": 2, "author_id": 1, "message": "Sync ENG-1 is booked"})
+    yield "the agent announces the meeting"
+    fact = {"intent": "agreement", "subject": MEET.isoformat(), "said": "yes"}
+    sql.insert(
+        "npc_memory",
+        {
+            "employee_id": 2,
+            "at": world.clock.now(),
+            "turn": 1,
+            "kind": "did",
+            "subject": "alice",
+            "data": {"fact": fact},
+        },
+    )
+    yield "bob says yes after the booking"
+    sql.insert("posts", {**post, "channel_id": 3, "author_id": 1, "message": "Does 14:00 suit you?"})  # ~1__2
+    yield "the agent asks bob after the booking"
+    sql.update("events", lunch, {"cancelled": (False, True)})
+    yield "carol's lunch cancelled"
+    sql.update("events", sync, {"room_id": (None, 1)})
+    yield "the meeting gets a room"
+    sql.update(
+        "events",
+        sync,
+        {"start_at": (MEET, MEET + timedelta(hours=2)), "end_at": (MEET, MEET + timedelta(hours=2, minutes=30))},
+    )
+    yield "the meeting moves onto carol's dentist"
+    invite(sync, 4)
+    yield "dave invited: his planning series clashes"
+
+
+def test_kept_calendar_and_hooks_give_a_fresh_grade_after_every_step(world, monkeypatch):
+    insert_rows(world.session.connection(), SETUP)
+    checks = [Check(id=i, description="d", fn=fn, params=p) for i, fn, p in CHECKS]
+    rubric = Rubric(id="t", version=1, description="t", checks=tuple(checks))
+    progress = Progress(rubric, GradingContext(session=world.session, trace=[], actor_id=1))
+    queried: list[str] = []  # the steps whose progress update queried someone's events again
+    at = [""]
+    real = Calendar._query
+    monkeypatch.setattr(Calendar, "_query", lambda self, *a: queried.append(at[0]) or real(self, *a))
+    seq, evidence = world.start_seq, {}
+    for step in _edits(Sql.of(world.session), world):
+        world.session.flush()
+        rows = read_changes(world.session, after_seq=seq)
+        seq = rows[-1].seq if rows else seq
+        at[0] = step
+        value = progress.update(rows)  # type: ignore[arg-type]
+        at[0] = "full grade"
+        full = grade(rubric, world.ctx())
+        got = [(c.id, c.score, c.evidence, c.details) for c in progress.results()]
+        assert got == [(c.id, c.score, c.evidence, c.details) for c in full.checks], step
+        assert value == full.value, step
+        evidence[step] = {c.id: c.evidence for c in full.checks}
+    ev = evidence
+    assert "@bob is also in #1 'Standup'" in ev["the meeting booked: bob's standup clashes"]["clash"]
+    assert "no clash for 3 participants" in ev["bob declines his standup: no clash"]["clash"]
+    assert "@carol is also in #" in ev["carol books a lunch over the meeting"]["clash"]
+    assert "the room is also booked for" in ev["someone else takes the retro's room"]["clash-retro"]
+    assert "no clash for 2 participants or the room" in ev["the offsite gives the room back"]["clash-retro"]
+    assert "@dave is also in #3 'Planning'" in ev["dave invited: his planning series clashes"]["clash"]
+    assert ev["carol declines the meeting"]["invited"].startswith("event #")
+    assert "@carol was never asked" in ev["bob says yes after the booking"]["agreed"]
+    assert "@bob was never asked" in ev["bob says yes after the booking"]["agreed"], "a yes after the booking"
+    assert "@bob neither agreed" in ev["the agent asks bob after the booking"]["agreed"], "no longer never asked"
+    assert "@carol is also in #6 'Lunch'; #4 'Review'" in ev["carol is invited to the review, tentatively"]["clash"]
+    # the kept windows answered through the answers, carol's new commitments and the second meeting
+    kept = ["bob accepts: as busy as before", "carol books a lunch over the meeting"]
+    kept += ["carol is invited to the review, tentatively", "someone else takes the retro's room"]
+    assert not [s for s in kept if s in queried], queried
+    assert "the meeting booked: bob's standup clashes" in queried and "full grade" in queried
+
+
+def test_recurring_overlap_is_what_the_calendar_expansion_says():
+    start = datetime(2025, 1, 6, 9, 0, tzinfo=UTC)
+    end = start + timedelta(minutes=45)
+    rules = ["FREQ=WEEKLY", "FREQ=DAILY;INTERVAL=2", "FREQ=WEEKLY;BYDAY=MO,WE;COUNT=5", "FREQ=MONTHLY;BYMONTHDAY=15"]
+    overlapping = 0
+    for rule in rules:
+        for until in (None, start + timedelta(days=20)):
+            for day in (*range(0, 63, 4), *range(150, -1, -17)):  # out of order: the expansion grows, then is reread
+                for minutes in (-60, -15, 0, 30, 44, 45, 600):  # ending as one starts, starting as one ends
+                    lo = start + timedelta(days=day, minutes=minutes)
+                    for length in (15, 60):
+                        w = (lo, lo + timedelta(minutes=length))
+                        want = any(a < w[1] and w[0] < b for a, b in occurrences(start, end, rule, until, *w))
+                        assert _recurs_in(start, end, rule, until, w) == want, (rule, until, w)
+                        overlapping += want
+    assert overlapping > 50, "some windows overlap an occurrence"
+
+
+def test_busy_intervals_are_what_the_calendar_service_reads(world):
+    from mcp_tools.calendar.service import _busy, busy_intervals
+
+    past = {"description": "", "rrule": None, "until": None, "room_id": None, "cancelled": False}
+    history = [
+        {**past, "id": 10 + d, "organizer_id": 2 + d % 3, "title": f"Old {d}", "start_at": MEET - timedelta(days=d),
+         "end_at": MEET - timedelta(days=d, minutes=-45), "created_at": MEET - timedelta(days=90)}
+        for d in range(1, 40)
+    ]  # fmt: skip
+    insert_rows(world.session.connection(), {"events": [*SETUP["events"], *history]})
+    insert_rows(world.session.connection(), {"event_attendees": SETUP["event_attendees"]})
+    sql = Sql.of(world.session)
+    compared = 0
+    for person in (1, 2, 3, 4):
+        for lo in (MEET - timedelta(days=10), MEET - timedelta(hours=1), MEET + timedelta(days=2)):
+            for days in (1, 9):
+                hi = lo + timedelta(days=days)
+                want = [(s, e) for s, e, _ in _busy(sql, person, lo, hi)]
+                assert busy_intervals(sql, person, lo, hi) == want, (person, lo, hi)
+                compared += bool(want)
+    assert compared >= 10
