@@ -1,4 +1,4 @@
-"""Per-item state checks: one verdict per person of a meeting, so a score names whose calendar broke it.
+"""Per-item state checks: one verdict per person of a meeting, per file of a fix, so a score says which item failed.
 
 ``graders.checks_meetings`` judges the meeting as a whole ("inside every participant's working hours", "no
 participant double-booked"): one person out of hours fails one check, and the evidence lists everyone at once.
@@ -8,6 +8,10 @@ and is *their* calendar free then. These functions answer for one ``username``. 
 meeting checks find it (the latest live event the agent organised during the episode whose title matches), and
 their per-grade caches are shared, so a rubric with two checks per person costs one lookup of the meeting, its
 attendees and the participants' other events, not one per person.
+
+``merge_request_changes_file`` is the per-file item of a code fix: the request changes the file the bug is in.
+It reads the request and its diff as ``graders.checks_code`` does (the same memoised git answers), importing
+that module on first use only, so a meeting rubric does not load git.
 """
 
 from __future__ import annotations
@@ -94,3 +98,23 @@ def meeting_person_free(ctx: GradingContext, title_pattern: Regex, username: str
     if clash:
         return CheckOutcome.of(False, f"{head}: @{username} is also in {listing(clash, 2)}", event_id=m.id)
     return CheckOutcome.of(True, f"{head}: @{username} has nothing else then", event_id=m.id)
+
+
+@check_fn("merge_request_changes_file", reads=("merge_requests",))
+def merge_request_changes_file(ctx: GradingContext, repo: str, path: str) -> CheckOutcome:
+    """The agent's newest request into ``repo``'s default branch changes ``path`` (against its merge base).
+
+    Why: a reported bug in a module is fixed in that module; hidden cases alone would pass a patch applied to
+    the function from another file, which the next reader of the module never sees.
+    """
+    from graders.checks_code import _base, _changed, _head, _request  # lazy: loads git only for code rubrics
+
+    row = _request(ctx, repo)
+    head = _head(ctx, repo, row)
+    if row is None or head is None:
+        return CheckOutcome.of(False, "no merge request to inspect")
+    changed = _changed(ctx, repo, _base(ctx, repo, row, head), head)
+    if path in changed:
+        return CheckOutcome.of(True, f"!{row.number} changes {path} ({len(changed)} file(s) in all)")
+    shown = listing(sorted(changed), 3) if changed else "nothing"
+    return CheckOutcome.of(False, f"!{row.number} does not change {path}; it changes {shown}")

@@ -357,7 +357,7 @@ _CONFIG = ("pytest.ini", ".pytest.ini", "pytest.toml", ".pytest.toml", "pyprojec
 
 
 def verify_fix_test(ev: Evidence) -> Verdict:
-    """The agent's newest open request into the default branch fixes the function, tests and config untouched.
+    """The agent's newest open request into the default branch fixes the function in its module, tests untouched.
 
     Stricter than the rubric on one point by design: any change to pyproject.toml, setup.cfg or tox.ini counts
     as touching the test configuration (the rubric compares their pytest sections).
@@ -395,7 +395,8 @@ def verify_fix_test(ev: Evidence) -> Verdict:
         for f in changed
         if f.startswith("tests/") or "/tests/" in f or f.rsplit("/", 1)[-1] in ("conftest.py", *_CONFIG)
     ]
-    cases = p["cases"]
+    reasons += [f"leaves {p['module_path']}, where the bug is, unchanged"] * (str(p["module_path"]) not in changed)
+    cases = p["cases"]  # the reported ones and, for fix-failing-test itself, the function's edge cases
     got = call_cases(git, head, p["module"], p["function"], [c[0] for c in cases])
     reasons += [f"hidden case {i + 1} gives {out}" for i, (c, out) in enumerate(zip(cases, got, strict=True))
                 if out != ["ok", tag(c[1])]]  # fmt: skip
