@@ -11,7 +11,8 @@ attendees and the participants' other events, not one per person.
 
 ``merge_request_changes_file`` is the per-file item of a code fix: the request changes the file the bug is in.
 It reads the request and its diff as ``graders.checks_code`` does (the same memoised git answers), importing
-that module on first use only, so a meeting rubric does not load git.
+that module on first use only, so a meeting rubric does not load git. ``doc_shared_only_with`` is the
+per-request item of a document request: the document went to whoever asked and to nobody else.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from graders.base import CheckOutcome, GradingContext, check_fn
 from graders.checks_common import Regex, employee_id, listing
 from graders.checks_meetings import _BUSY, _attendees, _clashes, _meeting_touches, _own_touches, _people, _the_meeting
 from mcp_tools.calendar.slots import Person
+from worlds.rawsql import Sql
 
 _DAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
 _TABLES = ("events", "event_attendees", "employees")
@@ -118,3 +120,31 @@ def merge_request_changes_file(ctx: GradingContext, repo: str, path: str) -> Che
         return CheckOutcome.of(True, f"!{row.number} changes {path} ({len(changed)} file(s) in all)")
     shown = listing(sorted(changed), 3) if changed else "nothing"
     return CheckOutcome.of(False, f"!{row.number} does not change {path}; it changes {shown}")
+
+
+@check_fn("doc_shared_only_with", reads=("documents", "document_shares", "employees"))
+def doc_shared_only_with(ctx: GradingContext, document: str, usernames: list[str]) -> CheckOutcome:
+    """Every share of ``document`` added or raised during the episode went to one of ``usernames``.
+
+    The per-request item of a data request: the document reaches the coworker who asked, and nobody else on the
+    way (a team channel's members, a manager in copy). Shares that existed before the episode do not count.
+    """
+    from graders.checks_docs import _document  # lazy: the office readers load only for document rubrics
+
+    row = _document(ctx, document)
+    if row is None:
+        return CheckOutcome.of(False, f"no document {document}")
+    ids = sorted({int(r.key[0]) for r in ctx.changed_rows("document_shares") if r.op != "delete"})
+    found = []
+    if ids:
+        marks = ", ".join("?" * len(ids))
+        found = Sql.of(ctx.session).all(
+            "SELECT e.username, s.permission FROM document_shares s JOIN employees e ON e.id = s.employee_id"  # noqa: S608
+            f" WHERE s.document_id = ? AND s.id IN ({marks}) ORDER BY e.username",
+            (int(row[0]), *ids),
+        )
+    allowed = {u.casefold() for u in usernames}
+    others = [f"{u} ({p})" for u, p in found if str(u).casefold() not in allowed]
+    if others:
+        return CheckOutcome.of(False, f"{document} was also shared with {listing(others)}")
+    return CheckOutcome.of(True, f"{document} was shared with {listing([str(u) for u, _ in found]) or 'nobody'} only")
