@@ -12,7 +12,8 @@ attendees and the participants' other events, not one per person.
 ``merge_request_changes_file`` is the per-file item of a code fix: the request changes the file the bug is in.
 It reads the request and its diff as ``graders.checks_code`` does (the same memoised git answers), importing
 that module on first use only, so a meeting rubric does not load git. ``doc_shared_only_with`` is the
-per-request item of a document request: the document went to whoever asked and to nobody else.
+per-request item of a document request: the document went to whoever asked and to nobody else;
+``doc_mentions_once`` the "listed once" of an item in a text document.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from graders.base import CheckOutcome, GradingContext, check_fn
-from graders.checks_common import Regex, employee_id, listing
+from graders.checks_common import Regex, employee_id, listing, rx
 from graders.checks_meetings import _BUSY, _attendees, _clashes, _meeting_touches, _own_touches, _people, _the_meeting
 from mcp_tools.calendar.slots import Person
 from worlds.rawsql import Sql
@@ -148,3 +149,26 @@ def doc_shared_only_with(ctx: GradingContext, document: str, usernames: list[str
     if others:
         return CheckOutcome.of(False, f"{document} was also shared with {listing(others)}")
     return CheckOutcome.of(True, f"{document} was shared with {listing([str(u) for u, _ in found]) or 'nobody'} only")
+
+
+@check_fn("doc_mentions_once", reads=("documents",))
+def doc_mentions_once(ctx: GradingContext, document: str, pattern: Regex, label: str | None = None) -> CheckOutcome:
+    """Text document ``document`` matches ``pattern`` exactly once, headings and body alike (any case).
+
+    The per-item "listed once" of a list a reader scans: a ticket merged in two commits, or named by two
+    sections, is one change and reads as two. ``label`` names the item in the evidence.
+    """
+    from graders.checks_docs import _text_sections  # lazy: the office readers load only for document rubrics
+
+    name = label or pattern
+    sections = _text_sections(ctx, document, name)
+    if isinstance(sections, CheckOutcome):
+        return sections
+    found = rx(pattern)
+    where = [heading or "(before the first heading)" for heading, body in sections for _ in found.finditer(body)]
+    where += [heading for heading, _ in sections if found.search(heading)]
+    if len(where) == 1:
+        return CheckOutcome.of(True, f"{name}: named once in {document}, under {where[0]}")
+    if not where:
+        return CheckOutcome.of(False, f"{name}: not named in {document}")
+    return CheckOutcome.of(False, f"{name}: named {len(where)} times in {document} (under {listing(where, 4)})")
