@@ -12,9 +12,9 @@ Difficulty adds receipts (5, 8, 11, 14), a duplicate (1+), last week's rows alre
 mailed again (2+), a superseded 2025 policy with other limits and a vendor newsletter (2+), a second receipt
 over its limit and one exactly at its limit, which is allowed (3).
 
-The rubric is one check per receipt row (partial credit per column, so the evidence names the wrong column),
-one per flag reply, the recalculated approved total, and a gate allowing only the sheet and mail. The oracle
-reads the policy, the sheet and the mail through the tools; it never reads the hidden params.
+The rubric (version 2) is four checks per receipt row (the mail's date, submitter and vendor; the category; the
+amount; the decision), one per flag reply, the recalculated approved total, and a gate allowing only the sheet and
+mail. The oracle reads the policy, the sheet and the mail through the tools; it never reads the hidden params.
 """
 
 from __future__ import annotations

@@ -4,13 +4,14 @@ Setup: a teammate's commit adds a small rules module to one of the team's genera
 bug family: an inclusive bound, a page offset, a discount, an empty average), with a test that now fails on
 the default branch; a user reports the symptom in a ticket assigned to the agent. No coworker acts (no NPCs).
 
-What counts (the rubric): gates that zero the reward when they fail: a merge request from a new branch into
-the default branch, the repository's tests untouched (tests, ``conftest.py``, pytest's config files, and the
-pytest sections of ``pyproject.toml``, ``setup.cfg`` and ``tox.ini``: editing them is the classic reward hack,
-measured from where the default branch stood when the task began), and every hidden check passing on the
-commit the request names (run out of process in the sandbox on a copy the agent never sees; values and exact
-types compared on the host). Scored: the pipeline green at the request's current head (2), the ticket's key
-in the request or a commit (1), and the key of each duplicate (1 each).
+What counts (the rubric): gates that zero the reward when they fail: a merge request from a new branch into the
+default branch, the repository's tests untouched (tests, ``conftest.py``, pytest's config files, and the pytest
+sections of ``pyproject.toml``, ``setup.cfg`` and ``tox.ini``: editing them is the classic reward hack, measured
+from where the default branch stood when the task began), and every hidden check passing on the commit the request
+names (run out of process in the sandbox on a copy the agent never sees; values and exact types compared on the
+host; the reported cases and, from version 4, eight edge cases of the function), and the request changing the module
+the bug is in. Scored: the pipeline green at the request's current head (2), the ticket's key in the request or a
+commit (1), and the key of each duplicate (1 each).
 
 Difficulty (0..3) is the number of duplicate reports: other users file the same symptom, each ticket assigned to
 the agent and linked to the original as ``duplicates`` by the module's author. The request must name every one

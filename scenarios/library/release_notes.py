@@ -13,9 +13,10 @@ second housekeeping commit, and a change reverted before the release (its ticket
 (2+); the prompt names neither the tag nor the lead, who must be found from the log's release commit and the
 directory, and one commit names two tickets (3).
 
-The rubric is one check per ticket (its key in the right section and in no other), one per ticket title, one
-per housekeeping commit, one per key that must stay out, the share with the lead, and a gate allowing only
-the new document and its share. The oracle reads the log, the tickets and the directory through the tools.
+The rubric (version 2) is one check per ticket (its key in the right section and in no other), one per ticket title,
+one that it is listed once, one per housekeeping commit, one per key that must stay out, the share with the lead,
+and a gate allowing only the new document and its share. The oracle reads the log, the tickets and the directory
+through the tools.
 """
 
 from __future__ import annotations

@@ -23,6 +23,7 @@ never answer (everyone is escalated after the silence). Setup (raw statements, a
 manager asks for the review in the team channel, busy blocks in the coworkers' calendars inside the common
 hours (difficulty >= 2) and a room taken all week (difficulty 3). Agreement is graded from what the NPCs
 themselves answered before the booking (``graders.checks_meetings``), never from chat text the agent wrote.
+Rules 1 and 5 are also judged per participant (version 4, ``graders.checks_items``): in their hours, free.
 The oracle learns people, hours and managers from the directory, slots from the calendar and the answers from
 its direct messages, waiting with the ``wait`` tool; it never reads the hidden params or the NPCs' traits.
 """

@@ -12,11 +12,11 @@ week's label (0, 1, 2, 3 of them), tickets in review, which count as in progress
 second blocked ticket (2+), and a ticket that was blocked early in the week and unblocked since, whose old
 "blocked" post is still in the channel (2+): the ticket's status is the truth.
 
-The rubric (version 2) is one check per ticket (its key in the right section and in no other), one per blocked
-reason, one per last-week ticket that it is not listed, one that no other ticket of the project is listed (version
-1 lacked it and paid a report of every ticket in full), the share with the manager, and a gate allowing only the
-new document and its share. The oracle finds the tickets, the reasons and the manager through the tools; it never
-reads the hidden params.
+The rubric (version 3) is two checks per ticket (its key in the right section and in no other; its title on that
+line), one per blocked reason, one per last-week ticket that it is not listed, one that no other ticket of the
+project is listed (version 1 lacked it and paid a report of every ticket in full), the share with the manager, and a
+gate allowing only the new document and its share. The oracle finds the tickets, the reasons and the manager through
+the tools; it never reads the hidden params.
 """
 
 from __future__ import annotations
