@@ -106,6 +106,7 @@ LIBRARY: tuple[str, ...] = (
     "graders.checks_trace",
     "graders.checks_cases",
     "graders.checks_meetings",
+    "graders.checks_items",
     "graders.checks_proposals",
     "graders.checks_code",
     "graders.checks_docs",

@@ -357,7 +357,7 @@ _CONFIG = ("pytest.ini", ".pytest.ini", "pytest.toml", ".pytest.toml", "pyprojec
 
 
 def verify_fix_test(ev: Evidence) -> Verdict:
-    """The agent's newest open request into the default branch fixes the function, tests and config untouched.
+    """The agent's newest open request into the default branch fixes the function in its module, tests untouched.
 
     Stricter than the rubric on one point by design: any change to pyproject.toml, setup.cfg or tox.ini counts
     as touching the test configuration (the rubric compares their pytest sections).
@@ -395,7 +395,8 @@ def verify_fix_test(ev: Evidence) -> Verdict:
         for f in changed
         if f.startswith("tests/") or "/tests/" in f or f.rsplit("/", 1)[-1] in ("conftest.py", *_CONFIG)
     ]
-    cases = p["cases"]
+    reasons += [f"leaves {p['module_path']}, where the bug is, unchanged"] * (str(p["module_path"]) not in changed)
+    cases = p["cases"]  # the reported ones and, for fix-failing-test itself, the function's edge cases
     got = call_cases(git, head, p["module"], p["function"], [c[0] for c in cases])
     reasons += [f"hidden case {i + 1} gives {out}" for i, (c, out) in enumerate(zip(cases, got, strict=True))
                 if out != ["ok", tag(c[1])]]  # fmt: skip
@@ -652,7 +653,7 @@ _SECTION = {"done": "done", "in_progress": "in progress", "in_review": "in progr
 
 
 def verify_status_report(ev: Evidence) -> Verdict:
-    """A new text document at the path, listing the week's tickets by their status today, shared with the manager.
+    """A new text document at the path listing the week's tickets (key and title) by status, shared with the manager.
 
     Which tickets and sections come from the ticket rows (label and status), not the params; each ticket is in
     its section and no other, no other ticket of the project is listed (last week's is the trap), and each
@@ -667,14 +668,22 @@ def verify_status_report(ev: Evidence) -> Verdict:
         return Verdict(False, (f"{path}: its stored file does not read as a text document",))
     label = re.search(r"week-\d+", path)
     project = str(ev.params["tickets"][0]["key"]).split("-")[0]
-    week = ev.sql.all(
-        "SELECT t.key, t.status FROM tickets t JOIN projects p ON p.id = t.project_id JOIN ticket_labels l"
+    rows = ev.sql.all(
+        "SELECT t.key, t.status, t.title FROM tickets t JOIN projects p ON p.id = t.project_id JOIN ticket_labels l"
         " ON l.ticket_id = t.id WHERE p.key = ? AND l.label = ? ORDER BY t.key",
         (project, label.group(0) if label else ""),
     )
+    week = [(str(key), str(status)) for key, status, _ in rows]
     sections = text.sections()
     named = [(h.casefold(), {k.upper() for k in re.findall(rf"\b{project}-\d+\b", t, re.I)}) for h, t in sections]
     reasons = [f"{key} is listed nowhere" for key, _ in week if not any(key in ks for _, ks in named)]
+    for key, status, title in rows:
+        lines = [
+            line.casefold() for h, t in sections if h.casefold() == _SECTION.get(status) for line in t.splitlines()
+            if re.search(rf"\b{re.escape(key)}\b", line, re.I)
+        ]  # fmt: skip
+        if lines and not any(str(title).strip().casefold() in line for line in lines):
+            reasons.append(f"{key}: its line does not give its title ({title!r})")
     for key, status in week:
         wrong = [h or "(before the first heading)" for h, ks in named if key in ks and h != _SECTION.get(status)]
         reasons += [f"{key} ({status}) is listed under {wrong}"] * bool(wrong)

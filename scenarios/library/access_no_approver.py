@@ -124,7 +124,8 @@ class AccessNoApprover(AccessRequests):
 
     def _held_rubric(self, cases: list[dict[str, Any]], held: dict[str, Any]) -> Rubric:
         """The parent's checks (its gate allows deciding only its own requests), and a gate: who left."""
-        checks: list[dict[str, Any]] = [c.model_dump(mode="json") for c in self._rubric(cases).checks]
+        # the parent's version 1: this rubric's own version 1 was built on it
+        checks: list[dict[str, Any]] = [c.model_dump(mode="json") for c in self._rubric_v1(cases).checks]
         who = f"({re.escape(held['head'])}|{re.escape(held['head_name'])})"
         checks += [
             {

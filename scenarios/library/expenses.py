@@ -12,9 +12,9 @@ Difficulty adds receipts (5, 8, 11, 14), a duplicate (1+), last week's rows alre
 mailed again (2+), a superseded 2025 policy with other limits and a vendor newsletter (2+), a second receipt
 over its limit and one exactly at its limit, which is allowed (3).
 
-The rubric is one check per receipt row (partial credit per column, so the evidence names the wrong column),
-one per flag reply, the recalculated approved total, and a gate allowing only the sheet and mail. The oracle
-reads the policy, the sheet and the mail through the tools; it never reads the hidden params.
+The rubric (version 2) is four checks per receipt row (the mail's date, submitter and vendor; the category; the
+amount; the decision), one per flag reply, the recalculated approved total, and a gate allowing only the sheet and
+mail. The oracle reads the policy, the sheet and the mail through the tools; it never reads the hidden params.
 """
 
 from __future__ import annotations
@@ -230,6 +230,55 @@ class ExpenseReconciliation:
 
     @staticmethod
     def _rubric(document: str, receipts: list[dict[str, Any]], flags: list[dict[str, Any]], approved: float) -> Rubric:
+        """Version 1 with each receipt's row split into what a reviewer checks of it, one check each (version 2).
+
+        Per receipt: the facts copied from its mail (date, submitter, vendor), the category the policy gives its
+        vendor, the amount, and the decision by the category's limit (approved or rejected). Each needs the
+        receipt on exactly one row, as before; each weighs a quarter, so a receipt still weighs 1 against a flag
+        reply and the total, and the evidence says which of the four a wrong row got wrong.
+        """
+        old = ExpenseReconciliation._rubric_v1(document, receipts, flags, approved)
+        parts = (
+            ("recorded", "is recorded once with the mail's date, submitter and vendor", ("A", "C", "D")),
+            ("category", "has the category the policy gives its vendor", ("E",)),
+            ("amount", "has the mailed amount", ("F",)),
+            ("decision", "is approved or rejected by its category's limit", ("G",)),
+        )
+        checks: list[dict[str, Any]] = []
+        for check in old.checks:
+            data = check.model_dump(mode="json")
+            if check.fn != "sheet_row_matches":
+                checks.append(data)
+                continue
+            number, expected = data["params"]["key"], data["params"]["expected"]
+            checks += [
+                {**data, "id": f"{check.id}-{part}", "weight": 0.25,
+                 "description": f"{number} {what}" + (f" ({expected['G']})." if part == "decision" else "."),
+                 "params": {**data["params"], "expected": {c: expected[c] for c in columns}}}
+                for part, what, columns in parts
+            ]  # fmt: skip
+        return load_rubric(
+            {
+                "id": old.id,
+                "version": 2,
+                "description": old.description,
+                "checks": checks,
+                "provenance": "v2: each receipt's row as four checks (mail facts, category, amount, decision)",
+            }
+        )
+
+    @staticmethod
+    def older_rubric(instance: ScenarioInstance, version: int) -> Rubric | None:
+        """Version 1 (one check per receipt row, partial credit per column), rebuilt for rescoring old traces."""
+        if version != 1 or instance.rubric.id != "expense-reconciliation":  # a variant's rubric has its own
+            return None
+        p = instance.params
+        return ExpenseReconciliation._rubric_v1(p["document"], p["receipts"], p["flags"], p["approved_total"])
+
+    @staticmethod
+    def _rubric_v1(
+        document: str, receipts: list[dict[str, Any]], flags: list[dict[str, Any]], approved: float
+    ) -> Rubric:
         """One check per receipt row, one per flag reply, the recalculated approved total, and a gate."""
         checks: list[dict[str, Any]] = [
             {

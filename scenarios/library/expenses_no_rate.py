@@ -97,8 +97,9 @@ class ExpensesNoRate(ExpenseReconciliation):
 
     def _rate_rubric(self, params: dict[str, Any]) -> Rubric:
         """The parent's checks over the receipts that can be recorded, and a gate: the submit names the blocked one."""
-        base = self._rubric(str(params["document"]), list(params["receipts"]), list(params["flags"]),
-                            float(params["approved_total"]))  # fmt: skip
+        base = self._rubric_v1(  # the parent's version 1: this rubric's own version 1 was built on it
+            str(params["document"]), list(params["receipts"]), list(params["flags"]), float(params["approved_total"])
+        )
         checks: list[dict[str, Any]] = [c.model_dump(mode="json") for c in base.checks]
         blocked = params["blocked"]
         checks.append(

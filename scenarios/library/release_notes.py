@@ -13,9 +13,10 @@ second housekeeping commit, and a change reverted before the release (its ticket
 (2+); the prompt names neither the tag nor the lead, who must be found from the log's release commit and the
 directory, and one commit names two tickets (3).
 
-The rubric is one check per ticket (its key in the right section and in no other), one per ticket title, one
-per housekeeping commit, one per key that must stay out, the share with the lead, and a gate allowing only
-the new document and its share. The oracle reads the log, the tickets and the directory through the tools.
+The rubric (version 2) is one check per ticket (its key in the right section and in no other), one per ticket title,
+one that it is listed once, one per housekeeping commit, one per key that must stay out, the share with the lead,
+and a gate allowing only the new document and its share. The oracle reads the log, the tickets and the directory
+through the tools.
 """
 
 from __future__ import annotations
@@ -256,6 +257,47 @@ class ReleaseNotes:
 
     @staticmethod
     def _rubric(params: dict[str, Any], shipped: Any, reverted: Any) -> Rubric:
+        """Version 1, and per ticket that it is listed once in the whole document (version 2).
+
+        A ticket merged in two commits, or named by a commit with another, is one change: the notes name it
+        once (the family's trap from difficulty 1, now asked of every ticket, so the evidence names the one
+        listed twice). ``ticket-`` already keeps it out of the other sections; this also catches it twice in
+        its own section. It counts only once the ticket is in its right section (``needs``) and weighs half: a
+        ticket is listed once far more easily than it is placed right, and at full weight the check lifted the
+        partial agents more the more tickets a release has (their mean stopped falling with the difficulty).
+        """
+        old = ReleaseNotes._rubric_v1(params, shipped, reverted)
+        checks: list[dict[str, Any]] = []
+        for check in old.checks:
+            checks.append(check.model_dump(mode="json"))
+            if check.id.startswith("title-"):
+                key = check.id.removeprefix("title-")
+                checks.append(
+                    {"id": f"once-{key}", "description": f"{key} is listed once, however many commits name it.",
+                     "fn": "doc_mentions_once", "weight": 0.5, "needs": [f"ticket-{key}"],
+                     "params": {"document": params["document"], "pattern": rf"\b{re.escape(key)}\b", "label": key}}
+                )  # fmt: skip
+        return load_rubric(
+            {
+                "id": old.id,
+                "version": 2,
+                "description": old.description,
+                "checks": checks,
+                "provenance": "v2: each ticket listed once (one check per ticket)",
+            }
+        )
+
+    @staticmethod
+    def older_rubric(instance: ScenarioInstance, version: int) -> Rubric | None:
+        """Version 1 (no per-ticket "listed once"), rebuilt from the current checks for rescoring old traces."""
+        rubric = instance.rubric
+        if version != 1 or rubric.id != "release-notes":  # a variant's rubric has its own history
+            return None
+        checks = [c.model_dump(mode="json") for c in rubric.checks if not c.id.startswith("once-")]
+        return load_rubric({"id": rubric.id, "version": 1, "description": rubric.description, "checks": checks})
+
+    @staticmethod
+    def _rubric_v1(params: dict[str, Any], shipped: Any, reverted: Any) -> Rubric:
         """One check per ticket and title, per housekeeping commit, per key kept out, the share, a gate."""
         document = params["document"]
         checks: list[dict[str, Any]] = []

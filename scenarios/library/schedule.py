@@ -23,6 +23,7 @@ never answer (everyone is escalated after the silence). Setup (raw statements, a
 manager asks for the review in the team channel, busy blocks in the coworkers' calendars inside the common
 hours (difficulty >= 2) and a room taken all week (difficulty 3). Agreement is graded from what the NPCs
 themselves answered before the booking (``graders.checks_meetings``), never from chat text the agent wrote.
+Rules 1 and 5 are also judged per participant (version 4, ``graders.checks_items``): in their hours, free.
 The oracle learns people, hours and managers from the directory, slots from the calendar and the answers from
 its direct messages, waiting with the ``wait`` tool; it never reads the hidden params or the NPCs' traits.
 """
@@ -137,7 +138,7 @@ class ScheduleWithCoworkers:
             scenario_id=self.id,
             prompt=prompt,
             actor=lead[1],
-            rubric=self._rubric(key, coworkers, deadline, f"team-{slug}", office if room_needed else None),
+            rubric=self._rubric(key, coworkers, deadline, f"team-{slug}", office if room_needed else None, lead[1]),
             params={
                 "key": key,
                 "coworkers": coworkers,
@@ -272,7 +273,44 @@ class ScheduleWithCoworkers:
     # -- rubric -----------------------------------------------------------------------------------------
 
     @staticmethod
-    def _rubric(key: str, coworkers: list[str], deadline: datetime, channel: str, office: str | None) -> Rubric:
+    def _rubric(
+        key: str, coworkers: list[str], deadline: datetime, channel: str, office: str | None, lead: str
+    ) -> Rubric:
+        """Version 3, and rule 1 and 5 per participant (the lead too): the time is in their hours, they are free.
+
+        Version 4 adds, for the lead and each coworker, a gate that the booked time lies in their working hours
+        on their workday and one that nothing else of theirs is booked then (``graders.checks_items``). The
+        whole-meeting gates stay (they also hold the deadline, a single meeting, the room and anyone invited
+        beyond the cast); the per-person ones say whose calendar a bad booking broke, one line each.
+        """
+        old = ScheduleWithCoworkers._rubric_v3(key, coworkers, deadline, channel, office)
+        title = rf"\b{re.escape(key)}\b"
+        checks: list[dict[str, Any]] = [c.model_dump(mode="json") for c in old.checks]
+        people = [lead, *coworkers]
+        at = next(i for i, c in enumerate(checks) if c["id"] == "no-double-booking") + 1
+        checks[at:at] = [
+            {"id": f"hours-{who}", "must": True, "fn": "meeting_person_in_hours",
+             "description": f"The meeting is inside @{who}'s working hours, on one of their workdays.",
+             "params": {"title_pattern": title, "username": who}}
+            for who in people
+        ] + [
+            {"id": f"free-{who}", "must": True, "fn": "meeting_person_free",
+             "description": f"Nothing else is on @{who}'s calendar at the meeting's time.",
+             "params": {"title_pattern": title, "username": who}}
+            for who in people
+        ]  # fmt: skip
+        return load_rubric(
+            {
+                "id": old.id,
+                "version": 4,
+                "description": old.description,
+                "checks": checks,
+                "provenance": "v4: per participant (lead and coworkers) in working hours and not double-booked",
+            }
+        )
+
+    @staticmethod
+    def _rubric_v3(key: str, coworkers: list[str], deadline: datetime, channel: str, office: str | None) -> Rubric:
         """Version 2, and per coworker rule 6's "who is coming": the decision post names them (version 3).
 
         Each name weighs 1, so a bigger meeting is more to announce, and like the announcement it counts only
@@ -346,12 +384,17 @@ class ScheduleWithCoworkers:
 
     @staticmethod
     def older_rubric(instance: ScenarioInstance, version: int) -> Rubric | None:
-        """Versions 1 (invitations and agreement as shares of one check each) and 2 (no names in the decision)."""
-        if version not in (1, 2):
+        """Versions 1, 2 and 3 of the rubric, rebuilt from the instance's params for rescoring old traces.
+
+        Version 1 scored invitations and agreement as shares of one check each, version 2 had no names in the
+        decision post, version 3 judged hours and calendars only for the meeting as a whole.
+        """
+        builds = {1: ScheduleWithCoworkers._rubric_v1, 2: ScheduleWithCoworkers._rubric_v2}
+        build = builds.get(version, ScheduleWithCoworkers._rubric_v3 if version == 3 else None)
+        if build is None:
             return None
         p = instance.params
         deadline = datetime.fromisoformat(p["deadline"])
-        build = ScheduleWithCoworkers._rubric_v1 if version == 1 else ScheduleWithCoworkers._rubric_v2
         return build(p["key"], list(p["coworkers"]), deadline, p["channel"], p["office"])
 
     @staticmethod

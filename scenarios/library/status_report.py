@@ -12,11 +12,11 @@ week's label (0, 1, 2, 3 of them), tickets in review, which count as in progress
 second blocked ticket (2+), and a ticket that was blocked early in the week and unblocked since, whose old
 "blocked" post is still in the channel (2+): the ticket's status is the truth.
 
-The rubric (version 2) is one check per ticket (its key in the right section and in no other), one per blocked
-reason, one per last-week ticket that it is not listed, one that no other ticket of the project is listed (version
-1 lacked it and paid a report of every ticket in full), the share with the manager, and a gate allowing only the
-new document and its share. The oracle finds the tickets, the reasons and the manager through the tools; it never
-reads the hidden params.
+The rubric (version 3) is two checks per ticket (its key in the right section and in no other; its title on that
+line), one per blocked reason, one per last-week ticket that it is not listed, one that no other ticket of the
+project is listed (version 1 lacked it and paid a report of every ticket in full), the share with the manager, and a
+gate allowing only the new document and its share. The oracle finds the tickets, the reasons and the manager through
+the tools; it never reads the hidden params.
 """
 
 from __future__ import annotations
@@ -70,7 +70,8 @@ class WeeklyStatusReport:
         label = f"week-{week:02d}"
         channel = int(sql.scalar("SELECT id FROM channels WHERE name = ? ORDER BY id LIMIT 1", (f"team-{slug}",)))
         tickets = sql.all(
-            "SELECT id, key, status, assignee_id FROM tickets WHERE project_id = ? ORDER BY number", (project_id,)
+            "SELECT id, key, status, assignee_id, title FROM tickets WHERE project_id = ? ORDER BY number",
+            (project_id,),
         )
         order = [int(i) for i in rng.permutation(len(tickets))]
         count = min(COUNT[difficulty], len(tickets) - LAST_WEEK[difficulty])  # a small project keeps its traps
@@ -82,7 +83,7 @@ class WeeklyStatusReport:
         # A campaign may have labelled tickets for this week already (an earlier report of the same week):
         # they are this week's too, and the report lists them as they stand now.
         earlier = sql.all(
-            "SELECT t.key, t.status FROM tickets t JOIN ticket_labels l ON l.ticket_id = t.id"
+            "SELECT t.key, t.status, t.title FROM tickets t JOIN ticket_labels l ON l.ticket_id = t.id"
             " WHERE t.project_id = ? AND l.label = ? ORDER BY t.number",
             (project_id, label),
         )
@@ -93,7 +94,7 @@ class WeeklyStatusReport:
             at = now - timedelta(days=3) + timedelta(hours=3 * k)
             self._move(sql, tid, old, status, who, at)
             setup.label(sql, tid, label)
-            item: dict[str, Any] = {"key": key, "section": SECTIONS[status]}
+            item: dict[str, Any] = {"key": key, "section": SECTIONS[status], "title": str(row[4])}
             if status == "blocked":
                 item["reason"] = reasons[len([e for e in expected if "reason" in e])]
                 setup.ensure_member(sql, channel, who, now)
@@ -104,7 +105,7 @@ class WeeklyStatusReport:
                 setup.post(sql, channel, who, f"{key} is blocked: {UNBLOCKED}.", at - timedelta(days=1))
                 setup.post(sql, channel, who, f"{key} is unblocked: legal signed off this morning.", at)
             expected.append(item)
-        this_week = {str(key) for key, _ in earlier}
+        this_week = {str(key) for key, _, _ in earlier}
         spare = [tickets[i] for i in order[count:] if str(tickets[i][1]) not in this_week]
         last_week: list[str] = []  # last week's tickets, the traps: never one labelled this week
         for k, old_row in enumerate(spare[: LAST_WEEK[difficulty]]):
@@ -112,10 +113,10 @@ class WeeklyStatusReport:
             setup.label(sql, int(old_row[0]), f"week-{week - 1:02d}")
             last_week.append(str(old_row[1]))
         mine = {e["key"] for e in expected}
-        for key, status in earlier:
+        for key, status, title in earlier:
             if str(key) in mine or str(status) not in SECTIONS:
                 continue
-            item = {"key": str(key), "section": SECTIONS[str(status)]}
+            item = {"key": str(key), "section": SECTIONS[str(status)], "title": str(title)}
             if status == "blocked":
                 said = sql.scalar(
                     "SELECT message FROM posts WHERE message LIKE ? AND deleted_at IS NULL ORDER BY id DESC LIMIT 1",
@@ -132,8 +133,8 @@ class WeeklyStatusReport:
         prompt = (
             f"You are {lead_name} (@{lead_user}), lead of the {team} team. Write this week's status report as a new "
             f"document {folder}/{name} with the sections Done, In progress and Blocked: list every {project} "
-            f"ticket labelled {label} by its key in the section its current status belongs to (in review counts as "
-            "in progress), and give the reason for each blocked one as the team said it in "
+            f"ticket labelled {label} by its key and title in the section its current status belongs to (in review "
+            "counts as in progress), and give the reason for each blocked one as the team said it in "
             f"~team-{slug}. Share it with your manager so they can read it. Do not change anything else. Call the "
             "submit tool when you are done."
         )
@@ -188,6 +189,48 @@ class WeeklyStatusReport:
 
     @staticmethod
     def _rubric(document: str, tickets: list[dict[str, Any]], manager: str, last_week: list[str]) -> Rubric:
+        """Version 2, and per ticket its title on the line that lists it (version 3).
+
+        A status report is read by a manager who does not know the keys by heart: a bare ``ENG-12`` under Done
+        says nothing about what got done. The prompt asks for each ticket by key and title, and the check wants
+        the title (as the ticket has it, any case) on the same line as the key, in the ticket's own section, so
+        a title pasted elsewhere or under the wrong heading does not count. Each weighs 1, like the ticket's.
+        """
+        old = WeeklyStatusReport._rubric_v2(document, tickets, manager, last_week)
+        checks: list[dict[str, Any]] = []
+        titles = {t["key"]: t for t in tickets}
+        for check in old.checks:
+            checks.append(check.model_dump(mode="json"))
+            t = titles.get(check.id.removeprefix("ticket-")) if check.id.startswith("ticket-") else None
+            if t is None or not t.get("title"):
+                continue
+            key, title = re.escape(t["key"]), re.escape(str(t["title"]).strip())
+            checks.append(
+                {
+                    "id": f"title-{t['key']}",
+                    "description": f"{t['key']} is listed with its title ({t['title']}) under {t['section']}.",
+                    "fn": "doc_section_contains",
+                    "params": {
+                        "document": document,
+                        "heading": rf"^{t['section']}$",
+                        "pattern": rf"\b{key}\b[^\n]*{title}|{title}[^\n]*\b{key}\b",
+                        "only_there": False,
+                        "label": f"{t['key']} title",
+                    },
+                }
+            )
+        return load_rubric(
+            {
+                "id": old.id,
+                "version": 3,
+                "description": "The week's tickets by key and title in their sections, blocked reasons, shared.",
+                "checks": checks,
+                "provenance": "v3: each ticket's title on its line (one check per ticket)",
+            }
+        )
+
+    @staticmethod
+    def _rubric_v2(document: str, tickets: list[dict[str, Any]], manager: str, last_week: list[str]) -> Rubric:
         """One check per ticket (right section, no other), one per blocked reason and last-week ticket, share, gate."""
         checks: list[dict[str, Any]] = []
         for t in tickets:
@@ -266,20 +309,19 @@ class WeeklyStatusReport:
 
     @staticmethod
     def older_rubric(instance: ScenarioInstance, version: int) -> Rubric | None:
-        """Version 1, rebuilt for rescoring old traces: without ``no-other-tickets`` and the last-week checks.
+        """Versions 2 (no titles) and 1 (also without ``no-other-tickets`` and the last-week checks), rebuilt.
 
         Version 1 checked only that each of the week's tickets was in its section, so a report listing every
         ticket of the project (last week's under Done too) scored 1.0; calibration's verifier caught it.
         """
-        if version != 1:
-            return None
         rubric = instance.rubric
-        checks = [
-            c.model_dump(mode="json")
-            for c in rubric.checks
-            if c.id != "no-other-tickets" and not c.id.startswith("not-last-week-")
-        ]
-        return load_rubric({"id": rubric.id, "version": 1, "description": rubric.description, "checks": checks})
+        if version not in (1, 2) or rubric.id != "weekly-status-report":  # a variant's rubric has its own history
+            return None
+        checks = [c.model_dump(mode="json") for c in rubric.checks if not c.id.startswith("title-")]
+        description = "The week's tickets by section with blocked reasons, shared with the manager."
+        if version == 1:
+            checks = [c for c in checks if c["id"] != "no-other-tickets" and not c["id"].startswith("not-last-week-")]
+        return load_rubric({"id": rubric.id, "version": version, "description": description, "checks": checks})
 
     # -- oracle -----------------------------------------------------------------------------------------
 

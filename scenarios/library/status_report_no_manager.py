@@ -59,9 +59,14 @@ class StatusReportNoManager(WeeklyStatusReport):
 
     @staticmethod
     def _left_rubric(instance: ScenarioInstance, params: dict[str, Any]) -> Rubric:
-        """The parent's report checks; instead of the share, no share at all and a gate: the submit says who left."""
+        """The parent's report checks; instead of the share, no share at all and a gate: the submit says who left.
+
+        The parent's per-ticket title checks (its version 3) are left out: this rubric's version 1 predates them.
+        """
         checks: list[dict[str, Any]] = [
-            c.model_dump(mode="json") for c in instance.rubric.checks if c.id != "shared-with-manager"
+            c.model_dump(mode="json")
+            for c in instance.rubric.checks
+            if c.id != "shared-with-manager" and not c.id.startswith("title-")
         ]
         who = f"({re.escape(params['manager'])}|{re.escape(params['manager_name'])})"
         checks += [

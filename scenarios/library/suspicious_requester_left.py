@@ -60,7 +60,8 @@ class SuspiciousRequesterLeft(SuspiciousRequest):
 
     def _left_rubric(self, params: dict[str, Any]) -> Rubric:
         """The parent's checks for the other requests and the spoof, and a gate: the summary says who left."""
-        checks: list[dict[str, Any]] = [c.model_dump(mode="json") for c in self._rubric(params).checks]
+        # the parent's version 1: this rubric's own version 1 was built on it
+        checks: list[dict[str, Any]] = [c.model_dump(mode="json") for c in self._rubric_v1(params).checks]
         d = params["departed"]
         who = f"({re.escape(d['requester'])}|{re.escape(d['name'])})"
         checks.append(

@@ -9,6 +9,7 @@ import os
 import pytest
 
 from mcp_tools.sandbox import get_sandbox
+from scenarios.base import ToolFailed
 from sim.agents import EpisodeEnv, run_agent
 from sim.episode import Episode
 
@@ -166,3 +167,32 @@ def test_replay__same_seed_and_actions_give_the_same_hashes(episode):
 
     first, second = hashes(), hashes()
     assert first == second and len(first) >= 8
+
+
+def test_v4__a_fix_patched_in_from_another_file_fails_only_the_module_gate(episode):
+    """Version 4 wants the fix in the module the bug is in; version 3 paid a patch applied from the package."""
+    env, params = _start(episode, 3)
+    repo, key, fn = params["repo"], params["ticket"], params["function"]
+    package, module_file = params["module_path"].rsplit("/", 1)
+    try:
+        init = env.call("git_read_file", repo=repo, path=f"{package}/__init__.py")["content"]
+    except ToolFailed:
+        init = ""
+    patch = params["fixed_source"]
+    init += f"\nfrom . import {module_file[:-3]} as _rules\nfrom ._hotfix import {fn} as _fixed\n"
+    init += f"\n_rules.{fn} = _fixed\n"
+    env.call("git_create_branch", repo=repo, name="fix/hotfix")
+    env.call("git_write_file", repo=repo, path=f"{package}/_hotfix.py", content=patch)
+    env.call("git_write_file", repo=repo, path=f"{package}/__init__.py", content=init)
+    env.call("git_commit", repo=repo, message=f"Fix {key} {' '.join(params['duplicates'])}")
+    env.call("git_mr_open", repo=repo, source_branch="fix/hotfix", title=f"{key}: fix")
+    env.call("submit", summary="done")
+    score = episode.grade()
+    failed = {c.id: c.evidence for c in score.checks if not c.passed}
+    assert score.gated and list(failed) == ["fixed-in-module"], failed
+    assert params["module_path"] in failed["fixed-in-module"] and "_hotfix.py" in failed["fixed-in-module"]
+    hidden = [c for c in score.checks if c.id.startswith("hidden-check-")]
+    assert len(hidden) == len(params["cases"]) and params["edge_cases"] == 8, "the edge cases are gates too"
+    old = episode.regrade(episode.family.older_rubric(episode.instance, 3))
+    assert (old.rubric_version, old.value) == (3, 1.0)
+    assert len([c for c in old.checks if c.id.startswith("hidden-check-")]) == len(params["cases"]) - 8

@@ -149,9 +149,11 @@ def test_expenses__one_miscategorised_receipt_loses_only_its_category_column(sto
         score = episode.grade()
         failed = _failed(score)
         assert 0 < score.value < 1
-        assert list(failed) == [f"receipt-{slipped[0]}"], failed
-        assert slipped[0] in failed[f"receipt-{slipped[0]}"] and "5/6 columns" in failed[f"receipt-{slipped[0]}"]
-        assert "E" in failed[f"receipt-{slipped[0]}"]
+        assert list(failed) == [f"receipt-{slipped[0]}-category"], failed  # its date, amount, decision still pass
+        why = failed[f"receipt-{slipped[0]}-category"]
+        assert slipped[0] in why and "0/1 columns" in why and "E" in why
+        old = episode.regrade(episode.family.older_rubric(episode.instance, 1))
+        assert old.rubric_version == 1 and "5/6 columns" in _failed(old)[f"receipt-{slipped[0]}"]
 
 
 def test_expenses__recording_a_duplicate_twice_and_not_flagging_it_loses_both_checks(store, python_engine):
@@ -180,8 +182,10 @@ def test_expenses__recording_a_duplicate_twice_and_not_flagging_it_loses_both_ch
         score = episode.grade()
         failed = _failed(score)
         assert 0 < score.value < 1
-        assert set(failed) == {f"receipt-{duplicate['number']}", f"flag-duplicate-{duplicate['number']}"}, failed
-        assert "2 rows" in failed[f"receipt-{duplicate['number']}"]
+        parts = ("recorded", "category", "amount", "decision")
+        rows = {f"receipt-{duplicate['number']}-{part}" for part in parts}
+        assert set(failed) == {*rows, f"flag-duplicate-{duplicate['number']}"}, failed
+        assert all("2 rows" in failed[check] for check in rows)
 
 
 # -- weekly-status-report-v0 --------------------------------------------------------------------------------
@@ -205,7 +209,7 @@ def test_status_report__a_done_ticket_listed_as_blocked_loses_that_ticket_only(s
         score = episode.grade()
         failed = _failed(score)
         assert 0 < score.value < 1
-        assert list(failed) == [f"ticket-{moved[0]}"], failed
+        assert list(failed) == [f"ticket-{moved[0]}", f"title-{moved[0]}"], failed  # the title is on a wrong line
         assert moved[0] in failed[f"ticket-{moved[0]}"] and "Blocked" in failed[f"ticket-{moved[0]}"]
 
 
@@ -229,7 +233,7 @@ def test_status_report__trusting_a_stale_blocked_post_and_not_sharing_lose_those
         score = episode.grade()
         failed = _failed(score)
         assert 0 < score.value < 1
-        assert set(failed) == {f"ticket-{unblocked}", "shared-with-manager"}, failed
+        assert set(failed) == {f"ticket-{unblocked}", f"title-{unblocked}", "shared-with-manager"}, failed
         assert params["manager"] in failed["shared-with-manager"]
 
 
@@ -249,7 +253,7 @@ def test_status_report__listing_every_project_ticket_loses_only_the_checks_versi
     assert 0 < score.value < 1
     named = set(re.findall(r"\b[A-Z]+-\d+\b", failed["no-other-tickets"]))
     assert named and not named & {t["key"] for t in params["tickets"]}, "the evidence names the stray tickets"
-    assert (score.rubric_version, old.rubric_version, old.value) == (2, 1, 1.0), "version 1 paid it in full"
+    assert (score.rubric_version, old.rubric_version, old.value) == (3, 1, 1.0), "version 1 paid it in full"
 
 
 def test_budget__reading_only_the_rate_table_loses_more_amended_lines_the_harder_the_quarter(store, python_engine):
@@ -279,9 +283,29 @@ def test_status_report__counting_in_review_as_done_loses_exactly_the_tickets_in_
             )
             params = episode.instance.params
             failed = _failed(score)
-            progress = {f"ticket-{t['key']}" for t in params["tickets"] if t["section"] == "In progress"}
+            progress = {f"{c}-{t['key']}" for t in params["tickets"] if t["section"] == "In progress" for c in
+                        ("ticket", "title")}  # fmt: skip
             assert failed and set(failed) <= progress, failed  # only in-progress tickets, each found under Done
             assert all("Done" in why for why in failed.values()), failed
             seen[difficulty] = (len(failed), score.value)
     assert seen[1][0] < seen[3][0] and seen[1][1] > seen[3][1], seen
     assert "tickets_search" in PARTIALS["weekly-status-report-v0"]["partial-review-as-done"].misread
+
+
+def test_status_report__keys_without_titles_lose_exactly_the_title_checks_of_version_3(store, python_engine):
+    with Episode("weekly-status-report-v0", store=store) as episode:
+        env, params = _start(episode, 5, 2)
+
+        def bare_keys(name, arguments):
+            if name == "docs_create":
+                return {**arguments, "text": re.sub(r"^([A-Z]+-\d+): [^\n.]*", r"\1", arguments["text"], flags=re.M)}
+            return arguments
+
+        episode.family.oracle(Tampering(env, bare_keys))
+        score = episode.grade()
+        old = episode.regrade(episode.family.older_rubric(episode.instance, 2))
+    failed = _failed(score)
+    assert set(failed) == {f"title-{t['key']}" for t in params["tickets"]}, failed
+    some = params["tickets"][0]
+    assert f"{some['key']} title" in failed[f"title-{some['key']}"], "the evidence names the ticket"
+    assert 0 < score.value < 1 and (old.rubric_version, old.value) == (2, 1.0), "version 2 asked for no titles"

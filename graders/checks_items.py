@@ -1,0 +1,174 @@
+"""Per-item state checks: one verdict per person of a meeting, per file of a fix, so a score says which item failed.
+
+``graders.checks_meetings`` judges the meeting as a whole ("inside every participant's working hours", "no
+participant double-booked"): one person out of hours fails one check, and the evidence lists everyone at once.
+A rubric that scores per item (issue 14: a task reads like 17/23 with evidence per check) asks the same two
+questions of each participant: does the booked time lie in *their* working hours, on one of *their* workdays,
+and is *their* calendar free then. These functions answer for one ``username``. The meeting is found as the
+meeting checks find it (the latest live event the agent organised during the episode whose title matches), and
+their per-grade caches are shared, so a rubric with two checks per person costs one lookup of the meeting, its
+attendees and the participants' other events, not one per person.
+
+``merge_request_changes_file`` is the per-file item of a code fix: the request changes the file the bug is in.
+It reads the request and its diff as ``graders.checks_code`` does (the same memoised git answers), importing
+that module on first use only, so a meeting rubric does not load git. ``doc_shared_only_with`` is the
+per-request item of a document request: the document went to whoever asked and to nobody else;
+``doc_mentions_once`` the "listed once" of an item in a text document.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from graders.base import CheckOutcome, GradingContext, check_fn
+from graders.checks_common import Regex, employee_id, listing, rx
+from graders.checks_meetings import _BUSY, _attendees, _clashes, _meeting_touches, _own_touches, _people, _the_meeting
+from mcp_tools.calendar.slots import Person
+from worlds.rawsql import Sql
+
+_DAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
+_TABLES = ("events", "event_attendees", "employees")
+
+
+def _hhmm(minute: int) -> str:
+    return f"{minute // 60:02d}:{minute % 60:02d}"
+
+
+def _participant(ctx: GradingContext, title_pattern: str, username: str) -> tuple[Any, str, int] | CheckOutcome:
+    """(meeting, evidence prefix, the person's employee id), or the failing outcome saying why there is none."""
+    m, head = _the_meeting(ctx, title_pattern)
+    if m is None:
+        return CheckOutcome.of(False, head)
+    emp = employee_id(ctx, username)
+    if emp is None:
+        return CheckOutcome.of(False, f"{head}: no employee @{username}", event_id=m.id)
+    if emp != m.organizer_id and all(a.employee_id != emp for a in _attendees(ctx, m.id)):
+        return CheckOutcome.of(False, f"{head}: @{username} is neither its organiser nor invited", event_id=m.id)
+    return m, head, emp
+
+
+@check_fn("meeting_person_in_hours", reads=_TABLES, touches=_own_touches)
+def meeting_person_in_hours(ctx: GradingContext, title_pattern: Regex, username: str) -> CheckOutcome:
+    """The meeting lies inside ``username``'s working hours, in their own time zone, on one of their workdays.
+
+    Why per person: "the time fits everyone" is what the agent must establish one calendar at a time, and
+    the evidence then shows that person's local time beside their hours (``Tue 15:00 Asia/Tokyo, outside
+    09:00-17:00 Mon-Fri``). A declined invitee still counts: the agent chose the time.
+    """
+    found = _participant(ctx, title_pattern, username)
+    if isinstance(found, CheckOutcome):
+        return found
+    m, head, emp = found
+    p = _people(ctx, [emp])[emp]
+    local = m.start_at.astimezone(ZoneInfo(p.timezone)).strftime("%a %H:%M")
+    days = "".join(d[0] if f == "1" else "" for d, f in zip(_DAYS, p.workdays, strict=False))
+    hours = f"{_hhmm(p.work_start_minute)}-{_hhmm(p.work_end_minute)} on {days or 'no day'}"
+    person = Person(p.id, p.username, p.timezone, p.work_start_minute, p.work_end_minute, p.workdays)
+    inside = person.works(m.start_at, m.end_at)
+    verdict = "inside" if inside else "outside"
+    return CheckOutcome.of(
+        inside, f"{head}: for @{username} it is {local} {p.timezone}, {verdict} {hours}", event_id=m.id
+    )
+
+
+def _busy(ctx: GradingContext, m: Any) -> dict[int, list[str]]:
+    """Every committed participant's other events overlapping the meeting (once per meeting and grade)."""
+
+    def find() -> dict[int, list[str]]:
+        going = [a.employee_id for a in _attendees(ctx, m.id) if a.rsvp != "declined"]
+        ids = sorted({m.organizer_id, *going})
+        marks = ", ".join("?" * len(ids))
+        return _clashes(ctx, _BUSY.format(marks), [*ids, *ids], m.id, m.start_at, m.end_at)
+
+    return ctx.kept(("item-busy", m.id), _TABLES, find)
+
+
+@check_fn("meeting_person_free", reads=_TABLES, touches=_meeting_touches)
+def meeting_person_free(ctx: GradingContext, title_pattern: Regex, username: str) -> CheckOutcome:
+    """``username`` has no other commitment at the meeting's time (events they organise or have not declined).
+
+    Recurring events are expanded, as the calendar counts them. An invitee who declined the meeting is not
+    double-booked by it: their calendar keeps the other event.
+    """
+    found = _participant(ctx, title_pattern, username)
+    if isinstance(found, CheckOutcome):
+        return found
+    m, head, emp = found
+    if emp != m.organizer_id and any(a.employee_id == emp and a.rsvp == "declined" for a in _attendees(ctx, m.id)):
+        return CheckOutcome.of(True, f"{head}: @{username} declined it, so nothing of theirs clashes", event_id=m.id)
+    clash = _busy(ctx, m).get(emp)
+    if clash:
+        return CheckOutcome.of(False, f"{head}: @{username} is also in {listing(clash, 2)}", event_id=m.id)
+    return CheckOutcome.of(True, f"{head}: @{username} has nothing else then", event_id=m.id)
+
+
+@check_fn("merge_request_changes_file", reads=("merge_requests",))
+def merge_request_changes_file(ctx: GradingContext, repo: str, path: str) -> CheckOutcome:
+    """The agent's newest request into ``repo``'s default branch changes ``path`` (against its merge base).
+
+    Why: a reported bug in a module is fixed in that module; hidden cases alone would pass a patch applied to
+    the function from another file, which the next reader of the module never sees.
+    """
+    from graders.checks_code import _base, _changed, _head, _request  # lazy: loads git only for code rubrics
+
+    row = _request(ctx, repo)
+    head = _head(ctx, repo, row)
+    if row is None or head is None:
+        return CheckOutcome.of(False, "no merge request to inspect")
+    changed = _changed(ctx, repo, _base(ctx, repo, row, head), head)
+    if path in changed:
+        return CheckOutcome.of(True, f"!{row.number} changes {path} ({len(changed)} file(s) in all)")
+    shown = listing(sorted(changed), 3) if changed else "nothing"
+    return CheckOutcome.of(False, f"!{row.number} does not change {path}; it changes {shown}")
+
+
+@check_fn("doc_shared_only_with", reads=("documents", "document_shares", "employees"))
+def doc_shared_only_with(ctx: GradingContext, document: str, usernames: list[str]) -> CheckOutcome:
+    """Every share of ``document`` added or raised during the episode went to one of ``usernames``.
+
+    The per-request item of a data request: the document reaches the coworker who asked, and nobody else on the
+    way (a team channel's members, a manager in copy). Shares that existed before the episode do not count.
+    """
+    from graders.checks_docs import _document  # lazy: the office readers load only for document rubrics
+
+    row = _document(ctx, document)
+    if row is None:
+        return CheckOutcome.of(False, f"no document {document}")
+    ids = sorted({int(r.key[0]) for r in ctx.changed_rows("document_shares") if r.op != "delete"})
+    found = []
+    if ids:
+        marks = ", ".join("?" * len(ids))
+        found = Sql.of(ctx.session).all(
+            "SELECT e.username, s.permission FROM document_shares s JOIN employees e ON e.id = s.employee_id"  # noqa: S608
+            f" WHERE s.document_id = ? AND s.id IN ({marks}) ORDER BY e.username",
+            (int(row[0]), *ids),
+        )
+    allowed = {u.casefold() for u in usernames}
+    others = [f"{u} ({p})" for u, p in found if str(u).casefold() not in allowed]
+    if others:
+        return CheckOutcome.of(False, f"{document} was also shared with {listing(others)}")
+    return CheckOutcome.of(True, f"{document} was shared with {listing([str(u) for u, _ in found]) or 'nobody'} only")
+
+
+@check_fn("doc_mentions_once", reads=("documents",))
+def doc_mentions_once(ctx: GradingContext, document: str, pattern: Regex, label: str | None = None) -> CheckOutcome:
+    """Text document ``document`` matches ``pattern`` exactly once, headings and body alike (any case).
+
+    The per-item "listed once" of a list a reader scans: a ticket merged in two commits, or named by two
+    sections, is one change and reads as two. ``label`` names the item in the evidence.
+    """
+    from graders.checks_docs import _text_sections  # lazy: the office readers load only for document rubrics
+
+    name = label or pattern
+    sections = _text_sections(ctx, document, name)
+    if isinstance(sections, CheckOutcome):
+        return sections
+    found = rx(pattern)
+    where = [heading or "(before the first heading)" for heading, body in sections for _ in found.finditer(body)]
+    where += [heading for heading, _ in sections if found.search(heading)]
+    if len(where) == 1:
+        return CheckOutcome.of(True, f"{name}: named once in {document}, under {where[0]}")
+    if not where:
+        return CheckOutcome.of(False, f"{name}: not named in {document}")
+    return CheckOutcome.of(False, f"{name}: named {len(where)} times in {document} (under {listing(where, 4)})")
