@@ -15,22 +15,37 @@ from __future__ import annotations
 
 import json
 import math
+import re
+from collections.abc import Callable
+from functools import lru_cache
+from itertools import compress
+from operator import ne
 from typing import Annotated, Any
 
 from pydantic import Field
 
-from graders.base import CheckOutcome, GradingContext, check_fn
+from graders.base import ChangeRow, CheckOutcome, GradingContext, check_fn
 from graders.checks_common import Regex, listing, rx, snippet
 from worlds.blobs import read_blob
 from worlds.office import files
-from worlds.office.a1 import col_index, parse_cell, split_sheet
-from worlds.office.model import Err, Sheet, TextDoc, Workbook, text_from_json, workbook_from_json
+from worlds.office.a1 import MAX_COLS, MAX_ROWS, col_index, parse_cell, parse_range, split_sheet
+from worlds.office.model import (
+    Cell,
+    Err,
+    Sheet,
+    TextDoc,
+    Workbook,
+    text_from_json,
+    value_from_json,
+    workbook_from_json,
+)
 from worlds.rawsql import Sql
 
 Primitive = str | float | int | bool | None
 _EXTENSIONS = (".odt", ".docx", ".ods", ".xlsx")
 _DOC_ROW = "SELECT id, name, kind, mime_type, content, blob_sha256, version FROM documents WHERE folder_id = ?"
 _PERMISSION_RANK = {"view": 1, "comment": 2, "edit": 3}
+_PLAIN_CELL = re.compile(r"([A-Z]{1,3})([1-9][0-9]{0,6})")
 
 
 def _folder_id(sql: Sql, parts: list[str]) -> int | None:
@@ -65,6 +80,8 @@ def _document(ctx: GradingContext, path: str) -> tuple[Any, ...] | None:
             loose = [r for r in rows if _stem(str(r[1])) == _stem(parts[-1])]
             row = exact[0] if exact else loose[0] if loose else None
         ctx.memo[key] = tuple(row) if row is not None else None
+        if row is not None:  # the base ``_sheet_after`` folds the next steps' updates of this row into
+            ctx.lasting[("doc_row", int(row[0]))] = ctx.memo[key]
     found: tuple[Any, ...] | None = ctx.memo[key]
     return found
 
@@ -85,9 +102,103 @@ def _workbook(ctx: GradingContext, row: tuple[Any, ...]) -> Workbook:
     if key not in ctx.memo:
         content = _content(ctx, row)
         fmt = files.format_of_mime(str(row[3]))
-        ctx.memo[key] = workbook_from_json(content) if isinstance(content, dict) else files.read_workbook(content, fmt)
+        ctx.memo[key] = (
+            _book_of(ctx, int(row[0]), content) if isinstance(content, dict) else files.read_workbook(content, fmt)
+        )
     book: Workbook = ctx.memo[key]
     return book
+
+
+def _book_of(ctx: GradingContext, doc_id: int, content: dict[str, Any]) -> Workbook:
+    """``workbook_from_json(content)``, reusing the cells of the last one built for this document.
+
+    The per-step progress score re-reads a spreadsheet after every write, and a write changes a few cells of
+    many: cells whose JSON is the same as in the previous content keep their parsed ``Cell``, and each cell
+    name is parsed once per episode (``ctx.lasting``). Anything but the same sheets (names, order) and defined
+    names as before is parsed afresh, so the result always equals a fresh parse of ``content``.
+    """
+    base = ctx.lasting.get(("workbook", doc_id))
+    built = None
+    if base is not None:
+        try:
+            built = _book_from_base(ctx, content, base)
+        except Exception:  # malformed content: the fresh parse raises what the check reports
+            built = None
+    if built is not None:
+        book, moved = built
+        ctx.lasting[("book_diff", doc_id)] = (base[1], book, moved)
+    else:
+        ctx.lasting.pop(("book_diff", doc_id), None)
+        book = workbook_from_json(content)
+        sheets = content.get("sheets", [])
+        if not all(
+            type(raw.get("cells")) is dict and len(s.cells) == len(raw["cells"])
+            for raw, s in zip(sheets, book.sheets, strict=True)
+        ):
+            ctx.lasting.pop(("workbook", doc_id), None)  # two names for one cell: no base to diff against
+            return book
+    ctx.lasting[("workbook", doc_id)] = (content, book)
+    return book
+
+
+def _book_from_base(
+    ctx: GradingContext, content: dict[str, Any], base: tuple[dict[str, Any], Workbook]
+) -> tuple[Workbook, list[set[tuple[int, int]]]] | None:
+    """The workbook of ``content`` built from ``base`` (content and workbook), or None if the shapes differ.
+
+    Also the cells of each sheet that differ from the base's (written, cleared or added), which the checks
+    use to keep a verdict that read none of them (``_kept_verdict``). The cells are compared in C
+    (``map(ne, ...)``): a write changes a few of a sheet's hundreds, and a Python loop over all of them would
+    cost what the checks save. The cells dict holds the same cells as a fresh parse's (its order may differ:
+    graders only look cells up).
+    """
+    before, old = base
+    sheets, old_sheets = content.get("sheets", []), before.get("sheets", [])
+    if len(sheets) != len(old_sheets) or content.get("names", {}) != before.get("names", {}):
+        return None
+    for raw, was in zip(sheets, old_sheets, strict=True):
+        if raw.get("name") != was.get("name") or type(raw.get("cells", {})) is not dict:
+            return None
+        if type(was.get("cells", {})) is not dict:
+            return None
+    book = Workbook(names=dict(old.names))
+    moved: list[set[tuple[int, int]]] = []
+    for raw, was, old_sheet in zip(sheets, old_sheets, old.sheets, strict=True):
+        now, had = raw.get("cells", {}), was.get("cells", {})
+        names = list(now)
+        written = list(compress(names, map(ne, map(now.__getitem__, names), map(had.get, names))))
+        cleared = had.keys() - now.keys()
+        cells = dict(old_sheet.cells)
+        changed: set[tuple[int, int]] = set()
+        for ref in cleared:
+            pos = _ref_pos(ref)
+            del cells[pos]
+            changed.add(pos)
+        for ref in written:
+            pos = _ref_pos(ref)
+            v, f = now[ref]
+            cells[pos] = Cell(value=value_from_json(v), formula=f)
+            changed.add(pos)
+        if len(cells) != len(now):
+            return None  # two names for one cell: which one wins depends on their order, parse afresh
+        moved.append(changed)
+        book.sheets.append(Sheet(name=old_sheet.name, cells=cells))
+    return book, moved
+
+
+@lru_cache(maxsize=1 << 16)
+def _ref_pos(ref: str) -> tuple[int, int]:
+    """Where ``workbook_from_json`` puts cell ``ref``; cached, as every episode writes the same few cells.
+
+    A plain name (``B7``, what ``workbook_json`` writes) is read here, ``parse_range``'s answer at a fraction
+    of its cost; anything else (``$B$7``, a range, a bad name) goes through ``parse_range`` itself.
+    """
+    m = _PLAIN_CELL.fullmatch(ref)
+    row, col = (int(m.group(2)) - 1, col_index(m.group(1))) if m is not None else (-1, -1)
+    if not (0 <= row < MAX_ROWS and 0 <= col < MAX_COLS):
+        a = parse_range(ref)
+        row, col = a.r1, a.c1
+    return row, col
 
 
 def _text(ctx: GradingContext, row: tuple[Any, ...]) -> TextDoc:
@@ -104,6 +215,63 @@ def _doc_rows(ctx: GradingContext, document: str, **_: Any) -> set[tuple[str, tu
     """The document row a check reads (for ``graders.progress``); None while no such document exists."""
     row = _document(ctx, document)
     return None if row is None else {("documents", (int(row[0]),))}
+
+
+_WRITE_COLUMNS = frozenset({"content", "blob_sha256", "version", "updated_at"})
+"""What a write through the office tools changes of a document row (its name, folder and kind stay)."""
+
+
+def _row_after(ctx: GradingContext, rows: list[ChangeRow]) -> tuple[Any, ...] | None:
+    """The document row after ``rows`` (this step's updates of it), from the last one read; None if unknown.
+
+    Only writes that bump ``version`` from the version last read are folded in, so a row read before an
+    update nobody saw is never taken for the current one; anything else is left to the check's own query.
+    """
+    doc_id = rows[0].key[0]
+    memo_key = ("doc_after", doc_id)
+    if memo_key in ctx.memo:  # another check of this document folded this step's rows already
+        found: tuple[Any, ...] | None = ctx.memo[memo_key]
+        return found
+    last = ctx.lasting.get(("doc_row", doc_id))
+    row = list(last) if last is not None else None
+    for r in rows:
+        version = r.changes.get("version")
+        if row is None or r.op != "update" or not _WRITE_COLUMNS.issuperset(r.changes):
+            row = None
+        elif type(version) is not list or version[0] != row[6]:
+            row = None
+        else:
+            row[6] = version[1]
+            for column, at in (("content", 4), ("blob_sha256", 5)):
+                if column in r.changes:
+                    row[at] = r.changes[column][1]
+    after = ctx.memo[memo_key] = tuple(row) if row is not None else None
+    if after is not None:
+        ctx.lasting[("doc_row", doc_id)] = after
+    return after
+
+
+def _decided_by_rows(
+    check: Callable[[], Callable[..., CheckOutcome]],
+) -> Callable[..., tuple[float, str, dict[str, Any]] | None]:
+    """An ``on_rows`` evaluator for a document check: its function on the row the step's writes left.
+
+    ``check()`` gives the function (defined below the evaluator). It reads its document through ``_document``,
+    which finds the row in ``ctx.memo``: the after-image of this step's writes holds the new content, so the
+    check runs its own code on it, with no query.
+    """
+
+    def on_rows(
+        ctx: GradingContext, rows: list[ChangeRow], document: str, **kwargs: Any
+    ) -> tuple[float, str, dict[str, Any]] | None:
+        row = _row_after(ctx, rows)
+        if row is None:
+            return None
+        ctx.memo[("document", document)] = row
+        out = check()(ctx, document=document, **kwargs)
+        return out.score, out.evidence, dict(out.details)
+
+    return on_rows
 
 
 def _sheet(book: Workbook, name: str | None) -> Sheet | None:
@@ -128,7 +296,9 @@ def _same(actual: Any, expected: Primitive, tolerance: float) -> bool:
     return isinstance(actual, str) and actual.strip().casefold() == expected.strip().casefold()
 
 
-@check_fn("sheet_cell_equals", reads=("documents",), rows=_doc_rows)
+@check_fn(
+    "sheet_cell_equals", reads=("documents",), rows=_doc_rows, on_rows=_decided_by_rows(lambda: sheet_cell_equals)
+)
 def sheet_cell_equals(
     ctx: GradingContext,
     document: str,
@@ -150,15 +320,57 @@ def sheet_cell_equals(
     if row[2] != "spreadsheet":
         return CheckOutcome.of(False, f"{name}: {document} is a {row[2]}, not a spreadsheet")
     sheet_name, ref = split_sheet(cell)
-    sheet = _sheet(_workbook(ctx, row), sheet_name)
+    book = _workbook(ctx, row)
+    sheet = _sheet(book, sheet_name)
     if sheet is None:
         return CheckOutcome.of(False, f"{name}: {document} has no sheet {sheet_name!r}")
-    held = sheet.cells.get(parse_cell(ref))
+    pos = parse_cell(ref)
+    memo_key = ("cell_equals", document, cell, type(value), value, tolerance, formula, name)  # 1 == True
+    kept = _kept_verdict(ctx, int(row[0]), book, sheet, memo_key, lambda moved, _, __: pos in moved)
+    if kept is not None:
+        return kept
+    held = sheet.cells.get(pos)
     actual = held.value if held is not None else None
     shown = f"{name}: {cell} is {_show(actual)} (expected {_show(value)})"
     if formula and (held is None or held.formula is None):
-        return CheckOutcome.of(False, f"{shown}, but it holds no formula")
-    return CheckOutcome.of(_same(actual, value, tolerance), shown)
+        out = CheckOutcome.of(False, f"{shown}, but it holds no formula")
+    else:
+        out = CheckOutcome.of(_same(actual, value, tolerance), shown)
+    ctx.lasting[memo_key] = (book, None, out)
+    return out
+
+
+def _kept_verdict(
+    ctx: GradingContext,
+    doc_id: int,
+    book: Workbook,
+    sheet: Sheet,
+    key: Any,
+    reads_moved: Callable[[set[tuple[int, int]], Any, Sheet], bool],
+) -> CheckOutcome | None:
+    """The verdict kept under ``key`` (``ctx.lasting``) if none of the cells it read changed since, else None.
+
+    A write touches a few cells and a rubric checks one row or cell per item: a check whose cells the last
+    write left alone (``reads_moved(changed cells, what it kept, the sheet before)`` is False) keeps its
+    verdict, so a sheet write costs O(changed cells) per check rather than re-reading each one's row. Only a
+    verdict taken on the workbook this one was built from (``_book_of``'s diff) is kept, so none outlives a
+    change it did not see.
+    """
+    kept = ctx.lasting.get(key)
+    if kept is None:
+        return None
+    was, seen, out = kept
+    if was is book:
+        return out  # type: ignore[no-any-return]
+    diff = ctx.lasting.get(("book_diff", doc_id))
+    if diff is None or diff[0] is not was or diff[1] is not book:
+        return None
+    index = next(i for i, s in enumerate(book.sheets) if s is sheet)
+    moved = diff[2][index]
+    if moved and reads_moved(moved, seen, diff[0].sheets[index]):
+        return None
+    ctx.lasting[key] = (book, seen, out)
+    return out  # type: ignore[no-any-return]
 
 
 def _key_rows(ctx: GradingContext, sheet: Sheet, column: int) -> dict[str, list[int]]:
@@ -178,7 +390,9 @@ def _key_rows(ctx: GradingContext, sheet: Sheet, column: int) -> dict[str, list[
     return found
 
 
-@check_fn("sheet_row_matches", reads=("documents",), rows=_doc_rows)
+@check_fn(
+    "sheet_row_matches", reads=("documents",), rows=_doc_rows, on_rows=_decided_by_rows(lambda: sheet_row_matches)
+)
 def sheet_row_matches(
     ctx: GradingContext,
     document: str,
@@ -196,10 +410,68 @@ def sheet_row_matches(
     row = _document(ctx, document)
     if row is None:
         return CheckOutcome.of(False, f"{key}: no document {document}")
-    found = _sheet(_workbook(ctx, row), sheet) if row[2] == "spreadsheet" else None
-    if found is None:
+    book = _workbook(ctx, row) if row[2] == "spreadsheet" else None
+    found = _sheet(book, sheet) if book is not None else None
+    if book is None or found is None:
         return CheckOutcome.of(False, f"{key}: {document} has no sheet {sheet or '(first)'}")
-    hits = sorted(_key_rows(ctx, found, col_index(key_column.upper())).get(key.strip().casefold(), ()))
+    column = col_index(key_column.upper())
+    wanted = key.strip().casefold()
+    memo_key = (
+        "row_matches",
+        document,
+        key_column,
+        key,
+        tuple(sorted((k, type(v), v) for k, v in expected.items())),
+        sheet,
+        tolerance,
+    )
+    kept = _kept_verdict(
+        ctx,
+        int(row[0]),
+        book,
+        found,
+        memo_key,
+        lambda moved, lines, before: _key_moved(moved, lines, column, wanted, before, found),
+    )
+    if kept is not None:
+        return kept
+    out = _row_verdict(ctx, found, document, key_column, column, key, expected, tolerance)
+    hits = _key_rows(ctx, found, column).get(key.strip().casefold(), ())
+    ctx.lasting[memo_key] = (book, frozenset(hits), out)
+    return out
+
+
+def _key_moved(
+    moved: set[tuple[int, int]], lines: frozenset[int], column: int, wanted: str, before: Sheet, after: Sheet
+) -> bool:
+    """Whether a change to cells ``moved`` can change a row check.
+
+    It can through a cell of its row (``lines``), or a key cell that held or now holds its key (``_key_rows``'
+    rule); a new row for another item leaves it alone.
+    """
+    for r, c in moved:
+        if r in lines:
+            return True
+        if c == column:
+            for sheet in (before, after):
+                cell = sheet.cells.get((r, c))
+                if cell is not None and isinstance(cell.value, str) and cell.value.strip().casefold() == wanted:
+                    return True
+    return False
+
+
+def _row_verdict(
+    ctx: GradingContext,
+    found: Sheet,
+    document: str,
+    key_column: str,
+    column: int,
+    key: str,
+    expected: dict[str, Primitive],
+    tolerance: float,
+) -> CheckOutcome:
+    """``sheet_row_matches``' verdict on sheet ``found``: the key's row and how many expected columns match."""
+    hits = sorted(_key_rows(ctx, found, column).get(key.strip().casefold(), ()))
     if len(hits) != 1:
         what = "no row" if not hits else f"{len(hits)} rows (rows {', '.join(str(r + 1) for r in hits)})"
         return CheckOutcome.of(False, f"{key}: {what} of {document} hold it in column {key_column}")
@@ -227,7 +499,9 @@ def _text_sections(ctx: GradingContext, document: str, name: str) -> list[tuple[
     return _text(ctx, row).sections()
 
 
-@check_fn("doc_section_contains", reads=("documents",), rows=_doc_rows)
+@check_fn(
+    "doc_section_contains", reads=("documents",), rows=_doc_rows, on_rows=_decided_by_rows(lambda: doc_section_contains)
+)
 def doc_section_contains(
     ctx: GradingContext,
     document: str,
@@ -262,7 +536,9 @@ def doc_section_contains(
     return CheckOutcome.of(True, f"{name}: in section {hits[0]!r}")
 
 
-@check_fn("doc_mentions_none", reads=("documents",), rows=_doc_rows)
+@check_fn(
+    "doc_mentions_none", reads=("documents",), rows=_doc_rows, on_rows=_decided_by_rows(lambda: doc_mentions_none)
+)
 def doc_mentions_none(ctx: GradingContext, document: str, pattern: Regex, label: str | None = None) -> CheckOutcome:
     """Text document ``document`` exists and none of its headings or text matches ``pattern``.
 
@@ -340,7 +616,7 @@ def doc_not_shared(ctx: GradingContext, document: str) -> CheckOutcome:
     return CheckOutcome.of(False, f"{document} was shared during the episode with {shown}")
 
 
-@check_fn("doc_lacks", reads=("documents",), rows=_doc_rows)
+@check_fn("doc_lacks", reads=("documents",), rows=_doc_rows, on_rows=_decided_by_rows(lambda: doc_lacks))
 def doc_lacks(ctx: GradingContext, document: str, pattern: Regex, label: str | None = None) -> CheckOutcome:
     """Text document ``document`` exists and no part of it matches ``pattern``.
 
