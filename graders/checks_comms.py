@@ -97,10 +97,62 @@ def _new_posts(ctx: GradingContext) -> list[Mapping[str, Any]]:
     """Final state of the posts this episode inserted, with their channel name (memoised per grade)."""
 
     def query() -> list[Mapping[str, Any]]:
+        logged = _logged_posts(ctx)
+        if logged is not None:
+            return logged
         rows = rows_in(ctx, _NEW_POSTS, inserted_ids(ctx, "posts"))
         return [dict(zip(_POST_FIELDS, r, strict=True)) for r in rows]
 
     return ctx.kept("new_posts", ("posts", "channels"), query)
+
+
+_POST_IMAGE = frozenset({"author_id", "message", "deleted_at", "channel_id"})
+_CHANNEL_NAME = "SELECT id, name FROM channels WHERE id IN ({})"
+
+
+def _logged_posts(ctx: GradingContext) -> list[Mapping[str, Any]] | None:
+    """``_NEW_POSTS``' rows from the change log: no query after each post the agent makes.
+
+    A post the episode inserted is, now, its insert image with its later logged edits; its channel's name comes
+    from the channel's own insert image or one lookup per channel (kept for the episode: no rename is logged).
+    None when a post was deleted softly (the stored timestamp's form is the database's), an image lacks a
+    column, or a channel was renamed or deleted: then the database is read.
+    """
+    posts: dict[int, dict[str, Any]] = {}
+    for row in ctx.changed_rows("posts"):
+        pid = row.key[0]
+        if row.op == "insert":
+            if not _POST_IMAGE.issubset(row.changes) or row.changes["deleted_at"] is not None:
+                return None
+            ch = row.changes
+            posts[pid] = {"id": pid, "author_id": ch["author_id"], "message": ch["message"], "deleted_at": None}
+            posts[pid]["channel"] = ch["channel_id"]
+        elif row.op == "delete":
+            posts.pop(pid, None)
+        elif pid in posts:
+            if "deleted_at" in row.changes or "channel_id" in row.changes or "author_id" in row.changes:
+                return None
+            if "message" in row.changes:
+                posts[pid]["message"] = row.changes["message"][1]
+    names: dict[int, str | None] = ctx.lasting.setdefault("channel_names", {})
+    for row in ctx.changed_rows("channels"):
+        if row.op == "delete" or (row.op == "update" and "name" in row.changes):
+            return None
+        if row.op == "insert":
+            if "name" not in row.changes:
+                return None
+            names[row.key[0]] = row.changes["name"]
+    wanted = sorted({p["channel"] for p in posts.values()} - names.keys())
+    if wanted:
+        names.update(dict.fromkeys(wanted))
+        names.update({int(i): str(n) for i, n in rows_in(ctx, _CHANNEL_NAME, wanted)})
+    out = []
+    for pid in sorted(posts):
+        post = posts[pid]
+        name = names[post["channel"]]
+        if name is not None:  # the query's inner join drops a post whose channel does not exist
+            out.append({**post, "channel": name})
+    return out
 
 
 def _channel_name(ctx: GradingContext, channel: str) -> str | None:

@@ -52,6 +52,12 @@ from graders.changes import ChangeRow
 from graders.registry import check_fn_spec
 
 _PLAIN = (str, int, bool, type(None))
+
+
+def _seq(row: ChangeRow) -> int:
+    return row.seq
+
+
 _NOT_PLAIN = object()
 
 
@@ -106,6 +112,7 @@ class Progress:
         self._touches: dict[int, Callable[..., bool]] = {}
         self._columns: dict[int, frozenset[str]] = {}  # row checks that read only these columns of their rows
         self._on_rows: dict[int, Callable[..., Any]] = {}  # row checks that can decide from the rows alone
+        self._on_changes: dict[int, Callable[..., Any]] = {}  # table checks that can decide from the rows alone
         self._started = False
         self._moved = False  # a check's score moved during this update
         # The running parts of the value (no ``needs``): each counted check's weighted score, in rubric order
@@ -156,10 +163,17 @@ class Progress:
                         continue
                 if not self._decided(i, check_rows):
                     stale.add(i)
+            deciding: dict[int, list[ChangeRow]] = {}
             for table, table_rows in by_table.items():
                 for i in self._by_table.get(table, ()):
                     if i not in stale and self._touched(i, table_rows):
-                        stale.add(i)
+                        if i in self._on_changes:
+                            deciding.setdefault(i, []).extend(table_rows)
+                        else:
+                            stale.add(i)
+            for i, check_rows in deciding.items():
+                if not self._decided(i, sorted(check_rows, key=_seq) if len(by_table) > 1 else check_rows):
+                    stale.add(i)
             for i in sorted(stale) if len(stale) > 1 else stale:
                 self._run(i)
         else:
@@ -169,7 +183,7 @@ class Progress:
 
     def _decided(self, i: int, rows: list[ChangeRow]) -> bool:
         """Settle check ``i`` from its changed rows if its ``on_rows`` can; False if it must be re-run instead."""
-        on_rows = self._on_rows.get(i)
+        on_rows = self._on_rows.get(i) or self._on_changes.get(i)
         if on_rows is None:
             return False
         try:
@@ -279,6 +293,8 @@ class Progress:
                     self._by_table.setdefault(table, []).append(i)
                 if spec.touches is not None:
                     self._touches[i] = spec.touches
+                if spec.on_changes is not None:
+                    self._on_changes[i] = spec.on_changes
             else:
                 self._any.append(i)
         self.ctx.forget()
