@@ -93,7 +93,7 @@ def _stamp(value: Any) -> datetime:
     return (datetime.fromisoformat(value) if isinstance(value, str) else value).replace(tzinfo=UTC)
 
 
-def _new_posts(ctx: GradingContext) -> list[Mapping[str, Any]]:
+def new_posts(ctx: GradingContext) -> list[Mapping[str, Any]]:
     """Final state of the posts this episode inserted, with their channel name (memoised per grade)."""
 
     def query() -> list[Mapping[str, Any]]:
@@ -181,7 +181,7 @@ def _posts_in(ctx: GradingContext, channel: str, author: Who | None) -> tuple[st
     author_id = employee_id(ctx, author) if author is not None else None
     if author is not None and author_id is None:
         return f"unknown employee {author!r}"
-    posts = [p for p in _new_posts(ctx) if p["channel"] == name and author_id in (None, p["author_id"])]
+    posts = [p for p in new_posts(ctx) if p["channel"] == name and author_id in (None, p["author_id"])]
     return name, posts
 
 
@@ -209,7 +209,7 @@ def _post_touches(
     name, posts = found
     if not posts:
         return True
-    post = next((p for p in _new_posts(ctx) if p["id"] == row.key[0]), None)
+    post = next((p for p in new_posts(ctx) if p["id"] == row.key[0]), None)
     return post is None or post["channel"] == name
 
 
@@ -247,7 +247,7 @@ def post_in_channel(
     head += f" (need {min_count})"
     shown = listing([f"#{p['id']} {snippet(p['message'])}" for p in (hits or posts)])
     if not posts:
-        elsewhere = sorted({p["channel"] for p in _new_posts(ctx)})
+        elsewhere = sorted({p["channel"] for p in new_posts(ctx)})
         shown = f"new posts went to: {', '.join('~' + c for c in elsewhere)}" if elsewhere else "no new posts at all"
     return CheckOutcome(
         score=min(1.0, len(hits) / min_count),
