@@ -126,7 +126,7 @@ def _book_of(ctx: GradingContext, doc_id: int, content: dict[str, Any]) -> Workb
             built = None
     if built is not None:
         book, moved = built
-        ctx.lasting[("book_diff", doc_id)] = (base[1], book, moved)
+        ctx.lasting[("book_diff", doc_id)] = (base[1], book, moved, {})
     else:
         ctx.lasting.pop(("book_diff", doc_id), None)
         book = workbook_from_json(content)
@@ -326,7 +326,7 @@ def sheet_cell_equals(
         return CheckOutcome.of(False, f"{name}: {document} has no sheet {sheet_name!r}")
     pos = parse_cell(ref)
     memo_key = ("cell_equals", document, cell, type(value), value, tolerance, formula, name)  # 1 == True
-    kept = _kept_verdict(ctx, int(row[0]), book, sheet, memo_key, lambda moved, _, __: pos in moved)
+    kept = _kept_verdict(ctx, int(row[0]), book, sheet, memo_key, None, lambda diff, i, _: pos in diff[2][i])
     if kept is not None:
         return kept
     held = sheet.cells.get(pos)
@@ -336,7 +336,7 @@ def sheet_cell_equals(
         out = CheckOutcome.of(False, f"{shown}, but it holds no formula")
     else:
         out = CheckOutcome.of(_same(actual, value, tolerance), shown)
-    ctx.lasting[memo_key] = (book, None, out)
+    ctx.lasting[memo_key] = (book, None, out, None)
     return out
 
 
@@ -346,31 +346,51 @@ def _kept_verdict(
     book: Workbook,
     sheet: Sheet,
     key: Any,
-    reads_moved: Callable[[set[tuple[int, int]], Any, Sheet], bool],
+    params: Any,
+    reads_moved: Callable[[tuple[Any, ...], int, Any], bool],
 ) -> CheckOutcome | None:
     """The verdict kept under ``key`` (``ctx.lasting``) if none of the cells it read changed since, else None.
 
     A write touches a few cells and a rubric checks one row or cell per item: a check whose cells the last
-    write left alone (``reads_moved(changed cells, what it kept, the sheet before)`` is False) keeps its
-    verdict, so a sheet write costs O(changed cells) per check rather than re-reading each one's row. Only a
-    verdict taken on the workbook this one was built from (``_book_of``'s diff) is kept, so none outlives a
-    change it did not see.
+    write left alone (``reads_moved(the diff, the sheet's index, what it kept)`` is False) keeps its verdict,
+    so a sheet write costs O(changed cells) once and O(1) per check rather than re-reading each one's row.
+    Only a verdict taken on the workbook this one was built from (``_book_of``'s diff) is kept, so none
+    outlives a change it did not see; ``params`` is the very object the verdict was taken with (a check's
+    ``expected``), so two checks never share one.
     """
     kept = ctx.lasting.get(key)
-    if kept is None:
+    if kept is None or kept[3] is not params:
         return None
-    was, seen, out = kept
+    was, seen, out, _ = kept
     if was is book:
         return out  # type: ignore[no-any-return]
     diff = ctx.lasting.get(("book_diff", doc_id))
     if diff is None or diff[0] is not was or diff[1] is not book:
         return None
     index = next(i for i, s in enumerate(book.sheets) if s is sheet)
-    moved = diff[2][index]
-    if moved and reads_moved(moved, seen, diff[0].sheets[index]):
+    if diff[2][index] and reads_moved(diff, index, seen):
         return None
-    ctx.lasting[key] = (book, seen, out)
+    ctx.lasting[key] = (book, seen, out, params)
     return out  # type: ignore[no-any-return]
+
+
+def _moved_keys(diff: tuple[Any, ...], index: int, column: int) -> tuple[set[int], set[str]]:
+    """The rows a write changed on sheet ``index``, and the keys it wrote or cleared in ``column``.
+
+    Keys as ``_key_rows`` reads them; worked out once per write for every row check of the sheet (``diff[3]``).
+    """
+    found: dict[tuple[int, int], tuple[set[int], set[str]]] = diff[3]
+    if (index, column) not in found:
+        moved: set[tuple[int, int]] = diff[2][index]
+        keys: set[str] = set()
+        for r, c in moved:
+            if c == column:
+                for side in (diff[0].sheets[index], diff[1].sheets[index]):
+                    cell = side.cells.get((r, c))
+                    if cell is not None and isinstance(cell.value, str):
+                        keys.add(cell.value.strip().casefold())
+        found[(index, column)] = ({r for r, _ in moved}, keys)
+    return found[(index, column)]
 
 
 def _key_rows(ctx: GradingContext, sheet: Sheet, column: int) -> dict[str, list[int]]:
@@ -416,48 +436,22 @@ def sheet_row_matches(
         return CheckOutcome.of(False, f"{key}: {document} has no sheet {sheet or '(first)'}")
     column = col_index(key_column.upper())
     wanted = key.strip().casefold()
-    memo_key = (
-        "row_matches",
-        document,
-        key_column,
-        key,
-        tuple(sorted((k, type(v), v) for k, v in expected.items())),
-        sheet,
-        tolerance,
-    )
+    memo_key = ("row_matches", document, key_column, key, id(expected), sheet, tolerance)
     kept = _kept_verdict(
         ctx,
         int(row[0]),
         book,
         found,
         memo_key,
-        lambda moved, lines, before: _key_moved(moved, lines, column, wanted, before, found),
+        expected,
+        lambda diff, i, lines: wanted in (moved := _moved_keys(diff, i, column))[1] or not lines.isdisjoint(moved[0]),
     )
     if kept is not None:
         return kept
     out = _row_verdict(ctx, found, document, key_column, column, key, expected, tolerance)
     hits = _key_rows(ctx, found, column).get(key.strip().casefold(), ())
-    ctx.lasting[memo_key] = (book, frozenset(hits), out)
+    ctx.lasting[memo_key] = (book, frozenset(hits), out, expected)
     return out
-
-
-def _key_moved(
-    moved: set[tuple[int, int]], lines: frozenset[int], column: int, wanted: str, before: Sheet, after: Sheet
-) -> bool:
-    """Whether a change to cells ``moved`` can change a row check.
-
-    It can through a cell of its row (``lines``), or a key cell that held or now holds its key (``_key_rows``'
-    rule); a new row for another item leaves it alone.
-    """
-    for r, c in moved:
-        if r in lines:
-            return True
-        if c == column:
-            for sheet in (before, after):
-                cell = sheet.cells.get((r, c))
-                if cell is not None and isinstance(cell.value, str) and cell.value.strip().casefold() == wanted:
-                    return True
-    return False
 
 
 def _row_verdict(
