@@ -146,7 +146,7 @@ def _logged_posts(ctx: GradingContext) -> list[Mapping[str, Any]] | None:
     if wanted:
         names.update(dict.fromkeys(wanted))
         names.update({int(i): str(n) for i, n in rows_in(ctx, _CHANNEL_NAME, wanted)})
-    out = []
+    out: list[Mapping[str, Any]] = []
     for pid in sorted(posts):
         post = posts[pid]
         name = names[post["channel"]]

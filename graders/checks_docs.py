@@ -124,7 +124,7 @@ def _book_of(ctx: GradingContext, doc_id: int, content: dict[str, Any]) -> Workb
             built = _book_from_base(ctx, content, base)
         except Exception:  # malformed content: the fresh parse raises what the check reports
             built = None
-    if built is not None:
+    if built is not None and base is not None:
         book, moved = built
         ctx.lasting[("book_diff", doc_id)] = (base[1], book, moved, {})
     else:
@@ -251,14 +251,12 @@ def _row_after(ctx: GradingContext, rows: list[ChangeRow]) -> tuple[Any, ...] | 
     return after
 
 
-def _decided_by_rows(
-    check: Callable[[], Callable[..., CheckOutcome]],
-) -> Callable[..., tuple[float, str, dict[str, Any]] | None]:
+def _decided_by_rows(check: str) -> Callable[..., tuple[float, str, dict[str, Any]] | None]:
     """An ``on_rows`` evaluator for a document check: its function on the row the step's writes left.
 
-    ``check()`` gives the function (defined below the evaluator). It reads its document through ``_document``,
-    which finds the row in ``ctx.memo``: the after-image of this step's writes holds the new content, so the
-    check runs its own code on it, with no query.
+    ``check`` names the function (defined below the evaluator, so it is looked up when called). It reads its
+    document through ``_document``, which finds the row in ``ctx.memo``: the after-image of this step's writes
+    holds the new content, so the check runs its own code on it, with no query.
     """
 
     def on_rows(
@@ -268,7 +266,8 @@ def _decided_by_rows(
         if row is None:
             return None
         ctx.memo[("document", document)] = row
-        out = check()(ctx, document=document, **kwargs)
+        fn: Callable[..., CheckOutcome] = globals()[check]
+        out = fn(ctx, document=document, **kwargs)
         return out.score, out.evidence, dict(out.details)
 
     return on_rows
@@ -296,9 +295,7 @@ def _same(actual: Any, expected: Primitive, tolerance: float) -> bool:
     return isinstance(actual, str) and actual.strip().casefold() == expected.strip().casefold()
 
 
-@check_fn(
-    "sheet_cell_equals", reads=("documents",), rows=_doc_rows, on_rows=_decided_by_rows(lambda: sheet_cell_equals)
-)
+@check_fn("sheet_cell_equals", reads=("documents",), rows=_doc_rows, on_rows=_decided_by_rows("sheet_cell_equals"))
 def sheet_cell_equals(
     ctx: GradingContext,
     document: str,
@@ -410,9 +407,7 @@ def _key_rows(ctx: GradingContext, sheet: Sheet, column: int) -> dict[str, list[
     return found
 
 
-@check_fn(
-    "sheet_row_matches", reads=("documents",), rows=_doc_rows, on_rows=_decided_by_rows(lambda: sheet_row_matches)
-)
+@check_fn("sheet_row_matches", reads=("documents",), rows=_doc_rows, on_rows=_decided_by_rows("sheet_row_matches"))
 def sheet_row_matches(
     ctx: GradingContext,
     document: str,
@@ -494,7 +489,7 @@ def _text_sections(ctx: GradingContext, document: str, name: str) -> list[tuple[
 
 
 @check_fn(
-    "doc_section_contains", reads=("documents",), rows=_doc_rows, on_rows=_decided_by_rows(lambda: doc_section_contains)
+    "doc_section_contains", reads=("documents",), rows=_doc_rows, on_rows=_decided_by_rows("doc_section_contains")
 )
 def doc_section_contains(
     ctx: GradingContext,
@@ -530,9 +525,7 @@ def doc_section_contains(
     return CheckOutcome.of(True, f"{name}: in section {hits[0]!r}")
 
 
-@check_fn(
-    "doc_mentions_none", reads=("documents",), rows=_doc_rows, on_rows=_decided_by_rows(lambda: doc_mentions_none)
-)
+@check_fn("doc_mentions_none", reads=("documents",), rows=_doc_rows, on_rows=_decided_by_rows("doc_mentions_none"))
 def doc_mentions_none(ctx: GradingContext, document: str, pattern: Regex, label: str | None = None) -> CheckOutcome:
     """Text document ``document`` exists and none of its headings or text matches ``pattern``.
 
@@ -610,7 +603,7 @@ def doc_not_shared(ctx: GradingContext, document: str) -> CheckOutcome:
     return CheckOutcome.of(False, f"{document} was shared during the episode with {shown}")
 
 
-@check_fn("doc_lacks", reads=("documents",), rows=_doc_rows, on_rows=_decided_by_rows(lambda: doc_lacks))
+@check_fn("doc_lacks", reads=("documents",), rows=_doc_rows, on_rows=_decided_by_rows("doc_lacks"))
 def doc_lacks(ctx: GradingContext, document: str, pattern: Regex, label: str | None = None) -> CheckOutcome:
     """Text document ``document`` exists and no part of it matches ``pattern``.
 
