@@ -174,7 +174,19 @@ def _mentions(ctx: GradingContext, post_id: int, who: int, username: str, messag
 
 
 def _posts_in(ctx: GradingContext, channel: str, author: Who | None) -> tuple[str, list[Mapping[str, Any]]] | str:
-    """(channel name, new posts there by author) or an evidence string explaining why not resolvable."""
+    """(channel name, new posts there by author) or an evidence string explaining why not resolvable.
+
+    Memoised per grade (``ctx.memo``): the hook and the check ask it for every new post of a step.
+    """
+    memo_key = ("posts_in", channel, author)
+    if memo_key not in ctx.memo:
+        ctx.memo[memo_key] = _posts_in_read(ctx, channel, author)
+    found: tuple[str, list[Mapping[str, Any]]] | str = ctx.memo[memo_key]
+    return found
+
+
+def _posts_in_read(ctx: GradingContext, channel: str, author: Who | None) -> tuple[str, list[Mapping[str, Any]]] | str:
+    """``_posts_in`` read afresh."""
     name = _channel_name(ctx, channel)
     if name is None:
         return f"unknown employee in channel {channel!r}"
