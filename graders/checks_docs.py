@@ -167,7 +167,8 @@ def _book_from_base(
         now, had = raw.get("cells", {}), was.get("cells", {})
         names = list(now)
         written = list(compress(names, map(ne, map(now.__getitem__, names), map(had.get, names))))
-        cleared = had.keys() - now.keys()
+        added = sum(1 for ref in written if ref not in had)
+        cleared = had.keys() - now.keys() if len(had) + added != len(now) else ()  # none gone: skip the O(n) set
         cells = dict(old_sheet.cells)
         changed: set[tuple[int, int]] = set()
         for ref in cleared:
