@@ -35,7 +35,7 @@ read-only for each step (two statements a step); checks are the same functions, 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from graders.base import (
@@ -113,6 +113,7 @@ class Progress:
         self._columns: dict[int, frozenset[str]] = {}  # row checks that read only these columns of their rows
         self._on_rows: dict[int, Callable[..., Any]] = {}  # row checks that can decide from the rows alone
         self._on_changes: dict[int, Callable[..., Any]] = {}  # table checks that can decide from the rows alone
+        self._unbound: dict[int, Iterable[str]] = {}  # table checks with a ``rows`` hook whose rows do not exist yet
         self._started = False
         self._moved = False  # a check's score moved during this update
         # The running parts of the value (no ``needs``): each counted check's weighted score, in rubric order
@@ -176,6 +177,8 @@ class Progress:
                     stale.add(i)
             for i in sorted(stale) if len(stale) > 1 else stale:
                 self._run(i)
+            if self._unbound:
+                self._rebind(stale)
         else:
             for i in self._always:
                 self._run(i)
@@ -279,15 +282,9 @@ class Progress:
                 continue
             spec = check_fn_spec(check.fn)
             kwargs = self._kwargs[i]
-            found = spec.rows(self.ctx, **kwargs) if spec.rows is not None else None
-            if found:
-                for row in found:
-                    self._by_row.setdefault(row, []).append(i)
-                if spec.columns is not None:
-                    self._columns[i] = spec.columns(**kwargs)
-                if spec.on_rows is not None:
-                    self._on_rows[i] = spec.on_rows
-            elif spec.reads is not None:
+            if self._bind_rows(i):
+                continue
+            if spec.reads is not None:
                 tables = spec.reads if isinstance(spec.reads, frozenset) else spec.reads(**kwargs)
                 for table in tables:
                     self._by_table.setdefault(table, []).append(i)
@@ -295,9 +292,45 @@ class Progress:
                     self._touches[i] = spec.touches
                 if spec.on_changes is not None:
                     self._on_changes[i] = spec.on_changes
+                if spec.rows is not None:
+                    self._unbound[i] = tables
             else:
                 self._any.append(i)
         self.ctx.forget()
+
+    def _bind_rows(self, i: int) -> bool:
+        """Index check ``i`` by the exact rows it reads, if its ``rows`` hook names them now."""
+        spec = check_fn_spec(self._checks[i].fn)
+        if spec.rows is None:
+            return False
+        kwargs = self._kwargs[i]
+        try:
+            found = spec.rows(self.ctx, **kwargs)
+        except Exception:  # a hook that cannot tell leaves the check on its tables: exactness first
+            return False
+        if not found:
+            return False
+        for row in found:
+            self._by_row.setdefault(row, []).append(i)
+        if spec.columns is not None:
+            self._columns[i] = spec.columns(**kwargs)
+        if spec.on_rows is not None:
+            self._on_rows[i] = spec.on_rows
+        return True
+
+    def _rebind(self, ran: set[int]) -> None:
+        """Move the re-run checks whose rows exist now (a document the agent created) from tables to rows.
+
+        From then on such a check is re-run (or decided by ``on_rows``) only when its own row changes, as if the
+        row had existed when the episode started, rather than after every change to its tables.
+        """
+        for i in sorted(ran.intersection(self._unbound)):
+            if not self._bind_rows(i):
+                continue
+            for table in self._unbound.pop(i):
+                self._by_table[table] = [j for j in self._by_table[table] if j != i]
+            self._touches.pop(i, None)
+            self._on_changes.pop(i, None)
 
     def _combine(self) -> float:
         """The value by ``graders.base.combine``'s rule, from the scores (no result is built for it)."""
