@@ -347,6 +347,37 @@ def _row_now(ctx: GradingContext, table: str, pk: str, key: Any, columns: tuple[
     return dict(values) if values is not None else None
 
 
+_UNKNOWN = object()
+
+
+def _unique_column(tbl: Any, where: Mapping[str, Primitive]) -> str | None:
+    """A column of ``where`` that names at most one row (unique on its own: a ticket's key), or None."""
+    for name in sorted(where):
+        if where[name] is None or type(where[name]) not in (str, int):
+            continue
+        if tbl.c[name].unique or any(
+            index.unique and [c.name for c in index.columns] == [name] for index in tbl.indexes
+        ):
+            return name
+    return None
+
+
+def _row_id(ctx: GradingContext, table: str, pk: str, column: str, value: Primitive) -> Any:
+    """The primary key of the row whose unique ``column`` is ``value`` (None: no such row), read once an episode.
+
+    ``_UNKNOWN`` when a logged change may have given the value to a row or taken it from one (an insert with
+    it, an update of the column): then the check's own query decides.
+    """
+    for r in ctx.changed_rows(table):
+        if (r.op == "insert" and r.changes.get(column) == value) or (r.op == "update" and column in r.changes):
+            return _UNKNOWN
+    memo_key = ("row_id", table, column, value)
+    if memo_key not in ctx.lasting:
+        found = Sql.of(ctx.session).one(f"SELECT {pk} FROM {table} WHERE {column} = ?", (value,))  # noqa: S608
+        ctx.lasting[memo_key] = found[0] if found is not None else None
+    return ctx.lasting[memo_key]
+
+
 def _row_exists_on_changes(
     ctx: GradingContext,
     rows: list[ChangeRow],
@@ -354,7 +385,7 @@ def _row_exists_on_changes(
     where: dict[str, Primitive],
     scope: Literal["changed", "any"] = "changed",
 ) -> tuple[float, str, dict[str, Any]] | None:
-    """``row_exists``' verdict from the log, for a ``where`` that names the row by its primary key (no query).
+    """``row_exists``' verdict from the log, for a ``where`` that names its row by primary key or a unique column.
 
     A decision on one of many requests updates one row; each other request's check only needs to know that
     its own row did not change and how many rows the episode changed, which the log tells.
@@ -363,11 +394,15 @@ def _row_exists_on_changes(
     if plan is None or plan[0] is not where:  # what never changes for one check: worked out once an episode
         tbl = schema_table(table)
         pk = next(iter(tbl.primary_key)).name
-        typed = type(where.get(pk)) is int and _typed_like(tbl, where)
-        plan = (where, pk, where.get(pk), typed, json.dumps(where, sort_keys=True), tuple(sorted(where)))
+        unique = pk if type(where.get(pk)) is int else _unique_column(tbl, where)
+        typed = unique is not None and _typed_like(tbl, where)
+        plan = (where, pk, unique, typed, json.dumps(where, sort_keys=True), tuple(sorted(where)))
         ctx.lasting[("row_plan", table, id(where))] = plan
-    _, pk, key, typed, shown, columns = plan
-    if not typed:
+    _, pk, unique, typed, shown, columns = plan
+    if not typed or unique is None:
+        return None
+    key = where[pk] if unique == pk else _row_id(ctx, table, pk, unique, where[unique])
+    if key is _UNKNOWN:
         return None
     checked = ""
     if scope == "changed":
@@ -377,7 +412,7 @@ def _row_exists_on_changes(
         checked = f" ({len(ids)} changed rows checked)"
         values = _row_now(ctx, table, pk, key, columns) if key in ids else None
     else:
-        values = _row_now(ctx, table, pk, key, columns)
+        values = _row_now(ctx, table, pk, key, columns) if key is not None else None
     if values is not None:
         for column, want in where.items():
             have = values[column]

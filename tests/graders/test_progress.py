@@ -42,11 +42,13 @@ CASES = [
     ("onboard-new-hire-v0", "random", 1, {}),
     ("offboard-leaver-v0", "oracle", 3, {"difficulty": 3, "noise": "realistic"}),
     ("offboard-leaver-v0", "random", 2, {}),
+    ("sprint-execute-v0", "oracle", 2, {"difficulty": 3}),
 ]
 DECIDED = {
     "quarterly-budget-v0": "sheet_cell_equals",
     "expense-reconciliation-v0": "sheet_row_matches",
     "access-requests-v0": "row_exists",
+    "sprint-execute-v0": "row_exists",  # by the ticket's key, a unique column
     "triage-tickets-v0": "ticket_field_equals",
 }
 """A check function each family's oracle episode must see decided from the rows (not re-run) several times."""

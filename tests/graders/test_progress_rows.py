@@ -181,6 +181,9 @@ def test_row_exists_from_the_log_is_what_the_query_finds(world):
         ("tickets", {"id": 5, "status": "done"}, "any"),
         ("ticket_labels", {"id": 2, "label": "needs-info"}, "changed"),
         ("ticket_labels", {"id": 2, "ticket_id": 4}, "any"),
+        ("tickets", {"key": "ENG-3", "priority": "high"}, "changed"),  # a unique column names the row
+        ("tickets", {"key": "ENG-4", "status": "done", "assignee_id": 3}, "any"),
+        ("tickets", {"key": "ENG-99", "status": "done"}, "any"),
     ]
     edits = [
         lambda: setattr(world.ticket("ENG-5"), "title", "Untouched by any ask"),
@@ -203,7 +206,7 @@ def test_row_exists_from_the_log_is_what_the_query_finds(world):
             decided += 1
             passed += fast is not None and fast[0] == 1.0
     assert decided == len(edits) * len(asks) and passed >= 10
-    assert spec.on_changes(ctx, [], table="tickets", where={"key": "ENG-3"}, scope="any") is None, "no primary key"
+    assert spec.on_changes(ctx, [], table="tickets", where={"title": "Bug 3"}, scope="any") is None, "no key"
 
 
 def test_a_workbook_built_from_the_last_one_equals_a_fresh_parse():
