@@ -553,7 +553,33 @@ def _check_permission(kw: dict[str, Any]) -> None:
         raise ValueError(f"permission must be one of {', '.join(_PERMISSION_RANK)}; got {kw['permission']!r}")
 
 
-@check_fn("doc_shared_with", validate=_check_permission, reads=("documents", "document_shares"))
+def _share_touches(ctx: GradingContext, row: ChangeRow, document: str, **_: Any) -> bool:
+    """Whether a changed row may change a ``doc_shared_with`` check on ``document`` (for ``graders.progress``).
+
+    A share of another document cannot (its insert image names the document), nor an edit of another
+    document that leaves its name and folder alone; anything else is left to the check.
+    """
+    if row.op != "insert" and row.table == "document_shares":
+        return True
+    if row.table == "documents" and (row.op != "update" or not _PLACE_COLUMNS.isdisjoint(row.changes)):
+        return True
+    found = _document(ctx, document)
+    if found is None:
+        return True
+    doc_id = row.changes.get("document_id") if row.table == "document_shares" else row.key[0]
+    return bool(doc_id == found[0])
+
+
+_PLACE_COLUMNS = frozenset({"name", "folder_id"})
+"""What of a document row decides which path names it (an edit of these may move the path to another row)."""
+
+
+@check_fn(
+    "doc_shared_with",
+    validate=_check_permission,
+    reads=("documents", "document_shares"),
+    touches=_share_touches,
+)
 def doc_shared_with(
     ctx: GradingContext,
     document: str,
