@@ -80,8 +80,9 @@ def _document(ctx: GradingContext, path: str) -> tuple[Any, ...] | None:
             loose = [r for r in rows if _stem(str(r[1])) == _stem(parts[-1])]
             row = exact[0] if exact else loose[0] if loose else None
         ctx.memo[key] = tuple(row) if row is not None else None
-        if row is not None:  # the base ``_sheet_after`` folds the next steps' updates of this row into
+        if row is not None:  # the base ``_row_after`` folds the next steps' updates of this row into
             ctx.lasting[("doc_row", int(row[0]))] = ctx.memo[key]
+            ctx.lasting[("doc_path", path)] = int(row[0])  # what ``_share_touches`` compares rows with
     found: tuple[Any, ...] | None = ctx.memo[key]
     return found
 
@@ -557,17 +558,19 @@ def _share_touches(ctx: GradingContext, row: ChangeRow, document: str, **_: Any)
     """Whether a changed row may change a ``doc_shared_with`` check on ``document`` (for ``graders.progress``).
 
     A share of another document cannot (its insert image names the document), nor an edit of another
-    document that leaves its name and folder alone; anything else is left to the check.
+    document that leaves its name and folder alone; anything else is left to the check. The document is the
+    row its path named when last read (no query here): only an insert, a delete or a move of a document can
+    make the path name another row, and those are left to the check.
     """
     if row.op != "insert" and row.table == "document_shares":
         return True
     if row.table == "documents" and (row.op != "update" or not _PLACE_COLUMNS.isdisjoint(row.changes)):
         return True
-    found = _document(ctx, document)
-    if found is None:
+    known = ctx.lasting.get(("doc_path", document))  # the row the path named when last read, if it was found
+    if known is None:
         return True
     doc_id = row.changes.get("document_id") if row.table == "document_shares" else row.key[0]
-    return bool(doc_id == found[0])
+    return bool(doc_id == known)
 
 
 _PLACE_COLUMNS = frozenset({"name", "folder_id"})
