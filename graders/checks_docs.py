@@ -213,6 +213,19 @@ def _text(ctx: GradingContext, row: tuple[Any, ...]) -> TextDoc:
     return doc
 
 
+def _sections(ctx: GradingContext, row: tuple[Any, ...]) -> list[tuple[str, str]]:
+    """The sections of text document ``row`` (``TextDoc.sections``), once per grade for every check that reads it.
+
+    A report's rubric checks one fact per section; splitting the document once rather than per check keeps
+    the step that writes it O(blocks + checks).
+    """
+    key = ("sections", row[0], row[6])
+    if key not in ctx.memo:
+        ctx.memo[key] = _text(ctx, row).sections()
+    found: list[tuple[str, str]] = ctx.memo[key]
+    return found
+
+
 def _doc_rows(ctx: GradingContext, document: str, **_: Any) -> set[tuple[str, tuple[Any, ...]]] | None:
     """The document row a check reads (for ``graders.progress``); None while no such document exists."""
     row = _document(ctx, document)
@@ -487,7 +500,7 @@ def _text_sections(ctx: GradingContext, document: str, name: str) -> list[tuple[
         return CheckOutcome.of(False, f"{name}: no document {document}")
     if row[2] != "text":
         return CheckOutcome.of(False, f"{name}: {document} is a {row[2]}, not a text document")
-    return _text(ctx, row).sections()
+    return _sections(ctx, row)
 
 
 @check_fn(
@@ -646,7 +659,7 @@ def doc_lacks(ctx: GradingContext, document: str, pattern: Regex, label: str | N
         return CheckOutcome.of(False, f"{name}: no document {document}")
     if row[2] != "text":
         return CheckOutcome.of(False, f"{name}: {document} is a {row[2]}, not a text document")
-    hits = [h or "(before the first heading)" for h, t in _text(ctx, row).sections() if rx(pattern).search(f"{h}\n{t}")]
+    hits = [h or "(before the first heading)" for h, t in _sections(ctx, row) if rx(pattern).search(f"{h}\n{t}")]
     if hits:
         return CheckOutcome.of(False, f"{name}: found under {listing([repr(h) for h in hits])}")
     return CheckOutcome.of(True, f"{name}: named nowhere in {document}")
