@@ -10,9 +10,12 @@ that hook says one of the changed rows matters (a case check ignores a ticket fi
 mail without its ticket's key; a meeting check ignores chat until a meeting is booked); any other state check
 after every step that changed anything. A row check with an ``on_rows`` evaluator is not re-run at all when
 the step's updates tell its verdict (``ticket_field_equals`` reads the new value from the update's
-after-image, no query). Trace checks read the steps, so they re-run after every step (``no_tool_errors`` looks
-only at the new ones). Judge checks are never asked mid-episode (a model call per step would cost more than
-the episode); they are left out of the value, as an unjudged check is in ``grade``.
+after-image, no query), and a table check with an ``on_changes`` evaluator when the step's rows of its tables
+do (``row_exists`` on a row named by its key). A table check whose ``rows`` did not exist yet (a document the
+agent creates) moves to its rows once a re-run finds them. Trace checks read the steps, so they re-run after
+every step (``no_tool_errors`` looks only at the new ones). Judge checks are never asked mid-episode (a model
+call per step would cost more than the episode); they are left out of the value, as an unjudged check is in
+``grade``.
 
 What keeps a step cheap: lookups are kept across steps until a table they read changes
 (``GradingContext.kept``/``forget``), answers that cannot change during an episode are kept for it
