@@ -1,9 +1,10 @@
 """Dense rubrics and the per-step progress score: checks per task, grade time, what progress costs a step.
 
-Families: issue 14's three (triage, escalation, schedule; target <= 20 us a step), fix-failing-test, and the
-other dense families, whose figures are reported as measured. Per family, the oracle plays several seeds and
-difficulties (twice: the first pass warms the caches). For each task: how many checks its rubric has, and the
-p50 of a full ``grade`` of the final state. Every call of
+Families: issue 14's three (triage, escalation, schedule), fix-failing-test, and every other dense family
+whose oracle runs without the code sandbox at each step (ship-fix and dependency-bump run hidden cases per
+merge-request head; fix-failing-test stands for them). The target is the same for all: <= 20 us a step. Per
+family, the oracle plays several seeds and difficulties (twice: the first pass warms the caches). For each
+task: how many checks its rubric has, and the p50 of a full ``grade`` of the final state. Every call of
 ``graders.progress.Progress.update`` is timed where it runs, inside the step, so the figure is the progress
 score's own cost: per step over the oracle's real mix of reads and writes (mean and p50), per step that
 changed rows (the only steps that re-run state checks), and the first step's (which grades every check once).
@@ -45,9 +46,12 @@ FAMILIES = (
     "incident-postmortem-v0",
     "onboard-new-hire-v0",
     "offboard-leaver-v0",
+    "one-on-ones-book-v0",
+    "sprint-plan-v0",
+    "sprint-execute-v0",
+    "code-review-v0",
+    "roadmap-update-v0",
 )
-TARGETED = FAMILIES[:3]
-"""Issue 14's families: progress <= 20 us a step. The rest are reported as measured, against the same bar."""
 SEEDS = range(6)
 
 
@@ -128,8 +132,6 @@ def _family(figures: dict[str, Any], family: str, store: WorldStore) -> None:
     rule_only = [t - box for t, _, first, _, box in _Timed.samples if not first]
     sandbox = family.startswith("fix")
     target = "<= 20 (sandbox runs excluded: once per request head)" if sandbox else "<= 20"
-    if family not in TARGETED and not sandbox:
-        target = "as low as it goes (<= 20 is issue 14's bar for triage, escalation, schedule)"
     figures[f"{short}_checks_per_task"] = fig(statistics.mean(checks), "checks", "typical >= 20")
     figures[f"{short}_grade_p50_ms"] = fig(
         percentile([t for t, _ in grades], 50) * 1e3, "ms", "sandbox run included" if sandbox else "<= 2"

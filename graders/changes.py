@@ -51,16 +51,24 @@ class ChangeRow:
                 }
         key = row["key"] if "key" in row else row.get("row_key")
         at = row.get("at")
-        return cls(
-            seq=int(row["seq"]),
-            table=str(row["table"] if "table" in row else row.get("table_name")),
-            key=_key(key) if isinstance(key, str) else tuple(key) if isinstance(key, list | tuple) else (key,),
-            op=row["op"],
-            changes=row.get("changes") or {},
-            actor_id=row.get("actor_id", row.get("actor")),
-            at=at if at is None or isinstance(at, str) else at.isoformat(),
-            tag=row.get("tag"),
-        )
+        # built slot by slot: a frozen dataclass's __init__ costs ~10x, and progress builds every row of a step
+        out = object.__new__(cls)
+        _seq, _table, _key_, _op, _changes, _actor, _at, _tag = _SLOTS
+        _seq(out, int(row["seq"]))
+        _table(out, str(row["table"] if "table" in row else row.get("table_name")))
+        _key_(out, _key(key) if isinstance(key, str) else tuple(key) if isinstance(key, list | tuple) else (key,))
+        _op(out, row["op"])
+        _changes(out, row.get("changes") or {})
+        _actor(out, row.get("actor_id", row.get("actor")))
+        _at(out, at if at is None or isinstance(at, str) else at.isoformat())
+        _tag(out, row.get("tag"))
+        return out
+
+
+_SLOTS = tuple(
+    getattr(ChangeRow, name).__set__ for name in ("seq", "table", "key", "op", "changes", "actor_id", "at", "tag")
+)
+"""The slot setters ``ChangeRow.of`` fills a new row with (a member descriptor's ``__set__`` skips the frozen check)."""
 
 
 @lru_cache(maxsize=4096)

@@ -285,7 +285,157 @@ def _row_sql(table_name: str, cols: tuple[str, ...], nulls: tuple[str, ...], cha
     return f"SELECT {pk} FROM {table_name} WHERE {' AND '.join(conds)} ORDER BY {pk} LIMIT 1"  # noqa: S608
 
 
-@check_fn("row_exists", validate=_check_where, reads=lambda table, **_: (table,))
+def _changed_ids(ctx: GradingContext, table: str) -> set[Any]:
+    """Primary keys of the rows of ``table`` this episode inserted or updated (``row_exists``' ``ids``).
+
+    Kept in ``ctx.lasting`` and grown by the log's new rows: the log only grows, so a step costs its own rows.
+    """
+    seen: list[Any] = ctx.lasting.setdefault(("changed_ids", table), [0, set()])
+    rows = ctx.changed_rows(table)
+    if seen[0] > len(rows):
+        seen[:] = [0, set()]
+    seen[1].update(r.key[0] for r in rows[seen[0] :] if r.op != "delete")
+    seen[0] = len(rows)
+    ids: set[Any] = seen[1]
+    return ids
+
+
+def _typed_like(tbl: Any, where: Mapping[str, Primitive]) -> bool:
+    """Whether each ``where`` value has its column's Python type (str for text, int for integers) or is None.
+
+    Then Python's ``==`` is the database's ``=`` (no affinity conversion of ``'1'`` to 1, no enum names).
+    """
+    for column, value in where.items():
+        kind = type(tbl.c[column].type)
+        if issubclass(kind, TypeDecorator | SAEnum) or value is None:
+            if value is not None:
+                return False
+            continue
+        want = str if issubclass(kind, String) else int if issubclass(kind, Integer) else None
+        if want is None or type(value) is not want:
+            return False
+    return True
+
+
+def _row_now(ctx: GradingContext, table: str, pk: str, key: Any, columns: tuple[str, ...]) -> dict[str, Any] | None:
+    """Row ``key``'s ``columns`` now: read once (``ctx.lasting``), then the log's later changes of it folded in.
+
+    Every write goes through the change log, so a value read at seq N plus the row's logged changes after N
+    is the value now; None when the row does not exist.
+    """
+    memo_key = ("row_now", table, key, columns)
+    base = ctx.lasting.get(memo_key)
+    if base is None:
+        found = Sql.of(ctx.session).one(
+            f"SELECT {', '.join(columns)} FROM {table} WHERE {pk} = ?",  # noqa: S608 - schema names checked at load
+            (key,),
+        )
+        values = dict(zip(columns, found, strict=True)) if found is not None else None
+        base = ctx.lasting[memo_key] = [ctx.log[-1].seq if ctx.log else 0, values]
+        return dict(values) if values is not None else None
+    values = dict(base[1]) if base[1] is not None else None
+    for r in ctx.changed_rows(table):
+        if r.seq <= base[0] or r.key[0] != key:
+            continue
+        if r.op == "delete":
+            values = None
+        elif r.op == "insert":
+            values = {c: r.changes[c] for c in columns}  # a column the insert did not log: KeyError, re-run
+        elif values is not None:
+            values.update((c, v[1]) for c, v in r.changes.items() if c in values)
+    base[:] = [ctx.log[-1].seq if ctx.log else 0, values]
+    return dict(values) if values is not None else None
+
+
+_UNKNOWN = object()
+
+
+def _unique_column(tbl: Any, where: Mapping[str, Primitive]) -> str | None:
+    """A column of ``where`` that names at most one row (unique on its own: a ticket's key), or None."""
+    for name in sorted(where):
+        if where[name] is None or type(where[name]) not in (str, int):
+            continue
+        if tbl.c[name].unique or any(
+            index.unique and [c.name for c in index.columns] == [name] for index in tbl.indexes
+        ):
+            return name
+    return None
+
+
+def _row_id(ctx: GradingContext, table: str, pk: str, column: str, value: Primitive) -> Any:
+    """The primary key of the row whose unique ``column`` is ``value`` (None: no such row), read once an episode.
+
+    ``_UNKNOWN`` when a logged change may have given the value to a row or taken it from one (an insert with
+    it, an update of the column): then the check's own query decides.
+    """
+    for r in ctx.changed_rows(table):
+        if (r.op == "insert" and r.changes.get(column) == value) or (r.op == "update" and column in r.changes):
+            return _UNKNOWN
+    memo_key = ("row_id", table, column, value)
+    if memo_key not in ctx.lasting:
+        found = Sql.of(ctx.session).one(f"SELECT {pk} FROM {table} WHERE {column} = ?", (value,))  # noqa: S608
+        ctx.lasting[memo_key] = found[0] if found is not None else None
+    return ctx.lasting[memo_key]
+
+
+def _row_exists_on_changes(
+    ctx: GradingContext,
+    rows: list[ChangeRow],
+    table: str,
+    where: dict[str, Primitive],
+    scope: Literal["changed", "any"] = "changed",
+) -> tuple[float, str, dict[str, Any]] | None:
+    """``row_exists``' verdict from the log, for a ``where`` that names its row by primary key or a unique column.
+
+    A decision on one of many requests updates one row; each other request's check only needs to know that
+    its own row did not change and how many rows the episode changed, which the log tells.
+    """
+    plan = ctx.lasting.get(("row_plan", table, id(where)))
+    if plan is None or plan[0] is not where:  # what never changes for one check: worked out once an episode
+        tbl = schema_table(table)
+        pk = next(iter(tbl.primary_key)).name
+        unique = pk if type(where.get(pk)) is int else _unique_column(tbl, where)
+        typed = unique is not None and _typed_like(tbl, where)
+        plan = (where, pk, unique, typed, json.dumps(where, sort_keys=True), tuple(sorted(where)))
+        ctx.lasting[("row_plan", table, id(where))] = plan
+    _, pk, unique, typed, shown, columns = plan
+    if not typed or unique is None:
+        return None
+    key = where[pk] if unique == pk else _row_id(ctx, table, pk, unique, where[unique])
+    if key is _UNKNOWN:
+        return None
+    checked = ""
+    if scope == "changed":
+        ids = _changed_ids(ctx, table)
+        if not ids:
+            return 0.0, f"no row of {table} changed during the episode (wanted {shown})", {}
+        checked = f" ({len(ids)} changed rows checked)"
+        values = _row_now(ctx, table, pk, key, columns) if key in ids else None
+    else:
+        values = _row_now(ctx, table, pk, key, columns) if key is not None else None
+    if values is not None:
+        for column, want in where.items():
+            have = values[column]
+            if have is None or want is None:
+                if have is not want:
+                    values = None
+                    break
+            elif type(have) is not type(want):
+                return None  # a value the log holds in another type: leave it to the query
+            elif have != want:
+                values = None
+                break
+    if values is None:
+        return 0.0, f"no {'changed ' if scope == 'changed' else ''}row of {table} matches {shown}{checked}", {}
+    return 1.0, f"{table} row {[key]} matches {shown}", {"key": [key]}
+
+
+@check_fn(
+    "row_exists",
+    validate=_check_where,
+    reads=lambda table, **_: (table,),
+    on_changes=_row_exists_on_changes,
+)
 def row_exists(
     ctx: GradingContext,
     table: TableName,

@@ -13,6 +13,7 @@ from typing import Any, NamedTuple
 from graders.base import ChangeRow, CheckOutcome, GradingContext, check_fn
 from graders.checks import FieldValue, TicketField, _mismatch, _tickets, field_columns
 from graders.checks_common import inserted_ids, listing, logged_mail, mailboxes, rows_in
+from graders.checks_comms import new_posts
 
 
 class CaseTicket(NamedTuple):
@@ -75,6 +76,12 @@ def _memo(ctx: GradingContext, name: str) -> list[Any]:
     def read() -> list[Any]:
         if name == "case_mails" and (logged := _logged_mails(ctx)) is not None:
             return logged
+        if name == "case_tickets" and (filed := _logged_tickets(ctx)) is not None:
+            return filed
+        if name == "case_posts":  # the same rows as ``post_in_channel``'s, read from the log when it can
+            return [
+                CasePost(p["id"], p["message"], p["author_id"], p["deleted_at"], p["channel"]) for p in new_posts(ctx)
+            ]
         return [make(*r) for r in rows_in(ctx, sql, inserted_ids(ctx, table))]
 
     return ctx.kept(name, reads, read)
@@ -92,6 +99,49 @@ def _logged_mails(ctx: GradingContext) -> list[CaseMail] | None:
         m = messages[i]
         addresses = sorted(found[0] for b in to.get(i, ()) if (found := boxes.get(b)) is not None)
         out += [CaseMail(i, m["body"], m.get("in_reply_to_id"), address) for address in addresses]
+    return out
+
+
+_TICKET_IMAGE = frozenset({"key", "title", "description", "project_id"})
+_PROJECT_KEYS = "SELECT id, key FROM projects WHERE id IN ({})"
+
+
+def _logged_tickets(ctx: GradingContext) -> list[CaseTicket] | None:
+    """``_NEW_TICKETS``' rows from the change log: no query after each ticket the agent files.
+
+    A ticket the episode filed is, now, its insert image with its later logged edits; its project's key comes
+    from one lookup per project, kept for the episode (no project's key change is logged). None when an image
+    lacks a column or a project key changed: then the database is read.
+    """
+    tickets: dict[int, dict[str, Any]] = {}
+    for row in ctx.changed_rows("tickets"):
+        tid = row.key[0]
+        if row.op == "insert":
+            if not _TICKET_IMAGE.issubset(row.changes):
+                return None
+            tickets[tid] = {c: row.changes[c] for c in _TICKET_IMAGE}
+        elif row.op == "delete":
+            tickets.pop(tid, None)
+        elif tid in tickets:
+            tickets[tid].update((c, v[1]) for c, v in row.changes.items() if c in _TICKET_IMAGE)
+    keys: dict[int, str | None] = ctx.lasting.setdefault("project_keys", {})
+    for row in ctx.changed_rows("projects"):
+        if row.op == "delete" or (row.op == "update" and "key" in row.changes):
+            return None
+        if row.op == "insert":
+            if "key" not in row.changes:
+                return None
+            keys[row.key[0]] = row.changes["key"]
+    wanted = sorted({t["project_id"] for t in tickets.values()} - keys.keys())
+    if wanted:
+        keys.update(dict.fromkeys(wanted))
+        keys.update({int(i): str(k) for i, k in rows_in(ctx, _PROJECT_KEYS, wanted)})
+    out = []
+    for tid in sorted(tickets):
+        t = tickets[tid]
+        project = keys[t["project_id"]]
+        if project is not None:  # the query's inner join drops a ticket whose project does not exist
+            out.append(CaseTicket(tid, t["key"], t["title"], t["description"], project))
     return out
 
 
@@ -189,9 +239,11 @@ def ticket_for_reference(
     ticket = found[0]
     if ticket.project != project.upper():
         return CheckOutcome.of(False, f"{ticket.key} for {reference} is in {ticket.project}, not {project}")
-    row = _tickets(ctx, [ticket.key])[ticket.key]
-    assert row is not None
-    wrong = [m for f, v in sorted((fields or {}).items()) if (m := _mismatch(ticket.key, row, f, v))]
+    wrong = []
+    if fields:  # the ticket exists (it was found above): its row is read only for the fields compared
+        row = _tickets(ctx, [ticket.key])[ticket.key]
+        assert row is not None
+        wrong = [m for f, v in sorted(fields.items()) if (m := _mismatch(ticket.key, row, f, v))]
     if wrong:
         return CheckOutcome.of(False, listing(wrong))
     said = [f"{ticket.key} filed for {reference}"]

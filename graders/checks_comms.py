@@ -88,14 +88,66 @@ def _stamp(value: Any) -> datetime:
     return (datetime.fromisoformat(value) if isinstance(value, str) else value).replace(tzinfo=UTC)
 
 
-def _new_posts(ctx: GradingContext) -> list[Mapping[str, Any]]:
+def new_posts(ctx: GradingContext) -> list[Mapping[str, Any]]:
     """Final state of the posts this episode inserted, with their channel name (memoised per grade)."""
 
     def query() -> list[Mapping[str, Any]]:
+        logged = _logged_posts(ctx)
+        if logged is not None:
+            return logged
         rows = rows_in(ctx, _NEW_POSTS, inserted_ids(ctx, "posts"))
         return [dict(zip(_POST_FIELDS, r, strict=True)) for r in rows]
 
     return ctx.kept("new_posts", ("posts", "channels"), query)
+
+
+_POST_IMAGE = frozenset({"author_id", "message", "deleted_at", "channel_id"})
+_CHANNEL_NAME = "SELECT id, name FROM channels WHERE id IN ({})"
+
+
+def _logged_posts(ctx: GradingContext) -> list[Mapping[str, Any]] | None:
+    """``_NEW_POSTS``' rows from the change log: no query after each post the agent makes.
+
+    A post the episode inserted is, now, its insert image with its later logged edits; its channel's name comes
+    from the channel's own insert image or one lookup per channel (kept for the episode: no rename is logged).
+    None when a post was deleted softly (the stored timestamp's form is the database's), an image lacks a
+    column, or a channel was renamed or deleted: then the database is read.
+    """
+    posts: dict[int, dict[str, Any]] = {}
+    for row in ctx.changed_rows("posts"):
+        pid = row.key[0]
+        if row.op == "insert":
+            if not _POST_IMAGE.issubset(row.changes) or row.changes["deleted_at"] is not None:
+                return None
+            ch = row.changes
+            posts[pid] = {"id": pid, "author_id": ch["author_id"], "message": ch["message"], "deleted_at": None}
+            posts[pid]["channel"] = ch["channel_id"]
+        elif row.op == "delete":
+            posts.pop(pid, None)
+        elif pid in posts:
+            if "deleted_at" in row.changes or "channel_id" in row.changes or "author_id" in row.changes:
+                return None
+            if "message" in row.changes:
+                posts[pid]["message"] = row.changes["message"][1]
+    names: dict[int, str | None] = ctx.lasting.setdefault("channel_names", {})
+    for row in ctx.changed_rows("channels"):
+        if row.op == "delete" or (row.op == "update" and "name" in row.changes):
+            return None
+        if row.op == "insert":
+            if "name" not in row.changes:
+                return None
+            names[row.key[0]] = row.changes["name"]
+    wanted = sorted({p["channel"] for p in posts.values()} - names.keys())
+    if wanted:
+        names.update(dict.fromkeys(wanted))
+        names.update({int(i): str(n) for i, n in rows_in(ctx, _CHANNEL_NAME, wanted)})
+    out: list[Mapping[str, Any]] = []
+    for pid in sorted(posts):
+        post = posts[pid]
+        name = names[post["channel"]]
+        if name is not None:  # the query's inner join drops a post whose channel does not exist
+            out.append({**post, "channel": name})
+    return out
 
 
 def _channel_name(ctx: GradingContext, channel: str) -> str | None:
@@ -117,14 +169,26 @@ def _mentions(ctx: GradingContext, post_id: int, who: int, username: str, messag
 
 
 def _posts_in(ctx: GradingContext, channel: str, author: Who | None) -> tuple[str, list[Mapping[str, Any]]] | str:
-    """(channel name, new posts there by author) or an evidence string explaining why not resolvable."""
+    """(channel name, new posts there by author) or an evidence string explaining why not resolvable.
+
+    Memoised per grade (``ctx.memo``): the hook and the check ask it for every new post of a step.
+    """
+    memo_key = ("posts_in", channel, author)
+    if memo_key not in ctx.memo:
+        ctx.memo[memo_key] = _posts_in_read(ctx, channel, author)
+    found: tuple[str, list[Mapping[str, Any]]] | str = ctx.memo[memo_key]
+    return found
+
+
+def _posts_in_read(ctx: GradingContext, channel: str, author: Who | None) -> tuple[str, list[Mapping[str, Any]]] | str:
+    """``_posts_in`` read afresh."""
     name = _channel_name(ctx, channel)
     if name is None:
         return f"unknown employee in channel {channel!r}"
     author_id = employee_id(ctx, author) if author is not None else None
     if author is not None and author_id is None:
         return f"unknown employee {author!r}"
-    posts = [p for p in _new_posts(ctx) if p["channel"] == name and author_id in (None, p["author_id"])]
+    posts = [p for p in new_posts(ctx) if p["channel"] == name and author_id in (None, p["author_id"])]
     return name, posts
 
 
@@ -152,7 +216,7 @@ def _post_touches(
     name, posts = found
     if not posts:
         return True
-    post = next((p for p in _new_posts(ctx) if p["id"] == row.key[0]), None)
+    post = next((p for p in new_posts(ctx) if p["id"] == row.key[0]), None)
     return post is None or post["channel"] == name
 
 
@@ -190,7 +254,7 @@ def post_in_channel(
     head += f" (need {min_count})"
     shown = listing([f"#{p['id']} {snippet(p['message'])}" for p in (hits or posts)])
     if not posts:
-        elsewhere = sorted({p["channel"] for p in _new_posts(ctx)})
+        elsewhere = sorted({p["channel"] for p in new_posts(ctx)})
         shown = f"new posts went to: {', '.join('~' + c for c in elsewhere)}" if elsewhere else "no new posts at all"
     return CheckOutcome(
         score=min(1.0, len(hits) / min_count),

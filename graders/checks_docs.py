@@ -15,22 +15,37 @@ from __future__ import annotations
 
 import json
 import math
+import re
+from collections.abc import Callable
+from functools import lru_cache
+from itertools import compress
+from operator import ne
 from typing import Annotated, Any
 
 from pydantic import Field
 
-from graders.base import CheckOutcome, GradingContext, check_fn
+from graders.base import ChangeRow, CheckOutcome, GradingContext, check_fn
 from graders.checks_common import Regex, listing, rx, snippet
 from worlds.blobs import read_blob
 from worlds.office import files
-from worlds.office.a1 import col_index, parse_cell, split_sheet
-from worlds.office.model import Err, Sheet, TextDoc, Workbook, text_from_json, workbook_from_json
+from worlds.office.a1 import MAX_COLS, MAX_ROWS, col_index, parse_cell, parse_range, split_sheet
+from worlds.office.model import (
+    Cell,
+    Err,
+    Sheet,
+    TextDoc,
+    Workbook,
+    text_from_json,
+    value_from_json,
+    workbook_from_json,
+)
 from worlds.rawsql import Sql
 
 Primitive = str | float | int | bool | None
 _EXTENSIONS = (".odt", ".docx", ".ods", ".xlsx")
 _DOC_ROW = "SELECT id, name, kind, mime_type, content, blob_sha256, version FROM documents WHERE folder_id = ?"
 _PERMISSION_RANK = {"view": 1, "comment": 2, "edit": 3}
+_PLAIN_CELL = re.compile(r"([A-Z]{1,3})([1-9][0-9]{0,6})")
 
 
 def _folder_id(sql: Sql, parts: list[str]) -> int | None:
@@ -65,6 +80,9 @@ def _document(ctx: GradingContext, path: str) -> tuple[Any, ...] | None:
             loose = [r for r in rows if _stem(str(r[1])) == _stem(parts[-1])]
             row = exact[0] if exact else loose[0] if loose else None
         ctx.memo[key] = tuple(row) if row is not None else None
+        if row is not None:  # the base ``_row_after`` folds the next steps' updates of this row into
+            ctx.lasting[("doc_row", int(row[0]))] = ctx.memo[key]
+            ctx.lasting[("doc_path", path)] = int(row[0])  # what ``_share_touches`` compares rows with
     found: tuple[Any, ...] | None = ctx.memo[key]
     return found
 
@@ -85,9 +103,104 @@ def _workbook(ctx: GradingContext, row: tuple[Any, ...]) -> Workbook:
     if key not in ctx.memo:
         content = _content(ctx, row)
         fmt = files.format_of_mime(str(row[3]))
-        ctx.memo[key] = workbook_from_json(content) if isinstance(content, dict) else files.read_workbook(content, fmt)
+        ctx.memo[key] = (
+            _book_of(ctx, int(row[0]), content) if isinstance(content, dict) else files.read_workbook(content, fmt)
+        )
     book: Workbook = ctx.memo[key]
     return book
+
+
+def _book_of(ctx: GradingContext, doc_id: int, content: dict[str, Any]) -> Workbook:
+    """``workbook_from_json(content)``, reusing the cells of the last one built for this document.
+
+    The per-step progress score re-reads a spreadsheet after every write, and a write changes a few cells of
+    many: cells whose JSON is the same as in the previous content keep their parsed ``Cell``, and each cell
+    name is parsed once per episode (``ctx.lasting``). Anything but the same sheets (names, order) and defined
+    names as before is parsed afresh, so the result always equals a fresh parse of ``content``.
+    """
+    base = ctx.lasting.get(("workbook", doc_id))
+    built = None
+    if base is not None:
+        try:
+            built = _book_from_base(ctx, content, base)
+        except Exception:  # malformed content: the fresh parse raises what the check reports
+            built = None
+    if built is not None and base is not None:
+        book, moved = built
+        ctx.lasting[("book_diff", doc_id)] = (base[1], book, moved, {})
+    else:
+        ctx.lasting.pop(("book_diff", doc_id), None)
+        book = workbook_from_json(content)
+        sheets = content.get("sheets", [])
+        if not all(
+            type(raw.get("cells")) is dict and len(s.cells) == len(raw["cells"])
+            for raw, s in zip(sheets, book.sheets, strict=True)
+        ):
+            ctx.lasting.pop(("workbook", doc_id), None)  # two names for one cell: no base to diff against
+            return book
+    ctx.lasting[("workbook", doc_id)] = (content, book)
+    return book
+
+
+def _book_from_base(
+    ctx: GradingContext, content: dict[str, Any], base: tuple[dict[str, Any], Workbook]
+) -> tuple[Workbook, list[set[tuple[int, int]]]] | None:
+    """The workbook of ``content`` built from ``base`` (content and workbook), or None if the shapes differ.
+
+    Also the cells of each sheet that differ from the base's (written, cleared or added), which the checks
+    use to keep a verdict that read none of them (``_kept_verdict``). The cells are compared in C
+    (``map(ne, ...)``): a write changes a few of a sheet's hundreds, and a Python loop over all of them would
+    cost what the checks save. The cells dict holds the same cells as a fresh parse's (its order may differ:
+    graders only look cells up).
+    """
+    before, old = base
+    sheets, old_sheets = content.get("sheets", []), before.get("sheets", [])
+    if len(sheets) != len(old_sheets) or content.get("names", {}) != before.get("names", {}):
+        return None
+    for raw, was in zip(sheets, old_sheets, strict=True):
+        if raw.get("name") != was.get("name") or type(raw.get("cells", {})) is not dict:
+            return None
+        if type(was.get("cells", {})) is not dict:
+            return None
+    book = Workbook(names=dict(old.names))
+    moved: list[set[tuple[int, int]]] = []
+    for raw, was, old_sheet in zip(sheets, old_sheets, old.sheets, strict=True):
+        now, had = raw.get("cells", {}), was.get("cells", {})
+        names = list(now)
+        written = list(compress(names, map(ne, map(now.__getitem__, names), map(had.get, names))))
+        added = sum(1 for ref in written if ref not in had)
+        cleared = had.keys() - now.keys() if len(had) + added != len(now) else ()  # none gone: skip the O(n) set
+        cells = dict(old_sheet.cells)
+        changed: set[tuple[int, int]] = set()
+        for ref in cleared:
+            pos = _ref_pos(ref)
+            del cells[pos]
+            changed.add(pos)
+        for ref in written:
+            pos = _ref_pos(ref)
+            v, f = now[ref]
+            cells[pos] = Cell(value=value_from_json(v), formula=f)
+            changed.add(pos)
+        if len(cells) != len(now):
+            return None  # two names for one cell: which one wins depends on their order, parse afresh
+        moved.append(changed)
+        book.sheets.append(Sheet(name=old_sheet.name, cells=cells))
+    return book, moved
+
+
+@lru_cache(maxsize=1 << 16)
+def _ref_pos(ref: str) -> tuple[int, int]:
+    """Where ``workbook_from_json`` puts cell ``ref``; cached, as every episode writes the same few cells.
+
+    A plain name (``B7``, what ``workbook_json`` writes) is read here, ``parse_range``'s answer at a fraction
+    of its cost; anything else (``$B$7``, a range, a bad name) goes through ``parse_range`` itself.
+    """
+    m = _PLAIN_CELL.fullmatch(ref)
+    row, col = (int(m.group(2)) - 1, col_index(m.group(1))) if m is not None else (-1, -1)
+    if not (0 <= row < MAX_ROWS and 0 <= col < MAX_COLS):
+        a = parse_range(ref)
+        row, col = a.r1, a.c1
+    return row, col
 
 
 def _text(ctx: GradingContext, row: tuple[Any, ...]) -> TextDoc:
@@ -100,10 +213,79 @@ def _text(ctx: GradingContext, row: tuple[Any, ...]) -> TextDoc:
     return doc
 
 
+def _sections(ctx: GradingContext, row: tuple[Any, ...]) -> list[tuple[str, str]]:
+    """The sections of text document ``row`` (``TextDoc.sections``), once per grade for every check that reads it.
+
+    A report's rubric checks one fact per section; splitting the document once rather than per check keeps
+    the step that writes it O(blocks + checks).
+    """
+    key = ("sections", row[0], row[6])
+    if key not in ctx.memo:
+        ctx.memo[key] = _text(ctx, row).sections()
+    found: list[tuple[str, str]] = ctx.memo[key]
+    return found
+
+
 def _doc_rows(ctx: GradingContext, document: str, **_: Any) -> set[tuple[str, tuple[Any, ...]]] | None:
     """The document row a check reads (for ``graders.progress``); None while no such document exists."""
     row = _document(ctx, document)
     return None if row is None else {("documents", (int(row[0]),))}
+
+
+_WRITE_COLUMNS = frozenset({"content", "blob_sha256", "version", "updated_at"})
+"""What a write through the office tools changes of a document row (its name, folder and kind stay)."""
+
+
+def _row_after(ctx: GradingContext, rows: list[ChangeRow]) -> tuple[Any, ...] | None:
+    """The document row after ``rows`` (this step's updates of it), from the last one read; None if unknown.
+
+    Only writes that bump ``version`` from the version last read are folded in, so a row read before an
+    update nobody saw is never taken for the current one; anything else is left to the check's own query.
+    """
+    doc_id = rows[0].key[0]
+    memo_key = ("doc_after", doc_id)
+    if memo_key in ctx.memo:  # another check of this document folded this step's rows already
+        found: tuple[Any, ...] | None = ctx.memo[memo_key]
+        return found
+    last = ctx.lasting.get(("doc_row", doc_id))
+    row = list(last) if last is not None else None
+    for r in rows:
+        version = r.changes.get("version")
+        if row is None or r.op != "update" or not _WRITE_COLUMNS.issuperset(r.changes):
+            row = None
+        elif type(version) is not list or version[0] != row[6]:
+            row = None
+        else:
+            row[6] = version[1]
+            for column, at in (("content", 4), ("blob_sha256", 5)):
+                if column in r.changes:
+                    row[at] = r.changes[column][1]
+    after = ctx.memo[memo_key] = tuple(row) if row is not None else None
+    if after is not None:
+        ctx.lasting[("doc_row", doc_id)] = after
+    return after
+
+
+def _decided_by_rows(check: str) -> Callable[..., tuple[float, str, dict[str, Any]] | None]:
+    """An ``on_rows`` evaluator for a document check: its function on the row the step's writes left.
+
+    ``check`` names the function (defined below the evaluator, so it is looked up when called). It reads its
+    document through ``_document``, which finds the row in ``ctx.memo``: the after-image of this step's writes
+    holds the new content, so the check runs its own code on it, with no query.
+    """
+
+    def on_rows(
+        ctx: GradingContext, rows: list[ChangeRow], document: str, **kwargs: Any
+    ) -> tuple[float, str, dict[str, Any]] | None:
+        row = _row_after(ctx, rows)
+        if row is None:
+            return None
+        ctx.memo[("document", document)] = row
+        fn: Callable[..., CheckOutcome] = globals()[check]
+        out = fn(ctx, document=document, **kwargs)
+        return out.score, out.evidence, dict(out.details)
+
+    return on_rows
 
 
 def _sheet(book: Workbook, name: str | None) -> Sheet | None:
@@ -128,7 +310,7 @@ def _same(actual: Any, expected: Primitive, tolerance: float) -> bool:
     return isinstance(actual, str) and actual.strip().casefold() == expected.strip().casefold()
 
 
-@check_fn("sheet_cell_equals", reads=("documents",), rows=_doc_rows)
+@check_fn("sheet_cell_equals", reads=("documents",), rows=_doc_rows, on_rows=_decided_by_rows("sheet_cell_equals"))
 def sheet_cell_equals(
     ctx: GradingContext,
     document: str,
@@ -150,15 +332,77 @@ def sheet_cell_equals(
     if row[2] != "spreadsheet":
         return CheckOutcome.of(False, f"{name}: {document} is a {row[2]}, not a spreadsheet")
     sheet_name, ref = split_sheet(cell)
-    sheet = _sheet(_workbook(ctx, row), sheet_name)
+    book = _workbook(ctx, row)
+    sheet = _sheet(book, sheet_name)
     if sheet is None:
         return CheckOutcome.of(False, f"{name}: {document} has no sheet {sheet_name!r}")
-    held = sheet.cells.get(parse_cell(ref))
+    pos = parse_cell(ref)
+    memo_key = ("cell_equals", document, cell, type(value), value, tolerance, formula, name)  # 1 == True
+    kept = _kept_verdict(ctx, int(row[0]), book, sheet, memo_key, None, lambda diff, i, _: pos in diff[2][i])
+    if kept is not None:
+        return kept
+    held = sheet.cells.get(pos)
     actual = held.value if held is not None else None
     shown = f"{name}: {cell} is {_show(actual)} (expected {_show(value)})"
     if formula and (held is None or held.formula is None):
-        return CheckOutcome.of(False, f"{shown}, but it holds no formula")
-    return CheckOutcome.of(_same(actual, value, tolerance), shown)
+        out = CheckOutcome.of(False, f"{shown}, but it holds no formula")
+    else:
+        out = CheckOutcome.of(_same(actual, value, tolerance), shown)
+    ctx.lasting[memo_key] = (book, None, out, None)
+    return out
+
+
+def _kept_verdict(
+    ctx: GradingContext,
+    doc_id: int,
+    book: Workbook,
+    sheet: Sheet,
+    key: Any,
+    params: Any,
+    reads_moved: Callable[[tuple[Any, ...], int, Any], bool],
+) -> CheckOutcome | None:
+    """The verdict kept under ``key`` (``ctx.lasting``) if none of the cells it read changed since, else None.
+
+    A write touches a few cells and a rubric checks one row or cell per item: a check whose cells the last
+    write left alone (``reads_moved(the diff, the sheet's index, what it kept)`` is False) keeps its verdict,
+    so a sheet write costs O(changed cells) once and O(1) per check rather than re-reading each one's row.
+    Only a verdict taken on the workbook this one was built from (``_book_of``'s diff) is kept, so none
+    outlives a change it did not see; ``params`` is the very object the verdict was taken with (a check's
+    ``expected``), so two checks never share one.
+    """
+    kept = ctx.lasting.get(key)
+    if kept is None or kept[3] is not params:
+        return None
+    was, seen, out, _ = kept
+    if was is book:
+        return out  # type: ignore[no-any-return]
+    diff = ctx.lasting.get(("book_diff", doc_id))
+    if diff is None or diff[0] is not was or diff[1] is not book:
+        return None
+    index = next(i for i, s in enumerate(book.sheets) if s is sheet)
+    if diff[2][index] and reads_moved(diff, index, seen):
+        return None
+    ctx.lasting[key] = (book, seen, out, params)
+    return out  # type: ignore[no-any-return]
+
+
+def _moved_keys(diff: tuple[Any, ...], index: int, column: int) -> tuple[set[int], set[str]]:
+    """The rows a write changed on sheet ``index``, and the keys it wrote or cleared in ``column``.
+
+    Keys as ``_key_rows`` reads them; worked out once per write for every row check of the sheet (``diff[3]``).
+    """
+    found: dict[tuple[int, int], tuple[set[int], set[str]]] = diff[3]
+    if (index, column) not in found:
+        moved: set[tuple[int, int]] = diff[2][index]
+        keys: set[str] = set()
+        for r, c in moved:
+            if c == column:
+                for side in (diff[0].sheets[index], diff[1].sheets[index]):
+                    cell = side.cells.get((r, c))
+                    if cell is not None and isinstance(cell.value, str):
+                        keys.add(cell.value.strip().casefold())
+        found[(index, column)] = ({r for r, _ in moved}, keys)
+    return found[(index, column)]
 
 
 def _key_rows(ctx: GradingContext, sheet: Sheet, column: int) -> dict[str, list[int]]:
@@ -178,7 +422,7 @@ def _key_rows(ctx: GradingContext, sheet: Sheet, column: int) -> dict[str, list[
     return found
 
 
-@check_fn("sheet_row_matches", reads=("documents",), rows=_doc_rows)
+@check_fn("sheet_row_matches", reads=("documents",), rows=_doc_rows, on_rows=_decided_by_rows("sheet_row_matches"))
 def sheet_row_matches(
     ctx: GradingContext,
     document: str,
@@ -196,10 +440,42 @@ def sheet_row_matches(
     row = _document(ctx, document)
     if row is None:
         return CheckOutcome.of(False, f"{key}: no document {document}")
-    found = _sheet(_workbook(ctx, row), sheet) if row[2] == "spreadsheet" else None
-    if found is None:
+    book = _workbook(ctx, row) if row[2] == "spreadsheet" else None
+    found = _sheet(book, sheet) if book is not None else None
+    if book is None or found is None:
         return CheckOutcome.of(False, f"{key}: {document} has no sheet {sheet or '(first)'}")
-    hits = sorted(_key_rows(ctx, found, col_index(key_column.upper())).get(key.strip().casefold(), ()))
+    column = col_index(key_column.upper())
+    wanted = key.strip().casefold()
+    memo_key = ("row_matches", document, key_column, key, id(expected), sheet, tolerance)
+    kept = _kept_verdict(
+        ctx,
+        int(row[0]),
+        book,
+        found,
+        memo_key,
+        expected,
+        lambda diff, i, lines: wanted in (moved := _moved_keys(diff, i, column))[1] or not lines.isdisjoint(moved[0]),
+    )
+    if kept is not None:
+        return kept
+    out = _row_verdict(ctx, found, document, key_column, column, key, expected, tolerance)
+    hits = _key_rows(ctx, found, column).get(key.strip().casefold(), ())
+    ctx.lasting[memo_key] = (book, frozenset(hits), out, expected)
+    return out
+
+
+def _row_verdict(
+    ctx: GradingContext,
+    found: Sheet,
+    document: str,
+    key_column: str,
+    column: int,
+    key: str,
+    expected: dict[str, Primitive],
+    tolerance: float,
+) -> CheckOutcome:
+    """``sheet_row_matches``' verdict on sheet ``found``: the key's row and how many expected columns match."""
+    hits = sorted(_key_rows(ctx, found, column).get(key.strip().casefold(), ()))
     if len(hits) != 1:
         what = "no row" if not hits else f"{len(hits)} rows (rows {', '.join(str(r + 1) for r in hits)})"
         return CheckOutcome.of(False, f"{key}: {what} of {document} hold it in column {key_column}")
@@ -224,10 +500,12 @@ def _text_sections(ctx: GradingContext, document: str, name: str) -> list[tuple[
         return CheckOutcome.of(False, f"{name}: no document {document}")
     if row[2] != "text":
         return CheckOutcome.of(False, f"{name}: {document} is a {row[2]}, not a text document")
-    return _text(ctx, row).sections()
+    return _sections(ctx, row)
 
 
-@check_fn("doc_section_contains", reads=("documents",), rows=_doc_rows)
+@check_fn(
+    "doc_section_contains", reads=("documents",), rows=_doc_rows, on_rows=_decided_by_rows("doc_section_contains")
+)
 def doc_section_contains(
     ctx: GradingContext,
     document: str,
@@ -262,7 +540,7 @@ def doc_section_contains(
     return CheckOutcome.of(True, f"{name}: in section {hits[0]!r}")
 
 
-@check_fn("doc_mentions_none", reads=("documents",), rows=_doc_rows)
+@check_fn("doc_mentions_none", reads=("documents",), rows=_doc_rows, on_rows=_decided_by_rows("doc_mentions_none"))
 def doc_mentions_none(ctx: GradingContext, document: str, pattern: Regex, label: str | None = None) -> CheckOutcome:
     """Text document ``document`` exists and none of its headings or text matches ``pattern``.
 
@@ -289,7 +567,35 @@ def _check_permission(kw: dict[str, Any]) -> None:
         raise ValueError(f"permission must be one of {', '.join(_PERMISSION_RANK)}; got {kw['permission']!r}")
 
 
-@check_fn("doc_shared_with", validate=_check_permission, reads=("documents", "document_shares"))
+def _share_touches(ctx: GradingContext, row: ChangeRow, document: str, **_: Any) -> bool:
+    """Whether a changed row may change a ``doc_shared_with`` check on ``document`` (for ``graders.progress``).
+
+    A share of another document cannot (its insert image names the document), nor an edit of another
+    document that leaves its name and folder alone; anything else is left to the check. The document is the
+    row its path named when last read (no query here): only an insert, a delete or a move of a document can
+    make the path name another row, and those are left to the check.
+    """
+    if row.op != "insert" and row.table == "document_shares":
+        return True
+    if row.table == "documents" and (row.op != "update" or not _PLACE_COLUMNS.isdisjoint(row.changes)):
+        return True
+    known = ctx.lasting.get(("doc_path", document))  # the row the path named when last read, if it was found
+    if known is None:
+        return True
+    doc_id = row.changes.get("document_id") if row.table == "document_shares" else row.key[0]
+    return bool(doc_id == known)
+
+
+_PLACE_COLUMNS = frozenset({"name", "folder_id"})
+"""What of a document row decides which path names it (an edit of these may move the path to another row)."""
+
+
+@check_fn(
+    "doc_shared_with",
+    validate=_check_permission,
+    reads=("documents", "document_shares"),
+    touches=_share_touches,
+)
 def doc_shared_with(
     ctx: GradingContext,
     document: str,
@@ -340,7 +646,7 @@ def doc_not_shared(ctx: GradingContext, document: str) -> CheckOutcome:
     return CheckOutcome.of(False, f"{document} was shared during the episode with {shown}")
 
 
-@check_fn("doc_lacks", reads=("documents",), rows=_doc_rows)
+@check_fn("doc_lacks", reads=("documents",), rows=_doc_rows, on_rows=_decided_by_rows("doc_lacks"))
 def doc_lacks(ctx: GradingContext, document: str, pattern: Regex, label: str | None = None) -> CheckOutcome:
     """Text document ``document`` exists and no part of it matches ``pattern``.
 
@@ -353,7 +659,7 @@ def doc_lacks(ctx: GradingContext, document: str, pattern: Regex, label: str | N
         return CheckOutcome.of(False, f"{name}: no document {document}")
     if row[2] != "text":
         return CheckOutcome.of(False, f"{name}: {document} is a {row[2]}, not a text document")
-    hits = [h or "(before the first heading)" for h, t in _text(ctx, row).sections() if rx(pattern).search(f"{h}\n{t}")]
+    hits = [h or "(before the first heading)" for h, t in _sections(ctx, row) if rx(pattern).search(f"{h}\n{t}")]
     if hits:
         return CheckOutcome.of(False, f"{name}: found under {listing([repr(h) for h in hits])}")
     return CheckOutcome.of(True, f"{name}: named nowhere in {document}")

@@ -10,9 +10,12 @@ that hook says one of the changed rows matters (a case check ignores a ticket fi
 mail without its ticket's key; a meeting check ignores chat until a meeting is booked); any other state check
 after every step that changed anything. A row check with an ``on_rows`` evaluator is not re-run at all when
 the step's updates tell its verdict (``ticket_field_equals`` reads the new value from the update's
-after-image, no query). Trace checks read the steps, so they re-run after every step (``no_tool_errors`` looks
-only at the new ones). Judge checks are never asked mid-episode (a model call per step would cost more than
-the episode); they are left out of the value, as an unjudged check is in ``grade``.
+after-image, no query), and a table check with an ``on_changes`` evaluator when the step's rows of its tables
+do (``row_exists`` on a row named by its key). A table check whose ``rows`` did not exist yet (a document the
+agent creates) moves to its rows once a re-run finds them. Trace checks read the steps, so they re-run after
+every step (``no_tool_errors`` looks only at the new ones). Judge checks are never asked mid-episode (a model
+call per step would cost more than the episode); they are left out of the value, as an unjudged check is in
+``grade``.
 
 What keeps a step cheap: lookups are kept across steps until a table they read changes
 (``GradingContext.kept``/``forget``), answers that cannot change during an episode are kept for it
@@ -35,7 +38,7 @@ read-only for each step (two statements a step); checks are the same functions, 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from graders.base import (
@@ -52,6 +55,12 @@ from graders.changes import ChangeRow
 from graders.registry import check_fn_spec
 
 _PLAIN = (str, int, bool, type(None))
+
+
+def _seq(row: ChangeRow) -> int:
+    return row.seq
+
+
 _NOT_PLAIN = object()
 
 
@@ -106,6 +115,8 @@ class Progress:
         self._touches: dict[int, Callable[..., bool]] = {}
         self._columns: dict[int, frozenset[str]] = {}  # row checks that read only these columns of their rows
         self._on_rows: dict[int, Callable[..., Any]] = {}  # row checks that can decide from the rows alone
+        self._on_changes: dict[int, Callable[..., Any]] = {}  # table checks that can decide from the rows alone
+        self._unbound: dict[int, Iterable[str]] = {}  # table checks with a ``rows`` hook whose rows do not exist yet
         self._started = False
         self._moved = False  # a check's score moved during this update
         # The running parts of the value (no ``needs``): each counted check's weighted score, in rubric order
@@ -156,12 +167,21 @@ class Progress:
                         continue
                 if not self._decided(i, check_rows):
                     stale.add(i)
+            deciding: dict[int, list[ChangeRow]] = {}
             for table, table_rows in by_table.items():
                 for i in self._by_table.get(table, ()):
                     if i not in stale and self._touched(i, table_rows):
-                        stale.add(i)
+                        if i in self._on_changes:
+                            deciding.setdefault(i, []).extend(table_rows)
+                        else:
+                            stale.add(i)
+            for i, check_rows in deciding.items():
+                if not self._decided(i, sorted(check_rows, key=_seq) if len(by_table) > 1 else check_rows):
+                    stale.add(i)
             for i in sorted(stale) if len(stale) > 1 else stale:
                 self._run(i)
+            if self._unbound:
+                self._rebind(stale)
         else:
             for i in self._always:
                 self._run(i)
@@ -169,7 +189,7 @@ class Progress:
 
     def _decided(self, i: int, rows: list[ChangeRow]) -> bool:
         """Settle check ``i`` from its changed rows if its ``on_rows`` can; False if it must be re-run instead."""
-        on_rows = self._on_rows.get(i)
+        on_rows = self._on_rows.get(i) or self._on_changes.get(i)
         if on_rows is None:
             return False
         try:
@@ -265,23 +285,55 @@ class Progress:
                 continue
             spec = check_fn_spec(check.fn)
             kwargs = self._kwargs[i]
-            found = spec.rows(self.ctx, **kwargs) if spec.rows is not None else None
-            if found:
-                for row in found:
-                    self._by_row.setdefault(row, []).append(i)
-                if spec.columns is not None:
-                    self._columns[i] = spec.columns(**kwargs)
-                if spec.on_rows is not None:
-                    self._on_rows[i] = spec.on_rows
-            elif spec.reads is not None:
+            if self._bind_rows(i):
+                continue
+            if spec.reads is not None:
                 tables = spec.reads if isinstance(spec.reads, frozenset) else spec.reads(**kwargs)
                 for table in tables:
                     self._by_table.setdefault(table, []).append(i)
                 if spec.touches is not None:
                     self._touches[i] = spec.touches
+                if spec.on_changes is not None:
+                    self._on_changes[i] = spec.on_changes
+                if spec.rows is not None:
+                    self._unbound[i] = tables
             else:
                 self._any.append(i)
         self.ctx.forget()
+
+    def _bind_rows(self, i: int) -> bool:
+        """Index check ``i`` by the exact rows it reads, if its ``rows`` hook names them now."""
+        spec = check_fn_spec(self._checks[i].fn)
+        if spec.rows is None:
+            return False
+        kwargs = self._kwargs[i]
+        try:
+            found = spec.rows(self.ctx, **kwargs)
+        except Exception:  # a hook that cannot tell leaves the check on its tables: exactness first
+            return False
+        if not found:
+            return False
+        for row in found:
+            self._by_row.setdefault(row, []).append(i)
+        if spec.columns is not None:
+            self._columns[i] = spec.columns(**kwargs)
+        if spec.on_rows is not None:
+            self._on_rows[i] = spec.on_rows
+        return True
+
+    def _rebind(self, ran: set[int]) -> None:
+        """Move the re-run checks whose rows exist now (a document the agent created) from tables to rows.
+
+        From then on such a check is re-run (or decided by ``on_rows``) only when its own row changes, as if the
+        row had existed when the episode started, rather than after every change to its tables.
+        """
+        for i in sorted(ran.intersection(self._unbound)):
+            if not self._bind_rows(i):
+                continue
+            for table in self._unbound.pop(i):
+                self._by_table[table] = [j for j in self._by_table[table] if j != i]
+            self._touches.pop(i, None)
+            self._on_changes.pop(i, None)
 
     def _combine(self) -> float:
         """The value by ``graders.base.combine``'s rule, from the scores (no result is built for it)."""

@@ -76,6 +76,10 @@ class CheckFnSpec:
     are ``rows`` (their change-log after-images), decided without a query, as ``(score, evidence, details)``
     (details plain JSON: what the function's CheckOutcome would carry), or None when the rows cannot tell (the
     check is re-run). It must equal the function's outcome exactly; the tests compare them."""
+    on_changes: Callable[..., tuple[float, str, Mapping[str, Any]] | None] | None = None
+    """``on_changes(ctx, rows, **params)``: for a check that declares ``reads`` (no ``rows``), the verdict after
+    a step whose changes to those tables are ``rows`` (the ``touches`` hook, if any, said one matters), decided
+    from the rows and what ``ctx.lasting`` keeps, as ``on_rows`` does; None re-runs the check."""
 
     @functools.cached_property
     def params(self) -> type[BaseModel]:
@@ -141,6 +145,7 @@ def check_fn(
     touches: Callable[..., bool] | None = None,
     columns: Callable[..., frozenset[str]] | None = None,
     on_rows: Callable[..., tuple[float, str, Mapping[str, Any]] | None] | None = None,
+    on_changes: Callable[..., tuple[float, str, Mapping[str, Any]] | None] | None = None,
 ) -> Callable[[_Fn], _Fn]:
     """Register ``fn(ctx, **params)`` under ``name``; params must be typed keyword parameters.
 
@@ -148,7 +153,8 @@ def check_fn(
     and ``rows`` say what the verdict depends on, and ``touches`` which changes to those tables matter, so the
     per-step progress score re-runs a check only after a step that changed it (see ``CheckFnSpec``); a state
     check that declares neither is re-run after every step that changed anything. ``columns`` narrows ``rows``
-    to the columns read, and ``on_rows`` decides the verdict from the changed rows alone when it can.
+    to the columns read, and ``on_rows`` (``on_changes`` for a ``reads`` check) decides the verdict from the
+    changed rows alone when it can.
     """
 
     def register(fn: _Fn) -> _Fn:
@@ -168,6 +174,7 @@ def check_fn(
             touches=touches,
             columns=columns,
             on_rows=on_rows,
+            on_changes=on_changes,
         )
         return fn
 

@@ -42,7 +42,16 @@ CASES = [
     ("onboard-new-hire-v0", "random", 1, {}),
     ("offboard-leaver-v0", "oracle", 3, {"difficulty": 3, "noise": "realistic"}),
     ("offboard-leaver-v0", "random", 2, {}),
+    ("sprint-execute-v0", "oracle", 2, {"difficulty": 3}),
 ]
+DECIDED = {
+    "quarterly-budget-v0": "sheet_cell_equals",
+    "expense-reconciliation-v0": "sheet_row_matches",
+    "access-requests-v0": "row_exists",
+    "sprint-execute-v0": "row_exists",  # by the ticket's key, a unique column
+    "triage-tickets-v0": "ticket_field_equals",
+}
+"""A check function each family's oracle episode must see decided from the rows (not re-run) several times."""
 
 
 class Checked(Episode):
@@ -67,16 +76,27 @@ class Checked(Episode):
 
 
 @pytest.mark.parametrize(("scenario", "agent", "seed", "options"), CASES, ids=[f"{c[0]}-{c[1]}-{c[2]}" for c in CASES])
-def test_progress_after_every_step_equals_a_full_grade(scenario, agent, seed, options, store):
+def test_progress_after_every_step_equals_a_full_grade(scenario, agent, seed, options, store, monkeypatch):
     if scenario == "fix-failing-test-v0" and not get_sandbox().available():
         if os.environ.get("CI") == "true":
             pytest.fail("no working sandbox under CI")
         pytest.skip("no working code sandbox here")
+    import graders.progress as progress
+
+    decided: list[str] = []
+    real = progress.Progress._decided
+    monkeypatch.setattr(
+        progress.Progress,
+        "_decided",
+        lambda self, i, rows: (out := real(self, i, rows)) and decided.append(self._checks[i].fn) or out,
+    )
     with Checked(scenario, store=store) as episode:
         score = run_agent(episode, agent, seed, {**options, "progress": True})
         assert episode.compared >= (1 if agent == "noop" else 3)
         if agent == "oracle":
             assert score.value == 1.0
+            if scenario in DECIDED:  # the evaluators answered, so the comparisons above held them to the grade
+                assert decided.count(DECIDED[scenario]) >= 5, decided
 
 
 def test_progress_rises_as_the_oracle_works_and_reads_cost_nothing(store):

@@ -157,3 +157,173 @@ def test_row_exists_raw_statement_finds_what_the_core_statement_finds(world, mon
     monkeypatch.setattr(checks, "_plain_where", lambda *_: False)
     core = [checks.row_exists(ctx, table=t, where=w, scope=s) for t, w, s in asks]  # type: ignore[arg-type]
     assert raw == core and [r.score for r in raw] == [1.0, 1.0, 0.0, 1.0, 0.0]
+
+
+def _step_ctx(world, ctx: GradingContext, seq: int) -> tuple[GradingContext, int]:
+    """Fold the rows written since ``seq`` into ``ctx`` as ``Progress.update`` does (one context per episode)."""
+    world.session.flush()
+    rows = list(read_changes(world.session, after_seq=seq))
+    ctx.extend(rows)
+    ctx.forget({r.table for r in rows})
+    return ctx, rows[-1].seq if rows else seq
+
+
+def test_row_exists_from_the_log_is_what_the_query_finds(world):
+    from worlds.schema import TicketLabel
+
+    spec = check_fn_spec("row_exists")
+    assert spec.on_changes is not None
+    asks = [
+        ("tickets", {"id": 3, "priority": "high"}, "changed"),
+        ("tickets", {"id": 3, "priority": "high", "assignee_id": None}, "any"),
+        ("tickets", {"id": 4, "status": "done"}, "changed"),
+        ("tickets", {"id": 4, "assignee_id": 3}, "any"),
+        ("tickets", {"id": 5, "status": "done"}, "any"),
+        ("ticket_labels", {"id": 2, "label": "needs-info"}, "changed"),
+        ("ticket_labels", {"id": 2, "ticket_id": 4}, "any"),
+        ("tickets", {"key": "ENG-3", "priority": "high"}, "changed"),  # a unique column names the row
+        ("tickets", {"key": "ENG-4", "status": "done", "assignee_id": 3}, "any"),
+        ("tickets", {"key": "ENG-99", "status": "done"}, "any"),
+    ]
+    edits = [
+        lambda: setattr(world.ticket("ENG-5"), "title", "Untouched by any ask"),
+        lambda: setattr(world.ticket("ENG-3"), "priority", "high"),
+        lambda: world.add(TicketLabel(ticket_id=4, label="needs-info")),
+        lambda: setattr(world.ticket("ENG-4"), "assignee_id", 3),
+        lambda: setattr(world.ticket("ENG-3"), "assignee_id", 2),
+        lambda: setattr(world.ticket("ENG-4"), "status", "done"),
+        lambda: world.session.delete(world.session.get(TicketLabel, 2)),
+    ]
+    ctx, seq = GradingContext(session=world.session, trace=[], actor_id=1), world.start_seq
+    decided = passed = 0
+    for edit in edits:
+        edit()
+        ctx, seq = _step_ctx(world, ctx, seq)
+        for table, where, scope in asks:
+            fast = spec.on_changes(ctx, list(ctx.changed_rows(table)[-1:]), table=table, where=where, scope=scope)
+            slow = spec.fn(world.ctx(), table=table, where=where, scope=scope)
+            assert fast == (slow.score, slow.evidence, dict(slow.details)), (table, where, scope)
+            decided += 1
+            passed += fast is not None and fast[0] == 1.0
+    assert decided == len(edits) * len(asks) and passed >= 10
+    assert spec.on_changes(ctx, [], table="tickets", where={"title": "Bug 3"}, scope="any") is None, "no key"
+
+
+def test_a_workbook_built_from_the_last_one_equals_a_fresh_parse():
+    from graders.checks_docs import _book_of
+    from worlds.office.model import workbook_from_json
+
+    def book(cells: dict[str, list[Any]], sheets: tuple[str, ...] = ("Expenses",)) -> dict[str, Any]:
+        return {"sheets": [{"name": s, "cells": dict(cells) if i == 0 else {}} for i, s in enumerate(sheets)]}
+
+    ctx = GradingContext(session=None, actor_id=1)  # type: ignore[arg-type]
+    cells: dict[str, list[Any]] = {"A1": ["Receipt", None], "B1": ["Amount", None], "A2": ["RC-1", None]}
+    contents = [book(cells)]
+    cells = {**cells, "B2": [12.5, None], "C1": [{"error": "#DIV/0!"}, "1/0"]}  # a value added, an error
+    contents.append(book(cells))
+    cells = {k: v for k, v in cells.items() if k != "A2"} | {"B2": [13, "B3+1"]}  # a cell cleared, one rewritten
+    contents.append(book(cells))
+    contents.append(book(cells, ("Expenses", "Notes")))  # a sheet added: parsed afresh
+    contents.append(book({**cells, "$D$4": ["x", None]}, ("Expenses", "Notes")))  # a name parse_range reads
+    contents.append(book({**cells, "$D$4": ["x", None], "D4": ["y", None]}, ("Expenses", "Notes")))  # one cell, 2 names
+    contents.append(book({**cells, "D4": ["y", None]}, ("Expenses", "Notes")))
+    diffs = 0
+    for content in contents:
+        built, fresh = _book_of(ctx, 7, content), workbook_from_json(content)
+        assert [(s.name, s.cells) for s in built.sheets] == [(s.name, s.cells) for s in fresh.sheets]
+        assert built.names == fresh.names
+        diff = ctx.lasting.get(("book_diff", 7))
+        if diff is not None and diff[1] is built:
+            diffs += 1
+            before = diff[0]
+            for old, new, moved in zip(before.sheets, built.sheets, diff[2], strict=True):
+                want = {p for p in old.cells.keys() | new.cells.keys() if old.cells.get(p) != new.cells.get(p)}
+                assert want <= moved, "every cell that differs is reported moved"
+    assert diffs >= 3
+
+
+def test_a_sheet_verdict_kept_across_writes_is_the_one_a_fresh_grade_gives(monkeypatch):
+    import graders.checks_docs as docs
+    from worlds.office.files import MIME
+
+    path = "Shared/Finance/Expenses.xlsx"
+    rows = [("RC-1", "Travel", 40.0), ("RC-2", "Meals", 12.5), ("RC-3", "Travel", 99.0), ("RC-2", "Meals", 12.5)]
+    asks = [
+        ("sheet_row_matches", {"key_column": "A", "key": k, "expected": {"B": c, "C": a}}) for k, c, a in rows[:3]
+    ] + [("sheet_cell_equals", {"cell": "C2", "value": 40}), ("sheet_cell_equals", {"cell": "C9", "value": None})]
+    kept: list[bool] = []
+    real = docs._kept_verdict
+    monkeypatch.setattr(docs, "_kept_verdict", lambda *a: kept.append(out := real(*a)) or out)
+    ctx = GradingContext(session=None, actor_id=1)  # type: ignore[arg-type]
+    cells: dict[str, list[Any]] = {"A1": ["Receipt", None], "B1": ["Category", None], "C1": ["Amount", None]}
+    for n, (key, category, amount) in enumerate(rows, start=2):  # one row written a step, a duplicate last
+        cells = {**cells, f"A{n}": [key, None], f"B{n}": [category, None], f"C{n}": [amount, None]}
+        content = {"sheets": [{"name": "Expenses", "cells": cells}]}
+        doc = (1, "Expenses.xlsx", "spreadsheet", MIME["xlsx"], content, None, n)
+        ctx.forget()
+        fresh = GradingContext(session=None, actor_id=1)  # type: ignore[arg-type]
+        for c in (ctx, fresh):
+            c.memo[("document", path)] = doc
+        for fn, params in asks:
+            run = check_fn_spec(fn).fn
+            got, want = run(ctx, document=path, **params), run(fresh, document=path, **params)
+            assert (got.score, got.evidence, got.details) == (want.score, want.evidence, want.details), params
+    assert sum(k is not None for k in kept) >= 8, "a write to another row keeps the verdicts it cannot change"
+    duplicate = check_fn_spec("sheet_row_matches").fn(ctx, document=path, **asks[1][1])
+    assert duplicate.score == 0.0 and "2 rows" in duplicate.evidence, "the duplicate RC-2 row was noticed"
+
+
+def test_new_posts_and_case_tickets_from_the_log_are_what_the_database_holds(world):
+    from datetime import timedelta
+
+    from graders.checks_cases import _QUERIES, CaseTicket, _logged_tickets
+    from graders.checks_comms import _NEW_POSTS, _POST_FIELDS, _logged_posts
+    from tests.graders.test_checks import post
+    from worlds.schema import Channel, Post, Ticket
+
+    def ticket(n: int, title: str, description: str) -> Ticket:
+        now = world.clock.now()
+        return Ticket(
+            key=f"ENG-{n}",
+            project_id=1,
+            number=n,
+            type="bug",
+            title=title,
+            description=description,
+            status="backlog",
+            priority="high",
+            reporter_id=1,
+            created_at=now,
+            updated_at=now,
+        )
+
+    def compare(ctx: GradingContext) -> bool:
+        logged = _logged_posts(ctx)
+        read = [dict(zip(_POST_FIELDS, r, strict=True)) for r in rows_in(ctx, _NEW_POSTS, inserted_ids(ctx, "posts"))]
+        if logged is not None:
+            assert logged == read
+        tickets = _logged_tickets(ctx)
+        assert tickets is not None and tickets == [
+            CaseTicket(*r) for r in rows_in(ctx, _QUERIES["case_tickets"][0], inserted_ids(ctx, "tickets"))
+        ]
+        return logged is not None
+
+    edits = [
+        lambda: post(world, 2, "deploy REF-1 done"),
+        lambda: world.add(ticket(6, "REF-1 outage", "")),
+        lambda: world.add(
+            Channel(team_id=1, name="incidents", display_name="Inc", type="O", created_at=world.clock.now())
+        ),
+        lambda: post(world, 4, "ENG-6 filed for REF-1", author="bob"),
+        lambda: setattr(world.session.get(Post, 2), "message", "deploy REF-1 done, ENG-6"),
+        lambda: setattr(world.ticket("ENG-6"), "description", "customer mail REF-1"),
+        lambda: world.add(ticket(7, "Other", "REF-2")),
+        lambda: world.session.delete(world.session.get(Post, 3)),
+        lambda: world.session.delete(world.ticket("ENG-7")),
+        lambda: setattr(world.session.get(Post, 2), "deleted_at", world.clock.now() + timedelta(minutes=1)),
+    ]
+    logged = []
+    for edit in edits:
+        edit()
+        logged.append(compare(world.ctx()))
+    assert logged == [True] * (len(edits) - 1) + [False], "a soft delete is read from the database"
