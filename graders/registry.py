@@ -108,6 +108,7 @@ LIBRARY: tuple[str, ...] = (
     "graders.checks_meetings",
     "graders.checks_proposals",
     "graders.checks_code",
+    "graders.checks_repro",
     "graders.checks_docs",
     "graders.judge",
     "graders.buffer",

@@ -315,3 +315,14 @@ register(
     entry_point="scenarios.library.dependency_bump:DependencyBump",
     description="Bump a vendored library to 2.0.0: fix every call site its changelog breaks; green merge request.",
 )
+register(
+    "reproduce-bug-v0",
+    entry_point="scenarios.library.reproduce_bug:ReproduceBug",
+    description="Reproduce a bug a customer mailed: failing regression test in a merge request, ticket, reply.",
+)
+register(
+    "reproduce-bug-fixed-v0",
+    entry_point="scenarios.library.reproduce_bug_fixed:ReproduceBugFixed",
+    description="Reproduce a customer's bug already fixed on the default branch: say which release fixed it.",
+    impossible=True,
+)
