@@ -113,7 +113,8 @@ class Report:
 
     ``tests`` are (label, pattern) pairs the regression test must contain (the input in the module's units);
     ``said_input``, ``said_expected`` and ``said_actual`` are what the ticket must state, in the customer's
-    words or the module's.
+    words or the module's; ``echo`` is the customer's own wording of the input, which a reply restating the
+    case quotes (at difficulty 2, where the wording is not the module's).
     """
 
     text: str
@@ -123,6 +124,7 @@ class Report:
     said_input: str = ""
     said_expected: str = ""
     said_actual: str = ""
+    echo: str = ""
 
 
 def report(kind: str, rng: Any, formatted: bool, design: bool) -> Report:
@@ -139,6 +141,7 @@ def report(kind: str, rng: Any, formatted: bool, design: bool) -> Report:
         return Report(
             text, [value, start, end], True, [(f"{value} seats", literal(value)), (f"from {start}", literal(start))],
             said, r"\b(true|accept\w*|allow\w*)\b", r"\b(false|refus\w*|reject\w*|denied)\b",
+            rf"\b{number_words(value, formatted)} seats\b",
         )  # fmt: skip
     if kind == "page":
         size, number = 3 + int(rng.integers(3)), 1 + int(rng.integers(2))
@@ -163,7 +166,7 @@ def report(kind: str, rng: Any, formatted: bool, design: bool) -> Report:
             text, [items, number, size], want, [(f"page {number}", literal(number)), (f"{size} per page", literal(size))],
             rf"(\b(page {number}|{ORDINALS[number]} page)\b|,\s*{number}\s*,\s*{size}\s*\))",
             rf"(\[\s*{want[0]}\s*,|#{want[0]}\b)",
-            rf"(\[\s*{got[0]}\s*,|#{got[0]}\b)",
+            rf"(\[\s*{got[0]}\s*,|#{got[0]}\b)", rf"\b{opened(number)}\b",
         )  # fmt: skip
     if kind == "discount":
         if design:
@@ -184,6 +187,7 @@ def report(kind: str, rng: Any, formatted: bool, design: bool) -> Report:
         return Report(
             text, [amount, percent], want, [(f"{amount} cents", literal(amount)), (f"{percent}%", literal(percent))],
             said, rf"({literal(want)}|{re.escape(money(want))})", rf"({literal(got)}|{re.escape(money(got))})",
+            re.escape(money(amount)),
         )  # fmt: skip
     if design:
         text = "The rating summary of a product with two reviews, rated 4 and 5, shows 4.5 stars; it should show 5."
@@ -195,12 +199,12 @@ def report(kind: str, rng: Any, formatted: bool, design: bool) -> Report:
     )
     return Report(
         text, [[]], 0.0, [("no values", r"\(\s*\[\s*\]\s*\)")], r"(\[\s*\]|\bno (reviews|values|ratings)\b|empty)",
-        r"(\b0(\.0)?\b|\bzero\b)", r"(ZeroDivisionError|division by zero|crash)",
+        r"(\b0(\.0)?\b|\bzero\b)", r"(ZeroDivisionError|division by zero|crash)", rf"\b{none} reviews\b",
     )  # fmt: skip
 
 
-def parse_report(kind: str, text: str) -> tuple[list[Any], Any] | None:
-    """The module's arguments and the customer's expected result, read from a thread's text (None: no case yet).
+def parse_report(kind: str, text: str) -> tuple[list[Any], Any, str] | None:
+    """The module's arguments, the customer's expected result and their words for it (None: no case yet).
 
     The oracle's reading of a customer mail: the numbers as the customer wrote them, mapped to the module's
     units. It knows the bug families' stories, as a developer of the service knows its screens.
@@ -208,23 +212,27 @@ def parse_report(kind: str, text: str) -> tuple[list[Any], Any] | None:
     flat = " ".join(text.split())
     if kind == "window":
         m = re.search(r"can have (\w+) to (\w+) seats\. We booked (?:exactly )?(\w+) seats", flat)
-        return None if m is None else ([parse_number(m[3]), parse_number(m[1]), parse_number(m[2])], True)
+        return None if m is None else ([parse_number(m[3]), parse_number(m[1]), parse_number(m[2])], True, m[0])
     if kind == "page":
-        m = re.search(r"shows (\w+) orders per page and we have (\d+) orders.*?We opened (?:page (\d+)|the (\w+) page)", flat)
+        m = re.search(
+            r"shows (\w+) orders per page and we have (\d+) orders.*?We opened (?:page (\d+)|the (\w+) page)", flat
+        )
         if m is None:
             return None
         size, total, number = parse_number(m[1]), int(m[2]), parse_number(m[3] or m[4])
         want = re.search(r"should list orders #(\d+) to #(\d+)", flat)
         items = list(range(1, total + 1))
-        return [items, number, size], (list(range(int(want[1]), int(want[2]) + 1)) if want else "error")
+        return [items, number, size], (list(range(int(want[1]), int(want[2]) + 1)) if want else "error"), m[0]
     if kind == "discount":
-        m = re.search(r"order of (\$[\d,]+\.\d\d) with coupon \w+ \((\w+)(?:%| percent) off\).*?paid (\$[\d,.]+\d)", flat)
-        return None if m is None else ([parse_money(m[1]), parse_number(m[2])], parse_money(m[3]))
+        m = re.search(
+            r"order of (\$[\d,]+\.\d\d) with coupon \w+ \((\w+)(?:%| percent) off\).*?paid (\$[\d,.]+\d)", flat
+        )
+        return None if m is None else ([parse_money(m[1]), parse_number(m[2])], parse_money(m[3]), m[0])
     m = re.search(r"rated (\d) and (\d), shows [\d.]+ stars; it should show (\d)", flat)
     if m is not None:
-        return [[float(m[1]), float(m[2])]], float(m[3])
+        return [[float(m[1]), float(m[2])]], float(m[3]), m[0]
     m = re.search(r"product with (?:no|zero) reviews", flat)
-    return None if m is None else ([[]], 0.0)
+    return None if m is None else ([[]], 0.0, m[0])
 
 
 def correct(kind: str, args: list[Any]) -> Any:
@@ -513,6 +521,16 @@ class ReproduceBug:
                     "params": {"message": thread["message"], "answers": thread["details"], "key_in": project},
                 }
             )
+        if difficulty >= 2:
+            checks.append(
+                {
+                    "id": "reply-restates-input",
+                    "description": "The reply restates the case in the customer's own words (their figures), so they "
+                    "can tell it is their case.",
+                    "fn": "reply_in_thread",
+                    "params": {"message": thread["message"], "pattern": said.echo, "key_in": project},
+                }
+            )
         design = params.get("by_design")
         if design is not None:
             checks += [
@@ -554,11 +572,11 @@ class ReproduceBug:
             found = parse_report(kind, "\n".join(m["body"] for m in thread))
             if found is None:
                 continue
-            args, wanted = found
-            (bugs if correct(kind, args) == wanted else designed).append((thread, args))
-        for thread, args in bugs[:1]:
-            self._reproduce(env, repo, project, path, kind, source, thread, args)
-        for thread, _ in designed:
+            args, wanted, words = found
+            (bugs if correct(kind, args) == wanted else designed).append((thread, args, words))
+        for thread, args, words in bugs[:1]:
+            self._reproduce(env, repo, project, path, kind, source, thread, args, words)
+        for thread, _, _ in designed:
             rule = next((line for line in docs.splitlines() if DESIGN_WORDS[kind] in line), "")
             env.call(
                 "mail_reply",
@@ -578,6 +596,7 @@ class ReproduceBug:
         source: str,
         thread: list[dict[str, Any]],
         args: list[Any],
+        words: str,
     ) -> None:
         """The failing test on a branch, its request, the ticket naming it, the reply naming the ticket."""
         fn = re.search(r"^def (\w+)\(", source, re.M)
@@ -617,8 +636,8 @@ class ReproduceBug:
         env.call(
             "mail_reply",
             message_id=thread[-1]["id"],
-            body=f"Hello,\n\nThank you for the details: we reproduced the problem and track it as {made['key']}. "
-            "We will let you know once the fix is released.\n\nBest regards",
+            body=f"Hello,\n\nThank you for the details: we reproduced the problem you describe (\"{words}\") and "
+            f"track it as {made['key']}. We will let you know once the fix is released.\n\nBest regards",
         )
 
 

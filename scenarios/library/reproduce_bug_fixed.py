@@ -161,7 +161,7 @@ class ReproduceBugFixed(ReproduceBug):
             found = parse_report(kind, "\n".join(m["body"] for m in thread))
             if found is None:
                 continue
-            args, wanted = found
+            args, wanted, _ = found
             if correct(kind, args) != wanted:
                 rule = next((line for line in docs["content"].splitlines() if DESIGN_WORDS[kind] in line), "")
                 body = f"Hello,\n\nThank you for the report. This one is intended: it works as documented: {rule}"
