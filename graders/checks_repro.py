@@ -171,7 +171,9 @@ _TICKETS = (
 
 def _filed(ctx: GradingContext, project: str) -> list[Any]:
     """The tickets this episode filed in ``project``, oldest first."""
-    rows = ctx.kept("repro_tickets", ("tickets", "projects"), lambda: rows_in(ctx, _TICKETS, inserted_ids(ctx, "tickets")))
+    rows = ctx.kept(
+        "repro_tickets", ("tickets", "projects"), lambda: rows_in(ctx, _TICKETS, inserted_ids(ctx, "tickets"))
+    )
     return [r for r in rows if str(r[5]) == project.upper()]
 
 

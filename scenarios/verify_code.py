@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import json
 import re
+import tempfile
 from collections.abc import Mapping
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from scenarios.verify import VERIFIERS, Evidence, Verdict, _ids, _summary, verify_fix_test
@@ -328,12 +330,9 @@ def _thread_replies(ev: Evidence, header: str) -> list[tuple[int, int | None, st
 
 
 def _run_new_tests(git: Any, head: str, tests: list[str], module_path: str, source: str) -> int | None:
-    """pytest's exit code for ``tests`` at ``head`` with ``module_path`` replaced by ``source`` (None: no run)."""
-    import tempfile  # noqa: PLC0415 - the sandbox loads only for code tasks
-    from pathlib import Path  # noqa: PLC0415
-
-    from mcp_tools.git.pipeline import PIPELINE_LIMITS, code_sandbox  # noqa: PLC0415
-    from mcp_tools.git.trees import export  # noqa: PLC0415
+    """The pytest exit code for ``tests`` at ``head`` with ``module_path`` replaced by ``source`` (None: no run)."""
+    from mcp_tools.git.pipeline import PIPELINE_LIMITS, code_sandbox  # the sandbox loads only for code tasks
+    from mcp_tools.git.trees import export
 
     with tempfile.TemporaryDirectory(prefix="companysim-verify-") as tmp:
         tree = export(git, head, Path(tmp) / "t")
@@ -427,11 +426,7 @@ def verify_reproduce_bug(ev: Evidence) -> Verdict:
     if str(p["function"]) not in said:
         reasons.append(f"{key} does not name {p['function']}")
     replies = _thread_replies(ev, str(p["customer"]["message"]))
-    good = [
-        (i, parent)
-        for i, parent, body in replies
-        if key in body and not any(w in body.lower() for w in _PROMISES)
-    ]
+    good = [(i, parent) for i, parent, body in replies if key in body and not any(w in body.lower() for w in _PROMISES)]
     if not good:
         reasons.append(f"no reply in the customer's thread names {key} without promising a date")
     details = str(p["customer"]["details"])

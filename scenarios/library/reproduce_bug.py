@@ -163,7 +163,8 @@ def report(kind: str, rng: Any, formatted: bool, design: bool) -> Report:
         text = head + f"{opened(number)}: it should list orders #{want[0]} to #{want[-1]}, but it lists #{got[0]} to"
         text += f" #{got[-1]}."
         return Report(
-            text, [items, number, size], want, [(f"page {number}", literal(number)), (f"{size} per page", literal(size))],
+            text, [items, number, size], want,
+            [(f"page {number}", literal(number)), (f"{size} per page", literal(size))],
             rf"(\b(page {number}|{ORDINALS[number]} page)\b|,\s*{number}\s*,\s*{size}\s*\))",
             rf"(\[\s*{want[0]}\s*,|#{want[0]}\b)",
             rf"(\[\s*{got[0]}\s*,|#{got[0]}\b)", rf"\b{opened(number)}\b",
@@ -177,16 +178,17 @@ def report(kind: str, rng: Any, formatted: bool, design: bool) -> Report:
             return Report(text, [1005, 50], 503)
         amount = int(rng.integers(100_000, 1_000_000)) if formatted else int(rng.integers(1_000, 10_000))
         percent = (10, 15, 20, 25)[int(rng.integers(4))]
-        want, got = amount * (100 - percent) // 100, amount * percent // 100
+        price, charged = amount * (100 - percent) // 100, amount * percent // 100
         off = f"{WORDS[percent] if percent < len(WORDS) else percent} percent" if formatted else f"{percent}%"
         text = (
             f"We sold an order of {money(amount)} with coupon SAVE{percent} ({off} off). The customer should have "
-            f"paid {money(want)}, but was charged {money(got)}."
+            f"paid {money(price)}, but was charged {money(charged)}."
         )
         said = rf"({literal(amount)}|{re.escape(money(amount))}|{re.escape(money(amount)[1:].replace(',', ''))})"
         return Report(
-            text, [amount, percent], want, [(f"{amount} cents", literal(amount)), (f"{percent}%", literal(percent))],
-            said, rf"({literal(want)}|{re.escape(money(want))})", rf"({literal(got)}|{re.escape(money(got))})",
+            text, [amount, percent], price, [(f"{amount} cents", literal(amount)), (f"{percent}%", literal(percent))],
+            said, rf"({literal(price)}|{re.escape(money(price))})",
+            rf"({literal(charged)}|{re.escape(money(charged))})",
             re.escape(money(amount)),
         )  # fmt: skip
     if design:
@@ -478,13 +480,16 @@ class ReproduceBug:
             *(
                 {
                     "id": f"ticket-{part}",
-                    "description": f"The ticket states the {part} result." if part != "input" else
-                    "The ticket states the customer's input.",
+                    "description": f"The ticket states the {part} result."
+                    if part != "input"
+                    else "The ticket states the customer's input.",
                     "fn": "new_ticket_matches",
                     "params": {"project": project, "pattern": pattern},
                 }
                 for part, pattern in (
-                    ("input", said.said_input), ("expected", said.said_expected), ("actual", said.said_actual)
+                    ("input", said.said_input),
+                    ("expected", said.said_expected),
+                    ("actual", said.said_actual),
                 )
             ),  # fmt: skip
             {
@@ -567,7 +572,8 @@ class ReproduceBug:
         repo, project = read_prompt(env.prompt)
         path, kind, source = find_module(env, repo)
         docs = env.call("git_read_file", repo=repo, path=docs_path(path))["content"]
-        bugs, designed = [], []
+        bugs: list[tuple[list[dict[str, Any]], list[Any], str]] = []
+        designed: list[tuple[list[dict[str, Any]], list[Any], str]] = []
         for thread in customer_threads(env):
             found = parse_report(kind, "\n".join(m["body"] for m in thread))
             if found is None:
@@ -582,7 +588,7 @@ class ReproduceBug:
                 "mail_reply",
                 message_id=thread[-1]["id"],
                 body=f"Hello,\n\nThank you for the report. This one is intended: it works as documented in "
-                f"{docs_path(path)}: \"{rule}\"\n\nBest regards",
+                f'{docs_path(path)}: "{rule}"\n\nBest regards',
             )
         env.call("submit", summary="Reproduced the customer's bug with a failing test; filed and answered.")
 
@@ -636,7 +642,7 @@ class ReproduceBug:
         env.call(
             "mail_reply",
             message_id=thread[-1]["id"],
-            body=f"Hello,\n\nThank you for the details: we reproduced the problem you describe (\"{words}\") and "
+            body=f'Hello,\n\nThank you for the details: we reproduced the problem you describe ("{words}") and '
             f"track it as {made['key']}. We will let you know once the fix is released.\n\nBest regards",
         )
 
