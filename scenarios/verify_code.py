@@ -1,9 +1,11 @@
-"""Independent verifiers of ``ship-fix-v0`` and ``code-review-v0`` (``scenarios.verify`` holds the registry).
+"""Independent verifiers of the later code families (``scenarios.verify`` holds the registry).
 
 Same contract as ``scenarios.verify``: "solved" is decided from the hidden params, the final state in raw SQL
 and the episode's steps, never from the rubric. The fix itself is judged by ``verify_fix_test`` (the same bug
 task); the shipping is judged here from the forge's rows: the request merged, each code owner's last verdict
 before the merge an approval of the merged head, the owners named, the ticket done with a comment naming it.
+code-review, dependency-bump and reproduce-bug (and its impossible variant) follow, each in its own block; the
+reproduction's test is run by this module's own export and pytest call, not the rubric's check.
 """
 
 from __future__ import annotations
