@@ -18,7 +18,8 @@ test failing on the buggy module. Scored: a test file added, the test passing on
 the input, the expected and the actual result, naming the request, and the reply in the thread, naming the
 key, promising no date. The test is run for real in the sandbox (``graders.checks_repro``).
 
-Difficulty (0..3) changes the work:
+Difficulty (0..3) changes the work: a vague first mail with the case in a second one (1+), figures written as
+people write them (2+), a second customer reporting documented behaviour (3). In detail:
 
 * 1: the customer's first mail is vague ("some bookings are refused"); a second mail in the thread an hour
   later gives the exact case, and the reply must answer that one;
