@@ -30,7 +30,7 @@ from mcp_tools.git.trees import export
 
 _REQUESTS = ("merge_requests",)
 _TEST_FILE = re.compile(r"^tests/(?:.+/)?test_[^/]*\.py$")
-_CONFIG = ("conftest.py", "pytest.ini", ".pytest.ini", "pytest.toml", ".pytest.ini", "tox.ini", "setup.cfg")
+_CONFIG = ("conftest.py", "pytest.ini", ".pytest.ini", "pytest.toml", ".pytest.toml", "tox.ini", "setup.cfg")
 _INI = "companysim-repro.ini"
 
 
@@ -224,7 +224,7 @@ _SENT = (
 )
 
 
-@check_fn("reply_in_thread", reads=("mail_messages", "mail_recipients", "tickets"))
+@check_fn("reply_in_thread", reads=("mail_messages", "mail_recipients", "mailboxes", "tickets", "projects"))
 def reply_in_thread(
     ctx: GradingContext,
     message: str,
