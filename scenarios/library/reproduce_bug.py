@@ -16,7 +16,9 @@ What counts (the rubric): gates: the merge request, existing tests and pytest's 
 test failing on the buggy module. Scored: a test file added, the test passing on the correct module (an
 ``assert False`` does not), each of the customer's values used in the test, the ticket filed, a bug, stating
 the input, the expected and the actual result, naming the request, and the reply in the thread, naming the
-key, promising no date. The test is run for real in the sandbox (``graders.checks_repro``).
+key, promising no date; from 1 the reply answers the mail with the details, from 2 it restates the
+customer's figures, at 3 the by-design reply says so. The test is run for real in the sandbox
+(``graders.checks_repro``).
 
 Difficulty (0..3) changes the work: a vague first mail with the case in a second one (1+), figures written as
 people write them (2+), a second customer reporting documented behaviour (3). In detail:
@@ -24,10 +26,11 @@ people write them (2+), a second customer reporting documented behaviour (3). In
 * 1: the customer's first mail is vague ("some bookings are refused"); a second mail in the thread an hour
   later gives the exact case, and the reply must answer that one;
 * 2: as 1, and the numbers are written as people write them ("$1,248.20", "fifteen percent", "the 2nd page",
-  "twelve seats"): they must be mapped to the module's arguments (cents, a page number, an int);
+  "twelve seats"): they must be mapped to the module's arguments (cents, a page number, an int), and the
+  reply restates them as the customer wrote them;
 * 3: as 2, and a second customer reports a different symptom of the same module that is the documented
   behaviour (rounding down to whole cents, an empty page past the end...): it must be answered in its own
-  thread as by design (the docs say so), with no ticket and no test for it.
+  thread as by design (the docs say so), and no ticket filed for it (exactly one ticket is filed).
 
 The bug family rotates with the difficulty, as in fix-failing-test.
 """
