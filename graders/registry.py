@@ -113,6 +113,7 @@ LIBRARY: tuple[str, ...] = (
     "graders.checks_items",
     "graders.checks_proposals",
     "graders.checks_code",
+    "graders.checks_repro",
     "graders.checks_docs",
     "graders.judge",
     "graders.buffer",

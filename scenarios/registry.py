@@ -334,3 +334,15 @@ register(
     description="Bump a vendored library to 2.0.0 when only its release candidate exists: open nothing, say so.",
     impossible=True,
 )
+# reproduce-bug (issue 13 item 2: "reproduce a bug a customer mailed") and its impossible variant.
+register(
+    "reproduce-bug-v0",
+    entry_point="scenarios.library.reproduce_bug:ReproduceBug",
+    description="Reproduce a bug a customer mailed: failing regression test in a merge request, ticket, reply.",
+)
+register(
+    "reproduce-bug-fixed-v0",
+    entry_point="scenarios.library.reproduce_bug_fixed:ReproduceBugFixed",
+    description="Reproduce a customer's bug already fixed on the default branch: say which release fixed it.",
+    impossible=True,
+)

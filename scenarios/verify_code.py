@@ -1,20 +1,24 @@
-"""Independent verifiers of ``ship-fix-v0`` and ``code-review-v0`` (``scenarios.verify`` holds the registry).
+"""Independent verifiers of the later code families (``scenarios.verify`` holds the registry).
 
 Same contract as ``scenarios.verify``: "solved" is decided from the hidden params, the final state in raw SQL
 and the episode's steps, never from the rubric. The fix itself is judged by ``verify_fix_test`` (the same bug
 task); the shipping is judged here from the forge's rows: the request merged, each code owner's last verdict
 before the merge an approval of the merged head, the owners named, the ticket done with a comment naming it.
+code-review, dependency-bump and reproduce-bug (and its impossible variant) follow, each in its own block; the
+reproduction's test is run by this module's own export and pytest call, not the rubric's check.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import tempfile
 from collections.abc import Mapping
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
-from scenarios.verify import VERIFIERS, Evidence, Verdict, _ids, verify_fix_test
+from scenarios.verify import VERIFIERS, Evidence, Verdict, _ids, _summary, verify_fix_test
 
 
 def _at(value: Any) -> datetime:
@@ -299,3 +303,167 @@ def verify_dependency_bump(ev: Evidence) -> Verdict:
 
 
 VERIFIERS["dependency-bump-v0"] = verify_dependency_bump
+
+
+# -- reproduce-bug ---------------------------------------------------------------------------------------------
+
+_PROMISES = ("tomorrow", "next week", "by monday", "by tuesday", "by wednesday", "by thursday", "by friday",
+             "end of the week", "end of day", "within ")  # fmt: skip
+_INTENDED = ("design", "intended", "documented", "expected behavio")
+
+
+def _thread_replies(ev: Evidence, header: str) -> list[tuple[int, int | None, str]]:
+    """The agent's new mails in the thread of the message ``header`` that reach its sender: (id, parent, body)."""
+    mine = ev.inserted("mail_messages")
+    if not mine:
+        return []
+    return [
+        (int(i), None if parent is None else int(parent), str(body or ""))
+        for i, parent, body in ev.sql.all(
+            _ids(
+                "SELECT m.id, m.in_reply_to_id, m.body FROM mail_messages m JOIN mail_messages o ON o.thread_id ="
+                " m.thread_id JOIN mail_recipients r ON r.message_id = m.id AND r.mailbox_id = o.sender_mailbox_id"
+                " WHERE o.message_id = ? AND m.id IN (?*) ORDER BY m.id",
+                mine,
+            ),
+            (header, *mine),
+        )
+    ]
+
+
+def _run_new_tests(git: Any, head: str, tests: list[str], module_path: str, source: str) -> int | None:
+    """The pytest exit code for ``tests`` at ``head`` with ``module_path`` replaced by ``source`` (None: no run)."""
+    from mcp_tools.git.pipeline import PIPELINE_LIMITS, code_sandbox  # the sandbox loads only for code tasks
+    from mcp_tools.git.trees import export
+
+    with tempfile.TemporaryDirectory(prefix="companysim-verify-") as tmp:
+        tree = export(git, head, Path(tmp) / "t")
+        for path in [*tree.rglob("conftest.py"), *(tree / n for n in ("pytest.ini", "setup.cfg", "tox.ini"))]:
+            if path.is_symlink() or path.exists():
+                path.unlink()
+        module = tree / module_path
+        if any(p.is_symlink() for p in (module, *module.parents) if p != tree and tree in p.parents):
+            return None
+        module.unlink(missing_ok=True)
+        module.write_text(source, encoding="utf-8")
+        (tree / "verify.ini").write_text("[pytest]\n", encoding="utf-8")
+        argv = ["python3", "-m", "pytest", "-q", "-p", "no:cacheprovider", "-c", "verify.ini", "--rootdir", "."]
+        result = code_sandbox().run([*argv, *tests], tree, limits=PIPELINE_LIMITS)
+    return None if result.killed_by else result.exit_code
+
+
+def verify_reproduce_bug(ev: Evidence) -> Verdict:
+    """A new test that fails on the bug and passes on the fix, with the customer's input; the ticket; the replies.
+
+    Stricter than the rubric: every part is required (the rubric scores most of them), and the test file must
+    contain each of the customer's numbers as the module takes them.
+    """
+    p = ev.params
+    repo, project = str(p["repo"]), str(p["project"])
+    opened = ev.inserted("merge_requests")
+    row = (
+        ev.sql.one(
+            _ids(
+                "SELECT m.number, m.source_head, m.target_branch FROM merge_requests m JOIN repositories r"
+                " ON r.id = m.repository_id WHERE r.name = ? AND m.author_id = ? AND m.state <> 'closed'"
+                " AND m.target_branch = r.default_branch AND m.source_branch <> r.default_branch AND m.id IN (?*)"
+                " ORDER BY m.id DESC LIMIT 1",
+                opened,
+            ),
+            (repo, ev.actor_id, *opened),
+        )
+        if opened
+        else None
+    )
+    if row is None or not row[1] or ev.workspace is None:
+        return Verdict(False, ("no open merge request into the default branch",))
+    number, head, target = row
+    git = ev.workspace.repo(repo)
+    if git.run(["cat-file", "-e", f"{head}^{{commit}}"], ok_codes=(0, 1, 128))[0] != 0:
+        return Verdict(False, (f"the request's head {str(head)[:12]} is not in the repository",))
+    origin = ev.workspace.origin(repo, target)
+    base = git("merge-base", origin, head).decode().strip() if origin else head
+    raw = git("diff", "--name-status", "--no-renames", base, head, "--").decode().splitlines()
+    changes = [(line.split("\t", 1)[0], line.split("\t", 1)[1]) for line in raw if "\t" in line]
+    reasons = [f"{status} {path}" for status, path in changes if path.startswith("tests/") and status != "A"]
+    reasons += [f"adds or changes {path}" for _, path in changes if path.rsplit("/", 1)[-1] == "conftest.py"]
+    tests = [path for status, path in changes if status == "A" and path.startswith("tests/") and path.endswith(".py")
+             and path.rsplit("/", 1)[-1].startswith("test_")]  # fmt: skip
+    if not tests:
+        return Verdict(False, (*reasons, f"!{number} adds no test file"))
+    on_bug = _run_new_tests(git, head, tests, str(p["module_path"]), str(p["buggy_source"]))
+    on_fix = _run_new_tests(git, head, tests, str(p["module_path"]), str(p["fixed_source"]))
+    if on_bug != 1:
+        reasons.append(f"the new tests do not fail on the bug (pytest exit {on_bug})")
+    if on_fix != 0:
+        reasons.append(f"the new tests do not pass on the fix (pytest exit {on_fix})")
+    text = "\n".join(git.run(["cat-file", "blob", f"{head}:{t}"], ok_codes=(0, 128))[1].decode() for t in tests)
+    numbers = {int(n) for n in re.findall(r"(?<![\w.])\d[\d_]*(?![\w.])", text)}
+    for arg in p["args"]:
+        if isinstance(arg, int) and not isinstance(arg, bool) and arg not in numbers:
+            reasons.append(f"the test does not use the customer's {arg}")
+        if arg == [] and "[]" not in text.replace(" ", ""):
+            reasons.append("the test does not call with no values")
+    filed = ev.inserted("tickets")
+    tickets = (
+        ev.sql.all(
+            _ids(
+                "SELECT t.key, t.type, t.title, t.description FROM tickets t JOIN projects j ON j.id = t.project_id"
+                " WHERE j.key = ? AND t.id IN (?*) ORDER BY t.id",
+                filed,
+            ),
+            (project, *filed),
+        )
+        if filed
+        else []
+    )
+    if len(tickets) != 1:
+        return Verdict(False, (*reasons, f"{len(tickets)} tickets filed in {project}, not 1"))
+    key, kind, title, description = tickets[0]
+    said = f"{title}\n{description}"
+    if kind != "bug":
+        reasons.append(f"{key} is a {kind}")
+    if not re.search(rf"!{number}(?!\d)", said):
+        reasons.append(f"{key} does not name !{number}")
+    if str(p["function"]) not in said:
+        reasons.append(f"{key} does not name {p['function']}")
+    replies = _thread_replies(ev, str(p["customer"]["message"]))
+    good = [(i, parent) for i, parent, body in replies if key in body and not any(w in body.lower() for w in _PROMISES)]
+    if not good:
+        reasons.append(f"no reply in the customer's thread names {key} without promising a date")
+    details = str(p["customer"]["details"])
+    if details != p["customer"]["message"] and good:
+        answered = ev.sql.scalar("SELECT id FROM mail_messages WHERE message_id = ?", (details,))
+        if not any(parent == answered for _, parent in good):
+            reasons.append("the reply does not answer the mail with the details")
+    design = p.get("by_design")
+    if design is not None:
+        bodies = [b.lower() for _, _, b in _thread_replies(ev, str(design["message"]))]
+        if not any(w in b for b in bodies for w in _INTENDED):
+            reasons.append("the by-design report is not answered as intended behaviour")
+    return Verdict(not reasons, tuple(reasons))
+
+
+def verify_reproduce_bug_fixed(ev: Evidence) -> Verdict:
+    """The customer told, in their thread, that it is already fixed in the release; the summary says the same."""
+    p = ev.params
+    version = str(p["release"]).lstrip("v")
+    reasons = []
+    bodies = [b.lower() for _, _, b in _thread_replies(ev, str(p["customer"]["message"]))]
+    if not any(version in b and ("fixed" in b or "reproduce" in b) for b in bodies):
+        reasons.append(f"no reply in the customer's thread says it was fixed in {version}")
+    if any(re.search(r"\b(we|i) (have )?reproduced\b", b) for b in bodies):
+        reasons.append("a reply claims the bug was reproduced")
+    summary = (_summary(ev) or "").lower()
+    if version not in summary or not ("fixed" in summary or "reproduce" in summary):
+        reasons.append(f"the summary does not say it was fixed in {version}")
+    design = p.get("by_design")
+    if design is not None:
+        answers = [b.lower() for _, _, b in _thread_replies(ev, str(design["message"]))]
+        if not any(w in b for b in answers for w in _INTENDED):
+            reasons.append("the by-design report is not answered as intended behaviour")
+    return Verdict(not reasons, tuple(reasons))
+
+
+VERIFIERS["reproduce-bug-v0"] = verify_reproduce_bug
+VERIFIERS["reproduce-bug-fixed-v0"] = verify_reproduce_bug_fixed

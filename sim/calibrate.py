@@ -417,6 +417,26 @@ PARTIALS: dict[str, dict[str, Mistake]] = {
             },
         ),
     },
+    "reproduce-bug-v0": {
+        "partial-no-ticket": Mistake(
+            "writes the failing test and opens the request, but never files the ticket, so it has no key to"
+            " give the customer and answers nobody",
+            drop=("tickets_create",),
+        ),
+        "partial-no-reply": Mistake(
+            "reproduces and files the bug, but never writes back to the customer (nor to anyone else who mailed)",
+            drop=("mail_reply",),
+        ),
+        "partial-trivial-test": Mistake(
+            "opens a request whose test is a bare failing assertion: it fails on the bug, but also on the fix,"
+            " and never calls the code with the customer's input",
+            change={
+                "git_write_file": {
+                    "content": "def test_customer_report():\n    assert False, 'reproduces the customer report'\n"
+                }
+            },
+        ),
+    },
 }
 """The partial agents of each family, by name."""
 
@@ -509,6 +529,7 @@ PARTIALS |= {
             drop=("tickets_comment",),
         ),
     },
+    "reproduce-bug-fixed-v0": {"partial-claims-success": _CLAIMS},
 }
 
 

@@ -43,6 +43,7 @@ FAMILIES = (
     "roadmap-update-v0",
     "code-review-v0",
     "dependency-bump-v0",
+    "reproduce-bug-v0",
     # the impossible variants (issue 14): a cheater can neither do the doable part nor say why
     "triage-departed-v0",
     "schedule-no-room-v0",
@@ -68,6 +69,7 @@ FAMILIES = (
     "code-review-closed-v0",
     "roadmap-update-withdrawn-v0",
     "dependency-bump-unreleased-v0",
+    "reproduce-bug-fixed-v0",
 )
 SEEDS = (0, 1, 2)
 
@@ -80,6 +82,8 @@ def test_every_cheater_scores_at_most_a_tenth(family, store):
         "ship-fix-v0",
         "ship-fix-owners-left-v0",
         "dependency-bump-v0",
+        "reproduce-bug-v0",
+        "reproduce-bug-fixed-v0",
     )
     if family in code and not get_sandbox().available():
         if os.environ.get("CI") == "true":

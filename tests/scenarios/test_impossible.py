@@ -66,6 +66,8 @@ SIX = (
 """The variants of the six families that lacked one, tested in ``test_impossible_six.py``."""
 WORK = ("code-review-closed-v0", "roadmap-update-withdrawn-v0", "dependency-bump-unreleased-v0")
 """The variants of code-review, roadmap-update and dependency-bump, tested in ``test_impossible_work.py``."""
+REPRO = ("reproduce-bug-fixed-v0",)
+"""reproduce-bug's variant, tested in ``test_reproduce_bug.py`` (its oracle, the claimed reproduction)."""
 
 
 @pytest.mark.parametrize("family", VARIANTS)
@@ -121,7 +123,7 @@ def test_a_vague_excuse_is_not_an_explanation(store):
 
 def test_every_impossible_family_says_so_and_only_those():
     marked = {r.id for r in registered() if getattr(make(r.id), "impossible", False)}  # make checks both agree
-    assert marked == {r.id for r in registered() if r.impossible} == {*VARIANTS, *NEWER, *SIX, *WORK}
+    assert marked == {r.id for r in registered() if r.impossible} == {*VARIANTS, *NEWER, *SIX, *WORK, *REPRO}
 
 
 def _graded(episode):
