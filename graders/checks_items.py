@@ -23,7 +23,15 @@ from zoneinfo import ZoneInfo
 
 from graders.base import CheckOutcome, GradingContext, check_fn
 from graders.checks_common import Regex, employee_id, listing, rx
-from graders.checks_meetings import _BUSY, _attendees, _clashes, _meeting_touches, _own_touches, _people, _the_meeting
+from graders.checks_meetings import (
+    Calendar,
+    _attendees,
+    _labels,
+    _meeting_touches,
+    _own_touches,
+    _people,
+    _the_meeting,
+)
 from mcp_tools.calendar.slots import Person
 from worlds.rawsql import Sql
 
@@ -73,15 +81,15 @@ def meeting_person_in_hours(ctx: GradingContext, title_pattern: Regex, username:
 
 
 def _busy(ctx: GradingContext, m: Any) -> dict[int, list[str]]:
-    """Every committed participant's other events overlapping the meeting (once per meeting and grade)."""
+    """Every committed participant's other events overlapping the meeting, as labels.
 
-    def find() -> dict[int, list[str]]:
-        going = [a.employee_id for a in _attendees(ctx, m.id) if a.rsvp != "declined"]
-        ids = sorted({m.organizer_id, *going})
-        marks = ", ".join("?" * len(ids))
-        return _clashes(ctx, _BUSY.format(marks), [*ids, *ids], m.id, m.start_at, m.end_at)
-
-    return ctx.kept(("item-busy", m.id), _TABLES, find)
+    Read through the episode's kept calendar (``checks_meetings.Calendar``), the one the double-booking check
+    reads, so the per-person checks and that check share their lookups.
+    """
+    going = [a.employee_id for a in _attendees(ctx, m.id) if a.rsvp != "declined"]
+    ids = sorted({m.organizer_id, *going})
+    busy, _room = Calendar.of(ctx).clashes(ctx, ids, None, (m.start_at, m.end_at))
+    return {emp: labels for emp in ids if (labels := _labels(busy[emp], m.id))}
 
 
 @check_fn("meeting_person_free", reads=_TABLES, touches=_meeting_touches)
