@@ -94,6 +94,15 @@ def tmp_data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return d
 
 
+_WORKER = os.environ.get("PYTEST_XDIST_WORKER")
+if _WORKER:
+    # `make test` runs the suite on two xdist workers. Each gets a TMPDIR of its own, so the checks that nothing
+    # was left behind (here and in tests that compare $TMPDIR before and after) see only their own worker's
+    # files; the worker removes it when its session ends.
+    _OWN_TMP = Path(tempfile.gettempdir()) / f"pytest-xdist-{_WORKER}-{os.getpid()}"
+    _OWN_TMP.mkdir()
+    os.environ["TMPDIR"] = str(_OWN_TMP)
+    tempfile.tempdir = None
 _TMP = Path(tempfile.gettempdir())
 _KEEP = ("companysim-docker",)  # the private engine CI starts before the suite, and removes after it
 
@@ -116,3 +125,5 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if left:
         sys.stderr.write(f"\nleft behind in {_TMP}: {', '.join(left[:20])}\n")
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
+    if _WORKER:
+        shutil.rmtree(_TMP, ignore_errors=True)
