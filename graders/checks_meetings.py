@@ -341,22 +341,32 @@ Window = tuple[datetime, datetime]
 Clash = tuple[Any, int, str]  # (stored start, event id, label): sorted, the order the busy query gives
 
 
+Busy = tuple[Any, int, str, datetime, datetime, str | None, datetime | None]  # stored start, id, label, span, rule
+_HORIZON = (timedelta(days=14), timedelta(days=60))  # kept around the first meeting window: before, after
+
+
 class Calendar:
-    """Per episode, who (or which room) is committed to what during each meeting window asked about so far.
+    """Per episode, each participant's (and room's) commitments over a horizon, and their clashes per window.
 
     Why: the double-booking check is re-run whenever an event or an invitation changes (onboarding books several
-    meetings in a row, coworkers answer invitations), and re-querying every participant's events with their
-    recurring series expanded cost most of a step's progress score. Kept in ``ctx.lasting`` and brought up to
-    date from the change log rows it has not seen: a new event or invitation is tested against the cached windows
-    of its organiser, invitee or room only; an answer that keeps someone busy (or free) changes nothing; any
-    other change to a commitment forgets that person's windows (or, when the rows cannot say whose, all of
-    them), which the next check queries again. Every event is kept here, the meeting itself too; the check
-    leaves the meeting out when it reads a window.
+    meetings in a row, coworkers answer invitations), and a new meeting time used to query every participant's
+    events again. Here a person's or room's live events over the horizon (two weeks before the first meeting
+    window asked about to sixty days after it) are read once per episode, one query for everyone not read yet,
+    so a booking at a new time is a lookup: the window's clashes are filtered from what is kept (a series by
+    its starts, expanded once) and kept per window. Kept in ``ctx.lasting`` and brought up to date from the
+    change log rows it has not seen: a new event or invitation is added to its organiser's, invitee's or
+    room's events and windows; an answer that keeps someone busy (or free) changes nothing; an answer that
+    frees or commits someone forgets that person, who is read again; any other change to an event forgets
+    everyone (the rows do not say who is committed to it). A window outside the horizon widens it and forgets
+    everyone. Every event is kept here, the meeting itself too; the check leaves it out when it reads a window.
     """
 
     def __init__(self) -> None:
         self.seen = {"events": 0, "event_attendees": 0}
-        self.people: dict[int, dict[Window, dict[int, Clash]]] = {}
+        self.horizon: Window | None = None
+        self.busy: dict[int, dict[int, Busy]] = {}  # person -> their commitments over the horizon, by event id
+        self.room_busy: dict[int, dict[int, Busy]] = {}
+        self.people: dict[int, dict[Window, dict[int, Clash]]] = {}  # person -> window -> clashes
         self.rooms: dict[int, dict[Window, dict[int, Clash]]] = {}
         self.spans: dict[tuple[Any, ...], bool] = {}  # (start, end, rule, until, window) -> overlaps
 
@@ -379,6 +389,17 @@ class Calendar:
             found = self.spans[key] = _recurs_in(start, end, rule, until, w)
         return found
 
+    def forget(self, who: int | None = None) -> None:
+        """Drop one person's kept events and windows (None: everyone's and every room's)."""
+        if who is None:
+            self.busy.clear()
+            self.people.clear()
+            self.room_busy.clear()
+            self.rooms.clear()
+        else:
+            self.busy.pop(who, None)
+            self.people.pop(who, None)
+
     def sync(self, ctx: GradingContext) -> None:
         """Fold in the event and invitation rows logged since the last call."""
         events, invites = ctx.changed_rows("events"), ctx.changed_rows("event_attendees")
@@ -386,17 +407,17 @@ class Calendar:
         if not new_events and not new_invites:
             return
         self.seen = {"events": len(events), "event_attendees": len(invites)}
-        if not self.people and not self.rooms:
+        if not self.busy and not self.room_busy:
             return
         adds: list[tuple[int, int]] = []  # (person, event): a new commitment
         for r in new_events:
             if r.op == "insert" and isinstance(r.changes.get("organizer_id"), int):
                 adds.append((r.changes["organizer_id"], int(r.key[0])))
             elif r.op == "update" and _HARMLESS["events"].issuperset(r.changes):
-                self.rooms.clear()  # a room booked or moved: the people's commitments stand
-            else:  # a new time, a cancellation, a new title: every window of anyone invited may change
-                self.people.clear()
+                self.room_busy.clear()  # a room booked or moved: the people's commitments stand
                 self.rooms.clear()
+            else:  # a new time, a cancellation, a new title: anyone invited may be affected
+                self.forget()
                 return
         for r in new_invites:
             who = r.changes.get("employee_id")
@@ -410,57 +431,76 @@ class Calendar:
                     continue  # needs_action -> accepted: as busy as before
                 who = Sql.of(ctx.session).scalar(_ATTENDEE_OF, (r.key[0],))
             elif r.op != "delete":
-                who = None  # an invitation moved to another event or person: the rows do not say whose windows
+                who = None  # an invitation moved to another event or person: the rows do not say whose
             if isinstance(who, int):
-                self.people.pop(who, None)
+                self.forget(who)
             else:
-                self.people.clear()
-        wanted = {e for p, e in adds if p in self.people}
-        if self.rooms:
+                self.forget()
+                return
+        wanted = {e for p, e in adds if p in self.busy}
+        if self.room_busy:
             wanted.update(int(r.key[0]) for r in new_events if r.op == "insert")
         if not wanted:
             return
         rows = {r[0]: r for r in rows_in(ctx, _EVENT_ROWS, sorted(wanted))}
         for person, event_id in adds:
-            self._add(self.people.get(person), rows.get(event_id))
+            self._add(self.busy.get(person), self.people.get(person), rows.get(event_id))
         for r in new_events:
             row = rows.get(int(r.key[0]))
             if r.op == "insert" and row is not None and row[7] is not None:
-                self._add(self.rooms.get(row[7]), row)
+                self._add(self.room_busy.get(row[7]), self.rooms.get(row[7]), row)
 
-    def _add(self, windows: dict[Window, dict[int, Clash]] | None, row: Any) -> None:
-        """Enter a live event in the cached windows it overlaps."""
-        if not windows or row is None or row[6]:
+    def _add(self, busy: dict[int, Busy] | None, windows: dict[Window, dict[int, Clash]] | None, row: Any) -> None:
+        """Enter a live event in someone's kept events and in the kept windows it overlaps."""
+        if busy is None or row is None or row[6]:
             return
         event_id, title, start, end, rule, until = row[0], row[1], _aware(row[2]), _aware(row[3]), row[4], row[5]
-        for w, clashes in windows.items():
-            if start < w[1] and self.overlaps(start, end, rule, _aware(until), w):
-                clashes[event_id] = (row[2], event_id, f"#{event_id} {snippet(title, 30)}")
+        entry: Busy = (row[2], event_id, f"#{event_id} {snippet(title, 30)}", start, end, rule, _aware(until))
+        busy[event_id] = entry
+        for w, clashes in (windows or {}).items():
+            if start < w[1] and self.overlaps(start, end, rule, entry[6], w):
+                clashes[event_id] = entry[:3]
 
     def clashes(
         self, ctx: GradingContext, people: Sequence[int], room: int | None, w: Window
     ) -> tuple[dict[int, dict[int, Clash]], dict[int, Clash]]:
-        """Each person's and the room's events overlapping the window (one query for those not cached)."""
-        missing = sorted({p for p in people if w not in self.people.get(p, {})})
+        """Each person's and the room's events overlapping the window (one query for those not read yet)."""
+        h = self.horizon
+        if h is None or w[0] < h[0] or w[1] > h[1]:
+            lo, hi = w[0] - _HORIZON[0], w[1] + _HORIZON[1]
+            self.horizon = (lo, hi) if h is None else (min(lo, h[0]), max(hi, h[1]))
+            self.forget()
+        missing = sorted({p for p in people if p not in self.busy})
         if missing:
-            found = self._query(ctx, _BUSY.format(", ".join("?" * len(missing))), [*missing, *missing], w)
+            found = self._query(ctx, _BUSY.format(", ".join("?" * len(missing))), [*missing, *missing])
             for p in missing:
-                self.people.setdefault(p, {})[w] = found.get(p, {})
-        mine = {p: self.people[p][w] for p in people}
+                self.busy[p] = found.get(p, {})
+        mine = {p: self._window(self.people.setdefault(p, {}), self.busy[p], w) for p in people}
         if room is None:
             return mine, {}
-        if w not in self.rooms.get(room, {}):
-            self.rooms.setdefault(room, {})[w] = self._query(ctx, _ROOM_BUSY.format("?"), [room], w).get(room, {})
-        return mine, self.rooms[room][w]
+        if room not in self.room_busy:
+            self.room_busy[room] = self._query(ctx, _ROOM_BUSY.format("?"), [room]).get(room, {})
+        return mine, self._window(self.rooms.setdefault(room, {}), self.room_busy[room], w)
 
-    def _query(self, ctx: GradingContext, sql: str, params: list[Any], w: Window) -> dict[int, dict[int, Clash]]:
+    def _window(self, windows: dict[Window, dict[int, Clash]], busy: Mapping[int, Busy], w: Window) -> dict[int, Clash]:
+        """Someone's clashes in a window, filtered from their kept events once per window."""
+        found = windows.get(w)
+        if found is None:
+            found = windows[w] = {
+                b[1]: b[:3] for b in busy.values() if b[3] < w[1] and self.overlaps(b[3], b[4], b[5], b[6], w)
+            }
+        return found
+
+    def _query(self, ctx: GradingContext, sql: str, params: list[Any]) -> dict[int, dict[int, Busy]]:
+        """Live events over the horizon by whose (or which room's) they are."""
+        assert self.horizon is not None
         sql_ = Sql.of(ctx.session)
-        out: dict[int, dict[int, Clash]] = {}
-        for who, event_id, title, start, end, rule, until in sql_.all(sql, [*params, sql_.bind(w[1]), sql_.bind(w[0])]):
-            # the query's bounds already say a one-off overlaps; a series is expanded (start kept as stored: the
-            # query orders by it, and so do the labels)
-            if not rule or self.overlaps(_aware(start), _aware(end), rule, _aware(until), w):
-                out.setdefault(who, {})[event_id] = (start, event_id, f"#{event_id} {snippet(title, 30)}")
+        out: dict[int, dict[int, Busy]] = {}
+        bounds = [sql_.bind(self.horizon[1]), sql_.bind(self.horizon[0])]
+        for who, event_id, title, start, end, rule, until in sql_.all(sql, [*params, *bounds]):
+            label = f"#{event_id} {snippet(title, 30)}"
+            entry = (start, event_id, label, _aware(start), _aware(end), rule, _aware(until))
+            out.setdefault(who, {})[event_id] = entry
         return out
 
 
