@@ -253,6 +253,11 @@ def _people(ctx: GradingContext, ids: Sequence[int]) -> dict[int, Any]:
     return {i: cache[i] for i in sorted(set(ids)) if i in cache}
 
 
+def _expect(ctx: GradingContext, names: Sequence[str]) -> None:
+    """Note coworkers a meeting check names, so the kept calendar reads their events with the first query."""
+    ctx.lasting.setdefault("meeting_people", set()).update(names)
+
+
 def _resolve(ctx: GradingContext, names: Sequence[str]) -> tuple[dict[str, int], list[str]]:
     found: dict[str, int] = {}
     unknown = []
@@ -296,6 +301,7 @@ def meeting_in_working_hours(
 @check_fn("meeting_attendees", reads=("events", "event_attendees", "employees"), touches=_invitee_touches)
 def meeting_attendees(ctx: GradingContext, title_pattern: Regex, attendees: Sequence[str]) -> CheckOutcome:
     """Every named coworker is invited to the meeting (any answer: an invitation is what the agent controls)."""
+    _expect(ctx, attendees)
     m, head = _the_meeting(ctx, title_pattern)
     if m is None:
         return CheckOutcome.of(False, head)
@@ -464,13 +470,18 @@ class Calendar:
     def clashes(
         self, ctx: GradingContext, people: Sequence[int], room: int | None, w: Window
     ) -> tuple[dict[int, dict[int, Clash]], dict[int, Clash]]:
-        """Each person's and the room's events overlapping the window (one query for those not read yet)."""
+        """Each person's and the room's events overlapping the window (one query for those not read yet).
+
+        The people the rubric's meeting checks name (``_expect``) are read with the first, so a later meeting
+        with them is a lookup.
+        """
         h = self.horizon
         if h is None or w[0] < h[0] or w[1] > h[1]:
             lo, hi = w[0] - _HORIZON[0], w[1] + _HORIZON[1]
             self.horizon = (lo, hi) if h is None else (min(lo, h[0]), max(hi, h[1]))
             self.forget()
-        missing = sorted({p for p in people if p not in self.busy})
+        expected = [i for name in sorted(ctx.lasting.get("meeting_people", ())) if (i := employee_id(ctx, name))]
+        missing = sorted({p for p in [*people, *expected] if p not in self.busy})
         if missing:
             found = self._query(ctx, _BUSY.format(", ".join("?" * len(missing))), [*missing, *missing])
             for p in missing:
@@ -571,6 +582,10 @@ def _clash_touches(ctx: GradingContext, row: ChangeRow, title_pattern: str, **kw
         start, end, until = _aware(other[2]), _aware(other[3]), _aware(other[5])
         w = (m.start_at, m.end_at)
         return bool(start < w[1] and Calendar.of(ctx).overlaps(start, end, other[4], until, w))
+    if row.table == "event_attendees" and row.op == "update" and _HARMLESS["event_attendees"].issuperset(row.changes):
+        old, new = row.changes.get("rsvp", ("", ""))
+        if (old in _COMMITTED) == (new in _COMMITTED) and (old == "declined") == (new == "declined"):
+            return False  # needs_action -> accepted: as busy as before, and still a participant
     return _meeting_touches(ctx, row, title_pattern, **kwargs)
 
 
@@ -716,6 +731,7 @@ def meeting_agreed(
     for someone who had already said ``no`` to that time (the rule is to propose another time then).
     Partial credit: the share of coworkers covered.
     """
+    _expect(ctx, attendees)
     m, head = _the_meeting(ctx, title_pattern)
     if m is None:
         return CheckOutcome.of(False, head)
