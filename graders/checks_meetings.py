@@ -20,7 +20,7 @@ import bisect
 import functools
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any, NamedTuple
 from zoneinfo import ZoneInfo
@@ -673,12 +673,33 @@ def meeting_announced(ctx: GradingContext, title_pattern: Regex, channel: str, k
 
 
 def _new_posts(ctx: GradingContext, ids: list[Any]) -> list[Any]:
-    """This episode's live new posts with their channel names, once per grade."""
+    """This episode's live new posts with their channel names, once per grade (``_grown``)."""
 
-    def query() -> list[Any]:
-        return [DmPost(i, a, m, _aware(at), c) for i, a, m, at, c in rows_in(ctx, _DM_POSTS, ids)]
+    def read(some: Sequence[Any]) -> list[Any]:
+        return [DmPost(i, a, m, _aware(at), c) for i, a, m, at, c in rows_in(ctx, _DM_POSTS, some)]
 
-    return ctx.kept("meeting_posts", ("posts", "channels"), query)
+    return ctx.kept("meeting_posts", ("posts", "channels"), lambda: _grown(ctx, "posts", ("channels",), ids, read))
+
+
+def _grown(
+    ctx: GradingContext, table: str, also: Sequence[str], ids: list[Any], read: Callable[[Sequence[Any]], list[Any]]
+) -> list[Any]:
+    """``read(ids)`` ordered by (time, id), reading only the ids new since the last step when the log allows it.
+
+    Why: the agent's every post re-ran ``meeting_agreed``, which re-read all the episode's posts (and NPC
+    memories) to find the few new ones. When the rows logged since the last read of ``table`` are all inserts
+    and no table in ``also`` changed, what was read stands and the new ids are read and merged in; an edit or
+    deletion (a post deleted, a channel renamed) reads everything again. Kept in ``ctx.lasting`` per table.
+    """
+    changes = ctx.changed_rows(table)
+    stamp = tuple(len(ctx.changed_rows(t)) for t in also)
+    kept = ctx.lasting.get(("grown", table))
+    if kept is not None and kept[1] == stamp and all(r.op == "insert" for r in changes[kept[0] :]):
+        found = sorted([*kept[3], *read(ids[kept[2] :])], key=lambda r: (r[3] if table == "posts" else r[2], r[0]))
+    else:
+        found = read(ids)
+    ctx.lasting[("grown", table)] = (len(changes), stamp, len(ids), found)
+    return found
 
 
 def _dm_name(a: int, b: int) -> str:
@@ -687,14 +708,14 @@ def _dm_name(a: int, b: int) -> str:
 
 def _memories(ctx: GradingContext) -> list[Any]:
     ids = inserted_ids(ctx, "npc_memory")
-    return ctx.kept(
-        "npc_memory",
-        ("npc_memory",),
-        lambda: [
+
+    def read(some: Sequence[Any]) -> list[Any]:
+        return [
             Memory(i, e, _aware(at), k, s, json.loads(d) if isinstance(d, str) else d)
-            for i, e, at, k, s, d in rows_in(ctx, _MEMORY, ids)
-        ],
-    )
+            for i, e, at, k, s, d in rows_in(ctx, _MEMORY, some)
+        ]
+
+    return ctx.kept("npc_memory", ("npc_memory",), lambda: _grown(ctx, "npc_memory", (), ids, read))
 
 
 def _fact(row: Any) -> Mapping[str, Any] | None:

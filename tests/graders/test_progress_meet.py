@@ -1,10 +1,11 @@
 """The meeting checks' per-step shortcuts give what a fresh grade gives (issue 14).
 
-``graders.checks_meetings.Calendar`` keeps each participant's clashes per meeting window for the episode and
-folds in the event and invitation rows of each step instead of querying again; the touches hooks of
-``meeting_agreed``, ``meeting_in_working_hours``/``meeting_attendees`` and ``event_exists`` skip rows that
-cannot change them. Each edit below is one step of the progress score on the tiny test world, and after every
-step every check's verdict must equal a full grade's (which starts from an empty calendar), and the kept
+``graders.checks_meetings.Calendar`` keeps each participant's commitments over a horizon for the episode (and
+their clashes per meeting window) and folds in the event and invitation rows of each step instead of querying
+again; the touches hooks of ``meeting_agreed``, ``meeting_in_working_hours``/``meeting_attendees`` and
+``event_exists`` skip rows that cannot change them; the agent's posts and the NPC memories are read once each,
+unless one is edited. Each edit below is one step of the progress score on the tiny test world, and after
+every step every check's verdict must equal a full grade's (which starts from an empty calendar), and the kept
 calendar must have answered from what it kept where the rows allowed it (else these tests could not fail when
 the shortcut silently stops working).
 """
@@ -15,6 +16,7 @@ from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from graders import checks_meetings
 from graders.base import Check, GradingContext, Rubric, grade, read_changes
 from graders.checks_meetings import Calendar, _recurs_in
 from graders.progress import Progress
@@ -51,6 +53,7 @@ CHECKS = [
     ("invited", "meeting_attendees", {"title_pattern": "Sync", "attendees": ["bob", "carol"]}),
     ("agreed", "meeting_agreed", {"title_pattern": "Sync", "attendees": ["bob", "carol"]}),
     ("room", "meeting_room", {"title_pattern": "Sync", "location": "HQ"}),
+    ("announced", "meeting_announced", {"title_pattern": "Sync", "channel": "general", "key": "ENG-1"}),
     ("exists", "event_exists", {"title_pattern": "Sync", "attendees": ["bob"]}),
     ("exists-retro", "event_exists", {"title_pattern": "Retro", "attendees": ["carol"], "room": "Orca"}),
     ("clash-retro", "meeting_no_double_booking", {"title_pattern": "Retro"}),
@@ -114,8 +117,10 @@ def _edits(sql: Sql, world: Any) -> Iterator[str]:
         },
     )
     yield "bob says yes after the booking"
-    sql.insert("posts", {**post, "channel_id": 3, "author_id": 1, "message": "Does 14:00 suit you?"})  # ~1__2
+    ask = sql.insert("posts", {**post, "channel_id": 3, "author_id": 1, "message": "Does 14:00 suit you?"})  # ~1__2
     yield "the agent asks bob after the booking"
+    sql.update("posts", ask, {"deleted_at": (None, world.clock.now())})
+    yield "the agent deletes the ask"
     sql.update("events", lunch, {"cancelled": (False, True)})
     yield "carol's lunch cancelled"
     sql.update("events", sync, {"room_id": (None, 1)})
@@ -139,6 +144,15 @@ def test_kept_calendar_and_hooks_give_a_fresh_grade_after_every_step(world, monk
     at = [""]
     real = Calendar._query
     monkeypatch.setattr(Calendar, "_query", lambda self, *a: queried.append(at[0]) or real(self, *a))
+    posts_read: dict[str, list[int]] = {}  # step -> how many post ids each read of the agent's posts asked for
+    real_rows_in = checks_meetings.rows_in
+
+    def rows_in(ctx: GradingContext, sql: str, ids: Any) -> Any:
+        if sql is checks_meetings._DM_POSTS:
+            posts_read.setdefault(at[0], []).append(len(ids))
+        return real_rows_in(ctx, sql, ids)
+
+    monkeypatch.setattr(checks_meetings, "rows_in", rows_in)
     seq, evidence = world.start_seq, {}
     for step in _edits(Sql.of(world.session), world):
         world.session.flush()
@@ -163,6 +177,10 @@ def test_kept_calendar_and_hooks_give_a_fresh_grade_after_every_step(world, monk
     assert "@carol was never asked" in ev["bob says yes after the booking"]["agreed"]
     assert "@bob was never asked" in ev["bob says yes after the booking"]["agreed"], "a yes after the booking"
     assert "@bob neither agreed" in ev["the agent asks bob after the booking"]["agreed"], "no longer never asked"
+    assert "@bob was never asked" in ev["the agent deletes the ask"]["agreed"], "a deleted ask does not count"
+    # the ask after the announcement was read alone; its deletion made the progress score read every post again
+    assert posts_read["the agent asks bob after the booking"] == [1], posts_read
+    assert posts_read["the agent deletes the ask"] == [2], posts_read
     assert "@carol is also in #6 'Lunch'; #4 'Review'" in ev["carol is invited to the review, tentatively"]["clash"]
     # the kept windows answered through the answers, carol's new commitments and the second meeting
     kept = ["bob accepts: as busy as before", "carol books a lunch over the meeting"]
