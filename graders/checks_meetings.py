@@ -348,7 +348,7 @@ Clash = tuple[Any, int, str]  # (stored start, event id, label): sorted, the ord
 
 
 Busy = tuple[Any, int, str, datetime, datetime, str | None, datetime | None]  # stored start, id, label, span, rule
-_HORIZON = (timedelta(days=14), timedelta(days=60))  # kept around the first meeting window: before, after
+_HORIZON = (timedelta(days=1), timedelta(days=14))  # kept around the first meeting window: before, after
 
 
 class Calendar:
@@ -356,8 +356,8 @@ class Calendar:
 
     Why: the double-booking check is re-run whenever an event or an invitation changes (onboarding books several
     meetings in a row, coworkers answer invitations), and a new meeting time used to query every participant's
-    events again. Here a person's or room's live events over the horizon (two weeks before the first meeting
-    window asked about to sixty days after it) are read once per episode, one query for everyone not read yet,
+    events again. Here a person's or room's live events over the horizon (a day before the first meeting
+    window asked about to two weeks after it) are read once per episode, one query for everyone not read yet,
     so a booking at a new time is a lookup: the window's clashes are filtered from what is kept (a series by
     its starts, expanded once) and kept per window. Kept in ``ctx.lasting`` and brought up to date from the
     change log rows it has not seen: a new event or invitation is added to its organiser's, invitee's or

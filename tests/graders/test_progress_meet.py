@@ -228,3 +228,16 @@ def test_busy_intervals_are_what_the_calendar_service_reads(world):
                 assert busy_intervals(sql, person, lo, hi) == want, (person, lo, hi)
                 compared += bool(want)
     assert compared >= 10
+
+
+def test_a_window_outside_the_kept_horizon_widens_it(world):
+    insert_rows(world.session.connection(), SETUP)
+    ctx = GradingContext(session=world.session, trace=[], actor_id=1)
+    kept = Calendar()
+    for weeks in (0, 5, -1, 1, 14, 0):  # later, earlier, inside again, far later: dave's weekly standup each time
+        w = (MEET + timedelta(weeks=weeks), MEET + timedelta(weeks=weeks, minutes=30))
+        busy, _ = kept.clashes(ctx, [2, 3, 4], None, w)
+        assert busy == Calendar().clashes(ctx, [2, 3, 4], None, w)[0], weeks  # what a calendar new to it reads
+        assert set(busy[2]) == {1} and set(busy[3]) == set(), weeks  # bob in the standup; carol declined it
+        assert set(busy[4]) == ({1, 4} if weeks == 0 else {1}), weeks  # dave's review is once, that Tuesday
+        assert kept.horizon is not None and kept.horizon[0] <= w[0] and w[1] <= kept.horizon[1]
