@@ -236,12 +236,29 @@ def _the_meeting(ctx: GradingContext, title_pattern: str) -> tuple[Any, str]:
 
 
 def _attendees(ctx: GradingContext, event_id: int) -> list[Any]:
-    """The meeting's attendees, once per grade (every per-coworker check reads them)."""
-    return ctx.kept(
-        ("attendees", event_id),
-        ("event_attendees", "employees"),
-        lambda: [Attendee(*r) for r in Sql.of(ctx.session).all(_ATTENDEES, (event_id,))],
-    )
+    """The meeting's attendees, once per grade (every per-coworker check reads them).
+
+    Why from the change log: the meeting is an event this episode created, so every invitation to it was
+    logged too, and folding the logged rows costs less than the query each booking and answer re-ran. Only an
+    update moving an invitation the episode did not create (to another event or person) needs the query.
+    """
+
+    def from_log() -> list[Any]:
+        invites: dict[Any, dict[str, Any]] = {}
+        for r in ctx.changed_rows("event_attendees"):
+            if r.op == "insert":
+                invites[r.key[0]] = dict(r.changes)
+            elif r.op == "delete":
+                invites.pop(r.key[0], None)
+            elif r.key[0] in invites:
+                invites[r.key[0]].update({k: v[1] for k, v in r.changes.items()})
+            elif {"event_id", "employee_id"} & set(r.changes):
+                return [Attendee(*r) for r in Sql.of(ctx.session).all(_ATTENDEES, (event_id,))]
+        mine = [(i["employee_id"], i["rsvp"]) for i in invites.values() if i.get("event_id") == event_id]
+        names = usernames(ctx, [emp for emp, _ in mine])
+        return sorted((Attendee(emp, names[emp], rsvp) for emp, rsvp in mine if emp in names), key=lambda a: a[1])
+
+    return ctx.kept(("attendees", event_id), ("event_attendees", "employees"), from_log)
 
 
 def _people(ctx: GradingContext, ids: Sequence[int]) -> dict[int, Any]:

@@ -153,7 +153,7 @@ def test_kept_calendar_and_hooks_give_a_fresh_grade_after_every_step(world, monk
         return real_rows_in(ctx, sql, ids)
 
     monkeypatch.setattr(checks_meetings, "rows_in", rows_in)
-    seq, evidence = world.start_seq, {}
+    seq, evidence, invitations = world.start_seq, {}, 0
     for step in _edits(Sql.of(world.session), world):
         world.session.flush()
         rows = read_changes(world.session, after_seq=seq)
@@ -166,6 +166,11 @@ def test_kept_calendar_and_hooks_give_a_fresh_grade_after_every_step(world, monk
         assert got == [(c.id, c.score, c.evidence, c.details) for c in full.checks], step
         assert value == full.value, step
         evidence[step] = {c.id: c.evidence for c in full.checks}
+        for event_id in (5, 7):  # the meeting and the retro: the invitations read from the log are the table's
+            want = [tuple(r) for r in Sql.of(world.session).all(checks_meetings._ATTENDEES, (event_id,))]
+            assert [tuple(a) for a in checks_meetings._attendees(world.ctx(), event_id)] == want, step
+            invitations += len(want)
+    assert invitations > 40, "the meeting's and the retro's invitations were compared"
     ev = evidence
     assert "@bob is also in #1 'Standup'" in ev["the meeting booked: bob's standup clashes"]["clash"]
     assert "no clash for 3 participants" in ev["bob declines his standup: no clash"]["clash"]
