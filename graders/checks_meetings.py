@@ -127,13 +127,44 @@ def _meetings(ctx: GradingContext, title_pattern: str) -> list[Any]:
 
 
 def _new_events(ctx: GradingContext) -> list[Any]:
-    """Every event this episode created, read once a step for all the meeting checks (one per meeting title)."""
+    """Every event this episode created, in id order, for all the meeting checks (one per meeting title).
 
-    def find() -> list[Any]:
-        rows = rows_in(ctx, _EVENTS, inserted_ids(ctx, "events"))
-        return [Meeting(i, t, o, _aware(a), _aware(b), r, bool(c), _aware(at)) for i, t, o, a, b, r, c, at in rows]
+    Why from the change log: the rows were all logged (inserted, then updated or deleted), so folding the rows
+    logged since the last step costs less than the query every event-changing step re-ran. Kept in
+    ``ctx.lasting`` with how many of the log's event rows it has folded.
+    """
 
-    return ctx.kept("new_meeting_events", ("events",), find)
+    def fold() -> list[Any]:
+        seen, made = ctx.lasting.get("new_events", (0, {}))
+        rows = ctx.changed_rows("events")
+        for r in rows[seen:]:
+            key = r.key[0]
+            if r.op == "insert":
+                c = r.changes
+                made[key] = Meeting(
+                    key, c["title"], c["organizer_id"], _when(c["start_at"]), _when(c["end_at"]), c["room_id"],
+                    bool(c["cancelled"]), _when(c["created_at"]),
+                )  # fmt: skip
+            elif r.op == "delete":
+                made.pop(key, None)
+            elif key in made:
+                after = {k: v[1] for k, v in r.changes.items() if k in Meeting._fields}
+                for k in ("start_at", "end_at", "created_at"):
+                    if k in after:
+                        after[k] = _when(after[k])
+                if "cancelled" in after:
+                    after["cancelled"] = bool(after["cancelled"])
+                made[key] = made[key]._replace(**after)
+        ctx.lasting["new_events"] = (len(rows), made)
+        return [made[k] for k in sorted(made)]
+
+    return ctx.kept("new_meeting_events", ("events",), fold)
+
+
+def _when(value: Any) -> datetime:
+    """A logged timestamp (ISO text, naive meaning UTC, or a datetime) as an aware UTC datetime."""
+    found = datetime.fromisoformat(value) if isinstance(value, str) else value
+    return found.replace(tzinfo=UTC) if found.tzinfo is None else found.astimezone(UTC)
 
 
 def _meeting_touches(

@@ -135,6 +135,10 @@ def _edits(sql: Sql, world: Any) -> Iterator[str]:
     yield "dave invited: his planning series clashes"
 
 
+def _utc(value: Any) -> datetime:
+    return (datetime.fromisoformat(value) if isinstance(value, str) else value).replace(tzinfo=UTC)
+
+
 def test_kept_calendar_and_hooks_give_a_fresh_grade_after_every_step(world, monkeypatch):
     insert_rows(world.session.connection(), SETUP)
     checks = [Check(id=i, description="d", fn=fn, params=p) for i, fn, p in CHECKS]
@@ -166,6 +170,9 @@ def test_kept_calendar_and_hooks_give_a_fresh_grade_after_every_step(world, monk
         assert got == [(c.id, c.score, c.evidence, c.details) for c in full.checks], step
         assert value == full.value, step
         evidence[step] = {c.id: c.evidence for c in full.checks}
+        events = Sql.of(world.session).all(checks_meetings._EVENTS.format("?, ?, ?, ?"), (5, 6, 7, 8))
+        want_events = [(i, t, o, _utc(a), _utc(b), r, bool(c), _utc(at)) for i, t, o, a, b, r, c, at in events]
+        assert [tuple(m) for m in checks_meetings._new_events(world.ctx())] == want_events, step
         for event_id in (5, 7):  # the meeting and the retro: the invitations read from the log are the table's
             want = [tuple(r) for r in Sql.of(world.session).all(checks_meetings._ATTENDEES, (event_id,))]
             assert [tuple(a) for a in checks_meetings._attendees(world.ctx(), event_id)] == want, step
