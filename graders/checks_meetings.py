@@ -48,6 +48,7 @@ class Meeting(NamedTuple):
     created_at: datetime
 
 
+# What ``_new_events`` folds from the change log, as the table says it (the tests compare the two).
 _EVENTS = (
     "SELECT id, title, organizer_id, start_at, end_at, room_id, cancelled, created_at FROM events"
     " WHERE id IN ({}) ORDER BY id"
