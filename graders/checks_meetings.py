@@ -20,7 +20,7 @@ import bisect
 import functools
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any, NamedTuple
 from zoneinfo import ZoneInfo
@@ -48,6 +48,7 @@ class Meeting(NamedTuple):
     created_at: datetime
 
 
+# What ``_new_events`` folds from the change log, as the table says it (the tests compare the two).
 _EVENTS = (
     "SELECT id, title, organizer_id, start_at, end_at, room_id, cancelled, created_at FROM events"
     " WHERE id IN ({}) ORDER BY id"
@@ -127,13 +128,44 @@ def _meetings(ctx: GradingContext, title_pattern: str) -> list[Any]:
 
 
 def _new_events(ctx: GradingContext) -> list[Any]:
-    """Every event this episode created, read once a step for all the meeting checks (one per meeting title)."""
+    """Every event this episode created, in id order, for all the meeting checks (one per meeting title).
 
-    def find() -> list[Any]:
-        rows = rows_in(ctx, _EVENTS, inserted_ids(ctx, "events"))
-        return [Meeting(i, t, o, _aware(a), _aware(b), r, bool(c), _aware(at)) for i, t, o, a, b, r, c, at in rows]
+    Why from the change log: the rows were all logged (inserted, then updated or deleted), so folding the rows
+    logged since the last step costs less than the query every event-changing step re-ran. Kept in
+    ``ctx.lasting`` with how many of the log's event rows it has folded.
+    """
 
-    return ctx.kept("new_meeting_events", ("events",), find)
+    def fold() -> list[Any]:
+        seen, made = ctx.lasting.get("new_events", (0, {}))
+        rows = ctx.changed_rows("events")
+        for r in rows[seen:]:
+            key = r.key[0]
+            if r.op == "insert":
+                c = r.changes
+                made[key] = Meeting(
+                    key, c["title"], c["organizer_id"], _when(c["start_at"]), _when(c["end_at"]), c["room_id"],
+                    bool(c["cancelled"]), _when(c["created_at"]),
+                )  # fmt: skip
+            elif r.op == "delete":
+                made.pop(key, None)
+            elif key in made:
+                after = {k: v[1] for k, v in r.changes.items() if k in Meeting._fields}
+                for k in ("start_at", "end_at", "created_at"):
+                    if k in after:
+                        after[k] = _when(after[k])
+                if "cancelled" in after:
+                    after["cancelled"] = bool(after["cancelled"])
+                made[key] = made[key]._replace(**after)
+        ctx.lasting["new_events"] = (len(rows), made)
+        return [made[k] for k in sorted(made)]
+
+    return ctx.kept("new_meeting_events", ("events",), fold)
+
+
+def _when(value: Any) -> datetime:
+    """A logged timestamp (ISO text, naive meaning UTC, or a datetime) as an aware UTC datetime."""
+    found = datetime.fromisoformat(value) if isinstance(value, str) else value
+    return found.replace(tzinfo=UTC) if found.tzinfo is None else found.astimezone(UTC)
 
 
 def _meeting_touches(
@@ -236,12 +268,29 @@ def _the_meeting(ctx: GradingContext, title_pattern: str) -> tuple[Any, str]:
 
 
 def _attendees(ctx: GradingContext, event_id: int) -> list[Any]:
-    """The meeting's attendees, once per grade (every per-coworker check reads them)."""
-    return ctx.kept(
-        ("attendees", event_id),
-        ("event_attendees", "employees"),
-        lambda: [Attendee(*r) for r in Sql.of(ctx.session).all(_ATTENDEES, (event_id,))],
-    )
+    """The meeting's attendees, once per grade (every per-coworker check reads them).
+
+    Why from the change log: the meeting is an event this episode created, so every invitation to it was
+    logged too, and folding the logged rows costs less than the query each booking and answer re-ran. Only an
+    update moving an invitation the episode did not create (to another event or person) needs the query.
+    """
+
+    def from_log() -> list[Any]:
+        invites: dict[Any, dict[str, Any]] = {}
+        for r in ctx.changed_rows("event_attendees"):
+            if r.op == "insert":
+                invites[r.key[0]] = dict(r.changes)
+            elif r.op == "delete":
+                invites.pop(r.key[0], None)
+            elif r.key[0] in invites:
+                invites[r.key[0]].update({k: v[1] for k, v in r.changes.items()})
+            elif {"event_id", "employee_id"} & set(r.changes):
+                return [Attendee(*r) for r in Sql.of(ctx.session).all(_ATTENDEES, (event_id,))]
+        mine = [(i["employee_id"], i["rsvp"]) for i in invites.values() if i.get("event_id") == event_id]
+        names = usernames(ctx, [emp for emp, _ in mine])
+        return sorted((Attendee(emp, names[emp], rsvp) for emp, rsvp in mine if emp in names), key=lambda a: a[1])
+
+    return ctx.kept(("attendees", event_id), ("event_attendees", "employees"), from_log)
 
 
 def _people(ctx: GradingContext, ids: Sequence[int]) -> dict[int, Any]:
@@ -251,6 +300,11 @@ def _people(ctx: GradingContext, ids: Sequence[int]) -> dict[int, Any]:
     if missing:
         cache.update({r[0]: Someone(*r) for r in rows_in(ctx, _PEOPLE, missing)})
     return {i: cache[i] for i in sorted(set(ids)) if i in cache}
+
+
+def _expect(ctx: GradingContext, names: Sequence[str]) -> None:
+    """Note coworkers a meeting check names, so the kept calendar reads their events with the first query."""
+    ctx.lasting.setdefault("meeting_people", set()).update(names)
 
 
 def _resolve(ctx: GradingContext, names: Sequence[str]) -> tuple[dict[str, int], list[str]]:
@@ -296,6 +350,7 @@ def meeting_in_working_hours(
 @check_fn("meeting_attendees", reads=("events", "event_attendees", "employees"), touches=_invitee_touches)
 def meeting_attendees(ctx: GradingContext, title_pattern: Regex, attendees: Sequence[str]) -> CheckOutcome:
     """Every named coworker is invited to the meeting (any answer: an invitation is what the agent controls)."""
+    _expect(ctx, attendees)
     m, head = _the_meeting(ctx, title_pattern)
     if m is None:
         return CheckOutcome.of(False, head)
@@ -341,22 +396,32 @@ Window = tuple[datetime, datetime]
 Clash = tuple[Any, int, str]  # (stored start, event id, label): sorted, the order the busy query gives
 
 
+Busy = tuple[Any, int, str, datetime, datetime, str | None, datetime | None]  # stored start, id, label, span, rule
+_HORIZON = (timedelta(days=1), timedelta(days=14))  # kept around the first meeting window: before, after
+
+
 class Calendar:
-    """Per episode, who (or which room) is committed to what during each meeting window asked about so far.
+    """Per episode, each participant's (and room's) commitments over a horizon, and their clashes per window.
 
     Why: the double-booking check is re-run whenever an event or an invitation changes (onboarding books several
-    meetings in a row, coworkers answer invitations), and re-querying every participant's events with their
-    recurring series expanded cost most of a step's progress score. Kept in ``ctx.lasting`` and brought up to
-    date from the change log rows it has not seen: a new event or invitation is tested against the cached windows
-    of its organiser, invitee or room only; an answer that keeps someone busy (or free) changes nothing; any
-    other change to a commitment forgets that person's windows (or, when the rows cannot say whose, all of
-    them), which the next check queries again. Every event is kept here, the meeting itself too; the check
-    leaves the meeting out when it reads a window.
+    meetings in a row, coworkers answer invitations), and a new meeting time used to query every participant's
+    events again. Here a person's or room's live events over the horizon (a day before the first meeting
+    window asked about to two weeks after it) are read once per episode, one query for everyone not read yet,
+    so a booking at a new time is a lookup: the window's clashes are filtered from what is kept (a series by
+    its starts, expanded once) and kept per window. Kept in ``ctx.lasting`` and brought up to date from the
+    change log rows it has not seen: a new event or invitation is added to its organiser's, invitee's or
+    room's events and windows; an answer that keeps someone busy (or free) changes nothing; an answer that
+    frees or commits someone forgets that person, who is read again; any other change to an event forgets
+    everyone (the rows do not say who is committed to it). A window outside the horizon widens it and forgets
+    everyone. Every event is kept here, the meeting itself too; the check leaves it out when it reads a window.
     """
 
     def __init__(self) -> None:
         self.seen = {"events": 0, "event_attendees": 0}
-        self.people: dict[int, dict[Window, dict[int, Clash]]] = {}
+        self.horizon: Window | None = None
+        self.busy: dict[int, dict[int, Busy]] = {}  # person -> their commitments over the horizon, by event id
+        self.room_busy: dict[int, dict[int, Busy]] = {}
+        self.people: dict[int, dict[Window, dict[int, Clash]]] = {}  # person -> window -> clashes
         self.rooms: dict[int, dict[Window, dict[int, Clash]]] = {}
         self.spans: dict[tuple[Any, ...], bool] = {}  # (start, end, rule, until, window) -> overlaps
 
@@ -379,6 +444,17 @@ class Calendar:
             found = self.spans[key] = _recurs_in(start, end, rule, until, w)
         return found
 
+    def forget(self, who: int | None = None) -> None:
+        """Drop one person's kept events and windows (None: everyone's and every room's)."""
+        if who is None:
+            self.busy.clear()
+            self.people.clear()
+            self.room_busy.clear()
+            self.rooms.clear()
+        else:
+            self.busy.pop(who, None)
+            self.people.pop(who, None)
+
     def sync(self, ctx: GradingContext) -> None:
         """Fold in the event and invitation rows logged since the last call."""
         events, invites = ctx.changed_rows("events"), ctx.changed_rows("event_attendees")
@@ -386,17 +462,17 @@ class Calendar:
         if not new_events and not new_invites:
             return
         self.seen = {"events": len(events), "event_attendees": len(invites)}
-        if not self.people and not self.rooms:
+        if not self.busy and not self.room_busy:
             return
         adds: list[tuple[int, int]] = []  # (person, event): a new commitment
         for r in new_events:
             if r.op == "insert" and isinstance(r.changes.get("organizer_id"), int):
                 adds.append((r.changes["organizer_id"], int(r.key[0])))
             elif r.op == "update" and _HARMLESS["events"].issuperset(r.changes):
-                self.rooms.clear()  # a room booked or moved: the people's commitments stand
-            else:  # a new time, a cancellation, a new title: every window of anyone invited may change
-                self.people.clear()
+                self.room_busy.clear()  # a room booked or moved: the people's commitments stand
                 self.rooms.clear()
+            else:  # a new time, a cancellation, a new title: anyone invited may be affected
+                self.forget()
                 return
         for r in new_invites:
             who = r.changes.get("employee_id")
@@ -410,57 +486,81 @@ class Calendar:
                     continue  # needs_action -> accepted: as busy as before
                 who = Sql.of(ctx.session).scalar(_ATTENDEE_OF, (r.key[0],))
             elif r.op != "delete":
-                who = None  # an invitation moved to another event or person: the rows do not say whose windows
+                who = None  # an invitation moved to another event or person: the rows do not say whose
             if isinstance(who, int):
-                self.people.pop(who, None)
+                self.forget(who)
             else:
-                self.people.clear()
-        wanted = {e for p, e in adds if p in self.people}
-        if self.rooms:
+                self.forget()
+                return
+        wanted = {e for p, e in adds if p in self.busy}
+        if self.room_busy:
             wanted.update(int(r.key[0]) for r in new_events if r.op == "insert")
         if not wanted:
             return
         rows = {r[0]: r for r in rows_in(ctx, _EVENT_ROWS, sorted(wanted))}
         for person, event_id in adds:
-            self._add(self.people.get(person), rows.get(event_id))
+            self._add(self.busy.get(person), self.people.get(person), rows.get(event_id))
         for r in new_events:
             row = rows.get(int(r.key[0]))
             if r.op == "insert" and row is not None and row[7] is not None:
-                self._add(self.rooms.get(row[7]), row)
+                self._add(self.room_busy.get(row[7]), self.rooms.get(row[7]), row)
 
-    def _add(self, windows: dict[Window, dict[int, Clash]] | None, row: Any) -> None:
-        """Enter a live event in the cached windows it overlaps."""
-        if not windows or row is None or row[6]:
+    def _add(self, busy: dict[int, Busy] | None, windows: dict[Window, dict[int, Clash]] | None, row: Any) -> None:
+        """Enter a live event in someone's kept events and in the kept windows it overlaps."""
+        if busy is None or row is None or row[6]:
             return
         event_id, title, start, end, rule, until = row[0], row[1], _aware(row[2]), _aware(row[3]), row[4], row[5]
-        for w, clashes in windows.items():
-            if start < w[1] and self.overlaps(start, end, rule, _aware(until), w):
-                clashes[event_id] = (row[2], event_id, f"#{event_id} {snippet(title, 30)}")
+        entry: Busy = (row[2], event_id, f"#{event_id} {snippet(title, 30)}", start, end, rule, _aware(until))
+        busy[event_id] = entry
+        for w, clashes in (windows or {}).items():
+            if start < w[1] and self.overlaps(start, end, rule, entry[6], w):
+                clashes[event_id] = entry[:3]
 
     def clashes(
         self, ctx: GradingContext, people: Sequence[int], room: int | None, w: Window
     ) -> tuple[dict[int, dict[int, Clash]], dict[int, Clash]]:
-        """Each person's and the room's events overlapping the window (one query for those not cached)."""
-        missing = sorted({p for p in people if w not in self.people.get(p, {})})
+        """Each person's and the room's events overlapping the window (one query for those not read yet).
+
+        The people the rubric's meeting checks name (``_expect``) are read with the first, so a later meeting
+        with them is a lookup.
+        """
+        h = self.horizon
+        if h is None or w[0] < h[0] or w[1] > h[1]:
+            lo, hi = w[0] - _HORIZON[0], w[1] + _HORIZON[1]
+            self.horizon = (lo, hi) if h is None else (min(lo, h[0]), max(hi, h[1]))
+            self.forget()
+        expected = [i for name in sorted(ctx.lasting.get("meeting_people", ())) if (i := employee_id(ctx, name))]
+        missing = sorted({p for p in [*people, *expected] if p not in self.busy})
         if missing:
-            found = self._query(ctx, _BUSY.format(", ".join("?" * len(missing))), [*missing, *missing], w)
+            found = self._query(ctx, _BUSY.format(", ".join("?" * len(missing))), [*missing, *missing])
             for p in missing:
-                self.people.setdefault(p, {})[w] = found.get(p, {})
-        mine = {p: self.people[p][w] for p in people}
+                self.busy[p] = found.get(p, {})
+        mine = {p: self._window(self.people.setdefault(p, {}), self.busy[p], w) for p in people}
         if room is None:
             return mine, {}
-        if w not in self.rooms.get(room, {}):
-            self.rooms.setdefault(room, {})[w] = self._query(ctx, _ROOM_BUSY.format("?"), [room], w).get(room, {})
-        return mine, self.rooms[room][w]
+        if room not in self.room_busy:
+            self.room_busy[room] = self._query(ctx, _ROOM_BUSY.format("?"), [room]).get(room, {})
+        return mine, self._window(self.rooms.setdefault(room, {}), self.room_busy[room], w)
 
-    def _query(self, ctx: GradingContext, sql: str, params: list[Any], w: Window) -> dict[int, dict[int, Clash]]:
+    def _window(self, windows: dict[Window, dict[int, Clash]], busy: Mapping[int, Busy], w: Window) -> dict[int, Clash]:
+        """Someone's clashes in a window, filtered from their kept events once per window."""
+        found = windows.get(w)
+        if found is None:
+            found = windows[w] = {
+                b[1]: b[:3] for b in busy.values() if b[3] < w[1] and self.overlaps(b[3], b[4], b[5], b[6], w)
+            }
+        return found
+
+    def _query(self, ctx: GradingContext, sql: str, params: list[Any]) -> dict[int, dict[int, Busy]]:
+        """Live events over the horizon by whose (or which room's) they are."""
+        assert self.horizon is not None
         sql_ = Sql.of(ctx.session)
-        out: dict[int, dict[int, Clash]] = {}
-        for who, event_id, title, start, end, rule, until in sql_.all(sql, [*params, sql_.bind(w[1]), sql_.bind(w[0])]):
-            # the query's bounds already say a one-off overlaps; a series is expanded (start kept as stored: the
-            # query orders by it, and so do the labels)
-            if not rule or self.overlaps(_aware(start), _aware(end), rule, _aware(until), w):
-                out.setdefault(who, {})[event_id] = (start, event_id, f"#{event_id} {snippet(title, 30)}")
+        out: dict[int, dict[int, Busy]] = {}
+        bounds = [sql_.bind(self.horizon[1]), sql_.bind(self.horizon[0])]
+        for who, event_id, title, start, end, rule, until in sql_.all(sql, [*params, *bounds]):
+            label = f"#{event_id} {snippet(title, 30)}"
+            entry = (start, event_id, label, _aware(start), _aware(end), rule, _aware(until))
+            out.setdefault(who, {})[event_id] = entry
         return out
 
 
@@ -531,6 +631,10 @@ def _clash_touches(ctx: GradingContext, row: ChangeRow, title_pattern: str, **kw
         start, end, until = _aware(other[2]), _aware(other[3]), _aware(other[5])
         w = (m.start_at, m.end_at)
         return bool(start < w[1] and Calendar.of(ctx).overlaps(start, end, other[4], until, w))
+    if row.table == "event_attendees" and row.op == "update" and _HARMLESS["event_attendees"].issuperset(row.changes):
+        old, new = row.changes.get("rsvp", ("", ""))
+        if (old in _COMMITTED) == (new in _COMMITTED) and (old == "declined") == (new == "declined"):
+            return False  # needs_action -> accepted: as busy as before, and still a participant
     return _meeting_touches(ctx, row, title_pattern, **kwargs)
 
 
@@ -618,12 +722,33 @@ def meeting_announced(ctx: GradingContext, title_pattern: Regex, channel: str, k
 
 
 def _new_posts(ctx: GradingContext, ids: list[Any]) -> list[Any]:
-    """This episode's live new posts with their channel names, once per grade."""
+    """This episode's live new posts with their channel names, once per grade (``_grown``)."""
 
-    def query() -> list[Any]:
-        return [DmPost(i, a, m, _aware(at), c) for i, a, m, at, c in rows_in(ctx, _DM_POSTS, ids)]
+    def read(some: Sequence[Any]) -> list[Any]:
+        return [DmPost(i, a, m, _aware(at), c) for i, a, m, at, c in rows_in(ctx, _DM_POSTS, some)]
 
-    return ctx.kept("meeting_posts", ("posts", "channels"), query)
+    return ctx.kept("meeting_posts", ("posts", "channels"), lambda: _grown(ctx, "posts", ("channels",), ids, read))
+
+
+def _grown(
+    ctx: GradingContext, table: str, also: Sequence[str], ids: list[Any], read: Callable[[Sequence[Any]], list[Any]]
+) -> list[Any]:
+    """``read(ids)`` ordered by (time, id), reading only the ids new since the last step when the log allows it.
+
+    Why: the agent's every post re-ran ``meeting_agreed``, which re-read all the episode's posts (and NPC
+    memories) to find the few new ones. When the rows logged since the last read of ``table`` are all inserts
+    and no table in ``also`` changed, what was read stands and the new ids are read and merged in; an edit or
+    deletion (a post deleted, a channel renamed) reads everything again. Kept in ``ctx.lasting`` per table.
+    """
+    changes = ctx.changed_rows(table)
+    stamp = tuple(len(ctx.changed_rows(t)) for t in also)
+    kept = ctx.lasting.get(("grown", table))
+    if kept is not None and kept[1] == stamp and all(r.op == "insert" for r in changes[kept[0] :]):
+        found = sorted([*kept[3], *read(ids[kept[2] :])], key=lambda r: (r[3] if table == "posts" else r[2], r[0]))
+    else:
+        found = read(ids)
+    ctx.lasting[("grown", table)] = (len(changes), stamp, len(ids), found)
+    return found
 
 
 def _dm_name(a: int, b: int) -> str:
@@ -632,14 +757,14 @@ def _dm_name(a: int, b: int) -> str:
 
 def _memories(ctx: GradingContext) -> list[Any]:
     ids = inserted_ids(ctx, "npc_memory")
-    return ctx.kept(
-        "npc_memory",
-        ("npc_memory",),
-        lambda: [
+
+    def read(some: Sequence[Any]) -> list[Any]:
+        return [
             Memory(i, e, _aware(at), k, s, json.loads(d) if isinstance(d, str) else d)
-            for i, e, at, k, s, d in rows_in(ctx, _MEMORY, ids)
-        ],
-    )
+            for i, e, at, k, s, d in rows_in(ctx, _MEMORY, some)
+        ]
+
+    return ctx.kept("npc_memory", ("npc_memory",), lambda: _grown(ctx, "npc_memory", (), ids, read))
 
 
 def _fact(row: Any) -> Mapping[str, Any] | None:
@@ -676,6 +801,7 @@ def meeting_agreed(
     for someone who had already said ``no`` to that time (the rule is to propose another time then).
     Partial credit: the share of coworkers covered.
     """
+    _expect(ctx, attendees)
     m, head = _the_meeting(ctx, title_pattern)
     if m is None:
         return CheckOutcome.of(False, head)

@@ -1,10 +1,11 @@
 """The meeting checks' per-step shortcuts give what a fresh grade gives (issue 14).
 
-``graders.checks_meetings.Calendar`` keeps each participant's clashes per meeting window for the episode and
-folds in the event and invitation rows of each step instead of querying again; the touches hooks of
-``meeting_agreed``, ``meeting_in_working_hours``/``meeting_attendees`` and ``event_exists`` skip rows that
-cannot change them. Each edit below is one step of the progress score on the tiny test world, and after every
-step every check's verdict must equal a full grade's (which starts from an empty calendar), and the kept
+``graders.checks_meetings.Calendar`` keeps each participant's commitments over a horizon for the episode (and
+their clashes per meeting window) and folds in the event and invitation rows of each step instead of querying
+again; the touches hooks of ``meeting_agreed``, ``meeting_in_working_hours``/``meeting_attendees`` and
+``event_exists`` skip rows that cannot change them; the agent's posts and the NPC memories are read once each,
+unless one is edited. Each edit below is one step of the progress score on the tiny test world, and after
+every step every check's verdict must equal a full grade's (which starts from an empty calendar), and the kept
 calendar must have answered from what it kept where the rows allowed it (else these tests could not fail when
 the shortcut silently stops working).
 """
@@ -15,6 +16,7 @@ from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from graders import checks_meetings
 from graders.base import Check, GradingContext, Rubric, grade, read_changes
 from graders.checks_meetings import Calendar, _recurs_in
 from graders.progress import Progress
@@ -51,6 +53,7 @@ CHECKS = [
     ("invited", "meeting_attendees", {"title_pattern": "Sync", "attendees": ["bob", "carol"]}),
     ("agreed", "meeting_agreed", {"title_pattern": "Sync", "attendees": ["bob", "carol"]}),
     ("room", "meeting_room", {"title_pattern": "Sync", "location": "HQ"}),
+    ("announced", "meeting_announced", {"title_pattern": "Sync", "channel": "general", "key": "ENG-1"}),
     ("exists", "event_exists", {"title_pattern": "Sync", "attendees": ["bob"]}),
     ("exists-retro", "event_exists", {"title_pattern": "Retro", "attendees": ["carol"], "room": "Orca"}),
     ("clash-retro", "meeting_no_double_booking", {"title_pattern": "Retro"}),
@@ -114,8 +117,10 @@ def _edits(sql: Sql, world: Any) -> Iterator[str]:
         },
     )
     yield "bob says yes after the booking"
-    sql.insert("posts", {**post, "channel_id": 3, "author_id": 1, "message": "Does 14:00 suit you?"})  # ~1__2
+    ask = sql.insert("posts", {**post, "channel_id": 3, "author_id": 1, "message": "Does 14:00 suit you?"})  # ~1__2
     yield "the agent asks bob after the booking"
+    sql.update("posts", ask, {"deleted_at": (None, world.clock.now())})
+    yield "the agent deletes the ask"
     sql.update("events", lunch, {"cancelled": (False, True)})
     yield "carol's lunch cancelled"
     sql.update("events", sync, {"room_id": (None, 1)})
@@ -130,6 +135,10 @@ def _edits(sql: Sql, world: Any) -> Iterator[str]:
     yield "dave invited: his planning series clashes"
 
 
+def _utc(value: Any) -> datetime:
+    return (datetime.fromisoformat(value) if isinstance(value, str) else value).replace(tzinfo=UTC)
+
+
 def test_kept_calendar_and_hooks_give_a_fresh_grade_after_every_step(world, monkeypatch):
     insert_rows(world.session.connection(), SETUP)
     checks = [Check(id=i, description="d", fn=fn, params=p) for i, fn, p in CHECKS]
@@ -139,7 +148,16 @@ def test_kept_calendar_and_hooks_give_a_fresh_grade_after_every_step(world, monk
     at = [""]
     real = Calendar._query
     monkeypatch.setattr(Calendar, "_query", lambda self, *a: queried.append(at[0]) or real(self, *a))
-    seq, evidence = world.start_seq, {}
+    posts_read: dict[str, list[int]] = {}  # step -> how many post ids each read of the agent's posts asked for
+    real_rows_in = checks_meetings.rows_in
+
+    def rows_in(ctx: GradingContext, sql: str, ids: Any) -> Any:
+        if sql is checks_meetings._DM_POSTS:
+            posts_read.setdefault(at[0], []).append(len(ids))
+        return real_rows_in(ctx, sql, ids)
+
+    monkeypatch.setattr(checks_meetings, "rows_in", rows_in)
+    seq, evidence, invitations = world.start_seq, {}, 0
     for step in _edits(Sql.of(world.session), world):
         world.session.flush()
         rows = read_changes(world.session, after_seq=seq)
@@ -152,6 +170,14 @@ def test_kept_calendar_and_hooks_give_a_fresh_grade_after_every_step(world, monk
         assert got == [(c.id, c.score, c.evidence, c.details) for c in full.checks], step
         assert value == full.value, step
         evidence[step] = {c.id: c.evidence for c in full.checks}
+        events = Sql.of(world.session).all(checks_meetings._EVENTS.format("?, ?, ?, ?"), (5, 6, 7, 8))
+        want_events = [(i, t, o, _utc(a), _utc(b), r, bool(c), _utc(at)) for i, t, o, a, b, r, c, at in events]
+        assert [tuple(m) for m in checks_meetings._new_events(world.ctx())] == want_events, step
+        for event_id in (5, 7):  # the meeting and the retro: the invitations read from the log are the table's
+            want = [tuple(r) for r in Sql.of(world.session).all(checks_meetings._ATTENDEES, (event_id,))]
+            assert [tuple(a) for a in checks_meetings._attendees(world.ctx(), event_id)] == want, step
+            invitations += len(want)
+    assert invitations > 40, "the meeting's and the retro's invitations were compared"
     ev = evidence
     assert "@bob is also in #1 'Standup'" in ev["the meeting booked: bob's standup clashes"]["clash"]
     assert "no clash for 3 participants" in ev["bob declines his standup: no clash"]["clash"]
@@ -163,6 +189,10 @@ def test_kept_calendar_and_hooks_give_a_fresh_grade_after_every_step(world, monk
     assert "@carol was never asked" in ev["bob says yes after the booking"]["agreed"]
     assert "@bob was never asked" in ev["bob says yes after the booking"]["agreed"], "a yes after the booking"
     assert "@bob neither agreed" in ev["the agent asks bob after the booking"]["agreed"], "no longer never asked"
+    assert "@bob was never asked" in ev["the agent deletes the ask"]["agreed"], "a deleted ask does not count"
+    # the ask after the announcement was read alone; its deletion made the progress score read every post again
+    assert posts_read["the agent asks bob after the booking"] == [1], posts_read
+    assert posts_read["the agent deletes the ask"] == [2], posts_read
     assert "@carol is also in #6 'Lunch'; #4 'Review'" in ev["carol is invited to the review, tentatively"]["clash"]
     # the kept windows answered through the answers, carol's new commitments and the second meeting
     kept = ["bob accepts: as busy as before", "carol books a lunch over the meeting"]
@@ -210,3 +240,16 @@ def test_busy_intervals_are_what_the_calendar_service_reads(world):
                 assert busy_intervals(sql, person, lo, hi) == want, (person, lo, hi)
                 compared += bool(want)
     assert compared >= 10
+
+
+def test_a_window_outside_the_kept_horizon_widens_it(world):
+    insert_rows(world.session.connection(), SETUP)
+    ctx = GradingContext(session=world.session, trace=[], actor_id=1)
+    kept = Calendar()
+    for weeks in (0, 5, -1, 1, 14, 0):  # later, earlier, inside again, far later: dave's weekly standup each time
+        w = (MEET + timedelta(weeks=weeks), MEET + timedelta(weeks=weeks, minutes=30))
+        busy, _ = kept.clashes(ctx, [2, 3, 4], None, w)
+        assert busy == Calendar().clashes(ctx, [2, 3, 4], None, w)[0], weeks  # what a calendar new to it reads
+        assert set(busy[2]) == {1} and set(busy[3]) == set(), weeks  # bob in the standup; carol declined it
+        assert set(busy[4]) == ({1, 4} if weeks == 0 else {1}), weeks  # dave's review is once, that Tuesday
+        assert kept.horizon is not None and kept.horizon[0] <= w[0] and w[1] <= kept.horizon[1]
