@@ -315,3 +315,14 @@ register(
     entry_point="scenarios.library.dependency_bump:DependencyBump",
     description="Bump a vendored library to 2.0.0: fix every call site its changelog breaks; green merge request.",
 )
+register(
+    "cross-source-question-v0",
+    entry_point="scenarios.library.cross_source_question:CrossSourceQuestion",
+    description="Answer a lead's question whose facts are spread over a document, a chat thread and mail.",
+)
+register(
+    "cross-source-question-unanswerable-v0",
+    entry_point="scenarios.library.cross_source_unanswerable:CrossSourceUnanswerable",
+    description="The lead's cross-source question when the picked vendor never quoted: say the price is unknown.",
+    impossible=True,
+)
