@@ -470,7 +470,7 @@ class CrossSourceQuestion:
         if m is None:
             raise ValueError("the prompt asks no question this oracle knows")
         service, project = m.group(1), m.group(2)
-        found = env.call("docs_list_folder", query=f"{project} {service} evaluation")["documents"]
+        found = env.call("docs_list_folder", query=f"{project} {service} evaluation").get("documents", [])
         text = ""
         if found:
             read = env.call("docs_read", document=found[0]["path"])
