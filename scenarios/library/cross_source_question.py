@@ -226,7 +226,7 @@ class CrossSourceQuestion:
         names = [SERVICES[service][int(i)] for i in rng.permutation(len(SERVICES[service]))]
         size = 3 if difficulty < 2 else 4
         scores = sorted((int(s) for s in rng.choice(np.arange(60, 95), size=size, replace=False)), reverse=True)
-        shortlist = [
+        shortlist: list[dict[str, Any]] = [
             {"vendor": v, "score": s, "list": 1200 * int(rng.integers(15, 40)), "discount": 5 * int(rng.integers(1, 4))}
             for v, s in zip(names[:size], scores, strict=True)
         ]
