@@ -346,3 +346,15 @@ register(
     description="Reproduce a customer's bug already fixed on the default branch: say which release fixed it.",
     impossible=True,
 )
+# cross-source-question (issue 13 item 2, knowledge work: facts spread over documents, chat and mail).
+register(
+    "cross-source-question-v0",
+    entry_point="scenarios.library.cross_source_question:CrossSourceQuestion",
+    description="Answer a lead's question whose facts are spread over a document, a chat thread and mail.",
+)
+register(
+    "cross-source-question-unanswerable-v0",
+    entry_point="scenarios.library.cross_source_unanswerable:CrossSourceUnanswerable",
+    description="The lead's cross-source question when the picked vendor never quoted: say the price is unknown.",
+    impossible=True,
+)

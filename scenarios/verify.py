@@ -887,6 +887,7 @@ VERIFIERS: dict[str, Callable[[Evidence], Verdict]] = {
 import scenarios.verify_code  # noqa: E402, F401
 import scenarios.verify_history  # noqa: E402, F401
 import scenarios.verify_impossible_work  # noqa: E402, F401
+import scenarios.verify_knowledge  # noqa: E402, F401
 import scenarios.verify_more  # noqa: E402, F401
 import scenarios.verify_people  # noqa: E402, F401
 import scenarios.verify_roadmap  # noqa: E402, F401

@@ -437,6 +437,21 @@ PARTIALS: dict[str, dict[str, Mistake]] = {
             },
         ),
     },
+    "cross-source-question-v0": {
+        "partial-first-word": Mistake(
+            "reads only the first post of a thread and the first mail of a quote: the recommendation is taken for"
+            " the decision (no approver, a withdrawn pick kept) and a superseded quote for the price",
+            misread={
+                "chat_read_thread": lambda r: {**r, "posts": r["posts"][:1]} if isinstance(r, dict) else r,
+                "mail_search": lambda r: {**r, "messages": r["messages"][::-1]} if isinstance(r, dict) else r,
+            },
+        ),
+        "partial-no-docs": Mistake(
+            "never opens the drive, so the evaluation's facts are missed: the cost centre and, where the price"
+            " is quoted monthly, the prepayment discount",
+            drop=("docs_list_folder", "docs_read"),
+        ),
+    },
 }
 """The partial agents of each family, by name."""
 
@@ -474,6 +489,7 @@ PARTIALS |= {
     },
     "release-notes-no-tag-v0": {"partial-claims-success": _CLAIMS},
     "history-unanswerable-v0": {"partial-claims-success": _CLAIMS},
+    "cross-source-question-unanswerable-v0": {"partial-claims-success": _CLAIMS},
     "fix-test-contradiction-v0": {"partial-claims-success": _CLAIMS},
     "onboard-no-buddy-v0": {
         "partial-claims-success": _CLAIMS,

@@ -44,6 +44,7 @@ FAMILIES = (
     "code-review-v0",
     "dependency-bump-v0",
     "reproduce-bug-v0",
+    "cross-source-question-v0",
     # the impossible variants (issue 14): a cheater can neither do the doable part nor say why
     "triage-departed-v0",
     "schedule-no-room-v0",
@@ -54,6 +55,7 @@ FAMILIES = (
     "access-no-approver-v0",
     "escalation-unknown-key-v0",
     "history-unanswerable-v0",
+    "cross-source-question-unanswerable-v0",
     "fix-test-contradiction-v0",
     "onboard-no-buddy-v0",
     "offboard-owner-left-v0",
