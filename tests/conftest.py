@@ -99,7 +99,8 @@ if _WORKER:
     # `make test` runs the suite on two xdist workers. Each gets a TMPDIR of its own, so the checks that nothing
     # was left behind (here and in tests that compare $TMPDIR before and after) see only their own worker's
     # files; the worker removes it when its session ends.
-    _OWN_TMP = Path(tempfile.gettempdir()) / f"pytest-xdist-{_WORKER}-{os.getpid()}"
+    # short: Ray's unix sockets (tests/sim/rollouts/test_ray.py) must stay under the 108-byte path limit
+    _OWN_TMP = Path(tempfile.gettempdir()) / f"cs{_WORKER}-{os.getpid()}"
     _OWN_TMP.mkdir()
     os.environ["TMPDIR"] = str(_OWN_TMP)
     tempfile.tempdir = None
