@@ -98,10 +98,11 @@ _WORKER = os.environ.get("PYTEST_XDIST_WORKER")
 if _WORKER:
     # `make test` runs the suite on two xdist workers. Each gets a TMPDIR of its own, so the checks that nothing
     # was left behind (here and in tests that compare $TMPDIR before and after) see only their own worker's
-    # files; the worker removes it when its session ends.
-    # short: Ray's unix sockets (tests/sim/rollouts/test_ray.py) must stay under the 108-byte path limit
-    _OWN_TMP = Path(tempfile.gettempdir()) / f"cs{_WORKER}-{os.getpid()}"
-    _OWN_TMP.mkdir()
+    # files. Named after the controlling process (the worker's parent), which removes it once the workers have
+    # exited: multiprocessing's own temporary directory inside it is removed only at the worker's exit. Short,
+    # because Ray's unix sockets (tests/sim/rollouts/test_ray.py) must stay within the 108-byte path limit.
+    _OWN_TMP = Path(tempfile.gettempdir()) / f"cs{_WORKER}-{os.getppid()}"
+    _OWN_TMP.mkdir(exist_ok=True)  # a worker that replaces a crashed one takes it over
     os.environ["TMPDIR"] = str(_OWN_TMP)
     tempfile.tempdir = None
 _TMP = Path(tempfile.gettempdir())
@@ -115,6 +116,7 @@ def _ours() -> set[str]:
 _BEFORE = _ours()
 
 
+@pytest.hookimpl(trylast=True)  # after xdist's own, which waits for the workers to exit
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """Fail the run when it left checkouts, scratch or test directories of ours in $TMPDIR."""
     import gc
@@ -126,5 +128,6 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if left:
         sys.stderr.write(f"\nleft behind in {_TMP}: {', '.join(left[:20])}\n")
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
-    if _WORKER:
-        shutil.rmtree(_TMP, ignore_errors=True)
+    if not _WORKER:  # the xdist workers' directories, each already checked by its worker
+        for own in _TMP.glob(f"csgw*-{os.getpid()}"):
+            shutil.rmtree(own, ignore_errors=True)

@@ -33,7 +33,7 @@ def scenarios_list() -> None:
     from scenarios.registry import registered
 
     table = Table(title="Scenarios (impossible: the task cannot be done; saying why is the solution)")
-    table.add_column("id")
+    table.add_column("id", no_wrap=True)  # an id is copied from here: never broken over lines
     table.add_column("kind")
     table.add_column("description")
     for reg in registered():

@@ -68,6 +68,8 @@ WORK = ("code-review-closed-v0", "roadmap-update-withdrawn-v0", "dependency-bump
 """The variants of code-review, roadmap-update and dependency-bump, tested in ``test_impossible_work.py``."""
 REPRO = ("reproduce-bug-fixed-v0",)
 """reproduce-bug's variant, tested in ``test_reproduce_bug.py`` (its oracle, the claimed reproduction)."""
+KNOWLEDGE = ("cross-source-question-unanswerable-v0",)
+"""cross-source-question's variant, tested in ``test_cross_source_question.py`` (a stated price scores 0)."""
 
 
 @pytest.mark.parametrize("family", VARIANTS)
@@ -123,7 +125,8 @@ def test_a_vague_excuse_is_not_an_explanation(store):
 
 def test_every_impossible_family_says_so_and_only_those():
     marked = {r.id for r in registered() if getattr(make(r.id), "impossible", False)}  # make checks both agree
-    assert marked == {r.id for r in registered() if r.impossible} == {*VARIANTS, *NEWER, *SIX, *WORK, *REPRO}
+    every = {*VARIANTS, *NEWER, *SIX, *WORK, *REPRO, *KNOWLEDGE}
+    assert marked == {r.id for r in registered() if r.impossible} == every
 
 
 def _graded(episode):

@@ -231,9 +231,9 @@ def test_asking_by_the_parents_oracle_finds_no_time_for_the_report_on_leave(stor
     with Episode("one-on-ones-ask-on-leave-v0", store=store) as episode:
         env = _start(episode, 1, 1)
         who = episode.instance.params["on_leave"]
-        with pytest.raises(StopIteration):  # no free common time with them on the day at all
-            OneOnOnesAsk().oracle(env)
-        env.call("submit", summary="Done: asked every report about a 1:1 time.")
+        OneOnOnesAsk().oracle(env)  # no free common time with them on the day at all: it tells them so, submits
+        told = [s["action"]["arguments"] for s in episode.steps if s["action"]["name"] == "chat_direct_message"]
+        assert any(a["username"] == who and "no free" in a["message"] for a in told)
         score = episode.grade()
         checks = {c.id: c for c in score.checks}
     assert score.value == 0.0 and not checks["says-on-leave"].passed and checks[f"no-time-for-{who}"].passed
