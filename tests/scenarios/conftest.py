@@ -1,6 +1,22 @@
+import os
+
 import pytest
 
+from mcp_tools.sandbox import get_sandbox
 from worlds.store import WorldStore
+
+
+def require_sandbox() -> None:
+    """Skip a code family's test module where no code sandbox works; under ``CI=true`` fail instead.
+
+    The code families grade by running tests in the sandbox, so without one their tests say nothing; CI installs
+    bubblewrap and python3-pytest (.ci/run), so there a missing sandbox is a broken machine, not a skip.
+    """
+    if not get_sandbox().available():
+        message = "no working code sandbox (bubblewrap) here"
+        if os.environ.get("CI") == "true":
+            pytest.fail(message + " (CI=true: it must work; .ci/run installs bubblewrap and python3-pytest)")
+        pytest.skip(message)
 
 
 @pytest.fixture(scope="session")

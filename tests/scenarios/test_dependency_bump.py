@@ -9,17 +9,14 @@ the verifier agrees with the rubric on each of these. Runs real git and the code
 
 from __future__ import annotations
 
-import os
-
 import pytest
 
-from mcp_tools.sandbox import get_sandbox
 from scenarios import check_scenario, make
 from scenarios.library.dependency_bump import SITES, DependencyBump
 from sim.agents import EpisodeEnv, run_agent
 from sim.calibrate import verify
 from sim.episode import Episode
-from tests.scenarios.conftest import Tampering
+from tests.scenarios.conftest import Tampering, require_sandbox
 from worlds.spec import WorldSpec
 
 FAMILY = "dependency-bump-v0"
@@ -27,11 +24,7 @@ FAMILY = "dependency-bump-v0"
 
 @pytest.fixture(scope="module", autouse=True)
 def _sandbox():
-    if not get_sandbox().available():
-        message = "no working code sandbox (bubblewrap) here"
-        if os.environ.get("CI") == "true":
-            pytest.fail(message + " (CI=true: it must work)")
-        pytest.skip(message)
+    require_sandbox()
 
 
 @pytest.fixture(scope="module")

@@ -4,25 +4,19 @@ Runs real git, the bubblewrap sandbox and the system python3 with pytest (``.ci/
 working sandbox the tests skip locally and fail under CI.
 """
 
-import os
-
 import pytest
 
-from mcp_tools.sandbox import get_sandbox
 from scenarios.base import ToolFailed
 from sim.agents import EpisodeEnv, run_agent
 from sim.episode import Episode
+from tests.scenarios.conftest import require_sandbox
 
 SCENARIO = "fix-failing-test-v0"
 
 
 @pytest.fixture(scope="module")
 def episode(tmp_path_factory):
-    if not get_sandbox().available():
-        message = "no working code sandbox (bubblewrap) here"
-        if os.environ.get("CI") == "true":
-            pytest.fail(message + " (CI=true: it must work; .ci/run installs bubblewrap and python3-pytest)")
-        pytest.skip(message)
+    require_sandbox()
     ep = Episode(SCENARIO)
     yield ep
     ep.close()

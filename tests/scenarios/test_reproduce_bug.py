@@ -11,16 +11,13 @@ the explanation naming the fixing release scores 1. Runs real git and the code s
 
 from __future__ import annotations
 
-import os
-
 import pytest
 
-from mcp_tools.sandbox import get_sandbox
 from scenarios.library.reproduce_bug import ReproduceBug, parse_report, report
 from sim.agents import EpisodeEnv, run_agent
 from sim.calibrate import verify
 from sim.episode import Episode
-from tests.scenarios.conftest import Tampering
+from tests.scenarios.conftest import Tampering, require_sandbox
 from worlds.seeding import Seeds
 
 FAMILY, FIXED = "reproduce-bug-v0", "reproduce-bug-fixed-v0"
@@ -28,11 +25,7 @@ FAMILY, FIXED = "reproduce-bug-v0", "reproduce-bug-fixed-v0"
 
 @pytest.fixture(scope="module", autouse=True)
 def _sandbox():
-    if not get_sandbox().available():
-        message = "no working code sandbox (bubblewrap) here"
-        if os.environ.get("CI") == "true":
-            pytest.fail(message + " (CI=true: it must work)")
-        pytest.skip(message)
+    require_sandbox()
 
 
 @pytest.fixture(scope="module")

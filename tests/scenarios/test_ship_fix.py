@@ -7,14 +7,12 @@ bit-exact replay with NPCs and noise. Needs the code sandbox, like fix-failing-t
 
 from __future__ import annotations
 
-import os
 from datetime import datetime
 
 import pytest
 
 from mcp_tools.base import Actor, ToolContext
 from mcp_tools.git import mr
-from mcp_tools.sandbox import get_sandbox
 from npcs.hours import WorkHours
 from scenarios import check_scenario, make
 from scenarios.library.fix_test import find_bug, fix_and_open, read_task
@@ -23,6 +21,7 @@ from sim.calibrate import calibrate, verify
 from sim.episode import Episode
 from sim.replay import replay
 from sim.trace import TraceWriter
+from tests.scenarios.conftest import require_sandbox
 from worlds.rawsql import Sql, iso
 from worlds.spec import WorldSpec
 
@@ -31,10 +30,7 @@ SCENARIO = "ship-fix-v0"
 
 @pytest.fixture(scope="module")
 def episode(store):
-    if not get_sandbox().available():
-        if os.environ.get("CI") == "true":
-            pytest.fail("no working code sandbox (bubblewrap) under CI")
-        pytest.skip("no working code sandbox (bubblewrap) here")
+    require_sandbox()
     with Episode(SCENARIO, store=store) as ep:
         yield ep
 
