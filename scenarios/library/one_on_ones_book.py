@@ -21,7 +21,8 @@ both working hours, double-booking nobody; and a gate that only chat and the cal
 the reports from the directory and, each half-hour (``wait``), the direct messages with news (``chat_unread``):
 a yes is booked; a "does not work" (or a yes to a time that passed meanwhile) gets a new free time by DM, an hour
 after their answer at the earliest, avoiding the times still open with the others (``propose``; it waits when the
-only free time is one of those, and says so when none is left); three quiet hours get the question again. It
+only free time is one of those, and says so when none is left); three quiet hours get the question again, or a
+new time when the one asked about is less than an hour away (asking about a time that has passed helps nobody). It
 never reads params or the NPCs' traits.
 """
 
@@ -295,6 +296,7 @@ class OneOnOnesBook:
         stalled: set[str] = set()  # refused, with no new time asked yet
         quiet: dict[str, int] = {}  # minutes waited since each report's conversation last had news
         waited = 0  # minutes the last wait let pass
+        now = start  # the clock as the waits moved it (a lower bound: each call also takes a few seconds)
         seen: dict[str, int | None] = {}  # the unread count of each report's conversation when last read
         open_: dict[str, datetime] = {}  # the time each pending report was last asked about: a yes may still come
         for _ in range(60):
@@ -307,6 +309,10 @@ class OneOnOnesBook:
             seen.update({u: counts.get(dm[u]) for u in news})
             quiet.update({u: 0 if u in news else quiet.get(u, 0) + waited for u in pending})
             for u in [u for u in pending if quiet[u] >= NUDGE and u in open_ and u not in stalled]:  # ask again
+                if open_[u] <= now + timedelta(minutes=REASK):  # too late to ask about that time: find another
+                    refused.setdefault(u, []).append(open_[u])
+                    stalled.add(u)
+                    continue
                 env.call("chat_direct_message", username=u, message=f"Just checking: would {open_[u].isoformat()} "
                          f"work for our 1:1 ({MINUTES} min)?")  # fmt: skip
                 quiet[u] = 0
@@ -334,7 +340,7 @@ class OneOnOnesBook:
                 # (a refusal frees it) rather than tell this report there is none.
                 again = propose(
                     env, today, zone, [u], (*refused[u], *asked), give_up=not asked,
-                    not_before=heard.get(u, start) + timedelta(minutes=REASK),
+                    not_before=max(heard.get(u, start), now) + timedelta(minutes=REASK),
                 )  # fmt: skip
                 if u in again:
                     open_[u] = datetime.fromisoformat(again[u])
@@ -344,6 +350,7 @@ class OneOnOnesBook:
                     stalled.discard(u)
             if pending:
                 waited = int(env.call("wait", minutes=30).get("waited_minutes", 0))
+                now += timedelta(minutes=waited)
         if not env.done:
             env.call("submit", summary="every 1:1 booked at the agreed time")
 
