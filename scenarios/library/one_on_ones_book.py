@@ -299,6 +299,7 @@ class OneOnOnesBook:
         now = start  # the clock as the waits moved it (a lower bound: each call also takes a few seconds)
         seen: dict[str, int | None] = {}  # the unread count of each report's conversation when last read
         open_: dict[str, datetime] = {}  # the time each pending report was last asked about: a yes may still come
+        last: dict[str, int] = {}  # the newest post id read in each report's conversation
         for _ in range(60):
             if not pending or env.done:
                 break
@@ -316,7 +317,7 @@ class OneOnOnesBook:
                 env.call("chat_direct_message", username=u, message=f"Just checking: would {open_[u].isoformat()} "
                          f"work for our 1:1 ({MINUTES} min)?")  # fmt: skip
                 quiet[u] = 0
-            answers = {u: self._answer(env, u, dm[u], heard) for u in news}
+            answers = {u: self._answer(env, u, dm[u], heard, last) for u in news}
             open_.update({u: when for u, (_, when) in answers.items() if when is not None})
             for u, (verdict, when) in answers.items():
                 if verdict == "yes" and when is not None:
@@ -355,12 +356,20 @@ class OneOnOnesBook:
             env.call("submit", summary="every 1:1 booked at the agreed time")
 
     @staticmethod
-    def _answer(env: AgentEnv, u: str, channel: str, heard: dict[str, datetime]) -> tuple[str | None, datetime | None]:
+    def _answer(
+        env: AgentEnv, u: str, channel: str, heard: dict[str, datetime], last: dict[str, int]
+    ) -> tuple[str | None, datetime | None]:
         """(yes/no/None, the time asked) for ``u``'s answer to the agent's newest question in their DM.
 
-        The answer's time goes into ``heard``: a next proposal leaves them the notice to answer it.
+        The answer's time goes into ``heard``: a next proposal leaves them the notice to answer it. Called when
+        the unread count moved; a read that shows nothing newer than the last one is read again once (a cache
+        can serve a stale page, and acting on it would re-ask what was already answered).
         """
         posts = env.call("chat_read_channel", channel=channel, limit=50)["posts"]
+        if posts and u in last and max(p["id"] for p in posts) <= last[u]:
+            posts = env.call("chat_read_channel", channel=channel, limit=50)["posts"]
+        if posts:
+            last[u] = max(p["id"] for p in posts)
         mine = [p for p in posts if p["author"] == env.actor and "?" in p["message"] and _ISO.search(p["message"])]
         if not mine:
             return None, None
