@@ -108,18 +108,24 @@ def main() -> None:
         work = root / f"trial-{n:03d}"
         work.mkdir()
         log = work / "log.txt"
-        # A kill moment that follows the trial's own pace, so a loaded machine cannot push every kill before the
-        # first boundary: pick an episode and a point inside it; wait until the episodes before it are saved,
-        # then sleep that share of an episode's length, scaled by how fast this trial has gone so far.
+        # A kill moment that follows the trial's own pace, so a machine whose load changes between the reference
+        # run and a trial (the other test worker starting or finishing a heavy file) cannot push every kill
+        # before the first boundary or past the last: pick an episode and a point inside it; wait until the
+        # episodes before it are saved, then sleep that share of an episode's length as this trial has played
+        # them since its first boundary (start-up excluded); the reference's before the trial has that pace.
         episode, share = int(rng.integers(0, EPISODES)), rng.uniform(0.0, 0.9)
         per_episode = length / EPISODES
         pid = _child(_campaign(work), log)
         started = time.monotonic()
-        status = _wait_for_boundaries(pid, work, episode, started + 6 * length)
+        status = _wait_for_boundaries(pid, work, min(episode, 1), started + 6 * length)
+        first = time.monotonic()  # the first boundary: start-up and world loading are behind the trial now
+        if status is None and episode > 1:
+            status = _wait_for_boundaries(pid, work, episode, started + 6 * length)
         if status is None:
-            took = time.monotonic() - started
-            pace = took / (episode * per_episode) if episode else 1.0
-            delay = took + share * per_episode * max(pace, 1.0)
+            now = time.monotonic()
+            took = now - started
+            per = (now - first) / (episode - 1) if episode > 1 else min(took, per_episode) if episode else per_episode
+            delay = took + share * per
             status = _wait_or_kill(pid, started + delay)
         else:
             delay = time.monotonic() - started
