@@ -356,6 +356,55 @@ def _escalated(ev: Evidence, person: Any, booked: datetime) -> bool:
 _CONFIG = ("pytest.ini", ".pytest.ini", "pytest.toml", ".pytest.toml", "pyproject.toml", "setup.cfg", "tox.ini")
 
 
+_ANY_BRANCH_REQUEST = (
+    "SELECT m.number, m.title, m.description, m.source_head, m.pipeline, m.target_branch"
+    " FROM merge_requests m JOIN repositories r ON r.id = m.repository_id WHERE r.name = ?"
+    " AND m.author_id = ? AND m.target_branch = r.default_branch AND m.state <> 'closed'"
+    " AND m.id IN (?*) ORDER BY m.id DESC LIMIT 1"
+)
+_NEW_BRANCH_REQUEST = _ANY_BRANCH_REQUEST.replace(
+    " AND m.id IN", " AND m.source_branch <> r.default_branch AND m.id IN"
+)  # the same request, from a branch of its own
+
+
+@dataclass(frozen=True)
+class Request:
+    """The agent's newest open merge request into the default branch, as the forge and the repository hold it."""
+
+    number: int
+    title: str
+    description: str
+    head: str
+    pipeline: Any
+    git: Any  # the repository's GitRepo in the episode's workspace
+    base: str  # where the request's branch left the default branch
+
+    def changed(self) -> list[str]:
+        """The paths the request changes against its merge base."""
+        out = self.git("diff", "--name-only", "--no-renames", "-z", self.base, self.head, "--").decode()
+        return [f for f in out.split("\0") if f]
+
+
+def agent_request(ev: Evidence, repo: str, *, new_branch: bool = True) -> Request | Verdict:
+    """The request the code families' verifiers judge, or the failing verdict saying why there is none.
+
+    Only requests opened in this episode count (not the agent's older ones the history holds); ``new_branch``
+    also requires its source branch not to be the default branch.
+    """
+    opened = ev.inserted("merge_requests")
+    query = _NEW_BRANCH_REQUEST if new_branch else _ANY_BRANCH_REQUEST
+    row = ev.sql.one(_ids(query, opened), (repo, ev.actor_id, *opened)) if opened else None
+    if row is None or not row[3] or ev.workspace is None:
+        return Verdict(False, ("no open merge request into the default branch",))
+    number, title, description, head, pipeline, target = row
+    git = ev.workspace.repo(repo)
+    if git.run(["cat-file", "-e", f"{head}^{{commit}}"], ok_codes=(0, 1, 128))[0] != 0:
+        return Verdict(False, (f"the request's head {str(head)[:12]} is not in the repository",))
+    origin = ev.workspace.origin(repo, target)
+    base = git("merge-base", origin, head).decode().strip() if origin else head
+    return Request(number, title, description, head, pipeline, git, base)
+
+
 def verify_fix_test(ev: Evidence) -> Verdict:
     """The agent's newest open request into the default branch fixes the function in its module, tests untouched.
 
@@ -365,31 +414,11 @@ def verify_fix_test(ev: Evidence) -> Verdict:
     from mcp_tools.git.pipeline import call_cases, tag  # the sandbox loads only for code tasks
 
     p = ev.params
-    repo = str(p["repo"])
-    opened = ev.inserted("merge_requests")  # not the agent's older requests the history holds
-    row = (
-        ev.sql.one(
-            _ids(
-                "SELECT m.title, m.description, m.source_head, m.pipeline, m.target_branch FROM merge_requests m"
-                " JOIN repositories r ON r.id = m.repository_id WHERE r.name = ? AND m.author_id = ?"
-                " AND m.target_branch = r.default_branch AND m.state <> 'closed' AND m.id IN (?*)"
-                " ORDER BY m.id DESC LIMIT 1",
-                opened,
-            ),
-            (repo, ev.actor_id, *opened),
-        )
-        if opened
-        else None
-    )
-    if row is None or not row[2] or ev.workspace is None:
-        return Verdict(False, ("no open merge request into the default branch",))
-    title, description, head, pipeline, target = row
-    git = ev.workspace.repo(repo)
-    if git.run(["cat-file", "-e", f"{head}^{{commit}}"], ok_codes=(0, 1, 128))[0] != 0:
-        return Verdict(False, (f"the request's head {head[:12]} is not in the repository",))
-    origin = ev.workspace.origin(repo, target)
-    base = git("merge-base", origin, head).decode().strip() if origin else head
-    changed = [f for f in git("diff", "--name-only", "--no-renames", "-z", base, head, "--").decode().split("\0") if f]
+    found = agent_request(ev, str(p["repo"]), new_branch=False)
+    if isinstance(found, Verdict):
+        return found
+    git, head, base = found.git, found.head, found.base
+    changed = found.changed()
     reasons = [
         f"changes {f}"
         for f in changed
@@ -400,12 +429,12 @@ def verify_fix_test(ev: Evidence) -> Verdict:
     got = call_cases(git, head, p["module"], p["function"], [c[0] for c in cases])
     reasons += [f"hidden case {i + 1} gives {out}" for i, (c, out) in enumerate(zip(cases, got, strict=True))
                 if out != ["ok", tag(c[1])]]  # fmt: skip
-    pipe = json.loads(pipeline) if isinstance(pipeline, str) else pipeline or {}
+    pipe = json.loads(found.pipeline) if isinstance(found.pipeline, str) else found.pipeline or {}
     if pipe.get("commit") != head or pipe.get("status") != "passed":
         reasons.append(f"pipeline {pipe.get('status')} at {str(pipe.get('commit'))[:12]}")
     log = git("log", "--format=%B", f"{base}..{head}", "--").decode().lower()
     for named in [str(p["ticket"]), *(p.get("duplicates") or [])]:
-        if named.lower() not in f"{title}\n{description}".lower() and named.lower() not in log:
+        if named.lower() not in f"{found.title}\n{found.description}".lower() and named.lower() not in log:
             reasons.append(f"{named} named nowhere")
     return Verdict(not reasons, tuple(reasons))
 

@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from scenarios.verify import VERIFIERS, Evidence, Verdict, _ids, _summary, verify_fix_test
+from scenarios.verify import VERIFIERS, Evidence, Verdict, _ids, _summary, agent_request, verify_fix_test
 
 
 def _at(value: Any) -> datetime:
@@ -231,30 +231,13 @@ def verify_dependency_bump(ev: Evidence) -> Verdict:
 
     p = ev.params
     repo, lib = str(p["repo"]), str(p["lib"])
-    opened = ev.inserted("merge_requests")
-    row = (
-        ev.sql.one(
-            _ids(
-                "SELECT m.number, m.title, m.description, m.source_head, m.pipeline, m.target_branch"
-                " FROM merge_requests m JOIN repositories r ON r.id = m.repository_id WHERE r.name = ?"
-                " AND m.author_id = ? AND m.target_branch = r.default_branch AND m.state <> 'closed'"
-                " AND m.source_branch <> r.default_branch AND m.id IN (?*) ORDER BY m.id DESC LIMIT 1",
-                opened,
-            ),
-            (repo, ev.actor_id, *opened),
-        )
-        if opened
-        else None
-    )
-    if row is None or not row[3] or ev.workspace is None:
-        return Verdict(False, ("no open merge request into the default branch",))
-    number, title, description, head, pipeline, target = row
-    git = ev.workspace.repo(repo)
-    if git.run(["cat-file", "-e", f"{head}^{{commit}}"], ok_codes=(0, 1, 128))[0] != 0:
-        return Verdict(False, (f"the request's head {str(head)[:12]} is not in the repository",))
-    origin = ev.workspace.origin(repo, target)
-    base = git("merge-base", origin, head).decode().strip() if origin else head
-    changed = [f for f in git("diff", "--name-only", "--no-renames", "-z", base, head, "--").decode().split("\0") if f]
+    found = agent_request(ev, repo)
+    if isinstance(found, Verdict):
+        return found
+    number, title, description, head, pipeline = (
+        found.number, found.title, found.description, found.head, found.pipeline
+    )  # fmt: skip
+    git, base, changed = found.git, found.base, found.changed()
     allowed = {"requirements.txt", *_ALLOWED_DOCS, *p["touched"]}
     reasons = [f"changes {f}, which the upgrade does not need" for f in changed if f not in allowed]
 
@@ -360,29 +343,10 @@ def verify_reproduce_bug(ev: Evidence) -> Verdict:
     """
     p = ev.params
     repo, project = str(p["repo"]), str(p["project"])
-    opened = ev.inserted("merge_requests")
-    row = (
-        ev.sql.one(
-            _ids(
-                "SELECT m.number, m.source_head, m.target_branch FROM merge_requests m JOIN repositories r"
-                " ON r.id = m.repository_id WHERE r.name = ? AND m.author_id = ? AND m.state <> 'closed'"
-                " AND m.target_branch = r.default_branch AND m.source_branch <> r.default_branch AND m.id IN (?*)"
-                " ORDER BY m.id DESC LIMIT 1",
-                opened,
-            ),
-            (repo, ev.actor_id, *opened),
-        )
-        if opened
-        else None
-    )
-    if row is None or not row[1] or ev.workspace is None:
-        return Verdict(False, ("no open merge request into the default branch",))
-    number, head, target = row
-    git = ev.workspace.repo(repo)
-    if git.run(["cat-file", "-e", f"{head}^{{commit}}"], ok_codes=(0, 1, 128))[0] != 0:
-        return Verdict(False, (f"the request's head {str(head)[:12]} is not in the repository",))
-    origin = ev.workspace.origin(repo, target)
-    base = git("merge-base", origin, head).decode().strip() if origin else head
+    found = agent_request(ev, repo)
+    if isinstance(found, Verdict):
+        return found
+    number, head, git, base = found.number, found.head, found.git, found.base
     raw = git("diff", "--name-status", "--no-renames", base, head, "--").decode().splitlines()
     changes = [(line.split("\t", 1)[0], line.split("\t", 1)[1]) for line in raw if "\t" in line]
     reasons = [f"{status} {path}" for status, path in changes if path.startswith("tests/") and status != "A"]
