@@ -504,13 +504,7 @@ class DependencyBump:
         The fixes come from the changelog's wording (what a developer reads); the call sites from a grep of the
         modules that import the library. Nothing else is edited: not the trap's namesake, not the deprecation.
         """
-        key = re.search(r"\b([A-Z][A-Z0-9]*-\d+)\b", env.prompt)
-        repo = re.search(r"\b([a-z0-9-]+-service)\b", env.prompt)
-        assert key is not None and repo is not None
-        key_, repo_ = key.group(1), repo.group(1)
-        env.call("tickets_get", key=key_)
-        pins = env.call("git_read_file", repo=repo_, path="requirements.txt")["content"]
-        lib = next(m.group(1) for m in re.finditer(r"^([a-z]+)==1\.", pins, re.MULTILINE))
+        key_, repo_, lib, pins = read_task(env)
         log = env.call("git_read_file", repo=repo_, path=f"vendor/{lib}-2.0.0/CHANGELOG.md")["content"]
         breaking = log.split("### Breaking changes", 1)[1].split("##", 1)[0]
         edits = [(str(s["old"]).format(lib=lib), str(s["new"]).format(lib=lib)) for s in SITES.values()
@@ -542,3 +536,18 @@ class DependencyBump:
             body=f"Upgraded in !{opened['number']}; pipeline {opened['pipeline']['status']}.",
         )
         env.call("submit", summary=f"Upgraded {lib} to 2.0.0 in merge request !{opened['number']} for {key_}")
+
+
+def read_task(env: AgentEnv) -> tuple[str, str, str, str]:
+    """(ticket key, repository, library, requirements.txt) as a developer finds them: prompt, ticket, the 1.x pin.
+
+    Shared by the oracles of this family and its impossible variant, which start the same way.
+    """
+    key = re.search(r"\b([A-Z][A-Z0-9]*-\d+)\b", env.prompt)
+    repo = re.search(r"\b([a-z0-9-]+-service)\b", env.prompt)
+    assert key is not None and repo is not None
+    key_, repo_ = key.group(1), repo.group(1)
+    env.call("tickets_get", key=key_)
+    pins = env.call("git_read_file", repo=repo_, path="requirements.txt")["content"]
+    lib = next(m.group(1) for m in re.finditer(r"^([a-z]+)==1\.", pins, re.MULTILINE))
+    return key_, repo_, lib, pins

@@ -24,7 +24,7 @@ from sqlalchemy.orm import Session
 from graders.base import Rubric
 from graders.rubric import load_rubric
 from scenarios.base import AgentEnv, ScenarioInstance
-from scenarios.library.dependency_bump import DependencyBump
+from scenarios.library.dependency_bump import DependencyBump, read_task
 from worlds.clock import Clock
 from worlds.rawsql import Sql
 from worlds.seeding import Seeds
@@ -149,13 +149,7 @@ class DependencyBumpUnreleased(DependencyBump):
 
     def oracle(self, env: AgentEnv) -> None:
         """Look in ``vendor/`` before touching the pin; when 2.0.0 is not there, say what is, on the ticket too."""
-        key = re.search(r"\b([A-Z][A-Z0-9]*-\d+)\b", env.prompt)
-        repo = re.search(r"\b([a-z0-9-]+-service)\b", env.prompt)
-        assert key is not None and repo is not None
-        key_, repo_ = key.group(1), repo.group(1)
-        env.call("tickets_get", key=key_)
-        pins = env.call("git_read_file", repo=repo_, path="requirements.txt")["content"]
-        lib = next(m.group(1) for m in re.finditer(r"^([a-z]+)==1\.", pins, re.MULTILINE))
+        key_, repo_, lib, pins = read_task(env)
         tree = env.call("git_tree", repo=repo_, path="vendor")
         names = sorted(str(e["path"]).rsplit("/", 1)[-1] for e in tree["entries"] if e["type"] == "dir")
         if f"{lib}-2.0.0" in names:
