@@ -36,6 +36,11 @@ def count(family: str, store: WorldStore) -> dict[int, float]:
 
 def main(argv: list[str]) -> dict[str, dict[int, float]]:
     """Print and return the checks per task of ``argv``'s families (default: every possible family)."""
+    known = [r.id for r in registered()]
+    unknown = [f for f in argv if f not in known]
+    if unknown:  # before any world is built: a typo costs nothing and changes nothing
+        print(f"error: unknown family {unknown[0]!r}; see `companysim scenarios list`", file=sys.stderr)
+        raise SystemExit(2)
     families = argv or [r.id for r in registered() if not r.impossible]
     figures: dict[str, dict[int, float]] = {}
     store = WorldStore()  # the cache dir (COMPANYSIM_DATA_DIR): base worlds are built once
