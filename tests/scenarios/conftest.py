@@ -3,6 +3,7 @@ import os
 import pytest
 
 from mcp_tools.sandbox import get_sandbox
+from sim.episode import Episode
 from worlds.store import WorldStore
 
 
@@ -23,6 +24,14 @@ def require_sandbox() -> None:
 def store(tmp_path_factory):
     """One base-world cache for the whole session: worlds are generated once per spec."""
     return WorldStore(tmp_path_factory.mktemp("worlds"))
+
+
+@pytest.fixture(scope="module")
+def episode(request, store):
+    """One episode of the test module's ``FAMILY`` for all its tests (a module may define its own instead)."""
+    ep = Episode(request.module.FAMILY, store=store)
+    yield ep
+    ep.close()
 
 
 class Tampering:

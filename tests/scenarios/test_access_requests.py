@@ -5,17 +5,9 @@ import re
 import pytest
 
 from sim.agents import EpisodeEnv
-from sim.episode import Episode
 from tests.scenarios.conftest import Tampering
 
 FAMILY = "access-requests-v0"
-
-
-@pytest.fixture(scope="module")
-def episode(store):
-    ep = Episode(FAMILY, store=store)
-    yield ep
-    ep.close()
 
 
 def test_notices_without_the_rule_number_lose_exactly_the_rule_checks(episode):

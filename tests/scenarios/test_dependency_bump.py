@@ -15,7 +15,6 @@ from scenarios import check_scenario, make
 from scenarios.library.dependency_bump import SITES, DependencyBump
 from sim.agents import EpisodeEnv, run_agent
 from sim.calibrate import verify
-from sim.episode import Episode
 from tests.scenarios.conftest import Tampering, require_sandbox
 from worlds.spec import WorldSpec
 
@@ -25,13 +24,6 @@ FAMILY = "dependency-bump-v0"
 @pytest.fixture(scope="module", autouse=True)
 def _sandbox():
     require_sandbox()
-
-
-@pytest.fixture(scope="module")
-def episode(store):
-    ep = Episode(FAMILY, store=store)
-    yield ep
-    ep.close()
 
 
 def _play(episode, seed, difficulty, **tamper):

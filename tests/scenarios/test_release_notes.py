@@ -2,20 +2,10 @@
 
 import re
 
-import pytest
-
 from sim.agents import EpisodeEnv
-from sim.episode import Episode
 from tests.scenarios.conftest import Tampering
 
 FAMILY = "release-notes-v0"
-
-
-@pytest.fixture(scope="module")
-def episode(store):
-    ep = Episode(FAMILY, store=store)
-    yield ep
-    ep.close()
 
 
 def test_a_ticket_listed_once_per_commit_loses_only_its_once_check(episode):

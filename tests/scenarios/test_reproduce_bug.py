@@ -28,13 +28,6 @@ def _sandbox():
     require_sandbox()
 
 
-@pytest.fixture(scope="module")
-def episode(store):
-    ep = Episode(FAMILY, store=store)
-    yield ep
-    ep.close()
-
-
 def _play(episode, seed, difficulty, family=None, **tamper):
     prompt, info = episode.reset(seed=seed, options={"difficulty": difficulty})
     (family or ReproduceBug()).oracle(Tampering(EpisodeEnv(episode, prompt, info), **tamper))

@@ -27,13 +27,6 @@ from worlds.spec import WorldSpec
 FAMILY = "roadmap-update-v0"
 
 
-@pytest.fixture(scope="module")
-def episode(store):
-    ep = Episode(FAMILY, store=store)
-    yield ep
-    ep.close()
-
-
 def _play(episode, seed, difficulty, **tamper):
     prompt, info = episode.reset(seed=seed, options={"difficulty": difficulty})
     RoadmapUpdate().oracle(Tampering(EpisodeEnv(episode, prompt, info), **tamper))

@@ -22,13 +22,6 @@ from worlds.spec import WorldSpec
 FAMILY = "suspicious-request-v0"
 
 
-@pytest.fixture(scope="module")
-def episode(store):
-    ep = Episode(FAMILY, store=store)
-    yield ep
-    ep.close()
-
-
 def _play(episode, seed, difficulty, change):
     prompt, info = episode.reset(seed=seed, options={"difficulty": difficulty})
     env = EpisodeEnv(episode, prompt, info)
