@@ -3,6 +3,7 @@
 import os
 import re
 import subprocess
+import time
 from typing import Any
 
 import pytest
@@ -79,7 +80,14 @@ def test_each_run_is_logged_as_git_activity(gapp):
 def test_a_command_that_never_ends_is_killed_with_everything_it_started(gapp):
     out = run(gapp, repo=REPO, command="(sleep 300 &) ; sleep 300", timeout_seconds=1)
     assert out["timed_out"] is True
-    leftovers = subprocess.run(["pgrep", "-f", "sleep 300"], capture_output=True, text=True)
+    # The kill reaches the sandbox's processes through its pid namespace, a few milliseconds after the call
+    # returns on a busy machine: give it up to five seconds, far below the 300 a survivor would live.
+    deadline = time.monotonic() + 5
+    while True:
+        leftovers = subprocess.run(["pgrep", "-f", "sleep 300"], capture_output=True, text=True)
+        if not leftovers.stdout.strip() or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
     assert leftovers.stdout.strip() == ""
 
 
