@@ -13,13 +13,16 @@ attendees and the participants' other events, not one per person.
 It reads the request and its diff as ``graders.checks_code`` does (the same memoised git answers), importing
 that module on first use only, so a meeting rubric does not load git. ``doc_shared_only_with`` is the
 per-request item of a document request: the document went to whoever asked and to nobody else;
-``doc_mentions_once`` the "listed once" of an item in a text document.
+``doc_mentions_once`` the "listed once" of an item in a text document. ``meeting_length`` is the "for 30
+minutes" of a booking, judged apart from its time and its invitees.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 from zoneinfo import ZoneInfo
+
+from pydantic import Field
 
 from graders.base import CheckOutcome, GradingContext, check_fn
 from graders.checks_common import Regex, employee_id, listing, rx
@@ -180,3 +183,20 @@ def doc_mentions_once(ctx: GradingContext, document: str, pattern: Regex, label:
     if not where:
         return CheckOutcome.of(False, f"{name}: not named in {document}")
     return CheckOutcome.of(False, f"{name}: named {len(where)} times in {document} (under {listing(where, 4)})")
+
+
+@check_fn("meeting_length", reads=("events",), touches=_own_touches)
+def meeting_length(ctx: GradingContext, title_pattern: Regex, minutes: Annotated[int, Field(ge=1)]) -> CheckOutcome:
+    """The meeting lasts exactly ``minutes`` (its end less its start).
+
+    Why its own item: the task names the length ("a 30-minute 1:1"), and an hour booked for a half-hour talk
+    takes the other half from everyone's day; the time can be agreed and free while the length is wrong. Read
+    from the meeting the meeting checks find (folded from the change log), so it costs no query.
+    """
+    m, head = _the_meeting(ctx, title_pattern)
+    if m is None:
+        return CheckOutcome.of(False, head)
+    length = int((m.end_at - m.start_at).total_seconds() // 60)
+    if length == minutes:
+        return CheckOutcome.of(True, f"{head}: lasts {length} minutes", event_id=m.id)
+    return CheckOutcome.of(False, f"{head}: lasts {length} minutes, not {minutes}", event_id=m.id)

@@ -139,7 +139,8 @@ class SprintExecute:
             scenario_id=self.id,
             prompt=prompt,
             actor=team.lead,
-            rubric=self._rubric(
+            rubric=self._rubric_v2(
+                team.lead,
                 sprint_id,
                 {k: "in_progress" if k in started else "todo" for k in committed},
                 {k: statuses[k] for k in deferred},
@@ -206,6 +207,89 @@ class SprintExecute:
         return path, author
 
     # -- rubric -----------------------------------------------------------------------------------------
+
+    @staticmethod
+    def _rubric_v2(
+        lead: str,
+        sprint_id: int,
+        committed: dict[str, str],
+        deferred: dict[str, str],
+        channel: str,
+        name: str,
+        people: list[str],
+        window: tuple[datetime, datetime],
+        outsiders: list[str],
+    ) -> Rubric:
+        """Version 2: each committed ticket's sprint and status apart, the kickoff's length and each invitee.
+
+        Why: version 1 judged "in the sprint and in todo" as one check per ticket and "the meeting, inviting
+        the whole team" as one; a lead who forgot the sprint field but moved every ticket, or who left one
+        teammate off the invitation, read as having done none of it. Here a ticket's sprint and its status are
+        two items (a started ticket's status is "still in progress"), the kickoff is booked on the day (one
+        check), lasts the asked 30 minutes, and invites each teammate (one check each, the lead organising it);
+        the deferred tickets still count only once the kickoff is booked. The same keys in the post, the same
+        outside assignees, the same gate.
+        """
+        old = SprintExecute._rubric(sprint_id, committed, deferred, channel, name, people, window, outsiders)
+        by_id = {c.id: c.model_dump(mode="json") for c in old.checks}
+        meeting = dict(by_id["kickoff-meeting"]["params"])
+        meeting.pop("attendees")
+        title = meeting["title_pattern"]
+        checks: list[dict[str, Any]] = []
+        for key, status in committed.items():
+            checks += [
+                {"id": f"sprint-{key}", "description": f"{key} is in {name}.", "fn": "row_exists",
+                 "params": {"table": "tickets", "where": {"key": key, "sprint_id": sprint_id}}},
+                {"id": f"status-{key}",
+                 "description": f"{key} is {'still in progress' if status != 'todo' else 'in todo'}.",
+                 "fn": "row_exists", "params": {"table": "tickets", "where": {"key": key, "status": status}}},
+            ]  # fmt: skip
+        checks += [by_id[f"kickoff-{key}"] for key in committed]
+        checks += [
+            {"id": "kickoff-meeting", "description": f'A "{name} kickoff" is booked on the day.',
+             "fn": "event_exists", "params": meeting},
+            {"id": "kickoff-length", "description": f"The kickoff lasts {KICKOFF_MINUTES} minutes.",
+             "fn": "meeting_length", "params": {"title_pattern": title, "minutes": KICKOFF_MINUTES},
+             "needs": ["kickoff-meeting"]},
+        ]  # fmt: skip
+        checks += [
+            {"id": f"kickoff-team-{user}", "description": f"@{user}, on the team, is invited to the kickoff.",
+             "fn": "event_exists", "params": {**meeting, "attendees": [user]}}
+            for user in people
+            if user != lead
+        ]  # fmt: skip
+        checks += [by_id[f"kickoff-invites-{user}"] for user in outsiders]
+        checks += [by_id[f"deferred-{key}"] for key in deferred]
+        checks.append(by_id["no-collateral"])
+        return load_rubric(
+            {
+                "id": "sprint-execute",
+                "version": 2,
+                "description": old.description,
+                "checks": checks,
+                "provenance": "v2: per ticket its sprint and its status; the kickoff's length and each invitee",
+            }
+        )
+
+    @staticmethod
+    def older_rubric(instance: ScenarioInstance, version: int) -> Rubric | None:
+        """Version 1 (sprint and status together, the whole team invited as one check), for rescoring old traces."""
+        if version != 1 or instance.rubric.id != "sprint-execute":  # a variant's rubric has its own history
+            return None
+        p = instance.params
+        lo, hi = (datetime.fromisoformat(x) for x in p["kickoff_day"])
+        started = {str(k): str(u) for k, u in p["started"].items()}
+        where: dict[str, dict[str, Any]] = {}  # each row check's row, by check id
+        for c in instance.rubric.checks:
+            row = c.params.get("where")
+            if isinstance(row, dict):
+                where[c.id] = row
+        sprint_id = next((int(w["sprint_id"]) for w in where.values() if w.get("sprint_id") is not None), 0)
+        deferred = {k: str(where[f"deferred-{k}"]["status"]) for k in p["deferred"]}
+        return SprintExecute._rubric(
+            sprint_id, {k: "in_progress" if k in started else "todo" for k in p["committed"]}, deferred,
+            p["channel"], p["sprint"], list(p["team"]), (lo, hi), sorted(set(started.values())),
+        )  # fmt: skip
 
     @staticmethod
     def _rubric(
