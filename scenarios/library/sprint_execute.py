@@ -225,7 +225,8 @@ class SprintExecute:
         Why: version 1 judged "in the sprint and in todo" as one check per ticket and "the meeting, inviting
         the whole team" as one; a lead who forgot the sprint field but moved every ticket, or who left one
         teammate off the invitation, read as having done none of it. Here a ticket's sprint and its status are
-        two items (a started ticket's status is "still in progress"), the kickoff is booked on the day (one
+        two items (a ticket started overnight was in progress before the episode, so its "still in progress" is
+        read from the table and counts once the ticket is in the sprint), the kickoff is booked on the day (one
         check), lasts the asked 30 minutes, and invites each teammate (one check each, the lead organising it);
         the deferred tickets still count only once the kickoff is booked. The same keys in the post, the same
         outside assignees, the same gate.
@@ -240,9 +241,12 @@ class SprintExecute:
             checks += [
                 {"id": f"sprint-{key}", "description": f"{key} is in {name}.", "fn": "row_exists",
                  "params": {"table": "tickets", "where": {"key": key, "sprint_id": sprint_id}}},
-                {"id": f"status-{key}",
-                 "description": f"{key} is {'still in progress' if status != 'todo' else 'in todo'}.",
-                 "fn": "row_exists", "params": {"table": "tickets", "where": {"key": key, "status": status}}},
+                {"id": f"status-{key}", "description": f"{key} is in todo.", "fn": "row_exists",
+                 "params": {"table": "tickets", "where": {"key": key, "status": status}}}
+                if status == "todo" else
+                {"id": f"status-{key}", "description": f"{key}, started overnight, is still in progress in the sprint.",
+                 "fn": "row_exists", "needs": [f"sprint-{key}"],
+                 "params": {"table": "tickets", "where": {"key": key, "status": status}, "scope": "any"}},
             ]  # fmt: skip
         checks += [by_id[f"kickoff-{key}"] for key in committed]
         checks += [
