@@ -16,8 +16,9 @@ harder day costs: more re-proposals, each to be timed with notice and waited for
 waiting, or who books only part of the team, loses more of it. In a campaign yesterday's questions decide who
 must be booked when, and nothing clashes overnight.
 
-The rubric, per report: a meeting titled "1:1 with @username" at a time they agreed to, inviting them, inside
-both working hours, double-booking nobody; and a gate that only chat and the calendar changed. The oracle reads
+The rubric (version 2), per report: a meeting titled "1:1 with @username" at a time they agreed to, inviting
+them, 30 minutes long, inside the report's and the manager's working hours and free in both calendars (one
+check each), one 1:1 double-booking nobody; and a gate that only chat and the calendar changed. The oracle reads
 the reports from the directory and, each half-hour (``wait``), the direct messages with news (``chat_unread``):
 a yes is booked; a "does not work" (or a yes to a time that passed meanwhile) gets a new free time by DM, an hour
 after their answer at the earliest, avoiding the times still open with the others (``propose``; it waits when the

@@ -17,9 +17,10 @@ are invited to the kickoff; in a campaign the plan written yesterday decides how
 The work: every committed ticket into the sprint, to ``todo`` from the backlog (started work stays in
 progress); every other candidate left as it is; a kickoff post in the team channel naming each committed key; a
 30-minute "<sprint> kickoff" meeting on the sprint's first day (today, when it has begun) inviting the whole
-team and every outside assignee of a committed ticket. The rubric is one check per committed ticket (sprint and
-status), one per deferred ticket (untouched, counted only once the kickoff is booked), one per key in the
-kickoff post, the meeting, one per outside assignee invited, and a gate on what may change. The oracle reads the
+team and every outside assignee of a committed ticket. The rubric (version 2) is two checks per committed
+ticket (its sprint; its status), one per deferred ticket (untouched, counted only once the kickoff is booked),
+one per key in the kickoff post, the meeting on the day, its length, one per teammate and per outside assignee
+invited, and a gate on what may change. The oracle reads the
 plan, the tickets and the team through the tools; it never reads params. Its steps (``read_prompt``,
 ``move_to_sprint``, ``book_kickoff``) are shared with the cancelled variant.
 """
