@@ -155,6 +155,7 @@ class SprintExecute:
                 "plan": path,
                 "plan_author": author,
                 "sprint": name,
+                "sprint_id": sprint_id,
                 "committed": committed,
                 "deferred": deferred,
                 "started": started,
@@ -226,8 +227,9 @@ class SprintExecute:
         Why: version 1 judged "in the sprint and in todo" as one check per ticket and "the meeting, inviting
         the whole team" as one; a lead who forgot the sprint field but moved every ticket, or who left one
         teammate off the invitation, read as having done none of it. Here a ticket's sprint and its status are
-        two items (a ticket started overnight was in progress before the episode, so its "still in progress" is
-        read from the table and counts once the ticket is in the sprint), the kickoff is booked on the day (one
+        two items, read from the ticket as it ends (``ticket_field_equals``: a step decides them from the
+        ticket's row, without a query; a ticket started overnight was in progress before the episode, so its
+        "still in progress" counts once the ticket is in the sprint), the kickoff is booked on the day (one
         check), lasts the asked 30 minutes, and invites each teammate (one check each, the lead organising it);
         the deferred tickets still count only once the kickoff is booked. The same keys in the post, the same
         outside assignees, the same gate.
@@ -240,14 +242,14 @@ class SprintExecute:
         checks: list[dict[str, Any]] = []
         for key, status in committed.items():
             checks += [
-                {"id": f"sprint-{key}", "description": f"{key} is in {name}.", "fn": "row_exists",
-                 "params": {"table": "tickets", "where": {"key": key, "sprint_id": sprint_id}}},
-                {"id": f"status-{key}", "description": f"{key} is in todo.", "fn": "row_exists",
-                 "params": {"table": "tickets", "where": {"key": key, "status": status}}}
+                {"id": f"sprint-{key}", "description": f"{key} is in {name}.", "fn": "ticket_field_equals",
+                 "params": {"key": key, "field": "sprint", "value": name}},
+                {"id": f"status-{key}", "description": f"{key} is in todo.", "fn": "ticket_field_equals",
+                 "params": {"key": key, "field": "status", "value": status}}
                 if status == "todo" else
                 {"id": f"status-{key}", "description": f"{key}, started overnight, is still in progress in the sprint.",
-                 "fn": "row_exists", "needs": [f"sprint-{key}"],
-                 "params": {"table": "tickets", "where": {"key": key, "status": status}, "scope": "any"}},
+                 "fn": "ticket_field_equals", "needs": [f"sprint-{key}"],
+                 "params": {"key": key, "field": "status", "value": status}},
             ]  # fmt: skip
         checks += [by_id[f"kickoff-{key}"] for key in committed]
         checks += [
@@ -289,10 +291,9 @@ class SprintExecute:
             row = c.params.get("where")
             if isinstance(row, dict):
                 where[c.id] = row
-        sprint_id = next((int(w["sprint_id"]) for w in where.values() if w.get("sprint_id") is not None), 0)
         deferred = {k: str(where[f"deferred-{k}"]["status"]) for k in p["deferred"]}
         return SprintExecute._rubric(
-            sprint_id, {k: "in_progress" if k in started else "todo" for k in p["committed"]}, deferred,
+            int(p["sprint_id"]), {k: "in_progress" if k in started else "todo" for k in p["committed"]}, deferred,
             p["channel"], p["sprint"], list(p["team"]), (lo, hi), sorted(set(started.values())),
         )  # fmt: skip
 
