@@ -13,21 +13,26 @@ attendees and the participants' other events, not one per person.
 It reads the request and its diff as ``graders.checks_code`` does (the same memoised git answers), importing
 that module on first use only, so a meeting rubric does not load git. ``doc_shared_only_with`` is the
 per-request item of a document request: the document went to whoever asked and to nobody else;
-``doc_mentions_once`` the "listed once" of an item in a text document.
+``doc_mentions_once`` the "listed once" of an item in a text document. ``meeting_length`` is the "for 30
+minutes" of a booking, judged apart from its time and its invitees.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 from zoneinfo import ZoneInfo
 
-from graders.base import CheckOutcome, GradingContext, check_fn
+from pydantic import Field
+
+from graders.base import ChangeRow, CheckOutcome, GradingContext, check_fn
 from graders.checks_common import Regex, employee_id, listing, rx
 from graders.checks_meetings import (
     Calendar,
     _attendees,
+    _clash_touches,
+    _invitee_touches,
     _labels,
-    _meeting_touches,
+    _meetings,
     _own_touches,
     _people,
     _the_meeting,
@@ -56,13 +61,14 @@ def _participant(ctx: GradingContext, title_pattern: str, username: str) -> tupl
     return m, head, emp
 
 
-@check_fn("meeting_person_in_hours", reads=_TABLES, touches=_own_touches)
+@check_fn("meeting_person_in_hours", reads=_TABLES, touches=_invitee_touches)
 def meeting_person_in_hours(ctx: GradingContext, title_pattern: Regex, username: str) -> CheckOutcome:
     """The meeting lies inside ``username``'s working hours, in their own time zone, on one of their workdays.
 
     Why per person: "the time fits everyone" is what the agent must establish one calendar at a time, and
     the evidence then shows that person's local time beside their hours (``Tue 15:00 Asia/Tokyo, outside
-    09:00-17:00 Mon-Fri``). A declined invitee still counts: the agent chose the time.
+    09:00-17:00 Mon-Fri``). A declined invitee still counts: the agent chose the time, so an answer to the
+    invitation re-runs nothing (``_invitee_touches``).
     """
     found = _participant(ctx, title_pattern, username)
     if isinstance(found, CheckOutcome):
@@ -92,7 +98,21 @@ def _busy(ctx: GradingContext, m: Any) -> dict[int, list[str]]:
     return {emp: labels for emp in ids if (labels := _labels(busy[emp], m.id))}
 
 
-@check_fn("meeting_person_free", reads=_TABLES, touches=_meeting_touches)
+def _free_touches(ctx: GradingContext, row: ChangeRow, title_pattern: str, **kwargs: Any) -> bool:
+    """Whether a changed row may change a ``meeting_person_free`` verdict (for ``graders.progress``).
+
+    What it reads is what the double-booking check reads, for one person: the meeting, its invitations and the
+    participants' other events at its time, so the double-booking check's hook answers (coworkers accepting
+    the invitation, or a meeting booked at another time, re-run nothing; a 1:1 story books a meeting per report
+    and every report answers each). That hook gives up on several matching meetings (its verdict names them);
+    this check reads the latest, so a new event or invitation then re-runs it.
+    """
+    if row.op == "insert" and row.table in ("events", "event_attendees") and len(_meetings(ctx, title_pattern)) > 1:
+        return True
+    return _clash_touches(ctx, row, title_pattern, **kwargs)
+
+
+@check_fn("meeting_person_free", reads=_TABLES, touches=_free_touches)
 def meeting_person_free(ctx: GradingContext, title_pattern: Regex, username: str) -> CheckOutcome:
     """``username`` has no other commitment at the meeting's time (events they organise or have not declined).
 
@@ -180,3 +200,20 @@ def doc_mentions_once(ctx: GradingContext, document: str, pattern: Regex, label:
     if not where:
         return CheckOutcome.of(False, f"{name}: not named in {document}")
     return CheckOutcome.of(False, f"{name}: named {len(where)} times in {document} (under {listing(where, 4)})")
+
+
+@check_fn("meeting_length", reads=("events",), touches=_own_touches)
+def meeting_length(ctx: GradingContext, title_pattern: Regex, minutes: Annotated[int, Field(ge=1)]) -> CheckOutcome:
+    """The meeting lasts exactly ``minutes`` (its end less its start).
+
+    Why its own item: the task names the length ("a 30-minute 1:1"), and an hour booked for a half-hour talk
+    takes the other half from everyone's day; the time can be agreed and free while the length is wrong. Read
+    from the meeting the meeting checks find (folded from the change log), so it costs no query.
+    """
+    m, head = _the_meeting(ctx, title_pattern)
+    if m is None:
+        return CheckOutcome.of(False, head)
+    length = int((m.end_at - m.start_at).total_seconds() // 60)
+    if length == minutes:
+        return CheckOutcome.of(True, f"{head}: lasts {length} minutes", event_id=m.id)
+    return CheckOutcome.of(False, f"{head}: lasts {length} minutes, not {minutes}", event_id=m.id)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from mcp_tools.calendar.slots import Person
@@ -39,6 +39,8 @@ _DOC_TABLES = ("documents", "document_versions", "document_shares", "blobs", "do
 def verify_sprint_plan(ev: Evidence) -> Verdict:
     """A new text document at the path: each member's points, the total, each candidate in its one section.
 
+    Each candidate is listed with its story points ("KEY: N points") when the hidden params know them.
+
     Shared with the manager; nothing but the document (its versions, shares, blobs, folders) changed.
     """
     path = str(ev.params["document"])
@@ -62,6 +64,10 @@ def verify_sprint_plan(ev: Evidence) -> Verdict:
             listed = {h for h, t in sections.items() if re.search(rf"\b{re.escape(key)}\b", t)}
             if listed != {want}:
                 reasons.append(f"{key} belongs under {want.title()} only, found under {sorted(listed) or 'nothing'}")
+    tickets = sections.get("committed", "") + "\n" + sections.get("deferred", "")
+    for key, n in sorted(ev.params.get("points", {}).items()):  # asked since rubric version 2
+        if not re.search(rf"\b{re.escape(key)}:\s*{n}\s+points?\b", tickets, re.I):
+            reasons.append(f"{key} is not listed with its {n} story points")
     if not _shared_with(ev, doc.id, str(ev.params["manager"])):
         reasons.append(f"not shared with @{ev.params['manager']}")
     reasons += _outside(ev, lambda c: c["table"] in _DOC_TABLES and c["op"] in ("insert", "update"))[:3]
@@ -103,7 +109,8 @@ def verify_sprint_execute(ev: Evidence) -> Verdict:
     missing = [k for k in p["committed"] if not re.search(rf"\b{re.escape(k)}\b", said)]
     if missing:
         reasons.append(f"the kickoff in ~{p['channel']} does not name {missing}")
-    reasons += _meeting(ev, p, sorted({*p["team"], *started.values()}))
+    # 30 minutes, as the prompt asks; the cancelled variant's rubric (version 1 of the checks) never judged it
+    reasons += _meeting(ev, p, sorted({*p["team"], *started.values()}), None if "cancelled" in p else 30)
 
     def allowed(c: Mapping[str, Any]) -> bool:
         if c["table"] == "tickets":
@@ -115,16 +122,15 @@ def verify_sprint_execute(ev: Evidence) -> Verdict:
     return Verdict(not reasons, tuple(reasons))
 
 
-def _meeting(ev: Evidence, p: Mapping[str, Any], wanted: list[str]) -> list[str]:
-    """Why no event the agent created is the kickoff (empty when one is)."""
+def _meeting(ev: Evidence, p: Mapping[str, Any], wanted: list[str], minutes: int | None = None) -> list[str]:
+    """Why no event the agent created is the kickoff (empty when one is); ``minutes`` its length when asked."""
     lo, hi = (datetime.fromisoformat(x) for x in p["kickoff_day"])
     title = f"{p['sprint']} kickoff".casefold()
     for event in ev.inserted("events"):
-        row = ev.sql.one("SELECT title, start_at, cancelled FROM events WHERE id = ?", (event,))
+        row = ev.sql.one("SELECT title, start_at, cancelled, end_at FROM events WHERE id = ?", (event,))
         if row is None or row[2] or title not in str(row[0]).casefold():
             continue
-        at = row[1] if isinstance(row[1], datetime) else datetime.fromisoformat(str(row[1]))
-        at = at if at.tzinfo else at.replace(tzinfo=UTC)
+        at, end = _utc(row[1]), _utc(row[3])
         invited = {
             str(u)
             for (u,) in ev.sql.all(
@@ -135,9 +141,11 @@ def _meeting(ev: Evidence, p: Mapping[str, Any], wanted: list[str]) -> list[str]
             )
         }
         lacking = sorted(set(wanted) - invited)
-        if lo <= at < hi and not lacking:
+        long = minutes is not None and end - at != timedelta(minutes=minutes)
+        if lo <= at < hi and not lacking and not long:
             return []
-        return [f"the kickoff #{event} starts {at.isoformat()} (day {lo.date()}) or lacks {lacking}"]
+        return [f"the kickoff #{event} starts {at.isoformat()} (day {lo.date()}), lacks {lacking} or is not"
+                f" {minutes} minutes long"]  # fmt: skip
     return [f'no event titled "{p["sprint"]} kickoff" was created']
 
 
@@ -197,6 +205,8 @@ def verify_one_on_ones_book(ev: Evidence) -> Verdict:
             reasons.append(f"@{u}: {len(rows)} live 1:1 events, expected one")
             continue
         event, start, end, created = int(rows[0][0]), _utc(rows[0][1]), _utc(rows[0][2]), _utc(rows[0][3])
+        if "on_leave" not in ev.params and end - start != timedelta(minutes=30):  # the variant's rubric is v1
+            reasons.append(f"@{u}: the 1:1 lasts {end - start}, not the 30 minutes asked")
         row = ev.sql.one(f"{_PEOPLE} WHERE username = ?", (u,))  # noqa: S608
         assert row is not None and me is not None
         if ev.sql.one("SELECT 1 FROM event_attendees WHERE event_id = ? AND employee_id = ?", (event, row[0])) is None:

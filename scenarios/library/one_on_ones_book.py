@@ -16,8 +16,9 @@ harder day costs: more re-proposals, each to be timed with notice and waited for
 waiting, or who books only part of the team, loses more of it. In a campaign yesterday's questions decide who
 must be booked when, and nothing clashes overnight.
 
-The rubric, per report: a meeting titled "1:1 with @username" at a time they agreed to, inviting them, inside
-both working hours, double-booking nobody; and a gate that only chat and the calendar changed. The oracle reads
+The rubric (version 2), per report: a meeting titled "1:1 with @username" at a time they agreed to, inviting
+them, 30 minutes long, inside the report's and the manager's working hours and free in both calendars (one
+check each), one 1:1 double-booking nobody; and a gate that only chat and the calendar changed. The oracle reads
 the reports from the directory and, each half-hour (``wait``), the direct messages with news (``chat_unread``):
 a yes is booked; a "does not work" (or a yes to a time that passed meanwhile) gets a new free time by DM, an hour
 after their answer at the earliest, avoiding the times still open with the others (``propose``; it waits when the
@@ -173,7 +174,7 @@ class OneOnOnesBook:
             scenario_id=self.id,
             prompt=prompt,
             actor=boss.username,
-            rubric=self._rubric(names),
+            rubric=self._rubric(names, boss.username),
             params={"reports": names, "manager": boss.username},
             limits=Limits(max_turns=60 + 25 * len(names), time_budget_s=10 * 3600),
             apps=("calendar", "chat", "directory"),
@@ -237,7 +238,59 @@ class OneOnOnesBook:
         return taken
 
     @staticmethod
-    def _rubric(reports: list[str]) -> Rubric:
+    def _rubric(reports: list[str], manager: str) -> Rubric:
+        """Version 2: per report, each thing the booking must get right for that person, one check each.
+
+        Why: a manager booking three 1:1s who gets one report's time wrong should read "@a: 8/8, @b: 8/8,
+        @c: 3/8" and see why. Version 1 judged the working hours of both people and the double booking of
+        everyone as one check each; here the report's hours and the manager's hours, and the report's and the
+        manager's calendars, are items of their own (``graders.checks_items``), the 1:1 is the asked length,
+        and the whole-meeting check stays for "one 1:1, nobody double-booked" (a second booking, another
+        invitee). Every item of the booking counts only once the time is one the report agreed to: a 1:1 at a
+        time nobody accepted earns nothing for fitting the calendars.
+        """
+        old = {c.id: c.model_dump(mode="json") for c in OneOnOnesBook._rubric_v1(reports).checks}
+        checks: list[dict[str, Any]] = []
+        for u in reports:
+            title = rf"^1:1 with @{re.escape(u)}$"
+            agreed = f"agreed-{u}"
+            person = {"fn": "meeting_person_in_hours", "needs": [agreed]}
+            free = {"fn": "meeting_person_free", "needs": [agreed]}
+            checks += [
+                old[agreed],
+                old[f"invited-{u}"],
+                {"id": f"length-{u}", "description": f"The 1:1 with @{u} lasts {MINUTES} minutes.",
+                 "fn": "meeting_length", "params": {"title_pattern": title, "minutes": MINUTES}, "needs": [agreed]},
+                {"id": f"hours-{u}", "description": f"The 1:1 is inside @{u}'s working hours, on a workday of theirs.",
+                 **person, "params": {"title_pattern": title, "username": u}},
+                {"id": f"manager-hours-{u}", "description": f"The 1:1 with @{u} is inside your own working hours.",
+                 **person, "params": {"title_pattern": title, "username": manager}},
+                {"id": f"free-{u}", "description": f"Nothing else is on @{u}'s calendar at their 1:1.",
+                 **free, "params": {"title_pattern": title, "username": u}},
+                {"id": f"manager-free-{u}", "description": f"Nothing else is on your calendar at the 1:1 with @{u}.",
+                 **free, "params": {"title_pattern": title, "username": manager}},
+                old[f"single-{u}"],
+            ]  # fmt: skip
+        checks.append(old["no-collateral"])
+        return load_rubric(
+            {
+                "id": "one-on-ones-book",
+                "version": 2,
+                "description": "Book each 1:1 at the time the report agreed to, re-proposing when one does not work.",
+                "checks": checks,
+                "provenance": "v2: per report, the length and each person's hours and calendar as items of their own",
+            }
+        )
+
+    @staticmethod
+    def older_rubric(instance: ScenarioInstance, version: int) -> Rubric | None:
+        """Version 1 (hours and double booking judged for the whole meeting), for rescoring old traces."""
+        if version != 1 or instance.rubric.id != "one-on-ones-book":  # a variant's rubric has its own history
+            return None
+        return OneOnOnesBook._rubric_v1(list(instance.params["reports"]))
+
+    @staticmethod
+    def _rubric_v1(reports: list[str]) -> Rubric:
         """Per report: agreed time, invited, working hours, no double booking; a gate on what may change."""
         checks: list[dict[str, Any]] = []
         for u in reports:

@@ -111,7 +111,7 @@ class OneOnOnesBookOnLeave(OneOnOnesBook):
         today = now.astimezone(boss_zone).replace(hour=EARLIEST, minute=0, second=0, microsecond=0)
         others = [u for u in reports if u != who]
         name = str(row[2])
-        checks = [c.model_dump(mode="json") for c in self._rubric(others).checks] + leave_checks(who, name)
+        checks = [c.model_dump(mode="json") for c in self._rubric_v1(others).checks] + leave_checks(who, name)
         checks.append(
             {"id": f"no-meeting-with-{who}", "description": f"No meeting was booked with @{who}, who is off sick.",
              "must": True, "fn": "no_event_with", "params": {"attendee": who}}

@@ -17,9 +17,10 @@ are invited to the kickoff; in a campaign the plan written yesterday decides how
 The work: every committed ticket into the sprint, to ``todo`` from the backlog (started work stays in
 progress); every other candidate left as it is; a kickoff post in the team channel naming each committed key; a
 30-minute "<sprint> kickoff" meeting on the sprint's first day (today, when it has begun) inviting the whole
-team and every outside assignee of a committed ticket. The rubric is one check per committed ticket (sprint and
-status), one per deferred ticket (untouched, counted only once the kickoff is booked), one per key in the
-kickoff post, the meeting, one per outside assignee invited, and a gate on what may change. The oracle reads the
+team and every outside assignee of a committed ticket. The rubric (version 2) is two checks per committed
+ticket (its sprint; its status), one per deferred ticket (untouched, counted only once the kickoff is booked),
+one per key in the kickoff post, the meeting on the day, its length, one per teammate and per outside assignee
+invited, and a gate on what may change. The oracle reads the
 plan, the tickets and the team through the tools; it never reads params. Its steps (``read_prompt``,
 ``move_to_sprint``, ``book_kickoff``) are shared with the cancelled variant.
 """
@@ -139,7 +140,8 @@ class SprintExecute:
             scenario_id=self.id,
             prompt=prompt,
             actor=team.lead,
-            rubric=self._rubric(
+            rubric=self._rubric_v2(
+                team.lead,
                 sprint_id,
                 {k: "in_progress" if k in started else "todo" for k in committed},
                 {k: statuses[k] for k in deferred},
@@ -153,6 +155,7 @@ class SprintExecute:
                 "plan": path,
                 "plan_author": author,
                 "sprint": name,
+                "sprint_id": sprint_id,
                 "committed": committed,
                 "deferred": deferred,
                 "started": started,
@@ -206,6 +209,93 @@ class SprintExecute:
         return path, author
 
     # -- rubric -----------------------------------------------------------------------------------------
+
+    @staticmethod
+    def _rubric_v2(
+        lead: str,
+        sprint_id: int,
+        committed: dict[str, str],
+        deferred: dict[str, str],
+        channel: str,
+        name: str,
+        people: list[str],
+        window: tuple[datetime, datetime],
+        outsiders: list[str],
+    ) -> Rubric:
+        """Version 2: each committed ticket's sprint and status apart, the kickoff's length and each invitee.
+
+        Why: version 1 judged "in the sprint and in todo" as one check per ticket and "the meeting, inviting
+        the whole team" as one; a lead who forgot the sprint field but moved every ticket, or who left one
+        teammate off the invitation, read as having done none of it. Here a ticket's sprint and its status are
+        two items, read from the ticket as it ends (``ticket_field_equals``: a step decides them from the
+        ticket's row, without a query; a ticket started overnight was in progress before the episode, so its
+        "still in progress" counts once the ticket is in the sprint), the kickoff is booked on the day (one
+        check), lasts the asked 30 minutes, and invites each teammate (one check each, the lead organising it);
+        the deferred tickets still count only once the kickoff is booked. The same keys in the post, the same
+        outside assignees, the same gate.
+        """
+        old = SprintExecute._rubric(sprint_id, committed, deferred, channel, name, people, window, outsiders)
+        by_id = {c.id: c.model_dump(mode="json") for c in old.checks}
+        meeting = dict(by_id["kickoff-meeting"]["params"])
+        meeting.pop("attendees")
+        title = meeting["title_pattern"]
+        checks: list[dict[str, Any]] = []
+        for key, status in committed.items():
+            checks += [
+                {"id": f"sprint-{key}", "description": f"{key} is in {name}.", "fn": "ticket_field_equals",
+                 "params": {"key": key, "field": "sprint", "value": name}},
+                {"id": f"status-{key}", "description": f"{key} is in todo.", "fn": "ticket_field_equals",
+                 "params": {"key": key, "field": "status", "value": status}}
+                if status == "todo" else
+                {"id": f"status-{key}", "description": f"{key}, started overnight, is still in progress in the sprint.",
+                 "fn": "ticket_field_equals", "needs": [f"sprint-{key}"],
+                 "params": {"key": key, "field": "status", "value": status}},
+            ]  # fmt: skip
+        checks += [by_id[f"kickoff-{key}"] for key in committed]
+        checks += [
+            {"id": "kickoff-meeting", "description": f'A "{name} kickoff" is booked on the day.',
+             "fn": "event_exists", "params": meeting},
+            {"id": "kickoff-length", "description": f"The kickoff lasts {KICKOFF_MINUTES} minutes.",
+             "fn": "meeting_length", "params": {"title_pattern": title, "minutes": KICKOFF_MINUTES},
+             "needs": ["kickoff-meeting"]},
+        ]  # fmt: skip
+        checks += [
+            {"id": f"kickoff-team-{user}", "description": f"@{user}, on the team, is invited to the kickoff.",
+             "fn": "event_exists", "params": {**meeting, "attendees": [user]}}
+            for user in people
+            if user != lead
+        ]  # fmt: skip
+        checks += [by_id[f"kickoff-invites-{user}"] for user in outsiders]
+        checks += [by_id[f"deferred-{key}"] for key in deferred]
+        checks.append(by_id["no-collateral"])
+        return load_rubric(
+            {
+                "id": "sprint-execute",
+                "version": 2,
+                "description": old.description,
+                "checks": checks,
+                "provenance": "v2: per ticket its sprint and its status; the kickoff's length and each invitee",
+            }
+        )
+
+    @staticmethod
+    def older_rubric(instance: ScenarioInstance, version: int) -> Rubric | None:
+        """Version 1 (sprint and status together, the whole team invited as one check), for rescoring old traces."""
+        if version != 1 or instance.rubric.id != "sprint-execute":  # a variant's rubric has its own history
+            return None
+        p = instance.params
+        lo, hi = (datetime.fromisoformat(x) for x in p["kickoff_day"])
+        started = {str(k): str(u) for k, u in p["started"].items()}
+        where: dict[str, dict[str, Any]] = {}  # each row check's row, by check id
+        for c in instance.rubric.checks:
+            row = c.params.get("where")
+            if isinstance(row, dict):
+                where[c.id] = row
+        deferred = {k: str(where[f"deferred-{k}"]["status"]) for k in p["deferred"]}
+        return SprintExecute._rubric(
+            int(p["sprint_id"]), {k: "in_progress" if k in started else "todo" for k in p["committed"]}, deferred,
+            p["channel"], p["sprint"], list(p["team"]), (lo, hi), sorted(set(started.values())),
+        )  # fmt: skip
 
     @staticmethod
     def _rubric(

@@ -21,8 +21,9 @@ them) on one to three sprint days each, training days (0, 1, 2, 3 members, a day
 that must be deferred whatever its priority (3).
 
 The plan is a new text document with sections Capacity ("@username: N points" per member, "Total: N points"),
-Committed and Deferred, shared with the manager. The rubric is one check per member's capacity, one for the
-total, one per candidate (in its section and no other), the share, and a gate allowing only the new document.
+Committed and Deferred (a line per candidate, "KEY: N points"), shared with the manager. The rubric (version 2)
+is one check per member's capacity, one for the total, two per candidate (in its section and no other; its story
+points given), the share, and a gate allowing only the new document.
 The oracle reads the team, hours and calendars through the tools and applies the rules; it never reads params.
 """
 
@@ -182,7 +183,7 @@ def expected_in_world(sql: Sql, team: Team, start: date) -> dict[str, Any]:
     candidates = [{"key": str(k), "priority": str(p), "points": int(n or 0), "status": str(st)} for k, p, n, st in rows]
     committed, deferred = choose(candidates, sum(caps.values()))
     return {"capacity": caps, "total": sum(caps.values()), "committed": committed, "deferred": deferred,
-            "days": [d.isoformat() for d in days]}  # fmt: skip
+            "days": [d.isoformat() for d in days], "points": {c["key"]: c["points"] for c in candidates}}  # fmt: skip
 
 
 def pick_team(sql: Sql, rng: np.random.Generator) -> Team:
@@ -386,7 +387,8 @@ class SprintPlan:
             f"choose among the {team.project} tickets labelled {candidate_label(start)}. "
             f"Write the plan as a new document {path} with "
             'the sections Capacity (one line per member as "@username: N points", then "Total: N points"), '
-            "Committed and Deferred (every candidate by its key in one of them), and share it with your manager "
+            'Committed and Deferred (every candidate in one of them, a line each as "KEY: N points" with its story '
+            "points), and share it with your manager "
             f"@{team.manager}. Do not change anything else: tomorrow you will act on this plan. Call the submit "
             "tool when you are done."
         )
@@ -394,7 +396,7 @@ class SprintPlan:
             scenario_id=self.id,
             prompt=prompt,
             actor=team.lead,
-            rubric=self._rubric(path, expected, team.manager),
+            rubric=self._rubric(path, expected, team.manager),  # v2; older_rubric rebuilds v1
             params={"document": path, "manager": team.manager, **expected},
             limits=Limits(max_turns=60 + 4 * len(expected["capacity"]), time_budget_s=8 * 3600),
             apps=("calendar", "directory", "docs", "tickets"),
@@ -403,6 +405,51 @@ class SprintPlan:
 
     @staticmethod
     def _rubric(path: str, expected: dict[str, Any], manager: str) -> Rubric:
+        """Version 2: version 1's checks, and per candidate the plan gives its story points.
+
+        Why: the manager reading the plan checks the committed points against the total capacity, which they
+        can do only with each ticket's estimate beside it; and a plan that lists a ticket under the right
+        section with the wrong estimate shows the arithmetic went wrong there. One item per candidate, in
+        either section (where it belongs is the other check), "KEY: N points" as the prompt asks.
+        """
+        old = SprintPlan._rubric_v1(path, expected, manager)
+        checks: list[dict[str, Any]] = [c.model_dump(mode="json") for c in old.checks]
+        at = next(i for i, c in enumerate(checks) if c["id"] == "shared-with-manager")
+        checks[at:at] = [
+            {
+                "id": f"points-{key}",
+                "description": f"The plan gives {key} its {expected['points'][key]} story points.",
+                "fn": "doc_section_contains",
+                "params": {
+                    "document": path,
+                    "heading": r"^(Committed|Deferred)$",
+                    "pattern": rf"\b{re.escape(key)}:\s*{expected['points'][key]}\s+points?\b",
+                    "only_there": False,
+                    "label": f"{key}'s points",
+                },
+            }  # fmt: skip
+            for key in [*expected["committed"], *expected["deferred"]]
+        ]
+        return load_rubric(
+            {
+                "id": old.id,
+                "version": 2,
+                "description": old.description,
+                "checks": checks,
+                "provenance": "v2: per candidate its story points in the plan",
+            }
+        )
+
+    @staticmethod
+    def older_rubric(instance: ScenarioInstance, version: int) -> Rubric | None:
+        """Version 1 (no points per candidate), for rescoring old traces."""
+        if version != 1 or instance.rubric.id != "sprint-plan":  # a variant's rubric has its own history
+            return None
+        p = dict(instance.params)
+        return SprintPlan._rubric_v1(str(p["document"]), p, str(p["manager"]))
+
+    @staticmethod
+    def _rubric_v1(path: str, expected: dict[str, Any], manager: str) -> Rubric:
         """One check per member's capacity, the total, one per candidate's section, the share, a gate."""
         checks: list[dict[str, Any]] = [
             {
@@ -491,7 +538,7 @@ class SprintPlan:
             for t in found
         ]  # fmt: skip
         committed, deferred = choose(candidates, sum(caps.values()))
-        text = plan_text(caps, committed, deferred)
+        text = plan_text(caps, committed, deferred, {c["key"]: int(c["points"]) for c in candidates})
         folder, name = path.rsplit("/", 1)
         made = env.call("docs_create", name=name, folder=folder, text=text)
         env.call("docs_share", document=made["path"], username=manager, permission="view")
@@ -528,12 +575,19 @@ def oracle_capacity(env: AgentEnv, team: str, days: list[date]) -> dict[str, int
     return caps
 
 
-def plan_text(caps: dict[str, int], committed: list[str], deferred: list[str]) -> str:
-    """The plan document's text (headings, one line per member or ticket)."""
+def plan_text(
+    caps: dict[str, int], committed: list[str], deferred: list[str], points: dict[str, int] | None = None
+) -> str:
+    """The plan document's text (headings, one line per member or ticket, a ticket with its points if known)."""
     lines = [f"@{u}: {n} points" for u, n in sorted(caps.items())] + [f"Total: {sum(caps.values())} points"]
+    known = points or {}
+
+    def listed(keys: list[str]) -> str:
+        return "\n\n".join(f"{k}: {known[k]} points" if k in known else k for k in keys) or "Nothing."
+
     return (
-        "# Capacity\n\n" + "\n\n".join(lines) + "\n\n# Committed\n\n" + ("\n\n".join(committed) or "Nothing.")
-        + "\n\n# Deferred\n\n" + ("\n\n".join(deferred) or "Nothing.")
+        "# Capacity\n\n" + "\n\n".join(lines) + "\n\n# Committed\n\n" + listed(committed)
+        + "\n\n# Deferred\n\n" + listed(deferred)
     )  # fmt: skip
 
 

@@ -90,24 +90,27 @@ def test_day_two_books_only_whom_day_one_asked(store):
 
 
 def test_inviting_nobody_loses_exactly_the_invitations(store):
+    """Each report's invitation, and with it their own hours and calendar (not on a meeting they are not in)."""
     with Episode("one-on-ones-book-v0", store=store) as ep:
         score = play_partial(ep, "one-on-ones-book-v0", "partial-no-invite", 1, {"difficulty": 2})
         reports = ep.instance.params["reports"]
-        assert set(_failed(score)) == {f"invited-{u}" for u in reports}
+        assert set(_failed(score)) == {f"{c}-{u}" for u in reports for c in ("invited", "hours", "free")}
+        assert {c.id for c in score.checks if c.passed} >= {f"manager-hours-{u}" for u in reports}
         assert not verify(ep).solved
 
 
 def test_booking_only_the_first_report_loses_every_other_reports_checks(store):
-    """The one 1:1 booked is right in full; every report left out loses all four of their checks."""
+    """The one 1:1 booked is right in full; every report left out loses all eight of their checks."""
     values = set()
     with Episode("one-on-ones-book-v0", store=store) as ep:
         for seed, difficulty in ((2, 1), (6, 1), (1, 3)):
             score = play_partial(ep, "one-on-ones-book-v0", "partial-first-report", seed, {"difficulty": difficulty})
             reports = ep.instance.params["reports"]
-            left = {k.split("-", 1)[1] for k in _failed(score)}
+            left = {u for u in reports if f"agreed-{u}" in _failed(score)}
             booked = set(reports) - left
             assert len(booked) <= 1 and not verify(ep).solved
-            assert set(_failed(score)) == {f"{c}-{u}" for u in left for c in ("agreed", "invited", "hours", "single")}
+            items = ("agreed", "invited", "length", "hours", "manager-hours", "free", "manager-free", "single")
+            assert set(_failed(score)) == {f"{c}-{u}" for u in left for c in items}
             values.add(round(score.value * len(reports)))
     assert values == {0, 1}, "a report the directory lists first is booked when they were asked, else nobody"
 
@@ -193,3 +196,29 @@ def test_overnight_clashes_make_reports_refuse_and_the_oracle_re_proposes(store)
     assert score.value == 1.0, _failed(score)
     assert clashes and len(sent) >= len(clashes), (clashes, sent)
     assert all(m.startswith(("Hi, would", "Just checking")) for m in sent)
+
+
+def test_version_one_is_kept_for_rescoring_and_a_short_1_1_loses_only_its_length(store):
+    """Rubric v2 adds, per report, the length and each person's hours and calendar; v1 rescoring still works."""
+    from datetime import datetime, timedelta
+
+    from scenarios.base import rubric_at
+
+    class Short(EpisodeEnv):  # books 20 minutes where 30 were asked
+        def call(self, name, /, **arguments):
+            if name == "calendar_create_event":
+                arguments["end"] = (datetime.fromisoformat(arguments["start"]) + timedelta(minutes=20)).isoformat()
+            return super().call(name, **arguments)
+
+    with Episode("one-on-ones-book-v0", store=store) as ep:
+        score = run_agent(ep, "oracle", 2, {"difficulty": 1})
+        reports = ep.instance.params["reports"]
+        assert score.value == 1.0 and ep.instance.rubric.version == 2
+        assert len(score.checks) == 8 * len(reports) + 1
+        old = ep.regrade(rubric_at(ep.family, ep.instance, 1))
+        assert old.value == 1.0 and len(old.checks) == 4 * len(reports) + 1
+        prompt, info = ep.reset(seed=2, options={"difficulty": 1})
+        ep.family.oracle(Short(ep, prompt, info))
+        failed = {c.id for c in ep.grade().checks if not c.passed}
+        assert failed == {f"length-{u}" for u in reports}
+        assert not verify(ep).solved

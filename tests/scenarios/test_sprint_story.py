@@ -2,9 +2,10 @@
 
 What a user would notice: the story played by the oracle scores 1 on each day; day two is graded against the plan
 that day one left, even a wrong one; played alone, day two finds a teammate's plan; an agent that never opens the
-calendars loses exactly the capacity lines of the people with time off; on day two, tickets people from other
-teams started overnight (more at each difficulty) stay in progress, their assignees are invited to the kickoff,
-and an agent that moves every committed ticket to todo loses exactly those tickets' checks.
+calendars loses exactly the capacity lines of the people with time off, and a wrong estimate only its own
+candidate's points check; on day two, tickets people from other teams started overnight (more at each
+difficulty) stay in progress, their assignees are invited to the kickoff, and an agent that moves every
+committed ticket to todo loses exactly those tickets' status checks.
 """
 
 from __future__ import annotations
@@ -119,7 +120,8 @@ def test_skipping_the_kickoff_meeting_also_forfeits_the_deferred_checks(store):
         deferred = {f"deferred-{k}" for k in ep.instance.params["deferred"]}
         invites = {f"kickoff-invites-{u}" for u in ep.instance.params["started"].values()}
         assert invites, "difficulty 1 has someone from another team start a committed ticket"
-        assert failed == {"kickoff-meeting", *deferred, *invites}
+        team = {f"kickoff-team-{u}" for u in ep.instance.params["team"] if u != ep.instance.actor}
+        assert failed == {"kickoff-meeting", "kickoff-length", *team, *deferred, *invites}
         assert not verify(ep).solved
 
 
@@ -175,7 +177,48 @@ def test_work_started_overnight_stays_in_progress_and_resetting_it_costs_more_as
             assert not set(started.values()) & set(params["team"]), "people from other teams"
             assert "work someone already started stays in progress" in ep.instance.prompt
             score = play_partial(ep, "sprint-execute-v0", "partial-resets-started", 6, {"difficulty": difficulty})
-            assert set(_failed(score)) == {f"sprint-{k}" for k in started}
+            assert set(_failed(score)) == {f"status-{k}" for k in started}, "in the sprint, but back in todo"
             assert not verify(ep).solved
             lost[difficulty] = score.value
     assert 0 < lost[3] < lost[1] < 1, lost
+
+
+def test_one_wrong_estimate_in_the_plan_loses_exactly_that_candidates_points(store):
+    """Rubric v2 scores each candidate's story points apart from its section; v1 (kept for rescoring) does not."""
+    with Episode("sprint-plan-v0", store=store) as ep:
+        prompt, info = ep.reset(seed=3, options={"difficulty": 2})
+        env = EpisodeEnv(ep, prompt, info)
+        p = ep.instance.params
+        wrong = p["committed"][0]
+        points = {**p["points"], wrong: 100}
+        folder, name = p["document"].rsplit("/", 1)
+        text = plan_text(p["capacity"], p["committed"], p["deferred"], points)
+        assert f"{wrong}: 100 points" in text
+        env.call("docs_create", folder=folder, name=name, text=text)
+        env.call("docs_share", document=p["document"], username=p["manager"], permission="view")
+        env.call("submit", summary="plan written")
+        score = ep.grade()
+        assert ep.instance.rubric.version == 2
+        assert set(_failed(score)) == {f"points-{wrong}"}, _failed(score)
+        assert f"{wrong}'s points: not in section" in _failed(score)[f"points-{wrong}"]
+        assert not verify(ep).solved
+        old = ep.regrade(ep.family.older_rubric(ep.instance, 1))
+        assert old.value == 1.0 and old.rubric_version == 1
+
+
+def test_day_two_without_the_sprint_field_keeps_each_tickets_status_and_v1_is_kept(store):
+    """v2 judges a ticket's sprint and its status apart: moving to todo without the sprint loses the sprint only."""
+    from scenarios.base import rubric_at
+
+    with Episode("sprint-execute-v0", store=store) as ep:
+        score = run_agent(ep, "oracle", 3, {"difficulty": 2})
+        p = ep.instance.params
+        assert score.value == 1.0 and ep.instance.rubric.version == 2
+        old = ep.regrade(rubric_at(ep.family, ep.instance, 1))
+        assert old.value == 1.0 and old.rubric_version == 1 and len(old.checks) < len(score.checks)
+        score = play_partial(ep, "sprint-execute-v0", "partial-no-sprint", 3, {"difficulty": 2})
+        failed = _failed(score)
+        started = set(p["started"])
+        assert started, "difficulty 2 has work started overnight"
+        assert set(failed) == {f"sprint-{k}" for k in p["committed"]} | {f"status-{k}" for k in started}
+        assert all(f"sprint-{k}" in failed[f"status-{k}"] for k in started), failed
