@@ -13,6 +13,7 @@ exists), so the per-step progress score re-runs it only after a step that change
 
 from __future__ import annotations
 
+import importlib
 import json
 import math
 import re
@@ -46,6 +47,8 @@ _DOC_ROW = (
     "SELECT id, name, kind, mime_type, content, blob_sha256, version, owner_id FROM documents WHERE folder_id = ?"
 )
 _PERMISSION_RANK = {"view": 1, "comment": 2, "edit": 3}
+_sre_parser: Any = importlib.import_module("re._parser")  # what ``re.compile`` parses a pattern with
+_LITERAL, _BRANCH = _sre_parser.LITERAL, _sre_parser.BRANCH
 _PLAIN_CELL = re.compile(r"([A-Z]{1,3})([1-9][0-9]{0,6})")
 
 
@@ -281,7 +284,28 @@ def _ref_pos(ref: str) -> tuple[int, int]:
     return row, col
 
 
-def _sections(ctx: GradingContext, row: tuple[Any, ...]) -> list[tuple[str, str]]:
+class Sections(list[tuple[str, str]]):
+    r"""A text document's sections (heading, text), with what the checks' literal prefilter reads.
+
+    ``texts_low``: each section's text lowercased, None when it is not ASCII; ``joined`` each section as
+    ``heading\ntext`` (what the whole-document checks search) and ``joined_low`` the same lowercased.
+    """
+
+    texts_low: list[str | None]
+    joined: list[str]
+    joined_low: list[str | None]
+
+    @classmethod
+    def of(cls, sections: list[tuple[str, str]]) -> Sections:
+        """The sections with their lowercase forms, worked out once per parse for every check."""
+        out = cls(sections)
+        out.texts_low = [t.lower() if t.isascii() else None for _, t in sections]
+        out.joined = [f"{h}\n{t}" for h, t in sections]
+        out.joined_low = [j.lower() if j.isascii() else None for j in out.joined]
+        return out
+
+
+def _sections(ctx: GradingContext, row: tuple[Any, ...]) -> Sections:
     """The sections of text document ``row`` (``TextDoc.sections``), parsed once per content for every check.
 
     A report's rubric checks one fact per section; the parse is kept in ``ctx.lasting`` keyed by the row's
@@ -292,14 +316,66 @@ def _sections(ctx: GradingContext, row: tuple[Any, ...]) -> list[tuple[str, str]
     key = ("sections", row[0])
     kept = ctx.lasting.get(key)
     if kept is not None and kept[2] == row[5] and kept[3] == row[3] and (kept[1] is row[4] or kept[1] == row[4]):
-        found: list[tuple[str, str]] = kept[0]
+        found: Sections = kept[0]
         return found
     content = _content(ctx, row)
     fmt = files.format_of_mime(str(row[3]))
     doc = text_from_json(content) if isinstance(content, dict) else files.read_text(content, fmt)
-    sections = doc.sections()
+    sections = Sections.of(doc.sections())
     ctx.lasting[key] = (sections, row[4], row[5], row[3])
     return sections
+
+
+@lru_cache(maxsize=4096)
+def _needles(pattern: str) -> tuple[str, ...] | None:
+    r"""Lowercase ASCII texts one of which every case-insensitive match of ``pattern`` contains; None if unknown.
+
+    The longest run of plain characters the pattern's top level requires (``SEA-3`` of ``\bSEA\-3\b``), or
+    one per branch of a top-level alternation. On ASCII text a case-insensitive match of ASCII letters is a
+    match of their lowercase forms, so a section whose lowercased text holds none of them cannot match, and a
+    check skips the regex there (a scan of every character) for one substring search. Anything the parse
+    does not show plainly gives None, and the regex runs everywhere.
+    """
+    try:
+        items = list(_sre_parser.parse(pattern, re.IGNORECASE))
+    except Exception:  # a pattern the private parser reads differently: no prefilter, never a wrong one
+        return None
+    return _required(items)
+
+
+def _required(items: list[Any]) -> tuple[str, ...] | None:
+    best, run = "", []
+    for op, av in items:
+        if op is _LITERAL:
+            run.append(chr(av))
+            continue
+        best = max(best, "".join(run), key=len)
+        run = []
+    best = max(best, "".join(run), key=len)
+    if best:
+        return (best.lower(),) if best.isascii() else None
+    if len(items) == 1 and items[0][0] is _BRANCH:
+        alternatives = [_required(list(branch)) for branch in items[0][1][1]]
+        if all(a is not None for a in alternatives):
+            return tuple(n for a in alternatives if a is not None for n in a)
+    return None
+
+
+def _matching(pattern: str, texts: list[str], lowered: list[str | None]) -> list[bool]:
+    """Whether ``pattern`` (case-insensitive) finds a match in each of ``texts`` (``lowered``: their ASCII forms)."""
+    search = rx(pattern).search
+    return [may and search(t) is not None for t, may in zip(texts, _may_match(pattern, lowered), strict=True)]
+
+
+def _may_match(pattern: str, lowered: list[str | None]) -> list[bool]:
+    """For each text (by its lowercase ASCII form, None if not ASCII), False if ``pattern`` cannot match it."""
+    needles = _needles(pattern)
+    if needles is None:
+        return [True] * len(lowered)
+    if len(needles) == 1:
+        n = needles[0]
+        return [low is None or n in low for low in lowered]
+    return [low is None or any(n in low for n in needles) for low in lowered]
 
 
 def _doc_rows(ctx: GradingContext, document: str, **_: Any) -> set[tuple[str, tuple[Any, ...]]] | None:
@@ -564,7 +640,7 @@ def _row_verdict(
     return CheckOutcome(score=good / len(expected), evidence=evidence, details={"row": line + 1})
 
 
-def _text_sections(ctx: GradingContext, document: str, name: str) -> list[tuple[str, str]] | CheckOutcome:
+def _text_sections(ctx: GradingContext, document: str, name: str) -> Sections | CheckOutcome:
     """The sections of text document ``document``, or the failing outcome saying why there is none to read."""
     row = _document(ctx, document)
     if row is None:
@@ -592,13 +668,13 @@ def doc_section_contains(
     sections = _text_sections(ctx, document, name)
     if isinstance(sections, CheckOutcome):
         return sections
-    head, body = rx(heading).search, rx(pattern).search
+    head = rx(heading).search
     # one pass: which sections the heading names, and which sections' text matches the pattern
     under = [bool(h) and head(h) is not None for h, _ in sections]
     if True not in under:
         shown = listing([repr(h) for h, _ in sections if h], 6) or "none"
         return CheckOutcome.of(False, f"{name}: no section heading matches /{heading}/ (headings: {shown})")
-    said = [body(t) is not None for _, t in sections]
+    said = _matching(pattern, [t for _, t in sections], sections.texts_low)
     hits = [h for (h, _), u, m in zip(sections, under, said, strict=True) if u and m]
     elsewhere = [
         h or "(before the first heading)" for (h, _), u, m in zip(sections, under, said, strict=True) if m and not u
@@ -625,10 +701,12 @@ def doc_mentions_none(ctx: GradingContext, document: str, pattern: Regex, label:
     sections = _text_sections(ctx, document, name)
     if isinstance(sections, CheckOutcome):
         return sections
+    finditer = rx(pattern).finditer
     found = [
         f"{m.group(0)} under {h!r}" if h else f"{m.group(0)} before the first heading"
-        for h, t in sections
-        for m in rx(pattern).finditer(f"{h}\n{t}")
+        for (h, _), text, may in zip(sections, sections.joined, _may_match(pattern, sections.joined_low), strict=True)
+        if may
+        for m in finditer(text)
     ]
     if found:
         return CheckOutcome.of(False, f"{name}: the document mentions {listing(found, 4)}")
@@ -788,7 +866,12 @@ def doc_lacks(ctx: GradingContext, document: str, pattern: Regex, label: str | N
         return CheckOutcome.of(False, f"{name}: no document {document}")
     if row[2] != "text":
         return CheckOutcome.of(False, f"{name}: {document} is a {row[2]}, not a text document")
-    hits = [h or "(before the first heading)" for h, t in _sections(ctx, row) if rx(pattern).search(f"{h}\n{t}")]
+    sections = _sections(ctx, row)
+    hits = [
+        h or "(before the first heading)"
+        for (h, _), hit in zip(sections, _matching(pattern, sections.joined, sections.joined_low), strict=True)
+        if hit
+    ]
     if hits:
         return CheckOutcome.of(False, f"{name}: found under {listing([repr(h) for h in hits])}")
     return CheckOutcome.of(True, f"{name}: named nowhere in {document}")

@@ -196,14 +196,20 @@ def doc_mentions_once(ctx: GradingContext, document: str, pattern: Regex, label:
     The per-item "listed once" of a list a reader scans: a ticket merged in two commits, or named by two
     sections, is one change and reads as two. ``label`` names the item in the evidence.
     """
-    from graders.checks_docs import _text_sections  # lazy: the office readers load only for document rubrics
+    from graders.checks_docs import _may_match, _text_sections  # lazy: the office readers load on first use
 
     name = label or pattern
     sections = _text_sections(ctx, document, name)
     if isinstance(sections, CheckOutcome):
         return sections
     found = rx(pattern)
-    where = [heading or "(before the first heading)" for heading, body in sections for _ in found.finditer(body)]
+    may = _may_match(pattern, sections.texts_low)  # a substring test before the regex scans a section
+    where = [
+        heading or "(before the first heading)"
+        for (heading, body), hit in zip(sections, may, strict=True)
+        if hit
+        for _ in found.finditer(body)
+    ]
     where += [heading for heading, _ in sections if found.search(heading)]
     if len(where) == 1:
         return CheckOutcome.of(True, f"{name}: named once in {document}, under {where[0]}")

@@ -181,3 +181,41 @@ def test_a_section_verdict_from_one_pass_is_the_one_the_section_lists_gave():
                 assert (got.score == 1.0, got.evidence) == want, (heading, pattern, only_there)
                 compared += 1
     assert compared == 72
+
+
+def test_the_literal_prefilter_never_hides_a_match_the_regex_finds():
+    from graders.checks_common import rx
+    from graders.checks_docs import Sections, _matching, _may_match, _needles
+
+    texts = [
+        "SEA-3 shipped; see sea-31",
+        "Blocked: we need a decision from Product",
+        "nothing here",
+        "KELVIN \u212a and dotless \u0131 and long \u017f",  # not ASCII: the regex always runs
+        "sea 3, Review demo environment",
+        "",
+        "Review Demo after SEA-3",
+    ]
+    patterns = [
+        r"\bSEA\-3\b",
+        r"\bSEA\-3\b[^\n]*Review\ demo|Review\ demo[^\n]*\bSEA\-3\b",
+        r"we\ need\ a\ decision",
+        r"(?x) sea - 3",
+        r"k",
+        r"i",
+        r"s",
+        r"SEA-(?!(?:1|2)\b)\d+\b",
+        r"a|b",
+        r"(?-i:SEA)-3",
+        r"x?y*",
+        "\u212a",
+    ]
+    sections = Sections.of([("", t) for t in texts])
+    for pattern in patterns:
+        want = [rx(pattern).search(t) is not None for t in texts]
+        assert _matching(pattern, texts, sections.texts_low) == want, pattern
+        may = _may_match(pattern, sections.joined_low)
+        found = [rx(pattern).search(j) is not None for j in sections.joined]
+        assert all(m for m, w in zip(may, found, strict=True) if w), pattern
+    assert _needles(r"\bSEA\-3\b") == ("sea-3",), "a rubric's key pattern is prefiltered"
+    assert _may_match(r"\bSEA\-3\b", sections.texts_low).count(False) >= 3, "and the prefilter skips sections"
