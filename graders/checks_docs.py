@@ -294,6 +294,8 @@ class Sections(list[tuple[str, str]]):
     texts_low: list[str | None]
     joined: list[str]
     joined_low: list[str | None]
+    under: dict[str, list[bool]]
+    """Which sections a heading pattern names, by pattern: a report's checks share a handful of headings."""
 
     @classmethod
     def of(cls, sections: list[tuple[str, str]]) -> Sections:
@@ -302,6 +304,7 @@ class Sections(list[tuple[str, str]]):
         out.texts_low = [t.lower() if t.isascii() else None for _, t in sections]
         out.joined = [f"{h}\n{t}" for h, t in sections]
         out.joined_low = [j.lower() if j.isascii() else None for j in out.joined]
+        out.under = {}
         return out
 
 
@@ -668,9 +671,11 @@ def doc_section_contains(
     sections = _text_sections(ctx, document, name)
     if isinstance(sections, CheckOutcome):
         return sections
-    head = rx(heading).search
-    # one pass: which sections the heading names, and which sections' text matches the pattern
-    under = [bool(h) and head(h) is not None for h, _ in sections]
+    # one pass: which sections the heading names (once per heading and parse), which sections' text matches
+    under = sections.under.get(heading)
+    if under is None:
+        head = rx(heading).search
+        under = sections.under[heading] = [bool(h) and head(h) is not None for h, _ in sections]
     if True not in under:
         shown = listing([repr(h) for h, _ in sections if h], 6) or "none"
         return CheckOutcome.of(False, f"{name}: no section heading matches /{heading}/ (headings: {shown})")
@@ -745,14 +750,17 @@ def _grants(ctx: GradingContext, doc_id: int) -> dict[int, tuple[int, str]]:
 
     Read once per episode and kept in ``ctx.lasting`` with how much of the change log it has seen; each later
     call folds in the newer ``document_shares`` rows from their images (a share added, raised or removed), so
-    a share check costs no query at the step that shares. A row the fold cannot place (a share moved to
-    another document or person) reads them again.
+    a share check costs no query at the step that shares. A document the episode created starts with none
+    (a share names an existing document: the world enforces its foreign keys), so its shares are the log's.
+    A row the fold cannot place (a share moved to another document or person) reads them again.
     """
     log = ctx.changed_rows("document_shares")
     state = ctx.lasting.get(("grants", doc_id))
     shares = None
     if state is not None:
         shares = state[0] if state[1] == len(log) else _fold_shares(doc_id, state[0], log[state[1] :])
+    if shares is None and any(r.op == "insert" and r.key[0] == doc_id for r in ctx.changed_rows("documents")):
+        shares = _fold_shares(doc_id, {}, log)  # created during the episode: every share of it is in the log
     if shares is None:
         shares = {int(i): (int(e), str(p)) for i, e, p in Sql.of(ctx.session).all(_SHARES, (doc_id,))}
     ctx.lasting[("grants", doc_id)] = (shares, len(log))
@@ -821,10 +829,10 @@ def doc_shared_with(
     permission: str = "view",
 ) -> CheckOutcome:
     """``username`` holds at least ``permission`` (view < comment < edit) on ``document``, or owns it."""
+    emp = _employee(ctx, username)  # looked up first: the episode's first grade keeps it for the step that shares
     row = _document(ctx, document)
     if row is None:
         return CheckOutcome.of(False, f"no document {document} to share with {username}")
-    emp = _employee(ctx, username)
     if emp is None:
         return CheckOutcome.of(False, f"unknown employee {username!r}")
     if row[7] == emp:

@@ -50,7 +50,7 @@ def _plain(row: tuple[Any, ...] | None) -> tuple[Any, ...] | None:
 ASKS: list[tuple[str, dict[str, Any]]] = [
     *[
         ("doc_shared_with", {"username": u, "permission": p})
-        for u in ("alice", "bob", "carol", "zed")
+        for u in ("alice", "bob", "carol", "dave", "zed")
         for p in ("view", "edit")
     ],
     ("doc_not_shared", {}),
@@ -82,6 +82,8 @@ def test_documents_and_shares_folded_from_the_log_are_what_the_database_holds(wo
     world.add(reports)
     notes = _doc(reports.id, "Notes.odt", [[1, "Notes"], [0, "nothing yet"]])
     world.add(notes)
+    dave = DocumentShare(document_id=notes.id, employee_id=4, permission="view")  # a share from before
+    world.add(dave)
     seq = world.log_count()  # the folders and the old note are the world the episode starts from
     world.start_seq = seq
     ctx = world.ctx()
@@ -121,6 +123,8 @@ def test_documents_and_shares_folded_from_the_log_are_what_the_database_holds(wo
     step(lambda: world.add(carol))
     step(lambda: setattr(carol, "permission", "edit"))
     step(lambda: world.session.delete(carol))
+    step(lambda: setattr(dave, "permission", "edit"))  # raised during the episode: it counts as shared now
+    step(lambda: world.session.delete(dave))
     step(lambda: setattr(weekly, "owner_id", 2))
     quiet = len(lookups)
     step(lambda: setattr(notes, "name", "WEEKLY.ODT"))  # a rename: the path may name another row, looked up again
