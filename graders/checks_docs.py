@@ -48,7 +48,13 @@ _DOC_ROW = (
 )
 _PERMISSION_RANK = {"view": 1, "comment": 2, "edit": 3}
 _sre_parser: Any = importlib.import_module("re._parser")  # what ``re.compile`` parses a pattern with
-_LITERAL, _BRANCH = _sre_parser.LITERAL, _sre_parser.BRANCH
+_LITERAL, _BRANCH, _SUBPATTERN, _ASSERT = (
+    _sre_parser.LITERAL,
+    _sre_parser.BRANCH,
+    _sre_parser.SUBPATTERN,
+    _sre_parser.ASSERT,
+)
+_REPEATS = (_sre_parser.MAX_REPEAT, _sre_parser.MIN_REPEAT, _sre_parser.POSSESSIVE_REPEAT)
 _PLAIN_CELL = re.compile(r"([A-Z]{1,3})([1-9][0-9]{0,6})")
 
 
@@ -340,28 +346,46 @@ def _needles(pattern: str) -> tuple[str, ...] | None:
     does not show plainly gives None, and the regex runs everywhere.
     """
     try:
-        items = list(_sre_parser.parse(pattern, re.IGNORECASE))
+        return _required(list(_sre_parser.parse(pattern, re.IGNORECASE)))
     except Exception:  # a pattern the private parser reads differently: no prefilter, never a wrong one
         return None
-    return _required(items)
 
 
 def _required(items: list[Any]) -> tuple[str, ...] | None:
-    best, run = "", []
+    """Needles for the sequence ``items`` of a parsed pattern (see ``_needles``), or None if none is plain.
+
+    Every item of a sequence must match, so each one yields a candidate: a run of plain characters, a group's
+    or a lookaround's own needles, one needle per alternative of a branch, the body of a repeat that must
+    occur at least once. The candidate kept is the one whose shortest needle is longest (the rarest text).
+    """
+    options: list[tuple[str, ...]] = []
+    run: list[str] = []
     for op, av in items:
         if op is _LITERAL:
             run.append(chr(av))
             continue
-        best = max(best, "".join(run), key=len)
-        run = []
-    best = max(best, "".join(run), key=len)
-    if best:
-        return (best.lower(),) if best.isascii() else None
-    if len(items) == 1 and items[0][0] is _BRANCH:
-        alternatives = [_required(list(branch)) for branch in items[0][1][1]]
-        if all(a is not None for a in alternatives):
-            return tuple(n for a in alternatives if a is not None for n in a)
-    return None
+        if run:
+            options.append(("".join(run),))
+            run = []
+        sub: tuple[str, ...] | None = None
+        if op is _SUBPATTERN:
+            sub = _required(list(av[3]))
+        elif op is _ASSERT:
+            sub = _required(list(av[1]))
+        elif op in _REPEATS and av[0] >= 1:
+            sub = _required(list(av[2]))
+        elif op is _BRANCH:
+            alternatives = [_required(list(branch)) for branch in av[1]]
+            if all(a is not None for a in alternatives):
+                sub = tuple(n for a in alternatives if a is not None for n in a)
+        if sub:
+            options.append(sub)
+    if run:
+        options.append(("".join(run),))
+    plain = [o for o in options if all(n and n.isascii() for n in o)]
+    if not plain:
+        return None
+    return tuple(n.lower() for n in max(plain, key=lambda o: min(len(n) for n in o)))
 
 
 def _matching(pattern: str, texts: list[str], lowered: list[str | None]) -> list[bool]:
@@ -438,6 +462,11 @@ def _on_document(check: str) -> dict[str, Any]:
     }
 
 
+_split_sheet = lru_cache(maxsize=4096)(split_sheet)
+_parse_cell = lru_cache(maxsize=4096)(parse_cell)
+"""``split_sheet`` and ``parse_cell``, cached: every write re-checks the same rubric cells (a bad name still raises)."""
+
+
 def _sheet(book: Workbook, name: str | None) -> Sheet | None:
     if name is None:
         return book.sheets[0] if book.sheets else None
@@ -481,12 +510,12 @@ def sheet_cell_equals(
         return CheckOutcome.of(False, f"{name}: no document {document}")
     if row[2] != "spreadsheet":
         return CheckOutcome.of(False, f"{name}: {document} is a {row[2]}, not a spreadsheet")
-    sheet_name, ref = split_sheet(cell)
+    sheet_name, ref = _split_sheet(cell)
     book = _workbook(ctx, row)
     sheet = _sheet(book, sheet_name)
     if sheet is None:
         return CheckOutcome.of(False, f"{name}: {document} has no sheet {sheet_name!r}")
-    pos = parse_cell(ref)
+    pos = _parse_cell(ref)
     memo_key = ("cell_equals", document, cell, type(value), value, tolerance, formula, name)  # 1 == True
     kept = _kept_verdict(ctx, int(row[0]), book, sheet, memo_key, None, lambda diff, i, _: pos in diff[2][i])
     if kept is not None:

@@ -199,6 +199,8 @@ def test_the_literal_prefilter_never_hides_a_match_the_regex_finds():
         "sea 3, Review demo environment",
         "",
         "Review Demo after SEA-3",
+        "14:20 deploy\n14:24 Alert fired on errors\nDown 38 Minutes",
+        "ababC then xabc",
     ]
     patterns = [
         r"\bSEA\-3\b",
@@ -213,6 +215,12 @@ def test_the_literal_prefilter_never_hides_a_match_the_regex_finds():
         r"(?-i:SEA)-3",
         r"x?y*",
         "\u212a",
+        r"(?im)^(?=.*(?<![\d:])14:24(?![\d:]))(?=.*(?:alert|error|fired|page)).*$",
+        r"\b38\s*(?:min|minutes)\b",
+        r"(ab)+c",
+        r"(ab)*c",
+        r"(?:x|)abc",
+        r"(?<=14:)24",
     ]
     sections = Sections.of([("", t) for t in texts])
     for pattern in patterns:
@@ -222,4 +230,5 @@ def test_the_literal_prefilter_never_hides_a_match_the_regex_finds():
         found = [rx(pattern).search(j) is not None for j in sections.joined]
         assert all(m for m, w in zip(may, found, strict=True) if w), pattern
     assert _needles(r"\bSEA\-3\b") == ("sea-3",), "a rubric's key pattern is prefiltered"
+    assert _needles(patterns[12]) == ("14:24",), "and a timeline line's time, inside its lookahead"
     assert _may_match(r"\bSEA\-3\b", sections.texts_low).count(False) >= 3, "and the prefilter skips sections"
