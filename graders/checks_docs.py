@@ -467,6 +467,17 @@ _parse_cell = lru_cache(maxsize=4096)(parse_cell)
 """``split_sheet`` and ``parse_cell``, cached: every write re-checks the same rubric cells (a bad name still raises)."""
 
 
+def _index(book: Workbook, sheet: Sheet) -> int:
+    """Where ``sheet`` is in ``book`` (by identity: two sheets may hold the same cells)."""
+    return next(i for i, s in enumerate(book.sheets) if s is sheet)
+
+
+@lru_cache(maxsize=1024)
+def _column(letters: str) -> int:
+    """``col_index`` of a rubric's column letters (any case), cached: every write re-checks the same columns."""
+    return col_index(letters.upper())
+
+
 def _sheet(book: Workbook, name: str | None) -> Sheet | None:
     if name is None:
         return book.sheets[0] if book.sheets else None
@@ -512,14 +523,14 @@ def sheet_cell_equals(
         return CheckOutcome.of(False, f"{name}: {document} is a {row[2]}, not a spreadsheet")
     sheet_name, ref = _split_sheet(cell)
     book = _workbook(ctx, row)
+    memo_key = ("cell_equals", document, cell, type(value), value, tolerance, formula, name)  # 1 == True
+    kept = _kept_verdict(ctx, int(row[0]), book, memo_key, None, lambda diff, i, _: _parse_cell(ref) in diff[2][i])
+    if kept is not None:  # taken on a book with the same sheets, so the sheet and the cell name were found
+        return kept
     sheet = _sheet(book, sheet_name)
     if sheet is None:
         return CheckOutcome.of(False, f"{name}: {document} has no sheet {sheet_name!r}")
     pos = _parse_cell(ref)
-    memo_key = ("cell_equals", document, cell, type(value), value, tolerance, formula, name)  # 1 == True
-    kept = _kept_verdict(ctx, int(row[0]), book, sheet, memo_key, None, lambda diff, i, _: pos in diff[2][i])
-    if kept is not None:
-        return kept
     held = sheet.cells.get(pos)
     actual = held.value if held is not None else None
     shown = f"{name}: {cell} is {_show(actual)} (expected {_show(value)})"
@@ -527,7 +538,7 @@ def sheet_cell_equals(
         out = CheckOutcome.of(False, f"{shown}, but it holds no formula")
     else:
         out = CheckOutcome.of(_same(actual, value, tolerance), shown)
-    ctx.lasting[memo_key] = (book, None, out, None)
+    ctx.lasting[memo_key] = (book, None, out, None, _index(book, sheet))
     return out
 
 
@@ -535,7 +546,6 @@ def _kept_verdict(
     ctx: GradingContext,
     doc_id: int,
     book: Workbook,
-    sheet: Sheet,
     key: Any,
     params: Any,
     reads_moved: Callable[[tuple[Any, ...], int, Any], bool],
@@ -552,16 +562,15 @@ def _kept_verdict(
     kept = ctx.lasting.get(key)
     if kept is None or kept[3] is not params:
         return None
-    was, seen, out, _ = kept
+    was, seen, out, _, index = kept
     if was is book:
         return out  # type: ignore[no-any-return]
     diff = ctx.lasting.get(("book_diff", doc_id))
     if diff is None or diff[0] is not was or diff[1] is not book:
         return None
-    index = next(i for i, s in enumerate(book.sheets) if s is sheet)
     if diff[2][index] and reads_moved(diff, index, seen):
         return None
-    ctx.lasting[key] = (book, seen, out, params)
+    ctx.lasting[key] = (book, seen, out, params, index)
     return out  # type: ignore[no-any-return]
 
 
@@ -620,26 +629,28 @@ def sheet_row_matches(
     if row is None:
         return CheckOutcome.of(False, f"{key}: no document {document}")
     book = _workbook(ctx, row) if row[2] == "spreadsheet" else None
+    memo_key = ("row_matches", document, key_column, key, id(expected), sheet, tolerance)
+    if book is not None:  # a verdict kept is taken on a book with the same sheets: the sheet is there
+        kept = _kept_verdict(
+            ctx,
+            int(row[0]),
+            book,
+            memo_key,
+            expected,
+            lambda diff, i, lines: (
+                key.strip().casefold() in (moved := _moved_keys(diff, i, _column(key_column)))[1]
+                or not lines.isdisjoint(moved[0])
+            ),
+        )
+        if kept is not None:
+            return kept
     found = _sheet(book, sheet) if book is not None else None
     if book is None or found is None:
         return CheckOutcome.of(False, f"{key}: {document} has no sheet {sheet or '(first)'}")
-    column = col_index(key_column.upper())
-    wanted = key.strip().casefold()
-    memo_key = ("row_matches", document, key_column, key, id(expected), sheet, tolerance)
-    kept = _kept_verdict(
-        ctx,
-        int(row[0]),
-        book,
-        found,
-        memo_key,
-        expected,
-        lambda diff, i, lines: wanted in (moved := _moved_keys(diff, i, column))[1] or not lines.isdisjoint(moved[0]),
-    )
-    if kept is not None:
-        return kept
+    column = _column(key_column)
     out = _row_verdict(ctx, found, document, key_column, column, key, expected, tolerance)
     hits = _key_rows(ctx, found, column).get(key.strip().casefold(), ())
-    ctx.lasting[memo_key] = (book, frozenset(hits), out, expected)
+    ctx.lasting[memo_key] = (book, frozenset(hits), out, expected, _index(book, found))
     return out
 
 
