@@ -43,6 +43,9 @@ CASES = [
     ("offboard-leaver-v0", "oracle", 3, {"difficulty": 3, "noise": "realistic"}),
     ("offboard-leaver-v0", "random", 2, {}),
     ("sprint-execute-v0", "oracle", 2, {"difficulty": 3}),
+    ("roadmap-update-v0", "oracle", 3, {"difficulty": 3}),  # a document written twice: decided from the log
+    ("roadmap-update-v0", "random", 1, {}),
+    ("sprint-plan-v0", "oracle", 2, {"difficulty": 2}),
 ]
 DECIDED = {
     "quarterly-budget-v0": "sheet_cell_equals",
