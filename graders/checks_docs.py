@@ -302,16 +302,50 @@ class Sections(list[tuple[str, str]]):
     joined_low: list[str | None]
     under: dict[str, list[bool]]
     """Which sections a heading pattern names, by pattern: a report's checks share a handful of headings."""
+    found: dict[tuple[str, bool], list[bool]]
+    """Which sections' texts (or ``joined`` forms) a pattern matches, by (pattern, joined): see ``matching``."""
+    before: dict[tuple[str, bool], dict[str, bool]]
+    """What the previous parse of the document found, by (pattern, joined) and then by text."""
 
     @classmethod
-    def of(cls, sections: list[tuple[str, str]]) -> Sections:
-        """The sections with their lowercase forms, worked out once per parse for every check."""
+    def of(cls, sections: list[tuple[str, str]], previous: Sections | None = None) -> Sections:
+        """The sections with their lowercase forms, worked out once per parse for every check.
+
+        ``previous`` is the document's last parse: a write changes a section or two, and a pattern's verdict
+        on a section whose text did not change is the one found then (it depends on the pattern and the
+        text alone).
+        """
         out = cls(sections)
         out.texts_low = [t.lower() if t.isascii() else None for _, t in sections]
         out.joined = [f"{h}\n{t}" for h, t in sections]
         out.joined_low = [j.lower() if j.isascii() else None for j in out.joined]
-        out.under = {}
+        out.under, out.found, out.before = {}, {}, {}
+        if previous is not None:
+            for (pattern, joined), hits in previous.found.items():
+                texts = previous.joined if joined else [t for _, t in previous]
+                out.before[(pattern, joined)] = dict(zip(texts, hits, strict=True))
         return out
+
+    def matching(self, pattern: str, joined: bool = False) -> list[bool]:
+        """Whether ``pattern`` (case-insensitive) matches each section's text (``joined``: heading and text).
+
+        Once per parse and pattern; a section the previous parse held with the same text keeps its answer.
+        """
+        key = (pattern, joined)
+        hits = self.found.get(key)
+        if hits is None:
+            texts = self.joined if joined else [t for _, t in self]
+            lowered = self.joined_low if joined else self.texts_low
+            known = self.before.get(key)
+            if known is None:
+                hits = _matching(pattern, texts, lowered)
+            else:
+                search, may = rx(pattern).search, _may_match(pattern, lowered)
+                hits = [
+                    known[t] if t in known else m and search(t) is not None for t, m in zip(texts, may, strict=True)
+                ]
+            self.found[key] = hits
+        return hits
 
 
 def _sections(ctx: GradingContext, row: tuple[Any, ...]) -> Sections:
@@ -330,7 +364,7 @@ def _sections(ctx: GradingContext, row: tuple[Any, ...]) -> Sections:
     content = _content(ctx, row)
     fmt = files.format_of_mime(str(row[3]))
     doc = text_from_json(content) if isinstance(content, dict) else files.read_text(content, fmt)
-    sections = Sections.of(doc.sections())
+    sections = Sections.of(doc.sections(), kept[0] if kept is not None else None)
     ctx.lasting[key] = (sections, row[4], row[5], row[3])
     return sections
 
@@ -719,7 +753,7 @@ def doc_section_contains(
     if True not in under:
         shown = listing([repr(h) for h, _ in sections if h], 6) or "none"
         return CheckOutcome.of(False, f"{name}: no section heading matches /{heading}/ (headings: {shown})")
-    said = _matching(pattern, [t for _, t in sections], sections.texts_low)
+    said = sections.matching(pattern)
     hits = [h for (h, _), u, m in zip(sections, under, said, strict=True) if u and m]
     elsewhere = [
         h or "(before the first heading)" for (h, _), u, m in zip(sections, under, said, strict=True) if m and not u
@@ -917,7 +951,7 @@ def doc_lacks(ctx: GradingContext, document: str, pattern: Regex, label: str | N
     sections = _sections(ctx, row)
     hits = [
         h or "(before the first heading)"
-        for (h, _), hit in zip(sections, _matching(pattern, sections.joined, sections.joined_low), strict=True)
+        for (h, _), hit in zip(sections, sections.matching(pattern, joined=True), strict=True)
         if hit
     ]
     if hits:
