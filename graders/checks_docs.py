@@ -54,6 +54,7 @@ _LITERAL, _BRANCH, _SUBPATTERN, _ASSERT = (
     _sre_parser.SUBPATTERN,
     _sre_parser.ASSERT,
 )
+_ZERO_WIDTH = (_sre_parser.AT, _sre_parser.ASSERT, _sre_parser.ASSERT_NOT)
 _REPEATS = (_sre_parser.MAX_REPEAT, _sre_parser.MIN_REPEAT, _sre_parser.POSSESSIVE_REPEAT)
 _PLAIN_CELL = re.compile(r"([A-Z]{1,3})([1-9][0-9]{0,6})")
 
@@ -340,10 +341,9 @@ class Sections(list[tuple[str, str]]):
             if known is None:
                 hits = _matching(pattern, texts, lowered)
             else:
-                search, may = rx(pattern).search, _may_match(pattern, lowered)
-                hits = [
-                    known[t] if t in known else m and search(t) is not None for t, m in zip(texts, may, strict=True)
-                ]
+                new = [i for i, t in enumerate(texts) if t not in known]
+                fresh = iter(_matching(pattern, [texts[i] for i in new], [lowered[i] for i in new]))
+                hits = [known[t] if t in known else next(fresh) for t in texts]
             self.found[key] = hits
         return hits
 
@@ -423,9 +423,41 @@ def _required(items: list[Any]) -> tuple[str, ...] | None:
 
 
 def _matching(pattern: str, texts: list[str], lowered: list[str | None]) -> list[bool]:
-    """Whether ``pattern`` (case-insensitive) finds a match in each of ``texts`` (``lowered``: their ASCII forms)."""
+    r"""Whether ``pattern`` (case-insensitive) finds a match in each of ``texts`` (``lowered``: their ASCII forms).
+
+    A pattern that starts with plain text (after zero-width assertions: ``\bSEA\-3``) can only match where
+    that text starts, so the regex starts at its first occurrence (``search(text, pos)`` still sees the
+    characters before ``pos`` for ``\b``, lookbehinds and ``^``) rather than scanning the section from the top.
+    """
     search = rx(pattern).search
+    prefix = _prefix(pattern)
+    if prefix is not None:
+        out = []
+        for t, low in zip(texts, lowered, strict=True):
+            at = 0 if low is None else low.find(prefix)
+            out.append(at >= 0 and search(t, at) is not None)
+        return out
     return [may and search(t) is not None for t, may in zip(texts, _may_match(pattern, lowered), strict=True)]
+
+
+@lru_cache(maxsize=4096)
+def _prefix(pattern: str) -> str | None:
+    """The plain ASCII text every match of ``pattern`` starts with (lowercased), or None if it has none.
+
+    Only zero-width items (anchors, lookarounds) may come before it, so a match begins where the text does.
+    """
+    try:
+        items = list(_sre_parser.parse(pattern, re.IGNORECASE))
+    except Exception:  # a pattern the private parser reads differently: no prefix, never a wrong one
+        return None
+    run: list[str] = []
+    for op, av in items:
+        if op is _LITERAL:
+            run.append(chr(av))
+        elif run or op not in _ZERO_WIDTH:
+            break
+    text = "".join(run)
+    return text.lower() if text and text.isascii() else None
 
 
 def _may_match(pattern: str, lowered: list[str | None]) -> list[bool]:

@@ -189,7 +189,7 @@ def test_a_section_verdict_from_one_pass_is_the_one_the_section_lists_gave():
 
 def test_the_literal_prefilter_never_hides_a_match_the_regex_finds():
     from graders.checks_common import rx
-    from graders.checks_docs import Sections, _matching, _may_match, _needles
+    from graders.checks_docs import Sections, _matching, _may_match, _needles, _prefix
 
     texts = [
         "SEA-3 shipped; see sea-31",
@@ -201,6 +201,8 @@ def test_the_literal_prefilter_never_hides_a_match_the_regex_finds():
         "Review Demo after SEA-3",
         "14:20 deploy\n14:24 Alert fired on errors\nDown 38 Minutes",
         "ababC then xabc",
+        "see sea-31, sea-3x and then SEA-3.",  # the first "sea-3" is no match, a later one is
+        "abc\nsea-3 leads the second line",
     ]
     patterns = [
         r"\bSEA\-3\b",
@@ -221,6 +223,11 @@ def test_the_literal_prefilter_never_hides_a_match_the_regex_finds():
         r"(ab)*c",
         r"(?:x|)abc",
         r"(?<=14:)24",
+        r"(?<=x)abc",
+        r"(?<![\w-])sea-3(?![\w-])",
+        r"^sea",
+        r"(?m)^sea",
+        r"\Bea-3",
     ]
     sections = Sections.of([("", t) for t in texts])
     for pattern in patterns:
@@ -231,4 +238,5 @@ def test_the_literal_prefilter_never_hides_a_match_the_regex_finds():
         assert all(m for m, w in zip(may, found, strict=True) if w), pattern
     assert _needles(r"\bSEA\-3\b") == ("sea-3",), "a rubric's key pattern is prefiltered"
     assert _needles(patterns[12]) == ("14:24",), "and a timeline line's time, inside its lookahead"
+    assert _prefix(r"\bSEA\-3\b") == "sea-3" and _prefix(patterns[12]) is None, "a match starts at its prefix"
     assert _may_match(r"\bSEA\-3\b", sections.texts_low).count(False) >= 3, "and the prefilter skips sections"
