@@ -430,34 +430,49 @@ def _matching(pattern: str, texts: list[str], lowered: list[str | None]) -> list
     characters before ``pos`` for ``\b``, lookbehinds and ``^``) rather than scanning the section from the top.
     """
     search = rx(pattern).search
-    prefix = _prefix(pattern)
-    if prefix is not None:
+    starts = _prefix(pattern)
+    if starts is not None:
         out = []
         for t, low in zip(texts, lowered, strict=True):
-            at = 0 if low is None else low.find(prefix)
+            at = 0 if low is None else min((i for p in starts if (i := low.find(p)) >= 0), default=-1)
             out.append(at >= 0 and search(t, at) is not None)
         return out
     return [may and search(t) is not None for t, may in zip(texts, _may_match(pattern, lowered), strict=True)]
 
 
 @lru_cache(maxsize=4096)
-def _prefix(pattern: str) -> str | None:
-    """The plain ASCII text every match of ``pattern`` starts with (lowercased), or None if it has none.
+def _prefix(pattern: str) -> tuple[str, ...] | None:
+    r"""Plain ASCII texts (lowercased) one of which every match of ``pattern`` starts with, or None.
 
-    Only zero-width items (anchors, lookarounds) may come before it, so a match begins where the text does.
+    Only zero-width items (anchors, lookarounds) may come before the text, so a match begins where one of
+    them does; a leading group or alternation gives its alternatives' (``\bSEA\-3\b...|Review...``).
     """
     try:
-        items = list(_sre_parser.parse(pattern, re.IGNORECASE))
+        return _starts(list(_sre_parser.parse(pattern, re.IGNORECASE)))
     except Exception:  # a pattern the private parser reads differently: no prefix, never a wrong one
         return None
+
+
+def _starts(items: list[Any]) -> tuple[str, ...] | None:
     run: list[str] = []
     for op, av in items:
         if op is _LITERAL:
             run.append(chr(av))
-        elif run or op not in _ZERO_WIDTH:
+            continue
+        if run:
             break
+        if op in _ZERO_WIDTH:
+            continue
+        found: list[tuple[str, ...] | None] = []
+        if op is _SUBPATTERN:
+            found = [_starts(list(av[3]))]
+        elif op is _BRANCH:
+            found = [_starts(list(branch)) for branch in av[1]]
+        if found and all(f is not None for f in found):
+            return tuple(t for f in found if f is not None for t in f)
+        return None
     text = "".join(run)
-    return text.lower() if text and text.isascii() else None
+    return (text.lower(),) if text and text.isascii() else None
 
 
 def _may_match(pattern: str, lowered: list[str | None]) -> list[bool]:

@@ -228,6 +228,8 @@ def test_the_literal_prefilter_never_hides_a_match_the_regex_finds():
         r"^sea",
         r"(?m)^sea",
         r"\Bea-3",
+        r"(?:x|sea)-3\b",
+        r"(?:ab|(?-i:SEA))",
     ]
     sections = Sections.of([("", t) for t in texts])
     for pattern in patterns:
@@ -238,5 +240,6 @@ def test_the_literal_prefilter_never_hides_a_match_the_regex_finds():
         assert all(m for m, w in zip(may, found, strict=True) if w), pattern
     assert _needles(r"\bSEA\-3\b") == ("sea-3",), "a rubric's key pattern is prefiltered"
     assert _needles(patterns[12]) == ("14:24",), "and a timeline line's time, inside its lookahead"
-    assert _prefix(r"\bSEA\-3\b") == "sea-3" and _prefix(patterns[12]) is None, "a match starts at its prefix"
+    assert _prefix(r"\bSEA\-3\b") == ("sea-3",) and _prefix(patterns[12]) is None, "a match starts at its prefix"
+    assert _prefix(patterns[1]) == ("sea-3", "review demo"), "or at one of its branches"
     assert _may_match(r"\bSEA\-3\b", sections.texts_low).count(False) >= 3, "and the prefilter skips sections"
