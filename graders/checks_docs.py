@@ -13,6 +13,7 @@ exists), so the per-step progress score re-runs it only after a step that change
 
 from __future__ import annotations
 
+import importlib
 import json
 import math
 import re
@@ -25,7 +26,7 @@ from typing import Annotated, Any
 from pydantic import Field
 
 from graders.base import ChangeRow, CheckOutcome, GradingContext, check_fn
-from graders.checks_common import Regex, listing, rx, snippet
+from graders.checks_common import Regex, listing, rx, snippet, usernames
 from worlds.blobs import read_blob
 from worlds.office import files
 from worlds.office.a1 import MAX_COLS, MAX_ROWS, col_index, parse_cell, parse_range, split_sheet
@@ -33,7 +34,6 @@ from worlds.office.model import (
     Cell,
     Err,
     Sheet,
-    TextDoc,
     Workbook,
     text_from_json,
     value_from_json,
@@ -43,8 +43,19 @@ from worlds.rawsql import Sql
 
 Primitive = str | float | int | bool | None
 _EXTENSIONS = (".odt", ".docx", ".ods", ".xlsx")
-_DOC_ROW = "SELECT id, name, kind, mime_type, content, blob_sha256, version FROM documents WHERE folder_id = ?"
+_DOC_ROW = (
+    "SELECT id, name, kind, mime_type, content, blob_sha256, version, owner_id FROM documents WHERE folder_id = ?"
+)
 _PERMISSION_RANK = {"view": 1, "comment": 2, "edit": 3}
+_sre_parser: Any = importlib.import_module("re._parser")  # what ``re.compile`` parses a pattern with
+_LITERAL, _BRANCH, _SUBPATTERN, _ASSERT = (
+    _sre_parser.LITERAL,
+    _sre_parser.BRANCH,
+    _sre_parser.SUBPATTERN,
+    _sre_parser.ASSERT,
+)
+_ZERO_WIDTH = (_sre_parser.AT, _sre_parser.ASSERT, _sre_parser.ASSERT_NOT)
+_REPEATS = (_sre_parser.MAX_REPEAT, _sre_parser.MIN_REPEAT, _sre_parser.POSSESSIVE_REPEAT)
 _PLAIN_CELL = re.compile(r"([A-Z]{1,3})([1-9][0-9]{0,6})")
 
 
@@ -66,25 +77,102 @@ def _stem(name: str) -> str:
     return next((low[: -len(e)] for e in _EXTENSIONS if low.endswith(e)), low)
 
 
-def _document(ctx: GradingContext, path: str) -> tuple[Any, ...] | None:
-    """The document row at ``path`` (exact name first, then the same name without an extension), or None."""
+def _rank(name: Any, wanted: str) -> int:
+    """How a document named ``name`` answers a path ending in ``wanted``: 0 exactly, 1 without its extension, 2 not."""
+    text = str(name)
+    if text.casefold() == wanted.casefold():
+        return 0
+    return 1 if _stem(text) == _stem(wanted) else 2
+
+
+_COLUMN_AT = {
+    "id": 0,
+    "name": 1,
+    "kind": 2,
+    "mime_type": 3,
+    "content": 4,
+    "blob_sha256": 5,
+    "version": 6,
+    "owner_id": 7,
+}
+"""Where each column of ``_DOC_ROW`` sits in a document row tuple (what a logged insert or update is folded into)."""
+
+
+def _document(ctx: GradingContext, path: str, *, query: bool = True) -> tuple[Any, ...] | None:
+    """The document row at ``path`` (exact name first, then the same name without an extension), or None.
+
+    Looked up once per episode: the answer is kept in ``ctx.lasting`` with how much of the change log it has
+    seen, and each later call folds in the newer ``documents`` rows (a document created in the folder, a write
+    to the one found) from their after-images, so a step that writes or shares the document costs no query. A
+    change the fold cannot settle (a rename or move, a deletion of the row found, a new folder) looks it up
+    again (``query=False``: returns ``_UNKNOWN`` instead, for an evaluator that must not query).
+    """
     key = ("document", path)
-    if key not in ctx.memo:
+    if key in ctx.memo:
+        found: tuple[Any, ...] | None = ctx.memo[key]
+        return found
+    docs, folders = ctx.changed_rows("documents"), ctx.changed_rows("doc_folders")
+    state: Any = ctx.lasting.get(("doc_lookup", path))
+    row: Any = _UNKNOWN
+    if state is not None and state[3] == len(folders):
+        row = _fold_document(state, docs)
+    if row is _UNKNOWN:
+        if not query:
+            return row  # type: ignore[no-any-return]
         parts = [p.strip() for p in path.strip("/").split("/")]
         sql = Sql.of(ctx.session)
         folder = _folder_id(sql, parts[:-1]) if len(parts) > 1 else None
         row = None
         if folder is not None:
-            rows = sql.all(f"{_DOC_ROW} ORDER BY id", (folder,))
-            exact = [r for r in rows if str(r[1]).casefold() == parts[-1].casefold()]
-            loose = [r for r in rows if _stem(str(r[1])) == _stem(parts[-1])]
-            row = exact[0] if exact else loose[0] if loose else None
-        ctx.memo[key] = tuple(row) if row is not None else None
-        if row is not None:  # the base ``_row_after`` folds the next steps' updates of this row into
-            ctx.lasting[("doc_row", int(row[0]))] = ctx.memo[key]
-            ctx.lasting[("doc_path", path)] = int(row[0])  # what ``_share_touches`` compares rows with
-    found: tuple[Any, ...] | None = ctx.memo[key]
+            best = 2  # the first row by id named exactly, else the first named so without its extension
+            for r in sql.all(f"{_DOC_ROW} ORDER BY id", (folder,)):
+                rank = _rank(r[1], parts[-1])
+                if rank < best:
+                    best, row = rank, tuple(r)
+                    if rank == 0:
+                        break
+        ctx.lasting[("doc_lookup", path)] = (folder, parts[-1], row, len(folders), len(docs))
+    else:
+        ctx.lasting[("doc_lookup", path)] = (state[0], state[1], row, state[3], len(docs))
+    found = ctx.memo[key] = row
     return found
+
+
+_UNKNOWN: Any = object()
+
+
+def _fold_document(state: tuple[Any, ...], docs: list[ChangeRow]) -> Any:
+    """The row ``state`` (folder, name, row found, folders seen, documents seen) names after ``docs``' newer rows.
+
+    ``_UNKNOWN`` when a row it cannot settle from its image changed: the caller looks the path up again.
+    """
+    folder, wanted, row, _, seen = state
+    if folder is None or seen == len(docs):
+        return row
+    best = row
+    rank = _rank(best[1], wanted) if best is not None else 2
+    for r in docs[seen:]:
+        ch = r.changes
+        if r.op == "insert":
+            if ch.get("folder_id") != folder:
+                continue
+            new_rank = _rank(ch.get("name"), wanted)
+            if new_rank < 2 and (new_rank < rank or (new_rank == rank and best is not None and ch["id"] < best[0])):
+                if not all(c in ch for c in _COLUMN_AT):
+                    return _UNKNOWN
+                best, rank = tuple(ch[c] for c in _COLUMN_AT), new_rank
+        elif best is not None and r.key[0] == best[0]:
+            if r.op != "update" or "name" in ch or "folder_id" in ch:
+                return _UNKNOWN
+            image = list(best)
+            for column, (_, value) in ch.items():
+                at = _COLUMN_AT.get(column)
+                if at is not None:
+                    image[at] = value
+            best = tuple(image)
+        elif r.op == "update" and ("name" in ch or "folder_id" in ch):
+            return _UNKNOWN  # another row renamed or moved: it may name the path now
+    return best
 
 
 def _content(ctx: GradingContext, row: tuple[Any, ...]) -> dict[str, Any] | bytes:
@@ -203,27 +291,199 @@ def _ref_pos(ref: str) -> tuple[int, int]:
     return row, col
 
 
-def _text(ctx: GradingContext, row: tuple[Any, ...]) -> TextDoc:
-    key = ("text", row[0], row[6])
-    if key not in ctx.memo:
-        content = _content(ctx, row)
-        fmt = files.format_of_mime(str(row[3]))
-        ctx.memo[key] = text_from_json(content) if isinstance(content, dict) else files.read_text(content, fmt)
-    doc: TextDoc = ctx.memo[key]
-    return doc
+class Sections(list[tuple[str, str]]):
+    r"""A text document's sections (heading, text), with what the checks' literal prefilter reads.
 
-
-def _sections(ctx: GradingContext, row: tuple[Any, ...]) -> list[tuple[str, str]]:
-    """The sections of text document ``row`` (``TextDoc.sections``), once per grade for every check that reads it.
-
-    A report's rubric checks one fact per section; splitting the document once rather than per check keeps
-    the step that writes it O(blocks + checks).
+    ``texts_low``: each section's text lowercased, None when it is not ASCII; ``joined`` each section as
+    ``heading\ntext`` (what the whole-document checks search) and ``joined_low`` the same lowercased.
     """
-    key = ("sections", row[0], row[6])
-    if key not in ctx.memo:
-        ctx.memo[key] = _text(ctx, row).sections()
-    found: list[tuple[str, str]] = ctx.memo[key]
-    return found
+
+    texts_low: list[str | None]
+    joined: list[str]
+    joined_low: list[str | None]
+    under: dict[str, list[bool]]
+    """Which sections a heading pattern names, by pattern: a report's checks share a handful of headings."""
+    found: dict[tuple[str, bool], list[bool]]
+    """Which sections' texts (or ``joined`` forms) a pattern matches, by (pattern, joined): see ``matching``."""
+    before: dict[tuple[str, bool], dict[str, bool]]
+    """What the previous parse of the document found, by (pattern, joined) and then by text."""
+
+    @classmethod
+    def of(cls, sections: list[tuple[str, str]], previous: Sections | None = None) -> Sections:
+        """The sections with their lowercase forms, worked out once per parse for every check.
+
+        ``previous`` is the document's last parse: a write changes a section or two, and a pattern's verdict
+        on a section whose text did not change is the one found then (it depends on the pattern and the
+        text alone).
+        """
+        out = cls(sections)
+        out.texts_low = [t.lower() if t.isascii() else None for _, t in sections]
+        out.joined = [f"{h}\n{t}" for h, t in sections]
+        out.joined_low = [j.lower() if j.isascii() else None for j in out.joined]
+        out.under, out.found, out.before = {}, {}, {}
+        if previous is not None:
+            for (pattern, joined), hits in previous.found.items():
+                texts = previous.joined if joined else [t for _, t in previous]
+                out.before[(pattern, joined)] = dict(zip(texts, hits, strict=True))
+        return out
+
+    def matching(self, pattern: str, joined: bool = False) -> list[bool]:
+        """Whether ``pattern`` (case-insensitive) matches each section's text (``joined``: heading and text).
+
+        Once per parse and pattern; a section the previous parse held with the same text keeps its answer.
+        """
+        key = (pattern, joined)
+        hits = self.found.get(key)
+        if hits is None:
+            texts = self.joined if joined else [t for _, t in self]
+            lowered = self.joined_low if joined else self.texts_low
+            known = self.before.get(key)
+            if known is None:
+                hits = _matching(pattern, texts, lowered)
+            else:
+                new = [i for i, t in enumerate(texts) if t not in known]
+                fresh = iter(_matching(pattern, [texts[i] for i in new], [lowered[i] for i in new]))
+                hits = [known[t] if t in known else next(fresh) for t in texts]
+            self.found[key] = hits
+        return hits
+
+
+def _sections(ctx: GradingContext, row: tuple[Any, ...]) -> Sections:
+    """The sections of text document ``row`` (``TextDoc.sections``), parsed once per content for every check.
+
+    A report's rubric checks one fact per section; the parse is kept in ``ctx.lasting`` keyed by the row's
+    content itself (its JSON, the blob it names, the format), so every check on the document, at this step and
+    at later steps until the next write, reads the same parse: a write costs one parse and then each check's
+    own matching.
+    """
+    key = ("sections", row[0])
+    kept = ctx.lasting.get(key)
+    if kept is not None and kept[2] == row[5] and kept[3] == row[3] and (kept[1] is row[4] or kept[1] == row[4]):
+        found: Sections = kept[0]
+        return found
+    content = _content(ctx, row)
+    fmt = files.format_of_mime(str(row[3]))
+    doc = text_from_json(content) if isinstance(content, dict) else files.read_text(content, fmt)
+    sections = Sections.of(doc.sections(), kept[0] if kept is not None else None)
+    ctx.lasting[key] = (sections, row[4], row[5], row[3])
+    return sections
+
+
+@lru_cache(maxsize=4096)
+def _needles(pattern: str) -> tuple[str, ...] | None:
+    r"""Lowercase ASCII texts one of which every case-insensitive match of ``pattern`` contains; None if unknown.
+
+    The longest run of plain characters the pattern's top level requires (``SEA-3`` of ``\bSEA\-3\b``), or
+    one per branch of a top-level alternation. On ASCII text a case-insensitive match of ASCII letters is a
+    match of their lowercase forms, so a section whose lowercased text holds none of them cannot match, and a
+    check skips the regex there (a scan of every character) for one substring search. Anything the parse
+    does not show plainly gives None, and the regex runs everywhere.
+    """
+    try:
+        return _required(list(_sre_parser.parse(pattern, re.IGNORECASE)))
+    except Exception:  # a pattern the private parser reads differently: no prefilter, never a wrong one
+        return None
+
+
+def _required(items: list[Any]) -> tuple[str, ...] | None:
+    """Needles for the sequence ``items`` of a parsed pattern (see ``_needles``), or None if none is plain.
+
+    Every item of a sequence must match, so each one yields a candidate: a run of plain characters, a group's
+    or a lookaround's own needles, one needle per alternative of a branch, the body of a repeat that must
+    occur at least once. The candidate kept is the one whose shortest needle is longest (the rarest text).
+    """
+    options: list[tuple[str, ...]] = []
+    run: list[str] = []
+    for op, av in items:
+        if op is _LITERAL:
+            run.append(chr(av))
+            continue
+        if run:
+            options.append(("".join(run),))
+            run = []
+        sub: tuple[str, ...] | None = None
+        if op is _SUBPATTERN:
+            sub = _required(list(av[3]))
+        elif op is _ASSERT:
+            sub = _required(list(av[1]))
+        elif op in _REPEATS and av[0] >= 1:
+            sub = _required(list(av[2]))
+        elif op is _BRANCH:
+            alternatives = [_required(list(branch)) for branch in av[1]]
+            if all(a is not None for a in alternatives):
+                sub = tuple(n for a in alternatives if a is not None for n in a)
+        if sub:
+            options.append(sub)
+    if run:
+        options.append(("".join(run),))
+    plain = [o for o in options if all(n and n.isascii() for n in o)]
+    if not plain:
+        return None
+    return tuple(n.lower() for n in max(plain, key=lambda o: min(len(n) for n in o)))
+
+
+def _matching(pattern: str, texts: list[str], lowered: list[str | None]) -> list[bool]:
+    r"""Whether ``pattern`` (case-insensitive) finds a match in each of ``texts`` (``lowered``: their ASCII forms).
+
+    A pattern that starts with plain text (after zero-width assertions: ``\bSEA\-3``) can only match where
+    that text starts, so the regex starts at its first occurrence (``search(text, pos)`` still sees the
+    characters before ``pos`` for ``\b``, lookbehinds and ``^``) rather than scanning the section from the top.
+    """
+    search = rx(pattern).search
+    starts = _prefix(pattern)
+    if starts is not None:
+        out = []
+        for t, low in zip(texts, lowered, strict=True):
+            at = 0 if low is None else min((i for p in starts if (i := low.find(p)) >= 0), default=-1)
+            out.append(at >= 0 and search(t, at) is not None)
+        return out
+    return [may and search(t) is not None for t, may in zip(texts, _may_match(pattern, lowered), strict=True)]
+
+
+@lru_cache(maxsize=4096)
+def _prefix(pattern: str) -> tuple[str, ...] | None:
+    r"""Plain ASCII texts (lowercased) one of which every match of ``pattern`` starts with, or None.
+
+    Only zero-width items (anchors, lookarounds) may come before the text, so a match begins where one of
+    them does; a leading group or alternation gives its alternatives' (``\bSEA\-3\b...|Review...``).
+    """
+    try:
+        return _starts(list(_sre_parser.parse(pattern, re.IGNORECASE)))
+    except Exception:  # a pattern the private parser reads differently: no prefix, never a wrong one
+        return None
+
+
+def _starts(items: list[Any]) -> tuple[str, ...] | None:
+    run: list[str] = []
+    for op, av in items:
+        if op is _LITERAL:
+            run.append(chr(av))
+            continue
+        if run:
+            break
+        if op in _ZERO_WIDTH:
+            continue
+        found: list[tuple[str, ...] | None] = []
+        if op is _SUBPATTERN:
+            found = [_starts(list(av[3]))]
+        elif op is _BRANCH:
+            found = [_starts(list(branch)) for branch in av[1]]
+        if found and all(f is not None for f in found):
+            return tuple(t for f in found if f is not None for t in f)
+        return None
+    text = "".join(run)
+    return (text.lower(),) if text and text.isascii() else None
+
+
+def _may_match(pattern: str, lowered: list[str | None]) -> list[bool]:
+    """For each text (by its lowercase ASCII form, None if not ASCII), False if ``pattern`` cannot match it."""
+    needles = _needles(pattern)
+    if needles is None:
+        return [True] * len(lowered)
+    if len(needles) == 1:
+        n = needles[0]
+        return [low is None or n in low for low in lowered]
+    return [low is None or any(n in low for n in needles) for low in lowered]
 
 
 def _doc_rows(ctx: GradingContext, document: str, **_: Any) -> set[tuple[str, tuple[Any, ...]]] | None:
@@ -232,60 +492,71 @@ def _doc_rows(ctx: GradingContext, document: str, **_: Any) -> set[tuple[str, tu
     return None if row is None else {("documents", (int(row[0]),))}
 
 
-_WRITE_COLUMNS = frozenset({"content", "blob_sha256", "version", "updated_at"})
-"""What a write through the office tools changes of a document row (its name, folder and kind stay)."""
+def _doc_touches(ctx: GradingContext, row: ChangeRow, document: str, **_: Any) -> bool:
+    """Whether a ``documents`` row may change a check on ``document`` while the check watches the whole table.
 
-
-def _row_after(ctx: GradingContext, rows: list[ChangeRow]) -> tuple[Any, ...] | None:
-    """The document row after ``rows`` (this step's updates of it), from the last one read; None if unknown.
-
-    Only writes that bump ``version`` from the version last read are folded in, so a row read before an
-    update nobody saw is never taken for the current one; anything else is left to the check's own query.
+    Only a new row, a deletion, a rename or move (any of which may change the row the path names), or a
+    change to the row the path named when last read can; an edit of another document cannot.
     """
-    doc_id = rows[0].key[0]
-    memo_key = ("doc_after", doc_id)
-    if memo_key in ctx.memo:  # another check of this document folded this step's rows already
-        found: tuple[Any, ...] | None = ctx.memo[memo_key]
-        return found
-    last = ctx.lasting.get(("doc_row", doc_id))
-    row = list(last) if last is not None else None
-    for r in rows:
-        version = r.changes.get("version")
-        if row is None or r.op != "update" or not _WRITE_COLUMNS.issuperset(r.changes):
-            row = None
-        elif type(version) is not list or version[0] != row[6]:
-            row = None
-        else:
-            row[6] = version[1]
-            for column, at in (("content", 4), ("blob_sha256", 5)):
-                if column in r.changes:
-                    row[at] = r.changes[column][1]
-    after = ctx.memo[memo_key] = tuple(row) if row is not None else None
-    if after is not None:
-        ctx.lasting[("doc_row", doc_id)] = after
-    return after
+    if row.op != "update" or not _PLACE_COLUMNS.isdisjoint(row.changes):
+        return True
+    state = ctx.lasting.get(("doc_lookup", document))
+    return state is None or (state[2] is not None and row.key[0] == state[2][0])
 
 
 def _decided_by_rows(check: str) -> Callable[..., tuple[float, str, dict[str, Any]] | None]:
-    """An ``on_rows`` evaluator for a document check: its function on the row the step's writes left.
+    """An ``on_rows``/``on_changes`` evaluator for a document check: its function on the row the log leaves.
 
-    ``check`` names the function (defined below the evaluator, so it is looked up when called). It reads its
-    document through ``_document``, which finds the row in ``ctx.memo``: the after-image of this step's writes
-    holds the new content, so the check runs its own code on it, with no query.
+    ``check`` names the function (defined below the evaluator, so it is looked up when called). The row is the
+    one ``_document`` folds from the logged after-images (the new content of this step's write, or the document
+    it created); when the fold cannot tell (a rename, a deletion) the check is re-run with its own query. The
+    function then decides from the parsed form kept for that content (``_sections``, ``_workbook``), so the
+    checks on one document share one parse per write.
     """
 
     def on_rows(
         ctx: GradingContext, rows: list[ChangeRow], document: str, **kwargs: Any
     ) -> tuple[float, str, dict[str, Any]] | None:
-        row = _row_after(ctx, rows)
-        if row is None:
+        row = _document(ctx, document, query=False)
+        if row is _UNKNOWN:
             return None
-        ctx.memo[("document", document)] = row
         fn: Callable[..., CheckOutcome] = globals()[check]
         out = fn(ctx, document=document, **kwargs)
         return out.score, out.evidence, dict(out.details)
 
     return on_rows
+
+
+def _on_document(check: str) -> dict[str, Any]:
+    """What ``check_fn`` is told of a check that reads one document: its row once it exists, else its table.
+
+    While the document does not exist the check watches ``documents``, told by ``_doc_touches`` which rows
+    matter; either way its function is run by the evaluator on the row the log leaves, with no query.
+    """
+    decide = _decided_by_rows(check)
+    return {
+        "reads": ("documents",),
+        "rows": _doc_rows,
+        "on_rows": decide,
+        "touches": _doc_touches,
+        "on_changes": decide,
+    }
+
+
+_split_sheet = lru_cache(maxsize=4096)(split_sheet)
+_parse_cell = lru_cache(maxsize=4096)(parse_cell)
+"""``split_sheet`` and ``parse_cell``, cached: every write re-checks the same rubric cells (a bad name still raises)."""
+
+
+def _index(book: Workbook, sheet: Sheet) -> int:
+    """Where ``sheet`` is in ``book`` (by identity: two sheets may hold the same cells)."""
+    return next(i for i, s in enumerate(book.sheets) if s is sheet)
+
+
+@lru_cache(maxsize=1024)
+def _column(letters: str) -> int:
+    """``col_index`` of a rubric's column letters (any case), cached: every write re-checks the same columns."""
+    return col_index(letters.upper())
 
 
 def _sheet(book: Workbook, name: str | None) -> Sheet | None:
@@ -310,7 +581,7 @@ def _same(actual: Any, expected: Primitive, tolerance: float) -> bool:
     return isinstance(actual, str) and actual.strip().casefold() == expected.strip().casefold()
 
 
-@check_fn("sheet_cell_equals", reads=("documents",), rows=_doc_rows, on_rows=_decided_by_rows("sheet_cell_equals"))
+@check_fn("sheet_cell_equals", **_on_document("sheet_cell_equals"))
 def sheet_cell_equals(
     ctx: GradingContext,
     document: str,
@@ -331,16 +602,16 @@ def sheet_cell_equals(
         return CheckOutcome.of(False, f"{name}: no document {document}")
     if row[2] != "spreadsheet":
         return CheckOutcome.of(False, f"{name}: {document} is a {row[2]}, not a spreadsheet")
-    sheet_name, ref = split_sheet(cell)
+    sheet_name, ref = _split_sheet(cell)
     book = _workbook(ctx, row)
+    memo_key = ("cell_equals", document, cell, type(value), value, tolerance, formula, name)  # 1 == True
+    kept = _kept_verdict(ctx, int(row[0]), book, memo_key, None, lambda diff, i, _: _parse_cell(ref) in diff[2][i])
+    if kept is not None:  # taken on a book with the same sheets, so the sheet and the cell name were found
+        return kept
     sheet = _sheet(book, sheet_name)
     if sheet is None:
         return CheckOutcome.of(False, f"{name}: {document} has no sheet {sheet_name!r}")
-    pos = parse_cell(ref)
-    memo_key = ("cell_equals", document, cell, type(value), value, tolerance, formula, name)  # 1 == True
-    kept = _kept_verdict(ctx, int(row[0]), book, sheet, memo_key, None, lambda diff, i, _: pos in diff[2][i])
-    if kept is not None:
-        return kept
+    pos = _parse_cell(ref)
     held = sheet.cells.get(pos)
     actual = held.value if held is not None else None
     shown = f"{name}: {cell} is {_show(actual)} (expected {_show(value)})"
@@ -348,7 +619,7 @@ def sheet_cell_equals(
         out = CheckOutcome.of(False, f"{shown}, but it holds no formula")
     else:
         out = CheckOutcome.of(_same(actual, value, tolerance), shown)
-    ctx.lasting[memo_key] = (book, None, out, None)
+    ctx.lasting[memo_key] = (book, None, out, None, _index(book, sheet))
     return out
 
 
@@ -356,7 +627,6 @@ def _kept_verdict(
     ctx: GradingContext,
     doc_id: int,
     book: Workbook,
-    sheet: Sheet,
     key: Any,
     params: Any,
     reads_moved: Callable[[tuple[Any, ...], int, Any], bool],
@@ -373,16 +643,15 @@ def _kept_verdict(
     kept = ctx.lasting.get(key)
     if kept is None or kept[3] is not params:
         return None
-    was, seen, out, _ = kept
+    was, seen, out, _, index = kept
     if was is book:
         return out  # type: ignore[no-any-return]
     diff = ctx.lasting.get(("book_diff", doc_id))
     if diff is None or diff[0] is not was or diff[1] is not book:
         return None
-    index = next(i for i, s in enumerate(book.sheets) if s is sheet)
     if diff[2][index] and reads_moved(diff, index, seen):
         return None
-    ctx.lasting[key] = (book, seen, out, params)
+    ctx.lasting[key] = (book, seen, out, params, index)
     return out  # type: ignore[no-any-return]
 
 
@@ -422,7 +691,7 @@ def _key_rows(ctx: GradingContext, sheet: Sheet, column: int) -> dict[str, list[
     return found
 
 
-@check_fn("sheet_row_matches", reads=("documents",), rows=_doc_rows, on_rows=_decided_by_rows("sheet_row_matches"))
+@check_fn("sheet_row_matches", **_on_document("sheet_row_matches"))
 def sheet_row_matches(
     ctx: GradingContext,
     document: str,
@@ -441,26 +710,28 @@ def sheet_row_matches(
     if row is None:
         return CheckOutcome.of(False, f"{key}: no document {document}")
     book = _workbook(ctx, row) if row[2] == "spreadsheet" else None
+    memo_key = ("row_matches", document, key_column, key, id(expected), sheet, tolerance)
+    if book is not None:  # a verdict kept is taken on a book with the same sheets: the sheet is there
+        kept = _kept_verdict(
+            ctx,
+            int(row[0]),
+            book,
+            memo_key,
+            expected,
+            lambda diff, i, lines: (
+                key.strip().casefold() in (moved := _moved_keys(diff, i, _column(key_column)))[1]
+                or not lines.isdisjoint(moved[0])
+            ),
+        )
+        if kept is not None:
+            return kept
     found = _sheet(book, sheet) if book is not None else None
     if book is None or found is None:
         return CheckOutcome.of(False, f"{key}: {document} has no sheet {sheet or '(first)'}")
-    column = col_index(key_column.upper())
-    wanted = key.strip().casefold()
-    memo_key = ("row_matches", document, key_column, key, id(expected), sheet, tolerance)
-    kept = _kept_verdict(
-        ctx,
-        int(row[0]),
-        book,
-        found,
-        memo_key,
-        expected,
-        lambda diff, i, lines: wanted in (moved := _moved_keys(diff, i, column))[1] or not lines.isdisjoint(moved[0]),
-    )
-    if kept is not None:
-        return kept
+    column = _column(key_column)
     out = _row_verdict(ctx, found, document, key_column, column, key, expected, tolerance)
     hits = _key_rows(ctx, found, column).get(key.strip().casefold(), ())
-    ctx.lasting[memo_key] = (book, frozenset(hits), out, expected)
+    ctx.lasting[memo_key] = (book, frozenset(hits), out, expected, _index(book, found))
     return out
 
 
@@ -493,7 +764,7 @@ def _row_verdict(
     return CheckOutcome(score=good / len(expected), evidence=evidence, details={"row": line + 1})
 
 
-def _text_sections(ctx: GradingContext, document: str, name: str) -> list[tuple[str, str]] | CheckOutcome:
+def _text_sections(ctx: GradingContext, document: str, name: str) -> Sections | CheckOutcome:
     """The sections of text document ``document``, or the failing outcome saying why there is none to read."""
     row = _document(ctx, document)
     if row is None:
@@ -503,9 +774,7 @@ def _text_sections(ctx: GradingContext, document: str, name: str) -> list[tuple[
     return _sections(ctx, row)
 
 
-@check_fn(
-    "doc_section_contains", reads=("documents",), rows=_doc_rows, on_rows=_decided_by_rows("doc_section_contains")
-)
+@check_fn("doc_section_contains", **_on_document("doc_section_contains"))
 def doc_section_contains(
     ctx: GradingContext,
     document: str,
@@ -523,24 +792,30 @@ def doc_section_contains(
     sections = _text_sections(ctx, document, name)
     if isinstance(sections, CheckOutcome):
         return sections
-    inside = [(h, t) for h, t in sections if h and rx(heading).search(h)]
-    if not inside:
+    # one pass: which sections the heading names (once per heading and parse), which sections' text matches
+    under = sections.under.get(heading)
+    if under is None:
+        head = rx(heading).search
+        under = sections.under[heading] = [bool(h) and head(h) is not None for h, _ in sections]
+    if True not in under:
         shown = listing([repr(h) for h, _ in sections if h], 6) or "none"
         return CheckOutcome.of(False, f"{name}: no section heading matches /{heading}/ (headings: {shown})")
-    hits = [h for h, t in inside if rx(pattern).search(t)]
+    said = sections.matching(pattern)
+    hits = [h for (h, _), u, m in zip(sections, under, said, strict=True) if u and m]
     elsewhere = [
-        h or "(before the first heading)" for h, t in sections if (h, t) not in inside and rx(pattern).search(t)
+        h or "(before the first heading)" for (h, _), u, m in zip(sections, under, said, strict=True) if m and not u
     ]
     if not hits:
         where = f"found under {listing([repr(h) for h in elsewhere])}" if elsewhere else "found in no section"
-        body = snippet(" ".join(t for _, t in inside), 80)
-        return CheckOutcome.of(False, f"{name}: not in section {inside[0][0]!r} ({where}; it holds {body})")
+        text = snippet(" ".join(t for (_, t), u in zip(sections, under, strict=True) if u), 80)
+        first = sections[under.index(True)][0]
+        return CheckOutcome.of(False, f"{name}: not in section {first!r} ({where}; it holds {text})")
     if only_there and elsewhere:
         return CheckOutcome.of(False, f"{name}: in {hits[0]!r} but also in {listing([repr(h) for h in elsewhere])}")
     return CheckOutcome.of(True, f"{name}: in section {hits[0]!r}")
 
 
-@check_fn("doc_mentions_none", reads=("documents",), rows=_doc_rows, on_rows=_decided_by_rows("doc_mentions_none"))
+@check_fn("doc_mentions_none", **_on_document("doc_mentions_none"))
 def doc_mentions_none(ctx: GradingContext, document: str, pattern: Regex, label: str | None = None) -> CheckOutcome:
     """Text document ``document`` exists and none of its headings or text matches ``pattern``.
 
@@ -552,10 +827,12 @@ def doc_mentions_none(ctx: GradingContext, document: str, pattern: Regex, label:
     sections = _text_sections(ctx, document, name)
     if isinstance(sections, CheckOutcome):
         return sections
+    finditer = rx(pattern).finditer
     found = [
         f"{m.group(0)} under {h!r}" if h else f"{m.group(0)} before the first heading"
-        for h, t in sections
-        for m in rx(pattern).finditer(f"{h}\n{t}")
+        for (h, _), text, may in zip(sections, sections.joined, _may_match(pattern, sections.joined_low), strict=True)
+        if may
+        for m in finditer(text)
     ]
     if found:
         return CheckOutcome.of(False, f"{name}: the document mentions {listing(found, 4)}")
@@ -568,32 +845,102 @@ def _check_permission(kw: dict[str, Any]) -> None:
 
 
 def _share_touches(ctx: GradingContext, row: ChangeRow, document: str, **_: Any) -> bool:
-    """Whether a changed row may change a ``doc_shared_with`` check on ``document`` (for ``graders.progress``).
+    """Whether a changed row may change a share check on ``document`` (for ``graders.progress``).
 
     A share of another document cannot (its insert image names the document), nor an edit of another
-    document that leaves its name and folder alone; anything else is left to the check. The document is the
-    row its path named when last read (no query here): only an insert, a delete or a move of a document can
-    make the path name another row, and those are left to the check.
+    document that leaves its name and folder alone; anything else (an employee changed, a share updated or
+    removed) is left to the check. The document is the row its path named when last read (no query here):
+    only an insert, a delete or a move of a document can make the path name another row.
     """
-    if row.op != "insert" and row.table == "document_shares":
+    if row.table == "documents":
+        return _doc_touches(ctx, row, document)
+    if row.table != "document_shares" or row.op != "insert":
         return True
-    if row.table == "documents" and (row.op != "update" or not _PLACE_COLUMNS.isdisjoint(row.changes)):
-        return True
-    known = ctx.lasting.get(("doc_path", document))  # the row the path named when last read, if it was found
-    if known is None:
-        return True
-    doc_id = row.changes.get("document_id") if row.table == "document_shares" else row.key[0]
-    return bool(doc_id == known)
+    state = ctx.lasting.get(("doc_lookup", document))
+    return state is None or state[2] is None or row.changes.get("document_id") == state[2][0]
 
 
 _PLACE_COLUMNS = frozenset({"name", "folder_id"})
 """What of a document row decides which path names it (an edit of these may move the path to another row)."""
+_SHARES = "SELECT id, employee_id, permission FROM document_shares WHERE document_id = ? ORDER BY id"
+_EMPLOYEE = "SELECT id FROM employees WHERE username = ?"
+
+
+def _grants(ctx: GradingContext, doc_id: int) -> dict[int, tuple[int, str]]:
+    """Every share of document ``doc_id`` now, as share id -> (employee id, permission).
+
+    Read once per episode and kept in ``ctx.lasting`` with how much of the change log it has seen; each later
+    call folds in the newer ``document_shares`` rows from their images (a share added, raised or removed), so
+    a share check costs no query at the step that shares. A document the episode created starts with none
+    (a share names an existing document: the world enforces its foreign keys), so its shares are the log's.
+    A row the fold cannot place (a share moved to another document or person) reads them again.
+    """
+    log = ctx.changed_rows("document_shares")
+    state = ctx.lasting.get(("grants", doc_id))
+    shares = None
+    if state is not None:
+        shares = state[0] if state[1] == len(log) else _fold_shares(doc_id, state[0], log[state[1] :])
+    if shares is None and any(r.op == "insert" and r.key[0] == doc_id for r in ctx.changed_rows("documents")):
+        shares = _fold_shares(doc_id, {}, log)  # created during the episode: every share of it is in the log
+    if shares is None:
+        shares = {int(i): (int(e), str(p)) for i, e, p in Sql.of(ctx.session).all(_SHARES, (doc_id,))}
+    ctx.lasting[("grants", doc_id)] = (shares, len(log))
+    return shares
+
+
+def _fold_shares(
+    doc_id: int, shares: dict[int, tuple[int, str]], rows: list[ChangeRow]
+) -> dict[int, tuple[int, str]] | None:
+    """``shares`` after ``rows`` (newer ``document_shares`` changes), or None if one of them cannot be placed."""
+    out = dict(shares)
+    for r in rows:
+        sid, ch = r.key[0], r.changes
+        if r.op == "insert":
+            if ch.get("document_id") == doc_id:
+                if "employee_id" not in ch or "permission" not in ch:
+                    return None
+                out[sid] = (ch["employee_id"], ch["permission"])
+        elif r.op == "delete":
+            out.pop(sid, None)
+        elif sid in out:
+            if not _PERMISSION_ONLY.issuperset(ch):
+                return None
+            if "permission" in ch:
+                out[sid] = (out[sid][0], ch["permission"][1])
+        elif "document_id" in ch:
+            return None  # another document's share moved: it may be this one's now
+    return out
+
+
+_PERMISSION_ONLY = frozenset({"permission"})
+
+
+def _employee(ctx: GradingContext, username: str) -> int | None:
+    """The id of the employee named ``username`` (exactly), kept until the employees change."""
+    found: int | None = ctx.kept(
+        ("doc_employee", username), ("employees",), lambda: Sql.of(ctx.session).scalar(_EMPLOYEE, (username,))
+    )
+    return found
+
+
+def _shared_in_episode(ctx: GradingContext, doc_id: int) -> tuple[int, list[tuple[str, str]]]:
+    """How many shares the episode added or changed (any document), and those of ``doc_id`` that stand.
+
+    The latter as (username, permission), by username: who was given access to the document during the
+    episode and still holds it.
+    """
+    ids = {int(r.key[0]) for r in ctx.changed_rows("document_shares") if r.op != "delete"}
+    if not ids:
+        return 0, []
+    mine = [(emp, perm) for sid, (emp, perm) in _grants(ctx, doc_id).items() if sid in ids]
+    names = usernames(ctx, [emp for emp, _ in mine])
+    return len(ids), sorted((names[emp], perm) for emp, perm in mine if emp in names)
 
 
 @check_fn(
     "doc_shared_with",
     validate=_check_permission,
-    reads=("documents", "document_shares"),
+    reads=("documents", "document_shares", "employees"),
     touches=_share_touches,
 )
 def doc_shared_with(
@@ -603,25 +950,20 @@ def doc_shared_with(
     permission: str = "view",
 ) -> CheckOutcome:
     """``username`` holds at least ``permission`` (view < comment < edit) on ``document``, or owns it."""
+    emp = _employee(ctx, username)  # looked up first: the episode's first grade keeps it for the step that shares
     row = _document(ctx, document)
     if row is None:
         return CheckOutcome.of(False, f"no document {document} to share with {username}")
-    sql = Sql.of(ctx.session)
-    found = sql.one(
-        "SELECT s.permission, d.owner_id = e.id FROM employees e JOIN documents d ON d.id = ?"
-        " LEFT JOIN document_shares s ON s.document_id = d.id AND s.employee_id = e.id WHERE e.username = ?",
-        (int(row[0]), username),
-    )
-    if found is None:
+    if emp is None:
         return CheckOutcome.of(False, f"unknown employee {username!r}")
-    held, owner = found[0], bool(found[1])
-    if owner:
+    if row[7] == emp:
         return CheckOutcome.of(True, f"{username} owns {document}")
+    held = next((p for e, p in _grants(ctx, int(row[0])).values() if e == emp), None)
     ok = held is not None and _PERMISSION_RANK.get(str(held), 0) >= _PERMISSION_RANK[permission]
     return CheckOutcome.of(ok, f"{username} has {held or 'no'} access to {document} (needs {permission})")
 
 
-@check_fn("doc_not_shared", reads=("documents", "document_shares"))
+@check_fn("doc_not_shared", reads=("documents", "document_shares", "employees"))
 def doc_not_shared(ctx: GradingContext, document: str) -> CheckOutcome:
     """Nobody was given access to ``document`` during the episode (no share added or raised on it).
 
@@ -631,22 +973,16 @@ def doc_not_shared(ctx: GradingContext, document: str) -> CheckOutcome:
     row = _document(ctx, document)
     if row is None:
         return CheckOutcome.of(True, f"no document {document}, so nothing of it was shared")
-    ids = sorted({int(r.key[0]) for r in ctx.changed_rows("document_shares") if r.op != "delete"})
-    if not ids:
+    changed, found = _shared_in_episode(ctx, int(row[0]))
+    if not changed:
         return CheckOutcome.of(True, f"no share changed during the episode, {document} included")
-    marks = ", ".join("?" * len(ids))
-    found = Sql.of(ctx.session).all(
-        "SELECT e.username, s.permission FROM document_shares s JOIN employees e ON e.id = s.employee_id"  # noqa: S608
-        f" WHERE s.document_id = ? AND s.id IN ({marks}) ORDER BY e.username",
-        (int(row[0]), *ids),
-    )
     if not found:
-        return CheckOutcome.of(True, f"{len(ids)} shares changed, none of them on {document}")
+        return CheckOutcome.of(True, f"{changed} shares changed, none of them on {document}")
     shown = listing([f"{u} ({p})" for u, p in found])
     return CheckOutcome.of(False, f"{document} was shared during the episode with {shown}")
 
 
-@check_fn("doc_lacks", reads=("documents",), rows=_doc_rows, on_rows=_decided_by_rows("doc_lacks"))
+@check_fn("doc_lacks", **_on_document("doc_lacks"))
 def doc_lacks(ctx: GradingContext, document: str, pattern: Regex, label: str | None = None) -> CheckOutcome:
     """Text document ``document`` exists and no part of it matches ``pattern``.
 
@@ -659,7 +995,12 @@ def doc_lacks(ctx: GradingContext, document: str, pattern: Regex, label: str | N
         return CheckOutcome.of(False, f"{name}: no document {document}")
     if row[2] != "text":
         return CheckOutcome.of(False, f"{name}: {document} is a {row[2]}, not a text document")
-    hits = [h or "(before the first heading)" for h, t in _sections(ctx, row) if rx(pattern).search(f"{h}\n{t}")]
+    sections = _sections(ctx, row)
+    hits = [
+        h or "(before the first heading)"
+        for (h, _), hit in zip(sections, sections.matching(pattern, joined=True), strict=True)
+        if hit
+    ]
     if hits:
         return CheckOutcome.of(False, f"{name}: found under {listing([repr(h) for h in hits])}")
     return CheckOutcome.of(True, f"{name}: named nowhere in {document}")

@@ -38,7 +38,6 @@ from graders.checks_meetings import (
     _the_meeting,
 )
 from mcp_tools.calendar.slots import Person
-from worlds.rawsql import Sql
 
 _DAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
 _TABLES = ("events", "event_attendees", "employees")
@@ -151,49 +150,86 @@ def merge_request_changes_file(ctx: GradingContext, repo: str, path: str) -> Che
     return CheckOutcome.of(False, f"!{row.number} does not change {path}; it changes {shown}")
 
 
-@check_fn("doc_shared_only_with", reads=("documents", "document_shares", "employees"))
+def _share_touches(ctx: GradingContext, row: Any, document: str, **_: Any) -> bool:
+    """``checks_docs._share_touches``, imported on first use (a meeting rubric does not load the office readers)."""
+    from graders.checks_docs import _share_touches as touches
+
+    return touches(ctx, row, document)
+
+
+@check_fn("doc_shared_only_with", reads=("documents", "document_shares", "employees"), touches=_share_touches)
 def doc_shared_only_with(ctx: GradingContext, document: str, usernames: list[str]) -> CheckOutcome:
     """Every share of ``document`` added or raised during the episode went to one of ``usernames``.
 
     The per-request item of a data request: the document reaches the coworker who asked, and nobody else on the
     way (a team channel's members, a manager in copy). Shares that existed before the episode do not count.
+    Read from the document's kept shares (``checks_docs._grants``), so the step that shares it costs no query.
     """
-    from graders.checks_docs import _document  # lazy: the office readers load only for document rubrics
+    from graders.checks_docs import _document, _shared_in_episode  # lazy: the office readers load on first use
 
     row = _document(ctx, document)
     if row is None:
         return CheckOutcome.of(False, f"no document {document}")
-    ids = sorted({int(r.key[0]) for r in ctx.changed_rows("document_shares") if r.op != "delete"})
-    found = []
-    if ids:
-        marks = ", ".join("?" * len(ids))
-        found = Sql.of(ctx.session).all(
-            "SELECT e.username, s.permission FROM document_shares s JOIN employees e ON e.id = s.employee_id"  # noqa: S608
-            f" WHERE s.document_id = ? AND s.id IN ({marks}) ORDER BY e.username",
-            (int(row[0]), *ids),
-        )
+    _, found = _shared_in_episode(ctx, int(row[0]))
     allowed = {u.casefold() for u in usernames}
-    others = [f"{u} ({p})" for u, p in found if str(u).casefold() not in allowed]
+    others = [f"{u} ({p})" for u, p in found if u.casefold() not in allowed]
     if others:
         return CheckOutcome.of(False, f"{document} was also shared with {listing(others)}")
-    return CheckOutcome.of(True, f"{document} was shared with {listing([str(u) for u, _ in found]) or 'nobody'} only")
+    return CheckOutcome.of(True, f"{document} was shared with {listing([u for u, _ in found]) or 'nobody'} only")
 
 
-@check_fn("doc_mentions_once", reads=("documents",))
+def _doc_rows(ctx: GradingContext, document: str, **_: Any) -> Any:
+    """``checks_docs._doc_rows`` (the document's row once it exists), imported on first use."""
+    from graders.checks_docs import _doc_rows as rows
+
+    return rows(ctx, document)
+
+
+def _doc_touches(ctx: GradingContext, row: Any, document: str, **_: Any) -> bool:
+    """``checks_docs._doc_touches`` (a change that may move the document's row), imported on first use."""
+    from graders.checks_docs import _doc_touches as touches
+
+    return touches(ctx, row, document)
+
+
+def _mentions_decided(ctx: GradingContext, rows: Any, **kwargs: Any) -> tuple[float, str, dict[str, Any]] | None:
+    """``doc_mentions_once`` on the document row the log leaves (no query), or None when the log cannot tell."""
+    from graders.checks_docs import _UNKNOWN, _document
+
+    if _document(ctx, kwargs["document"], query=False) is _UNKNOWN:
+        return None
+    out = doc_mentions_once(ctx, **kwargs)
+    return out.score, out.evidence, dict(out.details)
+
+
+@check_fn(
+    "doc_mentions_once",
+    reads=("documents",),
+    rows=_doc_rows,
+    on_rows=_mentions_decided,
+    touches=_doc_touches,
+    on_changes=_mentions_decided,
+)
 def doc_mentions_once(ctx: GradingContext, document: str, pattern: Regex, label: str | None = None) -> CheckOutcome:
     """Text document ``document`` matches ``pattern`` exactly once, headings and body alike (any case).
 
     The per-item "listed once" of a list a reader scans: a ticket merged in two commits, or named by two
     sections, is one change and reads as two. ``label`` names the item in the evidence.
     """
-    from graders.checks_docs import _text_sections  # lazy: the office readers load only for document rubrics
+    from graders.checks_docs import _may_match, _text_sections  # lazy: the office readers load on first use
 
     name = label or pattern
     sections = _text_sections(ctx, document, name)
     if isinstance(sections, CheckOutcome):
         return sections
     found = rx(pattern)
-    where = [heading or "(before the first heading)" for heading, body in sections for _ in found.finditer(body)]
+    may = _may_match(pattern, sections.texts_low)  # a substring test before the regex scans a section
+    where = [
+        heading or "(before the first heading)"
+        for (heading, body), hit in zip(sections, may, strict=True)
+        if hit
+        for _ in found.finditer(body)
+    ]
     where += [heading for heading, _ in sections if found.search(heading)]
     if len(where) == 1:
         return CheckOutcome.of(True, f"{name}: named once in {document}, under {where[0]}")

@@ -46,6 +46,9 @@ CASES = [
     ("sprint-execute-v0", "random", 4, {}),
     ("sprint-plan-v0", "oracle", 1, {"difficulty": 3}),
     ("one-on-ones-book-v0", "oracle", 3, {"difficulty": 2}),
+    ("roadmap-update-v0", "oracle", 3, {"difficulty": 3}),  # a document written twice: decided from the log
+    ("roadmap-update-v0", "random", 1, {}),
+    ("sprint-plan-v0", "oracle", 2, {"difficulty": 2}),
 ]
 DECIDED = {
     "quarterly-budget-v0": "sheet_cell_equals",
