@@ -9,6 +9,7 @@ primary-key query per table for natural keys.
 from __future__ import annotations
 
 import json
+from bisect import bisect_right
 from collections import Counter
 from collections.abc import Mapping
 from datetime import date, datetime
@@ -16,7 +17,7 @@ from functools import cached_property, lru_cache
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
-from sqlalchemy import Date, DateTime, Integer, Select, String, TypeDecorator, and_, bindparam, select
+from sqlalchemy import Boolean, Date, DateTime, Integer, Select, String, TypeDecorator, and_, bindparam, select
 from sqlalchemy import Enum as SAEnum
 
 from graders.base import ChangeRow, CheckOutcome, GradingContext, check_fn
@@ -301,7 +302,7 @@ def _changed_ids(ctx: GradingContext, table: str) -> set[Any]:
 
 
 def _typed_like(tbl: Any, where: Mapping[str, Primitive]) -> bool:
-    """Whether each ``where`` value has its column's Python type (str for text, int for integers) or is None.
+    """Whether each ``where`` value has its column's Python type (str, int; bool for a flag) or is None.
 
     Then Python's ``==`` is the database's ``=`` (no affinity conversion of ``'1'`` to 1, no enum names).
     """
@@ -311,7 +312,9 @@ def _typed_like(tbl: Any, where: Mapping[str, Primitive]) -> bool:
             if value is not None:
                 return False
             continue
-        want = str if issubclass(kind, String) else int if issubclass(kind, Integer) else None
+        want: type | None = str if issubclass(kind, String) else int if issubclass(kind, Integer) else None
+        if issubclass(kind, Boolean):
+            want = bool  # stored as 0/1: True = 1 in SQL as in Python
         if want is None or type(value) is not want:
             return False
     return True
@@ -334,8 +337,9 @@ def _row_now(ctx: GradingContext, table: str, pk: str, key: Any, columns: tuple[
         base = ctx.lasting[memo_key] = [ctx.log[-1].seq if ctx.log else 0, values]
         return dict(values) if values is not None else None
     values = dict(base[1]) if base[1] is not None else None
-    for r in ctx.changed_rows(table):
-        if r.seq <= base[0] or r.key[0] != key:
+    rows = ctx.changed_rows(table)
+    for r in rows[bisect_right(rows, base[0], key=_seq) :]:  # the table's rows logged after the base
+        if r.key[0] != key:
             continue
         if r.op == "delete":
             values = None
@@ -348,6 +352,11 @@ def _row_now(ctx: GradingContext, table: str, pk: str, key: Any, columns: tuple[
 
 
 _UNKNOWN = object()
+
+
+def _seq(row: ChangeRow) -> int:
+    """A change row's seq (the key ``_row_now`` bisects a table's rows by)."""
+    return row.seq
 
 
 def _unique_column(tbl: Any, where: Mapping[str, Primitive]) -> str | None:
@@ -368,9 +377,24 @@ def _row_id(ctx: GradingContext, table: str, pk: str, column: str, value: Primit
     ``_UNKNOWN`` when a logged change may have given the value to a row or taken it from one (an insert with
     it, an update of the column): then the check's own query decides.
     """
-    for r in ctx.changed_rows(table):
-        if (r.op == "insert" and r.changes.get(column) == value) or (r.op == "update" and column in r.changes):
-            return _UNKNOWN
+    # what the log did to the column so far, folded on from its new rows: [rows seen, values inserted, updated]
+    taint: list[Any] = ctx.lasting.get(("row_id_taint", table, column)) or [0, set(), False]
+    rows = ctx.changed_rows(table)
+    if taint[0] > len(rows):
+        taint = [0, set(), False]
+    ctx.lasting[("row_id_taint", table, column)] = taint
+    for r in rows[taint[0] :]:
+        if r.op == "insert":
+            new = r.changes.get(column)
+            if type(new) in (str, int):
+                taint[1].add(new)
+            elif new is not None:
+                taint[2] = True  # a value of another type: say unknown for every value
+        elif r.op == "update" and column in r.changes:
+            taint[2] = True
+    taint[0] = len(rows)
+    if taint[2] or value in taint[1]:
+        return _UNKNOWN
     memo_key = ("row_id", table, column, value)
     if memo_key not in ctx.lasting:
         found = Sql.of(ctx.session).one(f"SELECT {pk} FROM {table} WHERE {column} = ?", (value,))  # noqa: S608
@@ -420,8 +444,8 @@ def _row_exists_on_changes(
                 if have is not want:
                     values = None
                     break
-            elif type(have) is not type(want):
-                return None  # a value the log holds in another type: leave it to the query
+            elif type(have) is not type(want) and not (type(want) is bool and type(have) is int):
+                return None  # a value the log holds in another type: leave it to the query (a flag read as 0/1)
             elif have != want:
                 values = None
                 break
@@ -577,42 +601,50 @@ def _scoped(ctx: GradingContext, scope: Scope, table_name: str | None = None) ->
     return [r for r in rows if scope == "all" or r.actor_id == ctx.actor_id]
 
 
-@check_fn("no_collateral_changes")
-def no_collateral_changes(ctx: GradingContext, allowed: list[AllowedChange], scope: Scope = "actor") -> CheckOutcome:
-    """Every change of the episode (by the agent, or by anyone with ``scope='all'``) is in ``allowed``."""
-    # A logged row and the rules never change, and the log only grows, so the rows judged so far and their
-    # violations are kept (``ctx.lasting``): the per-step progress score judges only the rows the step added.
-    # seen: [rows of the log looked at, rows judged, violations, the rules by table (a rule admits only its own)]
-    seen: list[Any] = ctx.lasting.setdefault(("collateral", id(allowed), scope), [0, 0, [], {}])
+def _collateral(ctx: GradingContext, allowed: list[AllowedChange], scope: Scope) -> tuple[float, str, dict[str, Any]]:
+    """``no_collateral_changes``' verdict as (score, evidence, details), folding in only the log's new rows.
+
+    A logged row and the rules never change, and the log only grows, so the rows judged so far and their
+    violations are kept (``ctx.lasting``): the per-step progress score judges only the rows the step added,
+    and the verdict of a step that added none of the agent's rows is the one before it. How the rules judge a
+    row depends only on its table, op and (for an update) the columns it changed, so that is worked out once
+    per shape: a row costs a dict lookup unless only rules with ``keys`` admit it.
+    """
+    # seen: [rows of the log looked at, rows judged, violations, the rules' answer by row shape, the verdict]
+    seen: list[Any] = ctx.lasting.get(("collateral", id(allowed), scope)) or [0, 0, [], {}, None]
     log = ctx.log
     if seen[0] > len(log):
-        seen[:] = [0, 0, [], {}]
-    by_table: dict[str, list[AllowedChange]] = seen[3]
+        seen[:] = [0, 0, [], {}, None]
+    ctx.lasting[("collateral", id(allowed), scope)] = seen
+    if seen[0] == len(log) and seen[4] is not None:
+        verdict: tuple[float, str, dict[str, Any]] = seen[4]
+        return verdict
+    shapes: dict[tuple[Any, ...], bool | tuple[frozenset[str], ...]] = seen[3]
     judged: list[tuple[ChangeRow, bool | None]] = []  # None: admitted only by keyed rules, not matched by id
-    keyed: dict[int, list[frozenset[str]]] = {}
+    keyed: dict[int, tuple[frozenset[str], ...]] = {}
     by_id: dict[tuple[str, Any], Any] = ctx.lasting.get("natural_by_id", {})
+    actor = None if scope == "all" else ctx.actor_id
     for row in log[seen[0] :]:
-        if scope != "all" and row.actor_id != ctx.actor_id:
+        if actor is not None and row.actor_id != actor:
             continue
-        rules = by_table.get(row.table)
-        if rules is None:
-            rules = by_table[row.table] = [a for a in allowed if a.table == row.table]
-        fits = [a for a in rules if a.admits(row)]
-        key_sets = [a.key_names for a in fits if a.key_names is not None]
-        if len(key_sets) < len(fits) or not fits:  # a rule without keys admits it, or none does
-            judged.append((row, bool(fits)))
+        shape = (row.table, row.op, *row.changes) if row.op == "update" else (row.table, row.op)
+        rule = shapes.get(shape)
+        if rule is None:
+            rule = shapes[shape] = _rule_for(allowed, row)
+        if rule is True or rule is False:  # a rule without keys admits it, or none does
+            judged.append((row, rule))
             continue
         names = [str(row.key[0]) if len(row.key) == 1 else json.dumps(list(row.key))]
         if row.op == "update" and _NATURAL.get(row.table, "ticket_id") != "ticket_id":
             known = by_id.get((row.table, row.key[0]), by_id)  # an update's natural key, if a lookup named it
             if known is not by_id:
                 names.append("" if known is None else str(known))
-        matched = any(name in ks for name in names for ks in key_sets)
+        matched = any(name in ks for name in names for ks in rule)
         if matched or len(names) > 1:
             judged.append((row, matched))
         else:  # its natural key may match: looked up below, for all such rows at once
             judged.append((row, None))
-            keyed[row.seq] = key_sets
+            keyed[row.seq] = rule
     natural = _natural_keys(ctx, [r for r, ok in judged if ok is None and r.table in _NATURAL]) if keyed else {}
     seen[0], seen[1] = len(log), seen[1] + len(judged)
     for row, ok in judged:  # in seq order
@@ -620,11 +652,51 @@ def no_collateral_changes(ctx: GradingContext, allowed: list[AllowedChange], sco
             seen[2].append(row)
     violations: list[ChangeRow] = seen[2]
     if not violations:
-        return CheckOutcome.of(True, f"all {seen[1]} changes are within the allowed set")
-    natural |= _natural_keys(ctx, [r for r in violations[:5] if r.table in _NATURAL and r.seq not in natural])
-    shown = listing([_describe_change(r, natural) for r in violations], 5)
-    head = f"{len(violations)} of {seen[1]} changes are outside the allowed set"
-    return CheckOutcome.of(False, f"{head}: {shown}", violations=[r.seq for r in violations])
+        verdict = (1.0, f"all {seen[1]} changes are within the allowed set", {})
+    else:
+        natural |= _natural_keys(ctx, [r for r in violations[:5] if r.table in _NATURAL and r.seq not in natural])
+        shown = listing([_describe_change(r, natural) for r in violations], 5)
+        head = f"{len(violations)} of {seen[1]} changes are outside the allowed set"
+        verdict = (0.0, f"{head}: {shown}", {"violations": [r.seq for r in violations]})
+    seen[4] = verdict
+    return verdict
+
+
+def _rule_for(allowed: list[AllowedChange], row: ChangeRow) -> bool | tuple[frozenset[str], ...]:
+    """How ``allowed`` judges rows of ``row``'s table, op and changed columns.
+
+    True: a rule without keys admits them; False: no rule does; else the key sets of the keyed rules that admit
+    them (the row's key decides).
+    """
+    fits = [a for a in allowed if a.admits(row)]
+    key_sets = tuple(a.key_names for a in fits if a.key_names is not None)
+    if len(key_sets) < len(fits) or not fits:
+        return bool(fits)
+    return key_sets
+
+
+def _collateral_on_changes(
+    ctx: GradingContext, rows: list[ChangeRow], allowed: list[AllowedChange], scope: Scope = "actor"
+) -> tuple[float, str, dict[str, Any]]:
+    """``no_collateral_changes`` for ``graders.progress``: the verdict folded on from the log (``rows`` are in it).
+
+    The same function as the check's, returned as the tuple ``on_changes`` gives, so a step skips building a
+    ``CheckOutcome`` and copying its details.
+    """
+    verdict = _collateral(ctx, allowed, scope)
+    return verdict[0], verdict[1], dict(verdict[2])
+
+
+@check_fn("no_collateral_changes", on_changes=_collateral_on_changes)
+def no_collateral_changes(ctx: GradingContext, allowed: list[AllowedChange], scope: Scope = "actor") -> CheckOutcome:
+    """Every change of the episode (by the agent, or by anyone with ``scope='all'``) is in ``allowed``.
+
+    Another employee's rows (a coworker's reply) are not judged with ``scope='actor'``: a step that logged
+    only such rows keeps the verdict before it, at the cost of a dict lookup (no ``touches`` hook: asking it
+    row by row costs more than folding the rows in).
+    """
+    score, evidence, details = _collateral(ctx, allowed, scope)
+    return CheckOutcome(score=score, evidence=evidence, details=dict(details))
 
 
 @check_fn("change_count_at_most")

@@ -110,6 +110,7 @@ class Progress:
         self._results: list[CheckResult | None] = []  # built from the outcome when asked for (None: not yet)
         self._always: list[int] = []  # trace checks: re-run after every step
         self._any: list[int] = []  # state checks that declare nothing: after any step that changed a row
+        self._any_deciding: list[int] = []  # state checks on every table with an ``on_changes`` evaluator
         self._by_table: dict[str, list[int]] = {}
         self._by_row: dict[tuple[str, tuple[Any, ...]], list[int]] = {}
         self._touches: dict[int, Callable[..., bool]] = {}
@@ -175,6 +176,9 @@ class Progress:
                             deciding.setdefault(i, []).extend(table_rows)
                         else:
                             stale.add(i)
+            for i in self._any_deciding:
+                if i not in stale and self._touched(i, changed) and not self._decided(i, changed):
+                    stale.add(i)
             for i, check_rows in deciding.items():
                 if not self._decided(i, sorted(check_rows, key=_seq) if len(by_table) > 1 else check_rows):
                     stale.add(i)
@@ -297,6 +301,11 @@ class Progress:
                     self._on_changes[i] = spec.on_changes
                 if spec.rows is not None:
                     self._unbound[i] = tables
+            elif spec.on_changes is not None:  # reads every table, but can fold the step's rows in itself
+                self._any_deciding.append(i)
+                self._on_changes[i] = spec.on_changes
+                if spec.touches is not None:
+                    self._touches[i] = spec.touches
             else:
                 self._any.append(i)
         self.ctx.forget()

@@ -79,7 +79,9 @@ class CheckFnSpec:
     on_changes: Callable[..., tuple[float, str, Mapping[str, Any]] | None] | None = None
     """``on_changes(ctx, rows, **params)``: for a check that declares ``reads`` (no ``rows``), the verdict after
     a step whose changes to those tables are ``rows`` (the ``touches`` hook, if any, said one matters), decided
-    from the rows and what ``ctx.lasting`` keeps, as ``on_rows`` does; None re-runs the check."""
+    from the rows and what ``ctx.lasting`` keeps, as ``on_rows`` does; None re-runs the check. A check that
+    declares neither ``reads`` nor ``rows`` may have one too: it then sees every row of the step (and its
+    ``touches`` hook, if any, every row), as ``no_collateral_changes`` does, which judges only the new rows."""
 
     @functools.cached_property
     def params(self) -> type[BaseModel]:

@@ -1,0 +1,150 @@
+"""The progress framework's own evaluators: the collateral verdict folded on per step, flags and keys from the log.
+
+``no_collateral_changes`` is decided by its ``on_changes`` evaluator on every step (it reads every table), and
+``row_exists`` answers a flag column (``employees.active``) and a unique column from the log; each must equal
+what a fresh grade gives after every step, including a coworker's rows, rows outside the allowed set and a
+row that takes over a unique value (when the log cannot tell, the evaluator must say so, not guess).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
+from typing import Any
+
+from graders.base import Check, GradingContext, Rubric, grade, read_changes
+from graders.progress import Progress
+from graders.registry import check_fn_spec
+from worlds.schema import Employee, Post, Ticket, TicketComment
+
+T = datetime(2025, 3, 3, 10, 0, tzinfo=UTC)
+ALLOWED = [
+    {"table": "tickets", "fields": ["priority", "updated_at"], "keys": ["ENG-3"]},
+    {"table": "ticket_comments", "ops": ["insert"], "keys": ["ENG-3"]},
+    {"table": "posts", "ops": ["insert"]},
+]
+
+
+def _edits(world: Any) -> Iterator[Callable[[], None]]:
+    """One step each: allowed, a coworker's, outside the set (by key, by op), an allowed one after them."""
+    yield lambda: setattr(world.ticket("ENG-3"), "priority", "high")
+    yield lambda: (world.as_("bob"), setattr(world.ticket("ENG-4"), "priority", "high"), world.session.flush())
+    yield lambda: world.as_("alice")  # a step that changed nothing
+    yield lambda: world.add(TicketComment(ticket_id=3, author_id=1, body="Taking this", created_at=T))
+    yield lambda: world.add(TicketComment(ticket_id=4, author_id=1, body="And this", created_at=T))
+    yield lambda: setattr(world.ticket("ENG-5"), "priority", "high")
+    yield lambda: world.add(Post(channel_id=2, author_id=1, message="done", created_at=T))
+    yield lambda: setattr(world.ticket("ENG-3"), "status", "done")
+
+
+def test_the_collateral_verdict_folded_per_step_is_a_fresh_grades(world):
+    spec = check_fn_spec("no_collateral_changes")
+    assert spec.on_changes is not None and spec.reads is None
+    kwargs = spec.bind({"allowed": ALLOWED}, where="t")
+    everyone = spec.bind({"allowed": ALLOWED, "scope": "all"}, where="t")
+    ctx, seq, verdicts = GradingContext(session=world.session, trace=[], actor_id=1), world.start_seq, []
+    for edit in _edits(world):
+        edit()
+        world.session.flush()
+        rows = list(read_changes(world.session, after_seq=seq))
+        seq = rows[-1].seq if rows else seq
+        ctx.extend(rows)
+        ctx.forget({r.table for r in rows})
+        step = []
+        for kw in (kwargs, everyone):
+            fast = spec.on_changes(ctx, rows, **kw)
+            slow = spec.fn(world.ctx(), **kw)
+            assert fast == (slow.score, slow.evidence, dict(slow.details)), (kw.get("scope"), fast)
+            step.append(fast[1])
+        verdicts.append(tuple(step))
+    assert verdicts[0] == ("all 1 changes are within the allowed set",) * 2
+    assert verdicts[1] == (
+        "all 1 changes are within the allowed set",  # bob's update of ENG-4 is not the agent's
+        "1 of 2 changes are outside the allowed set: #2 update tickets ENG-4 {priority}",
+    )
+    assert verdicts[2] == verdicts[1]
+    assert verdicts[4][0] == "1 of 3 changes are outside the allowed set: #4 insert ticket_comments ENG-4"
+    assert verdicts[5][0].endswith("#4 insert ticket_comments ENG-4; #5 update tickets ENG-5 {priority}")
+    assert verdicts[-1][0].startswith("3 of 6 changes are outside the allowed set: "), "status is not allowed"
+
+
+def test_progress_decides_collateral_without_re_running_it_and_equals_a_full_grade(world, monkeypatch):
+    checks = [
+        Check(id="collateral", description="d", fn="no_collateral_changes", params={"allowed": ALLOWED}),
+        Check(
+            id="prio",
+            description="d",
+            fn="ticket_field_equals",
+            params={"key": "ENG-3", "field": "priority", "value": "high"},
+        ),
+    ]
+    rubric = Rubric(id="t", version=1, description="t", checks=tuple(checks))
+    ran: list[str] = []
+    real = Progress._run
+    monkeypatch.setattr(Progress, "_run", lambda self, i: ran.append(self._checks[i].id) or real(self, i))
+    progress = Progress(rubric, GradingContext(session=world.session, trace=[], actor_id=1))
+    progress.update([])
+    ran.clear()
+    seq = world.start_seq
+    for edit in _edits(world):
+        edit()
+        world.session.flush()
+        rows = read_changes(world.session, after_seq=seq)
+        seq = rows[-1].seq if rows else seq
+        value = progress.update(rows)  # type: ignore[arg-type]
+        full = grade(rubric, world.ctx())
+        assert [(c.score, c.evidence, c.details) for c in progress.results()] == [
+            (c.score, c.evidence, c.details) for c in full.checks
+        ]
+        assert value == full.value
+    assert "collateral" not in ran, "the evaluator folded every step in"
+    assert full.checks[0].score == 0.0 and full.checks[0].details["violations"]
+
+
+def test_row_exists_reads_a_flag_and_a_unique_key_from_the_log_or_says_it_cannot(world):
+    spec = check_fn_spec("row_exists")
+    assert spec.on_changes is not None
+    asks = [
+        ("employees", {"id": 4, "active": False}, "changed"),
+        ("employees", {"id": 4, "active": True}, "any"),
+        ("employees", {"username": "dave", "active": False}, "any"),
+        ("posts", {"id": 1, "is_pinned": True}, "changed"),
+        ("tickets", {"key": "ENG-9", "status": "todo"}, "any"),
+        ("tickets", {"key": "ENG-2", "status": "in_progress"}, "any"),
+    ]
+    edits: list[Callable[[], Any]] = [
+        lambda: setattr(world.ticket("ENG-5"), "title", "Untouched by any ask"),
+        lambda: setattr(world.session.get(Employee, 4), "active", False),
+        lambda: setattr(world.session.get(Post, 1), "is_pinned", True),
+        lambda: setattr(world.session.get(Employee, 4), "active", True),
+        lambda: world.add(Ticket(**{**_ticket_row(world, "ENG-1"), "id": 9, "key": "ENG-9", "status": "todo"})),
+        lambda: setattr(world.ticket("ENG-2"), "key", "ENG-22"),
+    ]
+    ctx, seq, answered = GradingContext(session=world.session, trace=[], actor_id=1), world.start_seq, []
+    for step, edit in enumerate(edits):
+        edit()
+        world.session.flush()
+        rows = list(read_changes(world.session, after_seq=seq))
+        seq = rows[-1].seq
+        ctx.extend(rows)
+        ctx.forget({r.table for r in rows})
+        for table, where, scope in asks:
+            fast = spec.on_changes(ctx, list(ctx.changed_rows(table)[-1:]), table=table, where=where, scope=scope)
+            slow = spec.fn(world.ctx(), table=table, where=where, scope=scope)
+            if fast is None:
+                answered.append((step, where.get("key"), None))
+                continue
+            assert fast == (slow.score, slow.evidence, dict(slow.details)), (step, table, where, scope)
+            answered.append((step, where.get("key") or where.get("id"), fast[0]))
+    flags = [a for a in answered if a[1] not in ("ENG-9", "ENG-2")]
+    assert len(flags) == len(edits) * 4 and None not in [a[2] for a in flags], "a flag is read from the log"
+    assert (1, 4, 1.0) in flags and (3, 4, 1.0) in flags and (2, 1, 1.0) in flags and (1, None, 1.0) in flags
+    # once a row was inserted with ENG-9, or a ticket's key changed, the log cannot name a ticket by its key
+    assert [a[2] for a in answered if a[1] == "ENG-9"] == [0.0, 0.0, 0.0, 0.0, None, None]
+    assert [a[2] for a in answered if a[1] == "ENG-2"] == [1.0, 1.0, 1.0, 1.0, 1.0, None]
+
+
+def _ticket_row(world: Any, key: str) -> dict[str, Any]:
+    """Ticket ``key``'s columns, to copy into a new ticket."""
+    t = world.ticket(key)
+    return {c.key: getattr(t, c.key) for c in Ticket.__table__.columns}
