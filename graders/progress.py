@@ -106,6 +106,7 @@ class Progress:
         # The checks each one needs; -1 for a judge check, which never passes mid-episode (as in apply_needs).
         self._needs = [tuple(self._ids.get(n, -1) for n in c.needs) for c in self._checks]
         self._has_needs = any(self._needs)
+        self._needy = [(i, need) for i, need in enumerate(self._needs) if need]
         self._outcomes: list[tuple[float, str, Mapping[str, Any]]] = []  # each check's (score, evidence, details)
         self._results: list[CheckResult | None] = []  # built from the outcome when asked for (None: not yet)
         self._always: list[int] = []  # trace checks: re-run after every step
@@ -127,6 +128,7 @@ class Progress:
         self._parts = [0.0] * len(self._scored)
         self._weight = sum(self._weights[i] for i in self._scored)
         self._failing = 0
+        self._passed = 0  # how many checks score 1 before ``needs`` are applied
         self.value = 0.0
         self.passed = 0
 
@@ -239,7 +241,7 @@ class Progress:
         if slot >= 0:
             self._parts[slot] = self._weights[i] * score if sign > 0 else 0.0
         if score >= 1.0:
-            self.passed += sign
+            self._passed += sign
         elif self._musts[i]:
             self._failing += sign
 
@@ -280,7 +282,7 @@ class Progress:
         self._outcomes = [(-1.0, "", {})] * len(self._checks)  # no verdict yet: the first one always differs
         for i in range(len(self._checks)):
             self._run(i)
-        self._parts, self._failing, self.passed = [0.0] * len(self._parts), 0, 0  # count the first verdicts once
+        self._parts, self._failing, self._passed = [0.0] * len(self._parts), 0, 0  # count the first verdicts once
         for i, (score, _, _) in enumerate(self._outcomes):
             self._count(i, score, 1)
         for i, check in enumerate(self._checks):
@@ -345,19 +347,30 @@ class Progress:
             self._on_changes.pop(i, None)
 
     def _combine(self) -> float:
-        """The value by ``graders.base.combine``'s rule, from the scores (no result is built for it)."""
-        if self._has_needs:  # a check counts only once the checks it needs pass (``apply_needs``)
-            scores = [o[0] for o in self._outcomes]
-            met = [s >= 1.0 for s in scores]
-            final = [
-                0.0 if need and s > 0 and not all(n >= 0 and met[n] for n in need) else s
-                for s, need in zip(scores, self._needs, strict=True)
+        """The value by ``graders.base.combine``'s rule, from the scores (no result is built for it).
+
+        With ``needs``, a check counts only once the checks it needs pass (``apply_needs``): the running parts
+        are used as they are unless such a check is held back, and then with its share set to 0, so the sum
+        adds the same floats in the same order as ``combine`` does.
+        """
+        parts, failing, passed = self._parts, self._failing, self._passed
+        if self._has_needs:
+            outcomes = self._outcomes
+            held = [
+                i
+                for i, need in self._needy
+                if outcomes[i][0] > 0 and not all(n >= 0 and outcomes[n][0] >= 1.0 for n in need)
             ]
-            value = sum(self._weights[i] * final[i] for i in self._scored) / self._weight if self._weight else 0.0
-            gated = any(m and f < 1.0 for m, f in zip(self._musts, final, strict=True))
-            self.passed = sum(f >= 1.0 for f in final)
-        else:
-            value = sum(self._parts) / self._weight if self._weight else 0.0
-            gated = self._failing > 0
-        self.value = 0.0 if gated else min(1.0, value)
+            if held:
+                parts = list(parts)
+                for i in held:
+                    score, slot = outcomes[i][0], self._slot[i]
+                    if slot >= 0:
+                        parts[slot] = 0.0
+                    if score >= 1.0:
+                        passed -= 1
+                        failing += self._musts[i]  # a must check held back fails (below 1 it was counted)
+        self.passed = passed
+        value = sum(parts) / self._weight if self._weight else 0.0
+        self.value = 0.0 if failing > 0 else min(1.0, value)
         return self.value

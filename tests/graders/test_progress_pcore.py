@@ -148,3 +148,43 @@ def _ticket_row(world: Any, key: str) -> dict[str, Any]:
     """Ticket ``key``'s columns, to copy into a new ticket."""
     t = world.ticket(key)
     return {c.key: getattr(t, c.key) for c in Ticket.__table__.columns}
+
+
+def test_held_back_checks_count_as_a_full_grade_counts_them(world):
+    def field(id_: str, key: str, name: str, value: Any, **extra: Any) -> Check:
+        params = {"key": key, "field": name, "value": value}
+        return Check(id=id_, description="d", fn="ticket_field_equals", params=params, **extra)
+
+    rubric = Rubric(
+        id="t",
+        version=1,
+        description="t",
+        checks=(
+            field("triaged", "ENG-3", "priority", "high"),
+            field("assigned", "ENG-3", "assignee", "carol", needs=("triaged",)),
+            field("closed", "ENG-4", "status", "done", must=True, needs=("assigned",)),
+            field("other", "ENG-5", "priority", "high", weight=2.5),
+        ),
+    )
+    progress = Progress(rubric, GradingContext(session=world.session, trace=[], actor_id=1))
+    progress.update([])
+    edits: list[Callable[[], Any]] = [
+        lambda: setattr(world.ticket("ENG-4"), "status", "done"),  # a must check passing, held back: gated
+        lambda: setattr(world.ticket("ENG-3"), "assignee_id", 3),  # passing, held back; the must counts
+        lambda: setattr(world.ticket("ENG-5"), "priority", "high"),
+        lambda: setattr(world.ticket("ENG-3"), "priority", "high"),  # every need met
+        lambda: setattr(world.ticket("ENG-3"), "assignee_id", None),  # the must's need fails again
+    ]
+    seq, seen = world.start_seq, []
+    for edit in edits:
+        edit()
+        world.session.flush()
+        rows = read_changes(world.session, after_seq=seq)
+        seq = rows[-1].seq
+        value = progress.update(rows)  # type: ignore[arg-type]
+        full = grade(rubric, world.ctx())
+        assert progress.results() == full.checks
+        assert value == full.value and progress.passed == sum(c.passed for c in full.checks)
+        seen.append((value, full.gated))
+    assert [gated for _, gated in seen] == [True, False, False, False, True]
+    assert seen[1][0] == 0.0 and seen[2][0] == 2.5 / 4.5 and seen[3][0] == 1.0
