@@ -412,7 +412,46 @@ def _row_exists_on_changes(
     """``row_exists``' verdict from the log, for a ``where`` that names its row by primary key or a unique column.
 
     A decision on one of many requests updates one row; each other request's check only needs to know that
-    its own row did not change and how many rows the episode changed, which the log tells.
+    its own row did not change and how many rows the episode changed, which the log tells. So the verdict it
+    gave after the table's previous change is kept with the row it names, and stands when ``rows`` (the table's
+    changes since, and only those) neither touch that row nor give its unique value to another, and, for a
+    failing ``scope='changed'`` verdict (which counts the changed rows), changed no new row.
+    """
+    memo_key = ("row_verdict", table, id(where), scope)
+    kept = ctx.lasting.get(memo_key)
+    logged = len(ctx.changed_rows(table))
+    if kept is not None and kept[0] is where and kept[1] == logged - len(rows):
+        _, _, key, unique, value, verdict, changed = kept
+        for r in rows:
+            if r.key[0] == key or (
+                unique is not None
+                and (
+                    (r.op == "insert" and r.changes.get(unique) == value) or (r.op == "update" and unique in r.changes)
+                )
+            ):
+                break
+        else:
+            if scope == "any" or verdict[0] == 1.0 or len(_changed_ids(ctx, table)) == changed:
+                ctx.lasting[memo_key] = (where, logged, key, unique, value, verdict, changed)
+                return verdict  # type: ignore[no-any-return]
+    found = _row_exists_from_log(ctx, table, where, scope)
+    if found is None:
+        ctx.lasting.pop(memo_key, None)
+        return None
+    verdict, key, unique = found
+    changed = len(_changed_ids(ctx, table)) if scope == "changed" else 0
+    value = where[unique] if unique is not None else None
+    ctx.lasting[memo_key] = (where, logged, key, unique, value, verdict, changed)
+    return verdict
+
+
+def _row_exists_from_log(
+    ctx: GradingContext, table: str, where: dict[str, Primitive], scope: Literal["changed", "any"]
+) -> tuple[tuple[float, str, dict[str, Any]], Any, str | None] | None:
+    """``row_exists``' verdict worked out from the log and the kept row values; None if the log cannot tell.
+
+    With it, the primary key of the row ``where`` names and the unique column it was named by (None: by its
+    primary key), what ``_row_exists_on_changes`` keeps to tell whether later rows can move the verdict.
     """
     plan = ctx.lasting.get(("row_plan", table, id(where)))
     if plan is None or plan[0] is not where:  # what never changes for one check: worked out once an episode
@@ -428,11 +467,12 @@ def _row_exists_on_changes(
     key = where[pk] if unique == pk else _row_id(ctx, table, pk, unique, where[unique])
     if key is _UNKNOWN:
         return None
+    named_by = None if unique == pk else unique
     checked = ""
     if scope == "changed":
         ids = _changed_ids(ctx, table)
         if not ids:
-            return 0.0, f"no row of {table} changed during the episode (wanted {shown})", {}
+            return (0.0, f"no row of {table} changed during the episode (wanted {shown})", {}), key, named_by
         checked = f" ({len(ids)} changed rows checked)"
         values = _row_now(ctx, table, pk, key, columns) if key in ids else None
     else:
@@ -450,8 +490,9 @@ def _row_exists_on_changes(
                 values = None
                 break
     if values is None:
-        return 0.0, f"no {'changed ' if scope == 'changed' else ''}row of {table} matches {shown}{checked}", {}
-    return 1.0, f"{table} row {[key]} matches {shown}", {"key": [key]}
+        missing = f"no {'changed ' if scope == 'changed' else ''}row of {table} matches {shown}{checked}"
+        return (0.0, missing, {}), key, named_by
+    return (1.0, f"{table} row {[key]} matches {shown}", {"key": [key]}), key, named_by
 
 
 @check_fn(

@@ -188,3 +188,51 @@ def test_held_back_checks_count_as_a_full_grade_counts_them(world):
         seen.append((value, full.gated))
     assert [gated for _, gated in seen] == [True, False, False, False, True]
     assert seen[1][0] == 0.0 and seen[2][0] == 2.5 / 4.5 and seen[3][0] == 1.0
+
+
+def test_a_row_verdict_stands_while_its_row_is_untouched_and_equals_a_full_grade(world, monkeypatch):
+    import graders.checks as checks
+
+    asks = [
+        ({"key": "ENG-3", "priority": "high"}, "changed"),  # fails, then passes: the count of changed rows moves
+        ({"key": "ENG-4", "status": "backlog"}, "any"),
+        ({"id": 5, "priority": "high"}, "changed"),
+        ({"key": "ENG-9", "status": "todo"}, "any"),  # no such ticket until one is filed
+        ({"key": "ENG-1", "status": "todo"}, "changed"),  # passes once ENG-1 is touched, whatever the edit
+    ]
+    rubric = Rubric(
+        id="t",
+        version=1,
+        description="t",
+        checks=tuple(
+            Check(id=f"c{n}", description="d", fn="row_exists", params={"table": "tickets", "where": w, "scope": s})
+            for n, (w, s) in enumerate(asks)
+        ),
+    )
+    worked: list[int] = []
+    real = checks._row_exists_from_log
+    monkeypatch.setattr(checks, "_row_exists_from_log", lambda *a: worked.append(1) or real(*a))
+    progress = Progress(rubric, GradingContext(session=world.session, trace=[], actor_id=1))
+    progress.update([])
+    edits: list[Callable[[], Any]] = [
+        lambda: setattr(world.ticket("ENG-2"), "title", "Another title"),
+        lambda: setattr(world.ticket("ENG-2"), "title", "A third title"),  # no new row changed
+        lambda: setattr(world.ticket("ENG-3"), "priority", "high"),
+        lambda: setattr(world.ticket("ENG-1"), "title", "Touched"),
+        lambda: setattr(world.ticket("ENG-5"), "title", "Renamed"),
+        lambda: world.add(Ticket(**{**_ticket_row(world, "ENG-1"), "id": 9, "key": "ENG-9", "status": "todo"})),
+        lambda: setattr(world.ticket("ENG-4"), "status", "done"),
+        lambda: setattr(world.ticket("ENG-2"), "title", "A fourth title"),
+    ]
+    seq, scores = world.start_seq, []
+    for edit in edits:
+        edit()
+        world.session.flush()
+        rows = read_changes(world.session, after_seq=seq)
+        seq = rows[-1].seq
+        progress.update(rows)  # type: ignore[arg-type]
+        full = grade(rubric, world.ctx())
+        assert progress.results() == full.checks
+        scores.append([c.score for c in full.checks])
+    assert scores[0] == [0.0, 1.0, 0.0, 0.0, 0.0] and scores[-1] == [1.0, 0.0, 0.0, 1.0, 1.0]
+    assert len(worked) < len(edits) * len(asks) / 2, "most verdicts stood without working them out again"
