@@ -722,10 +722,11 @@ def _collateral_on_changes(
     """``no_collateral_changes`` for ``graders.progress``: the verdict folded on from the log (``rows`` are in it).
 
     The same function as the check's, returned as the tuple ``on_changes`` gives, so a step skips building a
-    ``CheckOutcome`` and copying its details.
+    ``CheckOutcome`` and copying its details; a step that added none of the agent's rows hands back the very
+    verdict of the step before, which ``graders.progress`` then does not compare (nothing mutates a verdict:
+    a new one is built when it moves).
     """
-    verdict = _collateral(ctx, allowed, scope)
-    return verdict[0], verdict[1], dict(verdict[2])
+    return _collateral(ctx, allowed, scope)
 
 
 @check_fn("no_collateral_changes", on_changes=_collateral_on_changes)

@@ -112,6 +112,7 @@ class Progress:
         self._always: list[int] = []  # trace checks: re-run after every step
         self._any: list[int] = []  # state checks that declare nothing: after any step that changed a row
         self._any_deciding: list[int] = []  # state checks on every table with an ``on_changes`` evaluator
+        self._stale: frozenset[int] = frozenset()  # the checks every step that changed a row re-runs
         self._by_table: dict[str, list[int]] = {}
         self._by_row: dict[tuple[str, tuple[Any, ...]], list[int]] = {}
         self._touches: dict[int, Callable[..., bool]] = {}
@@ -149,15 +150,21 @@ class Progress:
             return self._combine()
         self._moved = False
         if changed:
-            stale = set(self._always)
-            stale.update(self._any)
+            stale = set(self._stale)
             by_table: dict[str, list[ChangeRow]] = {}
             by_check: dict[int, list[ChangeRow]] = {}
+            by_row = self._by_row
             for r in changed:
-                by_table.setdefault(r.table, []).append(r)
-                for i in self._by_row.get((r.table, r.key), ()):
-                    by_check.setdefault(i, []).append(r)
+                rows_of = by_table.get(r.table)
+                if rows_of is None:
+                    by_table[r.table] = [r]
+                else:
+                    rows_of.append(r)
+                if by_row:
+                    for i in by_row.get((r.table, r.key), ()):
+                        by_check.setdefault(i, []).append(r)
             self.ctx.forget(by_table)
+            on_rows, on_changes, touches = self._on_rows, self._on_changes, self._touches
             for i, check_rows in by_check.items():
                 if i in stale:
                     continue
@@ -168,21 +175,26 @@ class Progress:
                             break
                     else:
                         continue
-                if not self._decided(i, check_rows):
+                if i not in on_rows or not self._decided(i, check_rows):
                     stale.add(i)
             deciding: dict[int, list[ChangeRow]] = {}
             for table, table_rows in by_table.items():
                 for i in self._by_table.get(table, ()):
-                    if i not in stale and self._touched(i, table_rows):
-                        if i in self._on_changes:
-                            deciding.setdefault(i, []).extend(table_rows)
-                        else:
-                            stale.add(i)
+                    if i in stale or (i in touches and not self._touched(i, table_rows)):
+                        continue
+                    if i in on_changes:
+                        deciding.setdefault(i, []).extend(table_rows)
+                    else:
+                        stale.add(i)
             for i in self._any_deciding:
-                if i not in stale and self._touched(i, changed) and not self._decided(i, changed):
+                if i in stale or (i in touches and not self._touched(i, changed)):
+                    continue
+                if not self._decided(i, changed):
                     stale.add(i)
             for i, check_rows in deciding.items():
-                if not self._decided(i, sorted(check_rows, key=_seq) if len(by_table) > 1 else check_rows):
+                if len(by_table) > 1:
+                    check_rows.sort(key=_seq)
+                if not self._decided(i, check_rows):
                     stale.add(i)
             for i in sorted(stale) if len(stale) > 1 else stale:
                 self._run(i)
@@ -194,17 +206,22 @@ class Progress:
         return self._combine() if self._moved else self.value
 
     def _decided(self, i: int, rows: list[ChangeRow]) -> bool:
-        """Settle check ``i`` from its changed rows if its ``on_rows`` can; False if it must be re-run instead."""
-        on_rows = self._on_rows.get(i) or self._on_changes.get(i)
-        if on_rows is None:
+        """Settle check ``i`` from its changed rows with its ``on_rows``/``on_changes`` evaluator if it can tell.
+
+        False if it must be re-run instead. An evaluator that hands back the very outcome it gave last time (a
+        verdict it kept) costs no comparison.
+        """
+        evaluate = self._on_rows.get(i) or self._on_changes.get(i)
+        if evaluate is None:
             return False
         try:
-            found = on_rows(self.ctx, rows, **self._kwargs[i])
+            found = evaluate(self.ctx, rows, **self._kwargs[i])
         except Exception:  # an evaluator that fails leaves it to the check itself: exactness first
             return False
         if found is None:
             return False
-        self._store(i, found)  # (score, evidence, plain JSON details), as the registry asks of on_rows
+        if found is not self._outcomes[i]:
+            self._store(i, found)  # (score, evidence, plain JSON details), as the registry asks of on_rows
         return True
 
     def _run(self, i: int) -> None:
@@ -310,6 +327,7 @@ class Progress:
                     self._touches[i] = spec.touches
             else:
                 self._any.append(i)
+        self._stale = frozenset(self._always) | frozenset(self._any)
         self.ctx.forget()
 
     def _bind_rows(self, i: int) -> bool:
