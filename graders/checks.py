@@ -17,7 +17,19 @@ from functools import cached_property, lru_cache
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
-from sqlalchemy import Boolean, Date, DateTime, Integer, Select, String, TypeDecorator, and_, bindparam, select
+from sqlalchemy import (
+    Boolean,
+    Date,
+    DateTime,
+    Integer,
+    Select,
+    String,
+    TypeDecorator,
+    UniqueConstraint,
+    and_,
+    bindparam,
+    select,
+)
 from sqlalchemy import Enum as SAEnum
 
 from graders.base import ChangeRow, CheckOutcome, GradingContext, check_fn
@@ -371,33 +383,49 @@ def _unique_column(tbl: Any, where: Mapping[str, Primitive]) -> str | None:
     return None
 
 
-def _row_id(ctx: GradingContext, table: str, pk: str, column: str, value: Primitive) -> Any:
-    """The primary key of the row whose unique ``column`` is ``value`` (None: no such row), read once an episode.
+def _unique_columns(tbl: Any, where: Mapping[str, Primitive]) -> tuple[str, ...] | None:
+    """Columns of ``where`` that name at most one row, or None.
 
-    ``_UNKNOWN`` when a logged change may have given the value to a row or taken it from one (an insert with
-    it, an update of the column): then the check's own query decides.
+    One unique on its own (a ticket's key) if there is one, else a unique constraint or index whose columns
+    ``where`` all gives (a document's share: its document and employee).
     """
-    # what the log did to the column so far, folded on from its new rows: [rows seen, values inserted, updated]
-    taint: list[Any] = ctx.lasting.get(("row_id_taint", table, column)) or [0, set(), False]
+    single = _unique_column(tbl, where)
+    if single is not None:
+        return (single,)
+    given = {name for name, value in where.items() if type(value) in (str, int)}
+    sets = [tuple(c.name for c in u.columns) for u in tbl.constraints if isinstance(u, UniqueConstraint)]
+    sets += [tuple(c.name for c in index.columns) for index in tbl.indexes if index.unique]
+    return next((cols for cols in sorted(sets) if cols and given.issuperset(cols)), None)
+
+
+def _row_id(ctx: GradingContext, table: str, pk: str, columns: tuple[str, ...], values: tuple[Any, ...]) -> Any:
+    """The primary key of the row whose unique ``columns`` hold ``values`` (None: no such row), read once an episode.
+
+    ``_UNKNOWN`` when a logged change may have given the values to a row or taken them from one (an insert with
+    them, an update of one of the columns): then the check's own query decides.
+    """
+    # what the log did to the columns so far, folded on from its new rows: [rows seen, values inserted, updated]
+    taint: list[Any] = ctx.lasting.get(("row_id_taint", table, columns)) or [0, set(), False]
     rows = ctx.changed_rows(table)
     if taint[0] > len(rows):
         taint = [0, set(), False]
-    ctx.lasting[("row_id_taint", table, column)] = taint
+    ctx.lasting[("row_id_taint", table, columns)] = taint
     for r in rows[taint[0] :]:
         if r.op == "insert":
-            new = r.changes.get(column)
-            if type(new) in (str, int):
+            new = tuple(r.changes.get(c) for c in columns)
+            if all(type(v) in (str, int) for v in new):
                 taint[1].add(new)
-            elif new is not None:
+            elif any(v is not None and type(v) not in (str, int) for v in new):
                 taint[2] = True  # a value of another type: say unknown for every value
-        elif r.op == "update" and column in r.changes:
+        elif r.op == "update" and not r.changes.keys().isdisjoint(columns):
             taint[2] = True
     taint[0] = len(rows)
-    if taint[2] or value in taint[1]:
+    if taint[2] or values in taint[1]:
         return _UNKNOWN
-    memo_key = ("row_id", table, column, value)
+    memo_key = ("row_id", table, columns, values)
     if memo_key not in ctx.lasting:
-        found = Sql.of(ctx.session).one(f"SELECT {pk} FROM {table} WHERE {column} = ?", (value,))  # noqa: S608
+        match = " AND ".join(f"{c} = ?" for c in columns)
+        found = Sql.of(ctx.session).one(f"SELECT {pk} FROM {table} WHERE {match}", values)  # noqa: S608
         ctx.lasting[memo_key] = found[0] if found is not None else None
     return ctx.lasting[memo_key]
 
@@ -409,7 +437,7 @@ def _row_exists_on_changes(
     where: dict[str, Primitive],
     scope: Literal["changed", "any"] = "changed",
 ) -> tuple[float, str, dict[str, Any]] | None:
-    """``row_exists``' verdict from the log, for a ``where`` that names its row by primary key or a unique column.
+    """``row_exists``' verdict from the log, for a ``where`` that names its row by primary key or unique columns.
 
     A decision on one of many requests updates one row; each other request's check only needs to know that
     its own row did not change and how many rows the episode changed, which the log tells. So the verdict it
@@ -426,7 +454,8 @@ def _row_exists_on_changes(
             if r.key[0] == key or (
                 unique is not None
                 and (
-                    (r.op == "insert" and r.changes.get(unique) == value) or (r.op == "update" and unique in r.changes)
+                    (r.op == "insert" and tuple(r.changes.get(c) for c in unique) == value)
+                    or (r.op == "update" and not r.changes.keys().isdisjoint(unique))
                 )
             ):
                 break
@@ -440,34 +469,34 @@ def _row_exists_on_changes(
         return None
     verdict, key, unique = found
     changed = len(_changed_ids(ctx, table)) if scope == "changed" else 0
-    value = where[unique] if unique is not None else None
+    value = tuple(where[c] for c in unique) if unique is not None else None
     ctx.lasting[memo_key] = (where, logged, key, unique, value, verdict, changed)
     return verdict
 
 
 def _row_exists_from_log(
     ctx: GradingContext, table: str, where: dict[str, Primitive], scope: Literal["changed", "any"]
-) -> tuple[tuple[float, str, dict[str, Any]], Any, str | None] | None:
+) -> tuple[tuple[float, str, dict[str, Any]], Any, tuple[str, ...] | None] | None:
     """``row_exists``' verdict worked out from the log and the kept row values; None if the log cannot tell.
 
-    With it, the primary key of the row ``where`` names and the unique column it was named by (None: by its
+    With it, the primary key of the row ``where`` names and the unique columns it was named by (None: by its
     primary key), what ``_row_exists_on_changes`` keeps to tell whether later rows can move the verdict.
     """
     plan = ctx.lasting.get(("row_plan", table, id(where)))
     if plan is None or plan[0] is not where:  # what never changes for one check: worked out once an episode
         tbl = schema_table(table)
         pk = next(iter(tbl.primary_key)).name
-        unique = pk if type(where.get(pk)) is int else _unique_column(tbl, where)
+        unique = (pk,) if type(where.get(pk)) is int else _unique_columns(tbl, where)
         typed = unique is not None and _typed_like(tbl, where)
         plan = (where, pk, unique, typed, json.dumps(where, sort_keys=True), tuple(sorted(where)))
         ctx.lasting[("row_plan", table, id(where))] = plan
     _, pk, unique, typed, shown, columns = plan
     if not typed or unique is None:
         return None
-    key = where[pk] if unique == pk else _row_id(ctx, table, pk, unique, where[unique])
+    key = where[pk] if unique == (pk,) else _row_id(ctx, table, pk, unique, tuple(where[c] for c in unique))
     if key is _UNKNOWN:
         return None
-    named_by = None if unique == pk else unique
+    named_by = None if unique == (pk,) else unique
     checked = ""
     if scope == "changed":
         ids = _changed_ids(ctx, table)

@@ -236,3 +236,40 @@ def test_a_row_verdict_stands_while_its_row_is_untouched_and_equals_a_full_grade
         scores.append([c.score for c in full.checks])
     assert scores[0] == [0.0, 1.0, 0.0, 0.0, 0.0] and scores[-1] == [1.0, 0.0, 0.0, 1.0, 1.0]
     assert len(worked) < len(edits) * len(asks) / 2, "most verdicts stood without working them out again"
+
+
+def test_row_exists_names_a_row_by_a_composite_unique_key_from_the_log(world):
+    from worlds.schema import TicketLabel
+
+    spec = check_fn_spec("row_exists")
+    assert spec.on_changes is not None
+    asks = [
+        ({"ticket_id": 4, "label": "needs-info"}, "changed"),
+        ({"ticket_id": 4, "label": "needs-info"}, "any"),
+        ({"ticket_id": 1, "label": "backend"}, "any"),  # set up before the episode: read once
+        ({"ticket_id": 1, "label": "backend"}, "changed"),
+    ]
+    edits: list[Callable[[], Any]] = [
+        lambda: setattr(world.ticket("ENG-5"), "title", "Untouched by any ask"),
+        lambda: world.add(TicketLabel(ticket_id=3, label="needs-info")),  # another ticket's: names no asked row
+        lambda: world.add(TicketLabel(ticket_id=4, label="needs-info")),  # the pair inserted: the log cannot name it
+        lambda: setattr(world.session.get(TicketLabel, 1), "label", "frontend"),  # a key column updated
+    ]
+    ctx, seq, answered = GradingContext(session=world.session, trace=[], actor_id=1), world.start_seq, []
+    for edit in edits:
+        edit()
+        world.session.flush()
+        rows = list(read_changes(world.session, after_seq=seq))
+        seq = rows[-1].seq
+        ctx.extend(rows)
+        ctx.forget({r.table for r in rows})
+        step = []
+        for where, scope in asks:
+            kwargs = {"table": "ticket_labels", "where": where, "scope": scope}
+            fast = spec.on_changes(ctx, list(ctx.changed_rows("ticket_labels")[-1:]), **kwargs)
+            slow = spec.fn(world.ctx(), **kwargs)
+            assert fast is None or fast == (slow.score, slow.evidence, dict(slow.details)), (where, scope)
+            step.append(None if fast is None else fast[0])
+        answered.append(step)
+    assert answered[:2] == [[0.0, 0.0, 1.0, 0.0], [0.0, 0.0, 1.0, 0.0]], "named by (ticket_id, label), no query"
+    assert answered[2] == [None, None, 1.0, 0.0] and answered[3] == [None, None, None, None]
