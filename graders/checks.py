@@ -399,29 +399,34 @@ def _unique_columns(tbl: Any, where: Mapping[str, Primitive]) -> tuple[str, ...]
 
 
 def _row_id(ctx: GradingContext, table: str, pk: str, columns: tuple[str, ...], values: tuple[Any, ...]) -> Any:
-    """The primary key of the row whose unique ``columns`` hold ``values`` (None: no such row), read once an episode.
+    """The primary key of the row whose unique ``columns`` hold ``values`` (None: no such row).
 
-    ``_UNKNOWN`` when a logged change may have given the values to a row or taken them from one (an insert with
-    them, an update of one of the columns): then the check's own query decides.
+    Read once an episode, unless the episode inserted a row with ``values``: unique columns let only that row
+    hold them (any earlier holder was deleted or changed first), so the last such insert names it. ``_UNKNOWN``
+    once an update changed one of the columns or an insert logged a value of another type: then the check's
+    own query decides.
     """
-    # what the log did to the columns so far, folded on from its new rows: [rows seen, values inserted, updated]
-    taint: list[Any] = ctx.lasting.get(("row_id_taint", table, columns)) or [0, set(), False]
+    # what the log did to the columns, folded on from its new rows: [rows seen, the row each inserted value
+    # went to (the last), whether the log can no longer tell]
+    taint: list[Any] = ctx.lasting.get(("row_id_taint", table, columns)) or [0, {}, False]
     rows = ctx.changed_rows(table)
     if taint[0] > len(rows):
-        taint = [0, set(), False]
+        taint = [0, {}, False]
     ctx.lasting[("row_id_taint", table, columns)] = taint
     for r in rows[taint[0] :]:
         if r.op == "insert":
             new = tuple(r.changes.get(c) for c in columns)
             if all(type(v) in (str, int) for v in new):
-                taint[1].add(new)
+                taint[1][new] = r.key[0]
             elif any(v is not None and type(v) not in (str, int) for v in new):
                 taint[2] = True  # a value of another type: say unknown for every value
         elif r.op == "update" and not r.changes.keys().isdisjoint(columns):
             taint[2] = True
     taint[0] = len(rows)
-    if taint[2] or values in taint[1]:
+    if taint[2]:
         return _UNKNOWN
+    if values in taint[1]:
+        return taint[1][values]
     memo_key = ("row_id", table, columns, values)
     if memo_key not in ctx.lasting:
         match = " AND ".join(f"{c} = ?" for c in columns)

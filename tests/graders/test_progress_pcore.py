@@ -139,8 +139,8 @@ def test_row_exists_reads_a_flag_and_a_unique_key_from_the_log_or_says_it_cannot
     flags = [a for a in answered if a[1] not in ("ENG-9", "ENG-2")]
     assert len(flags) == len(edits) * 4 and None not in [a[2] for a in flags], "a flag is read from the log"
     assert (1, 4, 1.0) in flags and (3, 4, 1.0) in flags and (2, 1, 1.0) in flags and (1, None, 1.0) in flags
-    # once a row was inserted with ENG-9, or a ticket's key changed, the log cannot name a ticket by its key
-    assert [a[2] for a in answered if a[1] == "ENG-9"] == [0.0, 0.0, 0.0, 0.0, None, None]
+    # the row inserted with ENG-9 is the one holding it; once a ticket's key changed, the log cannot tell
+    assert [a[2] for a in answered if a[1] == "ENG-9"] == [0.0, 0.0, 0.0, 0.0, 1.0, None]
     assert [a[2] for a in answered if a[1] == "ENG-2"] == [1.0, 1.0, 1.0, 1.0, 1.0, None]
 
 
@@ -252,7 +252,7 @@ def test_row_exists_names_a_row_by_a_composite_unique_key_from_the_log(world):
     edits: list[Callable[[], Any]] = [
         lambda: setattr(world.ticket("ENG-5"), "title", "Untouched by any ask"),
         lambda: world.add(TicketLabel(ticket_id=3, label="needs-info")),  # another ticket's: names no asked row
-        lambda: world.add(TicketLabel(ticket_id=4, label="needs-info")),  # the pair inserted: the log cannot name it
+        lambda: world.add(TicketLabel(ticket_id=4, label="needs-info")),  # the pair inserted: the log names it
         lambda: setattr(world.session.get(TicketLabel, 1), "label", "frontend"),  # a key column updated
     ]
     ctx, seq, answered = GradingContext(session=world.session, trace=[], actor_id=1), world.start_seq, []
@@ -272,4 +272,4 @@ def test_row_exists_names_a_row_by_a_composite_unique_key_from_the_log(world):
             step.append(None if fast is None else fast[0])
         answered.append(step)
     assert answered[:2] == [[0.0, 0.0, 1.0, 0.0], [0.0, 0.0, 1.0, 0.0]], "named by (ticket_id, label), no query"
-    assert answered[2] == [None, None, 1.0, 0.0] and answered[3] == [None, None, None, None]
+    assert answered[2] == [1.0, 1.0, 1.0, 0.0] and answered[3] == [None, None, None, None]
