@@ -110,6 +110,7 @@ class Progress:
         self._outcomes: list[tuple[float, str, Mapping[str, Any]]] = []  # each check's (score, evidence, details)
         self._results: list[CheckResult | None] = []  # built from the outcome when asked for (None: not yet)
         self._always: list[int] = []  # trace checks: re-run after every step
+        self._traced: list[int] = []  # those of them with an ``on_changes`` evaluator, asked instead
         self._any: list[int] = []  # state checks that declare nothing: after any step that changed a row
         self._any_deciding: list[int] = []  # state checks on every table with an ``on_changes`` evaluator
         self._stale: frozenset[int] = frozenset()  # the checks every step that changed a row re-runs
@@ -196,13 +197,17 @@ class Progress:
                     check_rows.sort(key=_seq)
                 if not self._decided(i, check_rows):
                     stale.add(i)
+            for i in self._traced:  # trace checks that fold the new steps in themselves
+                if self._decided(i, changed):
+                    stale.discard(i)
             for i in sorted(stale) if len(stale) > 1 else stale:
                 self._run(i)
             if self._unbound:
                 self._rebind(stale)
         else:
             for i in self._always:
-                self._run(i)
+                if i not in self._traced or not self._decided(i, changed):
+                    self._run(i)
         return self._combine() if self._moved else self.value
 
     def _decided(self, i: int, rows: list[ChangeRow]) -> bool:
@@ -303,10 +308,13 @@ class Progress:
         for i, (score, _, _) in enumerate(self._outcomes):
             self._count(i, score, 1)
         for i, check in enumerate(self._checks):
+            spec = check_fn_spec(check.fn)
             if check.kind == "trace":
                 self._always.append(i)
+                if spec.on_changes is not None:
+                    self._traced.append(i)
+                    self._on_changes[i] = spec.on_changes
                 continue
-            spec = check_fn_spec(check.fn)
             kwargs = self._kwargs[i]
             if self._bind_rows(i):
                 continue

@@ -81,7 +81,8 @@ class CheckFnSpec:
     a step whose changes to those tables are ``rows`` (the ``touches`` hook, if any, said one matters), decided
     from the rows and what ``ctx.lasting`` keeps, as ``on_rows`` does; None re-runs the check. A check that
     declares neither ``reads`` nor ``rows`` may have one too: it then sees every row of the step (and its
-    ``touches`` hook, if any, every row), as ``no_collateral_changes`` does, which judges only the new rows."""
+    ``touches`` hook, if any, every row), as ``no_collateral_changes`` does, which judges only the new rows; and
+    so may a trace check, asked after every step instead of re-running (``no_tool_errors`` reads the new steps)."""
 
     @functools.cached_property
     def params(self) -> type[BaseModel]:

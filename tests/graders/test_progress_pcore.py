@@ -273,3 +273,37 @@ def test_row_exists_names_a_row_by_a_composite_unique_key_from_the_log(world):
         answered.append(step)
     assert answered[:2] == [[0.0, 0.0, 1.0, 0.0], [0.0, 0.0, 1.0, 0.0]], "named by (ticket_id, label), no query"
     assert answered[2] == [1.0, 1.0, 1.0, 0.0] and answered[3] == [None, None, None, None]
+
+
+def test_a_trace_check_with_an_evaluator_folds_the_new_steps_in_and_equals_a_full_grade(world, monkeypatch):
+    checks = (
+        Check(id="clean", description="d", fn="no_tool_errors"),
+        Check(id="allowed", description="d", fn="no_tool_errors", params={"codes": ["forbidden"]}),
+        Check(
+            id="prio",
+            description="d",
+            fn="ticket_field_equals",
+            params={"key": "ENG-3", "field": "priority", "value": "high"},
+        ),
+    )
+    rubric = Rubric(id="t", version=1, description="t", checks=checks)
+    ran: list[str] = []
+    real = Progress._run
+    monkeypatch.setattr(Progress, "_run", lambda self, i: ran.append(self._checks[i].id) or real(self, i))
+    progress = Progress(rubric, GradingContext(session=world.session, trace=world.trace, actor_id=1))
+    progress.update([])
+    ran.clear()
+    seq, evidence = world.start_seq, []
+    for n, error in enumerate([None, "not_found", None, "forbidden", None]):
+        world.step("tickets_update" if n % 2 else "tickets_search", error=error)
+        if n == 2:
+            world.ticket("ENG-3").priority = "high"
+        world.session.flush()
+        rows = read_changes(world.session, after_seq=seq)
+        seq = rows[-1].seq if rows else seq
+        progress.update(rows)  # type: ignore[arg-type]
+        full = grade(rubric, world.ctx())
+        assert progress.results() == full.checks
+        evidence.append(full.checks[0].evidence)
+    assert not ran, "no trace check was re-run"
+    assert evidence[0] == "no tool errors in 1 steps" and evidence[-1].startswith("2 tool errors: step 1 ")
