@@ -529,11 +529,33 @@ def _row_exists_from_log(
     return (1.0, f"{table} row {[key]} matches {shown}", {"key": [key]}), key, named_by
 
 
+def _row_exists_holds(
+    ctx: GradingContext, table: str, where: dict[str, Primitive], scope: Literal["changed", "any"] = "changed"
+) -> tuple[list[tuple[str, tuple[Any, ...]]], tuple[str, ...], list[tuple[str, str]]] | None:
+    """What must change before the verdict ``_row_exists_on_changes`` just gave can (``check_fn(holds=)``).
+
+    The row it names; and, for a row named by unique columns, an insert into the table (it may carry the key)
+    or an update of one of those columns (it may move the key). None while the verdict counts the changed rows
+    (a failing ``scope='changed'`` one: any newly changed row moves it) or was not given on the latest log.
+    """
+    kept = ctx.lasting.get(("row_verdict", table, id(where), scope))
+    if kept is None or kept[0] is not where or kept[1] != len(ctx.changed_rows(table)):
+        return None
+    _, _, key, unique, _, verdict, _ = kept
+    if scope == "changed" and verdict[0] < 1.0:
+        return None
+    rows = [(table, (key,))] if key is not None else []
+    if unique is None:
+        return rows, (), []
+    return rows, (table,), [(table, c) for c in unique]
+
+
 @check_fn(
     "row_exists",
     validate=_check_where,
     reads=lambda table, **_: (table,),
     on_changes=_row_exists_on_changes,
+    holds=_row_exists_holds,
 )
 def row_exists(
     ctx: GradingContext,

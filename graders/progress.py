@@ -114,6 +114,14 @@ class Progress:
         self._any: list[int] = []  # state checks that declare nothing: after any step that changed a row
         self._any_deciding: list[int] = []  # state checks on every table with an ``on_changes`` evaluator
         self._stale: frozenset[int] = frozenset()  # the checks every step that changed a row re-runs
+        # table checks whose last verdict stands until a step changes what their ``holds`` hook named: the
+        # hook, the index entries each held check is under, and the indexes (rows, inserts into a table,
+        # updates of a column)
+        self._holds: dict[int, Callable[..., Any]] = {}
+        self._held: dict[int, list[tuple[dict[Any, set[int]], Any]]] = {}
+        self._wake_rows: dict[Any, set[int]] = {}
+        self._wake_inserts: dict[Any, set[int]] = {}
+        self._wake_columns: dict[Any, set[int]] = {}
         self._by_table: dict[str, list[int]] = {}
         self._by_row: dict[tuple[str, tuple[Any, ...]], list[int]] = {}
         self._touches: dict[int, Callable[..., bool]] = {}
@@ -165,7 +173,9 @@ class Progress:
                     for i in by_row.get((r.table, r.key), ()):
                         by_check.setdefault(i, []).append(r)
             self.ctx.forget(by_table)
-            on_rows, on_changes, touches = self._on_rows, self._on_changes, self._touches
+            on_rows, on_changes, touches, held = self._on_rows, self._on_changes, self._touches, self._held
+            if held:
+                self._wake(changed)
             for i, check_rows in by_check.items():
                 if i in stale:
                     continue
@@ -181,7 +191,7 @@ class Progress:
             deciding: dict[int, list[ChangeRow]] = {}
             for table, table_rows in by_table.items():
                 for i in self._by_table.get(table, ()):
-                    if i in stale or (i in touches and not self._touched(i, table_rows)):
+                    if i in stale or i in held or (i in touches and not self._touched(i, table_rows)):
                         continue
                     if i in on_changes:
                         deciding.setdefault(i, []).extend(table_rows)
@@ -204,11 +214,52 @@ class Progress:
                 self._run(i)
             if self._unbound:
                 self._rebind(stale)
+            if self._holds:
+                for i in deciding:
+                    if i in self._holds:
+                        self._hold(i)
         else:
             for i in self._always:
                 if i not in self._traced or not self._decided(i, changed):
                     self._run(i)
         return self._combine() if self._moved else self.value
+
+    def _hold(self, i: int) -> None:
+        """Leave table check ``i`` alone until a step changes what its ``holds`` hook names (if it names any)."""
+        try:
+            found = self._holds[i](self.ctx, **self._kwargs[i])
+        except Exception:  # a hook that cannot tell leaves the check asked every step: exactness first
+            return
+        if found is None:
+            return
+        rows, inserts, columns = found
+        keys: list[tuple[dict[Any, set[int]], Any]] = []
+        for index, names in ((self._wake_rows, rows), (self._wake_inserts, inserts), (self._wake_columns, columns)):
+            for name in names:
+                index.setdefault(name, set()).add(i)
+                keys.append((index, name))
+        self._held[i] = keys
+
+    def _wake(self, changed: list[ChangeRow]) -> None:
+        """Release the held checks a step's rows may move: a row they name, an insert, an update of a column."""
+        woken: set[int] = set()
+        by_row, by_insert, by_column = self._wake_rows, self._wake_inserts, self._wake_columns
+        for r in changed:
+            found = by_row.get((r.table, r.key))
+            if found:
+                woken |= found
+            if r.op == "insert":
+                found = by_insert.get(r.table)
+                if found:
+                    woken |= found
+            elif r.op == "update" and by_column:
+                for column in r.changes:
+                    found = by_column.get((r.table, column))
+                    if found:
+                        woken |= found
+        for i in woken:
+            for index, name in self._held.pop(i):
+                index[name].discard(i)
 
     def _decided(self, i: int, rows: list[ChangeRow]) -> bool:
         """Settle check ``i`` from its changed rows with its ``on_rows``/``on_changes`` evaluator if it can tell.
@@ -326,6 +377,8 @@ class Progress:
                     self._touches[i] = spec.touches
                 if spec.on_changes is not None:
                     self._on_changes[i] = spec.on_changes
+                    if spec.holds is not None and spec.rows is None:
+                        self._holds[i] = spec.holds
                 if spec.rows is not None:
                     self._unbound[i] = tables
             elif spec.on_changes is not None:  # reads every table, but can fold the step's rows in itself

@@ -83,6 +83,12 @@ class CheckFnSpec:
     declares neither ``reads`` nor ``rows`` may have one too: it then sees every row of the step (and its
     ``touches`` hook, if any, every row), as ``no_collateral_changes`` does, which judges only the new rows; and
     so may a trace check, asked after every step instead of re-running (``no_tool_errors`` reads the new steps)."""
+    holds: Callable[..., tuple[Any, Any, Any] | None] | None = None
+    """``holds(ctx, **params)``: for a ``reads`` check with ``on_changes``, asked right after the evaluator gave
+    a verdict: ``(rows, tables, columns)`` such that the verdict stands until a step changes one of ``rows``
+    ((table, primary key)), inserts into one of ``tables`` or updates one of ``columns`` ((table, column)),
+    so ``graders.progress`` does not ask the check at all until then; None: ask it after every change to its
+    tables. It must never let a verdict stand that a change could move."""
 
     @functools.cached_property
     def params(self) -> type[BaseModel]:
@@ -150,6 +156,7 @@ def check_fn(
     columns: Callable[..., frozenset[str]] | None = None,
     on_rows: Callable[..., tuple[float, str, Mapping[str, Any]] | None] | None = None,
     on_changes: Callable[..., tuple[float, str, Mapping[str, Any]] | None] | None = None,
+    holds: Callable[..., tuple[Any, Any, Any] | None] | None = None,
 ) -> Callable[[_Fn], _Fn]:
     """Register ``fn(ctx, **params)`` under ``name``; params must be typed keyword parameters.
 
@@ -158,7 +165,7 @@ def check_fn(
     per-step progress score re-runs a check only after a step that changed it (see ``CheckFnSpec``); a state
     check that declares neither is re-run after every step that changed anything. ``columns`` narrows ``rows``
     to the columns read, and ``on_rows`` (``on_changes`` for a ``reads`` check) decides the verdict from the
-    changed rows alone when it can.
+    changed rows alone when it can, and ``holds`` what must change before its verdict can.
     """
 
     def register(fn: _Fn) -> _Fn:
@@ -179,6 +186,7 @@ def check_fn(
             columns=columns,
             on_rows=on_rows,
             on_changes=on_changes,
+            holds=holds,
         )
         return fn
 

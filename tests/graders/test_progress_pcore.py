@@ -307,3 +307,55 @@ def test_a_trace_check_with_an_evaluator_folds_the_new_steps_in_and_equals_a_ful
         evidence.append(full.checks[0].evidence)
     assert not ran, "no trace check was re-run"
     assert evidence[0] == "no tool errors in 1 steps" and evidence[-1].startswith("2 tool errors: step 1 ")
+
+
+def test_a_held_row_verdict_is_not_asked_until_its_row_or_key_can_move(world, monkeypatch):
+    asks = {
+        "eng3": ({"key": "ENG-3", "status": "backlog"}, "any"),
+        "eng4": ({"key": "ENG-4", "status": "backlog"}, "any"),
+        "id5": ({"id": 5, "status": "done"}, "any"),
+        "eng9": ({"key": "ENG-9", "status": "todo"}, "any"),
+        "changed": ({"id": 2, "priority": "low"}, "changed"),  # fails and counts changed rows: asked every time
+    }
+    rubric = Rubric(
+        id="t",
+        version=1,
+        description="t",
+        checks=tuple(
+            Check(id=k, description="d", fn="row_exists", params={"table": "tickets", "where": w, "scope": s})
+            for k, (w, s) in asks.items()
+        ),
+    )
+    asked: list[tuple[int, str]] = []
+    real = Progress._decided
+    step = [0]
+    monkeypatch.setattr(
+        Progress, "_decided", lambda self, i, rows: asked.append((step[0], self._checks[i].id)) or real(self, i, rows)
+    )
+    progress = Progress(rubric, GradingContext(session=world.session, trace=[], actor_id=1))
+    progress.update([])
+    edits: list[Callable[[], Any]] = [
+        lambda: setattr(world.ticket("ENG-1"), "title", "One"),  # every check asked once: none is held yet
+        lambda: setattr(world.ticket("ENG-1"), "title", "Two"),  # only the counting one
+        lambda: setattr(world.ticket("ENG-3"), "status", "todo"),  # ENG-3's row
+        lambda: setattr(world.ticket("ENG-5"), "status", "todo"),  # row 5
+        lambda: world.add(Ticket(**{**_ticket_row(world, "ENG-1"), "id": 9, "key": "ENG-9", "status": "todo"})),
+        lambda: setattr(world.ticket("ENG-2"), "key", "ENG-22"),  # a key moved: every check named by key
+    ]
+    seq = world.start_seq
+    for n, edit in enumerate(edits):
+        step[0] = n
+        edit()
+        world.session.flush()
+        rows = read_changes(world.session, after_seq=seq)
+        seq = rows[-1].seq
+        progress.update(rows)  # type: ignore[arg-type]
+        full = grade(rubric, world.ctx())
+        assert progress.results() == full.checks, n
+    by_step = [sorted(k for s, k in asked if s == n) for n in range(len(edits))]
+    assert by_step[0] == sorted(asks)
+    assert by_step[1] == ["changed"]
+    assert by_step[2] == ["changed", "eng3"] and by_step[3] == ["changed", "id5"]
+    assert by_step[4] == ["changed", "eng3", "eng4", "eng9"], "an insert may carry a key"
+    assert by_step[5] == ["changed", "eng3", "eng4", "eng9"], "an update of the key column may move one"
+    assert [c.score for c in full.checks] == [0.0, 1.0, 0.0, 1.0, 0.0]
