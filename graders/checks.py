@@ -446,16 +446,17 @@ def _row_exists_on_changes(
 
     A decision on one of many requests updates one row; each other request's check only needs to know that
     its own row did not change and how many rows the episode changed, which the log tells. So the verdict it
-    gave after the table's previous change is kept with the row it names, and stands when ``rows`` (the table's
-    changes since, and only those) neither touch that row nor give its unique value to another, and, for a
-    failing ``scope='changed'`` verdict (which counts the changed rows), changed no new row.
+    gave is kept with the row it names and how many changes of the table it saw, and stands when the table's
+    changes since (``rows`` and any a held check was not asked about) neither touch that row nor give its
+    unique value to another; a failing ``scope='changed'`` verdict then only counts the changed rows anew.
     """
     memo_key = ("row_verdict", table, id(where), scope)
     kept = ctx.lasting.get(memo_key)
-    logged = len(ctx.changed_rows(table))
-    if kept is not None and kept[0] is where and kept[1] == logged - len(rows):
+    table_rows = ctx.changed_rows(table)
+    logged = len(table_rows)
+    if kept is not None and kept[0] is where and kept[1] <= logged:
         _, _, key, unique, value, verdict, changed = kept
-        for r in rows:
+        for r in table_rows[kept[1] :]:  # every change of the table since the verdict, not only this step's
             if r.key[0] == key or (
                 unique is not None
                 and (
@@ -465,9 +466,13 @@ def _row_exists_on_changes(
             ):
                 break
         else:
-            if scope == "any" or verdict[0] == 1.0 or len(_changed_ids(ctx, table)) == changed:
-                ctx.lasting[memo_key] = (where, logged, key, unique, value, verdict, changed)
-                return verdict  # type: ignore[no-any-return]
+            if scope == "changed" and verdict[0] < 1.0 and len(_changed_ids(ctx, table)) != changed:
+                # its row is as it was, so it still fails: only the count of changed rows checked moved
+                changed = len(_changed_ids(ctx, table))
+                shown = ctx.lasting[("row_plan", table, id(where))][4]
+                verdict = (0.0, f"no changed row of {table} matches {shown} ({changed} changed rows checked)", {})
+            ctx.lasting[memo_key] = (where, logged, key, unique, value, verdict, changed)
+            return verdict  # type: ignore[no-any-return]
     found = _row_exists_from_log(ctx, table, where, scope)
     if found is None:
         ctx.lasting.pop(memo_key, None)

@@ -389,7 +389,18 @@ class Progress:
             else:
                 self._any.append(i)
         self._stale = frozenset(self._always) | frozenset(self._any)
+        for i in self._holds:  # asked once now, with no rows: held from the start if it agrees with the grade
+            if self._agrees(i):
+                self._hold(i)
         self.ctx.forget()
+
+    def _agrees(self, i: int) -> bool:
+        """Whether check ``i``'s evaluator, asked with no rows, gives the verdict its function just gave."""
+        try:
+            found = self._on_changes[i](self.ctx, [], **self._kwargs[i])
+        except Exception:  # an evaluator that cannot tell yet is asked at the first change, as without holds
+            return False
+        return found is not None and tuple(found) == self._outcomes[i]
 
     def _bind_rows(self, i: int) -> bool:
         """Index check ``i`` by the exact rows it reads, if its ``rows`` hook names them now."""

@@ -88,7 +88,9 @@ class CheckFnSpec:
     a verdict: ``(rows, tables, columns)`` such that the verdict stands until a step changes one of ``rows``
     ((table, primary key)), inserts into one of ``tables`` or updates one of ``columns`` ((table, column)),
     so ``graders.progress`` does not ask the check at all until then; None: ask it after every change to its
-    tables. It must never let a verdict stand that a change could move."""
+    tables. It must never let a verdict stand that a change could move. Such a check's evaluator is also asked
+    once when progress starts, with no rows (its one-off reads done in the step that grades every check), and
+    held from then if its verdict is the grade's."""
 
     @functools.cached_property
     def params(self) -> type[BaseModel]:
