@@ -11,9 +11,14 @@ mail without its ticket's key; a meeting check ignores chat until a meeting is b
 after every step that changed anything. A row check with an ``on_rows`` evaluator is not re-run at all when
 the step's updates tell its verdict (``ticket_field_equals`` reads the new value from the update's
 after-image, no query), and a table check with an ``on_changes`` evaluator when the step's rows of its tables
-do (``row_exists`` on a row named by its key). A table check whose ``rows`` did not exist yet (a document the
-agent creates) moves to its rows once a re-run finds them. Trace checks read the steps, so they re-run after
-every step (``no_tool_errors`` looks only at the new ones). Judge checks are never asked mid-episode (a model
+do (``row_exists`` on a row named by its key); a check that reads every table may have one too
+(``no_collateral_changes`` judges only the agent's new rows), and so may a trace check (``no_tool_errors``
+reads only the new steps). A table check with a ``holds`` hook is not asked at all while its verdict stands:
+the hook names what must change first (its row, an insert into its table, an update of a key column), and a
+step that changes none of it skips the check (``row_exists``; asked once at the start, so it is held from the
+first step). A table check whose ``rows`` did not exist yet (a document the agent creates) moves to its rows
+once a re-run finds them. Trace checks read the steps, so they re-run after every step unless they have an
+evaluator. Judge checks are never asked mid-episode (a model
 call per step would cost more than the episode); they are left out of the value, as an unjudged check is in
 ``grade``.
 
