@@ -1,8 +1,8 @@
 """Dense rubrics and the per-step progress score: checks per task, grade time, what progress costs a step.
 
 Families: issue 14's three (triage, escalation, schedule), fix-failing-test, and every other dense family
-whose oracle runs without the code sandbox at each step (ship-fix and dependency-bump run hidden cases per
-merge-request head; fix-failing-test stands for them). The target is the same for all: <= 20 us a step. Per
+(impossible variants included) whose oracle runs without the code sandbox at each step (``FAMILIES`` says which
+are left out and why). The target is the same for all: <= 20 us a step. Per
 family, the oracle plays several seeds and difficulties (twice: the first pass warms the caches). For each
 task: how many checks its rubric has, and the p50 of a full ``grade`` of the final state. Every call of
 ``graders.progress.Progress.update`` is timed where it runs, inside the step, so the figure is the progress
@@ -51,7 +51,17 @@ FAMILIES = (
     "sprint-execute-v0",
     "code-review-v0",
     "roadmap-update-v0",
+    # impossible variants whose rubrics are as dense (>= 20 checks a task on average, ``bench.checks_count``)
+    "budget-over-cap-v0",
+    "escalation-unknown-key-v0",
+    "onboard-no-buddy-v0",
+    "offboard-owner-left-v0",
+    "postmortem-no-cause-v0",
+    "triage-departed-v0",
 )
+"""Left out: ship-fix, dependency-bump and reproduce-bug (their checks run the code sandbox per request head, as
+fix-failing-test's do, which stands for them); cross-source-question, history-*, one-on-ones-ask (3 to 10
+checks a task: not dense) and the impossible variants with fewer than 20 checks a task on average."""
 SEEDS = range(6)
 
 

@@ -9,6 +9,7 @@ primary-key query per table for natural keys.
 from __future__ import annotations
 
 import json
+from bisect import bisect_right
 from collections import Counter
 from collections.abc import Mapping
 from datetime import date, datetime
@@ -16,7 +17,19 @@ from functools import cached_property, lru_cache
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
-from sqlalchemy import Date, DateTime, Integer, Select, String, TypeDecorator, and_, bindparam, select
+from sqlalchemy import (
+    Boolean,
+    Date,
+    DateTime,
+    Integer,
+    Select,
+    String,
+    TypeDecorator,
+    UniqueConstraint,
+    and_,
+    bindparam,
+    select,
+)
 from sqlalchemy import Enum as SAEnum
 
 from graders.base import ChangeRow, CheckOutcome, GradingContext, check_fn
@@ -301,7 +314,7 @@ def _changed_ids(ctx: GradingContext, table: str) -> set[Any]:
 
 
 def _typed_like(tbl: Any, where: Mapping[str, Primitive]) -> bool:
-    """Whether each ``where`` value has its column's Python type (str for text, int for integers) or is None.
+    """Whether each ``where`` value has its column's Python type (str, int; bool for a flag) or is None.
 
     Then Python's ``==`` is the database's ``=`` (no affinity conversion of ``'1'`` to 1, no enum names).
     """
@@ -311,7 +324,9 @@ def _typed_like(tbl: Any, where: Mapping[str, Primitive]) -> bool:
             if value is not None:
                 return False
             continue
-        want = str if issubclass(kind, String) else int if issubclass(kind, Integer) else None
+        want: type | None = str if issubclass(kind, String) else int if issubclass(kind, Integer) else None
+        if issubclass(kind, Boolean):
+            want = bool  # stored as 0/1: True = 1 in SQL as in Python
         if want is None or type(value) is not want:
             return False
     return True
@@ -334,8 +349,9 @@ def _row_now(ctx: GradingContext, table: str, pk: str, key: Any, columns: tuple[
         base = ctx.lasting[memo_key] = [ctx.log[-1].seq if ctx.log else 0, values]
         return dict(values) if values is not None else None
     values = dict(base[1]) if base[1] is not None else None
-    for r in ctx.changed_rows(table):
-        if r.seq <= base[0] or r.key[0] != key:
+    rows = ctx.changed_rows(table)
+    for r in rows[bisect_right(rows, base[0], key=_seq) :]:  # the table's rows logged after the base
+        if r.key[0] != key:
             continue
         if r.op == "delete":
             values = None
@@ -350,6 +366,11 @@ def _row_now(ctx: GradingContext, table: str, pk: str, key: Any, columns: tuple[
 _UNKNOWN = object()
 
 
+def _seq(row: ChangeRow) -> int:
+    """A change row's seq (the key ``_row_now`` bisects a table's rows by)."""
+    return row.seq
+
+
 def _unique_column(tbl: Any, where: Mapping[str, Primitive]) -> str | None:
     """A column of ``where`` that names at most one row (unique on its own: a ticket's key), or None."""
     for name in sorted(where):
@@ -362,18 +383,54 @@ def _unique_column(tbl: Any, where: Mapping[str, Primitive]) -> str | None:
     return None
 
 
-def _row_id(ctx: GradingContext, table: str, pk: str, column: str, value: Primitive) -> Any:
-    """The primary key of the row whose unique ``column`` is ``value`` (None: no such row), read once an episode.
+def _unique_columns(tbl: Any, where: Mapping[str, Primitive]) -> tuple[str, ...] | None:
+    """Columns of ``where`` that name at most one row, or None.
 
-    ``_UNKNOWN`` when a logged change may have given the value to a row or taken it from one (an insert with
-    it, an update of the column): then the check's own query decides.
+    One unique on its own (a ticket's key) if there is one, else a unique constraint or index whose columns
+    ``where`` all gives (a document's share: its document and employee).
     """
-    for r in ctx.changed_rows(table):
-        if (r.op == "insert" and r.changes.get(column) == value) or (r.op == "update" and column in r.changes):
-            return _UNKNOWN
-    memo_key = ("row_id", table, column, value)
+    single = _unique_column(tbl, where)
+    if single is not None:
+        return (single,)
+    given = {name for name, value in where.items() if type(value) in (str, int)}
+    sets = [tuple(c.name for c in u.columns) for u in tbl.constraints if isinstance(u, UniqueConstraint)]
+    sets += [tuple(c.name for c in index.columns) for index in tbl.indexes if index.unique]
+    return next((cols for cols in sorted(sets) if cols and given.issuperset(cols)), None)
+
+
+def _row_id(ctx: GradingContext, table: str, pk: str, columns: tuple[str, ...], values: tuple[Any, ...]) -> Any:
+    """The primary key of the row whose unique ``columns`` hold ``values`` (None: no such row).
+
+    Read once an episode, unless the episode inserted a row with ``values``: unique columns let only that row
+    hold them (any earlier holder was deleted or changed first), so the last such insert names it. ``_UNKNOWN``
+    once an update changed one of the columns or an insert logged a value of another type: then the check's
+    own query decides.
+    """
+    # what the log did to the columns, folded on from its new rows: [rows seen, the row each inserted value
+    # went to (the last), whether the log can no longer tell]
+    taint: list[Any] = ctx.lasting.get(("row_id_taint", table, columns)) or [0, {}, False]
+    rows = ctx.changed_rows(table)
+    if taint[0] > len(rows):
+        taint = [0, {}, False]
+    ctx.lasting[("row_id_taint", table, columns)] = taint
+    for r in rows[taint[0] :]:
+        if r.op == "insert":
+            new = tuple(r.changes.get(c) for c in columns)
+            if all(type(v) in (str, int) for v in new):
+                taint[1][new] = r.key[0]
+            elif any(v is not None and type(v) not in (str, int) for v in new):
+                taint[2] = True  # a value of another type: say unknown for every value
+        elif r.op == "update" and not r.changes.keys().isdisjoint(columns):
+            taint[2] = True
+    taint[0] = len(rows)
+    if taint[2]:
+        return _UNKNOWN
+    if values in taint[1]:
+        return taint[1][values]
+    memo_key = ("row_id", table, columns, values)
     if memo_key not in ctx.lasting:
-        found = Sql.of(ctx.session).one(f"SELECT {pk} FROM {table} WHERE {column} = ?", (value,))  # noqa: S608
+        match = " AND ".join(f"{c} = ?" for c in columns)
+        found = Sql.of(ctx.session).one(f"SELECT {pk} FROM {table} WHERE {match}", values)  # noqa: S608
         ctx.lasting[memo_key] = found[0] if found is not None else None
     return ctx.lasting[memo_key]
 
@@ -385,30 +442,76 @@ def _row_exists_on_changes(
     where: dict[str, Primitive],
     scope: Literal["changed", "any"] = "changed",
 ) -> tuple[float, str, dict[str, Any]] | None:
-    """``row_exists``' verdict from the log, for a ``where`` that names its row by primary key or a unique column.
+    """``row_exists``' verdict from the log, for a ``where`` that names its row by primary key or unique columns.
 
     A decision on one of many requests updates one row; each other request's check only needs to know that
-    its own row did not change and how many rows the episode changed, which the log tells.
+    its own row did not change and how many rows the episode changed, which the log tells. So the verdict it
+    gave is kept with the row it names and how many changes of the table it saw, and stands when the table's
+    changes since (``rows`` and any a held check was not asked about) neither touch that row nor give its
+    unique value to another; a failing ``scope='changed'`` verdict then only counts the changed rows anew.
+    """
+    memo_key = ("row_verdict", table, id(where), scope)
+    kept = ctx.lasting.get(memo_key)
+    table_rows = ctx.changed_rows(table)
+    logged = len(table_rows)
+    if kept is not None and kept[0] is where and kept[1] <= logged:
+        _, _, key, unique, value, verdict, changed = kept
+        for r in table_rows[kept[1] :]:  # every change of the table since the verdict, not only this step's
+            if r.key[0] == key or (
+                unique is not None
+                and (
+                    (r.op == "insert" and tuple(r.changes.get(c) for c in unique) == value)
+                    or (r.op == "update" and not r.changes.keys().isdisjoint(unique))
+                )
+            ):
+                break
+        else:
+            if scope == "changed" and verdict[0] < 1.0 and len(_changed_ids(ctx, table)) != changed:
+                # its row is as it was, so it still fails: only the count of changed rows checked moved
+                changed = len(_changed_ids(ctx, table))
+                shown = ctx.lasting[("row_plan", table, id(where))][4]
+                verdict = (0.0, f"no changed row of {table} matches {shown} ({changed} changed rows checked)", {})
+            ctx.lasting[memo_key] = (where, logged, key, unique, value, verdict, changed)
+            return verdict  # type: ignore[no-any-return]
+    found = _row_exists_from_log(ctx, table, where, scope)
+    if found is None:
+        ctx.lasting.pop(memo_key, None)
+        return None
+    verdict, key, unique = found
+    changed = len(_changed_ids(ctx, table)) if scope == "changed" else 0
+    value = tuple(where[c] for c in unique) if unique is not None else None
+    ctx.lasting[memo_key] = (where, logged, key, unique, value, verdict, changed)
+    return verdict
+
+
+def _row_exists_from_log(
+    ctx: GradingContext, table: str, where: dict[str, Primitive], scope: Literal["changed", "any"]
+) -> tuple[tuple[float, str, dict[str, Any]], Any, tuple[str, ...] | None] | None:
+    """``row_exists``' verdict worked out from the log and the kept row values; None if the log cannot tell.
+
+    With it, the primary key of the row ``where`` names and the unique columns it was named by (None: by its
+    primary key), what ``_row_exists_on_changes`` keeps to tell whether later rows can move the verdict.
     """
     plan = ctx.lasting.get(("row_plan", table, id(where)))
     if plan is None or plan[0] is not where:  # what never changes for one check: worked out once an episode
         tbl = schema_table(table)
         pk = next(iter(tbl.primary_key)).name
-        unique = pk if type(where.get(pk)) is int else _unique_column(tbl, where)
+        unique = (pk,) if type(where.get(pk)) is int else _unique_columns(tbl, where)
         typed = unique is not None and _typed_like(tbl, where)
         plan = (where, pk, unique, typed, json.dumps(where, sort_keys=True), tuple(sorted(where)))
         ctx.lasting[("row_plan", table, id(where))] = plan
     _, pk, unique, typed, shown, columns = plan
     if not typed or unique is None:
         return None
-    key = where[pk] if unique == pk else _row_id(ctx, table, pk, unique, where[unique])
+    key = where[pk] if unique == (pk,) else _row_id(ctx, table, pk, unique, tuple(where[c] for c in unique))
     if key is _UNKNOWN:
         return None
+    named_by = None if unique == (pk,) else unique
     checked = ""
     if scope == "changed":
         ids = _changed_ids(ctx, table)
         if not ids:
-            return 0.0, f"no row of {table} changed during the episode (wanted {shown})", {}
+            return (0.0, f"no row of {table} changed during the episode (wanted {shown})", {}), key, named_by
         checked = f" ({len(ids)} changed rows checked)"
         values = _row_now(ctx, table, pk, key, columns) if key in ids else None
     else:
@@ -420,14 +523,36 @@ def _row_exists_on_changes(
                 if have is not want:
                     values = None
                     break
-            elif type(have) is not type(want):
-                return None  # a value the log holds in another type: leave it to the query
+            elif type(have) is not type(want) and not (type(want) is bool and type(have) is int):
+                return None  # a value the log holds in another type: leave it to the query (a flag read as 0/1)
             elif have != want:
                 values = None
                 break
     if values is None:
-        return 0.0, f"no {'changed ' if scope == 'changed' else ''}row of {table} matches {shown}{checked}", {}
-    return 1.0, f"{table} row {[key]} matches {shown}", {"key": [key]}
+        missing = f"no {'changed ' if scope == 'changed' else ''}row of {table} matches {shown}{checked}"
+        return (0.0, missing, {}), key, named_by
+    return (1.0, f"{table} row {[key]} matches {shown}", {"key": [key]}), key, named_by
+
+
+def _row_exists_holds(
+    ctx: GradingContext, table: str, where: dict[str, Primitive], scope: Literal["changed", "any"] = "changed"
+) -> tuple[list[tuple[str, tuple[Any, ...]]], tuple[str, ...], list[tuple[str, str]]] | None:
+    """What must change before the verdict ``_row_exists_on_changes`` just gave can (``check_fn(holds=)``).
+
+    The row it names; and, for a row named by unique columns, an insert into the table (it may carry the key)
+    or an update of one of those columns (it may move the key). None while the verdict counts the changed rows
+    (a failing ``scope='changed'`` one: any newly changed row moves it) or was not given on the latest log.
+    """
+    kept = ctx.lasting.get(("row_verdict", table, id(where), scope))
+    if kept is None or kept[0] is not where or kept[1] != len(ctx.changed_rows(table)):
+        return None
+    _, _, key, unique, _, verdict, _ = kept
+    if scope == "changed" and verdict[0] < 1.0:
+        return None
+    rows = [(table, (key,))] if key is not None else []
+    if unique is None:
+        return rows, (), []
+    return rows, (table,), [(table, c) for c in unique]
 
 
 @check_fn(
@@ -435,6 +560,7 @@ def _row_exists_on_changes(
     validate=_check_where,
     reads=lambda table, **_: (table,),
     on_changes=_row_exists_on_changes,
+    holds=_row_exists_holds,
 )
 def row_exists(
     ctx: GradingContext,
@@ -577,42 +703,50 @@ def _scoped(ctx: GradingContext, scope: Scope, table_name: str | None = None) ->
     return [r for r in rows if scope == "all" or r.actor_id == ctx.actor_id]
 
 
-@check_fn("no_collateral_changes")
-def no_collateral_changes(ctx: GradingContext, allowed: list[AllowedChange], scope: Scope = "actor") -> CheckOutcome:
-    """Every change of the episode (by the agent, or by anyone with ``scope='all'``) is in ``allowed``."""
-    # A logged row and the rules never change, and the log only grows, so the rows judged so far and their
-    # violations are kept (``ctx.lasting``): the per-step progress score judges only the rows the step added.
-    # seen: [rows of the log looked at, rows judged, violations, the rules by table (a rule admits only its own)]
-    seen: list[Any] = ctx.lasting.setdefault(("collateral", id(allowed), scope), [0, 0, [], {}])
+def _collateral(ctx: GradingContext, allowed: list[AllowedChange], scope: Scope) -> tuple[float, str, dict[str, Any]]:
+    """``no_collateral_changes``' verdict as (score, evidence, details), folding in only the log's new rows.
+
+    A logged row and the rules never change, and the log only grows, so the rows judged so far and their
+    violations are kept (``ctx.lasting``): the per-step progress score judges only the rows the step added,
+    and the verdict of a step that added none of the agent's rows is the one before it. How the rules judge a
+    row depends only on its table, op and (for an update) the columns it changed, so that is worked out once
+    per shape: a row costs a dict lookup unless only rules with ``keys`` admit it.
+    """
+    # seen: [rows of the log looked at, rows judged, violations, the rules' answer by row shape, the verdict]
+    seen: list[Any] = ctx.lasting.get(("collateral", id(allowed), scope)) or [0, 0, [], {}, None]
     log = ctx.log
     if seen[0] > len(log):
-        seen[:] = [0, 0, [], {}]
-    by_table: dict[str, list[AllowedChange]] = seen[3]
+        seen[:] = [0, 0, [], {}, None]
+    ctx.lasting[("collateral", id(allowed), scope)] = seen
+    if seen[0] == len(log) and seen[4] is not None:
+        verdict: tuple[float, str, dict[str, Any]] = seen[4]
+        return verdict
+    shapes: dict[tuple[Any, ...], bool | tuple[frozenset[str], ...]] = seen[3]
     judged: list[tuple[ChangeRow, bool | None]] = []  # None: admitted only by keyed rules, not matched by id
-    keyed: dict[int, list[frozenset[str]]] = {}
+    keyed: dict[int, tuple[frozenset[str], ...]] = {}
     by_id: dict[tuple[str, Any], Any] = ctx.lasting.get("natural_by_id", {})
+    actor = None if scope == "all" else ctx.actor_id
     for row in log[seen[0] :]:
-        if scope != "all" and row.actor_id != ctx.actor_id:
+        if actor is not None and row.actor_id != actor:
             continue
-        rules = by_table.get(row.table)
-        if rules is None:
-            rules = by_table[row.table] = [a for a in allowed if a.table == row.table]
-        fits = [a for a in rules if a.admits(row)]
-        key_sets = [a.key_names for a in fits if a.key_names is not None]
-        if len(key_sets) < len(fits) or not fits:  # a rule without keys admits it, or none does
-            judged.append((row, bool(fits)))
+        shape = (row.table, row.op, *row.changes) if row.op == "update" else (row.table, row.op)
+        rule = shapes.get(shape)
+        if rule is None:
+            rule = shapes[shape] = _rule_for(allowed, row)
+        if rule is True or rule is False:  # a rule without keys admits it, or none does
+            judged.append((row, rule))
             continue
         names = [str(row.key[0]) if len(row.key) == 1 else json.dumps(list(row.key))]
         if row.op == "update" and _NATURAL.get(row.table, "ticket_id") != "ticket_id":
             known = by_id.get((row.table, row.key[0]), by_id)  # an update's natural key, if a lookup named it
             if known is not by_id:
                 names.append("" if known is None else str(known))
-        matched = any(name in ks for name in names for ks in key_sets)
+        matched = any(name in ks for name in names for ks in rule)
         if matched or len(names) > 1:
             judged.append((row, matched))
         else:  # its natural key may match: looked up below, for all such rows at once
             judged.append((row, None))
-            keyed[row.seq] = key_sets
+            keyed[row.seq] = rule
     natural = _natural_keys(ctx, [r for r, ok in judged if ok is None and r.table in _NATURAL]) if keyed else {}
     seen[0], seen[1] = len(log), seen[1] + len(judged)
     for row, ok in judged:  # in seq order
@@ -620,11 +754,52 @@ def no_collateral_changes(ctx: GradingContext, allowed: list[AllowedChange], sco
             seen[2].append(row)
     violations: list[ChangeRow] = seen[2]
     if not violations:
-        return CheckOutcome.of(True, f"all {seen[1]} changes are within the allowed set")
-    natural |= _natural_keys(ctx, [r for r in violations[:5] if r.table in _NATURAL and r.seq not in natural])
-    shown = listing([_describe_change(r, natural) for r in violations], 5)
-    head = f"{len(violations)} of {seen[1]} changes are outside the allowed set"
-    return CheckOutcome.of(False, f"{head}: {shown}", violations=[r.seq for r in violations])
+        verdict = (1.0, f"all {seen[1]} changes are within the allowed set", {})
+    else:
+        natural |= _natural_keys(ctx, [r for r in violations[:5] if r.table in _NATURAL and r.seq not in natural])
+        shown = listing([_describe_change(r, natural) for r in violations], 5)
+        head = f"{len(violations)} of {seen[1]} changes are outside the allowed set"
+        verdict = (0.0, f"{head}: {shown}", {"violations": [r.seq for r in violations]})
+    seen[4] = verdict
+    return verdict
+
+
+def _rule_for(allowed: list[AllowedChange], row: ChangeRow) -> bool | tuple[frozenset[str], ...]:
+    """How ``allowed`` judges rows of ``row``'s table, op and changed columns.
+
+    True: a rule without keys admits them; False: no rule does; else the key sets of the keyed rules that admit
+    them (the row's key decides).
+    """
+    fits = [a for a in allowed if a.admits(row)]
+    key_sets = tuple(a.key_names for a in fits if a.key_names is not None)
+    if len(key_sets) < len(fits) or not fits:
+        return bool(fits)
+    return key_sets
+
+
+def _collateral_on_changes(
+    ctx: GradingContext, rows: list[ChangeRow], allowed: list[AllowedChange], scope: Scope = "actor"
+) -> tuple[float, str, dict[str, Any]]:
+    """``no_collateral_changes`` for ``graders.progress``: the verdict folded on from the log (``rows`` are in it).
+
+    The same function as the check's, returned as the tuple ``on_changes`` gives, so a step skips building a
+    ``CheckOutcome`` and copying its details; a step that added none of the agent's rows hands back the very
+    verdict of the step before, which ``graders.progress`` then does not compare (nothing mutates a verdict:
+    a new one is built when it moves).
+    """
+    return _collateral(ctx, allowed, scope)
+
+
+@check_fn("no_collateral_changes", on_changes=_collateral_on_changes)
+def no_collateral_changes(ctx: GradingContext, allowed: list[AllowedChange], scope: Scope = "actor") -> CheckOutcome:
+    """Every change of the episode (by the agent, or by anyone with ``scope='all'``) is in ``allowed``.
+
+    Another employee's rows (a coworker's reply) are not judged with ``scope='actor'``: a step that logged
+    only such rows keeps the verdict before it, at the cost of a dict lookup (no ``touches`` hook: asking it
+    row by row costs more than folding the rows in).
+    """
+    score, evidence, details = _collateral(ctx, allowed, scope)
+    return CheckOutcome(score=score, evidence=evidence, details=dict(details))
 
 
 @check_fn("change_count_at_most")

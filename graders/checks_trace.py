@@ -47,15 +47,13 @@ def tool_called(
     return CheckOutcome.of(ok, f"{name} called {len(calls)} times{' without error' * only_ok}, expected {bound}{where}")
 
 
-@check_fn("no_tool_errors", kind="trace")
-def no_tool_errors(ctx: GradingContext, codes: list[str] | None = None) -> CheckOutcome:
-    """No step failed (with one of ``codes``, e.g. ``["forbidden"]``, when given).
+def _tool_errors(ctx: GradingContext, codes: list[str] | None) -> tuple[float, str, dict[str, Any]]:
+    """``no_tool_errors``' verdict as (score, evidence, details), looking only at the steps taken since last asked.
 
-    Failures injected by the noise layer (steps with a ``fault``) are not the agent's and are not counted.
+    A recorded step never changes, so its verdict is kept (``ctx.lasting``) and the per-step progress score
+    looks only at the steps taken since its last update.
     """
     steps = ctx.steps
-    # A recorded step never changes, so its verdict is kept (``ctx.lasting``) and the per-step progress score
-    # looks only at the steps taken since its last update.
     seen: list[Any] = ctx.lasting.setdefault(("tool_errors", None if codes is None else tuple(codes)), [0, None, []])
     if seen[0] > len(steps) or (seen[0] and steps[seen[0] - 1] is not seen[1]):
         seen[:] = [0, None, []]
@@ -72,8 +70,23 @@ def no_tool_errors(ctx: GradingContext, codes: list[str] | None = None) -> Check
         seen[0], seen[1] = len(steps), steps[-1]
     which = f" with code {'/'.join(codes)}" if codes is not None else ""
     if not errors:
-        return CheckOutcome.of(True, f"no tool errors{which} in {len(ctx.steps)} steps")
-    return CheckOutcome.of(False, f"{len(errors)} tool errors{which}: {listing(errors, 5)}", errors=errors[:20])
+        return 1.0, f"no tool errors{which} in {len(steps)} steps", {}
+    return 0.0, f"{len(errors)} tool errors{which}: {listing(errors, 5)}", {"errors": errors[:20]}
+
+
+@check_fn(
+    "no_tool_errors",
+    kind="trace",
+    on_changes=lambda ctx, rows, codes=None: _tool_errors(ctx, codes),
+)
+def no_tool_errors(ctx: GradingContext, codes: list[str] | None = None) -> CheckOutcome:
+    """No step failed (with one of ``codes``, e.g. ``["forbidden"]``, when given).
+
+    Failures injected by the noise layer (steps with a ``fault``) are not the agent's and are not counted. The
+    per-step progress score asks ``_tool_errors`` itself (no ``CheckOutcome`` built per step).
+    """
+    score, evidence, details = _tool_errors(ctx, codes)
+    return CheckOutcome(score=score, evidence=evidence, details=details)
 
 
 @check_fn("max_steps", kind="trace")

@@ -11,9 +11,14 @@ mail without its ticket's key; a meeting check ignores chat until a meeting is b
 after every step that changed anything. A row check with an ``on_rows`` evaluator is not re-run at all when
 the step's updates tell its verdict (``ticket_field_equals`` reads the new value from the update's
 after-image, no query), and a table check with an ``on_changes`` evaluator when the step's rows of its tables
-do (``row_exists`` on a row named by its key). A table check whose ``rows`` did not exist yet (a document the
-agent creates) moves to its rows once a re-run finds them. Trace checks read the steps, so they re-run after
-every step (``no_tool_errors`` looks only at the new ones). Judge checks are never asked mid-episode (a model
+do (``row_exists`` on a row named by its key); a check that reads every table may have one too
+(``no_collateral_changes`` judges only the agent's new rows), and so may a trace check (``no_tool_errors``
+reads only the new steps). A table check with a ``holds`` hook is not asked at all while its verdict stands:
+the hook names what must change first (its row, an insert into its table, an update of a key column), and a
+step that changes none of it skips the check (``row_exists``; asked once at the start, so it is held from the
+first step). A table check whose ``rows`` did not exist yet (a document the agent creates) moves to its rows
+once a re-run finds them. Trace checks read the steps, so they re-run after every step unless they have an
+evaluator. Judge checks are never asked mid-episode (a model
 call per step would cost more than the episode); they are left out of the value, as an unjudged check is in
 ``grade``.
 
@@ -106,10 +111,22 @@ class Progress:
         # The checks each one needs; -1 for a judge check, which never passes mid-episode (as in apply_needs).
         self._needs = [tuple(self._ids.get(n, -1) for n in c.needs) for c in self._checks]
         self._has_needs = any(self._needs)
+        self._needy = [(i, need) for i, need in enumerate(self._needs) if need]
         self._outcomes: list[tuple[float, str, Mapping[str, Any]]] = []  # each check's (score, evidence, details)
         self._results: list[CheckResult | None] = []  # built from the outcome when asked for (None: not yet)
         self._always: list[int] = []  # trace checks: re-run after every step
+        self._traced: list[int] = []  # those of them with an ``on_changes`` evaluator, asked instead
         self._any: list[int] = []  # state checks that declare nothing: after any step that changed a row
+        self._any_deciding: list[int] = []  # state checks on every table with an ``on_changes`` evaluator
+        self._stale: frozenset[int] = frozenset()  # the checks every step that changed a row re-runs
+        # table checks whose last verdict stands until a step changes what their ``holds`` hook named: the
+        # hook, the index entries each held check is under, and the indexes (rows, inserts into a table,
+        # updates of a column)
+        self._holds: dict[int, Callable[..., Any]] = {}
+        self._held: dict[int, list[tuple[dict[Any, set[int]], Any]]] = {}
+        self._wake_rows: dict[Any, set[int]] = {}
+        self._wake_inserts: dict[Any, set[int]] = {}
+        self._wake_columns: dict[Any, set[int]] = {}
         self._by_table: dict[str, list[int]] = {}
         self._by_row: dict[tuple[str, tuple[Any, ...]], list[int]] = {}
         self._touches: dict[int, Callable[..., bool]] = {}
@@ -126,6 +143,7 @@ class Progress:
         self._parts = [0.0] * len(self._scored)
         self._weight = sum(self._weights[i] for i in self._scored)
         self._failing = 0
+        self._passed = 0  # how many checks score 1 before ``needs`` are applied
         self.value = 0.0
         self.passed = 0
 
@@ -146,15 +164,23 @@ class Progress:
             return self._combine()
         self._moved = False
         if changed:
-            stale = set(self._always)
-            stale.update(self._any)
+            stale = set(self._stale)
             by_table: dict[str, list[ChangeRow]] = {}
             by_check: dict[int, list[ChangeRow]] = {}
+            by_row = self._by_row
             for r in changed:
-                by_table.setdefault(r.table, []).append(r)
-                for i in self._by_row.get((r.table, r.key), ()):
-                    by_check.setdefault(i, []).append(r)
+                rows_of = by_table.get(r.table)
+                if rows_of is None:
+                    by_table[r.table] = [r]
+                else:
+                    rows_of.append(r)
+                if by_row:
+                    for i in by_row.get((r.table, r.key), ()):
+                        by_check.setdefault(i, []).append(r)
             self.ctx.forget(by_table)
+            on_rows, on_changes, touches, held = self._on_rows, self._on_changes, self._touches, self._held
+            if held:
+                self._wake(changed)
             for i, check_rows in by_check.items():
                 if i in stale:
                     continue
@@ -165,40 +191,98 @@ class Progress:
                             break
                     else:
                         continue
-                if not self._decided(i, check_rows):
+                if i not in on_rows or not self._decided(i, check_rows):
                     stale.add(i)
             deciding: dict[int, list[ChangeRow]] = {}
             for table, table_rows in by_table.items():
                 for i in self._by_table.get(table, ()):
-                    if i not in stale and self._touched(i, table_rows):
-                        if i in self._on_changes:
-                            deciding.setdefault(i, []).extend(table_rows)
-                        else:
-                            stale.add(i)
-            for i, check_rows in deciding.items():
-                if not self._decided(i, sorted(check_rows, key=_seq) if len(by_table) > 1 else check_rows):
+                    if i in stale or i in held or (i in touches and not self._touched(i, table_rows)):
+                        continue
+                    if i in on_changes:
+                        deciding.setdefault(i, []).extend(table_rows)
+                    else:
+                        stale.add(i)
+            for i in self._any_deciding:
+                if i in stale or (i in touches and not self._touched(i, changed)):
+                    continue
+                if not self._decided(i, changed):
                     stale.add(i)
+            for i, check_rows in deciding.items():
+                if len(by_table) > 1:
+                    check_rows.sort(key=_seq)
+                if not self._decided(i, check_rows):
+                    stale.add(i)
+            for i in self._traced:  # trace checks that fold the new steps in themselves
+                if self._decided(i, changed):
+                    stale.discard(i)
             for i in sorted(stale) if len(stale) > 1 else stale:
                 self._run(i)
             if self._unbound:
                 self._rebind(stale)
+            if self._holds:
+                for i in deciding:
+                    if i in self._holds:
+                        self._hold(i)
         else:
             for i in self._always:
-                self._run(i)
+                if i not in self._traced or not self._decided(i, changed):
+                    self._run(i)
         return self._combine() if self._moved else self.value
 
+    def _hold(self, i: int) -> None:
+        """Leave table check ``i`` alone until a step changes what its ``holds`` hook names (if it names any)."""
+        try:
+            found = self._holds[i](self.ctx, **self._kwargs[i])
+        except Exception:  # a hook that cannot tell leaves the check asked every step: exactness first
+            return
+        if found is None:
+            return
+        rows, inserts, columns = found
+        keys: list[tuple[dict[Any, set[int]], Any]] = []
+        for index, names in ((self._wake_rows, rows), (self._wake_inserts, inserts), (self._wake_columns, columns)):
+            for name in names:
+                index.setdefault(name, set()).add(i)
+                keys.append((index, name))
+        self._held[i] = keys
+
+    def _wake(self, changed: list[ChangeRow]) -> None:
+        """Release the held checks a step's rows may move: a row they name, an insert, an update of a column."""
+        woken: set[int] = set()
+        by_row, by_insert, by_column = self._wake_rows, self._wake_inserts, self._wake_columns
+        for r in changed:
+            found = by_row.get((r.table, r.key))
+            if found:
+                woken |= found
+            if r.op == "insert":
+                found = by_insert.get(r.table)
+                if found:
+                    woken |= found
+            elif r.op == "update" and by_column:
+                for column in r.changes:
+                    found = by_column.get((r.table, column))
+                    if found:
+                        woken |= found
+        for i in woken:
+            for index, name in self._held.pop(i):
+                index[name].discard(i)
+
     def _decided(self, i: int, rows: list[ChangeRow]) -> bool:
-        """Settle check ``i`` from its changed rows if its ``on_rows`` can; False if it must be re-run instead."""
-        on_rows = self._on_rows.get(i) or self._on_changes.get(i)
-        if on_rows is None:
+        """Settle check ``i`` from its changed rows with its ``on_rows``/``on_changes`` evaluator if it can tell.
+
+        False if it must be re-run instead. An evaluator that hands back the very outcome it gave last time (a
+        verdict it kept) costs no comparison.
+        """
+        evaluate = self._on_rows.get(i) or self._on_changes.get(i)
+        if evaluate is None:
             return False
         try:
-            found = on_rows(self.ctx, rows, **self._kwargs[i])
+            found = evaluate(self.ctx, rows, **self._kwargs[i])
         except Exception:  # an evaluator that fails leaves it to the check itself: exactness first
             return False
         if found is None:
             return False
-        self._store(i, found)  # (score, evidence, plain JSON details), as the registry asks of on_rows
+        if found is not self._outcomes[i]:
+            self._store(i, found)  # (score, evidence, plain JSON details), as the registry asks of on_rows
         return True
 
     def _run(self, i: int) -> None:
@@ -235,7 +319,7 @@ class Progress:
         if slot >= 0:
             self._parts[slot] = self._weights[i] * score if sign > 0 else 0.0
         if score >= 1.0:
-            self.passed += sign
+            self._passed += sign
         elif self._musts[i]:
             self._failing += sign
 
@@ -276,14 +360,17 @@ class Progress:
         self._outcomes = [(-1.0, "", {})] * len(self._checks)  # no verdict yet: the first one always differs
         for i in range(len(self._checks)):
             self._run(i)
-        self._parts, self._failing, self.passed = [0.0] * len(self._parts), 0, 0  # count the first verdicts once
+        self._parts, self._failing, self._passed = [0.0] * len(self._parts), 0, 0  # count the first verdicts once
         for i, (score, _, _) in enumerate(self._outcomes):
             self._count(i, score, 1)
         for i, check in enumerate(self._checks):
+            spec = check_fn_spec(check.fn)
             if check.kind == "trace":
                 self._always.append(i)
+                if spec.on_changes is not None:
+                    self._traced.append(i)
+                    self._on_changes[i] = spec.on_changes
                 continue
-            spec = check_fn_spec(check.fn)
             kwargs = self._kwargs[i]
             if self._bind_rows(i):
                 continue
@@ -295,11 +382,30 @@ class Progress:
                     self._touches[i] = spec.touches
                 if spec.on_changes is not None:
                     self._on_changes[i] = spec.on_changes
+                    if spec.holds is not None and spec.rows is None:
+                        self._holds[i] = spec.holds
                 if spec.rows is not None:
                     self._unbound[i] = tables
+            elif spec.on_changes is not None:  # reads every table, but can fold the step's rows in itself
+                self._any_deciding.append(i)
+                self._on_changes[i] = spec.on_changes
+                if spec.touches is not None:
+                    self._touches[i] = spec.touches
             else:
                 self._any.append(i)
+        self._stale = frozenset(self._always) | frozenset(self._any)
+        for i in self._holds:  # asked once now, with no rows: held from the start if it agrees with the grade
+            if self._agrees(i):
+                self._hold(i)
         self.ctx.forget()
+
+    def _agrees(self, i: int) -> bool:
+        """Whether check ``i``'s evaluator, asked with no rows, gives the verdict its function just gave."""
+        try:
+            found = self._on_changes[i](self.ctx, [], **self._kwargs[i])
+        except Exception:  # an evaluator that cannot tell yet is asked at the first change, as without holds
+            return False
+        return found is not None and tuple(found) == self._outcomes[i]
 
     def _bind_rows(self, i: int) -> bool:
         """Index check ``i`` by the exact rows it reads, if its ``rows`` hook names them now."""
@@ -336,19 +442,30 @@ class Progress:
             self._on_changes.pop(i, None)
 
     def _combine(self) -> float:
-        """The value by ``graders.base.combine``'s rule, from the scores (no result is built for it)."""
-        if self._has_needs:  # a check counts only once the checks it needs pass (``apply_needs``)
-            scores = [o[0] for o in self._outcomes]
-            met = [s >= 1.0 for s in scores]
-            final = [
-                0.0 if need and s > 0 and not all(n >= 0 and met[n] for n in need) else s
-                for s, need in zip(scores, self._needs, strict=True)
+        """The value by ``graders.base.combine``'s rule, from the scores (no result is built for it).
+
+        With ``needs``, a check counts only once the checks it needs pass (``apply_needs``): the running parts
+        are used as they are unless such a check is held back, and then with its share set to 0, so the sum
+        adds the same floats in the same order as ``combine`` does.
+        """
+        parts, failing, passed = self._parts, self._failing, self._passed
+        if self._has_needs:
+            outcomes = self._outcomes
+            held = [
+                i
+                for i, need in self._needy
+                if outcomes[i][0] > 0 and not all(n >= 0 and outcomes[n][0] >= 1.0 for n in need)
             ]
-            value = sum(self._weights[i] * final[i] for i in self._scored) / self._weight if self._weight else 0.0
-            gated = any(m and f < 1.0 for m, f in zip(self._musts, final, strict=True))
-            self.passed = sum(f >= 1.0 for f in final)
-        else:
-            value = sum(self._parts) / self._weight if self._weight else 0.0
-            gated = self._failing > 0
-        self.value = 0.0 if gated else min(1.0, value)
+            if held:
+                parts = list(parts)
+                for i in held:
+                    score, slot = outcomes[i][0], self._slot[i]
+                    if slot >= 0:
+                        parts[slot] = 0.0
+                    if score >= 1.0:
+                        passed -= 1
+                        failing += self._musts[i]  # a must check held back fails (below 1 it was counted)
+        self.passed = passed
+        value = sum(parts) / self._weight if self._weight else 0.0
+        self.value = 0.0 if failing > 0 else min(1.0, value)
         return self.value

@@ -79,7 +79,18 @@ class CheckFnSpec:
     on_changes: Callable[..., tuple[float, str, Mapping[str, Any]] | None] | None = None
     """``on_changes(ctx, rows, **params)``: for a check that declares ``reads`` (no ``rows``), the verdict after
     a step whose changes to those tables are ``rows`` (the ``touches`` hook, if any, said one matters), decided
-    from the rows and what ``ctx.lasting`` keeps, as ``on_rows`` does; None re-runs the check."""
+    from the rows and what ``ctx.lasting`` keeps, as ``on_rows`` does; None re-runs the check. A check that
+    declares neither ``reads`` nor ``rows`` may have one too: it then sees every row of the step (and its
+    ``touches`` hook, if any, every row), as ``no_collateral_changes`` does, which judges only the new rows; and
+    so may a trace check, asked after every step instead of re-running (``no_tool_errors`` reads the new steps)."""
+    holds: Callable[..., tuple[Any, Any, Any] | None] | None = None
+    """``holds(ctx, **params)``: for a ``reads`` check with ``on_changes``, asked right after the evaluator gave
+    a verdict: ``(rows, tables, columns)`` such that the verdict stands until a step changes one of ``rows``
+    ((table, primary key)), inserts into one of ``tables`` or updates one of ``columns`` ((table, column)),
+    so ``graders.progress`` does not ask the check at all until then; None: ask it after every change to its
+    tables. It must never let a verdict stand that a change could move. Such a check's evaluator is also asked
+    once when progress starts, with no rows (its one-off reads done in the step that grades every check), and
+    held from then if its verdict is the grade's."""
 
     @functools.cached_property
     def params(self) -> type[BaseModel]:
@@ -147,6 +158,7 @@ def check_fn(
     columns: Callable[..., frozenset[str]] | None = None,
     on_rows: Callable[..., tuple[float, str, Mapping[str, Any]] | None] | None = None,
     on_changes: Callable[..., tuple[float, str, Mapping[str, Any]] | None] | None = None,
+    holds: Callable[..., tuple[Any, Any, Any] | None] | None = None,
 ) -> Callable[[_Fn], _Fn]:
     """Register ``fn(ctx, **params)`` under ``name``; params must be typed keyword parameters.
 
@@ -155,7 +167,7 @@ def check_fn(
     per-step progress score re-runs a check only after a step that changed it (see ``CheckFnSpec``); a state
     check that declares neither is re-run after every step that changed anything. ``columns`` narrows ``rows``
     to the columns read, and ``on_rows`` (``on_changes`` for a ``reads`` check) decides the verdict from the
-    changed rows alone when it can.
+    changed rows alone when it can, and ``holds`` what must change before its verdict can.
     """
 
     def register(fn: _Fn) -> _Fn:
@@ -176,6 +188,7 @@ def check_fn(
             columns=columns,
             on_rows=on_rows,
             on_changes=on_changes,
+            holds=holds,
         )
         return fn
 
