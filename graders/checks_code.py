@@ -13,6 +13,7 @@ passed on standard input (they are never written to disk). Git runs as the works
 from __future__ import annotations
 
 import configparser
+import functools
 import hashlib
 import json
 import re
@@ -23,6 +24,7 @@ from pydantic import Field
 from sqlalchemy import text
 
 from graders.base import CheckOutcome, GradingContext, check_fn
+from graders.changes import ChangeRow
 from graders.checks_common import Regex, inserted_ids, rx, snippet
 from mcp_tools.git.pipeline import call_cases, tag
 
@@ -273,6 +275,44 @@ def merge_request_mentions(ctx: GradingContext, repo: str, text: str) -> CheckOu
     return CheckOutcome.of(needle in messages, f"a commit message of !{row.number} {said} {text}")
 
 
+_STATE = text("SELECT number, state FROM merge_requests WHERE id = :mr")
+
+
+def _state_on_rows(
+    ctx: GradingContext, rows: list[ChangeRow], mr_id: int, state: str
+) -> tuple[float, str, dict[str, Any]] | None:
+    """``merge_request_state``'s verdict from the request's updates: the last state they set (number kept)."""
+    number = ctx.lasting.get(("mr_number", mr_id))
+    now = None
+    for r in rows:
+        if r.op != "update" or "number" in r.changes:
+            return None
+        if "state" in r.changes:
+            now = r.changes["state"][1]
+    if number is None or type(now) is not str:
+        return None
+    return float(now == state), f"!{number} is {now} (wanted {state})", {}
+
+
+@check_fn(
+    "merge_request_state",
+    rows=lambda ctx, mr_id, **_: {("merge_requests", (mr_id,))},
+    columns=lambda **_: frozenset({"number", "state"}),
+    on_rows=_state_on_rows,
+)
+def merge_request_state(ctx: GradingContext, mr_id: int, state: Literal["open", "merged", "closed"]) -> CheckOutcome:
+    """Request ``mr_id`` is in ``state`` (a reviewer leaves it open; a closed request stays closed).
+
+    Declared by its row and columns, so the per-step progress score ignores the ``updated_at`` every note
+    writes to the request and reads a merge or a close from the update's after-image.
+    """
+    row = ctx.db.execute(_STATE, {"mr": mr_id}).first()
+    if row is None:
+        return CheckOutcome.of(False, f"no merge request {mr_id}")
+    ctx.lasting[("mr_number", mr_id)] = row.number
+    return CheckOutcome.of(row.state == state, f"!{row.number} is {row.state} (wanted {state})")
+
+
 _REVIEWS = text(
     "SELECT n.id, n.kind, n.commit_sha, n.created_at FROM merge_request_notes n JOIN employees e ON e.id = n.author_id"
     " WHERE n.merge_request_id = :mr AND e.username = :who AND n.kind IN ('approve', 'request_changes') ORDER BY n.id"
@@ -342,6 +382,8 @@ _NOTES = text(
     "SELECT n.id, n.kind, n.body FROM merge_request_notes n WHERE n.merge_request_id = :mr AND n.author_id = :actor"
     " ORDER BY n.id"
 )
+_VERDICTS = ("approve", "request_changes")
+_MISSING = object()
 
 
 def _notes(ctx: GradingContext, mr_id: int) -> list[Any]:
@@ -352,13 +394,137 @@ def _notes(ctx: GradingContext, mr_id: int) -> list[Any]:
     return list(ctx.memo[key])
 
 
-def _names_file(body: str, path: str) -> bool:
-    """Whether ``body`` names the file ``path`` (its full path or its file name; a longer name does not count)."""
+@functools.lru_cache(maxsize=512)
+def _file_rx(path: str) -> tuple[str, re.Pattern[str]]:
     name = path.rsplit("/", 1)[-1]
-    return re.search(rf"(?<![\w.-]){re.escape(name)}(?![\w])", body) is not None
+    return name, re.compile(rf"(?<![\w.-]){re.escape(name)}(?![\w])")
 
 
-@check_fn("merge_request_note_names", reads=("merge_request_notes",))
+@functools.lru_cache(maxsize=512)
+def _line_rx(line: int) -> re.Pattern[str]:
+    return re.compile(rf"(?:\bline\s*|\bL|\.py:){line}(?!\d)", re.IGNORECASE)
+
+
+@functools.lru_cache(maxsize=2048)
+def _names_file(body: str, path: str) -> bool:
+    """Whether ``body`` names the file ``path`` (its full path or its file name; a longer name does not count).
+
+    Cached (a pure function of two strings, whose hashes Python keeps): the per-step progress asks every note
+    check of a request about the same new note, and a regex search costs a few microseconds.
+    """
+    name, found = _file_rx(path)
+    return name in body and found.search(body) is not None
+
+
+@functools.lru_cache(maxsize=2048)
+def _says(body: str, pattern: str) -> bool:
+    """Whether ``pattern`` (any case) occurs in ``body``; cached as ``_names_file`` is."""
+    return rx(pattern).search(body) is not None
+
+
+def _fits(
+    body: str, file: str, pattern: str, line: int | None, apart: list[tuple[str, str]] | None, also: str | None
+) -> bool:
+    """Whether one note flags ``file`` by ``pattern`` (at ``line``, saying ``also``), and none of ``apart``."""
+    if not (_names_file(body, file) and _says(body, pattern)):
+        return False
+    if (line is not None and _line_rx(line).search(body) is None) or (also is not None and not _says(body, also)):
+        return False
+    return not any(_names_file(body, f) and _says(body, p) for f, p in apart or ())
+
+
+def _new_notes(ctx: GradingContext, rows: list[ChangeRow], mr_id: int) -> list[tuple[int, str, str]] | None:
+    """(id, kind, body) of the agent's notes on ``mr_id`` a step inserted, from the log; None if a note changed.
+
+    Notes are only ever inserted (the forge has no edit or delete); an update or delete of one is left to the
+    check's query, so the after-image path never has to reason about it.
+    """
+    out = []
+    for r in rows:
+        if r.op != "insert":
+            return None
+        c = r.changes
+        if c.get("merge_request_id") == mr_id and c.get("author_id") == ctx.actor_id:
+            out.append((int(r.key[0]), str(c.get("kind")), str(c.get("body") or "")))
+    return out
+
+
+def _mine(ctx: GradingContext, row: ChangeRow, mr_id: int) -> Any:
+    """The inserted row's values if it is the agent's note on ``mr_id``; True when it is not an insert (re-run)."""
+    if row.op != "insert":
+        return True
+    c = row.changes
+    return c if c.get("merge_request_id") == mr_id and c.get("author_id") == ctx.actor_id else None
+
+
+# What the note checks keep in ``ctx.lasting`` between steps: the first note that decided them (or None), or
+# the verdicts given so far, set by every run of the check (the database's answer) and moved on by the
+# ``on_changes`` evaluators from the inserted notes alone. A note's content never changes once written, so the
+# first matching note stays the first; keys carry the identity of list params (``apart``, ``patterns``), which
+# ``graders.progress`` passes as the same objects on every call.
+
+
+def _state(ctx: GradingContext, key: tuple[Any, ...], owner: Any) -> Any:
+    found = ctx.lasting.get(key, _MISSING)
+    return found[1] if found is not _MISSING and found[0] is owner else _MISSING
+
+
+def _names_verdict(
+    hit: tuple[int, str] | None, where: str, pattern: str, also: str | None
+) -> tuple[float, str, dict[str, Any]]:
+    said = f"/{pattern}/" if also is None else f"/{pattern}/ with /{also}/"
+    if hit is not None:
+        return 1.0, f"note {hit[0]} names {where} and {said}: {snippet(hit[1])}", {}
+    return 0.0, f"no note by the agent names {where} and {said}", {}
+
+
+def _where(file: str, line: int | None, apart: list[tuple[str, str]] | None) -> str:
+    return (file if line is None else f"{file} line {line}") + (" alone" if apart else "")
+
+
+def _names_touches(
+    ctx: GradingContext,
+    row: ChangeRow,
+    mr_id: int,
+    file: str,
+    pattern: str,
+    line: int | None = None,
+    apart: list[tuple[str, str]] | None = None,
+    also: str | None = None,
+) -> bool:
+    """Only a note of the agent's on the request that fits can move the verdict (the evidence names no count)."""
+    c = _mine(ctx, row, mr_id)
+    return c is True or (c is not None and _fits(str(c.get("body") or ""), file, pattern, line, apart, also))
+
+
+def _names_on_changes(
+    ctx: GradingContext,
+    rows: list[ChangeRow],
+    mr_id: int,
+    file: str,
+    pattern: str,
+    line: int | None = None,
+    apart: list[tuple[str, str]] | None = None,
+    also: str | None = None,
+) -> tuple[float, str, dict[str, Any]] | None:
+    """``merge_request_note_names``' verdict from the inserted notes: the first fitting note, kept."""
+    key = ("note_names", mr_id, file, pattern, line, also, id(apart))
+    hit = _state(ctx, key, apart)
+    new = _new_notes(ctx, rows, mr_id)
+    if hit is _MISSING or new is None:
+        return None
+    if hit is None:
+        hit = next(((i, b) for i, _, b in new if _fits(b, file, pattern, line, apart, also)), None)
+        ctx.lasting[key] = (apart, hit)
+    return _names_verdict(hit, _where(file, line, apart), pattern, also)
+
+
+@check_fn(
+    "merge_request_note_names",
+    reads=("merge_request_notes",),
+    touches=_names_touches,
+    on_changes=_names_on_changes,
+)
 def merge_request_note_names(
     ctx: GradingContext,
     mr_id: int,
@@ -366,49 +532,172 @@ def merge_request_note_names(
     pattern: Regex,
     line: Annotated[int, Field(ge=1)] | None = None,
     apart: list[tuple[str, Regex]] | None = None,
+    also: Regex | None = None,
 ) -> CheckOutcome:
     """A note the agent left on request ``mr_id`` (a comment or a review's body) names ``file`` and ``pattern``.
 
     How a reviewer flags one broken rule: the comment says where (the file, and with ``line`` that line as
     ``line 12``, ``L12`` or ``file.py:12``) and what (the rule's words). With ``apart`` (other findings as
     (file, pattern)), the note must name none of them: one comment per finding, as review threads are
-    resolved one at a time.
+    resolved one at a time. With ``also``, the same note must say that too (the function at fault, or the fix
+    the checklist asks for): what turns a flag into a comment the author can act on.
     """
-    notes = _notes(ctx, mr_id)
-    where = file if line is None else f"{file} line {line}"
-    at = re.compile(rf"(?:\bline\s*|\bL|\.py:){line}(?!\d)", re.IGNORECASE) if line is not None else None
+    hit = next(
+        ((n.id, n.body or "") for n in _notes(ctx, mr_id) if _fits(n.body or "", file, pattern, line, apart, also)),
+        None,
+    )
+    ctx.lasting[("note_names", mr_id, file, pattern, line, also, id(apart))] = (apart, hit)
+    score, evidence, _ = _names_verdict(hit, _where(file, line, apart), pattern, also)
+    return CheckOutcome.of(score == 1.0, evidence)
 
-    def fits(body: str) -> bool:
-        if not (_names_file(body, file) and rx(pattern).search(body) and (at is None or at.search(body))):
-            return False
-        return not any(_names_file(body, f) and rx(p).search(body) for f, p in apart or ())
 
-    hit = next((n for n in notes if fits(n.body or "")), None)
-    alone = " alone" if apart else ""
+def _flags(body: str, file: str, pattern: str) -> bool:
+    return (not file or _names_file(body, file)) and _says(body, pattern)
+
+
+def _spares_verdict(hit: tuple[int, str] | None, file: str, pattern: str) -> tuple[float, str, dict[str, Any]]:
     if hit is not None:
-        return CheckOutcome.of(True, f"note {hit.id} names {where}{alone} and /{pattern}/: {snippet(hit.body)}")
-    return CheckOutcome.of(False, f"none of the agent's {len(notes)} note(s) names {where}{alone} and /{pattern}/")
+        return 0.0, f"note {hit[0]} flags {file or 'the change'} (/{pattern}/): {snippet(hit[1])}", {}
+    return 1.0, f"no note by the agent flags {file or 'the change'} (/{pattern}/)", {}
 
 
-@check_fn("merge_request_note_spares", reads=("merge_request_notes",))
+def _spares_touches(ctx: GradingContext, row: ChangeRow, mr_id: int, file: str, pattern: str) -> bool:
+    """Only a note of the agent's on the request that flags ``file`` by ``pattern`` can move the verdict."""
+    c = _mine(ctx, row, mr_id)
+    return c is True or (c is not None and _flags(str(c.get("body") or ""), file, pattern))
+
+
+def _spares_on_changes(
+    ctx: GradingContext, rows: list[ChangeRow], mr_id: int, file: str, pattern: str
+) -> tuple[float, str, dict[str, Any]] | None:
+    """``merge_request_note_spares``' verdict from the inserted notes: the first false flag, kept."""
+    key = ("note_spares", mr_id, file, pattern)
+    hit = _state(ctx, key, None)
+    new = _new_notes(ctx, rows, mr_id)
+    if hit is _MISSING or new is None:
+        return None
+    if hit is None:
+        hit = next(((i, b) for i, _, b in new if _flags(b, file, pattern)), None)
+        ctx.lasting[key] = (None, hit)
+    return _spares_verdict(hit, file, pattern)
+
+
+@check_fn(
+    "merge_request_note_spares",
+    reads=("merge_request_notes",),
+    touches=_spares_touches,
+    on_changes=_spares_on_changes,
+)
 def merge_request_note_spares(ctx: GradingContext, mr_id: int, file: str, pattern: Regex) -> CheckOutcome:
     """No note the agent left on request ``mr_id`` names ``file`` (any, when empty) with ``pattern``: a false flag."""
-    notes = _notes(ctx, mr_id)
-    hit = next(
-        (n for n in notes if (not file or _names_file(n.body or "", file)) and rx(pattern).search(n.body or "")), None
-    )
-    if hit is not None:
-        return CheckOutcome.of(False, f"note {hit.id} flags {file or 'the change'} (/{pattern}/): {snippet(hit.body)}")
-    return CheckOutcome.of(True, f"none of the agent's {len(notes)} note(s) flags {file or 'the change'} (/{pattern}/)")
+    hit = next(((n.id, n.body or "") for n in _notes(ctx, mr_id) if _flags(n.body or "", file, pattern)), None)
+    ctx.lasting[("note_spares", mr_id, file, pattern)] = (None, hit)
+    score, evidence, _ = _spares_verdict(hit, file, pattern)
+    return CheckOutcome.of(score == 1.0, evidence)
 
 
-@check_fn("merge_request_verdict", reads=("merge_request_notes",))
+def _verdicts_verdict(mr_id: int, verdict: str, given: tuple[str, ...]) -> tuple[float, str, dict[str, Any]]:
+    if not given:
+        return 0.0, f"the agent gave no verdict on request {mr_id}", {}
+    ok = all(k == verdict for k in given)
+    return float(ok), f"the agent's verdicts on request {mr_id}: {', '.join(given)} (wanted {verdict})", {}
+
+
+def _verdict_touches(ctx: GradingContext, row: ChangeRow, mr_id: int, verdict: str) -> bool:
+    """Only a verdict of the agent's on the request (approve or request changes) can move the check."""
+    c = _mine(ctx, row, mr_id)
+    return c is True or (c is not None and c.get("kind") in _VERDICTS)
+
+
+def _verdict_on_changes(
+    ctx: GradingContext, rows: list[ChangeRow], mr_id: int, verdict: str
+) -> tuple[float, str, dict[str, Any]] | None:
+    """``merge_request_verdict``'s verdict from the inserted notes: the verdicts so far, extended in id order."""
+    key = ("note_verdicts", mr_id)
+    state = _state(ctx, key, None)
+    new = _new_notes(ctx, rows, mr_id)
+    if state is _MISSING or new is None:
+        return None
+    last, given = state
+    for i, kind, _ in new:
+        if i > last:  # several checks of one request share the state: a note is counted once
+            last, given = i, (*given, kind) if kind in _VERDICTS else given
+    ctx.lasting[key] = (None, (last, given))
+    return _verdicts_verdict(mr_id, verdict, given)
+
+
+@check_fn(
+    "merge_request_verdict",
+    reads=("merge_request_notes",),
+    touches=_verdict_touches,
+    on_changes=_verdict_on_changes,
+)
 def merge_request_verdict(
     ctx: GradingContext, mr_id: int, verdict: Literal["approve", "request_changes"]
 ) -> CheckOutcome:
     """The agent reviewed request ``mr_id`` and every verdict it gave is ``verdict`` (a wrong one is never undone)."""
-    given = [n.kind for n in _notes(ctx, mr_id) if n.kind in ("approve", "request_changes")]
-    if not given:
-        return CheckOutcome.of(False, f"the agent gave no verdict on request {mr_id}")
-    ok = all(k == verdict for k in given)
-    return CheckOutcome.of(ok, f"the agent's verdicts on request {mr_id}: {', '.join(given)} (wanted {verdict})")
+    notes = _notes(ctx, mr_id)
+    given = tuple(str(n.kind) for n in notes if n.kind in _VERDICTS)
+    ctx.lasting[("note_verdicts", mr_id)] = (None, (max((int(n.id) for n in notes), default=0), given))
+    score, evidence, _ = _verdicts_verdict(mr_id, verdict, given)
+    return CheckOutcome.of(score == 1.0, evidence)
+
+
+def _says_all(body: str, patterns: list[str]) -> bool:
+    return all(_says(body, p) for p in patterns)
+
+
+def _review_verdict(
+    hit: tuple[int, str] | None, verdict: str, patterns: list[str]
+) -> tuple[float, str, dict[str, Any]]:
+    said = ", ".join(f"/{p}/" for p in patterns)
+    if hit is not None:
+        return 1.0, f"the agent's {verdict} review (note {hit[0]}) says {said}: {snippet(hit[1])}", {}
+    return 0.0, f"no {verdict} review by the agent says all of {said}", {}
+
+
+def _review_touches(ctx: GradingContext, row: ChangeRow, mr_id: int, verdict: str, patterns: list[str]) -> bool:
+    """Only a review of the agent's with that verdict saying every pattern can move the check."""
+    c = _mine(ctx, row, mr_id)
+    return c is True or (c is not None and c.get("kind") == verdict and _says_all(str(c.get("body") or ""), patterns))
+
+
+def _review_on_changes(
+    ctx: GradingContext, rows: list[ChangeRow], mr_id: int, verdict: str, patterns: list[str]
+) -> tuple[float, str, dict[str, Any]] | None:
+    """``merge_request_review_says``' verdict from the inserted notes: the first fitting review, kept."""
+    key = ("review_says", mr_id, verdict, id(patterns))
+    hit = _state(ctx, key, patterns)
+    new = _new_notes(ctx, rows, mr_id)
+    if hit is _MISSING or new is None:
+        return None
+    if hit is None:
+        hit = next(((i, b) for i, k, b in new if k == verdict and _says_all(b, patterns)), None)
+        ctx.lasting[key] = (patterns, hit)
+    return _review_verdict(hit, verdict, patterns)
+
+
+@check_fn(
+    "merge_request_review_says",
+    reads=("merge_request_notes",),
+    touches=_review_touches,
+    on_changes=_review_on_changes,
+)
+def merge_request_review_says(
+    ctx: GradingContext,
+    mr_id: int,
+    verdict: Literal["approve", "request_changes"],
+    patterns: Annotated[list[Regex], Field(min_length=1)],
+) -> CheckOutcome:
+    """A ``verdict`` review the agent gave on request ``mr_id`` says every one of ``patterns`` (any case).
+
+    A review's body is the summary the author reads first: a "request changes" that says which rules broke
+    tells them what to fix before they open a single comment.
+    """
+    hit = next(
+        ((n.id, n.body or "") for n in _notes(ctx, mr_id) if n.kind == verdict and _says_all(n.body or "", patterns)),
+        None,
+    )
+    ctx.lasting[("review_says", mr_id, verdict, id(patterns))] = (patterns, hit)
+    score, evidence, _ = _review_verdict(hit, verdict, patterns)
+    return CheckOutcome.of(score == 1.0, evidence)

@@ -67,7 +67,7 @@ def test_oracle_one_noop_and_random_zero_and_the_verifier_agrees(episode, diffic
     assert len(p["violations"]) == difficulty + 1 and len(p["traps"]) == difficulty + 2
     ids = [c.id for c in episode.instance.rubric.checks]
     kept = [i for i in ids if i.startswith("keeps-")]
-    assert len(ids) == 3 + 3 * len(p["violations"]) + len(p["traps"]) + len(kept)
+    assert len(ids) == 4 + 5 * len(p["violations"]) + len(p["traps"]) + len(kept)
     assert run_agent(episode, "noop", difficulty, options).value == 0.0
     assert not verify(episode).solved
     assert run_agent(episode, "random", difficulty, options).value <= 0.1
@@ -98,7 +98,8 @@ def test_a_review_missing_one_violation_loses_exactly_that_check(episode):
         return None if name in body and re.search(RULES[missed["rule"]], body, re.I) else body
 
     score = _play(episode, 5, 2, edit=drop)
-    assert _failed(score) == [f"{c}-{missed['rule']}-{name}" for c in ("alone", "flags", "points")]
+    kinds = ("alone", "fix", "flags", "function", "points")
+    assert _failed(score) == [f"{c}-{missed['rule']}-{name}" for c in kinds]
     assert 0.8 < score.value < 1.0 and not verify(episode).solved
 
 
@@ -119,7 +120,7 @@ def test_approving_loses_the_verdict_and_the_traps_and_merging_scores_zero(episo
 
     score = _play(episode, 7, 0, after=approve)
     ids = [c.id for c in episode.instance.rubric.checks]
-    assert _failed(score) == sorted(["verdict", *(i for i in ids if i.startswith(("spares-", "keeps-")))])
+    assert _failed(score) == sorted(["verdict", "summary", *(i for i in ids if i.startswith(("spares-", "keeps-")))])
     assert any(i.startswith("flags-") for i in ids) and 0.0 < score.value < 0.5
 
     def merge(env):
