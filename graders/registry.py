@@ -80,6 +80,13 @@ class CheckFnSpec:
     """``on_changes(ctx, rows, **params)``: for a check that declares ``reads`` (no ``rows``), the verdict after
     a step whose changes to those tables are ``rows`` (the ``touches`` hook, if any, said one matters), decided
     from the rows and what ``ctx.lasting`` keeps, as ``on_rows`` does; None re-runs the check."""
+    on_step: Callable[..., Mapping[int, tuple[float, str, Mapping[str, Any]] | None]] | None = None
+    """``on_step(ctx, rows, params)``: for a ``reads`` function (no ``rows``), every check of the rubric that uses
+    it at once: ``params`` lists their params (the same list, in rubric order, on every step) and ``rows`` are
+    the step's changes to the function's tables. It returns, by position in ``params``, the new verdict of each
+    check the rows may change (as ``on_changes`` does; None re-runs that check); a check it leaves out stands.
+    One call a step instead of a ``touches`` and an ``on_changes`` call per check, which is what a rubric with
+    a score per comment of a review needs. It must never leave out a check whose verdict moved."""
 
     @functools.cached_property
     def params(self) -> type[BaseModel]:
@@ -147,6 +154,7 @@ def check_fn(
     columns: Callable[..., frozenset[str]] | None = None,
     on_rows: Callable[..., tuple[float, str, Mapping[str, Any]] | None] | None = None,
     on_changes: Callable[..., tuple[float, str, Mapping[str, Any]] | None] | None = None,
+    on_step: Callable[..., Mapping[int, tuple[float, str, Mapping[str, Any]] | None]] | None = None,
 ) -> Callable[[_Fn], _Fn]:
     """Register ``fn(ctx, **params)`` under ``name``; params must be typed keyword parameters.
 
@@ -155,7 +163,7 @@ def check_fn(
     per-step progress score re-runs a check only after a step that changed it (see ``CheckFnSpec``); a state
     check that declares neither is re-run after every step that changed anything. ``columns`` narrows ``rows``
     to the columns read, and ``on_rows`` (``on_changes`` for a ``reads`` check) decides the verdict from the
-    changed rows alone when it can.
+    changed rows alone when it can; ``on_step`` does that for all of a rubric's checks of the function at once.
     """
 
     def register(fn: _Fn) -> _Fn:
@@ -176,6 +184,7 @@ def check_fn(
             columns=columns,
             on_rows=on_rows,
             on_changes=on_changes,
+            on_step=on_step,
         )
         return fn
 
