@@ -469,6 +469,44 @@ def _state(ctx: GradingContext, key: tuple[Any, ...], owner: Any) -> Any:
     return found[1] if found is not _MISSING and found[0] is owner else _MISSING
 
 
+def _agent_notes(ctx: GradingContext, rows: list[ChangeRow]) -> dict[int, list[tuple[int, str, str]]] | None:
+    """The agent's notes a step inserted, by request, as (id, kind, body); None if a note was updated or deleted.
+
+    Read once a step (``ctx.memo`` is cleared before each) for every note function's ``on_step``.
+    """
+    key = ("agent_notes", id(rows))
+    found = ctx.memo.get(key)
+    if found is not None and found[0] is rows:
+        return found[1]  # type: ignore[no-any-return]
+    out: dict[int, list[tuple[int, str, str]]] = {}
+    for r in rows:
+        if r.op != "insert":
+            ctx.memo[key] = (rows, None)
+            return None
+        c = r.changes
+        if c.get("author_id") == ctx.actor_id and type(mr := c.get("merge_request_id")) is int:
+            out.setdefault(mr, []).append((int(r.key[0]), str(c.get("kind")), str(c.get("body") or "")))
+    ctx.memo[key] = (rows, out)
+    return out
+
+
+def _groups(
+    ctx: GradingContext, params: list[dict[str, Any]], state_key: Any
+) -> dict[tuple[int, str], list[tuple[int, dict[str, Any], tuple[Any, ...]]]]:
+    """A function's checks by (request, file), with each one's state key; built once an episode per ``params``."""
+    key = ("note_groups", id(params))
+    found = ctx.lasting.get(key)
+    if found is None or found[0] is not params:
+        groups: dict[tuple[int, str], list[tuple[int, dict[str, Any], tuple[Any, ...]]]] = {}
+        for pos, kw in enumerate(params):
+            groups.setdefault((kw["mr_id"], kw.get("file", "")), []).append((pos, kw, state_key(**kw)))
+        found = ctx.lasting[key] = (params, groups)
+    return found[1]
+
+
+Verdicts = dict[int, tuple[float, str, dict[str, Any]] | None]
+
+
 def _names_verdict(
     hit: tuple[int, str] | None, where: str, pattern: str, also: str | None
 ) -> tuple[float, str, dict[str, Any]]:
@@ -508,7 +546,7 @@ def _names_on_changes(
     also: str | None = None,
 ) -> tuple[float, str, dict[str, Any]] | None:
     """``merge_request_note_names``' verdict from the inserted notes: the first fitting note, kept."""
-    key = ("note_names", mr_id, file, pattern, line, also, id(apart))
+    key = _names_key(mr_id, file, pattern, line, apart, also)
     hit = _state(ctx, key, apart)
     new = _new_notes(ctx, rows, mr_id)
     if hit is _MISSING or new is None:
@@ -519,11 +557,45 @@ def _names_on_changes(
     return _names_verdict(hit, _where(file, line, apart), pattern, also)
 
 
+def _names_key(
+    mr_id: int, file: str, pattern: str, line: int | None, apart: list[tuple[str, str]] | None, also: str | None
+) -> tuple[Any, ...]:
+    return ("note_names", mr_id, file, pattern, line, also, id(apart))
+
+
+def _names_step(ctx: GradingContext, rows: list[ChangeRow], params: list[dict[str, Any]]) -> Verdicts:
+    """Every ``merge_request_note_names`` check at once: only a new note naming a check's file is tested on it."""
+    new = _agent_notes(ctx, rows)
+    if new is None:
+        return dict.fromkeys(range(len(params)))
+    out: Verdicts = {}
+    if not new:
+        return out
+    for (mr, file), entries in _groups(ctx, params, _names_key).items():
+        named = [(i, b) for i, _, b in new.get(mr, ()) if _names_file(b, file)]
+        if not named:
+            continue
+        for pos, kw, key in entries:
+            apart = kw["apart"]
+            hit = _state(ctx, key, apart)
+            if hit is not None:  # decided by an earlier note (it stays the first), or never run: re-run
+                if hit is _MISSING:
+                    out[pos] = None
+                continue
+            pattern, line, also = kw["pattern"], kw["line"], kw["also"]
+            hit = next(((i, b) for i, b in named if _fits(b, file, pattern, line, apart, also)), None)
+            if hit is not None:
+                ctx.lasting[key] = (apart, hit)
+                out[pos] = _names_verdict(hit, _where(file, line, apart), pattern, also)
+    return out
+
+
 @check_fn(
     "merge_request_note_names",
     reads=("merge_request_notes",),
     touches=_names_touches,
     on_changes=_names_on_changes,
+    on_step=_names_step,
 )
 def merge_request_note_names(
     ctx: GradingContext,
@@ -546,7 +618,7 @@ def merge_request_note_names(
         ((n.id, n.body or "") for n in _notes(ctx, mr_id) if _fits(n.body or "", file, pattern, line, apart, also)),
         None,
     )
-    ctx.lasting[("note_names", mr_id, file, pattern, line, also, id(apart))] = (apart, hit)
+    ctx.lasting[_names_key(mr_id, file, pattern, line, apart, also)] = (apart, hit)
     score, evidence, _ = _names_verdict(hit, _where(file, line, apart), pattern, also)
     return CheckOutcome.of(score == 1.0, evidence)
 
@@ -582,11 +654,41 @@ def _spares_on_changes(
     return _spares_verdict(hit, file, pattern)
 
 
+def _spares_key(mr_id: int, file: str, pattern: str) -> tuple[Any, ...]:
+    return ("note_spares", mr_id, file, pattern)
+
+
+def _spares_step(ctx: GradingContext, rows: list[ChangeRow], params: list[dict[str, Any]]) -> Verdicts:
+    """Every ``merge_request_note_spares`` check at once: only a new note naming a check's file is tested on it."""
+    new = _agent_notes(ctx, rows)
+    if new is None:
+        return dict.fromkeys(range(len(params)))
+    out: Verdicts = {}
+    if not new:
+        return out
+    for (mr, file), entries in _groups(ctx, params, _spares_key).items():
+        named = [(i, b) for i, _, b in new.get(mr, ()) if not file or _names_file(b, file)]
+        if not named:
+            continue
+        for pos, kw, key in entries:
+            hit = _state(ctx, key, None)
+            if hit is not None:  # already flagged by an earlier note (it stays the first), or never run: re-run
+                if hit is _MISSING:
+                    out[pos] = None
+                continue
+            hit = next(((i, b) for i, b in named if _says(b, kw["pattern"])), None)
+            if hit is not None:
+                ctx.lasting[key] = (None, hit)
+                out[pos] = _spares_verdict(hit, file, kw["pattern"])
+    return out
+
+
 @check_fn(
     "merge_request_note_spares",
     reads=("merge_request_notes",),
     touches=_spares_touches,
     on_changes=_spares_on_changes,
+    on_step=_spares_step,
 )
 def merge_request_note_spares(ctx: GradingContext, mr_id: int, file: str, pattern: Regex) -> CheckOutcome:
     """No note the agent left on request ``mr_id`` names ``file`` (any, when empty) with ``pattern``: a false flag."""
@@ -626,11 +728,24 @@ def _verdict_on_changes(
     return _verdicts_verdict(mr_id, verdict, given)
 
 
+def _verdict_step(ctx: GradingContext, rows: list[ChangeRow], params: list[dict[str, Any]]) -> Verdicts:
+    """Every ``merge_request_verdict`` check at once: only a step with a new verdict on its request moves one."""
+    new = _agent_notes(ctx, rows)
+    if new is None:
+        return dict.fromkeys(range(len(params)))
+    out: Verdicts = {}
+    for pos, kw in enumerate(params):
+        if any(k in _VERDICTS for _, k, _ in new.get(kw["mr_id"], ())):
+            out[pos] = _verdict_on_changes(ctx, rows, **kw)
+    return out
+
+
 @check_fn(
     "merge_request_verdict",
     reads=("merge_request_notes",),
     touches=_verdict_touches,
     on_changes=_verdict_on_changes,
+    on_step=_verdict_step,
 )
 def merge_request_verdict(
     ctx: GradingContext, mr_id: int, verdict: Literal["approve", "request_changes"]
@@ -677,11 +792,24 @@ def _review_on_changes(
     return _review_verdict(hit, verdict, patterns)
 
 
+def _review_step(ctx: GradingContext, rows: list[ChangeRow], params: list[dict[str, Any]]) -> Verdicts:
+    """Every ``merge_request_review_says`` check at once: only a new review with its verdict is tested on it."""
+    new = _agent_notes(ctx, rows)
+    if new is None:
+        return dict.fromkeys(range(len(params)))
+    out: Verdicts = {}
+    for pos, kw in enumerate(params):
+        if any(k == kw["verdict"] for _, k, _ in new.get(kw["mr_id"], ())):
+            out[pos] = _review_on_changes(ctx, rows, **kw)
+    return out
+
+
 @check_fn(
     "merge_request_review_says",
     reads=("merge_request_notes",),
     touches=_review_touches,
     on_changes=_review_on_changes,
+    on_step=_review_step,
 )
 def merge_request_review_says(
     ctx: GradingContext,

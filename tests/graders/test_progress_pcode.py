@@ -10,9 +10,12 @@ check's score, evidence and details with a full grade after every step, and asse
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 import graders.progress as progress
+from graders import registry
 from sim.agents import EpisodeEnv, run_agent
 from tests.graders.test_progress import Checked
 
@@ -27,36 +30,36 @@ def episode(store):
 
 
 @pytest.fixture
-def decided(monkeypatch):
-    """The check functions ``Progress`` decided from the rows (not re-run), one entry per decision."""
-    found: list[str] = []
-    real = progress.Progress._decided
-    monkeypatch.setattr(
-        progress.Progress,
-        "_decided",
-        lambda self, i, rows: (out := real(self, i, rows)) and found.append(self._checks[i].fn) or out,
-    )
-    return found
-
-
-@pytest.fixture
-def reruns(monkeypatch):
-    """The check functions ``Progress`` re-ran after its first step (which grades every check once)."""
-    found: list[str] = []
-    later: list[bool] = [False]
-    run, update = progress.Progress._run, progress.Progress.update
+def paths(monkeypatch):
+    """Per check function, how ``Progress`` settled it after its first step: ``decided`` from the rows, ``rerun``."""
+    found: dict[str, list[str]] = {"decided": [], "rerun": []}
+    state = {"later": False, "running": False}
+    run, store, update = progress.Progress._run, progress.Progress._store, progress.Progress.update
 
     def counted(self, rows):
-        later[0] = self._started
+        state["later"] = self._started
         try:
             return update(self, rows)
         finally:
-            later[0] = False
+            state["later"] = False
+
+    def ran(self, i):
+        if state["later"]:
+            found["rerun"].append(self._checks[i].fn)
+        state["running"] = True
+        try:
+            run(self, i)
+        finally:
+            state["running"] = False
+
+    def stored(self, i, outcome):
+        if state["later"] and not state["running"]:
+            found["decided"].append(self._checks[i].fn)
+        store(self, i, outcome)
 
     monkeypatch.setattr(progress.Progress, "update", counted)
-    monkeypatch.setattr(
-        progress.Progress, "_run", lambda self, i: (later[0] and found.append(self._checks[i].fn), run(self, i))
-    )
+    monkeypatch.setattr(progress.Progress, "_run", ran)
+    monkeypatch.setattr(progress.Progress, "_store", stored)
     return found
 
 
@@ -79,7 +82,8 @@ class _Messy:
         return self.env.call(name, **arguments)
 
 
-def test_the_oracle_and_random_agree_with_a_full_grade_and_notes_are_decided_from_their_rows(episode, decided, reruns):
+def test_the_oracle_and_random_agree_with_a_full_grade_and_notes_are_decided_from_their_rows(episode, paths):
+    decided, reruns = paths["decided"], paths["rerun"]
     for difficulty in (1, 3):
         assert run_agent(episode, "oracle", difficulty, {"difficulty": difficulty, "progress": True}).value == 1.0
     assert run_agent(episode, "random", 2, {"progress": True}).value <= 0.1
@@ -90,7 +94,8 @@ def test_the_oracle_and_random_agree_with_a_full_grade_and_notes_are_decided_fro
     assert "merge_request_state" not in reruns  # a note bumps updated_at, a column the gate does not read
 
 
-def test_repeated_notes_false_flags_an_approval_and_a_merge_agree_with_a_full_grade(episode, decided, reruns):
+def test_repeated_notes_false_flags_an_approval_and_a_merge_agree_with_a_full_grade(episode, paths):
+    decided, reruns = paths["decided"], paths["rerun"]
     before = episode.compared
     prompt, info = episode.reset(seed=4, options={"difficulty": 2, "progress": True})
     p = episode.instance.params
@@ -103,7 +108,8 @@ def test_repeated_notes_false_flags_an_approval_and_a_merge_agree_with_a_full_gr
     assert "merge_request_note_spares" in decided and not NOTE_FNS.intersection(reruns)
 
 
-def test_a_merge_is_read_from_the_update_and_gates_the_score(episode, decided):
+def test_a_merge_is_read_from_the_update_and_gates_the_score(episode, paths):
+    decided = paths["decided"]
     prompt, info = episode.reset(seed=5, options={"difficulty": 0, "progress": True})
     p = episode.instance.params
     env = EpisodeEnv(episode, prompt, info)
@@ -115,3 +121,15 @@ def test_a_merge_is_read_from_the_update_and_gates_the_score(episode, decided):
     score = episode.grade()
     assert score.value == 0.0
     assert next(c for c in score.checks if c.id == "still-open").evidence.endswith("is merged (wanted open)")
+
+
+def test_without_on_step_the_per_check_hooks_decide_the_same_verdicts(episode, paths, monkeypatch):
+    """The ``touches``/``on_changes`` pair each note function also declares, for a progress without ``on_step``."""
+    for name in (*NOTE_FNS, "merge_request_review_says"):
+        spec = registry.check_fn_spec(name)
+        monkeypatch.setitem(registry._REGISTRY, name, dataclasses.replace(spec, on_step=None))
+    prompt, info = episode.reset(seed=4, options={"difficulty": 2, "progress": True})
+    p = episode.instance.params
+    episode.family.oracle(_Messy(EpisodeEnv(episode, prompt, info), p["mr_id"], p["repo"]))
+    assert {"merge_request_note_names", "merge_request_note_spares", "merge_request_verdict"} <= set(paths["decided"])
+    assert not NOTE_FNS.intersection(paths["rerun"])
