@@ -37,6 +37,16 @@ _REQUEST = text(
 _REQUESTS = ("merge_requests",)  # the forge records every commit to a request's branch there (source_head)
 
 
+def request_touches(ctx: GradingContext, row: ChangeRow, **_: Any) -> bool:
+    """Whether a change to ``merge_requests`` may move a request check: all but an update of ``updated_at`` alone.
+
+    Every comment or review on a request bumps its ``updated_at``, which no request check reads; anything else
+    (a new request, a push moving ``source_head``, a pipeline, a state) may change which request is graded or
+    what it holds.
+    """
+    return row.op != "update" or not row.changes.keys() <= {"updated_at"}
+
+
 def _request(ctx: GradingContext, repo: str) -> Any:
     key = ("merge_request", repo)
     if key not in ctx.memo:
@@ -89,7 +99,7 @@ def _changed(ctx: GradingContext, repo: str, base: str, head: str) -> list[str]:
     return found
 
 
-@check_fn("merge_request_opened", reads=_REQUESTS)
+@check_fn("merge_request_opened", reads=_REQUESTS, touches=request_touches)
 def merge_request_opened(ctx: GradingContext, repo: str) -> CheckOutcome:
     """The agent opened a merge request in ``repo`` from a branch of its own into the default branch."""
     row = _request(ctx, repo)
@@ -102,7 +112,7 @@ def merge_request_opened(ctx: GradingContext, repo: str) -> CheckOutcome:
     return CheckOutcome.of(True, f"!{row.number} {row.source_branch} -> {row.target_branch} ({row.state})")
 
 
-@check_fn("merge_request_leaves_paths", reads=_REQUESTS)
+@check_fn("merge_request_leaves_paths", reads=_REQUESTS, touches=request_touches)
 def merge_request_leaves_paths(ctx: GradingContext, repo: str, paths: list[str]) -> CheckOutcome:
     """The request's changes against its merge base touch none of ``paths`` (a prefix ending in / or a file name).
 
@@ -148,7 +158,7 @@ def _section(name: str, data: bytes | None, section: str) -> Any:
         return ["unreadable", hashlib.sha256(data).hexdigest()]
 
 
-@check_fn("merge_request_keeps_pytest_config", reads=_REQUESTS)
+@check_fn("merge_request_keeps_pytest_config", reads=_REQUESTS, touches=request_touches)
 def merge_request_keeps_pytest_config(ctx: GradingContext, repo: str) -> CheckOutcome:
     """The request leaves pytest's configuration sections as they were (``PYTEST_SECTIONS``).
 
@@ -162,6 +172,7 @@ def merge_request_keeps_pytest_config(ctx: GradingContext, repo: str) -> CheckOu
         return CheckOutcome.of(False, "no merge request to inspect")
     g = ctx.workspace.repo(repo)
     base = _base(ctx, repo, row, head)
+    _read_blobs(ctx, repo, [(c, name) for name in PYTEST_SECTIONS for c in (base, head)])
     changed = []
     for name, sections in PYTEST_SECTIONS.items():
         before = _git(ctx, repo, ("blob", base, name), lambda c=base, n=name: _blob(g, c, n))
@@ -179,7 +190,32 @@ def _blob(g: Any, commit: str, path: str) -> bytes | None:
     return out if code == 0 else None
 
 
-@check_fn("merge_request_pipeline_green", reads=_REQUESTS)
+def _read_blobs(ctx: GradingContext, repo: str, wanted: list[tuple[str, str]]) -> None:
+    """Keep the files ``(commit, path)`` not kept yet (``_git``'s ``("blob", commit, path)``), read by one git.
+
+    One ``cat-file --batch`` instead of a ``cat-file blob`` per file: starting a git process costs this
+    process more CPU than a grade's rule checks together. A missing path (or one that is not a file) is None,
+    as ``_blob`` gives it.
+    """
+    cache: dict[tuple[Any, ...], Any] = ctx.lasting.setdefault(("git", repo), {})
+    todo = sorted({w for w in wanted if ("blob", *w) not in cache})
+    if not todo:
+        return
+    raw = ctx.workspace.repo(repo)("cat-file", "--batch", input="".join(f"{c}:{p}\n" for c, p in todo).encode())
+    pos = 0
+    for commit, path in todo:
+        end = raw.index(b"\n", pos)
+        head = raw[pos:end].decode("utf-8", "replace").split()
+        pos = end + 1
+        if len(head) != 3 or not head[2].isdigit():  # "<name> missing" (or ambiguous): no such file
+            cache[("blob", commit, path)] = None
+            continue
+        size = int(head[2])
+        cache[("blob", commit, path)] = raw[pos : pos + size] if head[1] == "blob" else None
+        pos += size + 1
+
+
+@check_fn("merge_request_pipeline_green", reads=_REQUESTS, touches=request_touches)
 def merge_request_pipeline_green(ctx: GradingContext, repo: str) -> CheckOutcome:
     """The request's pipeline passed, and ran at the source branch's current head."""
     row = _request(ctx, repo)
@@ -193,7 +229,7 @@ def merge_request_pipeline_green(ctx: GradingContext, repo: str) -> CheckOutcome
     return CheckOutcome.of(status == "passed", f"!{row.number} pipeline {status} at {head[:12]}")
 
 
-@check_fn("merge_request_passes_cases", reads=_REQUESTS)
+@check_fn("merge_request_passes_cases", reads=_REQUESTS, touches=request_touches)
 def merge_request_passes_cases(
     ctx: GradingContext, repo: str, case: Annotated[int, Field(ge=0)] | None = None
 ) -> CheckOutcome:
@@ -231,7 +267,7 @@ def merge_request_passes_cases(
     return CheckOutcome(score=passed / len(cases), evidence=evidence, details={"passed": passed})
 
 
-@check_fn("merge_request_file_matches", reads=_REQUESTS)
+@check_fn("merge_request_file_matches", reads=_REQUESTS, touches=request_touches)
 def merge_request_file_matches(
     ctx: GradingContext, repo: str, paths: list[str], pattern: Regex, present: bool = True
 ) -> CheckOutcome:
@@ -257,7 +293,7 @@ def merge_request_file_matches(
     return CheckOutcome.of(ok, f"!{row.number} at {head[:12]}: {said}")
 
 
-@check_fn("merge_request_mentions", reads=_REQUESTS)
+@check_fn("merge_request_mentions", reads=_REQUESTS, touches=request_touches)
 def merge_request_mentions(ctx: GradingContext, repo: str, text: str) -> CheckOutcome:
     """The request's title or description, or one of its commits' messages, contains ``text`` (any case)."""
     row = _request(ctx, repo)
@@ -320,7 +356,7 @@ _REVIEWS = text(
 _MERGED = text("SELECT merged_at FROM merge_requests WHERE id = :mr")
 
 
-@check_fn("merge_request_names_reviewer", reads=_REQUESTS)
+@check_fn("merge_request_names_reviewer", reads=_REQUESTS, touches=request_touches)
 def merge_request_names_reviewer(ctx: GradingContext, repo: str, username: str) -> CheckOutcome:
     """The request's title or description asks ``username`` to review as ``@username`` (how a forge pings them)."""
     row = _request(ctx, repo)
