@@ -543,12 +543,18 @@ def _groups(
 Verdicts = dict[int, tuple[float, str, dict[str, Any]] | None]
 
 
+@functools.lru_cache(maxsize=256)
+def _snippet(body: str) -> str:
+    """``snippet(body)``, cached: the checks one note decides quote it alike."""
+    return snippet(body)
+
+
 def _names_verdict(
     hit: tuple[int, str] | None, where: str, pattern: str, also: str | None
 ) -> tuple[float, str, dict[str, Any]]:
     said = f"/{pattern}/" if also is None else f"/{pattern}/ with /{also}/"
     if hit is not None:
-        return 1.0, f"note {hit[0]} names {where} and {said}: {snippet(hit[1])}", {}
+        return 1.0, f"note {hit[0]} names {where} and {said}: {_snippet(hit[1])}", {}
     return 0.0, f"no note by the agent names {where} and {said}", {}
 
 
@@ -607,22 +613,25 @@ def _names_step(ctx: GradingContext, rows: list[ChangeRow], params: list[dict[st
     out: Verdicts = {}
     if not new:
         return out
+    lasting = ctx.lasting
     for (mr, file), entries in _groups(ctx, params, _names_key).items():
         named = [(i, b) for i, _, b in new.get(mr, ()) if _names_file(b, file)]
         if not named:
             continue
         for pos, kw, key in entries:
             apart = kw["apart"]
-            hit = _state(ctx, key, apart)
-            if hit is not None:  # decided by an earlier note (it stays the first), or never run: re-run
-                if hit is _MISSING:
-                    out[pos] = None
+            found = lasting.get(key)
+            if found is None or found[0] is not apart:  # never run: re-run it
+                out[pos] = None
+                continue
+            if found[1] is not None:  # decided by an earlier note, which stays the first
                 continue
             pattern, line, also = kw["pattern"], kw["line"], kw["also"]
-            hit = next(((i, b) for i, b in named if _fits(b, file, pattern, line, apart, also)), None)
-            if hit is not None:
-                ctx.lasting[key] = (apart, hit)
-                out[pos] = _names_verdict(hit, _where(file, line, apart), pattern, also)
+            for hit in named:
+                if _fits(hit[1], file, pattern, line, apart, also):
+                    lasting[key] = (apart, hit)
+                    out[pos] = _names_verdict(hit, _where(file, line, apart), pattern, also)
+                    break
     return out
 
 
