@@ -529,18 +529,38 @@ def _agent_notes(ctx: GradingContext, rows: list[ChangeRow]) -> dict[int, list[t
 def _groups(
     ctx: GradingContext, params: list[dict[str, Any]], state_key: Any
 ) -> dict[tuple[int, str], list[tuple[int, dict[str, Any], tuple[Any, ...]]]]:
-    """A function's checks by (request, file), with each one's state key; built once an episode per ``params``."""
+    """A function's checks still waiting for a note, by (request, file), with each one's state key.
+
+    Built once an episode per ``params`` (from the kept states: a check a note decided is left out) and pruned
+    as notes decide checks; dropped when a note is updated or deleted, since every check then re-runs.
+    """
     key = ("note_groups", id(params))
     found = ctx.lasting.get(key)
     if found is None or found[0] is not params:
         groups: dict[tuple[int, str], list[tuple[int, dict[str, Any], tuple[Any, ...]]]] = {}
         for pos, kw in enumerate(params):
-            groups.setdefault((kw["mr_id"], kw.get("file", "")), []).append((pos, kw, state_key(**kw)))
+            state = state_key(**kw)
+            kept = ctx.lasting.get(state)
+            if kept is not None and kept[0] is kw.get("apart") and kept[1] is not None:
+                continue  # decided by a note already: no later note changes it
+            groups.setdefault((kw["mr_id"], kw.get("file", "")), []).append((pos, kw, state))
         found = ctx.lasting[key] = (params, groups)
     return found[1]
 
 
 Verdicts = dict[int, tuple[float, str, dict[str, Any]] | None]
+
+
+def _prune(groups: dict[Any, list[Any]], where: Any, entries: list[Any], out: Verdicts) -> None:
+    """Take the checks this step decided out of their group (a kept first note never changes); drop it if empty."""
+    if out:
+        entries[:] = [e for e in entries if out.get(e[0]) is None]
+        if not entries:
+            del groups[where]
+
+
+def _drop_groups(ctx: GradingContext, params: list[dict[str, Any]]) -> None:
+    ctx.lasting.pop(("note_groups", id(params)), None)
 
 
 @functools.lru_cache(maxsize=256)
@@ -606,15 +626,22 @@ def _names_key(
 
 
 def _names_step(ctx: GradingContext, rows: list[ChangeRow], params: list[dict[str, Any]]) -> Verdicts:
-    """Every ``merge_request_note_names`` check at once: only a new note naming a check's file is tested on it."""
+    """Every ``merge_request_note_names`` check at once: only a new note naming a check's file is tested on it.
+
+    A check some note decided leaves its group (the first fitting note stays the first), so a step tests a new
+    note only on the checks of its file still waiting for one.
+    """
     new = _agent_notes(ctx, rows)
     if new is None:
+        _drop_groups(ctx, params)  # a note changed: every check re-runs, and the groups are made again after
         return dict.fromkeys(range(len(params)))
     out: Verdicts = {}
     if not new:
         return out
     lasting = ctx.lasting
-    for (mr, file), entries in _groups(ctx, params, _names_key).items():
+    groups = _groups(ctx, params, _names_key)
+    for where_, entries in list(groups.items()):
+        mr, file = where_
         named = [(i, b) for i, _, b in new.get(mr, ()) if _names_file(b, file)]
         if not named:
             continue
@@ -632,6 +659,7 @@ def _names_step(ctx: GradingContext, rows: list[ChangeRow], params: list[dict[st
                     lasting[key] = (apart, hit)
                     out[pos] = _names_verdict(hit, _where(file, line, apart), pattern, also)
                     break
+        _prune(groups, where_, entries, out)
     return out
 
 
@@ -707,11 +735,14 @@ def _spares_step(ctx: GradingContext, rows: list[ChangeRow], params: list[dict[s
     """Every ``merge_request_note_spares`` check at once: only a new note naming a check's file is tested on it."""
     new = _agent_notes(ctx, rows)
     if new is None:
+        _drop_groups(ctx, params)
         return dict.fromkeys(range(len(params)))
     out: Verdicts = {}
     if not new:
         return out
-    for (mr, file), entries in _groups(ctx, params, _spares_key).items():
+    groups = _groups(ctx, params, _spares_key)
+    for where_, entries in list(groups.items()):
+        mr, file = where_
         named = [(i, b) for i, _, b in new.get(mr, ()) if not file or _names_file(b, file)]
         if not named:
             continue
@@ -725,6 +756,7 @@ def _spares_step(ctx: GradingContext, rows: list[ChangeRow], params: list[dict[s
             if hit is not None:
                 ctx.lasting[key] = (None, hit)
                 out[pos] = _spares_verdict(hit, file, kw["pattern"])
+        _prune(groups, where_, entries, out)
     return out
 
 

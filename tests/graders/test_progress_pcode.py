@@ -18,6 +18,7 @@ import graders.progress as progress
 from graders import registry
 from sim.agents import EpisodeEnv, run_agent
 from tests.graders.test_progress import Checked
+from worlds.rawsql import Sql
 
 SCENARIO = "code-review-v0"
 NOTE_FNS = {"merge_request_note_names", "merge_request_note_spares", "merge_request_verdict"}
@@ -133,3 +134,22 @@ def test_without_on_step_the_per_check_hooks_decide_the_same_verdicts(episode, p
     episode.family.oracle(_Messy(EpisodeEnv(episode, prompt, info), p["mr_id"], p["repo"]))
     assert {"merge_request_note_names", "merge_request_note_spares", "merge_request_verdict"} <= set(paths["decided"])
     assert not NOTE_FNS.intersection(paths["rerun"])
+
+
+def test_an_edited_note_re_runs_the_note_checks_and_still_agrees_with_a_full_grade(episode, paths):
+    """No tool edits a note, but the after-image path must not assume it: an update re-runs every note check."""
+    prompt, info = episode.reset(seed=6, options={"difficulty": 1, "progress": True})
+    p = episode.instance.params
+    env = EpisodeEnv(episode, prompt, info)
+    v = p["violations"][0]
+    note = env.call("git_mr_comment", mr_id=p["mr_id"], body=f"{v['file']}: looks fine")
+    session = episode._live.ctx.session
+    said = f"{v['file']} line {v['line']}: {v['rule']}"
+    Sql.of(session).update("merge_request_notes", note["id"], {"body": (note["body"], said)})
+    before, compared = len(paths["rerun"]), episode.compared
+    # the next write folds the edit in with its own note; Checked compares the step with a full grade
+    env.call("git_mr_comment", mr_id=p["mr_id"], body=f"{v['file']}: and one more note after the edit")
+    assert episode.compared == compared + 1 and "merge_request_note_names" in paths["rerun"][before:]
+    env.call("git_mr_comment", mr_id=p["mr_id"], body=f"{v['file']} line {v['line']}: {v['rule']} again")
+    env.call("submit", summary="done")
+    assert episode.grade().value == 0.0  # no verdict: the spares and kept rules count for nothing
