@@ -811,6 +811,8 @@ def _verdict_step(ctx: GradingContext, rows: list[ChangeRow], params: list[dict[
     if new is None:
         return dict.fromkeys(range(len(params)))
     out: Verdicts = {}
+    if not new:
+        return out
     for pos, kw in enumerate(params):
         if any(k in _VERDICTS for _, k, _ in new.get(kw["mr_id"], ())):
             out[pos] = _verdict_on_changes(ctx, rows, **kw)
@@ -875,6 +877,8 @@ def _review_step(ctx: GradingContext, rows: list[ChangeRow], params: list[dict[s
     if new is None:
         return dict.fromkeys(range(len(params)))
     out: Verdicts = {}
+    if not new:
+        return out
     for pos, kw in enumerate(params):
         if any(k == kw["verdict"] for _, k, _ in new.get(kw["mr_id"], ())):
             out[pos] = _review_on_changes(ctx, rows, **kw)
