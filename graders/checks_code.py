@@ -13,6 +13,7 @@ passed on standard input (they are never written to disk). Git runs as the works
 from __future__ import annotations
 
 import configparser
+import functools
 import hashlib
 import json
 import re
@@ -23,6 +24,7 @@ from pydantic import Field
 from sqlalchemy import text
 
 from graders.base import CheckOutcome, GradingContext, check_fn
+from graders.changes import ChangeRow
 from graders.checks_common import Regex, inserted_ids, rx, snippet
 from mcp_tools.git.pipeline import call_cases, tag
 
@@ -33,6 +35,16 @@ _REQUEST = text(
     " ORDER BY m.id DESC LIMIT 1"
 )
 _REQUESTS = ("merge_requests",)  # the forge records every commit to a request's branch there (source_head)
+
+
+def request_touches(ctx: GradingContext, row: ChangeRow, **_: Any) -> bool:
+    """Whether a change to ``merge_requests`` may move a request check: all but an update of ``updated_at`` alone.
+
+    Every comment or review on a request bumps its ``updated_at``, which no request check reads; anything else
+    (a new request, a push moving ``source_head``, a pipeline, a state) may change which request is graded or
+    what it holds.
+    """
+    return row.op != "update" or not row.changes.keys() <= {"updated_at"}
 
 
 def _request(ctx: GradingContext, repo: str) -> Any:
@@ -87,7 +99,7 @@ def _changed(ctx: GradingContext, repo: str, base: str, head: str) -> list[str]:
     return found
 
 
-@check_fn("merge_request_opened", reads=_REQUESTS)
+@check_fn("merge_request_opened", reads=_REQUESTS, touches=request_touches)
 def merge_request_opened(ctx: GradingContext, repo: str) -> CheckOutcome:
     """The agent opened a merge request in ``repo`` from a branch of its own into the default branch."""
     row = _request(ctx, repo)
@@ -100,7 +112,7 @@ def merge_request_opened(ctx: GradingContext, repo: str) -> CheckOutcome:
     return CheckOutcome.of(True, f"!{row.number} {row.source_branch} -> {row.target_branch} ({row.state})")
 
 
-@check_fn("merge_request_leaves_paths", reads=_REQUESTS)
+@check_fn("merge_request_leaves_paths", reads=_REQUESTS, touches=request_touches)
 def merge_request_leaves_paths(ctx: GradingContext, repo: str, paths: list[str]) -> CheckOutcome:
     """The request's changes against its merge base touch none of ``paths`` (a prefix ending in / or a file name).
 
@@ -146,7 +158,7 @@ def _section(name: str, data: bytes | None, section: str) -> Any:
         return ["unreadable", hashlib.sha256(data).hexdigest()]
 
 
-@check_fn("merge_request_keeps_pytest_config", reads=_REQUESTS)
+@check_fn("merge_request_keeps_pytest_config", reads=_REQUESTS, touches=request_touches)
 def merge_request_keeps_pytest_config(ctx: GradingContext, repo: str) -> CheckOutcome:
     """The request leaves pytest's configuration sections as they were (``PYTEST_SECTIONS``).
 
@@ -160,6 +172,7 @@ def merge_request_keeps_pytest_config(ctx: GradingContext, repo: str) -> CheckOu
         return CheckOutcome.of(False, "no merge request to inspect")
     g = ctx.workspace.repo(repo)
     base = _base(ctx, repo, row, head)
+    _read_blobs(ctx, repo, [(c, name) for name in PYTEST_SECTIONS for c in (base, head)])
     changed = []
     for name, sections in PYTEST_SECTIONS.items():
         before = _git(ctx, repo, ("blob", base, name), lambda c=base, n=name: _blob(g, c, n))
@@ -177,7 +190,32 @@ def _blob(g: Any, commit: str, path: str) -> bytes | None:
     return out if code == 0 else None
 
 
-@check_fn("merge_request_pipeline_green", reads=_REQUESTS)
+def _read_blobs(ctx: GradingContext, repo: str, wanted: list[tuple[str, str]]) -> None:
+    """Keep the files ``(commit, path)`` not kept yet (``_git``'s ``("blob", commit, path)``), read by one git.
+
+    One ``cat-file --batch`` instead of a ``cat-file blob`` per file: starting a git process costs this
+    process more CPU than a grade's rule checks together. A missing path (or one that is not a file) is None,
+    as ``_blob`` gives it.
+    """
+    cache: dict[tuple[Any, ...], Any] = ctx.lasting.setdefault(("git", repo), {})
+    todo = sorted({w for w in wanted if ("blob", *w) not in cache})
+    if not todo:
+        return
+    raw = ctx.workspace.repo(repo)("cat-file", "--batch", input="".join(f"{c}:{p}\n" for c, p in todo).encode())
+    pos = 0
+    for commit, path in todo:
+        end = raw.index(b"\n", pos)
+        head = raw[pos:end].decode("utf-8", "replace").split()
+        pos = end + 1
+        if len(head) != 3 or not head[2].isdigit():  # "<name> missing" (or ambiguous): no such file
+            cache[("blob", commit, path)] = None
+            continue
+        size = int(head[2])
+        cache[("blob", commit, path)] = raw[pos : pos + size] if head[1] == "blob" else None
+        pos += size + 1
+
+
+@check_fn("merge_request_pipeline_green", reads=_REQUESTS, touches=request_touches)
 def merge_request_pipeline_green(ctx: GradingContext, repo: str) -> CheckOutcome:
     """The request's pipeline passed, and ran at the source branch's current head."""
     row = _request(ctx, repo)
@@ -191,7 +229,7 @@ def merge_request_pipeline_green(ctx: GradingContext, repo: str) -> CheckOutcome
     return CheckOutcome.of(status == "passed", f"!{row.number} pipeline {status} at {head[:12]}")
 
 
-@check_fn("merge_request_passes_cases", reads=_REQUESTS)
+@check_fn("merge_request_passes_cases", reads=_REQUESTS, touches=request_touches)
 def merge_request_passes_cases(
     ctx: GradingContext, repo: str, case: Annotated[int, Field(ge=0)] | None = None
 ) -> CheckOutcome:
@@ -229,7 +267,7 @@ def merge_request_passes_cases(
     return CheckOutcome(score=passed / len(cases), evidence=evidence, details={"passed": passed})
 
 
-@check_fn("merge_request_file_matches", reads=_REQUESTS)
+@check_fn("merge_request_file_matches", reads=_REQUESTS, touches=request_touches)
 def merge_request_file_matches(
     ctx: GradingContext, repo: str, paths: list[str], pattern: Regex, present: bool = True
 ) -> CheckOutcome:
@@ -255,7 +293,7 @@ def merge_request_file_matches(
     return CheckOutcome.of(ok, f"!{row.number} at {head[:12]}: {said}")
 
 
-@check_fn("merge_request_mentions", reads=_REQUESTS)
+@check_fn("merge_request_mentions", reads=_REQUESTS, touches=request_touches)
 def merge_request_mentions(ctx: GradingContext, repo: str, text: str) -> CheckOutcome:
     """The request's title or description, or one of its commits' messages, contains ``text`` (any case)."""
     row = _request(ctx, repo)
@@ -273,6 +311,44 @@ def merge_request_mentions(ctx: GradingContext, repo: str, text: str) -> CheckOu
     return CheckOutcome.of(needle in messages, f"a commit message of !{row.number} {said} {text}")
 
 
+_STATE = text("SELECT number, state FROM merge_requests WHERE id = :mr")
+
+
+def _state_on_rows(
+    ctx: GradingContext, rows: list[ChangeRow], mr_id: int, state: str
+) -> tuple[float, str, dict[str, Any]] | None:
+    """``merge_request_state``'s verdict from the request's updates: the last state they set (number kept)."""
+    number = ctx.lasting.get(("mr_number", mr_id))
+    now = None
+    for r in rows:
+        if r.op != "update" or "number" in r.changes:
+            return None
+        if "state" in r.changes:
+            now = r.changes["state"][1]
+    if number is None or type(now) is not str:
+        return None
+    return float(now == state), f"!{number} is {now} (wanted {state})", {}
+
+
+@check_fn(
+    "merge_request_state",
+    rows=lambda ctx, mr_id, **_: {("merge_requests", (mr_id,))},
+    columns=lambda **_: frozenset({"number", "state"}),
+    on_rows=_state_on_rows,
+)
+def merge_request_state(ctx: GradingContext, mr_id: int, state: Literal["open", "merged", "closed"]) -> CheckOutcome:
+    """Request ``mr_id`` is in ``state`` (a reviewer leaves it open; a closed request stays closed).
+
+    Declared by its row and columns, so the per-step progress score ignores the ``updated_at`` every note
+    writes to the request and reads a merge or a close from the update's after-image.
+    """
+    row = ctx.db.execute(_STATE, {"mr": mr_id}).first()
+    if row is None:
+        return CheckOutcome.of(False, f"no merge request {mr_id}")
+    ctx.lasting[("mr_number", mr_id)] = row.number
+    return CheckOutcome.of(row.state == state, f"!{row.number} is {row.state} (wanted {state})")
+
+
 _REVIEWS = text(
     "SELECT n.id, n.kind, n.commit_sha, n.created_at FROM merge_request_notes n JOIN employees e ON e.id = n.author_id"
     " WHERE n.merge_request_id = :mr AND e.username = :who AND n.kind IN ('approve', 'request_changes') ORDER BY n.id"
@@ -280,7 +356,7 @@ _REVIEWS = text(
 _MERGED = text("SELECT merged_at FROM merge_requests WHERE id = :mr")
 
 
-@check_fn("merge_request_names_reviewer", reads=_REQUESTS)
+@check_fn("merge_request_names_reviewer", reads=_REQUESTS, touches=request_touches)
 def merge_request_names_reviewer(ctx: GradingContext, repo: str, username: str) -> CheckOutcome:
     """The request's title or description asks ``username`` to review as ``@username`` (how a forge pings them)."""
     row = _request(ctx, repo)
@@ -342,6 +418,8 @@ _NOTES = text(
     "SELECT n.id, n.kind, n.body FROM merge_request_notes n WHERE n.merge_request_id = :mr AND n.author_id = :actor"
     " ORDER BY n.id"
 )
+_VERDICTS = ("approve", "request_changes")
+_MISSING = object()
 
 
 def _notes(ctx: GradingContext, mr_id: int) -> list[Any]:
@@ -352,13 +430,246 @@ def _notes(ctx: GradingContext, mr_id: int) -> list[Any]:
     return list(ctx.memo[key])
 
 
-def _names_file(body: str, path: str) -> bool:
-    """Whether ``body`` names the file ``path`` (its full path or its file name; a longer name does not count)."""
+@functools.lru_cache(maxsize=512)
+def _file_rx(path: str) -> tuple[str, re.Pattern[str]]:
     name = path.rsplit("/", 1)[-1]
-    return re.search(rf"(?<![\w.-]){re.escape(name)}(?![\w])", body) is not None
+    return name, re.compile(rf"(?<![\w.-]){re.escape(name)}(?![\w])")
 
 
-@check_fn("merge_request_note_names", reads=("merge_request_notes",))
+@functools.lru_cache(maxsize=512)
+def _line_rx(line: int) -> re.Pattern[str]:
+    return re.compile(rf"(?:\bline\s*|\bL|\.py:){line}(?!\d)", re.IGNORECASE)
+
+
+@functools.lru_cache(maxsize=2048)
+def _names_file(body: str, path: str) -> bool:
+    """Whether ``body`` names the file ``path`` (its full path or its file name; a longer name does not count).
+
+    Cached (a pure function of two strings, whose hashes Python keeps): the per-step progress asks every note
+    check of a request about the same new note, and a regex search costs a few microseconds.
+    """
+    name, found = _file_rx(path)
+    return name in body and found.search(body) is not None
+
+
+@functools.lru_cache(maxsize=2048)
+def _says(body: str, pattern: str) -> bool:
+    """Whether ``pattern`` (any case) occurs in ``body``; cached as ``_names_file`` is."""
+    return rx(pattern).search(body) is not None
+
+
+def _fits(
+    body: str, file: str, pattern: str, line: int | None, apart: list[tuple[str, str]] | None, also: str | None
+) -> bool:
+    """Whether one note flags ``file`` by ``pattern`` (at ``line``, saying ``also``), and none of ``apart``."""
+    if not (_names_file(body, file) and _says(body, pattern)):
+        return False
+    if (line is not None and _line_rx(line).search(body) is None) or (also is not None and not _says(body, also)):
+        return False
+    return not any(_names_file(body, f) and _says(body, p) for f, p in apart or ())
+
+
+def _new_notes(ctx: GradingContext, rows: list[ChangeRow], mr_id: int) -> list[tuple[int, str, str]] | None:
+    """(id, kind, body) of the agent's notes on ``mr_id`` a step inserted, from the log; None if a note changed.
+
+    Notes are only ever inserted (the forge has no edit or delete); an update or delete of one is left to the
+    check's query, so the after-image path never has to reason about it.
+    """
+    out = []
+    for r in rows:
+        if r.op != "insert":
+            return None
+        c = r.changes
+        if c.get("merge_request_id") == mr_id and c.get("author_id") == ctx.actor_id:
+            out.append((int(r.key[0]), str(c.get("kind")), str(c.get("body") or "")))
+    return out
+
+
+def _mine(ctx: GradingContext, row: ChangeRow, mr_id: int) -> Any:
+    """The inserted row's values if it is the agent's note on ``mr_id``; True when it is not an insert (re-run)."""
+    if row.op != "insert":
+        return True
+    c = row.changes
+    return c if c.get("merge_request_id") == mr_id and c.get("author_id") == ctx.actor_id else None
+
+
+# What the note checks keep in ``ctx.lasting`` between steps: the first note that decided them (or None), or
+# the verdicts given so far, set by every run of the check (the database's answer) and moved on by the
+# ``on_changes`` evaluators from the inserted notes alone. A note's content never changes once written, so the
+# first matching note stays the first; keys carry the identity of list params (``apart``, ``patterns``), which
+# ``graders.progress`` passes as the same objects on every call.
+
+
+def _state(ctx: GradingContext, key: tuple[Any, ...], owner: Any) -> Any:
+    found = ctx.lasting.get(key, _MISSING)
+    return found[1] if found is not _MISSING and found[0] is owner else _MISSING
+
+
+def _agent_notes(ctx: GradingContext, rows: list[ChangeRow]) -> dict[int, list[tuple[int, str, str]]] | None:
+    """The agent's notes a step inserted, by request, as (id, kind, body); None if a note was updated or deleted.
+
+    Read once a step (``ctx.memo`` is cleared before each) for every note function's ``on_step``.
+    """
+    key = ("agent_notes", id(rows))
+    found = ctx.memo.get(key)
+    if found is not None and found[0] is rows:
+        return found[1]  # type: ignore[no-any-return]
+    out: dict[int, list[tuple[int, str, str]]] = {}
+    for r in rows:
+        if r.op != "insert":
+            ctx.memo[key] = (rows, None)
+            return None
+        c = r.changes
+        if c.get("author_id") == ctx.actor_id and type(mr := c.get("merge_request_id")) is int:
+            out.setdefault(mr, []).append((int(r.key[0]), str(c.get("kind")), str(c.get("body") or "")))
+    ctx.memo[key] = (rows, out)
+    return out
+
+
+def _groups(
+    ctx: GradingContext, params: list[dict[str, Any]], state_key: Any
+) -> dict[tuple[int, str], list[tuple[int, dict[str, Any], tuple[Any, ...]]]]:
+    """A function's checks still waiting for a note, by (request, file), with each one's state key.
+
+    Built once an episode per ``params`` (from the kept states: a check a note decided is left out) and pruned
+    as notes decide checks; dropped when a note is updated or deleted, since every check then re-runs.
+    """
+    key = ("note_groups", id(params))
+    found = ctx.lasting.get(key)
+    if found is None or found[0] is not params:
+        groups: dict[tuple[int, str], list[tuple[int, dict[str, Any], tuple[Any, ...]]]] = {}
+        for pos, kw in enumerate(params):
+            state = state_key(**kw)
+            kept = ctx.lasting.get(state)
+            if kept is not None and kept[0] is kw.get("apart") and kept[1] is not None:
+                continue  # decided by a note already: no later note changes it
+            groups.setdefault((kw["mr_id"], kw.get("file", "")), []).append((pos, kw, state))
+        found = ctx.lasting[key] = (params, groups)
+    return found[1]
+
+
+Verdicts = dict[int, tuple[float, str, dict[str, Any]] | None]
+
+
+def _prune(groups: dict[Any, list[Any]], where: Any, entries: list[Any], out: Verdicts) -> None:
+    """Take the checks this step decided out of their group (a kept first note never changes); drop it if empty."""
+    if out:
+        entries[:] = [e for e in entries if out.get(e[0]) is None]
+        if not entries:
+            del groups[where]
+
+
+def _drop_groups(ctx: GradingContext, params: list[dict[str, Any]]) -> None:
+    ctx.lasting.pop(("note_groups", id(params)), None)
+
+
+@functools.lru_cache(maxsize=256)
+def _snippet(body: str) -> str:
+    """``snippet(body)``, cached: the checks one note decides quote it alike."""
+    return snippet(body)
+
+
+def _names_verdict(
+    hit: tuple[int, str] | None, where: str, pattern: str, also: str | None
+) -> tuple[float, str, dict[str, Any]]:
+    said = f"/{pattern}/" if also is None else f"/{pattern}/ with /{also}/"
+    if hit is not None:
+        return 1.0, f"note {hit[0]} names {where} and {said}: {_snippet(hit[1])}", {}
+    return 0.0, f"no note by the agent names {where} and {said}", {}
+
+
+def _where(file: str, line: int | None, apart: list[tuple[str, str]] | None) -> str:
+    return (file if line is None else f"{file} line {line}") + (" alone" if apart else "")
+
+
+def _names_touches(
+    ctx: GradingContext,
+    row: ChangeRow,
+    mr_id: int,
+    file: str,
+    pattern: str,
+    line: int | None = None,
+    apart: list[tuple[str, str]] | None = None,
+    also: str | None = None,
+) -> bool:
+    """Only a note of the agent's on the request that fits can move the verdict (the evidence names no count)."""
+    c = _mine(ctx, row, mr_id)
+    return c is True or (c is not None and _fits(str(c.get("body") or ""), file, pattern, line, apart, also))
+
+
+def _names_on_changes(
+    ctx: GradingContext,
+    rows: list[ChangeRow],
+    mr_id: int,
+    file: str,
+    pattern: str,
+    line: int | None = None,
+    apart: list[tuple[str, str]] | None = None,
+    also: str | None = None,
+) -> tuple[float, str, dict[str, Any]] | None:
+    """``merge_request_note_names``' verdict from the inserted notes: the first fitting note, kept."""
+    key = _names_key(mr_id, file, pattern, line, apart, also)
+    hit = _state(ctx, key, apart)
+    new = _new_notes(ctx, rows, mr_id)
+    if hit is _MISSING or new is None:
+        return None
+    if hit is None:
+        hit = next(((i, b) for i, _, b in new if _fits(b, file, pattern, line, apart, also)), None)
+        ctx.lasting[key] = (apart, hit)
+    return _names_verdict(hit, _where(file, line, apart), pattern, also)
+
+
+def _names_key(
+    mr_id: int, file: str, pattern: str, line: int | None, apart: list[tuple[str, str]] | None, also: str | None
+) -> tuple[Any, ...]:
+    return ("note_names", mr_id, file, pattern, line, also, id(apart))
+
+
+def _names_step(ctx: GradingContext, rows: list[ChangeRow], params: list[dict[str, Any]]) -> Verdicts:
+    """Every ``merge_request_note_names`` check at once: only a new note naming a check's file is tested on it.
+
+    A check some note decided leaves its group (the first fitting note stays the first), so a step tests a new
+    note only on the checks of its file still waiting for one.
+    """
+    new = _agent_notes(ctx, rows)
+    if new is None:
+        _drop_groups(ctx, params)  # a note changed: every check re-runs, and the groups are made again after
+        return dict.fromkeys(range(len(params)))
+    out: Verdicts = {}
+    if not new:
+        return out
+    lasting = ctx.lasting
+    groups = _groups(ctx, params, _names_key)
+    for where_, entries in list(groups.items()):
+        mr, file = where_
+        named = [(i, b) for i, _, b in new.get(mr, ()) if _names_file(b, file)]
+        if not named:
+            continue
+        for pos, kw, key in entries:
+            apart = kw["apart"]
+            found = lasting.get(key)
+            if found is None or found[0] is not apart:  # never run: re-run it
+                out[pos] = None
+                continue
+            if found[1] is not None:  # decided by an earlier note, which stays the first
+                continue
+            pattern, line, also = kw["pattern"], kw["line"], kw["also"]
+            for hit in named:
+                if _fits(hit[1], file, pattern, line, apart, also):
+                    lasting[key] = (apart, hit)
+                    out[pos] = _names_verdict(hit, _where(file, line, apart), pattern, also)
+                    break
+        _prune(groups, where_, entries, out)
+    return out
+
+
+@check_fn(
+    "merge_request_note_names",
+    reads=("merge_request_notes",),
+    touches=_names_touches,
+    on_changes=_names_on_changes,
+    on_step=_names_step,
+)
 def merge_request_note_names(
     ctx: GradingContext,
     mr_id: int,
@@ -366,49 +677,236 @@ def merge_request_note_names(
     pattern: Regex,
     line: Annotated[int, Field(ge=1)] | None = None,
     apart: list[tuple[str, Regex]] | None = None,
+    also: Regex | None = None,
 ) -> CheckOutcome:
     """A note the agent left on request ``mr_id`` (a comment or a review's body) names ``file`` and ``pattern``.
 
     How a reviewer flags one broken rule: the comment says where (the file, and with ``line`` that line as
     ``line 12``, ``L12`` or ``file.py:12``) and what (the rule's words). With ``apart`` (other findings as
     (file, pattern)), the note must name none of them: one comment per finding, as review threads are
-    resolved one at a time.
+    resolved one at a time. With ``also``, the same note must say that too (the function at fault, or the fix
+    the checklist asks for): what turns a flag into a comment the author can act on.
     """
-    notes = _notes(ctx, mr_id)
-    where = file if line is None else f"{file} line {line}"
-    at = re.compile(rf"(?:\bline\s*|\bL|\.py:){line}(?!\d)", re.IGNORECASE) if line is not None else None
+    hit = next(
+        ((n.id, n.body or "") for n in _notes(ctx, mr_id) if _fits(n.body or "", file, pattern, line, apart, also)),
+        None,
+    )
+    ctx.lasting[_names_key(mr_id, file, pattern, line, apart, also)] = (apart, hit)
+    score, evidence, _ = _names_verdict(hit, _where(file, line, apart), pattern, also)
+    return CheckOutcome.of(score == 1.0, evidence)
 
-    def fits(body: str) -> bool:
-        if not (_names_file(body, file) and rx(pattern).search(body) and (at is None or at.search(body))):
-            return False
-        return not any(_names_file(body, f) and rx(p).search(body) for f, p in apart or ())
 
-    hit = next((n for n in notes if fits(n.body or "")), None)
-    alone = " alone" if apart else ""
+def _flags(body: str, file: str, pattern: str) -> bool:
+    return (not file or _names_file(body, file)) and _says(body, pattern)
+
+
+def _spares_verdict(hit: tuple[int, str] | None, file: str, pattern: str) -> tuple[float, str, dict[str, Any]]:
     if hit is not None:
-        return CheckOutcome.of(True, f"note {hit.id} names {where}{alone} and /{pattern}/: {snippet(hit.body)}")
-    return CheckOutcome.of(False, f"none of the agent's {len(notes)} note(s) names {where}{alone} and /{pattern}/")
+        return 0.0, f"note {hit[0]} flags {file or 'the change'} (/{pattern}/): {snippet(hit[1])}", {}
+    return 1.0, f"no note by the agent flags {file or 'the change'} (/{pattern}/)", {}
 
 
-@check_fn("merge_request_note_spares", reads=("merge_request_notes",))
+def _spares_touches(ctx: GradingContext, row: ChangeRow, mr_id: int, file: str, pattern: str) -> bool:
+    """Only a note of the agent's on the request that flags ``file`` by ``pattern`` can move the verdict."""
+    c = _mine(ctx, row, mr_id)
+    return c is True or (c is not None and _flags(str(c.get("body") or ""), file, pattern))
+
+
+def _spares_on_changes(
+    ctx: GradingContext, rows: list[ChangeRow], mr_id: int, file: str, pattern: str
+) -> tuple[float, str, dict[str, Any]] | None:
+    """``merge_request_note_spares``' verdict from the inserted notes: the first false flag, kept."""
+    key = ("note_spares", mr_id, file, pattern)
+    hit = _state(ctx, key, None)
+    new = _new_notes(ctx, rows, mr_id)
+    if hit is _MISSING or new is None:
+        return None
+    if hit is None:
+        hit = next(((i, b) for i, _, b in new if _flags(b, file, pattern)), None)
+        ctx.lasting[key] = (None, hit)
+    return _spares_verdict(hit, file, pattern)
+
+
+def _spares_key(mr_id: int, file: str, pattern: str) -> tuple[Any, ...]:
+    return ("note_spares", mr_id, file, pattern)
+
+
+def _spares_step(ctx: GradingContext, rows: list[ChangeRow], params: list[dict[str, Any]]) -> Verdicts:
+    """Every ``merge_request_note_spares`` check at once: only a new note naming a check's file is tested on it."""
+    new = _agent_notes(ctx, rows)
+    if new is None:
+        _drop_groups(ctx, params)
+        return dict.fromkeys(range(len(params)))
+    out: Verdicts = {}
+    if not new:
+        return out
+    groups = _groups(ctx, params, _spares_key)
+    for where_, entries in list(groups.items()):
+        mr, file = where_
+        named = [(i, b) for i, _, b in new.get(mr, ()) if not file or _names_file(b, file)]
+        if not named:
+            continue
+        for pos, kw, key in entries:
+            hit = _state(ctx, key, None)
+            if hit is not None:  # already flagged by an earlier note (it stays the first), or never run: re-run
+                if hit is _MISSING:
+                    out[pos] = None
+                continue
+            hit = next(((i, b) for i, b in named if _says(b, kw["pattern"])), None)
+            if hit is not None:
+                ctx.lasting[key] = (None, hit)
+                out[pos] = _spares_verdict(hit, file, kw["pattern"])
+        _prune(groups, where_, entries, out)
+    return out
+
+
+@check_fn(
+    "merge_request_note_spares",
+    reads=("merge_request_notes",),
+    touches=_spares_touches,
+    on_changes=_spares_on_changes,
+    on_step=_spares_step,
+)
 def merge_request_note_spares(ctx: GradingContext, mr_id: int, file: str, pattern: Regex) -> CheckOutcome:
     """No note the agent left on request ``mr_id`` names ``file`` (any, when empty) with ``pattern``: a false flag."""
-    notes = _notes(ctx, mr_id)
-    hit = next(
-        (n for n in notes if (not file or _names_file(n.body or "", file)) and rx(pattern).search(n.body or "")), None
-    )
-    if hit is not None:
-        return CheckOutcome.of(False, f"note {hit.id} flags {file or 'the change'} (/{pattern}/): {snippet(hit.body)}")
-    return CheckOutcome.of(True, f"none of the agent's {len(notes)} note(s) flags {file or 'the change'} (/{pattern}/)")
+    hit = next(((n.id, n.body or "") for n in _notes(ctx, mr_id) if _flags(n.body or "", file, pattern)), None)
+    ctx.lasting[("note_spares", mr_id, file, pattern)] = (None, hit)
+    score, evidence, _ = _spares_verdict(hit, file, pattern)
+    return CheckOutcome.of(score == 1.0, evidence)
 
 
-@check_fn("merge_request_verdict", reads=("merge_request_notes",))
+def _verdicts_verdict(mr_id: int, verdict: str, given: tuple[str, ...]) -> tuple[float, str, dict[str, Any]]:
+    if not given:
+        return 0.0, f"the agent gave no verdict on request {mr_id}", {}
+    ok = all(k == verdict for k in given)
+    return float(ok), f"the agent's verdicts on request {mr_id}: {', '.join(given)} (wanted {verdict})", {}
+
+
+def _verdict_touches(ctx: GradingContext, row: ChangeRow, mr_id: int, verdict: str) -> bool:
+    """Only a verdict of the agent's on the request (approve or request changes) can move the check."""
+    c = _mine(ctx, row, mr_id)
+    return c is True or (c is not None and c.get("kind") in _VERDICTS)
+
+
+def _verdict_on_changes(
+    ctx: GradingContext, rows: list[ChangeRow], mr_id: int, verdict: str
+) -> tuple[float, str, dict[str, Any]] | None:
+    """``merge_request_verdict``'s verdict from the inserted notes: the verdicts so far, extended in id order."""
+    key = ("note_verdicts", mr_id)
+    state = _state(ctx, key, None)
+    new = _new_notes(ctx, rows, mr_id)
+    if state is _MISSING or new is None:
+        return None
+    last, given = state
+    for i, kind, _ in new:
+        if i > last:  # several checks of one request share the state: a note is counted once
+            last, given = i, (*given, kind) if kind in _VERDICTS else given
+    ctx.lasting[key] = (None, (last, given))
+    return _verdicts_verdict(mr_id, verdict, given)
+
+
+def _verdict_step(ctx: GradingContext, rows: list[ChangeRow], params: list[dict[str, Any]]) -> Verdicts:
+    """Every ``merge_request_verdict`` check at once: only a step with a new verdict on its request moves one."""
+    new = _agent_notes(ctx, rows)
+    if new is None:
+        return dict.fromkeys(range(len(params)))
+    out: Verdicts = {}
+    if not new:
+        return out
+    for pos, kw in enumerate(params):
+        if any(k in _VERDICTS for _, k, _ in new.get(kw["mr_id"], ())):
+            out[pos] = _verdict_on_changes(ctx, rows, **kw)
+    return out
+
+
+@check_fn(
+    "merge_request_verdict",
+    reads=("merge_request_notes",),
+    touches=_verdict_touches,
+    on_changes=_verdict_on_changes,
+    on_step=_verdict_step,
+)
 def merge_request_verdict(
     ctx: GradingContext, mr_id: int, verdict: Literal["approve", "request_changes"]
 ) -> CheckOutcome:
     """The agent reviewed request ``mr_id`` and every verdict it gave is ``verdict`` (a wrong one is never undone)."""
-    given = [n.kind for n in _notes(ctx, mr_id) if n.kind in ("approve", "request_changes")]
-    if not given:
-        return CheckOutcome.of(False, f"the agent gave no verdict on request {mr_id}")
-    ok = all(k == verdict for k in given)
-    return CheckOutcome.of(ok, f"the agent's verdicts on request {mr_id}: {', '.join(given)} (wanted {verdict})")
+    notes = _notes(ctx, mr_id)
+    given = tuple(str(n.kind) for n in notes if n.kind in _VERDICTS)
+    ctx.lasting[("note_verdicts", mr_id)] = (None, (max((int(n.id) for n in notes), default=0), given))
+    score, evidence, _ = _verdicts_verdict(mr_id, verdict, given)
+    return CheckOutcome.of(score == 1.0, evidence)
+
+
+def _says_all(body: str, patterns: list[str]) -> bool:
+    return all(_says(body, p) for p in patterns)
+
+
+def _review_verdict(
+    hit: tuple[int, str] | None, verdict: str, patterns: list[str]
+) -> tuple[float, str, dict[str, Any]]:
+    said = ", ".join(f"/{p}/" for p in patterns)
+    if hit is not None:
+        return 1.0, f"the agent's {verdict} review (note {hit[0]}) says {said}: {snippet(hit[1])}", {}
+    return 0.0, f"no {verdict} review by the agent says all of {said}", {}
+
+
+def _review_touches(ctx: GradingContext, row: ChangeRow, mr_id: int, verdict: str, patterns: list[str]) -> bool:
+    """Only a review of the agent's with that verdict saying every pattern can move the check."""
+    c = _mine(ctx, row, mr_id)
+    return c is True or (c is not None and c.get("kind") == verdict and _says_all(str(c.get("body") or ""), patterns))
+
+
+def _review_on_changes(
+    ctx: GradingContext, rows: list[ChangeRow], mr_id: int, verdict: str, patterns: list[str]
+) -> tuple[float, str, dict[str, Any]] | None:
+    """``merge_request_review_says``' verdict from the inserted notes: the first fitting review, kept."""
+    key = ("review_says", mr_id, verdict, id(patterns))
+    hit = _state(ctx, key, patterns)
+    new = _new_notes(ctx, rows, mr_id)
+    if hit is _MISSING or new is None:
+        return None
+    if hit is None:
+        hit = next(((i, b) for i, k, b in new if k == verdict and _says_all(b, patterns)), None)
+        ctx.lasting[key] = (patterns, hit)
+    return _review_verdict(hit, verdict, patterns)
+
+
+def _review_step(ctx: GradingContext, rows: list[ChangeRow], params: list[dict[str, Any]]) -> Verdicts:
+    """Every ``merge_request_review_says`` check at once: only a new review with its verdict is tested on it."""
+    new = _agent_notes(ctx, rows)
+    if new is None:
+        return dict.fromkeys(range(len(params)))
+    out: Verdicts = {}
+    if not new:
+        return out
+    for pos, kw in enumerate(params):
+        if any(k == kw["verdict"] for _, k, _ in new.get(kw["mr_id"], ())):
+            out[pos] = _review_on_changes(ctx, rows, **kw)
+    return out
+
+
+@check_fn(
+    "merge_request_review_says",
+    reads=("merge_request_notes",),
+    touches=_review_touches,
+    on_changes=_review_on_changes,
+    on_step=_review_step,
+)
+def merge_request_review_says(
+    ctx: GradingContext,
+    mr_id: int,
+    verdict: Literal["approve", "request_changes"],
+    patterns: Annotated[list[Regex], Field(min_length=1)],
+) -> CheckOutcome:
+    """A ``verdict`` review the agent gave on request ``mr_id`` says every one of ``patterns`` (any case).
+
+    A review's body is the summary the author reads first: a "request changes" that says which rules broke
+    tells them what to fix before they open a single comment.
+    """
+    hit = next(
+        ((n.id, n.body or "") for n in _notes(ctx, mr_id) if n.kind == verdict and _says_all(n.body or "", patterns)),
+        None,
+    )
+    ctx.lasting[("review_says", mr_id, verdict, id(patterns))] = (patterns, hit)
+    score, evidence, _ = _review_verdict(hit, verdict, patterns)
+    return CheckOutcome.of(score == 1.0, evidence)

@@ -23,7 +23,7 @@ from typing import Any, Literal
 from sqlalchemy import text
 
 from graders.base import CheckOutcome, GradingContext, check_fn
-from graders.checks_code import _base, _git, _head, _request
+from graders.checks_code import _base, _git, _head, _request, request_touches
 from graders.checks_common import Regex, inserted_ids, listing, rows_in, rx, snippet
 from mcp_tools.git.pipeline import PIPELINE_LIMITS, code_sandbox
 from mcp_tools.git.trees import export
@@ -56,7 +56,7 @@ def _new_tests(ctx: GradingContext, repo: str) -> tuple[Any, str | None, list[st
     return row, head, sorted(added)
 
 
-@check_fn("merge_request_adds_test", reads=_REQUESTS)
+@check_fn("merge_request_adds_test", reads=_REQUESTS, touches=request_touches)
 def merge_request_adds_test(ctx: GradingContext, repo: str) -> CheckOutcome:
     """The request adds at least one test file under ``tests/`` (``test_*.py``)."""
     row, head, added = _new_tests(ctx, repo)
@@ -67,7 +67,7 @@ def merge_request_adds_test(ctx: GradingContext, repo: str) -> CheckOutcome:
     return CheckOutcome.of(True, f"!{row.number} adds {listing(added)}")
 
 
-@check_fn("merge_request_keeps_tests", reads=_REQUESTS)
+@check_fn("merge_request_keeps_tests", reads=_REQUESTS, touches=request_touches)
 def merge_request_keeps_tests(ctx: GradingContext, repo: str) -> CheckOutcome:
     """The request only adds files under ``tests/``: no existing test changed or deleted, no pytest config.
 
@@ -125,7 +125,7 @@ def _run_tests(ctx: GradingContext, repo: str, head: str, tests: list[str], sour
     return outcome, f"exit {result.exit_code}: {last[:100]}"
 
 
-@check_fn("merge_request_test_outcome", reads=_REQUESTS)
+@check_fn("merge_request_test_outcome", reads=_REQUESTS, touches=request_touches)
 def merge_request_test_outcome(
     ctx: GradingContext, repo: str, code: Literal["buggy", "fixed"], expect: Literal["failed", "passed"]
 ) -> CheckOutcome:
@@ -148,7 +148,7 @@ def merge_request_test_outcome(
     )
 
 
-@check_fn("merge_request_test_matches", reads=_REQUESTS)
+@check_fn("merge_request_test_matches", reads=_REQUESTS, touches=request_touches)
 def merge_request_test_matches(ctx: GradingContext, repo: str, patterns: list[Regex], label: str) -> CheckOutcome:
     """One test file the request adds matches every pattern (the customer's input, as the module takes it)."""
     row, head, added = _new_tests(ctx, repo)

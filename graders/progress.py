@@ -22,6 +22,10 @@ evaluator. Judge checks are never asked mid-episode (a model
 call per step would cost more than the episode); they are left out of the value, as an unjudged check is in
 ``grade``.
 
+A function with an ``on_step`` evaluator settles all of its table checks with one call a step instead of a
+``touches`` and an ``on_changes`` call per check (a review rubric has a check per comment it expects; asking each
+whether a note concerns it costs more than reading the note once, by file).
+
 What keeps a step cheap: lookups are kept across steps until a table they read changes
 (``GradingContext.kept``/``forget``), answers that cannot change during an episode are kept for it
 (``GradingContext.lasting``: a logged row's natural key, the collateral verdict of the rows seen so far, the
@@ -134,6 +138,8 @@ class Progress:
         self._on_rows: dict[int, Callable[..., Any]] = {}  # row checks that can decide from the rows alone
         self._on_changes: dict[int, Callable[..., Any]] = {}  # table checks that can decide from the rows alone
         self._unbound: dict[int, Iterable[str]] = {}  # table checks with a ``rows`` hook whose rows do not exist yet
+        # table checks whose function has ``on_step``: by (function, tables), its evaluator, checks and their params
+        self._grouped: dict[tuple[str, tuple[str, ...]], tuple[Callable[..., Any], list[int], list[Any]]] = {}
         self._started = False
         self._moved = False  # a check's score moved during this update
         # The running parts of the value (no ``needs``): each counted check's weighted score, in rubric order
@@ -212,6 +218,8 @@ class Progress:
                     check_rows.sort(key=_seq)
                 if not self._decided(i, check_rows):
                     stale.add(i)
+            if self._grouped:
+                self._step_groups(by_table, stale)
             for i in self._traced:  # trace checks that fold the new steps in themselves
                 if self._decided(i, changed):
                     stale.discard(i)
@@ -265,6 +273,26 @@ class Progress:
         for i in woken:
             for index, name in self._held.pop(i):
                 index[name].discard(i)
+
+    def _step_groups(self, by_table: dict[str, list[ChangeRow]], stale: set[int]) -> None:
+        """Settle the checks of each ``on_step`` function whose tables the step changed, one call per function."""
+        for (_, tables), (on_step, checks, params) in self._grouped.items():
+            found = [by_table[t] for t in tables if t in by_table]
+            if not found:
+                continue
+            rows = found[0] if len(found) == 1 else sorted((r for f in found for r in f), key=_seq)
+            try:
+                verdicts = on_step(self.ctx, rows, params)
+            except Exception:  # an evaluator that fails re-runs every check of it: exactness first
+                verdicts = dict.fromkeys(range(len(checks)))
+            for pos, out in verdicts.items():
+                i = checks[pos]
+                if i in stale:
+                    continue
+                if out is None:
+                    stale.add(i)
+                else:
+                    self._store(i, out)
 
     def _decided(self, i: int, rows: list[ChangeRow]) -> bool:
         """Settle check ``i`` from its changed rows with its ``on_rows``/``on_changes`` evaluator if it can tell.
@@ -376,6 +404,11 @@ class Progress:
                 continue
             if spec.reads is not None:
                 tables = spec.reads if isinstance(spec.reads, frozenset) else spec.reads(**kwargs)
+                if spec.on_step is not None and spec.rows is None:
+                    group = self._grouped.setdefault((check.fn, tuple(sorted(tables))), (spec.on_step, [], []))
+                    group[1].append(i)
+                    group[2].append(kwargs)
+                    continue
                 for table in tables:
                     self._by_table.setdefault(table, []).append(i)
                 if spec.touches is not None:

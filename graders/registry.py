@@ -91,6 +91,13 @@ class CheckFnSpec:
     tables. It must never let a verdict stand that a change could move. Such a check's evaluator is also asked
     once when progress starts, with no rows (its one-off reads done in the step that grades every check), and
     held from then if its verdict is the grade's."""
+    on_step: Callable[..., Mapping[int, tuple[float, str, Mapping[str, Any]] | None]] | None = None
+    """``on_step(ctx, rows, params)``: for a ``reads`` function (no ``rows``), every check of the rubric that uses
+    it at once: ``params`` lists their params (the same list, in rubric order, on every step) and ``rows`` are
+    the step's changes to the function's tables. It returns, by position in ``params``, the new verdict of each
+    check the rows may change (as ``on_changes`` does; None re-runs that check); a check it leaves out stands.
+    One call a step instead of a ``touches`` and an ``on_changes`` call per check, which is what a rubric with
+    a score per comment of a review needs. It must never leave out a check whose verdict moved."""
 
     @functools.cached_property
     def params(self) -> type[BaseModel]:
@@ -159,6 +166,7 @@ def check_fn(
     on_rows: Callable[..., tuple[float, str, Mapping[str, Any]] | None] | None = None,
     on_changes: Callable[..., tuple[float, str, Mapping[str, Any]] | None] | None = None,
     holds: Callable[..., tuple[Any, Any, Any] | None] | None = None,
+    on_step: Callable[..., Mapping[int, tuple[float, str, Mapping[str, Any]] | None]] | None = None,
 ) -> Callable[[_Fn], _Fn]:
     """Register ``fn(ctx, **params)`` under ``name``; params must be typed keyword parameters.
 
@@ -167,7 +175,8 @@ def check_fn(
     per-step progress score re-runs a check only after a step that changed it (see ``CheckFnSpec``); a state
     check that declares neither is re-run after every step that changed anything. ``columns`` narrows ``rows``
     to the columns read, and ``on_rows`` (``on_changes`` for a ``reads`` check) decides the verdict from the
-    changed rows alone when it can, and ``holds`` what must change before its verdict can.
+    changed rows alone when it can, ``holds`` what must change before its verdict can, and ``on_step`` decides
+    for all of a rubric's checks of the function at once.
     """
 
     def register(fn: _Fn) -> _Fn:
@@ -189,6 +198,7 @@ def check_fn(
             on_rows=on_rows,
             on_changes=on_changes,
             holds=holds,
+            on_step=on_step,
         )
         return fn
 

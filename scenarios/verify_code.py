@@ -110,6 +110,32 @@ _SAYS = {
 """How a reviewer names each checklist rule (words, case-insensitive), written apart from the rubric's patterns."""
 
 
+_FUNCTION = {
+    "docstring": "{}_reference",
+    "print": "record_{}",
+    "todo": "{}_within_limit",
+    "cents": "{}_fee",
+    "except": "parse_{}_amount",
+}
+"""The function the family plants each violation in, by the module's name (as its source templates write it)."""
+
+
+def _fixes(body: str, rule: str) -> bool:
+    """Whether a comment says how to fix a break of ``rule`` the way its checklist entry asks."""
+    words = _words(body)
+    if rule == "docstring":
+        return bool(words & {"add", "write"})
+    if rule == "print":
+        return bool(words & {"log", "logger", "logging"})
+    if rule == "todo":
+        return "TODO(" in body.upper() or ("ticket" in words and bool(words & {"file", "open", "create", "link"}))
+    if rule == "cents":
+        return bool(words & {"int", "integer"})
+    return "catch" in words or any(
+        w.endswith(("error", "exception")) and w not in ("error", "exception") for w in words
+    )
+
+
 def _words(body: str) -> set[str]:
     return {w.lower() for w in re.findall(r"[A-Za-z]+", body)}
 
@@ -125,7 +151,9 @@ def _mentions(body: str, path: str) -> bool:
 
 
 def verify_code_review(ev: Evidence) -> Verdict:
-    """The request open, a note per violation (file and rule), none on a trap, only "request changes" given.
+    """The request open, a note per violation, none on a trap, only "request changes", its body naming the rules.
+
+    Per violation, a note names the file and the rule, points at the line, and names the function and the fix.
 
     The agent must have changed nothing but notes on the request. Read from the forge's rows (the agent's
     ``merge_request_notes``, the request's state) and the change log.
@@ -152,6 +180,11 @@ def verify_code_review(ev: Evidence) -> Verdict:
             reasons.append(f"no note flags {v['file']} for the {v['rule']} rule")
         elif not any(str(v["line"]) in re.findall(r"(?i)(?:line\s*|L|:)(\d+)", b) for b in flags):
             reasons.append(f"the note on {v['file']} ({v['rule']}) does not point at line {v['line']}")
+        function = _FUNCTION[v["rule"]].format(v["file"].rsplit("/", 1)[-1].removesuffix(".py"))
+        if flags and not any(function in re.findall(r"\w+", b) for b in flags):
+            reasons.append(f"no note on {v['file']} ({v['rule']}) names the function {function}()")
+        if flags and not any(_fixes(b, v["rule"]) for b in flags):
+            reasons.append(f"no note on {v['file']} ({v['rule']}) says how to fix it")
         others = [o for o in p["violations"] if o is not v]
         if flags and all(any(_mentions(b, o["file"]) and _says(b, o["rule"]) for o in others) for b in flags):
             reasons.append(f"{v['file']} ({v['rule']}) is flagged only together with other findings")
@@ -159,6 +192,9 @@ def verify_code_review(ev: Evidence) -> Verdict:
         rule = str(t["rule"])
         if any(_mentions(b, t["file"]) and (not rule or _says(b, rule)) for _, b in notes):
             reasons.append(f"a note flags the trap {t['trap']} in {t['file']}")
+    broken = {str(v["rule"]) for v in p["violations"]}
+    if not any(k == "request_changes" and all(_says(b, r) for r in broken) for k, b in notes):
+        reasons.append(f"no request-changes review names every broken rule ({', '.join(sorted(broken))})")
     kept = set(_SAYS) - {str(v["rule"]) for v in p["violations"]} - {str(t["rule"]) for t in p["traps"]}
     for rule in sorted(kept):
         if any(_says(b, rule) for _, b in notes):

@@ -15,12 +15,14 @@ default branch by someone else).
 Difficulty: violations 1, 2, 3, 4 and exception traps 1, 2, 3, 4 at 0..3 (plus the pre-existing file at every
 level); the CLI's ``print()`` is always one of the traps.
 
-What counts: gates: the request is still open (not merged or closed) and the agent changed nothing but notes
-on it. Scored: per violation, a note naming its file and its rule, that note pointing at the line, and a note
-flagging it alone (one comment per violation) (3 in all, split between the violations, 4:1:1); per trap, no
-note naming its file and its rule (1 each), and per rule the change keeps with no trap about it, no note
-claiming it broken (0.5 each; both need the verdict, so doing nothing earns none); the verdict: request
-changes, never an approval (2).
+What counts (rubric version 2): gates: the request is still open (not merged or closed) and the agent changed
+nothing but notes on it. Scored, per violation: a note naming its file and its rule, that note pointing at the
+line, a note flagging it alone (one comment per violation), a note naming the function at fault, and a note
+saying the fix the checklist asks for (3.75 in all, split between the violations); per trap, no note naming its
+file and its rule (1 each), and per rule the change keeps with no trap about it, no note claiming it broken (0.5
+each; both need the verdict, so doing nothing earns none); the verdict: request changes, never an approval (2),
+and the review's body naming every broken rule (0.5). Version 1 (no function, fix or summary) stays available
+through ``older_rubric`` to rescore old traces.
 """
 
 from __future__ import annotations
@@ -95,6 +97,29 @@ PROMPTS = (
     " Leave merging and fixing to @{author}. Submit when you are finished.",
 )
 """What the agent is asked, in three wordings (stream ``scenario/code-review/prompt``)."""
+
+
+FIXES: dict[str, tuple[str, str]] = {
+    "docstring": (r"\b(add|write)\b", "add one"),
+    "print": (r"\blog(ger|ging)?\b", "log through the module's logger"),
+    "todo": (r"TODO\(|\b(file|open|create|link)\b[^.\n]*\bticket\b", "file a ticket and name it in the TODO"),
+    "cents": (r"\bint(eger)?\b", "integer cents"),
+    "except": (r"\bcatch\b|\b[A-Z]\w*(Error|Exception)\b", "catch the exceptions it expects"),
+}
+"""How a comment says the fix each rule's checklist entry asks for (case-insensitive), and the fix in words."""
+CULPRITS = {
+    "docstring": "{noun}_reference",
+    "print": "record_{noun}",
+    "todo": "{noun}_within_limit",
+    "cents": "{noun}_fee",
+    "except": "parse_{noun}_amount",
+}
+"""The function each violation is planted in, by its module's noun (``_violation`` writes them)."""
+
+
+def culprit(rule: str, noun: str) -> str:
+    """The name of the function in the module about ``noun`` that breaks ``rule``."""
+    return CULPRITS[rule].format(noun=noun)
 
 
 MARKS = {
@@ -344,7 +369,88 @@ class CodeReview:
 
     @staticmethod
     def rubric(params: dict[str, Any]) -> Rubric:
-        """Gates: request still open, nothing else changed. Per violation a flag, per trap a spare, the verdict."""
+        """Version 2: version 1's checks, then per violation its function and fix, and the review's summary.
+
+        Gates: the request still open, nothing else changed. Per violation a comment the author can act on (the
+        file and rule, its line, by itself, the function at fault, the fix); per trap and kept rule a spare;
+        the verdict and a summary naming the broken rules.
+        """
+        mr_id, violations = int(params["mr_id"]), params["violations"]
+        checks = CodeReview._checks_v1(params)
+        checks[0] = {  # the same gate, read from the request's state column alone (a note only bumps updated_at)
+            **checks[0],
+            "fn": "merge_request_state",
+            "params": {"mr_id": mr_id, "state": "open"},
+        }
+        for v in violations:
+            name = v["file"].rsplit("/", 1)[-1]
+            flag = f"flags-{v['rule']}-{name}"
+            named = {"mr_id": mr_id, "file": v["file"], "pattern": RULES[v["rule"]]}
+            fn = culprit(v["rule"], name[:-3])
+            checks.append(
+                {
+                    "id": f"function-{v['rule']}-{name}",
+                    "description": f"That note names {fn}(), the function in {v['file']} that breaks the rule.",
+                    "weight": 0.25 / len(violations),
+                    "needs": [flag],
+                    "fn": "merge_request_note_names",
+                    "params": {**named, "also": rf"\b{re.escape(fn)}\b"},
+                }
+            )
+            checks.append(
+                {
+                    "id": f"fix-{v['rule']}-{name}",
+                    "description": f"That note says how to fix it as the checklist asks ({FIXES[v['rule']][1]}).",
+                    "weight": 0.5 / len(violations),
+                    "needs": [flag],
+                    "fn": "merge_request_note_names",
+                    "params": {**named, "also": FIXES[v["rule"]][0]},
+                }
+            )
+        broken = sorted({str(v["rule"]) for v in violations})
+        checks.append(
+            {
+                "id": "summary",
+                "description": f"The review that requests changes says which rules break ({', '.join(broken)}).",
+                "weight": 0.5,
+                "needs": ["verdict"],
+                "fn": "merge_request_review_says",
+                "params": {"mr_id": mr_id, "verdict": "request_changes", "patterns": [RULES[r] for r in broken]},
+            }
+        )
+        return load_rubric(
+            {
+                "id": "code-review",
+                "version": 2,
+                "description": "Review a merge request by the team's checklist: one actionable comment per violation,"
+                " no false flags, request changes and say why.",
+                "checks": checks,
+            }
+        )
+
+    @staticmethod
+    def older_rubric(instance: ScenarioInstance, version: int) -> Rubric | None:
+        """Version 1 (flag, line and one comment per violation; no function, fix or summary), for old traces."""
+        if version != 1 or instance.rubric.id != "code-review":  # a variant's rubric has its own history
+            return None
+        return CodeReview._rubric_v1(dict(instance.params))
+
+    @staticmethod
+    def _rubric_v1(params: dict[str, Any]) -> Rubric:
+        """Version 1: gates, per violation a flag, its line and a note of its own, per trap a spare, the verdict."""
+        return load_rubric(
+            {
+                "id": "code-review",
+                "version": 1,
+                "description": "Review a merge request by the team's checklist: one comment per violation, no"
+                " false flags, request changes.",
+                "checks": CodeReview._checks_v1(params),
+            }
+        )
+
+    @staticmethod
+    def _checks_v1(params: dict[str, Any]) -> list[dict[str, Any]]:
+        """Version 1's checks, which version 2 keeps as they were and adds to."""
         mr_id, violations = int(params["mr_id"]), params["violations"]
         checks: list[dict[str, Any]] = [
             {
@@ -435,20 +541,7 @@ class CodeReview:
                     "params": {"mr_id": mr_id, "file": t["file"], "pattern": RULES[rule] if rule else "."},
                 }
             )
-        return load_rubric(
-            {
-                "id": "code-review",
-                "version": 1,
-                "description": "Review a merge request by the team's checklist: one comment per violation, no"
-                " false flags, request changes.",
-                "checks": checks,
-            }
-        )
-
-    @staticmethod
-    def older_rubric(instance: ScenarioInstance, version: int) -> Rubric | None:
-        """No older versions yet."""
-        return None
+        return checks
 
     # -- oracle -----------------------------------------------------------------------------------------
 
@@ -470,8 +563,8 @@ class CodeReview:
         for body in findings:
             env.call("git_mr_comment", mr_id=mr["id"], body=body)
         if findings:
-            summary = f"Requesting changes: {len(findings)} item(s) break the review checklist; see my comments."
-            env.call("git_mr_review", mr_id=mr["id"], verdict="request_changes", body=summary)
+            body = summary(findings, checklist)
+            env.call("git_mr_review", mr_id=mr["id"], verdict="request_changes", body=body)
         else:
             env.call("git_mr_review", mr_id=mr["id"], verdict="approve", body="Clean against the checklist.")
         env.call("submit", summary=f"Reviewed !{number}: {len(findings)} comment(s)")
@@ -497,27 +590,41 @@ def _added_lines(patch: str) -> dict[str, list[tuple[int, str]]]:
 
 
 def lint(path: str, lines: list[tuple[int, str]], checklist: str) -> list[tuple[int, str]]:
-    """The checklist's rules applied to a file's added lines, with the exceptions the checklist states."""
+    """The checklist's rules applied to a file's added lines, with the exceptions the checklist states.
+
+    Each finding names the function it sits in and the fix its rule asks for, so the author can act on it
+    without opening the checklist.
+    """
     allows = checklist.lower()
     cli = "cli.py" in allows and path.endswith("/cli.py")
     found: list[tuple[int, str]] = []
+    where = "module level"
     for i, (n, text) in enumerate(lines):
         code = text.strip()
         fn = re.match(r"def (\w+)\(", code)
         if fn is not None:
             name = fn.group(1)
+            where = f"{name}()"
             nxt = lines[i + 1][1].strip() if i + 1 < len(lines) else ""
             private = name.startswith("_") and "underscore" in allows
             if not nxt.startswith('"""') and not private:
-                found.append((n, f"function {name}() has no docstring (rule 1)."))
+                found.append((n, f"function {name}() has no docstring (rule 1); add one saying what it returns."))
             rate = re.search(r"rate|percent", name) is not None and "rates and percentages" in allows
             if "float" in code and not rate:
                 found.append((n, f"{name}() handles money as a float; amounts must be integer cents (rule 4)."))
         if re.match(r"print\(", code) and not cli:
-            found.append((n, "print() in library code; log through the module's logger instead (rule 2)."))
+            found.append((n, f"print() in library code, in {where}; log through the module's logger instead (rule 2)."))
         todo = re.search(r"#\s*TODO(\(([A-Z][A-Z0-9]*-\d+)\))?", code)
         if todo is not None and not (todo.group(2) and "names its ticket" in allows):
-            found.append((n, "a TODO without a ticket key; file one and write TODO(KEY-123) (rule 3)."))
+            found.append((n, f"a TODO without a ticket key in {where}; file one and write TODO(KEY-123) (rule 3)."))
         if code == "except:":
-            found.append((n, "a bare except: hides real errors; catch the ones you expect (rule 5)."))
+            found.append((n, f"a bare except: in {where} hides real errors; catch the ones you expect (rule 5)."))
     return found
+
+
+def summary(findings: list[str], checklist: str) -> str:
+    """A "request changes" body naming each checklist rule the findings break, by its title in the checklist."""
+    titles = dict(re.findall(r"^###\s*(\d+)\.\s*(.+)$", checklist, re.MULTILINE))
+    broken = sorted({int(n) for f in findings for n in re.findall(r"\(rule (\d+)\)", f)})
+    said = "; ".join(f"{titles.get(str(n), f'rule {n}')} (rule {n})" for n in broken)
+    return f"Requesting changes: {len(findings)} item(s) break the review checklist: {said}. See my comments."

@@ -18,6 +18,8 @@ from sim.episode import Episode
 from worlds.spec import WorldSpec
 
 SCENARIO = "code-review-v0"
+RULE_NUMBER = {"docstring": 1, "print": 2, "todo": 3, "cents": 4, "except": 5}
+"""The checklist's number of each rule, as the oracle's comments cite it."""
 
 
 @pytest.fixture(scope="module")
@@ -67,7 +69,7 @@ def test_oracle_one_noop_and_random_zero_and_the_verifier_agrees(episode, diffic
     assert len(p["violations"]) == difficulty + 1 and len(p["traps"]) == difficulty + 2
     ids = [c.id for c in episode.instance.rubric.checks]
     kept = [i for i in ids if i.startswith("keeps-")]
-    assert len(ids) == 3 + 3 * len(p["violations"]) + len(p["traps"]) + len(kept)
+    assert len(ids) == 4 + 5 * len(p["violations"]) + len(p["traps"]) + len(kept)
     assert run_agent(episode, "noop", difficulty, options).value == 0.0
     assert not verify(episode).solved
     assert run_agent(episode, "random", difficulty, options).value <= 0.1
@@ -98,7 +100,8 @@ def test_a_review_missing_one_violation_loses_exactly_that_check(episode):
         return None if name in body and re.search(RULES[missed["rule"]], body, re.I) else body
 
     score = _play(episode, 5, 2, edit=drop)
-    assert _failed(score) == [f"{c}-{missed['rule']}-{name}" for c in ("alone", "flags", "points")]
+    kinds = ("alone", "fix", "flags", "function", "points")
+    assert _failed(score) == [f"{c}-{missed['rule']}-{name}" for c in kinds]
     assert 0.8 < score.value < 1.0 and not verify(episode).solved
 
 
@@ -119,7 +122,7 @@ def test_approving_loses_the_verdict_and_the_traps_and_merging_scores_zero(episo
 
     score = _play(episode, 7, 0, after=approve)
     ids = [c.id for c in episode.instance.rubric.checks]
-    assert _failed(score) == sorted(["verdict", *(i for i in ids if i.startswith(("spares-", "keeps-")))])
+    assert _failed(score) == sorted(["verdict", "summary", *(i for i in ids if i.startswith(("spares-", "keeps-")))])
     assert any(i.startswith("flags-") for i in ids) and 0.0 < score.value < 0.5
 
     def merge(env):
@@ -198,3 +201,31 @@ def test_one_comment_listing_every_violation_loses_only_the_one_per_violation_ch
     score = _play(episode, 9, 1, edit=hold, after=lump)
     alone = sorted(c.id for c in episode.instance.rubric.checks if c.id.startswith("alone-"))
     assert len(alone) == 2 and _failed(score) == alone and not verify(episode).solved
+
+
+def test_a_terse_review_loses_only_the_function_fix_and_summary_and_version_1_still_scores_it_whole(episode):
+    """Comments that name the file, rule and line but not the function or the fix, and a bare verdict."""
+
+    def terse(body):
+        path, rest = body.split(" line ", 1)
+        line = rest.split(":", 1)[0]
+        rule = next(r for r in ("docstring", "print", "todo", "cents", "except") if f"(rule {RULE_NUMBER[r]})" in body)
+        return f"{path} line {line}: breaks the {rule} rule"
+
+    class Terse(_Env):
+        def call(self, name, /, **arguments):
+            if name == "git_mr_review":
+                arguments = {**arguments, "body": "Requesting changes, see my comments."}
+            return super().call(name, **arguments)
+
+    prompt, info = episode.reset(seed=10, options={"difficulty": 2})
+    p = episode.instance.params
+    episode.family.oracle(Terse(EpisodeEnv(episode, prompt, info), edit=terse))
+    score = episode.grade()
+    names = [v["file"].rsplit("/", 1)[-1] for v in p["violations"]]
+    rules = [v["rule"] for v in p["violations"]]
+    want = sorted([f"{k}-{r}-{n}" for r, n in zip(rules, names, strict=True) for k in ("fix", "function")])
+    assert _failed(score) == sorted([*want, "summary"]) and score.rubric_version == 2
+    assert verify(episode).solved is False
+    old = episode.regrade(episode.family.older_rubric(episode.instance, 1))
+    assert old.rubric_version == 1 and old.value == 1.0 and len(old.checks) < len(score.checks)
