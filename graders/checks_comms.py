@@ -28,9 +28,10 @@ from graders.checks_common import (
     rows_in,
     rx,
     snippet,
-    usernames,
     who_label,
 )
+from graders.checks_meetings import _employee, _expect, _people, invitations
+from graders.checks_meetings import _new_events as _logged_events
 from worlds.rawsql import Sql
 
 _IDS: BindParameter[Any] = bindparam("ids", expanding=True)
@@ -444,14 +445,14 @@ def event_exists(
     """
     key = _fits_key(title_pattern, attendees, organizer, start_after, start_before, room)
     ctx.lasting.pop(key, None)  # kept again only if an event fits (see _event_touches)
-    ids = inserted_ids(ctx, "events")
-    if not ids:
+    _expect(ctx, [a for a in attendees if a != "actor"])  # the meeting checks' calendar reads them before a booking
+    if not any(r.op == "insert" for r in ctx.changed_rows("events")):
         return CheckOutcome.of(False, "no calendar event was created during the episode")
-    organizer_id = employee_id(ctx, organizer) if organizer is not None else None
+    organizer_id = _employee(ctx, organizer) if organizer is not None else None
     if organizer is not None and organizer_id is None:
         return CheckOutcome.of(False, f"unknown employee {organizer!r}")
     events, invited = ctx.kept(("new_events",), ("events", "event_attendees", "rooms", "employees"), _new_events(ctx))
-    names = usernames(ctx, [ctx.actor_id, *(e.organizer_id for e in events)])
+    names = {i: p.username for i, p in _people(ctx, [ctx.actor_id, *(e.organizer_id for e in events)]).items()}
     wanted = [names.get(ctx.actor_id, "actor") if a == "actor" else a for a in attendees]
     notes = []
     for e in events:
@@ -475,8 +476,33 @@ def event_exists(
     return CheckOutcome.of(False, head + (f": {listing(notes)}" if notes else ""))
 
 
+_ROOM_NAMES = "SELECT id, name FROM rooms WHERE id IN ({}) ORDER BY id"
+
+
 def _new_events(ctx: GradingContext) -> Callable[[], tuple[list[Any], dict[int, set[str]]]]:
-    """The events this episode created and each one's invitees: one lookup for every meeting's check of a step."""
+    """The events this episode created and each one's invitees: one lookup for every meeting's check of a step.
+
+    Why from the change log: every such event and every invitation to it was logged (the event did not exist
+    before the episode), so the meeting checks' folds of the logged rows (``checks_meetings._new_events``,
+    ``invitations``) give them without the two queries each booking re-ran; only the rooms' names are read.
+    When an invitation the episode did not create moved, the fold cannot tell and the tables are queried.
+    """
+
+    def fold() -> tuple[list[Any], dict[int, set[str]]]:
+        invites = invitations(ctx)
+        if invites is None:
+            return query()
+        made = _logged_events(ctx)
+        rooms = dict(rows_in(ctx, _ROOM_NAMES, sorted({m.room_id for m in made if m.room_id is not None})))
+        events = [NewEvent(m.id, m.title, m.organizer_id, m.start_at, m.cancelled, rooms.get(m.room_id)) for m in made]
+        ids = {m.id for m in made}
+        mine = [(i["event_id"], i["employee_id"]) for i in invites.values() if i.get("event_id") in ids]
+        people = _people(ctx, [emp for _, emp in mine])
+        invited: dict[int, set[str]] = {}
+        for event_id, emp in mine:
+            if emp in people:
+                invited.setdefault(event_id, set()).add(people[emp].username)
+        return events, invited
 
     def query() -> tuple[list[Any], dict[int, set[str]]]:
         ids = inserted_ids(ctx, "events")
@@ -486,7 +512,7 @@ def _new_events(ctx: GradingContext) -> Callable[[], tuple[list[Any], dict[int, 
             invited.setdefault(event_id, set()).add(username)
         return events, invited
 
-    return query
+    return fold
 
 
 _INVITED = (

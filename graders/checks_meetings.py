@@ -29,7 +29,7 @@ from dateutil.rrule import rrulestr
 from pydantic import AwareDatetime, Field
 
 from graders.base import ChangeRow, CheckOutcome, GradingContext, check_fn
-from graders.checks_common import Regex, employee_id, inserted_ids, listing, rows_in, rx, snippet, usernames
+from graders.checks_common import Regex, inserted_ids, listing, rows_in, rx, snippet
 from mcp_tools.calendar.slots import Person
 from npcs.hours import WorkHours
 from worlds.rawsql import Sql
@@ -185,7 +185,7 @@ def _meeting_touches(
     if row.op == "insert" and row.table == "posts":
         return bool(row.changes.get("author_id") == ctx.actor_id)
     if row.op == "insert" and row.table == "npc_memory":
-        return row.changes.get("employee_id") in {employee_id(ctx, name) for name in attendees}
+        return row.changes.get("employee_id") in {_employee(ctx, name) for name in attendees}
     return True
 
 
@@ -252,7 +252,7 @@ def _dm_channels(ctx: GradingContext, attendees: Sequence[str]) -> set[int]:
     """Ids of the agent's direct channels with the named coworkers (those that exist)."""
 
     def query() -> set[int]:
-        ids = [i for name in attendees if (i := employee_id(ctx, name)) is not None]
+        ids = [i for name in attendees if (i := _employee(ctx, name)) is not None]
         return {r[0] for r in rows_in(ctx, _DM_CHANNELS, [_dm_name(ctx.actor_id, i) for i in ids])}
 
     return ctx.kept(("dm_channels", tuple(attendees)), ("channels", "employees"), query)
@@ -262,6 +262,7 @@ def _the_meeting(ctx: GradingContext, title_pattern: str) -> tuple[Any, str]:
     """(meeting row or None, evidence prefix): the latest matching live meeting."""
     found = _meetings(ctx, title_pattern)
     if not found:
+        Calendar.of(ctx).preload(ctx)
         return None, f"no live meeting organised by the agent matches /{title_pattern}/"
     m = found[-1]
     return m, f"event #{m.id} {snippet(m.title)} at {m.start_at.isoformat()}"
@@ -271,35 +272,110 @@ def _attendees(ctx: GradingContext, event_id: int) -> list[Any]:
     """The meeting's attendees, once per grade (every per-coworker check reads them).
 
     Why from the change log: the meeting is an event this episode created, so every invitation to it was
-    logged too, and folding the logged rows costs less than the query each booking and answer re-ran. Only an
-    update moving an invitation the episode did not create (to another event or person) needs the query.
+    logged too, and folding the logged rows (``invitations``) costs less than the query each booking and answer
+    re-ran. Only an update moving an invitation the episode did not create (to another event or person) needs
+    the query.
     """
 
     def from_log() -> list[Any]:
-        invites: dict[Any, dict[str, Any]] = {}
-        for r in ctx.changed_rows("event_attendees"):
-            if r.op == "insert":
-                invites[r.key[0]] = dict(r.changes)
-            elif r.op == "delete":
-                invites.pop(r.key[0], None)
-            elif r.key[0] in invites:
-                invites[r.key[0]].update({k: v[1] for k, v in r.changes.items()})
-            elif {"event_id", "employee_id"} & set(r.changes):
-                return [Attendee(*r) for r in Sql.of(ctx.session).all(_ATTENDEES, (event_id,))]
+        invites = invitations(ctx)
+        if invites is None:
+            return [Attendee(*r) for r in Sql.of(ctx.session).all(_ATTENDEES, (event_id,))]
         mine = [(i["employee_id"], i["rsvp"]) for i in invites.values() if i.get("event_id") == event_id]
-        names = usernames(ctx, [emp for emp, _ in mine])
-        return sorted((Attendee(emp, names[emp], rsvp) for emp, rsvp in mine if emp in names), key=lambda a: a[1])
+        people = _people(ctx, [emp for emp, _ in mine])
+        found = (Attendee(emp, people[emp].username, rsvp) for emp, rsvp in mine if emp in people)
+        return sorted(found, key=lambda a: a[1])
 
     return ctx.kept(("attendees", event_id), ("event_attendees", "employees"), from_log)
 
 
+def invitations(ctx: GradingContext) -> dict[Any, dict[str, Any]] | None:
+    """Every invitation this episode created, by id, as the table holds it now; None if the log cannot tell.
+
+    Folded from the ``event_attendees`` rows logged since the last call (kept in ``ctx.lasting``): an insert
+    adds one, an update changes it, a delete drops it. An update moving an invitation the episode did not
+    create (to another event or person) makes the fold unknowable for the rest of the episode: None, and the
+    callers query the table (an answer to an old invitation changes nothing here).
+    """
+    seen, invites_ = ctx.lasting.get("meeting_invites", (0, {}))
+    invites: dict[Any, dict[str, Any]] | None = invites_
+    rows = ctx.changed_rows("event_attendees")
+    if invites is not None:
+        for r in rows[seen:]:
+            key = r.key[0]
+            if r.op == "insert":
+                invites[key] = dict(r.changes)
+            elif r.op == "delete":
+                invites.pop(key, None)
+            elif key in invites:
+                invites[key].update({k: v[1] for k, v in r.changes.items()})
+            elif {"event_id", "employee_id"} & set(r.changes):
+                invites = None
+                break
+    ctx.lasting["meeting_invites"] = (len(rows), invites)
+    return invites
+
+
+_PEOPLE_NAMED = (
+    "SELECT id, username, timezone, work_start_minute, work_end_minute, workdays, manager_id FROM employees"
+    " WHERE username IN ({}) ORDER BY id"
+)
+
+
+class _Directory:
+    """Employees the meeting checks looked up this episode, by id and by username, while ``employees`` is as read.
+
+    Why in ``ctx.lasting``: a kept lookup is dropped after the progress score's first step (it forgets every
+    kept answer), so the booking step re-queried the organiser, the invitees and every named coworker. The
+    rows stand until the episode changes an employee row (``stamp``: how many the log holds); then everything
+    is read again.
+    """
+
+    def __init__(self, stamp: int) -> None:
+        self.stamp = stamp
+        self.by_id: dict[int, Someone] = {}
+        self.by_name: dict[str, int | None] = {}
+
+    @classmethod
+    def of(cls, ctx: GradingContext) -> _Directory:
+        stamp = len(ctx.changed_rows("employees"))
+        found = ctx.lasting.get("meeting_directory")
+        if not isinstance(found, _Directory) or found.stamp != stamp:
+            found = ctx.lasting["meeting_directory"] = _Directory(stamp)
+        return found
+
+    def keep(self, rows: Sequence[Any]) -> None:
+        for r in rows:
+            self.by_id[r[0]] = Someone(*r)
+            self.by_name[r[1]] = r[0]
+
+
 def _people(ctx: GradingContext, ids: Sequence[int]) -> dict[int, Any]:
-    """Employees by id; each looked up once per grade (one query for those not seen yet)."""
-    cache: dict[int, Any] = ctx.kept("people", ("employees",), dict)
-    missing = sorted({i for i in ids if i not in cache})
+    """Employees by id; each looked up once per episode while no employee row changes (one query for the new)."""
+    known = _Directory.of(ctx)
+    missing = sorted({i for i in ids if i not in known.by_id})
     if missing:
-        cache.update({r[0]: Someone(*r) for r in rows_in(ctx, _PEOPLE, missing)})
-    return {i: cache[i] for i in sorted(set(ids)) if i in cache}
+        known.keep(rows_in(ctx, _PEOPLE, missing))
+    return {i: known.by_id[i] for i in sorted(set(ids)) if i in known.by_id}
+
+
+def _employee(ctx: GradingContext, name: str) -> int | None:
+    """``checks_common.employee_id`` through the kept directory (one query per name per episode)."""
+    if name == "actor":
+        return ctx.actor_id
+    known = _Directory.of(ctx)
+    if name not in known.by_name:
+        _named(ctx, [name])
+    return known.by_name.get(name)
+
+
+def _named(ctx: GradingContext, names: Sequence[str]) -> None:
+    """Read the employees of the usernames not looked up yet, in one query (unknown names kept as None)."""
+    known = _Directory.of(ctx)
+    missing = sorted({n for n in names if n not in known.by_name and n != "actor"})
+    if missing:
+        known.by_name.update(dict.fromkeys(missing))
+        known.keep(rows_in(ctx, _PEOPLE_NAMED, missing))
 
 
 def _expect(ctx: GradingContext, names: Sequence[str]) -> None:
@@ -311,7 +387,7 @@ def _resolve(ctx: GradingContext, names: Sequence[str]) -> tuple[dict[str, int],
     found: dict[str, int] = {}
     unknown = []
     for name in names:
-        emp = employee_id(ctx, name)
+        emp = _employee(ctx, name)
         if emp is None:
             unknown.append(name)
         else:
@@ -398,6 +474,7 @@ Clash = tuple[Any, int, str]  # (stored start, event id, label): sorted, the ord
 
 Busy = tuple[Any, int, str, datetime, datetime, str | None, datetime | None]  # stored start, id, label, span, rule
 _HORIZON = (timedelta(days=1), timedelta(days=14))  # kept around the first meeting window: before, after
+_AHEAD = (timedelta(days=1), timedelta(days=21))  # read before a booking, around the clock: before, after
 
 
 class Calendar:
@@ -423,6 +500,7 @@ class Calendar:
         self.room_busy: dict[int, dict[int, Busy]] = {}
         self.people: dict[int, dict[Window, dict[int, Clash]]] = {}  # person -> window -> clashes
         self.rooms: dict[int, dict[Window, dict[int, Clash]]] = {}
+        self.all_rooms = False  # room_busy holds every room's events over the horizon (a room not in it has none)
         self.spans: dict[tuple[Any, ...], bool] = {}  # (start, end, rule, until, window) -> overlaps
 
     @classmethod
@@ -451,6 +529,7 @@ class Calendar:
             self.people.clear()
             self.room_busy.clear()
             self.rooms.clear()
+            self.all_rooms = False
         else:
             self.busy.pop(who, None)
             self.people.pop(who, None)
@@ -462,7 +541,7 @@ class Calendar:
         if not new_events and not new_invites:
             return
         self.seen = {"events": len(events), "event_attendees": len(invites)}
-        if not self.busy and not self.room_busy:
+        if not self.busy and not self.room_busy and not self.all_rooms:
             return
         adds: list[tuple[int, int]] = []  # (person, event): a new commitment
         for r in new_events:
@@ -471,6 +550,7 @@ class Calendar:
             elif r.op == "update" and _HARMLESS["events"].issuperset(r.changes):
                 self.room_busy.clear()  # a room booked or moved: the people's commitments stand
                 self.rooms.clear()
+                self.all_rooms = False
             else:  # a new time, a cancellation, a new title: anyone invited may be affected
                 self.forget()
                 return
@@ -493,7 +573,7 @@ class Calendar:
                 self.forget()
                 return
         wanted = {e for p, e in adds if p in self.busy}
-        if self.room_busy:
+        if self.room_busy or self.all_rooms:
             wanted.update(int(r.key[0]) for r in new_events if r.op == "insert")
         if not wanted:
             return
@@ -503,7 +583,8 @@ class Calendar:
         for r in new_events:
             row = rows.get(int(r.key[0]))
             if r.op == "insert" and row is not None and row[7] is not None:
-                self._add(self.room_busy.get(row[7]), self.rooms.get(row[7]), row)
+                kept = self.room_busy.setdefault(row[7], {}) if self.all_rooms else self.room_busy.get(row[7])
+                self._add(kept, self.rooms.get(row[7]), row)
 
     def _add(self, busy: dict[int, Busy] | None, windows: dict[Window, dict[int, Clash]] | None, row: Any) -> None:
         """Enter a live event in someone's kept events and in the kept windows it overlaps."""
@@ -515,6 +596,47 @@ class Calendar:
         for w, clashes in (windows or {}).items():
             if start < w[1] and self.overlaps(start, end, rule, entry[6], w):
                 clashes[event_id] = entry[:3]
+
+    def preload(self, ctx: GradingContext) -> None:
+        """Read, before any meeting is booked, the commitments a booking's checks will ask about, in one statement.
+
+        Why: the first booking's double-booking check read every participant's and the room's events then (two
+        queries and their rows, most of a booking step's cost). Before a booking the meeting checks find no
+        meeting, and the progress score's first step runs them all, so that is when the agent's, the named
+        coworkers' (``_expect``) and every room's events are read, over a horizon from a day before the last
+        step's clock to ``_AHEAD`` after it. A meeting window outside it widens it and reads again, as before.
+        Without a step (no clock) nothing is read.
+        """
+        if self.horizon is None:
+            steps = ctx.steps
+            clock = steps[-1].get("clock") if steps else None
+            if not isinstance(clock, str):
+                return
+            now = _when(clock)
+            self.horizon = (now - _AHEAD[0], now + _AHEAD[1])
+        names = sorted(ctx.lasting.get("meeting_people", ()))
+        _named(ctx, names)
+        wanted = {ctx.actor_id, *(i for name in names if (i := _employee(ctx, name)) is not None)}
+        missing = sorted(p for p in wanted if p not in self.busy)
+        if not missing and self.all_rooms:
+            return
+        _people(ctx, missing)
+        marks = ", ".join("?" * len(missing)) or "NULL"
+        people = _BUSY.format(marks).replace("SELECT x.who,", "SELECT 0, x.who,").split(" ORDER BY ")[0]
+        rooms = _ROOM_BUSY.format("SELECT id FROM rooms").replace("SELECT e.room_id,", "SELECT 1, e.room_id,")
+        sql_ = Sql.of(ctx.session)
+        bounds = [sql_.bind(self.horizon[1]), sql_.bind(self.horizon[0])]
+        params = [*missing, *missing, *bounds]
+        if not self.all_rooms:
+            people = f"{people} UNION ALL {rooms.split(' ORDER BY ')[0]}"
+            params += bounds
+        for p in missing:
+            self.busy[p] = {}
+        for kind, who, event_id, title, start, end, rule, until in sql_.all(people + " ORDER BY 5, 3, 1, 2", params):
+            label = f"#{event_id} {snippet(title, 30)}"
+            entry = (start, event_id, label, _aware(start), _aware(end), rule, _aware(until))
+            (self.room_busy if kind else self.busy).setdefault(who, {})[event_id] = entry
+        self.all_rooms = True
 
     def clashes(
         self, ctx: GradingContext, people: Sequence[int], room: int | None, w: Window
@@ -529,7 +651,7 @@ class Calendar:
             lo, hi = w[0] - _HORIZON[0], w[1] + _HORIZON[1]
             self.horizon = (lo, hi) if h is None else (min(lo, h[0]), max(hi, h[1]))
             self.forget()
-        expected = [i for name in sorted(ctx.lasting.get("meeting_people", ())) if (i := employee_id(ctx, name))]
+        expected = [i for name in sorted(ctx.lasting.get("meeting_people", ())) if (i := _employee(ctx, name))]
         missing = sorted({p for p in [*people, *expected] if p not in self.busy})
         if missing:
             found = self._query(ctx, _BUSY.format(", ".join("?" * len(missing))), [*missing, *missing])
@@ -539,7 +661,8 @@ class Calendar:
         if room is None:
             return mine, {}
         if room not in self.room_busy:
-            self.room_busy[room] = self._query(ctx, _ROOM_BUSY.format("?"), [room]).get(room, {})
+            read = {} if self.all_rooms else self._query(ctx, _ROOM_BUSY.format("?"), [room]).get(room, {})
+            self.room_busy[room] = read
         return mine, self._window(self.rooms.setdefault(room, {}), self.room_busy[room], w)
 
     def _window(self, windows: dict[Window, dict[int, Clash]], busy: Mapping[int, Busy], w: Window) -> dict[int, Clash]:
@@ -647,13 +770,14 @@ def meeting_no_double_booking(ctx: GradingContext, title_pattern: Regex) -> Chec
     """
     found = _meetings(ctx, title_pattern)
     if not found:
+        Calendar.of(ctx).preload(ctx)
         return CheckOutcome.of(False, f"no live meeting organised by the agent matches /{title_pattern}/")
     if len(found) > 1:
         shown = listing([f"#{m.id} at {m.start_at.isoformat()}" for m in found])
         return CheckOutcome.of(False, f"{len(found)} live meetings match /{title_pattern}/ (book one): {shown}")
     m = found[0]
     going = [a for a in _attendees(ctx, m.id) if a.rsvp != "declined" and a.employee_id != m.organizer_id]
-    names = usernames(ctx, [m.organizer_id])
+    names = {i: p.username for i, p in _people(ctx, [m.organizer_id]).items()}
     who = [(m.organizer_id, names.get(m.organizer_id, "?"))] + [(a.employee_id, a.username) for a in going]
     ids = sorted({emp for emp, _ in who})
     busy, room = Calendar.of(ctx).clashes(ctx, ids, m.room_id, (m.start_at, m.end_at))
@@ -809,7 +933,7 @@ def meeting_agreed(
     people = _people(ctx, list(ids.values()))
     ids_posts = inserted_ids(ctx, "posts")
     posts = _new_posts(ctx, ids_posts)
-    agent_name = usernames(ctx, [ctx.actor_id]).get(ctx.actor_id, "")
+    agent_name = p.username if (p := _people(ctx, [ctx.actor_id]).get(ctx.actor_id)) else ""
     covered, notes = 0, [f"unknown employee {u!r}" for u in unknown]
     for name, emp in ids.items():
         mem = [r for r in _memories(ctx) if r.employee_id == emp and r.kind == "did" and r.at <= m.created_at]
