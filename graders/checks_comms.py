@@ -30,8 +30,9 @@ from graders.checks_common import (
     snippet,
     who_label,
 )
-from graders.checks_meetings import _employee, _expect, _people, invitations
-from graders.checks_meetings import _new_events as _logged_events
+from graders.checks_meetings import _expect
+from graders.meeting_log import _employee, _people, invitations
+from graders.meeting_log import _new_events as _logged_events
 from worlds.rawsql import Sql
 
 _IDS: BindParameter[Any] = bindparam("ids", expanding=True)

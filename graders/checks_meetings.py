@@ -18,9 +18,8 @@ from __future__ import annotations
 
 import bisect
 import functools
-import json
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any, NamedTuple
 from zoneinfo import ZoneInfo
@@ -29,30 +28,22 @@ from dateutil.rrule import rrulestr
 from pydantic import AwareDatetime, Field
 
 from graders.base import ChangeRow, CheckOutcome, GradingContext, check_fn
-from graders.checks_common import Regex, inserted_ids, listing, rows_in, rx, snippet
+from graders.checks_common import Regex, listing, rows_in, rx, snippet
+from graders.meeting_log import (
+    _employee,
+    _named,
+    _new_events,
+    _when,
+    invitations,
+    memories,
+    new_posts,
+)
+from graders.meeting_log import (
+    _people as _people,  # re-exported: graders.checks_items reads the participants through it
+)
 from mcp_tools.calendar.slots import Person
 from npcs.hours import WorkHours
 from worlds.rawsql import Sql
-
-
-class Meeting(NamedTuple):
-    """An event this episode created, as the meeting checks read it."""
-
-    id: int
-    title: str
-    organizer_id: int
-    start_at: datetime
-    end_at: datetime
-    room_id: int | None
-    cancelled: bool
-    created_at: datetime
-
-
-# What ``_new_events`` folds from the change log, as the table says it (the tests compare the two).
-_EVENTS = (
-    "SELECT id, title, organizer_id, start_at, end_at, room_id, cancelled, created_at FROM events"
-    " WHERE id IN ({}) ORDER BY id"
-)
 
 
 class Attendee(NamedTuple):
@@ -63,54 +54,12 @@ class Attendee(NamedTuple):
     rsvp: str
 
 
-class Someone(NamedTuple):
-    """A participant's working week and manager."""
-
-    id: int
-    username: str
-    timezone: str
-    work_start_minute: int
-    work_end_minute: int
-    workdays: str
-    manager_id: int | None
-
-
-class DmPost(NamedTuple):
-    """A live post this episode made, with its channel's name."""
-
-    id: int
-    author_id: int
-    message: str
-    created_at: datetime
-    channel: str
-
-
-class Memory(NamedTuple):
-    """A row of an NPC's memory written during the episode."""
-
-    id: int
-    employee_id: int
-    at: datetime
-    kind: str
-    subject: str
-    data: Any
-
-
 # Raw statements (``worlds.rawsql``): the progress score re-runs these after the steps of the asking phase.
 _ATTENDEES = (
     "SELECT a.employee_id, e.username, a.rsvp FROM event_attendees a JOIN employees e ON e.id = a.employee_id"
     " WHERE a.event_id = ? ORDER BY e.username"
 )
-_PEOPLE = (
-    "SELECT id, username, timezone, work_start_minute, work_end_minute, workdays, manager_id FROM employees"
-    " WHERE id IN ({}) ORDER BY id"
-)
 _ROOM = "SELECT r.name, r.capacity, l.name FROM rooms r JOIN locations l ON l.id = r.location_id WHERE r.id = ?"
-_DM_POSTS = (
-    "SELECT p.id, p.author_id, p.message, p.created_at, c.name FROM posts p JOIN channels c ON c.id = p.channel_id"
-    " WHERE p.id IN ({}) AND p.deleted_at IS NULL ORDER BY p.created_at, p.id"
-)
-_MEMORY = "SELECT id, employee_id, at, kind, subject, data FROM npc_memory WHERE id IN ({}) ORDER BY at, id"
 ISO = re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2})?(?:Z|[+-]\d{2}:?\d{2})")
 
 
@@ -125,47 +74,6 @@ def _meetings(ctx: GradingContext, title_pattern: str) -> list[Any]:
         ]
 
     return ctx.kept(("meetings", title_pattern), ("events",), find)
-
-
-def _new_events(ctx: GradingContext) -> list[Any]:
-    """Every event this episode created, in id order, for all the meeting checks (one per meeting title).
-
-    Why from the change log: the rows were all logged (inserted, then updated or deleted), so folding the rows
-    logged since the last step costs less than the query every event-changing step re-ran. Kept in
-    ``ctx.lasting`` with how many of the log's event rows it has folded.
-    """
-
-    def fold() -> list[Any]:
-        seen, made = ctx.lasting.get("new_events", (0, {}))
-        rows = ctx.changed_rows("events")
-        for r in rows[seen:]:
-            key = r.key[0]
-            if r.op == "insert":
-                c = r.changes
-                made[key] = Meeting(
-                    key, c["title"], c["organizer_id"], _when(c["start_at"]), _when(c["end_at"]), c["room_id"],
-                    bool(c["cancelled"]), _when(c["created_at"]),
-                )  # fmt: skip
-            elif r.op == "delete":
-                made.pop(key, None)
-            elif key in made:
-                after = {k: v[1] for k, v in r.changes.items() if k in Meeting._fields}
-                for k in ("start_at", "end_at", "created_at"):
-                    if k in after:
-                        after[k] = _when(after[k])
-                if "cancelled" in after:
-                    after["cancelled"] = bool(after["cancelled"])
-                made[key] = made[key]._replace(**after)
-        ctx.lasting["new_events"] = (len(rows), made)
-        return [made[k] for k in sorted(made)]
-
-    return ctx.kept("new_meeting_events", ("events",), fold)
-
-
-def _when(value: Any) -> datetime:
-    """A logged timestamp (ISO text, naive meaning UTC, or a datetime) as an aware UTC datetime."""
-    found = datetime.fromisoformat(value) if isinstance(value, str) else value
-    return found.replace(tzinfo=UTC) if found.tzinfo is None else found.astimezone(UTC)
 
 
 def _meeting_touches(
@@ -289,95 +197,6 @@ def _attendees(ctx: GradingContext, event_id: int) -> list[Any]:
     return ctx.kept(("attendees", event_id), ("event_attendees", "employees"), from_log)
 
 
-def invitations(ctx: GradingContext) -> dict[Any, dict[str, Any]] | None:
-    """Every invitation this episode created, by id, as the table holds it now; None if the log cannot tell.
-
-    Folded from the ``event_attendees`` rows logged since the last call (kept in ``ctx.lasting``): an insert
-    adds one, an update changes it, a delete drops it. An update moving an invitation the episode did not
-    create (to another event or person) makes the fold unknowable for the rest of the episode: None, and the
-    callers query the table (an answer to an old invitation changes nothing here).
-    """
-    seen, invites_ = ctx.lasting.get("meeting_invites", (0, {}))
-    invites: dict[Any, dict[str, Any]] | None = invites_
-    rows = ctx.changed_rows("event_attendees")
-    if invites is not None:
-        for r in rows[seen:]:
-            key = r.key[0]
-            if r.op == "insert":
-                invites[key] = dict(r.changes)
-            elif r.op == "delete":
-                invites.pop(key, None)
-            elif key in invites:
-                invites[key].update({k: v[1] for k, v in r.changes.items()})
-            elif {"event_id", "employee_id"} & set(r.changes):
-                invites = None
-                break
-    ctx.lasting["meeting_invites"] = (len(rows), invites)
-    return invites
-
-
-_PEOPLE_NAMED = (
-    "SELECT id, username, timezone, work_start_minute, work_end_minute, workdays, manager_id FROM employees"
-    " WHERE username IN ({}) ORDER BY id"
-)
-
-
-class _Directory:
-    """Employees the meeting checks looked up this episode, by id and by username, while ``employees`` is as read.
-
-    Why in ``ctx.lasting``: a kept lookup is dropped after the progress score's first step (it forgets every
-    kept answer), so the booking step re-queried the organiser, the invitees and every named coworker. The
-    rows stand until the episode changes an employee row (``stamp``: how many the log holds); then everything
-    is read again.
-    """
-
-    def __init__(self, stamp: int) -> None:
-        self.stamp = stamp
-        self.by_id: dict[int, Someone] = {}
-        self.by_name: dict[str, int | None] = {}
-
-    @classmethod
-    def of(cls, ctx: GradingContext) -> _Directory:
-        stamp = len(ctx.changed_rows("employees"))
-        found = ctx.lasting.get("meeting_directory")
-        if not isinstance(found, _Directory) or found.stamp != stamp:
-            found = ctx.lasting["meeting_directory"] = _Directory(stamp)
-        return found
-
-    def keep(self, rows: Sequence[Any]) -> None:
-        for r in rows:
-            self.by_id[r[0]] = Someone(*r)
-            self.by_name[r[1]] = r[0]
-
-
-def _people(ctx: GradingContext, ids: Sequence[int]) -> dict[int, Any]:
-    """Employees by id; each looked up once per episode while no employee row changes (one query for the new)."""
-    known = _Directory.of(ctx)
-    missing = sorted({i for i in ids if i not in known.by_id})
-    if missing:
-        known.keep(rows_in(ctx, _PEOPLE, missing))
-    return {i: known.by_id[i] for i in sorted(set(ids)) if i in known.by_id}
-
-
-def _employee(ctx: GradingContext, name: str) -> int | None:
-    """``checks_common.employee_id`` through the kept directory (one query per name per episode)."""
-    if name == "actor":
-        return ctx.actor_id
-    known = _Directory.of(ctx)
-    if name not in known.by_name:
-        _named(ctx, [name])
-    return known.by_name.get(name)
-
-
-def _named(ctx: GradingContext, names: Sequence[str]) -> None:
-    """Read the employees of the usernames not looked up yet, in one query (unknown names kept as None)."""
-    known = _Directory.of(ctx)
-    missing = sorted({n for n in names if n not in known.by_name and n != "actor"})
-    if missing:
-        known.by_name.update(dict.fromkeys(missing))
-        known.keep(rows_in(ctx, _PEOPLE_NAMED, missing))
-
-
 def _expect(ctx: GradingContext, names: Sequence[str]) -> None:
     """Note coworkers a meeting check names, so the kept calendar reads their events with the first query."""
     ctx.lasting.setdefault("meeting_people", set()).update(names)
@@ -469,10 +288,38 @@ def _aware(value: Any) -> Any:
 
 
 Window = tuple[datetime, datetime]
-Clash = tuple[Any, int, str]  # (stored start, event id, label): sorted, the order the busy query gives
+Clash = tuple[datetime, int, str]  # (start, event id, label): sorted, the order the busy query gives
 
 
-Busy = tuple[Any, int, str, datetime, datetime, str | None, datetime | None]  # stored start, id, label, span, rule
+Busy = tuple[datetime, int, str, datetime, datetime, str | None, datetime | None]  # start, id, label, span, rule
+EventRow = tuple[int, str, datetime, datetime, str | None, datetime | None, bool, int | None]
+"""An event as the calendar keeps it: id, title, start, end, rrule, until (aware), cancelled, room."""
+_IMAGE = frozenset(("title", "start_at", "end_at", "rrule", "until", "cancelled", "room_id"))
+
+
+def _stored(row: Any) -> EventRow:
+    """An ``_EVENT_ROWS`` row as the calendar keeps it."""
+    return (row[0], row[1], _aware(row[2]), _aware(row[3]), row[4], _aware(row[5]), bool(row[6]), row[7])
+
+
+def _image(row: ChangeRow) -> EventRow | None:
+    """A logged event insert as the calendar keeps it (what ``_EVENT_ROWS`` reads); None if a column is missing."""
+    c = row.changes
+    if not _IMAGE.issubset(c):
+        return None
+    until = _when(c["until"]) if c["until"] is not None else None
+    return (
+        row.key[0],
+        c["title"],
+        _when(c["start_at"]),
+        _when(c["end_at"]),
+        c["rrule"],
+        until,
+        bool(c["cancelled"]),
+        c["room_id"],
+    )
+
+
 _HORIZON = (timedelta(days=1), timedelta(days=14))  # kept around the first meeting window: before, after
 _AHEAD = (timedelta(days=1), timedelta(days=21))  # read before a booking, around the clock: before, after
 
@@ -540,9 +387,13 @@ class Calendar:
         new_events, new_invites = events[self.seen["events"] :], invites[self.seen["event_attendees"] :]
         if not new_events and not new_invites:
             return
+        if self.busy or self.room_busy or self.all_rooms:
+            self._fold(ctx, new_events, new_invites)
+        # counted as seen once folded: a fold that failed (a query raising) is done again by the next call
         self.seen = {"events": len(events), "event_attendees": len(invites)}
-        if not self.busy and not self.room_busy and not self.all_rooms:
-            return
+
+    def _fold(self, ctx: GradingContext, new_events: Sequence[ChangeRow], new_invites: Sequence[ChangeRow]) -> None:
+        """Bring the kept events and windows up to date with the given new rows (``sync``)."""
         adds: list[tuple[int, int]] = []  # (person, event): a new commitment
         for r in new_events:
             if r.op == "insert" and isinstance(r.changes.get("organizer_id"), int):
@@ -564,7 +415,9 @@ class Calendar:
                 old, new = r.changes.get("rsvp", ("", ""))
                 if (old in _COMMITTED) == (new in _COMMITTED):
                     continue  # needs_action -> accepted: as busy as before
-                who = Sql.of(ctx.session).scalar(_ATTENDEE_OF, (r.key[0],))
+                known = invitations(ctx)
+                invite = known.get(r.key[0]) if known is not None else None
+                who = invite["employee_id"] if invite else Sql.of(ctx.session).scalar(_ATTENDEE_OF, (r.key[0],))
             elif r.op != "delete":
                 who = None  # an invitation moved to another event or person: the rows do not say whose
             if isinstance(who, int):
@@ -577,7 +430,11 @@ class Calendar:
             wanted.update(int(r.key[0]) for r in new_events if r.op == "insert")
         if not wanted:
             return
-        rows = {r[0]: r for r in rows_in(ctx, _EVENT_ROWS, sorted(wanted))}
+        # the step's new events from their logged images (the step's later updates of one forgot everyone above)
+        images = {int(r.key[0]): r for r in new_events if r.op == "insert"}
+        rows: dict[int, EventRow | None] = {e: _image(images[e]) for e in wanted if e in images}
+        unread = sorted(e for e in wanted if rows.get(e) is None)
+        rows.update({r[0]: _stored(r) for r in rows_in(ctx, _EVENT_ROWS, unread)})
         for person, event_id in adds:
             self._add(self.busy.get(person), self.people.get(person), rows.get(event_id))
         for r in new_events:
@@ -586,15 +443,17 @@ class Calendar:
                 kept = self.room_busy.setdefault(row[7], {}) if self.all_rooms else self.room_busy.get(row[7])
                 self._add(kept, self.rooms.get(row[7]), row)
 
-    def _add(self, busy: dict[int, Busy] | None, windows: dict[Window, dict[int, Clash]] | None, row: Any) -> None:
+    def _add(
+        self, busy: dict[int, Busy] | None, windows: dict[Window, dict[int, Clash]] | None, row: EventRow | None
+    ) -> None:
         """Enter a live event in someone's kept events and in the kept windows it overlaps."""
         if busy is None or row is None or row[6]:
             return
-        event_id, title, start, end, rule, until = row[0], row[1], _aware(row[2]), _aware(row[3]), row[4], row[5]
-        entry: Busy = (row[2], event_id, f"#{event_id} {snippet(title, 30)}", start, end, rule, _aware(until))
+        event_id, title, start, end, rule, until = row[:6]
+        entry: Busy = (start, event_id, f"#{event_id} {snippet(title, 30)}", start, end, rule, until)
         busy[event_id] = entry
         for w, clashes in (windows or {}).items():
-            if start < w[1] and self.overlaps(start, end, rule, entry[6], w):
+            if start < w[1] and self.overlaps(start, end, rule, until, w):
                 clashes[event_id] = entry[:3]
 
     def preload(self, ctx: GradingContext) -> None:
@@ -634,7 +493,8 @@ class Calendar:
             self.busy[p] = {}
         for kind, who, event_id, title, start, end, rule, until in sql_.all(people + " ORDER BY 5, 3, 1, 2", params):
             label = f"#{event_id} {snippet(title, 30)}"
-            entry = (start, event_id, label, _aware(start), _aware(end), rule, _aware(until))
+            begins = _aware(start)
+            entry = (begins, event_id, label, begins, _aware(end), rule, _aware(until))
             (self.room_busy if kind else self.busy).setdefault(who, {})[event_id] = entry
         self.all_rooms = True
 
@@ -682,7 +542,8 @@ class Calendar:
         bounds = [sql_.bind(self.horizon[1]), sql_.bind(self.horizon[0])]
         for who, event_id, title, start, end, rule, until in sql_.all(sql, [*params, *bounds]):
             label = f"#{event_id} {snippet(title, 30)}"
-            entry = (start, event_id, label, _aware(start), _aware(end), rule, _aware(until))
+            begins = _aware(start)
+            entry = (begins, event_id, label, begins, _aware(end), rule, _aware(until))
             out.setdefault(who, {})[event_id] = entry
         return out
 
@@ -746,14 +607,17 @@ def _clash_touches(ctx: GradingContext, row: ChangeRow, title_pattern: str, **kw
         if len(found) != 1:
             return False  # no meeting, or several (the verdict names the meetings, not their clashes)
         m = found[0]
-        other = ctx.memo.get(("event_row", event))
+        # the new event's logged image (a later update of it in the step re-runs the check anyway), else its row
+        other = _image(row) if row.table == "events" else None
         if other is None:
-            other = ctx.memo[("event_row", event)] = Sql.of(ctx.session).one(_EVENT_ROWS.format("?"), (event,))
+            other = ctx.memo.get(("event_row", event))
+            if other is None:
+                found_row = Sql.of(ctx.session).one(_EVENT_ROWS.format("?"), (event,))
+                other = ctx.memo[("event_row", event)] = _stored(found_row) if found_row is not None else None
         if other is None or other[6]:
             return False  # gone or cancelled: nobody is committed to it
-        start, end, until = _aware(other[2]), _aware(other[3]), _aware(other[5])
         w = (m.start_at, m.end_at)
-        return bool(start < w[1] and Calendar.of(ctx).overlaps(start, end, other[4], until, w))
+        return bool(other[2] < w[1] and Calendar.of(ctx).overlaps(other[2], other[3], other[4], other[5], w))
     if row.table == "event_attendees" and row.op == "update" and _HARMLESS["event_attendees"].issuperset(row.changes):
         old, new = row.changes.get("rsvp", ("", ""))
         if (old in _COMMITTED) == (new in _COMMITTED) and (old == "declined") == (new == "declined"):
@@ -834,8 +698,7 @@ def meeting_announced(ctx: GradingContext, title_pattern: Regex, channel: str, k
     m, head = _the_meeting(ctx, title_pattern)
     if m is None:
         return CheckOutcome.of(False, head)
-    ids = inserted_ids(ctx, "posts")
-    posts = _new_posts(ctx, ids)
+    posts = new_posts(ctx)
     mine = [p for p in posts if p.channel == channel.lstrip("~#") and p.author_id == ctx.actor_id]
     key_rx = re.compile(rf"\b{re.escape(key)}\b", re.IGNORECASE)
     for p in mine:
@@ -845,50 +708,8 @@ def meeting_announced(ctx: GradingContext, title_pattern: Regex, channel: str, k
     return CheckOutcome.of(False, f"no new post by the agent in ~{channel} names {key} and {head}; posts: {shown}")
 
 
-def _new_posts(ctx: GradingContext, ids: list[Any]) -> list[Any]:
-    """This episode's live new posts with their channel names, once per grade (``_grown``)."""
-
-    def read(some: Sequence[Any]) -> list[Any]:
-        return [DmPost(i, a, m, _aware(at), c) for i, a, m, at, c in rows_in(ctx, _DM_POSTS, some)]
-
-    return ctx.kept("meeting_posts", ("posts", "channels"), lambda: _grown(ctx, "posts", ("channels",), ids, read))
-
-
-def _grown(
-    ctx: GradingContext, table: str, also: Sequence[str], ids: list[Any], read: Callable[[Sequence[Any]], list[Any]]
-) -> list[Any]:
-    """``read(ids)`` ordered by (time, id), reading only the ids new since the last step when the log allows it.
-
-    Why: the agent's every post re-ran ``meeting_agreed``, which re-read all the episode's posts (and NPC
-    memories) to find the few new ones. When the rows logged since the last read of ``table`` are all inserts
-    and no table in ``also`` changed, what was read stands and the new ids are read and merged in; an edit or
-    deletion (a post deleted, a channel renamed) reads everything again. Kept in ``ctx.lasting`` per table.
-    """
-    changes = ctx.changed_rows(table)
-    stamp = tuple(len(ctx.changed_rows(t)) for t in also)
-    kept = ctx.lasting.get(("grown", table))
-    if kept is not None and kept[1] == stamp and all(r.op == "insert" for r in changes[kept[0] :]):
-        found = sorted([*kept[3], *read(ids[kept[2] :])], key=lambda r: (r[3] if table == "posts" else r[2], r[0]))
-    else:
-        found = read(ids)
-    ctx.lasting[("grown", table)] = (len(changes), stamp, len(ids), found)
-    return found
-
-
 def _dm_name(a: int, b: int) -> str:
     return "__".join(str(i) for i in sorted((a, b)))
-
-
-def _memories(ctx: GradingContext) -> list[Any]:
-    ids = inserted_ids(ctx, "npc_memory")
-
-    def read(some: Sequence[Any]) -> list[Any]:
-        return [
-            Memory(i, e, _aware(at), k, s, json.loads(d) if isinstance(d, str) else d)
-            for i, e, at, k, s, d in rows_in(ctx, _MEMORY, some)
-        ]
-
-    return ctx.kept("npc_memory", ("npc_memory",), lambda: _grown(ctx, "npc_memory", (), ids, read))
 
 
 def _fact(row: Any) -> Mapping[str, Any] | None:
@@ -931,12 +752,11 @@ def meeting_agreed(
         return CheckOutcome.of(False, head)
     ids, unknown = _resolve(ctx, attendees)
     people = _people(ctx, list(ids.values()))
-    ids_posts = inserted_ids(ctx, "posts")
-    posts = _new_posts(ctx, ids_posts)
+    posts = new_posts(ctx)
     agent_name = p.username if (p := _people(ctx, [ctx.actor_id]).get(ctx.actor_id)) else ""
     covered, notes = 0, [f"unknown employee {u!r}" for u in unknown]
     for name, emp in ids.items():
-        mem = [r for r in _memories(ctx) if r.employee_id == emp and r.kind == "did" and r.at <= m.created_at]
+        mem = [r for r in memories(ctx) if r.employee_id == emp and r.kind == "did" and r.at <= m.created_at]
         said = [_said_about(r, m.start_at) for r in mem]
         if "yes" in said and "no" not in said:
             covered += 1

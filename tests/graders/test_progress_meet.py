@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from graders import checks_meetings
+from graders import checks_meetings, meeting_log
 from graders.base import Check, GradingContext, Rubric, grade, read_changes
 from graders.checks_meetings import Calendar, _recurs_in
 from graders.progress import Progress
@@ -148,15 +148,15 @@ def test_kept_calendar_and_hooks_give_a_fresh_grade_after_every_step(world, monk
     at = [""]
     real = Calendar._query
     monkeypatch.setattr(Calendar, "_query", lambda self, *a: queried.append(at[0]) or real(self, *a))
-    posts_read: dict[str, list[int]] = {}  # step -> how many post ids each read of the agent's posts asked for
-    real_rows_in = checks_meetings.rows_in
+    tables_read: list[str] = []  # the steps whose progress update read the posts or memories table
+    real_rows_in = meeting_log.rows_in
 
     def rows_in(ctx: GradingContext, sql: str, ids: Any) -> Any:
-        if sql is checks_meetings._DM_POSTS:
-            posts_read.setdefault(at[0], []).append(len(ids))
+        if sql in (meeting_log._DM_POSTS, meeting_log._MEMORY):
+            tables_read.append(at[0])
         return real_rows_in(ctx, sql, ids)
 
-    monkeypatch.setattr(checks_meetings, "rows_in", rows_in)
+    monkeypatch.setattr(meeting_log, "rows_in", rows_in)
     seq, evidence, invitations = world.start_seq, {}, 0
     for step in _edits(Sql.of(world.session), world):
         world.session.flush()
@@ -170,9 +170,13 @@ def test_kept_calendar_and_hooks_give_a_fresh_grade_after_every_step(world, monk
         assert got == [(c.id, c.score, c.evidence, c.details) for c in full.checks], step
         assert value == full.value, step
         evidence[step] = {c.id: c.evidence for c in full.checks}
-        events = Sql.of(world.session).all(checks_meetings._EVENTS.format("?, ?, ?, ?"), (5, 6, 7, 8))
+        events = Sql.of(world.session).all(meeting_log._EVENTS.format("?, ?, ?, ?"), (5, 6, 7, 8))
         want_events = [(i, t, o, _utc(a), _utc(b), r, bool(c), _utc(at)) for i, t, o, a, b, r, c, at in events]
-        assert [tuple(m) for m in checks_meetings._new_events(world.ctx())] == want_events, step
+        assert [tuple(m) for m in meeting_log._new_events(world.ctx())] == want_events, step
+        # the posts and memories folded step by step are what the tables hold (the reads are not counted)
+        fresh = world.ctx()
+        assert meeting_log.new_posts(progress.ctx) == meeting_log._read_posts(fresh), step
+        assert meeting_log.memories(progress.ctx) == meeting_log._read_memories(fresh), step
         for event_id in (5, 7):  # the meeting and the retro: the invitations read from the log are the table's
             want = [tuple(r) for r in Sql.of(world.session).all(checks_meetings._ATTENDEES, (event_id,))]
             assert [tuple(a) for a in checks_meetings._attendees(world.ctx(), event_id)] == want, step
@@ -190,9 +194,8 @@ def test_kept_calendar_and_hooks_give_a_fresh_grade_after_every_step(world, monk
     assert "@bob was never asked" in ev["bob says yes after the booking"]["agreed"], "a yes after the booking"
     assert "@bob neither agreed" in ev["the agent asks bob after the booking"]["agreed"], "no longer never asked"
     assert "@bob was never asked" in ev["the agent deletes the ask"]["agreed"], "a deleted ask does not count"
-    # the ask after the announcement was read alone; its deletion made the progress score read every post again
-    assert posts_read["the agent asks bob after the booking"] == [1], posts_read
-    assert posts_read["the agent deletes the ask"] == [2], posts_read
+    # posts (an edit and a deletion included) and answers came from the log: neither table was read for them
+    assert not [s for s in tables_read if s != "full grade"], tables_read
     assert "@carol is also in #6 'Lunch'; #4 'Review'" in ev["carol is invited to the review, tentatively"]["clash"]
     # the kept windows answered through the answers, carol's new commitments and the second meeting
     kept = ["bob accepts: as busy as before", "carol books a lunch over the meeting"]
