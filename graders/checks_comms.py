@@ -480,6 +480,19 @@ def event_exists(
 _ROOM_NAMES = "SELECT id, name FROM rooms WHERE id IN ({}) ORDER BY id"
 
 
+def _room_names(ctx: GradingContext, ids: set[int]) -> dict[int, str]:
+    """Rooms' names by id, each read once per episode while no room row changes (kept in ``ctx.lasting``)."""
+    stamp = len(ctx.changed_rows("rooms"))
+    kept = ctx.lasting.get("event_room_names")
+    if kept is None or kept[0] != stamp:
+        kept = ctx.lasting["event_room_names"] = (stamp, {})
+    names: dict[int, str] = kept[1]
+    missing = sorted(ids - names.keys())
+    if missing:
+        names.update((i, n) for i, n in rows_in(ctx, _ROOM_NAMES, missing))
+    return names
+
+
 def _new_events(ctx: GradingContext) -> Callable[[], tuple[list[Any], dict[int, set[str]]]]:
     """The events this episode created and each one's invitees: one lookup for every meeting's check of a step.
 
@@ -494,7 +507,7 @@ def _new_events(ctx: GradingContext) -> Callable[[], tuple[list[Any], dict[int, 
         if invites is None:
             return query()
         made = _logged_events(ctx)
-        rooms = dict(rows_in(ctx, _ROOM_NAMES, sorted({m.room_id for m in made if m.room_id is not None})))
+        rooms = _room_names(ctx, {m.room_id for m in made if m.room_id is not None})
         events = [NewEvent(m.id, m.title, m.organizer_id, m.start_at, m.cancelled, rooms.get(m.room_id)) for m in made]
         ids = {m.id for m in made}
         mine = [(i["event_id"], i["employee_id"]) for i in invites.values() if i.get("event_id") in ids]
@@ -551,18 +564,86 @@ _MEMBER = (
 progress score runs it for every onboarding channel at the first step and again when the hire is added."""
 
 
+_MEMBER_PAIR = (
+    "SELECT c.id, c.name, e.id, e.username FROM channels c JOIN employees e ON e.username = ?"
+    " WHERE c.name = ? ORDER BY c.id LIMIT 1"
+)
+"""The channel and employee ``_MEMBER`` picks, by id (the membership rows a step logs name them so)."""
+
+
+def _member_pair(ctx: GradingContext, channel: str, username: str) -> tuple[int, str, int, str] | None:
+    """(channel id, its name, employee id, username) as ``_MEMBER`` picks them; None if either is missing.
+
+    Kept for the episode in ``ctx.lasting`` while no channel or employee row changes (a new channel of the
+    name, a rename), so deciding a membership row costs a lookup.
+    """
+    key = ("member_pair", channel, username)
+    stamp = (len(ctx.changed_rows("channels")), len(ctx.changed_rows("employees")))
+    found = ctx.lasting.get(key)
+    if found is None or found[0] != stamp:
+        row = Sql.of(ctx.session).one(_MEMBER_PAIR, (username.lstrip("@"), channel.lstrip("~#")))
+        found = ctx.lasting[key] = (stamp, tuple(row) if row is not None else None)
+    pair: tuple[int, str, int, str] | None = found[1]
+    return pair
+
+
 def _member_touches(ctx: GradingContext, row: ChangeRow, channel: str, username: str, **_: Any) -> bool:
-    """Whether a membership row may change a check on ``username`` in ``channel`` (other people, channels cannot)."""
-    who, name = username.lstrip("@"), channel.lstrip("~#")
-    if row.op == "update" or not {"employee_id", "channel_id"} <= row.changes.keys() or who == "actor":
+    """Whether a row may change a check on ``username`` in ``channel`` (other people's, channels' rows cannot).
+
+    A membership row matters if it is that person's in that channel; an update that does not move a membership
+    (the time it was last read) never does. A channel or employee row matters if it may change which channel or
+    employee the names pick (one of the names inserted, renamed or deleted).
+    """
+    c = row.changes
+    if row.table == "channels" or row.table == "employees":
+        column, wanted = (
+            ("name", channel.lstrip("~#")) if row.table == "channels" else ("username", username.lstrip("@"))
+        )
+        if row.op == "update":
+            return bool(column in c and wanted in c[column])  # renamed to or from the name
+        return bool(c.get(column, wanted) == wanted)  # one of the name created or deleted (an image without it: tell)
+    if row.op == "update":
+        return not {"channel_id", "employee_id"}.isdisjoint(c)
+    if not {"employee_id", "channel_id"} <= c.keys():
         return True  # let the check tell
-    if row.changes["employee_id"] != employee_id(ctx, who):
-        return False
-    found = ctx.kept(("channel_id", name), ("channels",), lambda: Sql.of(ctx.session).scalar(_CHANNEL_ID, (name,)))
-    return bool(row.changes["channel_id"] == found)
+    pair = _member_pair(ctx, channel, username)  # None: no such channel or person, which no membership changes
+    return pair is not None and (c["channel_id"], c["employee_id"]) == (pair[0], pair[2])
 
 
-@check_fn("channel_member", reads=("channel_members",), touches=_member_touches)
+def _member_changes(
+    ctx: GradingContext, rows: Sequence[ChangeRow], channel: str, username: str, member: bool = True
+) -> tuple[float, str, Mapping[str, Any]] | None:
+    """``channel_member``'s verdict from the step's membership rows (for ``graders.progress``); None to re-run.
+
+    A membership is unique per channel and person, so the last insert (a member) or delete (not) of theirs
+    in the step decides; any channel or employee row, or a moved membership, leaves it to the query.
+    """
+    pair = _member_pair(ctx, channel, username)
+    if pair is None:
+        return None
+    now = None
+    for r in rows:
+        c = r.changes
+        if r.table != "channel_members" or (r.op == "update" and not {"channel_id", "employee_id"}.isdisjoint(c)):
+            return None
+        if r.op == "update":
+            continue
+        if not {"employee_id", "channel_id"} <= c.keys():
+            return None
+        if (c["channel_id"], c["employee_id"]) == (pair[0], pair[2]):
+            now = r.op == "insert"
+    if now is None:
+        return None
+    verb = "is a member" if now else "is not a member"
+    return (1.0 if now == member else 0.0, f"@{pair[3]} {verb} of {pair[1]}", {})
+
+
+@check_fn(
+    "channel_member",
+    reads=("channel_members", "channels", "employees"),
+    touches=_member_touches,
+    on_changes=_member_changes,
+)
 def channel_member(ctx: GradingContext, channel: str, username: str, member: bool = True) -> CheckOutcome:
     """``username`` is (or, with ``member=False``, is not) a member of ``channel`` in the final state.
 

@@ -256,3 +256,75 @@ def test_a_window_outside_the_kept_horizon_widens_it(world):
         assert set(busy[2]) == {1} and set(busy[3]) == set(), weeks  # bob in the standup; carol declined it
         assert set(busy[4]) == ({1, 4} if weeks == 0 else {1}), weeks  # dave's review is once, that Tuesday
         assert kept.horizon is not None and kept.horizon[0] <= w[0] and w[1] <= kept.horizon[1]
+
+
+MEMBER_CHECKS = [
+    ("bob-eng", "channel_member", {"channel": "~eng", "username": "bob"}),
+    ("carol-eng", "channel_member", {"channel": "eng", "username": "carol", "member": False}),
+    ("bob-ops", "channel_member", {"channel": "ops", "username": "@bob"}),
+    ("nobody", "channel_member", {"channel": "eng", "username": "zed"}),
+]
+
+
+def _memberships(sql: Sql) -> Iterator[str]:
+    """Channel and membership edits as tools make them, one step each."""
+    member = {"last_viewed_at": None, "joined_at": MEET}
+    yield "nothing yet"
+    bob = sql.insert("channel_members", {**member, "channel_id": 2, "employee_id": 2})
+    yield "bob joins eng"
+    sql.insert("channel_members", {**member, "channel_id": 1, "employee_id": 2})
+    yield "bob joins general: no eng check moves"
+    sql.update("channel_members", bob, {"last_viewed_at": (None, MEET)})
+    yield "bob reads eng"
+    carol = sql.insert("channel_members", {**member, "channel_id": 2, "employee_id": 3})
+    yield "carol joins eng, which she must not"
+    sql.delete("channel_members", {"id": carol}, {"id": carol, "channel_id": 2, "employee_id": 3, **member})
+    yield "carol leaves eng"
+    channel = {"team_id": 1, "display_name": "Ops", "type": "O", "purpose": "", "header": "", "creator_id": 1}
+    ops = sql.insert("channels", {**channel, "name": "ops", "created_at": MEET})
+    sql.insert("channel_members", {**member, "channel_id": ops, "employee_id": 2})
+    yield "ops created with bob in it"
+    sql.delete("channel_members", {"id": bob}, {"id": bob, "channel_id": 2, "employee_id": 2, **member})
+    sql.insert("channel_members", {**member, "channel_id": 2, "employee_id": 2})
+    yield "bob leaves eng and rejoins in one step"
+    sql.update("channels", 2, {"name": ("eng", "engineering")})
+    yield "eng renamed: no channel of the name"
+    sql.update("channels", ops, {"name": ("ops", "eng")})
+    yield "ops renamed eng: bob is in it"
+
+
+def test_channel_member_decided_from_the_membership_rows_gives_a_fresh_grade(world, monkeypatch):
+    import graders.progress as progress_module
+
+    checks = [Check(id=i, description="d", fn=fn, params=p) for i, fn, p in MEMBER_CHECKS]
+    rubric = Rubric(id="t", version=1, description="t", checks=tuple(checks))
+    progress = Progress(rubric, GradingContext(session=world.session, trace=[], actor_id=1))
+    decided: list[str] = []
+    real = progress_module.Progress._decided
+    monkeypatch.setattr(
+        progress_module.Progress,
+        "_decided",
+        lambda self, i, rows: (out := real(self, i, rows)) and decided.append(at[0]) or out,
+    )
+    ran: list[str] = []
+    real_run = progress_module.Progress._run
+    monkeypatch.setattr(progress_module.Progress, "_run", lambda self, i: ran.append(at[0]) or real_run(self, i))
+    seq, at, evidence = world.start_seq, [""], {}
+    for step in _memberships(Sql.of(world.session)):
+        world.session.flush()
+        rows = read_changes(world.session, after_seq=seq)
+        seq = rows[-1].seq if rows else seq
+        at[0] = step
+        value = progress.update(rows)  # type: ignore[arg-type]
+        full = grade(rubric, world.ctx())
+        got = [(c.id, c.score, c.evidence, c.details) for c in progress.results()]
+        assert got == [(c.id, c.score, c.evidence, c.details) for c in full.checks], step
+        assert value == full.value, step
+        evidence[step] = {c.id: c.evidence for c in full.checks}
+    assert evidence["ops renamed eng: bob is in it"]["bob-eng"] == "@bob is a member of eng"
+    assert evidence["carol joins eng, which she must not"]["carol-eng"] == "@carol is a member of eng"
+    # the membership rows decided these without the query; reading eng and joining general re-ran nothing
+    assert decided.count("bob joins eng") == 1 and decided.count("carol leaves eng") == 1, decided
+    assert "bob leaves eng and rejoins in one step" in decided, decided
+    assert not [s for s in ran if s in ("bob joins general: no eng check moves", "bob reads eng")], ran
+    assert "eng renamed: no channel of the name" in ran, "a rename re-runs the checks on the name"
