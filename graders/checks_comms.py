@@ -65,10 +65,7 @@ _EVENTS = (
     "SELECT e.id, e.title, e.organizer_id, e.start_at, e.cancelled, r.name FROM events e"
     " LEFT JOIN rooms r ON r.id = e.room_id WHERE e.id IN ({}) ORDER BY e.id"
 )
-_ATTENDEES = (
-    "SELECT a.event_id, m.username FROM event_attendees a JOIN employees m ON m.id = a.employee_id"
-    " WHERE a.event_id IN ({}) ORDER BY a.event_id, m.username"
-)
+_ATTENDEES = "SELECT event_id, employee_id FROM event_attendees WHERE event_id IN ({}) ORDER BY event_id, id"
 
 
 _CHANNEL_ID = "SELECT id FROM channels WHERE name = ? ORDER BY id LIMIT 1"  # as _MEMBER picks it
@@ -453,14 +450,18 @@ def event_exists(
     if organizer is not None and organizer_id is None:
         return CheckOutcome.of(False, f"unknown employee {organizer!r}")
     events, invited = ctx.kept(("new_events",), ("events", "event_attendees", "rooms", "employees"), _new_events(ctx))
-    names = {i: p.username for i, p in _people(ctx, [ctx.actor_id, *(e.organizer_id for e in events)]).items()}
-    wanted = [names.get(ctx.actor_id, "actor") if a == "actor" else a for a in attendees]
+    me = _people(ctx, [ctx.actor_id]).get(ctx.actor_id)
+    # compared by id (usernames are unique): the invitees need no lookup of their names
+    wanted = [
+        (me.username if me else "actor", ctx.actor_id) if a == "actor" else (a, _employee(ctx, a)) for a in attendees
+    ]
     notes = []
     for e in events:
         if e.cancelled or (organizer_id is not None and e.organizer_id != organizer_id):
             continue
-        present = invited.get(e.id, set()) | {names.get(e.organizer_id, "")}
-        problems = [f"missing {', '.join(a for a in wanted if a not in present)}"] if set(wanted) - present else []
+        present = invited.get(e.id, set()) | {e.organizer_id}
+        missing = [a for a, i in wanted if i not in present]
+        problems = [f"missing {', '.join(missing)}"] if missing else []
         if not rx(title_pattern).search(e.title):
             problems.append("title does not match")
         if (start_after and e.start_at < start_after) or (start_before and e.start_at > start_before):
@@ -493,7 +494,7 @@ def _room_names(ctx: GradingContext, ids: set[int]) -> dict[int, str]:
     return names
 
 
-def _new_events(ctx: GradingContext) -> Callable[[], tuple[list[Any], dict[int, set[str]]]]:
+def _new_events(ctx: GradingContext) -> Callable[[], tuple[list[Any], dict[int, set[int]]]]:
     """The events this episode created and each one's invitees: one lookup for every meeting's check of a step.
 
     Why from the change log: every such event and every invitation to it was logged (the event did not exist
@@ -502,7 +503,7 @@ def _new_events(ctx: GradingContext) -> Callable[[], tuple[list[Any], dict[int, 
     When an invitation the episode did not create moved, the fold cannot tell and the tables are queried.
     """
 
-    def fold() -> tuple[list[Any], dict[int, set[str]]]:
+    def fold() -> tuple[list[Any], dict[int, set[int]]]:
         invites = invitations(ctx)
         if invites is None:
             return query()
@@ -510,20 +511,18 @@ def _new_events(ctx: GradingContext) -> Callable[[], tuple[list[Any], dict[int, 
         rooms = _room_names(ctx, {m.room_id for m in made if m.room_id is not None})
         events = [NewEvent(m.id, m.title, m.organizer_id, m.start_at, m.cancelled, rooms.get(m.room_id)) for m in made]
         ids = {m.id for m in made}
-        mine = [(i["event_id"], i["employee_id"]) for i in invites.values() if i.get("event_id") in ids]
-        people = _people(ctx, [emp for _, emp in mine])
-        invited: dict[int, set[str]] = {}
-        for event_id, emp in mine:
-            if emp in people:
-                invited.setdefault(event_id, set()).add(people[emp].username)
+        invited: dict[int, set[int]] = {}
+        for i in invites.values():
+            if i.get("event_id") in ids:
+                invited.setdefault(i["event_id"], set()).add(i["employee_id"])
         return events, invited
 
-    def query() -> tuple[list[Any], dict[int, set[str]]]:
+    def query() -> tuple[list[Any], dict[int, set[int]]]:
         ids = inserted_ids(ctx, "events")
         events = [NewEvent(i, t, o, _stamp(at), bool(c), r) for i, t, o, at, c, r in rows_in(ctx, _EVENTS, ids)]
-        invited: dict[int, set[str]] = {}
-        for event_id, username in rows_in(ctx, _ATTENDEES, ids):
-            invited.setdefault(event_id, set()).add(username)
+        invited: dict[int, set[int]] = {}
+        for event_id, who in rows_in(ctx, _ATTENDEES, ids):
+            invited.setdefault(event_id, set()).add(who)
         return events, invited
 
     return fold
