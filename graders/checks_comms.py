@@ -31,7 +31,7 @@ from graders.checks_common import (
     who_label,
 )
 from graders.checks_meetings import _expect
-from graders.meeting_log import _employee, _people, invitations
+from graders.meeting_log import _employee, _named, _people, invitations
 from graders.meeting_log import _new_events as _logged_events
 from worlds.rawsql import Sql
 
@@ -443,7 +443,9 @@ def event_exists(
     """
     key = _fits_key(title_pattern, attendees, organizer, start_after, start_before, room)
     ctx.lasting.pop(key, None)  # kept again only if an event fits (see _event_touches)
-    _expect(ctx, [a for a in attendees if a != "actor"])  # the meeting checks' calendar reads them before a booking
+    named = [a for a in (*attendees, organizer or "actor") if a != "actor"]
+    _expect(ctx, named)  # the meeting checks' calendar reads them before a booking
+    _named(ctx, named)  # one query for every name, kept for the episode (at the first step, before any booking)
     if not any(r.op == "insert" for r in ctx.changed_rows("events")):
         return CheckOutcome.of(False, "no calendar event was created during the episode")
     organizer_id = _employee(ctx, organizer) if organizer is not None else None

@@ -84,10 +84,13 @@ def _meeting_touches(
     Until the agent books the meeting every check says it found none, and only an event change can alter that:
     the chat and NPC replies of the asking phase re-run nothing. After it, a new post counts only if the
     agent wrote it (asks, escalations and the announcement are the agent's), and a new NPC memory only if it
-    is one of the named attendees' (their answers).
+    is one of the named attendees' (their answers). A new channel never does (its posts are rows of their own):
+    the agent's first message to each coworker opens one.
     """
     if row.table == "events":
         return True
+    if row.table == "channels" and row.op == "insert":
+        return False
     if not _meetings(ctx, title_pattern):
         return False
     if row.op == "insert" and row.table == "posts":
