@@ -323,6 +323,38 @@ def _image(row: ChangeRow) -> EventRow | None:
     )
 
 
+_SLOT = {"title": 1, "start_at": 2, "end_at": 3, "rrule": 4, "until": 5, "cancelled": 6, "room_id": 7}
+
+
+def _event_images(ctx: GradingContext) -> dict[int, EventRow | None]:
+    """The events this episode inserted, as ``_EVENT_ROWS`` reads them now, folded from the logged rows.
+
+    Why: the double-booking hook and the calendar need the start, end, recurrence and room of each new event
+    another booking or invitation names, and the rows are all logged (inserted, then updated or deleted), so
+    no step reads them again. Kept in ``ctx.lasting`` with how many rows it has folded; an event whose insert
+    image lacks a column is None (read it); a deleted one is dropped (its row is gone).
+    """
+    seen, kept = ctx.lasting.get("event_images", (0, {}))
+    images: dict[int, EventRow | None] = kept
+    rows = ctx.changed_rows("events")
+    for r in rows[seen:]:
+        key = int(r.key[0])
+        if r.op == "insert":
+            images[key] = _image(r)
+        elif r.op == "delete":
+            images.pop(key, None)
+        elif (image := images.get(key)) is not None:
+            found: list[Any] = list(image)
+            for column, (_, after) in r.changes.items():
+                slot = _SLOT.get(column)
+                if slot is not None:
+                    found[slot] = _when(after) if slot in (2, 3) or (slot == 5 and after is not None) else after
+            found[6] = bool(found[6])
+            images[key] = (found[0], found[1], found[2], found[3], found[4], found[5], found[6], found[7])
+    ctx.lasting["event_images"] = (len(rows), images)
+    return images
+
+
 _HORIZON = (timedelta(days=1), timedelta(days=14))  # kept around the first meeting window: before, after
 _AHEAD = (timedelta(days=1), timedelta(days=21))  # read before a booking, around the clock: before, after
 
@@ -433,9 +465,8 @@ class Calendar:
             wanted.update(int(r.key[0]) for r in new_events if r.op == "insert")
         if not wanted:
             return
-        # the step's new events from their logged images (the step's later updates of one forgot everyone above)
-        images = {int(r.key[0]): r for r in new_events if r.op == "insert"}
-        rows: dict[int, EventRow | None] = {e: _image(images[e]) for e in wanted if e in images}
+        made = _event_images(ctx)  # the new events as they are now, from the log; old ones invited to are read
+        rows: dict[int, EventRow | None] = {e: made.get(e) for e in wanted}
         unread = sorted(e for e in wanted if rows.get(e) is None)
         rows.update({r[0]: _stored(r) for r in rows_in(ctx, _EVENT_ROWS, unread)})
         for person, event_id in adds:
@@ -610,8 +641,7 @@ def _clash_touches(ctx: GradingContext, row: ChangeRow, title_pattern: str, **kw
         if len(found) != 1:
             return False  # no meeting, or several (the verdict names the meetings, not their clashes)
         m = found[0]
-        # the new event's logged image (a later update of it in the step re-runs the check anyway), else its row
-        other = _image(row) if row.table == "events" else None
+        other = _event_images(ctx).get(event)  # an event this episode created, as it is now; else its row
         if other is None:
             other = ctx.memo.get(("event_row", event))
             if other is None:
@@ -726,11 +756,18 @@ def _said_about(row: Any, start: datetime) -> str | None:
     fact = _fact(row)
     if fact is None:
         return None
+    when = _instant(str(fact.get("subject", "")))
+    return str(fact.get("said")) if when is not None and when == start else None
+
+
+@functools.lru_cache(maxsize=4096)
+def _instant(text: str) -> datetime | None:
+    """An answer's subject as an aware instant; None if it is not one (parsed once per text per process)."""
     try:
-        when = datetime.fromisoformat(str(fact.get("subject", "")))
+        when = datetime.fromisoformat(text)
     except ValueError:
         return None
-    return str(fact.get("said")) if when.tzinfo is not None and when == start else None
+    return when if when.tzinfo is not None else None
 
 
 @check_fn("meeting_agreed", reads=("events", "employees", "posts", "channels", "npc_memory"), touches=_agreed_touches)

@@ -247,17 +247,20 @@ def new_posts(ctx: GradingContext) -> list[DmPost]:
                 if not _POST_COLUMNS.issubset(r.changes):
                     return _read_posts(ctx)
                 posts[key] = {c: r.changes[c] for c in _POST_COLUMNS} | {"deleted_at": r.changes.get("deleted_at")}
+                posts[key]["created_at"] = _when(posts[key]["created_at"])  # converted once, not per fold
             elif r.op == "delete":
                 posts.pop(key, None)
             elif key in posts:
                 posts[key].update({c: v[1] for c, v in r.changes.items() if c in posts[key]})
+                if "created_at" in r.changes:
+                    posts[key]["created_at"] = _when(posts[key]["created_at"])
         ctx.lasting["meeting_post_fold"] = (len(rows), len(channels), posts, names)
         wanted = sorted({p["channel_id"] for p in posts.values()} - names.keys())
         if wanted:
             names.update(dict.fromkeys(wanted))
             names.update((i, n) for i, n in rows_in(ctx, _CHANNEL_NAMES, wanted))
         found = [
-            DmPost(i, p["author_id"], p["message"], _when(p["created_at"]), names[p["channel_id"]])
+            DmPost(i, p["author_id"], p["message"], p["created_at"], names[p["channel_id"]])
             for i, p in posts.items()
             if p["deleted_at"] is None and names[p["channel_id"]] is not None
         ]
@@ -287,17 +290,21 @@ def memories(ctx: GradingContext) -> list[Memory]:
             if r.op == "insert":
                 if not _MEMORY_COLUMNS.issubset(r.changes):
                     return _read_memories(ctx)
-                rows_by_id[key] = {c: r.changes[c] for c in _MEMORY_COLUMNS}
+                c = r.changes
+                rows_by_id[key] = Memory(
+                    key, c["employee_id"], _when(c["at"]), c["kind"], c["subject"], _data(c["data"])
+                )
             elif r.op == "delete":
                 rows_by_id.pop(key, None)
             elif key in rows_by_id:
-                rows_by_id[key].update({c: v[1] for c, v in r.changes.items() if c in rows_by_id[key]})
+                after = {c: v[1] for c, v in r.changes.items() if c in Memory._fields and c != "id"}
+                if "at" in after:
+                    after["at"] = _when(after["at"])
+                if "data" in after:
+                    after["data"] = _data(after["data"])
+                rows_by_id[key] = rows_by_id[key]._replace(**after)
         ctx.lasting["meeting_memory_fold"] = (len(rows), rows_by_id)
-        found = [
-            Memory(i, m["employee_id"], _when(m["at"]), m["kind"], m["subject"], _data(m["data"]))
-            for i, m in rows_by_id.items()
-        ]
-        return sorted(found, key=lambda m: (m.at, m.id))
+        return sorted(rows_by_id.values(), key=lambda m: (m.at, m.id))
 
     return ctx.kept("npc_memory", ("npc_memory",), fold)
 

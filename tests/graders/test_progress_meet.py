@@ -176,6 +176,8 @@ def test_kept_calendar_and_hooks_give_a_fresh_grade_after_every_step(world, monk
         events = Sql.of(world.session).all(meeting_log._EVENTS.format("?, ?, ?, ?"), (5, 6, 7, 8))
         want_events = [(i, t, o, _utc(a), _utc(b), r, bool(c), _utc(at)) for i, t, o, a, b, r, c, at in events]
         assert [tuple(m) for m in meeting_log._new_events(world.ctx())] == want_events, step
+        stored = Sql.of(world.session).all(checks_meetings._EVENT_ROWS.format("?, ?, ?, ?"), (5, 6, 7, 8))
+        assert checks_meetings._event_images(progress.ctx) == {r[0]: checks_meetings._stored(r) for r in stored}, step
         # the posts and memories folded step by step are what the tables hold (the reads are not counted)
         fresh = world.ctx()
         assert meeting_log.new_posts(progress.ctx) == meeting_log._read_posts(fresh), step
