@@ -704,12 +704,22 @@ def meeting_room(ctx: GradingContext, title_pattern: Regex, location: str) -> Ch
         return CheckOutcome.of(False, head)
     if m.room_id is None:
         return CheckOutcome.of(False, f"{head}: no room booked", event_id=m.id)
-    name, capacity, where = Sql.of(ctx.session).one(_ROOM, (m.room_id,))
+    name, capacity, where = _room(ctx, m.room_id)
     people = 1 + sum(1 for a in _attendees(ctx, m.id) if a.rsvp != "declined" and a.employee_id != m.organizer_id)
     problems = [f"it is in {where}, not {location}"] * (where.lower() != location.lower())
     problems += [f"it holds {capacity}, not {people}"] * (capacity < people)
     text = f"{head} in {name} ({where}, {capacity} seats)"
     return CheckOutcome.of(not problems, text + (f": {'; '.join(problems)}" if problems else ""), event_id=m.id)
+
+
+def _room(ctx: GradingContext, room_id: int) -> tuple[str, int, str]:
+    """A room's (name, capacity, location), read once per episode while no room or location row changes."""
+    stamp = (len(ctx.changed_rows("rooms")), len(ctx.changed_rows("locations")))
+    kept = ctx.lasting.get(("meeting_room", room_id))
+    if kept is None or kept[0] != stamp:
+        kept = ctx.lasting[("meeting_room", room_id)] = (stamp, tuple(Sql.of(ctx.session).one(_ROOM, (room_id,))))
+    found: tuple[str, int, str] = kept[1]
+    return found
 
 
 def _instants(text: str) -> list[datetime]:
