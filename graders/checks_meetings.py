@@ -356,7 +356,7 @@ def _event_images(ctx: GradingContext) -> dict[int, EventRow | None]:
 
 
 _HORIZON = (timedelta(days=1), timedelta(days=14))  # kept around the first meeting window: before, after
-_AHEAD = (timedelta(days=1), timedelta(days=21))  # read before a booking, around the clock: before, after
+_AHEAD = (timedelta(days=1), timedelta(days=15))  # read before a booking, around the clock: before, after
 
 
 class Calendar:
@@ -383,6 +383,7 @@ class Calendar:
         self.people: dict[int, dict[Window, dict[int, Clash]]] = {}  # person -> window -> clashes
         self.rooms: dict[int, dict[Window, dict[int, Clash]]] = {}
         self.all_rooms = False  # room_busy holds every room's events over the horizon (a room not in it has none)
+        self.expected: tuple[int, list[int]] = (0, [])  # how many coworkers ``_expect`` named, and their ids
         self.spans: dict[tuple[Any, ...], bool] = {}  # (start, end, rule, until, window) -> overlaps
 
     @classmethod
@@ -497,8 +498,9 @@ class Calendar:
         queries and their rows, most of a booking step's cost). Before a booking the meeting checks find no
         meeting, and the progress score's first step runs them all, so that is when the agent's, the named
         coworkers' (``_expect``) and every room's events are read, over a horizon from a day before the last
-        step's clock to ``_AHEAD`` after it. A meeting window outside it widens it and reads again, as before.
-        Without a step (no clock) nothing is read.
+        step's clock to ``_AHEAD`` after it (a booking is due within days; every kept event is scanned once per
+        new meeting window, so the horizon is no longer than that). A meeting window outside it widens it and
+        reads again, as before. Without a step (no clock) nothing is read.
         """
         if self.horizon is None:
             steps = ctx.steps
@@ -545,8 +547,10 @@ class Calendar:
             lo, hi = w[0] - _HORIZON[0], w[1] + _HORIZON[1]
             self.horizon = (lo, hi) if h is None else (min(lo, h[0]), max(hi, h[1]))
             self.forget()
-        expected = [i for name in sorted(ctx.lasting.get("meeting_people", ())) if (i := _employee(ctx, name))]
-        missing = sorted({p for p in [*people, *expected] if p not in self.busy})
+        names = ctx.lasting.get("meeting_people", ())
+        if self.expected[0] != len(names):  # the named coworkers' ids, resolved again only when one is added
+            self.expected = (len(names), [i for name in sorted(names) if (i := _employee(ctx, name))])
+        missing = sorted({p for p in [*people, *self.expected[1]] if p not in self.busy})
         if missing:
             found = self._query(ctx, _BUSY.format(", ".join("?" * len(missing))), [*missing, *missing])
             for p in missing:

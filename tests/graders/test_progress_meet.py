@@ -16,6 +16,8 @@ from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import pytest
+
 from graders import checks_meetings, meeting_log
 from graders.base import Check, GradingContext, Rubric, grade, read_changes
 from graders.checks_meetings import Calendar, _recurs_in
@@ -91,6 +93,8 @@ def _edits(sql: Sql, world: Any) -> Iterator[str]:
     yield "carol books a lunch over the meeting"
     invite(4, 3, "tentative")
     yield "carol is invited to the review, tentatively"
+    allhands = event("All-hands", 4, MEET + timedelta(days=1, minutes=-30), 45, room_id=1)
+    yield "an all-hands takes the Orca room before anyone asked about it"
     retro = event("Retro", 1, MEET + timedelta(days=1), 30, room_id=1)
     invite(retro, 1, "accepted")
     invite(retro, 3)
@@ -98,7 +102,8 @@ def _edits(sql: Sql, world: Any) -> Iterator[str]:
     offsite = event("Offsite", 4, MEET + timedelta(days=1), 60, room_id=1)
     yield "someone else takes the retro's room"
     sql.update("events", offsite, {"room_id": (1, None)})
-    yield "the offsite gives the room back"
+    sql.update("events", allhands, {"cancelled": (False, True)})
+    yield "the offsite gives the room back, the all-hands is cancelled"
     sql.update("event_attendees", carol, {"rsvp": ("needs_action", "declined")})
     yield "carol declines the meeting"
     world.later()
@@ -142,11 +147,15 @@ def _utc(value: Any) -> datetime:
     return (datetime.fromisoformat(value) if isinstance(value, str) else value).replace(tzinfo=UTC)
 
 
-def test_kept_calendar_and_hooks_give_a_fresh_grade_after_every_step(world, monkeypatch):
+@pytest.mark.parametrize("clock", [False, True], ids=["no-clock", "preloaded"])
+def test_kept_calendar_and_hooks_give_a_fresh_grade_after_every_step(world, monkeypatch, clock):
+    """With a step's clock the calendar is read before the booking (``Calendar.preload``); the full grade that
+    each step is compared with has no step, so it reads the calendar the first time a meeting asks."""
     insert_rows(world.session.connection(), SETUP)
     checks = [Check(id=i, description="d", fn=fn, params=p) for i, fn, p in CHECKS]
     rubric = Rubric(id="t", version=1, description="t", checks=tuple(checks))
-    progress = Progress(rubric, GradingContext(session=world.session, trace=[], actor_id=1))
+    trace = [{"type": "step", "clock": world.clock.now().isoformat()}] if clock else []
+    progress = Progress(rubric, GradingContext(session=world.session, trace=trace, actor_id=1))
     queried: list[str] = []  # the steps whose progress update queried someone's events again
     at = [""]
     real = Calendar._query
@@ -167,22 +176,25 @@ def test_kept_calendar_and_hooks_give_a_fresh_grade_after_every_step(world, monk
         seq = rows[-1].seq if rows else seq
         at[0] = step
         value = progress.update(rows)  # type: ignore[arg-type]
+        if clock and step == "nothing booked":  # the agent, bob, carol and dave (named by the checks), every room
+            kept = progress.ctx.lasting["calendar"]
+            assert set(kept.busy) == {1, 2, 3, 4} and kept.all_rooms and set(kept.busy[2]) == {1}, kept.busy
         at[0] = "full grade"
         full = grade(rubric, world.ctx())
         got = [(c.id, c.score, c.evidence, c.details) for c in progress.results()]
         assert got == [(c.id, c.score, c.evidence, c.details) for c in full.checks], step
         assert value == full.value, step
         evidence[step] = {c.id: c.evidence for c in full.checks}
-        events = Sql.of(world.session).all(meeting_log._EVENTS.format("?, ?, ?, ?"), (5, 6, 7, 8))
+        events = Sql.of(world.session).all(meeting_log._EVENTS.format("?, ?, ?, ?, ?"), (5, 6, 7, 8, 9))
         want_events = [(i, t, o, _utc(a), _utc(b), r, bool(c), _utc(at)) for i, t, o, a, b, r, c, at in events]
         assert [tuple(m) for m in meeting_log._new_events(world.ctx())] == want_events, step
-        stored = Sql.of(world.session).all(checks_meetings._EVENT_ROWS.format("?, ?, ?, ?"), (5, 6, 7, 8))
+        stored = Sql.of(world.session).all(checks_meetings._EVENT_ROWS.format("?, ?, ?, ?, ?"), (5, 6, 7, 8, 9))
         assert checks_meetings._event_images(progress.ctx) == {r[0]: checks_meetings._stored(r) for r in stored}, step
         # the posts and memories folded step by step are what the tables hold (the reads are not counted)
         fresh = world.ctx()
         assert meeting_log.new_posts(progress.ctx) == meeting_log._read_posts(fresh), step
         assert meeting_log.memories(progress.ctx) == meeting_log._read_memories(fresh), step
-        for event_id in (5, 7):  # the meeting and the retro: the invitations read from the log are the table's
+        for event_id in (5, 8):  # the meeting and the retro: the invitations read from the log are the table's
             want = [tuple(r) for r in Sql.of(world.session).all(checks_meetings._ATTENDEES, (event_id,))]
             assert [tuple(a) for a in checks_meetings._attendees(world.ctx(), event_id)] == want, step
             invitations += len(want)
@@ -193,7 +205,14 @@ def test_kept_calendar_and_hooks_give_a_fresh_grade_after_every_step(world, monk
     assert "no clash for 3 participants" in ev["bob declines his standup: no clash"]["clash"]
     assert "@carol is also in #" in ev["carol books a lunch over the meeting"]["clash"]
     assert "the room is also booked for" in ev["someone else takes the retro's room"]["clash-retro"]
-    assert "no clash for 2 participants or the room" in ev["the offsite gives the room back"]["clash-retro"]
+    assert (
+        "the room is also booked for #7 'All-hands'"
+        in ev["a second meeting with a room: the first keeps its clashes"]["clash-retro"]
+    )
+    assert (
+        "no clash for 2 participants or the room"
+        in ev["the offsite gives the room back, the all-hands is cancelled"]["clash-retro"]
+    )
     assert "@dave is also in #3 'Planning'" in ev["dave invited: his planning series clashes"]["clash"]
     assert "missing zed" in ev["dave invited: his planning series clashes"]["exists-dave"]
     assert "missing dave, zed" in ev["the meeting booked: bob's standup clashes"]["exists-dave"]
@@ -209,7 +228,9 @@ def test_kept_calendar_and_hooks_give_a_fresh_grade_after_every_step(world, monk
     kept = ["bob accepts: as busy as before", "carol books a lunch over the meeting"]
     kept += ["carol is invited to the review, tentatively", "someone else takes the retro's room"]
     assert not [s for s in kept if s in queried], queried
-    assert "the meeting booked: bob's standup clashes" in queried and "full grade" in queried
+    assert "full grade" in queried
+    # without a clock the booking reads its participants' events; with one, they were read at the first step
+    assert ("the meeting booked: bob's standup clashes" in queried) is not clock, queried
 
 
 def test_recurring_overlap_is_what_the_calendar_expansion_says():
