@@ -28,9 +28,11 @@ from graders.checks_common import (
     rows_in,
     rx,
     snippet,
-    usernames,
     who_label,
 )
+from graders.checks_meetings import _expect
+from graders.meeting_log import _employee, _named, _people, invitations
+from graders.meeting_log import _new_events as _logged_events
 from worlds.rawsql import Sql
 
 _IDS: BindParameter[Any] = bindparam("ids", expanding=True)
@@ -63,10 +65,7 @@ _EVENTS = (
     "SELECT e.id, e.title, e.organizer_id, e.start_at, e.cancelled, r.name FROM events e"
     " LEFT JOIN rooms r ON r.id = e.room_id WHERE e.id IN ({}) ORDER BY e.id"
 )
-_ATTENDEES = (
-    "SELECT a.event_id, m.username FROM event_attendees a JOIN employees m ON m.id = a.employee_id"
-    " WHERE a.event_id IN ({}) ORDER BY a.event_id, m.username"
-)
+_ATTENDEES = "SELECT event_id, employee_id FROM event_attendees WHERE event_id IN ({}) ORDER BY event_id, id"
 
 
 _CHANNEL_ID = "SELECT id FROM channels WHERE name = ? ORDER BY id LIMIT 1"  # as _MEMBER picks it
@@ -444,21 +443,27 @@ def event_exists(
     """
     key = _fits_key(title_pattern, attendees, organizer, start_after, start_before, room)
     ctx.lasting.pop(key, None)  # kept again only if an event fits (see _event_touches)
-    ids = inserted_ids(ctx, "events")
-    if not ids:
+    named = [a for a in (*attendees, organizer or "actor") if a != "actor"]
+    _expect(ctx, named)  # the meeting checks' calendar reads them before a booking
+    _named(ctx, named)  # one query for every name, kept for the episode (at the first step, before any booking)
+    if not any(r.op == "insert" for r in ctx.changed_rows("events")):
         return CheckOutcome.of(False, "no calendar event was created during the episode")
-    organizer_id = employee_id(ctx, organizer) if organizer is not None else None
+    organizer_id = _employee(ctx, organizer) if organizer is not None else None
     if organizer is not None and organizer_id is None:
         return CheckOutcome.of(False, f"unknown employee {organizer!r}")
     events, invited = ctx.kept(("new_events",), ("events", "event_attendees", "rooms", "employees"), _new_events(ctx))
-    names = usernames(ctx, [ctx.actor_id, *(e.organizer_id for e in events)])
-    wanted = [names.get(ctx.actor_id, "actor") if a == "actor" else a for a in attendees]
+    me = _people(ctx, [ctx.actor_id]).get(ctx.actor_id)
+    # compared by id (usernames are unique): the invitees need no lookup of their names
+    wanted = [
+        (me.username if me else "actor", ctx.actor_id) if a == "actor" else (a, _employee(ctx, a)) for a in attendees
+    ]
     notes = []
     for e in events:
         if e.cancelled or (organizer_id is not None and e.organizer_id != organizer_id):
             continue
-        present = invited.get(e.id, set()) | {names.get(e.organizer_id, "")}
-        problems = [f"missing {', '.join(a for a in wanted if a not in present)}"] if set(wanted) - present else []
+        present = invited.get(e.id, set()) | {e.organizer_id}
+        missing = [a for a, i in wanted if i not in present]
+        problems = [f"missing {', '.join(missing)}"] if missing else []
         if not rx(title_pattern).search(e.title):
             problems.append("title does not match")
         if (start_after and e.start_at < start_after) or (start_before and e.start_at > start_before):
@@ -475,18 +480,54 @@ def event_exists(
     return CheckOutcome.of(False, head + (f": {listing(notes)}" if notes else ""))
 
 
-def _new_events(ctx: GradingContext) -> Callable[[], tuple[list[Any], dict[int, set[str]]]]:
-    """The events this episode created and each one's invitees: one lookup for every meeting's check of a step."""
+_ROOM_NAMES = "SELECT id, name FROM rooms WHERE id IN ({}) ORDER BY id"
 
-    def query() -> tuple[list[Any], dict[int, set[str]]]:
-        ids = inserted_ids(ctx, "events")
-        events = [NewEvent(i, t, o, _stamp(at), bool(c), r) for i, t, o, at, c, r in rows_in(ctx, _EVENTS, ids)]
-        invited: dict[int, set[str]] = {}
-        for event_id, username in rows_in(ctx, _ATTENDEES, ids):
-            invited.setdefault(event_id, set()).add(username)
+
+def _room_names(ctx: GradingContext, ids: set[int]) -> dict[int, str]:
+    """Rooms' names by id, each read once per episode while no room row changes (kept in ``ctx.lasting``)."""
+    stamp = len(ctx.changed_rows("rooms"))
+    kept = ctx.lasting.get("event_room_names")
+    if kept is None or kept[0] != stamp:
+        kept = ctx.lasting["event_room_names"] = (stamp, {})
+    names: dict[int, str] = kept[1]
+    missing = sorted(ids - names.keys())
+    if missing:
+        names.update((i, n) for i, n in rows_in(ctx, _ROOM_NAMES, missing))
+    return names
+
+
+def _new_events(ctx: GradingContext) -> Callable[[], tuple[list[Any], dict[int, set[int]]]]:
+    """The events this episode created and each one's invitees: one lookup for every meeting's check of a step.
+
+    Why from the change log: every such event and every invitation to it was logged (the event did not exist
+    before the episode), so the meeting checks' folds of the logged rows (``checks_meetings._new_events``,
+    ``invitations``) give them without the two queries each booking re-ran; only the rooms' names are read.
+    When an invitation the episode did not create moved, the fold cannot tell and the tables are queried.
+    """
+
+    def fold() -> tuple[list[Any], dict[int, set[int]]]:
+        invites = invitations(ctx)
+        if invites is None:
+            return query()
+        made = _logged_events(ctx)
+        rooms = _room_names(ctx, {m.room_id for m in made if m.room_id is not None})
+        events = [NewEvent(m.id, m.title, m.organizer_id, m.start_at, m.cancelled, rooms.get(m.room_id)) for m in made]
+        ids = {m.id for m in made}
+        invited: dict[int, set[int]] = {}
+        for i in invites.values():
+            if i.get("event_id") in ids:
+                invited.setdefault(i["event_id"], set()).add(i["employee_id"])
         return events, invited
 
-    return query
+    def query() -> tuple[list[Any], dict[int, set[int]]]:
+        ids = inserted_ids(ctx, "events")
+        events = [NewEvent(i, t, o, _stamp(at), bool(c), r) for i, t, o, at, c, r in rows_in(ctx, _EVENTS, ids)]
+        invited: dict[int, set[int]] = {}
+        for event_id, who in rows_in(ctx, _ATTENDEES, ids):
+            invited.setdefault(event_id, set()).add(who)
+        return events, invited
+
+    return fold
 
 
 _INVITED = (
@@ -524,18 +565,86 @@ _MEMBER = (
 progress score runs it for every onboarding channel at the first step and again when the hire is added."""
 
 
+_MEMBER_PAIR = (
+    "SELECT c.id, c.name, e.id, e.username FROM channels c JOIN employees e ON e.username = ?"
+    " WHERE c.name = ? ORDER BY c.id LIMIT 1"
+)
+"""The channel and employee ``_MEMBER`` picks, by id (the membership rows a step logs name them so)."""
+
+
+def _member_pair(ctx: GradingContext, channel: str, username: str) -> tuple[int, str, int, str] | None:
+    """(channel id, its name, employee id, username) as ``_MEMBER`` picks them; None if either is missing.
+
+    Kept for the episode in ``ctx.lasting`` while no channel or employee row changes (a new channel of the
+    name, a rename), so deciding a membership row costs a lookup.
+    """
+    key = ("member_pair", channel, username)
+    stamp = (len(ctx.changed_rows("channels")), len(ctx.changed_rows("employees")))
+    found = ctx.lasting.get(key)
+    if found is None or found[0] != stamp:
+        row = Sql.of(ctx.session).one(_MEMBER_PAIR, (username.lstrip("@"), channel.lstrip("~#")))
+        found = ctx.lasting[key] = (stamp, tuple(row) if row is not None else None)
+    pair: tuple[int, str, int, str] | None = found[1]
+    return pair
+
+
 def _member_touches(ctx: GradingContext, row: ChangeRow, channel: str, username: str, **_: Any) -> bool:
-    """Whether a membership row may change a check on ``username`` in ``channel`` (other people, channels cannot)."""
-    who, name = username.lstrip("@"), channel.lstrip("~#")
-    if row.op == "update" or not {"employee_id", "channel_id"} <= row.changes.keys() or who == "actor":
+    """Whether a row may change a check on ``username`` in ``channel`` (other people's, channels' rows cannot).
+
+    A membership row matters if it is that person's in that channel; an update that does not move a membership
+    (the time it was last read) never does. A channel or employee row matters if it may change which channel or
+    employee the names pick (one of the names inserted, renamed or deleted).
+    """
+    c = row.changes
+    if row.table == "channels" or row.table == "employees":
+        column, wanted = (
+            ("name", channel.lstrip("~#")) if row.table == "channels" else ("username", username.lstrip("@"))
+        )
+        if row.op == "update":
+            return bool(column in c and wanted in c[column])  # renamed to or from the name
+        return bool(c.get(column, wanted) == wanted)  # one of the name created or deleted (an image without it: tell)
+    if row.op == "update":
+        return not {"channel_id", "employee_id"}.isdisjoint(c)
+    if not {"employee_id", "channel_id"} <= c.keys():
         return True  # let the check tell
-    if row.changes["employee_id"] != employee_id(ctx, who):
-        return False
-    found = ctx.kept(("channel_id", name), ("channels",), lambda: Sql.of(ctx.session).scalar(_CHANNEL_ID, (name,)))
-    return bool(row.changes["channel_id"] == found)
+    pair = _member_pair(ctx, channel, username)  # None: no such channel or person, which no membership changes
+    return pair is not None and (c["channel_id"], c["employee_id"]) == (pair[0], pair[2])
 
 
-@check_fn("channel_member", reads=("channel_members",), touches=_member_touches)
+def _member_changes(
+    ctx: GradingContext, rows: Sequence[ChangeRow], channel: str, username: str, member: bool = True
+) -> tuple[float, str, Mapping[str, Any]] | None:
+    """``channel_member``'s verdict from the step's membership rows (for ``graders.progress``); None to re-run.
+
+    A membership is unique per channel and person, so the last insert (a member) or delete (not) of theirs
+    in the step decides; any channel or employee row, or a moved membership, leaves it to the query.
+    """
+    pair = _member_pair(ctx, channel, username)
+    if pair is None:
+        return None
+    now = None
+    for r in rows:
+        c = r.changes
+        if r.table != "channel_members" or (r.op == "update" and not {"channel_id", "employee_id"}.isdisjoint(c)):
+            return None
+        if r.op == "update":
+            continue
+        if not {"employee_id", "channel_id"} <= c.keys():
+            return None
+        if (c["channel_id"], c["employee_id"]) == (pair[0], pair[2]):
+            now = r.op == "insert"
+    if now is None:
+        return None
+    verb = "is a member" if now else "is not a member"
+    return (1.0 if now == member else 0.0, f"@{pair[3]} {verb} of {pair[1]}", {})
+
+
+@check_fn(
+    "channel_member",
+    reads=("channel_members", "channels", "employees"),
+    touches=_member_touches,
+    on_changes=_member_changes,
+)
 def channel_member(ctx: GradingContext, channel: str, username: str, member: bool = True) -> CheckOutcome:
     """``username`` is (or, with ``member=False``, is not) a member of ``channel`` in the final state.
 

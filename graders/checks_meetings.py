@@ -18,9 +18,8 @@ from __future__ import annotations
 
 import bisect
 import functools
-import json
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any, NamedTuple
 from zoneinfo import ZoneInfo
@@ -29,30 +28,22 @@ from dateutil.rrule import rrulestr
 from pydantic import AwareDatetime, Field
 
 from graders.base import ChangeRow, CheckOutcome, GradingContext, check_fn
-from graders.checks_common import Regex, employee_id, inserted_ids, listing, rows_in, rx, snippet, usernames
+from graders.checks_common import Regex, listing, rows_in, rx, snippet
+from graders.meeting_log import (
+    _employee,
+    _named,
+    _new_events,
+    _when,
+    invitations,
+    memories,
+    new_posts,
+)
+from graders.meeting_log import (
+    _people as _people,  # re-exported: graders.checks_items reads the participants through it
+)
 from mcp_tools.calendar.slots import Person
 from npcs.hours import WorkHours
 from worlds.rawsql import Sql
-
-
-class Meeting(NamedTuple):
-    """An event this episode created, as the meeting checks read it."""
-
-    id: int
-    title: str
-    organizer_id: int
-    start_at: datetime
-    end_at: datetime
-    room_id: int | None
-    cancelled: bool
-    created_at: datetime
-
-
-# What ``_new_events`` folds from the change log, as the table says it (the tests compare the two).
-_EVENTS = (
-    "SELECT id, title, organizer_id, start_at, end_at, room_id, cancelled, created_at FROM events"
-    " WHERE id IN ({}) ORDER BY id"
-)
 
 
 class Attendee(NamedTuple):
@@ -63,54 +54,12 @@ class Attendee(NamedTuple):
     rsvp: str
 
 
-class Someone(NamedTuple):
-    """A participant's working week and manager."""
-
-    id: int
-    username: str
-    timezone: str
-    work_start_minute: int
-    work_end_minute: int
-    workdays: str
-    manager_id: int | None
-
-
-class DmPost(NamedTuple):
-    """A live post this episode made, with its channel's name."""
-
-    id: int
-    author_id: int
-    message: str
-    created_at: datetime
-    channel: str
-
-
-class Memory(NamedTuple):
-    """A row of an NPC's memory written during the episode."""
-
-    id: int
-    employee_id: int
-    at: datetime
-    kind: str
-    subject: str
-    data: Any
-
-
 # Raw statements (``worlds.rawsql``): the progress score re-runs these after the steps of the asking phase.
 _ATTENDEES = (
     "SELECT a.employee_id, e.username, a.rsvp FROM event_attendees a JOIN employees e ON e.id = a.employee_id"
     " WHERE a.event_id = ? ORDER BY e.username"
 )
-_PEOPLE = (
-    "SELECT id, username, timezone, work_start_minute, work_end_minute, workdays, manager_id FROM employees"
-    " WHERE id IN ({}) ORDER BY id"
-)
 _ROOM = "SELECT r.name, r.capacity, l.name FROM rooms r JOIN locations l ON l.id = r.location_id WHERE r.id = ?"
-_DM_POSTS = (
-    "SELECT p.id, p.author_id, p.message, p.created_at, c.name FROM posts p JOIN channels c ON c.id = p.channel_id"
-    " WHERE p.id IN ({}) AND p.deleted_at IS NULL ORDER BY p.created_at, p.id"
-)
-_MEMORY = "SELECT id, employee_id, at, kind, subject, data FROM npc_memory WHERE id IN ({}) ORDER BY at, id"
 ISO = re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2})?(?:Z|[+-]\d{2}:?\d{2})")
 
 
@@ -127,47 +76,6 @@ def _meetings(ctx: GradingContext, title_pattern: str) -> list[Any]:
     return ctx.kept(("meetings", title_pattern), ("events",), find)
 
 
-def _new_events(ctx: GradingContext) -> list[Any]:
-    """Every event this episode created, in id order, for all the meeting checks (one per meeting title).
-
-    Why from the change log: the rows were all logged (inserted, then updated or deleted), so folding the rows
-    logged since the last step costs less than the query every event-changing step re-ran. Kept in
-    ``ctx.lasting`` with how many of the log's event rows it has folded.
-    """
-
-    def fold() -> list[Any]:
-        seen, made = ctx.lasting.get("new_events", (0, {}))
-        rows = ctx.changed_rows("events")
-        for r in rows[seen:]:
-            key = r.key[0]
-            if r.op == "insert":
-                c = r.changes
-                made[key] = Meeting(
-                    key, c["title"], c["organizer_id"], _when(c["start_at"]), _when(c["end_at"]), c["room_id"],
-                    bool(c["cancelled"]), _when(c["created_at"]),
-                )  # fmt: skip
-            elif r.op == "delete":
-                made.pop(key, None)
-            elif key in made:
-                after = {k: v[1] for k, v in r.changes.items() if k in Meeting._fields}
-                for k in ("start_at", "end_at", "created_at"):
-                    if k in after:
-                        after[k] = _when(after[k])
-                if "cancelled" in after:
-                    after["cancelled"] = bool(after["cancelled"])
-                made[key] = made[key]._replace(**after)
-        ctx.lasting["new_events"] = (len(rows), made)
-        return [made[k] for k in sorted(made)]
-
-    return ctx.kept("new_meeting_events", ("events",), fold)
-
-
-def _when(value: Any) -> datetime:
-    """A logged timestamp (ISO text, naive meaning UTC, or a datetime) as an aware UTC datetime."""
-    found = datetime.fromisoformat(value) if isinstance(value, str) else value
-    return found.replace(tzinfo=UTC) if found.tzinfo is None else found.astimezone(UTC)
-
-
 def _meeting_touches(
     ctx: GradingContext, row: ChangeRow, title_pattern: str, attendees: Sequence[str] = (), **_: Any
 ) -> bool:
@@ -176,16 +84,19 @@ def _meeting_touches(
     Until the agent books the meeting every check says it found none, and only an event change can alter that:
     the chat and NPC replies of the asking phase re-run nothing. After it, a new post counts only if the
     agent wrote it (asks, escalations and the announcement are the agent's), and a new NPC memory only if it
-    is one of the named attendees' (their answers).
+    is one of the named attendees' (their answers). A new channel never does (its posts are rows of their own):
+    the agent's first message to each coworker opens one.
     """
     if row.table == "events":
         return True
+    if row.table == "channels" and row.op == "insert":
+        return False
     if not _meetings(ctx, title_pattern):
         return False
     if row.op == "insert" and row.table == "posts":
         return bool(row.changes.get("author_id") == ctx.actor_id)
     if row.op == "insert" and row.table == "npc_memory":
-        return row.changes.get("employee_id") in {employee_id(ctx, name) for name in attendees}
+        return row.changes.get("employee_id") in {_employee(ctx, name) for name in attendees}
     return True
 
 
@@ -252,7 +163,7 @@ def _dm_channels(ctx: GradingContext, attendees: Sequence[str]) -> set[int]:
     """Ids of the agent's direct channels with the named coworkers (those that exist)."""
 
     def query() -> set[int]:
-        ids = [i for name in attendees if (i := employee_id(ctx, name)) is not None]
+        ids = [i for name in attendees if (i := _employee(ctx, name)) is not None]
         return {r[0] for r in rows_in(ctx, _DM_CHANNELS, [_dm_name(ctx.actor_id, i) for i in ids])}
 
     return ctx.kept(("dm_channels", tuple(attendees)), ("channels", "employees"), query)
@@ -262,6 +173,7 @@ def _the_meeting(ctx: GradingContext, title_pattern: str) -> tuple[Any, str]:
     """(meeting row or None, evidence prefix): the latest matching live meeting."""
     found = _meetings(ctx, title_pattern)
     if not found:
+        Calendar.of(ctx).preload(ctx)
         return None, f"no live meeting organised by the agent matches /{title_pattern}/"
     m = found[-1]
     return m, f"event #{m.id} {snippet(m.title)} at {m.start_at.isoformat()}"
@@ -271,35 +183,21 @@ def _attendees(ctx: GradingContext, event_id: int) -> list[Any]:
     """The meeting's attendees, once per grade (every per-coworker check reads them).
 
     Why from the change log: the meeting is an event this episode created, so every invitation to it was
-    logged too, and folding the logged rows costs less than the query each booking and answer re-ran. Only an
-    update moving an invitation the episode did not create (to another event or person) needs the query.
+    logged too, and folding the logged rows (``invitations``) costs less than the query each booking and answer
+    re-ran. Only an update moving an invitation the episode did not create (to another event or person) needs
+    the query.
     """
 
     def from_log() -> list[Any]:
-        invites: dict[Any, dict[str, Any]] = {}
-        for r in ctx.changed_rows("event_attendees"):
-            if r.op == "insert":
-                invites[r.key[0]] = dict(r.changes)
-            elif r.op == "delete":
-                invites.pop(r.key[0], None)
-            elif r.key[0] in invites:
-                invites[r.key[0]].update({k: v[1] for k, v in r.changes.items()})
-            elif {"event_id", "employee_id"} & set(r.changes):
-                return [Attendee(*r) for r in Sql.of(ctx.session).all(_ATTENDEES, (event_id,))]
+        invites = invitations(ctx)
+        if invites is None:
+            return [Attendee(*r) for r in Sql.of(ctx.session).all(_ATTENDEES, (event_id,))]
         mine = [(i["employee_id"], i["rsvp"]) for i in invites.values() if i.get("event_id") == event_id]
-        names = usernames(ctx, [emp for emp, _ in mine])
-        return sorted((Attendee(emp, names[emp], rsvp) for emp, rsvp in mine if emp in names), key=lambda a: a[1])
+        people = _people(ctx, [emp for emp, _ in mine])
+        found = (Attendee(emp, people[emp].username, rsvp) for emp, rsvp in mine if emp in people)
+        return sorted(found, key=lambda a: a[1])
 
     return ctx.kept(("attendees", event_id), ("event_attendees", "employees"), from_log)
-
-
-def _people(ctx: GradingContext, ids: Sequence[int]) -> dict[int, Any]:
-    """Employees by id; each looked up once per grade (one query for those not seen yet)."""
-    cache: dict[int, Any] = ctx.kept("people", ("employees",), dict)
-    missing = sorted({i for i in ids if i not in cache})
-    if missing:
-        cache.update({r[0]: Someone(*r) for r in rows_in(ctx, _PEOPLE, missing)})
-    return {i: cache[i] for i in sorted(set(ids)) if i in cache}
 
 
 def _expect(ctx: GradingContext, names: Sequence[str]) -> None:
@@ -311,7 +209,7 @@ def _resolve(ctx: GradingContext, names: Sequence[str]) -> tuple[dict[str, int],
     found: dict[str, int] = {}
     unknown = []
     for name in names:
-        emp = employee_id(ctx, name)
+        emp = _employee(ctx, name)
         if emp is None:
             unknown.append(name)
         else:
@@ -393,11 +291,72 @@ def _aware(value: Any) -> Any:
 
 
 Window = tuple[datetime, datetime]
-Clash = tuple[Any, int, str]  # (stored start, event id, label): sorted, the order the busy query gives
+Clash = tuple[datetime, int, str]  # (start, event id, label): sorted, the order the busy query gives
 
 
-Busy = tuple[Any, int, str, datetime, datetime, str | None, datetime | None]  # stored start, id, label, span, rule
+Busy = tuple[datetime, int, str, datetime, datetime, str | None, datetime | None]  # start, id, label, span, rule
+EventRow = tuple[int, str, datetime, datetime, str | None, datetime | None, bool, int | None]
+"""An event as the calendar keeps it: id, title, start, end, rrule, until (aware), cancelled, room."""
+_IMAGE = frozenset(("title", "start_at", "end_at", "rrule", "until", "cancelled", "room_id"))
+
+
+def _stored(row: Any) -> EventRow:
+    """An ``_EVENT_ROWS`` row as the calendar keeps it."""
+    return (row[0], row[1], _aware(row[2]), _aware(row[3]), row[4], _aware(row[5]), bool(row[6]), row[7])
+
+
+def _image(row: ChangeRow) -> EventRow | None:
+    """A logged event insert as the calendar keeps it (what ``_EVENT_ROWS`` reads); None if a column is missing."""
+    c = row.changes
+    if not _IMAGE.issubset(c):
+        return None
+    until = _when(c["until"]) if c["until"] is not None else None
+    return (
+        row.key[0],
+        c["title"],
+        _when(c["start_at"]),
+        _when(c["end_at"]),
+        c["rrule"],
+        until,
+        bool(c["cancelled"]),
+        c["room_id"],
+    )
+
+
+_SLOT = {"title": 1, "start_at": 2, "end_at": 3, "rrule": 4, "until": 5, "cancelled": 6, "room_id": 7}
+
+
+def _event_images(ctx: GradingContext) -> dict[int, EventRow | None]:
+    """The events this episode inserted, as ``_EVENT_ROWS`` reads them now, folded from the logged rows.
+
+    Why: the double-booking hook and the calendar need the start, end, recurrence and room of each new event
+    another booking or invitation names, and the rows are all logged (inserted, then updated or deleted), so
+    no step reads them again. Kept in ``ctx.lasting`` with how many rows it has folded; an event whose insert
+    image lacks a column is None (read it); a deleted one is dropped (its row is gone).
+    """
+    seen, kept = ctx.lasting.get("event_images", (0, {}))
+    images: dict[int, EventRow | None] = kept
+    rows = ctx.changed_rows("events")
+    for r in rows[seen:]:
+        key = int(r.key[0])
+        if r.op == "insert":
+            images[key] = _image(r)
+        elif r.op == "delete":
+            images.pop(key, None)
+        elif (image := images.get(key)) is not None:
+            found: list[Any] = list(image)
+            for column, (_, after) in r.changes.items():
+                slot = _SLOT.get(column)
+                if slot is not None:
+                    found[slot] = _when(after) if slot in (2, 3) or (slot == 5 and after is not None) else after
+            found[6] = bool(found[6])
+            images[key] = (found[0], found[1], found[2], found[3], found[4], found[5], found[6], found[7])
+    ctx.lasting["event_images"] = (len(rows), images)
+    return images
+
+
 _HORIZON = (timedelta(days=1), timedelta(days=14))  # kept around the first meeting window: before, after
+_AHEAD = (timedelta(days=1), timedelta(days=15))  # read before a booking, around the clock: before, after
 
 
 class Calendar:
@@ -423,6 +382,8 @@ class Calendar:
         self.room_busy: dict[int, dict[int, Busy]] = {}
         self.people: dict[int, dict[Window, dict[int, Clash]]] = {}  # person -> window -> clashes
         self.rooms: dict[int, dict[Window, dict[int, Clash]]] = {}
+        self.all_rooms = False  # room_busy holds every room's events over the horizon (a room not in it has none)
+        self.expected: tuple[int, list[int]] = (0, [])  # how many coworkers ``_expect`` named, and their ids
         self.spans: dict[tuple[Any, ...], bool] = {}  # (start, end, rule, until, window) -> overlaps
 
     @classmethod
@@ -451,6 +412,7 @@ class Calendar:
             self.people.clear()
             self.room_busy.clear()
             self.rooms.clear()
+            self.all_rooms = False
         else:
             self.busy.pop(who, None)
             self.people.pop(who, None)
@@ -461,9 +423,13 @@ class Calendar:
         new_events, new_invites = events[self.seen["events"] :], invites[self.seen["event_attendees"] :]
         if not new_events and not new_invites:
             return
+        if self.busy or self.room_busy or self.all_rooms:
+            self._fold(ctx, new_events, new_invites)
+        # counted as seen once folded: a fold that failed (a query raising) is done again by the next call
         self.seen = {"events": len(events), "event_attendees": len(invites)}
-        if not self.busy and not self.room_busy:
-            return
+
+    def _fold(self, ctx: GradingContext, new_events: Sequence[ChangeRow], new_invites: Sequence[ChangeRow]) -> None:
+        """Bring the kept events and windows up to date with the given new rows (``sync``)."""
         adds: list[tuple[int, int]] = []  # (person, event): a new commitment
         for r in new_events:
             if r.op == "insert" and isinstance(r.changes.get("organizer_id"), int):
@@ -471,6 +437,7 @@ class Calendar:
             elif r.op == "update" and _HARMLESS["events"].issuperset(r.changes):
                 self.room_busy.clear()  # a room booked or moved: the people's commitments stand
                 self.rooms.clear()
+                self.all_rooms = False
             else:  # a new time, a cancellation, a new title: anyone invited may be affected
                 self.forget()
                 return
@@ -484,7 +451,9 @@ class Calendar:
                 old, new = r.changes.get("rsvp", ("", ""))
                 if (old in _COMMITTED) == (new in _COMMITTED):
                     continue  # needs_action -> accepted: as busy as before
-                who = Sql.of(ctx.session).scalar(_ATTENDEE_OF, (r.key[0],))
+                known = invitations(ctx)
+                invite = known.get(r.key[0]) if known is not None else None
+                who = invite["employee_id"] if invite else Sql.of(ctx.session).scalar(_ATTENDEE_OF, (r.key[0],))
             elif r.op != "delete":
                 who = None  # an invitation moved to another event or person: the rows do not say whose
             if isinstance(who, int):
@@ -493,28 +462,77 @@ class Calendar:
                 self.forget()
                 return
         wanted = {e for p, e in adds if p in self.busy}
-        if self.room_busy:
+        if self.room_busy or self.all_rooms:
             wanted.update(int(r.key[0]) for r in new_events if r.op == "insert")
         if not wanted:
             return
-        rows = {r[0]: r for r in rows_in(ctx, _EVENT_ROWS, sorted(wanted))}
+        made = _event_images(ctx)  # the new events as they are now, from the log; old ones invited to are read
+        rows: dict[int, EventRow | None] = {e: made.get(e) for e in wanted}
+        unread = sorted(e for e in wanted if rows.get(e) is None)
+        rows.update({r[0]: _stored(r) for r in rows_in(ctx, _EVENT_ROWS, unread)})
         for person, event_id in adds:
             self._add(self.busy.get(person), self.people.get(person), rows.get(event_id))
         for r in new_events:
             row = rows.get(int(r.key[0]))
             if r.op == "insert" and row is not None and row[7] is not None:
-                self._add(self.room_busy.get(row[7]), self.rooms.get(row[7]), row)
+                kept = self.room_busy.setdefault(row[7], {}) if self.all_rooms else self.room_busy.get(row[7])
+                self._add(kept, self.rooms.get(row[7]), row)
 
-    def _add(self, busy: dict[int, Busy] | None, windows: dict[Window, dict[int, Clash]] | None, row: Any) -> None:
+    def _add(
+        self, busy: dict[int, Busy] | None, windows: dict[Window, dict[int, Clash]] | None, row: EventRow | None
+    ) -> None:
         """Enter a live event in someone's kept events and in the kept windows it overlaps."""
         if busy is None or row is None or row[6]:
             return
-        event_id, title, start, end, rule, until = row[0], row[1], _aware(row[2]), _aware(row[3]), row[4], row[5]
-        entry: Busy = (row[2], event_id, f"#{event_id} {snippet(title, 30)}", start, end, rule, _aware(until))
+        event_id, title, start, end, rule, until = row[:6]
+        entry: Busy = (start, event_id, f"#{event_id} {snippet(title, 30)}", start, end, rule, until)
         busy[event_id] = entry
         for w, clashes in (windows or {}).items():
-            if start < w[1] and self.overlaps(start, end, rule, entry[6], w):
+            if start < w[1] and self.overlaps(start, end, rule, until, w):
                 clashes[event_id] = entry[:3]
+
+    def preload(self, ctx: GradingContext) -> None:
+        """Read, before any meeting is booked, the commitments a booking's checks will ask about, in one statement.
+
+        Why: the first booking's double-booking check read every participant's and the room's events then (two
+        queries and their rows, most of a booking step's cost). Before a booking the meeting checks find no
+        meeting, and the progress score's first step runs them all, so that is when the agent's, the named
+        coworkers' (``_expect``) and every room's events are read, over a horizon from a day before the last
+        step's clock to ``_AHEAD`` after it (a booking is due within days; every kept event is scanned once per
+        new meeting window, so the horizon is no longer than that). A meeting window outside it widens it and
+        reads again, as before. Without a step (no clock) nothing is read.
+        """
+        if self.horizon is None:
+            steps = ctx.steps
+            clock = steps[-1].get("clock") if steps else None
+            if not isinstance(clock, str):
+                return
+            now = _when(clock)
+            self.horizon = (now - _AHEAD[0], now + _AHEAD[1])
+        names = sorted(ctx.lasting.get("meeting_people", ()))
+        _named(ctx, names)
+        wanted = {ctx.actor_id, *(i for name in names if (i := _employee(ctx, name)) is not None)}
+        missing = sorted(p for p in wanted if p not in self.busy)
+        if not missing and self.all_rooms:
+            return
+        _people(ctx, missing)
+        marks = ", ".join("?" * len(missing)) or "NULL"
+        people = _BUSY.format(marks).replace("SELECT x.who,", "SELECT 0, x.who,").split(" ORDER BY ")[0]
+        rooms = _ROOM_BUSY.format("SELECT id FROM rooms").replace("SELECT e.room_id,", "SELECT 1, e.room_id,")
+        sql_ = Sql.of(ctx.session)
+        bounds = [sql_.bind(self.horizon[1]), sql_.bind(self.horizon[0])]
+        params = [*missing, *missing, *bounds]
+        if not self.all_rooms:
+            people = f"{people} UNION ALL {rooms.split(' ORDER BY ')[0]}"
+            params += bounds
+        for p in missing:
+            self.busy[p] = {}
+        for kind, who, event_id, title, start, end, rule, until in sql_.all(people + " ORDER BY 5, 3, 1, 2", params):
+            label = f"#{event_id} {snippet(title, 30)}"
+            begins = _aware(start)
+            entry = (begins, event_id, label, begins, _aware(end), rule, _aware(until))
+            (self.room_busy if kind else self.busy).setdefault(who, {})[event_id] = entry
+        self.all_rooms = True
 
     def clashes(
         self, ctx: GradingContext, people: Sequence[int], room: int | None, w: Window
@@ -529,8 +547,10 @@ class Calendar:
             lo, hi = w[0] - _HORIZON[0], w[1] + _HORIZON[1]
             self.horizon = (lo, hi) if h is None else (min(lo, h[0]), max(hi, h[1]))
             self.forget()
-        expected = [i for name in sorted(ctx.lasting.get("meeting_people", ())) if (i := employee_id(ctx, name))]
-        missing = sorted({p for p in [*people, *expected] if p not in self.busy})
+        names = ctx.lasting.get("meeting_people", ())
+        if self.expected[0] != len(names):  # the named coworkers' ids, resolved again only when one is added
+            self.expected = (len(names), [i for name in sorted(names) if (i := _employee(ctx, name))])
+        missing = sorted({p for p in [*people, *self.expected[1]] if p not in self.busy})
         if missing:
             found = self._query(ctx, _BUSY.format(", ".join("?" * len(missing))), [*missing, *missing])
             for p in missing:
@@ -539,7 +559,8 @@ class Calendar:
         if room is None:
             return mine, {}
         if room not in self.room_busy:
-            self.room_busy[room] = self._query(ctx, _ROOM_BUSY.format("?"), [room]).get(room, {})
+            read = {} if self.all_rooms else self._query(ctx, _ROOM_BUSY.format("?"), [room]).get(room, {})
+            self.room_busy[room] = read
         return mine, self._window(self.rooms.setdefault(room, {}), self.room_busy[room], w)
 
     def _window(self, windows: dict[Window, dict[int, Clash]], busy: Mapping[int, Busy], w: Window) -> dict[int, Clash]:
@@ -559,7 +580,8 @@ class Calendar:
         bounds = [sql_.bind(self.horizon[1]), sql_.bind(self.horizon[0])]
         for who, event_id, title, start, end, rule, until in sql_.all(sql, [*params, *bounds]):
             label = f"#{event_id} {snippet(title, 30)}"
-            entry = (start, event_id, label, _aware(start), _aware(end), rule, _aware(until))
+            begins = _aware(start)
+            entry = (begins, event_id, label, begins, _aware(end), rule, _aware(until))
             out.setdefault(who, {})[event_id] = entry
         return out
 
@@ -623,14 +645,16 @@ def _clash_touches(ctx: GradingContext, row: ChangeRow, title_pattern: str, **kw
         if len(found) != 1:
             return False  # no meeting, or several (the verdict names the meetings, not their clashes)
         m = found[0]
-        other = ctx.memo.get(("event_row", event))
+        other = _event_images(ctx).get(event)  # an event this episode created, as it is now; else its row
         if other is None:
-            other = ctx.memo[("event_row", event)] = Sql.of(ctx.session).one(_EVENT_ROWS.format("?"), (event,))
+            other = ctx.memo.get(("event_row", event))
+            if other is None:
+                found_row = Sql.of(ctx.session).one(_EVENT_ROWS.format("?"), (event,))
+                other = ctx.memo[("event_row", event)] = _stored(found_row) if found_row is not None else None
         if other is None or other[6]:
             return False  # gone or cancelled: nobody is committed to it
-        start, end, until = _aware(other[2]), _aware(other[3]), _aware(other[5])
         w = (m.start_at, m.end_at)
-        return bool(start < w[1] and Calendar.of(ctx).overlaps(start, end, other[4], until, w))
+        return bool(other[2] < w[1] and Calendar.of(ctx).overlaps(other[2], other[3], other[4], other[5], w))
     if row.table == "event_attendees" and row.op == "update" and _HARMLESS["event_attendees"].issuperset(row.changes):
         old, new = row.changes.get("rsvp", ("", ""))
         if (old in _COMMITTED) == (new in _COMMITTED) and (old == "declined") == (new == "declined"):
@@ -647,13 +671,14 @@ def meeting_no_double_booking(ctx: GradingContext, title_pattern: Regex) -> Chec
     """
     found = _meetings(ctx, title_pattern)
     if not found:
+        Calendar.of(ctx).preload(ctx)
         return CheckOutcome.of(False, f"no live meeting organised by the agent matches /{title_pattern}/")
     if len(found) > 1:
         shown = listing([f"#{m.id} at {m.start_at.isoformat()}" for m in found])
         return CheckOutcome.of(False, f"{len(found)} live meetings match /{title_pattern}/ (book one): {shown}")
     m = found[0]
     going = [a for a in _attendees(ctx, m.id) if a.rsvp != "declined" and a.employee_id != m.organizer_id]
-    names = usernames(ctx, [m.organizer_id])
+    names = {i: p.username for i, p in _people(ctx, [m.organizer_id]).items()}
     who = [(m.organizer_id, names.get(m.organizer_id, "?"))] + [(a.employee_id, a.username) for a in going]
     ids = sorted({emp for emp, _ in who})
     busy, room = Calendar.of(ctx).clashes(ctx, ids, m.room_id, (m.start_at, m.end_at))
@@ -683,12 +708,22 @@ def meeting_room(ctx: GradingContext, title_pattern: Regex, location: str) -> Ch
         return CheckOutcome.of(False, head)
     if m.room_id is None:
         return CheckOutcome.of(False, f"{head}: no room booked", event_id=m.id)
-    name, capacity, where = Sql.of(ctx.session).one(_ROOM, (m.room_id,))
+    name, capacity, where = _room(ctx, m.room_id)
     people = 1 + sum(1 for a in _attendees(ctx, m.id) if a.rsvp != "declined" and a.employee_id != m.organizer_id)
     problems = [f"it is in {where}, not {location}"] * (where.lower() != location.lower())
     problems += [f"it holds {capacity}, not {people}"] * (capacity < people)
     text = f"{head} in {name} ({where}, {capacity} seats)"
     return CheckOutcome.of(not problems, text + (f": {'; '.join(problems)}" if problems else ""), event_id=m.id)
+
+
+def _room(ctx: GradingContext, room_id: int) -> tuple[str, int, str]:
+    """A room's (name, capacity, location), read once per episode while no room or location row changes."""
+    stamp = (len(ctx.changed_rows("rooms")), len(ctx.changed_rows("locations")))
+    kept = ctx.lasting.get(("meeting_room", room_id))
+    if kept is None or kept[0] != stamp:
+        kept = ctx.lasting[("meeting_room", room_id)] = (stamp, tuple(Sql.of(ctx.session).one(_ROOM, (room_id,))))
+    found: tuple[str, int, str] = kept[1]
+    return found
 
 
 def _instants(text: str) -> list[datetime]:
@@ -710,8 +745,7 @@ def meeting_announced(ctx: GradingContext, title_pattern: Regex, channel: str, k
     m, head = _the_meeting(ctx, title_pattern)
     if m is None:
         return CheckOutcome.of(False, head)
-    ids = inserted_ids(ctx, "posts")
-    posts = _new_posts(ctx, ids)
+    posts = new_posts(ctx)
     mine = [p for p in posts if p.channel == channel.lstrip("~#") and p.author_id == ctx.actor_id]
     key_rx = re.compile(rf"\b{re.escape(key)}\b", re.IGNORECASE)
     for p in mine:
@@ -721,50 +755,8 @@ def meeting_announced(ctx: GradingContext, title_pattern: Regex, channel: str, k
     return CheckOutcome.of(False, f"no new post by the agent in ~{channel} names {key} and {head}; posts: {shown}")
 
 
-def _new_posts(ctx: GradingContext, ids: list[Any]) -> list[Any]:
-    """This episode's live new posts with their channel names, once per grade (``_grown``)."""
-
-    def read(some: Sequence[Any]) -> list[Any]:
-        return [DmPost(i, a, m, _aware(at), c) for i, a, m, at, c in rows_in(ctx, _DM_POSTS, some)]
-
-    return ctx.kept("meeting_posts", ("posts", "channels"), lambda: _grown(ctx, "posts", ("channels",), ids, read))
-
-
-def _grown(
-    ctx: GradingContext, table: str, also: Sequence[str], ids: list[Any], read: Callable[[Sequence[Any]], list[Any]]
-) -> list[Any]:
-    """``read(ids)`` ordered by (time, id), reading only the ids new since the last step when the log allows it.
-
-    Why: the agent's every post re-ran ``meeting_agreed``, which re-read all the episode's posts (and NPC
-    memories) to find the few new ones. When the rows logged since the last read of ``table`` are all inserts
-    and no table in ``also`` changed, what was read stands and the new ids are read and merged in; an edit or
-    deletion (a post deleted, a channel renamed) reads everything again. Kept in ``ctx.lasting`` per table.
-    """
-    changes = ctx.changed_rows(table)
-    stamp = tuple(len(ctx.changed_rows(t)) for t in also)
-    kept = ctx.lasting.get(("grown", table))
-    if kept is not None and kept[1] == stamp and all(r.op == "insert" for r in changes[kept[0] :]):
-        found = sorted([*kept[3], *read(ids[kept[2] :])], key=lambda r: (r[3] if table == "posts" else r[2], r[0]))
-    else:
-        found = read(ids)
-    ctx.lasting[("grown", table)] = (len(changes), stamp, len(ids), found)
-    return found
-
-
 def _dm_name(a: int, b: int) -> str:
     return "__".join(str(i) for i in sorted((a, b)))
-
-
-def _memories(ctx: GradingContext) -> list[Any]:
-    ids = inserted_ids(ctx, "npc_memory")
-
-    def read(some: Sequence[Any]) -> list[Any]:
-        return [
-            Memory(i, e, _aware(at), k, s, json.loads(d) if isinstance(d, str) else d)
-            for i, e, at, k, s, d in rows_in(ctx, _MEMORY, some)
-        ]
-
-    return ctx.kept("npc_memory", ("npc_memory",), lambda: _grown(ctx, "npc_memory", (), ids, read))
 
 
 def _fact(row: Any) -> Mapping[str, Any] | None:
@@ -778,11 +770,18 @@ def _said_about(row: Any, start: datetime) -> str | None:
     fact = _fact(row)
     if fact is None:
         return None
+    when = _instant(str(fact.get("subject", "")))
+    return str(fact.get("said")) if when is not None and when == start else None
+
+
+@functools.lru_cache(maxsize=4096)
+def _instant(text: str) -> datetime | None:
+    """An answer's subject as an aware instant; None if it is not one (parsed once per text per process)."""
     try:
-        when = datetime.fromisoformat(str(fact.get("subject", "")))
+        when = datetime.fromisoformat(text)
     except ValueError:
         return None
-    return str(fact.get("said")) if when.tzinfo is not None and when == start else None
+    return when if when.tzinfo is not None else None
 
 
 @check_fn("meeting_agreed", reads=("events", "employees", "posts", "channels", "npc_memory"), touches=_agreed_touches)
@@ -807,12 +806,11 @@ def meeting_agreed(
         return CheckOutcome.of(False, head)
     ids, unknown = _resolve(ctx, attendees)
     people = _people(ctx, list(ids.values()))
-    ids_posts = inserted_ids(ctx, "posts")
-    posts = _new_posts(ctx, ids_posts)
-    agent_name = usernames(ctx, [ctx.actor_id]).get(ctx.actor_id, "")
+    posts = new_posts(ctx)
+    agent_name = p.username if (p := _people(ctx, [ctx.actor_id]).get(ctx.actor_id)) else ""
     covered, notes = 0, [f"unknown employee {u!r}" for u in unknown]
     for name, emp in ids.items():
-        mem = [r for r in _memories(ctx) if r.employee_id == emp and r.kind == "did" and r.at <= m.created_at]
+        mem = [r for r in memories(ctx) if r.employee_id == emp and r.kind == "did" and r.at <= m.created_at]
         said = [_said_about(r, m.start_at) for r in mem]
         if "yes" in said and "no" not in said:
             covered += 1

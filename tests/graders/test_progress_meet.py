@@ -16,7 +16,9 @@ from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from graders import checks_meetings
+import pytest
+
+from graders import checks_meetings, meeting_log
 from graders.base import Check, GradingContext, Rubric, grade, read_changes
 from graders.checks_meetings import Calendar, _recurs_in
 from graders.progress import Progress
@@ -55,6 +57,7 @@ CHECKS = [
     ("room", "meeting_room", {"title_pattern": "Sync", "location": "HQ"}),
     ("announced", "meeting_announced", {"title_pattern": "Sync", "channel": "general", "key": "ENG-1"}),
     ("exists", "event_exists", {"title_pattern": "Sync", "attendees": ["bob"]}),
+    ("exists-dave", "event_exists", {"title_pattern": "Sync", "attendees": ["actor", "dave", "zed"]}),
     ("exists-retro", "event_exists", {"title_pattern": "Retro", "attendees": ["carol"], "room": "Orca"}),
     ("clash-retro", "meeting_no_double_booking", {"title_pattern": "Retro"}),
 ]
@@ -90,6 +93,8 @@ def _edits(sql: Sql, world: Any) -> Iterator[str]:
     yield "carol books a lunch over the meeting"
     invite(4, 3, "tentative")
     yield "carol is invited to the review, tentatively"
+    allhands = event("All-hands", 4, MEET + timedelta(days=1, minutes=-30), 45, room_id=1)
+    yield "an all-hands takes the Orca room before anyone asked about it"
     retro = event("Retro", 1, MEET + timedelta(days=1), 30, room_id=1)
     invite(retro, 1, "accepted")
     invite(retro, 3)
@@ -97,7 +102,8 @@ def _edits(sql: Sql, world: Any) -> Iterator[str]:
     offsite = event("Offsite", 4, MEET + timedelta(days=1), 60, room_id=1)
     yield "someone else takes the retro's room"
     sql.update("events", offsite, {"room_id": (1, None)})
-    yield "the offsite gives the room back"
+    sql.update("events", allhands, {"cancelled": (False, True)})
+    yield "the offsite gives the room back, the all-hands is cancelled"
     sql.update("event_attendees", carol, {"rsvp": ("needs_action", "declined")})
     yield "carol declines the meeting"
     world.later()
@@ -133,30 +139,36 @@ def _edits(sql: Sql, world: Any) -> Iterator[str]:
     yield "the meeting moves onto carol's dentist"
     invite(sync, 4)
     yield "dave invited: his planning series clashes"
+    sql.update("event_attendees", 3, {"event_id": (3, retro)})
+    yield "dave's old planning invitation moved to the retro: the log cannot tell, the tables can"
 
 
 def _utc(value: Any) -> datetime:
     return (datetime.fromisoformat(value) if isinstance(value, str) else value).replace(tzinfo=UTC)
 
 
-def test_kept_calendar_and_hooks_give_a_fresh_grade_after_every_step(world, monkeypatch):
+@pytest.mark.parametrize("clock", [False, True], ids=["no-clock", "preloaded"])
+def test_kept_calendar_and_hooks_give_a_fresh_grade_after_every_step(world, monkeypatch, clock):
+    """With a step's clock the calendar is read before the booking (``Calendar.preload``); the full grade that
+    each step is compared with has no step, so it reads the calendar the first time a meeting asks."""
     insert_rows(world.session.connection(), SETUP)
     checks = [Check(id=i, description="d", fn=fn, params=p) for i, fn, p in CHECKS]
     rubric = Rubric(id="t", version=1, description="t", checks=tuple(checks))
-    progress = Progress(rubric, GradingContext(session=world.session, trace=[], actor_id=1))
+    trace = [{"type": "step", "clock": world.clock.now().isoformat()}] if clock else []
+    progress = Progress(rubric, GradingContext(session=world.session, trace=trace, actor_id=1))
     queried: list[str] = []  # the steps whose progress update queried someone's events again
     at = [""]
     real = Calendar._query
     monkeypatch.setattr(Calendar, "_query", lambda self, *a: queried.append(at[0]) or real(self, *a))
-    posts_read: dict[str, list[int]] = {}  # step -> how many post ids each read of the agent's posts asked for
-    real_rows_in = checks_meetings.rows_in
+    tables_read: list[str] = []  # the steps whose progress update read the posts or memories table
+    real_rows_in = meeting_log.rows_in
 
     def rows_in(ctx: GradingContext, sql: str, ids: Any) -> Any:
-        if sql is checks_meetings._DM_POSTS:
-            posts_read.setdefault(at[0], []).append(len(ids))
+        if sql in (meeting_log._DM_POSTS, meeting_log._MEMORY):
+            tables_read.append(at[0])
         return real_rows_in(ctx, sql, ids)
 
-    monkeypatch.setattr(checks_meetings, "rows_in", rows_in)
+    monkeypatch.setattr(meeting_log, "rows_in", rows_in)
     seq, evidence, invitations = world.start_seq, {}, 0
     for step in _edits(Sql.of(world.session), world):
         world.session.flush()
@@ -164,41 +176,61 @@ def test_kept_calendar_and_hooks_give_a_fresh_grade_after_every_step(world, monk
         seq = rows[-1].seq if rows else seq
         at[0] = step
         value = progress.update(rows)  # type: ignore[arg-type]
+        if clock and step == "nothing booked":  # the agent, bob, carol and dave (named by the checks), every room
+            kept = progress.ctx.lasting["calendar"]
+            assert set(kept.busy) == {1, 2, 3, 4} and kept.all_rooms and set(kept.busy[2]) == {1}, kept.busy
         at[0] = "full grade"
         full = grade(rubric, world.ctx())
         got = [(c.id, c.score, c.evidence, c.details) for c in progress.results()]
         assert got == [(c.id, c.score, c.evidence, c.details) for c in full.checks], step
         assert value == full.value, step
         evidence[step] = {c.id: c.evidence for c in full.checks}
-        events = Sql.of(world.session).all(checks_meetings._EVENTS.format("?, ?, ?, ?"), (5, 6, 7, 8))
+        events = Sql.of(world.session).all(meeting_log._EVENTS.format("?, ?, ?, ?, ?"), (5, 6, 7, 8, 9))
         want_events = [(i, t, o, _utc(a), _utc(b), r, bool(c), _utc(at)) for i, t, o, a, b, r, c, at in events]
-        assert [tuple(m) for m in checks_meetings._new_events(world.ctx())] == want_events, step
-        for event_id in (5, 7):  # the meeting and the retro: the invitations read from the log are the table's
+        assert [tuple(m) for m in meeting_log._new_events(world.ctx())] == want_events, step
+        stored = Sql.of(world.session).all(checks_meetings._EVENT_ROWS.format("?, ?, ?, ?, ?"), (5, 6, 7, 8, 9))
+        assert checks_meetings._event_images(progress.ctx) == {r[0]: checks_meetings._stored(r) for r in stored}, step
+        # the posts and memories folded step by step are what the tables hold (the reads are not counted)
+        fresh = world.ctx()
+        assert meeting_log.new_posts(progress.ctx) == meeting_log._read_posts(fresh), step
+        assert meeting_log.memories(progress.ctx) == meeting_log._read_memories(fresh), step
+        for event_id in (5, 8):  # the meeting and the retro: the invitations read from the log are the table's
             want = [tuple(r) for r in Sql.of(world.session).all(checks_meetings._ATTENDEES, (event_id,))]
             assert [tuple(a) for a in checks_meetings._attendees(world.ctx(), event_id)] == want, step
             invitations += len(want)
     assert invitations > 40, "the meeting's and the retro's invitations were compared"
+    assert meeting_log.invitations(progress.ctx) is None, "the last step moved an invitation the log does not hold"
     ev = evidence
     assert "@bob is also in #1 'Standup'" in ev["the meeting booked: bob's standup clashes"]["clash"]
     assert "no clash for 3 participants" in ev["bob declines his standup: no clash"]["clash"]
     assert "@carol is also in #" in ev["carol books a lunch over the meeting"]["clash"]
     assert "the room is also booked for" in ev["someone else takes the retro's room"]["clash-retro"]
-    assert "no clash for 2 participants or the room" in ev["the offsite gives the room back"]["clash-retro"]
+    assert (
+        "the room is also booked for #7 'All-hands'"
+        in ev["a second meeting with a room: the first keeps its clashes"]["clash-retro"]
+    )
+    assert (
+        "no clash for 2 participants or the room"
+        in ev["the offsite gives the room back, the all-hands is cancelled"]["clash-retro"]
+    )
     assert "@dave is also in #3 'Planning'" in ev["dave invited: his planning series clashes"]["clash"]
+    assert "missing zed" in ev["dave invited: his planning series clashes"]["exists-dave"]
+    assert "missing dave, zed" in ev["the meeting booked: bob's standup clashes"]["exists-dave"]
     assert ev["carol declines the meeting"]["invited"].startswith("event #")
     assert "@carol was never asked" in ev["bob says yes after the booking"]["agreed"]
     assert "@bob was never asked" in ev["bob says yes after the booking"]["agreed"], "a yes after the booking"
     assert "@bob neither agreed" in ev["the agent asks bob after the booking"]["agreed"], "no longer never asked"
     assert "@bob was never asked" in ev["the agent deletes the ask"]["agreed"], "a deleted ask does not count"
-    # the ask after the announcement was read alone; its deletion made the progress score read every post again
-    assert posts_read["the agent asks bob after the booking"] == [1], posts_read
-    assert posts_read["the agent deletes the ask"] == [2], posts_read
+    # posts (an edit and a deletion included) and answers came from the log: neither table was read for them
+    assert not [s for s in tables_read if s != "full grade"], tables_read
     assert "@carol is also in #6 'Lunch'; #4 'Review'" in ev["carol is invited to the review, tentatively"]["clash"]
     # the kept windows answered through the answers, carol's new commitments and the second meeting
     kept = ["bob accepts: as busy as before", "carol books a lunch over the meeting"]
     kept += ["carol is invited to the review, tentatively", "someone else takes the retro's room"]
     assert not [s for s in kept if s in queried], queried
-    assert "the meeting booked: bob's standup clashes" in queried and "full grade" in queried
+    assert "full grade" in queried
+    # without a clock the booking reads its participants' events; with one, they were read at the first step
+    assert ("the meeting booked: bob's standup clashes" in queried) is not clock, queried
 
 
 def test_recurring_overlap_is_what_the_calendar_expansion_says():
@@ -253,3 +285,75 @@ def test_a_window_outside_the_kept_horizon_widens_it(world):
         assert set(busy[2]) == {1} and set(busy[3]) == set(), weeks  # bob in the standup; carol declined it
         assert set(busy[4]) == ({1, 4} if weeks == 0 else {1}), weeks  # dave's review is once, that Tuesday
         assert kept.horizon is not None and kept.horizon[0] <= w[0] and w[1] <= kept.horizon[1]
+
+
+MEMBER_CHECKS = [
+    ("bob-eng", "channel_member", {"channel": "~eng", "username": "bob"}),
+    ("carol-eng", "channel_member", {"channel": "eng", "username": "carol", "member": False}),
+    ("bob-ops", "channel_member", {"channel": "ops", "username": "@bob"}),
+    ("nobody", "channel_member", {"channel": "eng", "username": "zed"}),
+]
+
+
+def _memberships(sql: Sql) -> Iterator[str]:
+    """Channel and membership edits as tools make them, one step each."""
+    member = {"last_viewed_at": None, "joined_at": MEET}
+    yield "nothing yet"
+    bob = sql.insert("channel_members", {**member, "channel_id": 2, "employee_id": 2})
+    yield "bob joins eng"
+    sql.insert("channel_members", {**member, "channel_id": 1, "employee_id": 2})
+    yield "bob joins general: no eng check moves"
+    sql.update("channel_members", bob, {"last_viewed_at": (None, MEET)})
+    yield "bob reads eng"
+    carol = sql.insert("channel_members", {**member, "channel_id": 2, "employee_id": 3})
+    yield "carol joins eng, which she must not"
+    sql.delete("channel_members", {"id": carol}, {"id": carol, "channel_id": 2, "employee_id": 3, **member})
+    yield "carol leaves eng"
+    channel = {"team_id": 1, "display_name": "Ops", "type": "O", "purpose": "", "header": "", "creator_id": 1}
+    ops = sql.insert("channels", {**channel, "name": "ops", "created_at": MEET})
+    sql.insert("channel_members", {**member, "channel_id": ops, "employee_id": 2})
+    yield "ops created with bob in it"
+    sql.delete("channel_members", {"id": bob}, {"id": bob, "channel_id": 2, "employee_id": 2, **member})
+    sql.insert("channel_members", {**member, "channel_id": 2, "employee_id": 2})
+    yield "bob leaves eng and rejoins in one step"
+    sql.update("channels", 2, {"name": ("eng", "engineering")})
+    yield "eng renamed: no channel of the name"
+    sql.update("channels", ops, {"name": ("ops", "eng")})
+    yield "ops renamed eng: bob is in it"
+
+
+def test_channel_member_decided_from_the_membership_rows_gives_a_fresh_grade(world, monkeypatch):
+    import graders.progress as progress_module
+
+    checks = [Check(id=i, description="d", fn=fn, params=p) for i, fn, p in MEMBER_CHECKS]
+    rubric = Rubric(id="t", version=1, description="t", checks=tuple(checks))
+    progress = Progress(rubric, GradingContext(session=world.session, trace=[], actor_id=1))
+    decided: list[str] = []
+    real = progress_module.Progress._decided
+    monkeypatch.setattr(
+        progress_module.Progress,
+        "_decided",
+        lambda self, i, rows: (out := real(self, i, rows)) and decided.append(at[0]) or out,
+    )
+    ran: list[str] = []
+    real_run = progress_module.Progress._run
+    monkeypatch.setattr(progress_module.Progress, "_run", lambda self, i: ran.append(at[0]) or real_run(self, i))
+    seq, at, evidence = world.start_seq, [""], {}
+    for step in _memberships(Sql.of(world.session)):
+        world.session.flush()
+        rows = read_changes(world.session, after_seq=seq)
+        seq = rows[-1].seq if rows else seq
+        at[0] = step
+        value = progress.update(rows)  # type: ignore[arg-type]
+        full = grade(rubric, world.ctx())
+        got = [(c.id, c.score, c.evidence, c.details) for c in progress.results()]
+        assert got == [(c.id, c.score, c.evidence, c.details) for c in full.checks], step
+        assert value == full.value, step
+        evidence[step] = {c.id: c.evidence for c in full.checks}
+    assert evidence["ops renamed eng: bob is in it"]["bob-eng"] == "@bob is a member of eng"
+    assert evidence["carol joins eng, which she must not"]["carol-eng"] == "@carol is a member of eng"
+    # the membership rows decided these without the query; reading eng and joining general re-ran nothing
+    assert decided.count("bob joins eng") == 1 and decided.count("carol leaves eng") == 1, decided
+    assert "bob leaves eng and rejoins in one step" in decided, decided
+    assert not [s for s in ran if s in ("bob joins general: no eng check moves", "bob reads eng")], ran
+    assert "eng renamed: no channel of the name" in ran, "a rename re-runs the checks on the name"
