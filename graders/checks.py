@@ -79,6 +79,7 @@ _TICKETS_SQL = (
     " LEFT JOIN employees e ON e.id = t.assignee_id LEFT JOIN sprints s ON s.id = t.sprint_id WHERE t.key IN ({})"
     " ORDER BY t.key"
 )
+_SPRINT_NAME = "SELECT name FROM sprints WHERE id = ?"
 _TICKET_COLUMNS = ("id", "key", "status", "priority", "type", "title", "story_points", "assignee", "sprint")
 
 
@@ -128,11 +129,10 @@ def _field_after(
     """``ticket_field_equals`` decided from the ticket's updates in one step, without a query.
 
     An update's change-log row carries the column's new value, which is what the final-state query would read
-    (the last update of the step wins). ``assignee`` maps the id to a username (kept until employees change);
-    an insert, a delete or a sprint (a name behind an id) leaves it to the query.
+    (the last update of the step wins). ``assignee`` maps the id to a username (kept until employees change),
+    ``sprint`` the id to the sprint's name (kept until sprints change); an insert or a delete leaves it to the
+    query.
     """
-    if field == "sprint":
-        return None
     column = _COLUMN.get(field, field)
     found = None
     for r in rows:
@@ -148,6 +148,14 @@ def _field_after(
         actual = known[actual] if actual in known else usernames(ctx, [actual]).get(actual)
         if actual is None:
             return None
+    elif field == "sprint" and actual is not None:
+        names: dict[int, str] = ctx.kept("sprint_names", ("sprints",), dict)
+        if actual not in names:
+            found_name = Sql.of(ctx.session).all(_SPRINT_NAME, [actual])
+            if not found_name:
+                return None
+            names[actual] = found_name[0][0]
+        actual = names[actual]
     return (1.0 if actual == value else 0.0), f"{key} {field} is {actual!r} (expected {value!r})", {"actual": actual}
 
 

@@ -54,7 +54,7 @@ DECIDED = {
     "quarterly-budget-v0": "sheet_cell_equals",
     "expense-reconciliation-v0": "sheet_row_matches",
     "access-requests-v0": "row_exists",
-    "sprint-execute-v0": "row_exists",  # by the ticket's key, a unique column
+    "sprint-execute-v0": "ticket_field_equals",  # v2: each committed ticket's sprint and status
     "triage-tickets-v0": "ticket_field_equals",
 }
 """A check function each family's oracle episode must see decided from the rows (not re-run) several times."""
