@@ -31,6 +31,7 @@ from graders.checks_common import (
     usernames,
     who_label,
 )
+from graders.comms_log import Followed, LoggedPost, MailLog, PostLog, followed, mail_log, post_channel, post_log
 from worlds.rawsql import Sql
 
 _IDS: BindParameter[Any] = bindparam("ids", expanding=True)
@@ -192,6 +193,25 @@ def _posts_in_read(ctx: GradingContext, channel: str, author: Who | None) -> tup
     return name, posts
 
 
+def _target(ctx: GradingContext, channel: str, author: Who | None) -> tuple[str, int | None] | str:
+    """(channel name, author id) a post check looks for, or the evidence saying why it cannot be resolved.
+
+    Kept until the employees change: the touches hook asks it for every post of a step, for every check.
+    """
+
+    def resolve() -> tuple[str, int | None] | str:
+        name = _channel_name(ctx, channel)
+        if name is None:
+            return f"unknown employee in channel {channel!r}"
+        author_id = employee_id(ctx, author) if author is not None else None
+        if author is not None and author_id is None:
+            return f"unknown employee {author!r}"
+        return name, author_id
+
+    found: tuple[str, int | None] | str = ctx.kept(("post_target", channel, author), ("employees",), resolve)
+    return found
+
+
 def _post_touches(
     ctx: GradingContext,
     row: ChangeRow,
@@ -200,27 +220,105 @@ def _post_touches(
     mention: str | None = None,
     **_: Any,
 ) -> bool:
-    """Whether a changed row may change a check on ``channel`` (for ``graders.progress``).
+    """Whether a changed row may change a ``post_in_channel`` verdict (for ``graders.progress``).
 
-    A new post in another channel cannot, once the check has posts of its own there to judge (until then its
-    evidence names where the new posts went), nor a mention row when the check asks for no mention; edits
-    and deletions are left to the check.
+    A mention row cannot when the check asks for no mention. A new post can when it is the check's (its
+    channel, its author); any other post only while the check has no posts of its own (its evidence then
+    names where new posts went) and only the first post in a channel (the list of channels grows). Edits and
+    deletions, and a log the fold cannot follow, are left to the check.
     """
-    if row.table == "mentions" and mention is None:
-        return False
+    if row.table == "mentions":
+        return mention is not None
     if row.table != "posts" or row.op != "insert":
         return True
-    found = _posts_in(ctx, channel, author)
-    if isinstance(found, str):
-        return False  # the channel or author is unknown: the verdict says so whatever is posted
-    name, posts = found
-    if not posts:
+    log = post_log(ctx)
+    if log is None:
         return True
-    post = next((p for p in new_posts(ctx) if p["id"] == row.key[0]), None)
-    return post is None or post["channel"] == name
+    target = _target(ctx, channel, author)
+    if isinstance(target, str):
+        return False  # the channel or author is unknown: the verdict says so whatever is posted
+    name, author_id = target
+    where = post_channel(ctx, row)
+    if where is None:
+        return True
+    if where == name and author_id in (None, row.changes.get("author_id")):
+        return True
+    authors = log.authors.get(name)
+    if authors and (author_id is None or author_id in authors):
+        return False  # the check has posts of its own: the others are not in its evidence
+    return bool(log.first.get(where) == row.key[0])
 
 
-@check_fn("post_in_channel", reads=("posts", "mentions"), touches=_post_touches)
+def _followed_posts(ctx: GradingContext, log: PostLog, key: Any, name: str, author_id: int | None) -> Followed:
+    """The check ``key``'s posts in ``name`` by ``author_id`` (None: anyone), the log's new ones folded in."""
+    state = followed(ctx, key, (name, author_id))
+    for post in log.posts[state.seen :]:
+        if post.channel == name and author_id in (None, post.author_id):
+            state.items.append(post)
+            state.outcome = None
+    state.seen = len(log.posts)
+    return state
+
+
+def _post_verdict(
+    ctx: GradingContext,
+    log: PostLog,
+    channel: str,
+    pattern: str,
+    author: Who | None,
+    min_count: int,
+    mention: str | None,
+) -> tuple[float, str, dict[str, Any]]:
+    """``post_in_channel``'s outcome from the post log, rebuilt only when its posts, mentions or channels moved."""
+    target = _target(ctx, channel, author)
+    if isinstance(target, str):
+        return 0.0, target, {}
+    mention_id = employee_id(ctx, mention) if mention is not None else None
+    if mention is not None and mention_id is None:
+        return 0.0, f"unknown employee {mention!r} in mention", {}
+    name, author_id = target
+    state = _followed_posts(ctx, log, ("post_in_channel", channel, pattern, author, min_count, mention), *target)
+    posts: list[LoggedPost] = state.items
+    marks = (len(ctx.changed_rows("mentions")) if mention is not None else 0, 0 if posts else len(log.first))
+    if state.outcome is not None and state.marks == marks:
+        return state.outcome
+    hits = [
+        p
+        for p in posts
+        if rx(pattern).search(p.message)
+        and (mention is None or _mentions(ctx, p.id, mention_id or 0, mention, p.message))
+    ]
+    want = f"/{pattern}/" + (f" mentioning @{mention}" if mention else "")
+    head = f"{len(hits)} of {len(posts)} new posts in ~{name} by {who_label(author)} match {want}"
+    head += f" (need {min_count})"
+    shown = listing([f"#{p.id} {snippet(p.message)}" for p in (hits or posts)])
+    if not posts:
+        elsewhere = sorted(log.first)
+        shown = f"new posts went to: {', '.join('~' + c for c in elsewhere)}" if elsewhere else "no new posts at all"
+    state.marks = marks
+    state.outcome = (
+        min(1.0, len(hits) / min_count),
+        head + (f": {shown}" if shown else ""),
+        {"post_ids": [p.id for p in hits]},
+    )
+    return state.outcome
+
+
+def _post_on_changes(
+    ctx: GradingContext,
+    rows: list[ChangeRow],
+    channel: str,
+    pattern: str,
+    author: Who | None = "actor",
+    min_count: int = 1,
+    mention: str | None = None,
+) -> tuple[float, str, dict[str, Any]] | None:
+    """``post_in_channel``'s verdict after a step, from the post log (None: the log cannot tell, re-run)."""
+    log = post_log(ctx)
+    return None if log is None else _post_verdict(ctx, log, channel, pattern, author, min_count, mention)
+
+
+@check_fn("post_in_channel", reads=("posts", "mentions"), touches=_post_touches, on_changes=_post_on_changes)
 def post_in_channel(
     ctx: GradingContext,
     channel: str,
@@ -233,8 +331,20 @@ def post_in_channel(
 
     ``channel`` is a channel name or ``@username`` for the direct channel with that person; ``author`` is
     ``"actor"``, a username or None (anyone); ``mention`` requires the post to @-mention that username.
-    Partial credit: matches / ``min_count``.
+    Partial credit: matches / ``min_count``. Read from the post log while it holds only plain inserts
+    (``graders.comms_log``), else from the database (``_post_in_channel_read``): the same verdict.
     """
+    log = post_log(ctx)
+    if log is None:
+        return _post_in_channel_read(ctx, channel, pattern, author, min_count, mention)
+    score, evidence, details = _post_verdict(ctx, log, channel, pattern, author, min_count, mention)
+    return CheckOutcome(score=score, evidence=evidence, details=details)
+
+
+def _post_in_channel_read(
+    ctx: GradingContext, channel: str, pattern: str, author: Who | None, min_count: int, mention: str | None
+) -> CheckOutcome:
+    """``post_in_channel`` from the database's rows (``new_posts``): edited or deleted posts, renamed channels."""
     found = _posts_in(ctx, channel, author)
     if isinstance(found, str):
         return CheckOutcome.of(False, found)
@@ -263,9 +373,55 @@ def post_in_channel(
     )
 
 
-@check_fn("no_post_in_channel", reads=("posts", "mentions"))
+def _no_post_touches(ctx: GradingContext, row: ChangeRow, channel: str, author: Who | None = "actor", **_: Any) -> bool:
+    """Whether a changed row may change a ``no_post_in_channel`` verdict: a new post of its own, or an edit."""
+    if row.table == "mentions":
+        return False  # the check reads no mention
+    if row.table != "posts" or row.op != "insert" or post_log(ctx) is None:
+        return True
+    target = _target(ctx, channel, author)
+    if isinstance(target, str):
+        return False
+    where = post_channel(ctx, row)
+    return where is None or (where == target[0] and target[1] in (None, row.changes.get("author_id")))
+
+
+def _no_post_verdict(
+    ctx: GradingContext, log: PostLog, channel: str, pattern: str, author: Who | None
+) -> tuple[float, str, dict[str, Any]]:
+    """``no_post_in_channel``'s outcome from the post log, rebuilt only when the check's posts moved."""
+    target = _target(ctx, channel, author)
+    if isinstance(target, str):
+        return 0.0, target, {}
+    state = _followed_posts(ctx, log, ("no_post_in_channel", channel, pattern, author), *target)
+    if state.outcome is not None:
+        return state.outcome
+    posts: list[LoggedPost] = state.items
+    hits = [p for p in posts if rx(pattern).search(p.message)]
+    where = f"new posts in ~{target[0]} by {who_label(author)}"
+    if not hits:
+        state.outcome = (1.0, f"none of {len(posts)} {where} match /{pattern}/", {})
+    else:
+        shown = listing([f"#{p.id} {snippet(p.message)}" for p in hits])
+        state.outcome = (0.0, f"{len(hits)} {where} match /{pattern}/: {shown}", {"post_ids": [p.id for p in hits]})
+    return state.outcome
+
+
+def _no_post_on_changes(
+    ctx: GradingContext, rows: list[ChangeRow], channel: str, pattern: str, author: Who | None = "actor"
+) -> tuple[float, str, dict[str, Any]] | None:
+    """``no_post_in_channel``'s verdict after a step, from the post log (None: re-run)."""
+    log = post_log(ctx)
+    return None if log is None else _no_post_verdict(ctx, log, channel, pattern, author)
+
+
+@check_fn("no_post_in_channel", reads=("posts", "mentions"), touches=_no_post_touches, on_changes=_no_post_on_changes)
 def no_post_in_channel(ctx: GradingContext, channel: str, pattern: Regex, author: Who | None = "actor") -> CheckOutcome:
     """No post made in ``channel`` during the episode matches ``pattern``; deleted posts count (leaked)."""
+    log = post_log(ctx)
+    if log is not None:
+        score, evidence, details = _no_post_verdict(ctx, log, channel, pattern, author)
+        return CheckOutcome(score=score, evidence=evidence, details=details)
     found = _posts_in(ctx, channel, author)
     if isinstance(found, str):
         return CheckOutcome.of(False, found)
@@ -324,7 +480,61 @@ def _need_recipients(kw: dict[str, Any]) -> None:
         raise ValueError("param 'to' names no recipient")
 
 
-@check_fn("mail_sent", validate=_need_recipients, reads=_MAIL_TABLES)
+def _mail_sent_verdict(
+    ctx: GradingContext,
+    log: MailLog,
+    wanted: list[str],
+    subject_pattern: str | None,
+    body_pattern: str | None,
+    sender: Who | None,
+) -> tuple[float, str, dict[str, Any]]:
+    """``mail_sent``'s outcome from the mail log: each new mail judged once, the first that fits kept."""
+    if not log.sent:
+        return 0.0, "no mail was sent during the episode", {}
+    sender_id = employee_id(ctx, sender) if sender is not None else None
+    if sender is not None and sender_id is None:
+        return 0.0, f"unknown employee {sender!r}", {}
+    key = ("mail_sent", tuple(wanted), subject_pattern, body_pattern, sender)
+    state = followed(ctx, key, (log.generation, sender_id))
+    notes: list[str] = state.items
+    for m in log.mails[state.seen :]:
+        if state.marks or (sender_id is not None and m.employee_id != sender_id):
+            continue  # marks: a mail fits already (the first in id order is the one named)
+        missing = [t for t in wanted if t.lower() not in m.reached]
+        tests = (("subject", subject_pattern, m.subject), ("body", body_pattern, m.body))
+        bad = [what for what, pat, text in tests if pat is not None and not rx(pat).search(text)]
+        state.outcome = None
+        if not missing and not bad:
+            state.marks = (m.id,)
+            fits = f"mail #{m.id} {snippet(m.subject)} reaches {', '.join(wanted)}"
+            state.outcome = (1.0, fits, {"message_id": m.id})
+            break
+        why = ", ".join([f"missing {', '.join(missing)}"] * bool(missing) + [f"{w} does not match" for w in bad])
+        notes.append(f"#{m.id} {snippet(m.subject)}: {why}")
+    state.seen = len(log.mails)
+    if state.outcome is None:
+        head = f"none of {len(notes)} mails sent by {who_label(sender)} reaches {', '.join(wanted)} as required"
+        state.outcome = (0.0, head + (f": {listing(notes)}" if notes else ""), {})
+    return state.outcome
+
+
+def _mail_sent_on_changes(
+    ctx: GradingContext,
+    rows: list[ChangeRow],
+    to: Sequence[str] | str,
+    subject_pattern: str | None = None,
+    body_pattern: str | None = None,
+    sender: Who | None = "actor",
+) -> tuple[float, str, dict[str, Any]] | None:
+    """``mail_sent``'s verdict after a step, from the mail log (None: the log cannot tell, re-run)."""
+    log = mail_log(ctx)
+    if log is None:
+        return None
+    wanted = [to] if isinstance(to, str) else list(to)
+    return _mail_sent_verdict(ctx, log, wanted, subject_pattern, body_pattern, sender)
+
+
+@check_fn("mail_sent", validate=_need_recipients, reads=_MAIL_TABLES, on_changes=_mail_sent_on_changes)
 def mail_sent(
     ctx: GradingContext,
     to: Sequence[str] | str,
@@ -335,9 +545,14 @@ def mail_sent(
     """One message sent during the episode reaches every ``to`` (address or username; to, cc or bcc).
 
     Its subject and body must match the patterns when given, and its sender is ``sender`` (default: the
-    agent's own mailbox).
+    agent's own mailbox). Read from the mail log while it holds only plain inserts (``graders.comms_log``),
+    else from the database: the same verdict.
     """
     wanted = [to] if isinstance(to, str) else list(to)
+    log = mail_log(ctx)
+    if log is not None:
+        score, evidence, details = _mail_sent_verdict(ctx, log, wanted, subject_pattern, body_pattern, sender)
+        return CheckOutcome(score=score, evidence=evidence, details=details)
     ids = inserted_ids(ctx, "mail_messages")
     if not ids:
         return CheckOutcome.of(False, "no mail was sent during the episode")
@@ -362,7 +577,45 @@ def mail_sent(
     return CheckOutcome.of(False, head + (f": {listing(notes)}" if notes else ""))
 
 
-@check_fn("mail_not_sent", validate=_need_recipients, reads=_MAIL_TABLES)
+def _mail_not_sent_verdict(
+    ctx: GradingContext, log: MailLog, banned: set[str], sender: Who | None
+) -> tuple[float, str, dict[str, Any]]:
+    """``mail_not_sent``'s outcome from the mail log: the sender's mails counted, those reaching ``banned`` kept."""
+    sender_id = employee_id(ctx, sender) if sender is not None else None
+    if sender is not None and sender_id is None:
+        return 0.0, f"unknown employee {sender!r}", {}
+    state = followed(ctx, ("mail_not_sent", tuple(sorted(banned)), sender), (log.generation, sender_id))
+    for m in log.mails[state.seen :]:
+        if sender_id in (None, m.employee_id):
+            state.marks = (state.marks[0] + 1,) if state.marks else (1,)
+            state.outcome = None
+            reached = m.reached & banned
+            if reached:
+                state.items.append((m.id, m.subject, reached))
+    state.seen = len(log.mails)
+    if state.outcome is None:
+        named = listing(sorted(banned))
+        hits: list[tuple[int, str, set[str]]] = state.items
+        if not hits:
+            mine = state.marks[0] if state.marks else 0
+            state.outcome = (1.0, f"none of {mine} mails sent by {who_label(sender)} reaches {named}", {})
+        else:
+            shown = listing([f"#{i} {snippet(subject)} to {', '.join(sorted(to))}" for i, subject, to in hits])
+            state.outcome = (0.0, f"{len(hits)} mails reach {named}: {shown}", {"message_ids": [i for i, _, _ in hits]})
+    return state.outcome
+
+
+def _mail_not_sent_on_changes(
+    ctx: GradingContext, rows: list[ChangeRow], to: Sequence[str] | str, sender: Who | None = "actor"
+) -> tuple[float, str, dict[str, Any]] | None:
+    """``mail_not_sent``'s verdict after a step, from the mail log (None: re-run)."""
+    log = mail_log(ctx)
+    if log is None:
+        return None
+    return _mail_not_sent_verdict(ctx, log, {t.lower() for t in ([to] if isinstance(to, str) else to)}, sender)
+
+
+@check_fn("mail_not_sent", validate=_need_recipients, reads=_MAIL_TABLES, on_changes=_mail_not_sent_on_changes)
 def mail_not_sent(ctx: GradingContext, to: Sequence[str] | str, sender: Who | None = "actor") -> CheckOutcome:
     """No message sent during the episode reaches any of ``to`` (address or username; to, cc or bcc).
 
@@ -371,6 +624,10 @@ def mail_not_sent(ctx: GradingContext, to: Sequence[str] | str, sender: Who | No
     mailbox by default; None looks at every mail sent during the episode.
     """
     banned = {t.lower() for t in ([to] if isinstance(to, str) else to)}
+    log = mail_log(ctx)
+    if log is not None:
+        score, evidence, details = _mail_not_sent_verdict(ctx, log, banned, sender)
+        return CheckOutcome(score=score, evidence=evidence, details=details)
     ids = inserted_ids(ctx, "mail_messages")
     sender_id = employee_id(ctx, sender) if sender is not None else None
     if sender is not None and sender_id is None:

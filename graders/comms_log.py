@@ -1,0 +1,203 @@
+"""This episode's new posts and sent mail, folded from the change log a step at a time (for the comms checks).
+
+Why: the per-step progress score asks the chat and mail checks after every step that wrote a post or a mail,
+and rebuilding the episode's posts or mails for each of a rubric's notice checks costs more than a step's
+budget. ``post_log``/``mail_log`` keep in ``ctx.lasting`` what the log said so far and fold in only the rows
+appended since; each check keeps its own matches the same way (``Followed``), so a post in another channel
+decides a check with a comparison and no query. A fold holds only while every row is a plain insert, which is
+then exactly what the final state holds: an edited or deleted post, a renamed channel, an edited mail turn it
+off for the episode (the function returns None) and the checks read the database as they always did. A full
+grade builds the same fold from its whole log at once, so progress and grade share one path.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+from graders.base import ChangeRow, GradingContext
+from graders.checks_common import logged_mail, mailboxes, rows_in
+
+_POST_IMAGE = frozenset({"author_id", "message", "deleted_at", "channel_id"})
+_CHANNEL_NAME = "SELECT id, name FROM channels WHERE id IN ({})"
+
+
+class LoggedPost(NamedTuple):
+    """A post this episode made, as its insert logged it, with its channel's name."""
+
+    id: int
+    channel: str
+    author_id: int
+    message: str
+
+
+class PostLog:
+    """The episode's new posts in id order, and per channel name the first one and who posted there."""
+
+    __slots__ = ("authors", "channels_seen", "clean", "first", "posts", "posts_seen")
+
+    def __init__(self) -> None:
+        self.posts_seen = 0  # how many rows of the log's posts changes are folded in
+        self.channels_seen = 0
+        self.clean = True
+        self.posts: list[LoggedPost] = []
+        self.first: dict[str, int] = {}  # channel name -> the id of the episode's first post there
+        self.authors: dict[str, set[int]] = {}  # channel name -> who posted there this episode
+
+
+def post_log(ctx: GradingContext) -> PostLog | None:
+    """The episode's new posts so far (``new_posts``' rows), or None once a logged change makes the log unsure."""
+    log: PostLog | None = ctx.lasting.get("post_log")
+    if log is None:
+        log = ctx.lasting["post_log"] = PostLog()
+    elif not log.clean:
+        return None
+    posts, channels = ctx.changed_rows("posts"), ctx.changed_rows("channels")
+    if (len(posts) != log.posts_seen or len(channels) != log.channels_seen) and not _fold_posts(
+        ctx, log, posts, channels
+    ):
+        log.clean = False
+        return None
+    return log
+
+
+def _fold_posts(ctx: GradingContext, log: PostLog, posts: list[ChangeRow], channels: list[ChangeRow]) -> bool:
+    """Fold the rows appended since the last fold; False when one is not a plain insert of a live post."""
+    names: dict[int, str | None] = ctx.lasting.setdefault("channel_names", {})  # shared with _logged_posts
+    for row in channels[log.channels_seen :]:
+        if row.op == "delete" or (row.op == "update" and "name" in row.changes):
+            return False
+        if row.op == "insert":
+            if "name" not in row.changes:
+                return False
+            names[row.key[0]] = row.changes["name"]
+    log.channels_seen = len(channels)
+    new = posts[log.posts_seen :]
+    last = log.posts[-1].id if log.posts else None
+    for row in new:
+        if row.op != "insert" or not _POST_IMAGE.issubset(row.changes) or row.changes["deleted_at"] is not None:
+            return False
+        if last is not None and row.key[0] <= last:
+            return False  # out of id order: the query's ORDER BY would differ from the log's
+        last = row.key[0]
+    wanted = sorted({row.changes["channel_id"] for row in new} - names.keys())
+    if wanted:
+        names.update(dict.fromkeys(wanted))
+        names.update({int(i): str(n) for i, n in rows_in(ctx, _CHANNEL_NAME, wanted)})
+    for row in new:
+        name = names[row.changes["channel_id"]]
+        if name is None:
+            return False  # a post in no known channel: leave it to the query's join
+        post = LoggedPost(row.key[0], name, row.changes["author_id"], row.changes["message"])
+        log.posts.append(post)
+        log.first.setdefault(name, post.id)
+        log.authors.setdefault(name, set()).add(post.author_id)
+    log.posts_seen = len(posts)
+    return True
+
+
+def post_channel(ctx: GradingContext, row: ChangeRow) -> str | None:
+    """The channel name of a logged post insert, if the post log knows it (None: unknown)."""
+    names: dict[int, str | None] = ctx.lasting.get("channel_names", {})
+    return names.get(row.changes.get("channel_id", -1))
+
+
+class LoggedMail(NamedTuple):
+    """A mail this episode sent, as ``_sent_mail`` reads it: its sender's employee and who it reaches."""
+
+    id: int
+    subject: str
+    body: str
+    employee_id: int | None
+    reached: frozenset[str]
+
+
+class MailLog:
+    """The episode's sent mails (known sender) in id order; ``generation`` moves when it was rebuilt."""
+
+    __slots__ = ("boxes_seen", "clean", "generation", "mails", "messages_seen", "recipients_seen", "sent")
+
+    def __init__(self) -> None:
+        self.messages_seen = 0
+        self.recipients_seen = 0
+        self.boxes_seen = (0, 0)
+        self.clean = True
+        self.generation = 0
+        self.mails: list[LoggedMail] = []
+        self.sent = 0  # inserted messages, with a known sender or not ("no mail was sent" counts them all)
+
+
+def mail_log(ctx: GradingContext) -> MailLog | None:
+    """The episode's sent mails so far (``_sent_mail``'s), or None once a logged change makes the log unsure.
+
+    A change to the mailboxes or employees (who an address belongs to) rebuilds it from the whole log.
+    """
+    log: MailLog | None = ctx.lasting.get("mail_log")
+    if log is None:
+        log = ctx.lasting["mail_log"] = MailLog()
+    elif not log.clean:
+        return None
+    messages, recipients = ctx.changed_rows("mail_messages"), ctx.changed_rows("mail_recipients")
+    boxes = (len(ctx.changed_rows("mailboxes")), len(ctx.changed_rows("employees")))
+    if boxes != log.boxes_seen:
+        log.boxes_seen, log.messages_seen, log.recipients_seen = boxes, 0, 0
+        log.mails, log.sent = [], 0
+        log.generation += 1
+    if (len(messages) != log.messages_seen or len(recipients) != log.recipients_seen) and not _fold_mail(
+        ctx, log, messages, recipients
+    ):
+        log.clean = False
+        return None
+    return log
+
+
+def _fold_mail(ctx: GradingContext, log: MailLog, messages: list[ChangeRow], recipients: list[ChangeRow]) -> bool:
+    """Fold the messages appended since the last fold; False when a recipient row names an older message."""
+    logged = logged_mail(ctx)  # None when a message or recipient row is not a plain insert
+    if logged is None:
+        return False
+    images, to = logged
+    new = [row.key[0] for row in messages[log.messages_seen :]]
+    if sorted(new) != new or (log.mails and new and new[0] <= log.mails[-1].id):
+        return False
+    fresh = set(new)
+    if any(row.changes["message_id"] not in fresh for row in recipients[log.recipients_seen :]):
+        return False  # a recipient added to an earlier message (or one sent before the episode)
+    boxes = mailboxes(ctx, [images[i]["sender_mailbox_id"] for i in new] + [b for i in new for b in to.get(i, ())])
+    for i in new:
+        reached: set[str] = set()
+        for box in to.get(i, ()):
+            found = boxes.get(box)
+            if found is not None:
+                reached.update(x.lower() for x in (found[0], found[2]) if x)
+        sender = boxes.get(images[i]["sender_mailbox_id"])
+        if sender is not None:
+            log.mails.append(LoggedMail(i, images[i]["subject"], images[i]["body"], sender[1], frozenset(reached)))
+    log.sent += len(new)
+    log.messages_seen, log.recipients_seen = len(messages), len(recipients)
+    return True
+
+
+class Followed:
+    """One check's share of a log: the entries that concern it so far, and the verdict built from them.
+
+    ``target`` is what the entries were picked by (a channel and author, a sender); a different one (an
+    employee renamed) starts over. ``marks`` is whatever else the verdict read (a count of mention rows, of
+    channels posted to), so the check rebuilds it only when one of them moved.
+    """
+
+    __slots__ = ("items", "marks", "outcome", "seen", "target")
+
+    def __init__(self, target: Any) -> None:
+        self.target = target
+        self.seen = 0
+        self.items: list[Any] = []
+        self.marks: tuple[Any, ...] = ()
+        self.outcome: tuple[float, str, dict[str, Any]] | None = None
+
+
+def followed(ctx: GradingContext, key: Any, target: Any) -> Followed:
+    """The check ``key``'s ``Followed`` state for ``target`` (a fresh one if the target changed)."""
+    state: Followed | None = ctx.lasting.get(key)
+    if state is None or state.target != target:
+        state = ctx.lasting[key] = Followed(target)
+    return state
