@@ -31,7 +31,17 @@ from graders.checks_common import (
     usernames,
     who_label,
 )
-from graders.comms_log import Followed, LoggedPost, MailLog, PostLog, followed, mail_log, post_channel, post_log
+from graders.comms_log import (
+    Followed,
+    LoggedPost,
+    MailLog,
+    PostLog,
+    followed,
+    mail_log,
+    post_channel,
+    post_log,
+    went_to,
+)
 from worlds.rawsql import Sql
 
 _IDS: BindParameter[Any] = bindparam("ids", expanding=True)
@@ -196,20 +206,49 @@ def _posts_in_read(ctx: GradingContext, channel: str, author: Who | None) -> tup
 def _target(ctx: GradingContext, channel: str, author: Who | None) -> tuple[str, int | None] | str:
     """(channel name, author id) a post check looks for, or the evidence saying why it cannot be resolved.
 
-    Kept until the employees change: the touches hook asks it for every post of a step, for every check.
+    Kept until the employees change (a ``@bob`` channel is named by ids): the touches hook asks it for every
+    post of a step, for every check, so it is one dict lookup.
     """
-
-    def resolve() -> tuple[str, int | None] | str:
+    targets = _targets(ctx)
+    found = targets.get((channel, author))
+    if found is None:
         name = _channel_name(ctx, channel)
-        if name is None:
-            return f"unknown employee in channel {channel!r}"
         author_id = employee_id(ctx, author) if author is not None else None
-        if author is not None and author_id is None:
-            return f"unknown employee {author!r}"
-        return name, author_id
-
-    found: tuple[str, int | None] | str = ctx.kept(("post_target", channel, author), ("employees",), resolve)
+        if name is None:
+            found = f"unknown employee in channel {channel!r}"
+        elif author is not None and author_id is None:
+            found = f"unknown employee {author!r}"
+        else:
+            found = (name, author_id)
+        targets[(channel, author)] = found
     return found
+
+
+def _targets(ctx: GradingContext) -> dict[Any, Any]:
+    """The resolved post-check targets, dropped when a change to the employees is logged (their ``None`` stamp)."""
+    employees = len(ctx.changed_rows("employees"))
+    targets: dict[Any, Any] | None = ctx.lasting.get("post_targets")
+    if targets is None or targets[None] != employees:
+        targets = ctx.lasting["post_targets"] = {None: employees}
+    return targets
+
+
+def _post_row(ctx: GradingContext, row: ChangeRow) -> tuple[ChangeRow, PostLog | None, str | None, bool]:
+    """What every post check's hook asks of one inserted post: the log, the post's channel, first one there.
+
+    Worked out once per row and kept until the next row is asked about (a step's post reaches every check).
+    """
+    log = post_log(ctx)
+    where = post_channel(ctx, row) if log is not None else None
+    seen = (row, log, where, log is not None and where is not None and log.first.get(where) == row.key[0])
+    _targets(ctx)
+    ctx.lasting["post_row"] = seen
+    return seen
+
+
+def _post_reads(mention: str | None = None, **_: Any) -> tuple[str, ...]:
+    """A check asking for no mention reads no mention row (a step's mentions need not reach its hook)."""
+    return ("posts", "mentions") if mention is not None else ("posts",)
 
 
 def _post_touches(
@@ -222,31 +261,29 @@ def _post_touches(
 ) -> bool:
     """Whether a changed row may change a ``post_in_channel`` verdict (for ``graders.progress``).
 
-    A mention row cannot when the check asks for no mention. A new post can when it is the check's (its
-    channel, its author); any other post only while the check has no posts of its own (its evidence then
-    names where new posts went) and only the first post in a channel (the list of channels grows). Edits and
-    deletions, and a log the fold cannot follow, are left to the check.
+    A new post can when it is the check's (its channel, its author); any other post only while the check has
+    no posts of its own (its evidence then names where new posts went) and only the first post in a channel
+    (the list of channels grows). Mention rows, edits and deletions, and a log the fold cannot follow, are
+    left to the check.
     """
-    if row.table == "mentions":
-        return mention is not None
     if row.table != "posts" or row.op != "insert":
         return True
-    log = post_log(ctx)
-    if log is None:
+    seen = ctx.lasting.get("post_row")
+    if seen is None or seen[0] is not row:
+        seen = _post_row(ctx, row)
+    log, where, first = seen[1:]
+    if log is None or where is None:
         return True
-    target = _target(ctx, channel, author)
+    target = ctx.lasting["post_targets"].get((channel, author)) or _target(ctx, channel, author)
     if isinstance(target, str):
         return False  # the channel or author is unknown: the verdict says so whatever is posted
     name, author_id = target
-    where = post_channel(ctx, row)
-    if where is None:
-        return True
     if where == name and author_id in (None, row.changes.get("author_id")):
         return True
     authors = log.authors.get(name)
     if authors and (author_id is None or author_id in authors):
         return False  # the check has posts of its own: the others are not in its evidence
-    return bool(log.first.get(where) == row.key[0])
+    return bool(first)
 
 
 def _followed_posts(ctx: GradingContext, log: PostLog, key: Any, name: str, author_id: int | None) -> Followed:
@@ -293,8 +330,7 @@ def _post_verdict(
     head += f" (need {min_count})"
     shown = listing([f"#{p.id} {snippet(p.message)}" for p in (hits or posts)])
     if not posts:
-        elsewhere = sorted(log.first)
-        shown = f"new posts went to: {', '.join('~' + c for c in elsewhere)}" if elsewhere else "no new posts at all"
+        shown = went_to(log)
     state.marks = marks
     state.outcome = (
         min(1.0, len(hits) / min_count),
@@ -318,7 +354,7 @@ def _post_on_changes(
     return None if log is None else _post_verdict(ctx, log, channel, pattern, author, min_count, mention)
 
 
-@check_fn("post_in_channel", reads=("posts", "mentions"), touches=_post_touches, on_changes=_post_on_changes)
+@check_fn("post_in_channel", reads=_post_reads, touches=_post_touches, on_changes=_post_on_changes)
 def post_in_channel(
     ctx: GradingContext,
     channel: str,
@@ -375,8 +411,6 @@ def _post_in_channel_read(
 
 def _no_post_touches(ctx: GradingContext, row: ChangeRow, channel: str, author: Who | None = "actor", **_: Any) -> bool:
     """Whether a changed row may change a ``no_post_in_channel`` verdict: a new post of its own, or an edit."""
-    if row.table == "mentions":
-        return False  # the check reads no mention
     if row.table != "posts" or row.op != "insert" or post_log(ctx) is None:
         return True
     target = _target(ctx, channel, author)
@@ -415,7 +449,7 @@ def _no_post_on_changes(
     return None if log is None else _no_post_verdict(ctx, log, channel, pattern, author)
 
 
-@check_fn("no_post_in_channel", reads=("posts", "mentions"), touches=_no_post_touches, on_changes=_no_post_on_changes)
+@check_fn("no_post_in_channel", reads=("posts",), touches=_no_post_touches, on_changes=_no_post_on_changes)
 def no_post_in_channel(ctx: GradingContext, channel: str, pattern: Regex, author: Who | None = "actor") -> CheckOutcome:
     """No post made in ``channel`` during the episode matches ``pattern``; deleted posts count (leaked)."""
     log = post_log(ctx)

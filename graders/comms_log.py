@@ -33,7 +33,7 @@ class LoggedPost(NamedTuple):
 class PostLog:
     """The episode's new posts in id order, and per channel name the first one and who posted there."""
 
-    __slots__ = ("authors", "channels_seen", "clean", "first", "posts", "posts_seen")
+    __slots__ = ("authors", "channels_seen", "clean", "first", "posts", "posts_seen", "went")
 
     def __init__(self) -> None:
         self.posts_seen = 0  # how many rows of the log's posts changes are folded in
@@ -42,6 +42,7 @@ class PostLog:
         self.posts: list[LoggedPost] = []
         self.first: dict[str, int] = {}  # channel name -> the id of the episode's first post there
         self.authors: dict[str, set[int]] = {}  # channel name -> who posted there this episode
+        self.went = (-1, "")  # went_to's text and how many channels it names
 
 
 def post_log(ctx: GradingContext) -> PostLog | None:
@@ -93,6 +94,15 @@ def _fold_posts(ctx: GradingContext, log: PostLog, posts: list[ChangeRow], chann
         log.authors.setdefault(name, set()).add(post.author_id)
     log.posts_seen = len(posts)
     return True
+
+
+def went_to(log: PostLog) -> str:
+    """Where the episode's new posts went, as a check without posts of its own says it (one text for all)."""
+    if log.went[0] != len(log.first):
+        elsewhere = sorted(log.first)
+        text = f"new posts went to: {', '.join('~' + c for c in elsewhere)}" if elsewhere else "no new posts at all"
+        log.went = (len(log.first), text)
+    return log.went[1]
 
 
 def post_channel(ctx: GradingContext, row: ChangeRow) -> str | None:
