@@ -319,10 +319,11 @@ def _post_verdict(
     marks = (len(ctx.changed_rows("mentions")) if mention is not None else 0, 0 if posts else len(log.first))
     if state.outcome is not None and state.marks == marks:
         return state.outcome
+    search = rx(pattern).search  # compiled by the first verdict (the first step), not by a later step's
     hits = [
         p
         for p in posts
-        if rx(pattern).search(p.message)
+        if search(p.message)
         and (mention is None or _mentions(ctx, p.id, mention_id or 0, mention, p.message))
     ]
     want = f"/{pattern}/" + (f" mentioning @{mention}" if mention else "")
@@ -431,7 +432,8 @@ def _no_post_verdict(
     if state.outcome is not None:
         return state.outcome
     posts: list[LoggedPost] = state.items
-    hits = [p for p in posts if rx(pattern).search(p.message)]
+    search = rx(pattern).search  # compiled by the first verdict (the first step)
+    hits = [p for p in posts if search(p.message)]
     where = f"new posts in ~{target[0]} by {who_label(author)}"
     if not hits:
         state.outcome = (1.0, f"none of {len(posts)} {where} match /{pattern}/", {})
@@ -523,6 +525,9 @@ def _mail_sent_verdict(
     sender: Who | None,
 ) -> tuple[float, str, dict[str, Any]]:
     """``mail_sent``'s outcome from the mail log: each new mail judged once, the first that fits kept."""
+    for pattern in (subject_pattern, body_pattern):
+        if pattern is not None:
+            rx(pattern)  # compiled by the first verdict (the first step), not by the step that sends a mail
     if not log.sent:
         return 0.0, "no mail was sent during the episode", {}
     sender_id = employee_id(ctx, sender) if sender is not None else None
