@@ -323,8 +323,7 @@ def _post_verdict(
     hits = [
         p
         for p in posts
-        if search(p.message)
-        and (mention is None or _mentions(ctx, p.id, mention_id or 0, mention, p.message))
+        if search(p.message) and (mention is None or _mentions(ctx, p.id, mention_id or 0, mention, p.message))
     ]
     want = f"/{pattern}/" + (f" mentioning @{mention}" if mention else "")
     head = f"{len(hits)} of {len(posts)} new posts in ~{name} by {who_label(author)} match {want}"
