@@ -14,6 +14,7 @@ from graders.base import ChangeRow, CheckOutcome, GradingContext, check_fn
 from graders.checks import FieldValue, TicketField, _mismatch, _tickets, field_columns
 from graders.checks_common import inserted_ids, listing, logged_mail, mailboxes, rows_in, usernames
 from graders.checks_comms import new_posts
+from graders.comms_log import warm_mailboxes
 
 
 class CaseTicket(NamedTuple):
@@ -280,6 +281,8 @@ def _case_verdict(
     in_title: bool,
 ) -> tuple[float, str, dict[str, Any]] | None:
     """``ticket_for_reference``'s outcome, its ticket's fields read by ``ticket_row`` (None: it cannot tell)."""
+    if reply_to is not None and not ctx.changed_rows("mail_messages"):
+        warm_mailboxes(ctx, [reply_to])  # nothing sent yet (the first step): the reply then needs no lookup
     found = _new_tickets_for(ctx, reference)
     if len(found) != 1:
         keys = ", ".join(r.key for r in found)

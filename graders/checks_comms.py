@@ -40,6 +40,8 @@ from graders.comms_log import (
     mail_log,
     post_channel,
     post_log,
+    warm_channels,
+    warm_mailboxes,
     went_to,
 )
 from worlds.rawsql import Sql
@@ -320,6 +322,8 @@ def _post_verdict(
     if state.outcome is not None and state.marks == marks:
         return state.outcome
     search = rx(pattern).search  # compiled by the first verdict (the first step), not by a later step's
+    if not log.posts and not channel.startswith("@"):
+        warm_channels(ctx, [name])
     hits = [
         p
         for p in posts
@@ -432,6 +436,8 @@ def _no_post_verdict(
         return state.outcome
     posts: list[LoggedPost] = state.items
     search = rx(pattern).search  # compiled by the first verdict (the first step)
+    if not log.posts and not channel.startswith("@"):
+        warm_channels(ctx, [target[0]])
     hits = [p for p in posts if search(p.message)]
     where = f"new posts in ~{target[0]} by {who_label(author)}"
     if not hits:
@@ -528,6 +534,7 @@ def _mail_sent_verdict(
         if pattern is not None:
             rx(pattern)  # compiled by the first verdict (the first step), not by the step that sends a mail
     if not log.sent:
+        warm_mailboxes(ctx, [*wanted, *([sender] if sender not in (None, "actor") else [])])
         return 0.0, "no mail was sent during the episode", {}
     sender_id = employee_id(ctx, sender) if sender is not None else None
     if sender is not None and sender_id is None:
@@ -622,6 +629,8 @@ def _mail_not_sent_verdict(
     sender_id = employee_id(ctx, sender) if sender is not None else None
     if sender is not None and sender_id is None:
         return 0.0, f"unknown employee {sender!r}", {}
+    if not log.sent:
+        warm_mailboxes(ctx, sorted(banned))
     state = followed(ctx, ("mail_not_sent", tuple(sorted(banned)), sender), (log.generation, sender_id))
     for m in log.mails[state.seen :]:
         if sender_id in (None, m.employee_id):

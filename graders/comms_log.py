@@ -16,9 +16,11 @@ from typing import Any, NamedTuple
 
 from graders.base import ChangeRow, GradingContext
 from graders.checks_common import logged_mail, mailboxes, rows_in
+from worlds.rawsql import Sql
 
 _POST_IMAGE = frozenset({"author_id", "message", "deleted_at", "channel_id"})
 _CHANNEL_NAME = "SELECT id, name FROM channels WHERE id IN ({})"
+_CHANNEL_IDS = "SELECT id, name FROM channels WHERE name IN ({}) ORDER BY id"
 
 
 class LoggedPost(NamedTuple):
@@ -105,6 +107,22 @@ def went_to(log: PostLog) -> str:
     return log.went[1]
 
 
+def warm_channels(ctx: GradingContext, names: list[str]) -> None:
+    """Put the ids of channels ``names`` in the fold's channel names while nothing has been posted (first step).
+
+    The step that makes the first post in one of them then folds it without a lookup; a channel that does
+    not exist yet (a direct channel) is named by its own logged insert when it is created.
+    """
+    done: set[str] = ctx.lasting.setdefault("warm_channels", set())
+    wanted = sorted(set(names) - done)
+    if not wanted:
+        return
+    done.update(wanted)
+    known: dict[int, str | None] = ctx.lasting.setdefault("channel_names", {})
+    for i, name in rows_in(ctx, _CHANNEL_IDS, wanted):
+        known.setdefault(int(i), str(name))
+
+
 def post_channel(ctx: GradingContext, row: ChangeRow) -> str | None:
     """The channel name of a logged post insert, if the post log knows it (None: unknown)."""
     names: dict[int, str | None] = ctx.lasting.get("channel_names", {})
@@ -185,6 +203,31 @@ def _fold_mail(ctx: GradingContext, log: MailLog, messages: list[ChangeRow], rec
     log.sent += len(new)
     log.messages_seen, log.recipients_seen = len(messages), len(recipients)
     return True
+
+
+_WARM = (
+    "SELECT b.id, b.address, b.employee_id, e.username FROM mailboxes b LEFT JOIN employees e ON e.id = b.employee_id"
+    " WHERE b.address IN ({0}) OR b.employee_id IN (SELECT id FROM employees WHERE username IN ({0}))"
+    " OR b.employee_id = ? ORDER BY b.id"
+)
+
+
+def warm_mailboxes(ctx: GradingContext, terms: list[str]) -> None:
+    """Put the mailboxes of ``terms`` (addresses, usernames) and of the agent in ``mailboxes``' kept answers.
+
+    Called by a mail check while nothing has been sent (the first step): the step that sends the first mail
+    to one of them then folds it without a lookup. Only a cache of rows as they are (kept until a mailbox or
+    employee changes); a term whose case differs from the row's is simply looked up later.
+    """
+    done: set[str] = ctx.lasting.setdefault("warm_mailboxes", set())
+    wanted = sorted(set(terms) - done)
+    if not wanted:
+        return
+    done.update(wanted)
+    known = mailboxes(ctx, ())
+    sql = _WARM.format(", ".join("?" * len(wanted)))
+    for box, address, employee, username in Sql.of(ctx.session).all(sql, [*wanted, *wanted, ctx.actor_id]):
+        known.setdefault(box, (address, employee, username))
 
 
 class Followed:
