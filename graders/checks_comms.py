@@ -268,6 +268,8 @@ def _post_touches(
     (the list of channels grows). Mention rows, edits and deletions, and a log the fold cannot follow, are
     left to the check.
     """
+    if row.table == "mentions":
+        return _mention_touches(ctx, row, channel, author)
     if row.table != "posts" or row.op != "insert":
         return True
     seen = ctx.lasting.get("post_row")
@@ -286,6 +288,18 @@ def _post_touches(
     if authors and (author_id is None or author_id in authors):
         return False  # the check has posts of its own: the others are not in its evidence
     return bool(first)
+
+
+def _mention_touches(ctx: GradingContext, row: ChangeRow, channel: str, author: Who | None) -> bool:
+    """Whether a mention row may change a check asking for a mention: only one naming a post of the check's."""
+    log = post_log(ctx)
+    if row.op != "insert" or log is None:
+        return True
+    post = log.by_id.get(row.changes.get("post_id", -1))
+    if post is None:
+        return False  # not a post this episode made: no check counts it
+    target = _target(ctx, channel, author)
+    return not isinstance(target, str) and post.channel == target[0] and target[1] in (None, post.author_id)
 
 
 def _followed_posts(ctx: GradingContext, log: PostLog, key: Any, name: str, author_id: int | None) -> Followed:

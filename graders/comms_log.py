@@ -35,13 +35,14 @@ class LoggedPost(NamedTuple):
 class PostLog:
     """The episode's new posts in id order, and per channel name the first one and who posted there."""
 
-    __slots__ = ("authors", "channels_seen", "clean", "first", "posts", "posts_seen", "went")
+    __slots__ = ("authors", "by_id", "channels_seen", "clean", "first", "posts", "posts_seen", "went")
 
     def __init__(self) -> None:
         self.posts_seen = 0  # how many rows of the log's posts changes are folded in
         self.channels_seen = 0
         self.clean = True
         self.posts: list[LoggedPost] = []
+        self.by_id: dict[int, LoggedPost] = {}
         self.first: dict[str, int] = {}  # channel name -> the id of the episode's first post there
         self.authors: dict[str, set[int]] = {}  # channel name -> who posted there this episode
         self.went = (-1, "")  # went_to's text and how many channels it names
@@ -92,6 +93,7 @@ def _fold_posts(ctx: GradingContext, log: PostLog, posts: list[ChangeRow], chann
             return False  # a post in no known channel: leave it to the query's join
         post = LoggedPost(row.key[0], name, row.changes["author_id"], row.changes["message"])
         log.posts.append(post)
+        log.by_id[post.id] = post
         log.first.setdefault(name, post.id)
         log.authors.setdefault(name, set()).add(post.author_id)
     log.posts_seen = len(posts)
