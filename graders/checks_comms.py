@@ -3,7 +3,9 @@
 Each starts from the change log (ids of rows this episode inserted) and reads those rows' final state by
 primary key, so the cost is O(rows inserted), never a scan of a channel's or mailbox's history. Final state
 matters: a post the agent deleted again no longer counts as said (but does count as leaked, see
-``no_post_in_channel``).
+``no_post_in_channel``). While the episode's posts and mails are plain inserts, the chat and mail checks read
+them folded from the log instead (``graders.comms_log``): the same rows, kept across the per-step progress
+updates, so a post or mail decides each check without a query.
 """
 
 from __future__ import annotations
