@@ -370,10 +370,16 @@ def ticket_for_reference(
     return CheckOutcome(score=score, evidence=evidence, details=details)
 
 
-@check_fn("no_ticket_for_reference", reads=("tickets",), touches=_case_touches)
-def no_ticket_for_reference(ctx: GradingContext, reference: str) -> CheckOutcome:
-    """No ticket filed this episode mentions ``reference`` (it was already tracked: a duplicate is wrong)."""
+def _no_ticket_verdict(ctx: GradingContext, rows: list[ChangeRow], reference: str) -> tuple[float, str, dict[str, Any]]:
+    """``no_ticket_for_reference``'s outcome from the case's new tickets (read from the log, kept for the step)."""
     found = _new_tickets_for(ctx, reference)
     if found:
-        return CheckOutcome.of(False, f"duplicate ticket(s) filed for {reference}: {', '.join(r.key for r in found)}")
-    return CheckOutcome.of(True, f"no new ticket mentions {reference}")
+        return 0.0, f"duplicate ticket(s) filed for {reference}: {', '.join(r.key for r in found)}", {}
+    return 1.0, f"no new ticket mentions {reference}", {}
+
+
+@check_fn("no_ticket_for_reference", reads=("tickets",), touches=_case_touches, on_changes=_no_ticket_verdict)
+def no_ticket_for_reference(ctx: GradingContext, reference: str) -> CheckOutcome:
+    """No ticket filed this episode mentions ``reference`` (it was already tracked: a duplicate is wrong)."""
+    score, evidence, details = _no_ticket_verdict(ctx, [], reference)
+    return CheckOutcome(score=score, evidence=evidence, details=details)
