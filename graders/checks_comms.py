@@ -267,8 +267,9 @@ def _post_touches(
 
     A new post can when it is the check's (its channel, its author); any other post only while the check has
     no posts of its own (its evidence then names where new posts went) and only the first post in a channel
-    (the list of channels grows). Mention rows, edits and deletions, and a log the fold cannot follow, are
-    left to the check.
+    (the list of channels grows). A mention row can only when it names one of the check's posts (a check
+    asking for no mention reads none: ``_post_reads``). Edits and deletions, and a log the fold cannot
+    follow, are left to the check.
     """
     if row.table == "mentions":
         return _mention_touches(ctx, row, channel, author)
