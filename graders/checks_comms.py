@@ -338,6 +338,11 @@ def _post_verdict(
     marks = (len(ctx.changed_rows("mentions")) if mention is not None else 0, 0 if posts else len(log.first))
     if state.outcome is not None and state.marks == marks:
         return state.outcome
+    want = f"/{pattern}/" + (f" mentioning @{mention}" if mention else "")
+    if not posts and state.note:  # only where other posts went moved: the same head, kept
+        state.marks = marks
+        state.outcome = (0.0, f"{state.note}: {went_to(log)}", {"post_ids": []})
+        return state.outcome
     search = rx(pattern).search  # compiled by the first verdict (the first step), not by a later step's
     if not log.posts and not channel.startswith("@"):
         warm_channels(ctx, [name])
@@ -346,12 +351,11 @@ def _post_verdict(
         for p in posts
         if search(p.message) and (mention is None or _mentions(ctx, p.id, mention_id or 0, mention, p.message))
     ]
-    want = f"/{pattern}/" + (f" mentioning @{mention}" if mention else "")
     head = f"{len(hits)} of {len(posts)} new posts in ~{name} by {who_label(author)} match {want}"
     head += f" (need {min_count})"
     shown = listing([f"#{p.id} {snippet(p.message)}" for p in (hits or posts)])
     if not posts:
-        shown = went_to(log)
+        shown, state.note = went_to(log), head
     state.marks = marks
     state.outcome = (
         min(1.0, len(hits) / min_count),

@@ -240,7 +240,7 @@ class Followed:
     channels posted to), so the check rebuilds it only when one of them moved.
     """
 
-    __slots__ = ("items", "marks", "outcome", "seen", "target")
+    __slots__ = ("items", "marks", "note", "outcome", "seen", "target")
 
     def __init__(self, target: Any) -> None:
         self.target = target
@@ -248,6 +248,7 @@ class Followed:
         self.items: list[Any] = []
         self.marks: tuple[Any, ...] = ()
         self.outcome: tuple[float, str, dict[str, Any]] | None = None
+        self.note = ""  # a part of the verdict's text that stays while the entries do (a check's own)
 
 
 def followed(ctx: GradingContext, key: Any, target: Any) -> Followed:
