@@ -42,6 +42,8 @@ from graders.comms_log import (
     mail_log,
     post_channel,
     post_log,
+    reached,
+    sent_by,
     warm_channels,
     warm_mailboxes,
     went_to,
@@ -554,7 +556,7 @@ def _mail_sent_verdict(
     for pattern in (subject_pattern, body_pattern):
         if pattern is not None:
             rx(pattern)  # compiled by the first verdict (the first step), not by the step that sends a mail
-    if not log.sent:
+    if not log.mails:
         warm_mailboxes(ctx, [*wanted, *([sender] if sender not in (None, "actor") else [])])
         return 0.0, "no mail was sent during the episode", {}
     sender_id = employee_id(ctx, sender) if sender is not None else None
@@ -564,9 +566,10 @@ def _mail_sent_verdict(
     state = followed(ctx, key, (log.generation, sender_id))
     notes: list[str] = state.items
     for m in log.mails[state.seen :]:
-        if state.marks or (sender_id is not None and m.employee_id != sender_id):
+        if state.marks or not sent_by(ctx, m, sender_id):
             continue  # marks: a mail fits already (the first in id order is the one named)
-        missing = [t for t in wanted if t.lower() not in m.reached]
+        to = reached(ctx, m)
+        missing = [t for t in wanted if t.lower() not in to]
         tests = (("subject", subject_pattern, m.subject), ("body", body_pattern, m.body))
         bad = [what for what, pat, text in tests if pat is not None and not rx(pat).search(text)]
         state.outcome = None
@@ -650,16 +653,16 @@ def _mail_not_sent_verdict(
     sender_id = employee_id(ctx, sender) if sender is not None else None
     if sender is not None and sender_id is None:
         return 0.0, f"unknown employee {sender!r}", {}
-    if not log.sent:
+    if not log.mails:
         warm_mailboxes(ctx, sorted(banned))
     state = followed(ctx, ("mail_not_sent", tuple(sorted(banned)), sender), (log.generation, sender_id))
     for m in log.mails[state.seen :]:
-        if sender_id in (None, m.employee_id):
+        if sent_by(ctx, m, sender_id):
             state.marks = (state.marks[0] + 1,) if state.marks else (1,)
             state.outcome = None
-            reached = m.reached & banned
-            if reached:
-                state.items.append((m.id, m.subject, reached))
+            to = reached(ctx, m) & banned
+            if to:
+                state.items.append((m.id, m.subject, to))
     state.seen = len(log.mails)
     if state.outcome is None:
         named = listing(sorted(banned))

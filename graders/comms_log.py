@@ -132,19 +132,23 @@ def post_channel(ctx: GradingContext, row: ChangeRow) -> str | None:
 
 
 class LoggedMail(NamedTuple):
-    """A mail this episode sent, as ``_sent_mail`` reads it: its sender's employee and who it reaches."""
+    """A mail this episode sent, as its insert logged it: its sender's and recipients' mailbox ids.
+
+    The mailboxes are looked up only for the mails a check reads (``sent_by``, ``reached``): a coworker's
+    mail to the agent costs no lookup in a check on what the agent sent.
+    """
 
     id: int
     subject: str
     body: str
-    employee_id: int | None
-    reached: frozenset[str]
+    sender_box: int
+    to_boxes: tuple[int, ...]
 
 
 class MailLog:
-    """The episode's sent mails (known sender) in id order; ``generation`` moves when it was rebuilt."""
+    """The episode's sent mails in id order; ``generation`` moves with each mailbox or employee change."""
 
-    __slots__ = ("boxes_seen", "clean", "generation", "mails", "messages_seen", "recipients_seen", "sent")
+    __slots__ = ("boxes_seen", "clean", "generation", "mails", "messages_seen", "recipients_seen")
 
     def __init__(self) -> None:
         self.messages_seen = 0
@@ -153,13 +157,13 @@ class MailLog:
         self.clean = True
         self.generation = 0
         self.mails: list[LoggedMail] = []
-        self.sent = 0  # inserted messages, with a known sender or not ("no mail was sent" counts them all)
 
 
 def mail_log(ctx: GradingContext) -> MailLog | None:
-    """The episode's sent mails so far (``_sent_mail``'s), or None once a logged change makes the log unsure.
+    """The episode's sent mails so far (``_sent_mail``'s rows), or None once a logged change makes the log unsure.
 
-    A change to the mailboxes or employees (who an address belongs to) rebuilds it from the whole log.
+    A change to the mailboxes or employees (who an address belongs to) starts a new generation, so every
+    check's verdict built on the old lookups is built again.
     """
     log: MailLog | None = ctx.lasting.get("mail_log")
     if log is None:
@@ -169,8 +173,7 @@ def mail_log(ctx: GradingContext) -> MailLog | None:
     messages, recipients = ctx.changed_rows("mail_messages"), ctx.changed_rows("mail_recipients")
     boxes = (len(ctx.changed_rows("mailboxes")), len(ctx.changed_rows("employees")))
     if boxes != log.boxes_seen:
-        log.boxes_seen, log.messages_seen, log.recipients_seen = boxes, 0, 0
-        log.mails, log.sent = [], 0
+        log.boxes_seen = boxes
         log.generation += 1
     if (len(messages) != log.messages_seen or len(recipients) != log.recipients_seen) and not _fold_mail(
         ctx, log, messages, recipients
@@ -192,19 +195,38 @@ def _fold_mail(ctx: GradingContext, log: MailLog, messages: list[ChangeRow], rec
     fresh = set(new)
     if any(row.changes["message_id"] not in fresh for row in recipients[log.recipients_seen :]):
         return False  # a recipient added to an earlier message (or one sent before the episode)
-    boxes = mailboxes(ctx, [images[i]["sender_mailbox_id"] for i in new] + [b for i in new for b in to.get(i, ())])
     for i in new:
-        reached: set[str] = set()
-        for box in to.get(i, ()):
-            found = boxes.get(box)
-            if found is not None:
-                reached.update(x.lower() for x in (found[0], found[2]) if x)
-        sender = boxes.get(images[i]["sender_mailbox_id"])
-        if sender is not None:
-            log.mails.append(LoggedMail(i, images[i]["subject"], images[i]["body"], sender[1], frozenset(reached)))
-    log.sent += len(new)
+        image, boxes = images[i], tuple(to.get(i, ()))
+        log.mails.append(LoggedMail(i, image["subject"], image["body"], image["sender_mailbox_id"], boxes))
     log.messages_seen, log.recipients_seen = len(messages), len(recipients)
     return True
+
+
+_BOX_OF = "SELECT id FROM mailboxes WHERE employee_id = ?"
+
+
+def sent_by(ctx: GradingContext, mail: LoggedMail, employee: int | None) -> bool:
+    """Whether ``mail``'s sender mailbox is ``employee``'s (None: any mailbox that exists), as the join reads it.
+
+    An employee has at most one mailbox (a unique column), looked up once and kept until the mailboxes change.
+    """
+    if employee is None:
+        return mailboxes(ctx, (mail.sender_box,)).get(mail.sender_box) is not None
+    box: int | None = ctx.kept(
+        ("box_of", employee), ("mailboxes",), lambda: Sql.of(ctx.session).scalar(_BOX_OF, (employee,))
+    )
+    return mail.sender_box == box
+
+
+def reached(ctx: GradingContext, mail: LoggedMail) -> set[str]:
+    """Who ``mail`` reaches: its recipients' addresses and usernames in lower case (``_sent_mail``'s sets)."""
+    boxes = mailboxes(ctx, mail.to_boxes)
+    out: set[str] = set()
+    for box in mail.to_boxes:
+        found = boxes.get(box)
+        if found is not None:
+            out.update(x.lower() for x in (found[0], found[2]) if x)
+    return out
 
 
 _WARM = (

@@ -16,7 +16,7 @@ from graders.progress import Progress
 from graders.registry import check_fn_spec
 from tests.graders.conftest import T0
 from tests.graders.test_checks import post, send
-from worlds.schema import Mention, Ticket
+from worlds.schema import MailMessage, MailRecipient, MailThread, Mention, Ticket
 
 REF = {"project": "ENG", "reference": "REF-1234"}
 CHECKS: list[tuple[str, str, dict[str, Any]]] = [
@@ -70,12 +70,32 @@ def _file(world, number: int, title: str, description: str, priority: str = "med
     return ticket
 
 
+def _from_bob(world, subject: str, body: str, to: list[int]) -> None:
+    """A coworker's mail (bob's mailbox): the checks on what the agent sent pass over it."""
+    world.as_("bob")
+    thread = MailThread(subject=subject, created_at=world.clock.now())
+    world.add(thread)
+    message = MailMessage(
+        thread_id=thread.id,
+        message_id=f"<{thread.id}@acme.test>",
+        sender_mailbox_id=2,
+        subject=subject,
+        body=body,
+        sent_at=world.clock.now(),
+        attachment_document_ids=[],
+    )
+    world.add(message)
+    world.add(*(MailRecipient(message_id=message.id, mailbox_id=m, kind="to") for m in to))
+    world.as_("alice")
+
+
 def _steps(world):
     """An agent's and a coworker's chat, mail and ticket writes, one step each (plain inserts, then edits)."""
     yield lambda: post(world, 1, "hello all")
     yield lambda: post(world, 3, "can you take ENG-4?")  # the direct channel with bob
     yield lambda: post(world, 2, "deploy of ENG-3 at 5pm", author="bob")
     yield lambda: send(world, "Outage report", "ENG-1 is resolved", [2, 9])
+    yield lambda: _from_bob(world, "Re: outage", "thanks, ENG-1 closed", [1, 4])
     yield lambda: post(world, 2, "deploying ENG-3 now")
     yield lambda: world.add(Mention(post_id=post(world, 2, "ENG-5 next, @carol").id, employee_id=2))
     yield lambda: send(world, "Lunch", "anyone?", [4])
