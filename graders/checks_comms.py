@@ -568,7 +568,7 @@ def _mail_sent_verdict(
     for m in log.mails[state.seen :]:
         if state.marks or not sent_by(ctx, m, sender_id):
             continue  # marks: a mail fits already (the first in id order is the one named)
-        to = reached(ctx, m)
+        to = reached(ctx, log, m)
         missing = [t for t in wanted if t.lower() not in to]
         tests = (("subject", subject_pattern, m.subject), ("body", body_pattern, m.body))
         bad = [what for what, pat, text in tests if pat is not None and not rx(pat).search(text)]
@@ -660,7 +660,7 @@ def _mail_not_sent_verdict(
         if sent_by(ctx, m, sender_id):
             state.marks = (state.marks[0] + 1,) if state.marks else (1,)
             state.outcome = None
-            to = reached(ctx, m) & banned
+            to = reached(ctx, log, m) & banned
             if to:
                 state.items.append((m.id, m.subject, to))
     state.seen = len(log.mails)

@@ -148,7 +148,7 @@ class LoggedMail(NamedTuple):
 class MailLog:
     """The episode's sent mails in id order; ``generation`` moves with each mailbox or employee change."""
 
-    __slots__ = ("boxes_seen", "clean", "generation", "mails", "messages_seen", "recipients_seen")
+    __slots__ = ("boxes_seen", "clean", "generation", "mails", "messages_seen", "reach", "recipients_seen")
 
     def __init__(self) -> None:
         self.messages_seen = 0
@@ -157,6 +157,7 @@ class MailLog:
         self.clean = True
         self.generation = 0
         self.mails: list[LoggedMail] = []
+        self.reach: dict[int, set[str]] = {}  # who each mail reaches (``reached``), for this generation
 
 
 def mail_log(ctx: GradingContext) -> MailLog | None:
@@ -173,7 +174,7 @@ def mail_log(ctx: GradingContext) -> MailLog | None:
     messages, recipients = ctx.changed_rows("mail_messages"), ctx.changed_rows("mail_recipients")
     boxes = (len(ctx.changed_rows("mailboxes")), len(ctx.changed_rows("employees")))
     if boxes != log.boxes_seen:
-        log.boxes_seen = boxes
+        log.boxes_seen, log.reach = boxes, {}
         log.generation += 1
     if (len(messages) != log.messages_seen or len(recipients) != log.recipients_seen) and not _fold_mail(
         ctx, log, messages, recipients
@@ -218,8 +219,19 @@ def sent_by(ctx: GradingContext, mail: LoggedMail, employee: int | None) -> bool
     return mail.sender_box == box
 
 
-def reached(ctx: GradingContext, mail: LoggedMail) -> set[str]:
-    """Who ``mail`` reaches: its recipients' addresses and usernames in lower case (``_sent_mail``'s sets)."""
+def reached(ctx: GradingContext, log: MailLog, mail: LoggedMail) -> set[str]:
+    """Who ``mail`` reaches: its recipients' addresses and usernames in lower case (``_sent_mail``'s sets).
+
+    Worked out once per mail (until a mailbox or employee changes): every check on sent mail asks it.
+    """
+    found = log.reach.get(mail.id)
+    if found is None:
+        found = log.reach[mail.id] = _reached(ctx, mail)
+    return found
+
+
+def _reached(ctx: GradingContext, mail: LoggedMail) -> set[str]:
+    """``reached`` looked up."""
     boxes = mailboxes(ctx, mail.to_boxes)
     out: set[str] = set()
     for box in mail.to_boxes:
