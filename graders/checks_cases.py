@@ -7,13 +7,14 @@ tickets (change log), so it costs O(rows changed).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
 from graders.base import ChangeRow, CheckOutcome, GradingContext, check_fn
 from graders.checks import FieldValue, TicketField, _mismatch, _tickets, field_columns
-from graders.checks_common import inserted_ids, listing, logged_mail, mailboxes, rows_in
+from graders.checks_common import inserted_ids, listing, logged_mail, mailboxes, rows_in, usernames
 from graders.checks_comms import new_posts
+from graders.comms_log import warm_mailboxes
 
 
 class CaseTicket(NamedTuple):
@@ -161,6 +162,22 @@ _POST_COLUMNS = frozenset({"message", "author_id", "deleted_at", "channel_id"})
 """What a case check reads of a post (an edit of anything else, e.g. a reaction count, cannot matter)."""
 
 
+def _lowered(ctx: GradingContext, row: ChangeRow, text: str) -> str:
+    """``text`` of a logged row in lower case, worked out once per row of a step for every case check's hook.
+
+    A step's new ticket or mail reaches the hook of every case check that reads its table; its text (a mail
+    body, a ticket's title and description) is lowered once, not once per check.
+    """
+    step = ctx.log[-1].seq if ctx.log else 0
+    cache: tuple[int, dict[int, str]] | None = ctx.lasting.get("case_text")
+    if cache is None or cache[0] != step:
+        cache = ctx.lasting["case_text"] = (step, {})
+    found = cache[1].get(row.seq)
+    if found is None:
+        found = cache[1][row.seq] = text.lower()
+    return found
+
+
 def _case_touches(
     ctx: GradingContext,
     row: ChangeRow,
@@ -179,7 +196,8 @@ def _case_touches(
         if row.op == "delete":
             return True
         if row.op == "insert":
-            return reference.lower() in f"{row.changes.get('title')}\n{row.changes.get('description')}".lower()
+            text = _lowered(ctx, row, f"{row.changes.get('title')}\n{row.changes.get('description')}")
+            return reference.lower() in text
         if _CASE_COLUMNS.intersection(row.changes):
             return True
         if fields and not field_columns(fields).intersection(row.changes):
@@ -194,13 +212,17 @@ def _case_touches(
     if row.table == "posts":
         if row.op == "update":
             return not _POST_COLUMNS.isdisjoint(row.changes)
-        return row.op == "delete" or key in str(row.changes.get("message")).lower()
+        return row.op == "delete" or key in _lowered(ctx, row, str(row.changes.get("message")))
     if row.table == "mail_messages" and row.op == "insert":
-        return key in str(row.changes.get("body")).lower()
+        return key in _lowered(ctx, row, str(row.changes.get("body")))
     if row.table == "mail_messages" and row.op == "update":
         return "body" in row.changes
     if row.table == "mail_recipients" and row.op == "insert":  # its message, as the check will read it
         message = row.changes.get("message_id")
+        logged = logged_mail(ctx)
+        if logged is not None:  # the message's logged insert: no lookup of where the mail went
+            image = logged[0].get(message) if isinstance(message, int) else None
+            return image is None or key in str(image["body"]).lower()
         return any(m.id == message and key in m.body.lower() for m in _memo(ctx, "case_mails"))
     return True
 
@@ -214,7 +236,115 @@ def _case_reads(reply_to: str | None = None, incident_channel: str | None = None
     )
 
 
-@check_fn("ticket_for_reference", reads=_case_reads, touches=_case_touches)
+_FIELD_COLUMN = {"status": "status", "priority": "priority", "type": "type", "title": "title"}
+_FIELD_COLUMN |= {"story_points": "story_points", "assignee": "assignee_id"}
+"""The tickets column each field the log can give is read from (``sprint`` is a name behind an id: queried)."""
+
+
+def _logged_fields(ctx: GradingContext, ticket_id: int, fields: Mapping[Any, Any]) -> dict[str, Any] | None:
+    """``fields`` of a ticket this episode filed, as ``_tickets`` reads them, from its logged insert and edits.
+
+    Why: the step that files a case's ticket re-decides every check of the case, and ``_tickets`` (kept until
+    a ticket changes) would be read again right after that write. None when a field or column is not logged.
+    """
+    columns = [_FIELD_COLUMN.get(f) for f in fields]
+    if None in columns:
+        return None
+    values: dict[str, Any] | None = None
+    for row in ctx.changed_rows("tickets"):
+        if row.key[0] != ticket_id:
+            continue
+        if row.op == "insert":
+            if not all(c in row.changes for c in columns):
+                return None
+            values = {c: row.changes[c] for c in columns if c is not None}
+        elif row.op == "delete" or values is None:
+            return None
+        else:
+            values.update((c, v[1]) for c, v in row.changes.items() if c in values)
+    if values is None:
+        return None
+    out = {f: values[c] for f, c in zip(fields, columns, strict=True) if c is not None}
+    if "assignee" in out and out["assignee"] is not None:
+        out["assignee"] = usernames(ctx, [int(out["assignee"])]).get(int(out["assignee"]))
+    return out
+
+
+def _case_verdict(
+    ctx: GradingContext,
+    ticket_row: Callable[[CaseTicket], Mapping[str, Any] | None],
+    project: str,
+    reference: str,
+    fields: dict[TicketField, FieldValue] | None,
+    reply_to: str | None,
+    incident_channel: str | None,
+    in_title: bool,
+) -> tuple[float, str, dict[str, Any]] | None:
+    """``ticket_for_reference``'s outcome, its ticket's fields read by ``ticket_row`` (None: it cannot tell)."""
+    if reply_to is not None and not ctx.changed_rows("mail_messages"):
+        warm_mailboxes(ctx, [reply_to])  # nothing sent yet (the first step): the reply then needs no lookup
+    found = _new_tickets_for(ctx, reference)
+    if len(found) != 1:
+        keys = ", ".join(r.key for r in found)
+        return 0.0, f"{len(found)} tickets filed for {reference} (want exactly 1){': ' + keys * bool(keys)}", {}
+    ticket = found[0]
+    if ticket.project != project.upper():
+        return 0.0, f"{ticket.key} for {reference} is in {ticket.project}, not {project}", {}
+    wrong = []
+    if fields:  # the ticket exists (it was found above): its row is read only for the fields compared
+        row = ticket_row(ticket)
+        if row is None:
+            return None
+        wrong = [m for f, v in sorted(fields.items()) if (m := _mismatch(ticket.key, row, f, v))]
+    if wrong:
+        return 0.0, listing(wrong), {}
+    said = [f"{ticket.key} filed for {reference}"]
+    if in_title:
+        if reference.lower() not in ticket.title.lower():
+            return 0.0, f"{ticket.key} names {reference} only in its description: {ticket.title!r}", {}
+        said.append("its title names it")
+    if reply_to is not None:
+        mails = _memo(ctx, "case_mails")
+        hit = [m.id for m in mails if m.address.lower() == reply_to.lower() and ticket.key.lower() in m.body.lower()]
+        if not hit:
+            return 0.0, f"{ticket.key} filed, but no mail to {reply_to} gives its key", {}
+        said.append(f"mail #{hit[0]} to {reply_to} gives the key")
+    if incident_channel is not None:
+        posts = _memo(ctx, "case_posts")
+        hit = [
+            p.id
+            for p in posts
+            if p.name == incident_channel
+            and p.author_id == ctx.actor_id
+            and p.deleted_at is None
+            and ticket.key.lower() in p.message.lower()
+            and reference.lower() in p.message.lower()
+        ]
+        if not hit:
+            return 0.0, f"{ticket.key} filed, but no post in ~{incident_channel} names it and {reference}", {}
+        said.append(f"post #{hit[0]} in ~{incident_channel}")
+    return 1.0, "; ".join(said), {"key": ticket.key}
+
+
+def _case_on_changes(
+    ctx: GradingContext,
+    rows: list[ChangeRow],
+    project: str,
+    reference: str,
+    fields: dict[TicketField, FieldValue] | None = None,
+    reply_to: str | None = None,
+    incident_channel: str | None = None,
+    in_title: bool = False,
+) -> tuple[float, str, dict[str, Any]] | None:
+    """``ticket_for_reference``'s verdict after a step, its ticket's fields from the log (None: re-run)."""
+
+    def logged(ticket: CaseTicket) -> Mapping[str, Any] | None:
+        return _logged_fields(ctx, ticket.id, fields or {})
+
+    return _case_verdict(ctx, logged, project, reference, fields, reply_to, incident_channel, in_title)
+
+
+@check_fn("ticket_for_reference", reads=_case_reads, touches=_case_touches, on_changes=_case_on_changes)
 def ticket_for_reference(
     ctx: GradingContext,
     project: str,
@@ -230,56 +360,26 @@ def ticket_for_reference(
     ``incident_channel``, a live post of the agent's in that channel carries the key and the reference; with
     ``in_title``, the reference is in the ticket's title (a reference only in the description is not).
     """
-    found = _new_tickets_for(ctx, reference)
-    if len(found) != 1:
-        keys = ", ".join(r.key for r in found)
-        return CheckOutcome.of(
-            False, f"{len(found)} tickets filed for {reference} (want exactly 1){': ' + keys * bool(keys)}"
-        )
-    ticket = found[0]
-    if ticket.project != project.upper():
-        return CheckOutcome.of(False, f"{ticket.key} for {reference} is in {ticket.project}, not {project}")
-    wrong = []
-    if fields:  # the ticket exists (it was found above): its row is read only for the fields compared
-        row = _tickets(ctx, [ticket.key])[ticket.key]
-        assert row is not None
-        wrong = [m for f, v in sorted(fields.items()) if (m := _mismatch(ticket.key, row, f, v))]
-    if wrong:
-        return CheckOutcome.of(False, listing(wrong))
-    said = [f"{ticket.key} filed for {reference}"]
-    if in_title:
-        if reference.lower() not in ticket.title.lower():
-            return CheckOutcome.of(False, f"{ticket.key} names {reference} only in its description: {ticket.title!r}")
-        said.append("its title names it")
-    if reply_to is not None:
-        mails = _memo(ctx, "case_mails")
-        hit = [m.id for m in mails if m.address.lower() == reply_to.lower() and ticket.key.lower() in m.body.lower()]
-        if not hit:
-            return CheckOutcome.of(False, f"{ticket.key} filed, but no mail to {reply_to} gives its key")
-        said.append(f"mail #{hit[0]} to {reply_to} gives the key")
-    if incident_channel is not None:
-        posts = _memo(ctx, "case_posts")
-        hit = [
-            p.id
-            for p in posts
-            if p.name == incident_channel
-            and p.author_id == ctx.actor_id
-            and p.deleted_at is None
-            and ticket.key.lower() in p.message.lower()
-            and reference.lower() in p.message.lower()
-        ]
-        if not hit:
-            return CheckOutcome.of(
-                False, f"{ticket.key} filed, but no post in ~{incident_channel} names it and {reference}"
-            )
-        said.append(f"post #{hit[0]} in ~{incident_channel}")
-    return CheckOutcome.of(True, "; ".join(said), key=ticket.key)
+
+    def stored(ticket: CaseTicket) -> Mapping[str, Any] | None:
+        return _tickets(ctx, [ticket.key])[ticket.key]
+
+    found = _case_verdict(ctx, stored, project, reference, fields, reply_to, incident_channel, in_title)
+    assert found is not None  # the ticket exists (it was found): its row does too
+    score, evidence, details = found
+    return CheckOutcome(score=score, evidence=evidence, details=details)
 
 
-@check_fn("no_ticket_for_reference", reads=("tickets",), touches=_case_touches)
-def no_ticket_for_reference(ctx: GradingContext, reference: str) -> CheckOutcome:
-    """No ticket filed this episode mentions ``reference`` (it was already tracked: a duplicate is wrong)."""
+def _no_ticket_verdict(ctx: GradingContext, rows: list[ChangeRow], reference: str) -> tuple[float, str, dict[str, Any]]:
+    """``no_ticket_for_reference``'s outcome from the case's new tickets (read from the log, kept for the step)."""
     found = _new_tickets_for(ctx, reference)
     if found:
-        return CheckOutcome.of(False, f"duplicate ticket(s) filed for {reference}: {', '.join(r.key for r in found)}")
-    return CheckOutcome.of(True, f"no new ticket mentions {reference}")
+        return 0.0, f"duplicate ticket(s) filed for {reference}: {', '.join(r.key for r in found)}", {}
+    return 1.0, f"no new ticket mentions {reference}", {}
+
+
+@check_fn("no_ticket_for_reference", reads=("tickets",), touches=_case_touches, on_changes=_no_ticket_verdict)
+def no_ticket_for_reference(ctx: GradingContext, reference: str) -> CheckOutcome:
+    """No ticket filed this episode mentions ``reference`` (it was already tracked: a duplicate is wrong)."""
+    score, evidence, details = _no_ticket_verdict(ctx, [], reference)
+    return CheckOutcome(score=score, evidence=evidence, details=details)

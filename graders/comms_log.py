@@ -1,0 +1,293 @@
+"""This episode's new posts and sent mail, folded from the change log a step at a time (for the comms checks).
+
+Why: the per-step progress score asks the chat and mail checks after every step that wrote a post or a mail,
+and rebuilding the episode's posts or mails for each of a rubric's notice checks costs more than a step's
+budget. ``post_log``/``mail_log`` keep in ``ctx.lasting`` what the log said so far and fold in only the rows
+appended since; each check keeps its own matches the same way (``Followed``), so a post in another channel
+decides a check with a comparison and no query. A fold holds only while every row is a plain insert, which is
+then exactly what the final state holds: an edited or deleted post, a renamed channel, an edited mail turn it
+off for the episode (the function returns None) and the checks read the database as they always did. A full
+grade builds the same fold from its whole log at once, so progress and grade share one path.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+from graders.base import ChangeRow, GradingContext
+from graders.checks_common import logged_mail, mailboxes, rows_in
+from worlds.rawsql import Sql
+
+_POST_IMAGE = frozenset({"author_id", "message", "deleted_at", "channel_id"})
+_CHANNEL_NAME = "SELECT id, name FROM channels WHERE id IN ({})"
+_CHANNEL_IDS = "SELECT id, name FROM channels WHERE name IN ({}) ORDER BY id"
+
+
+class LoggedPost(NamedTuple):
+    """A post this episode made, as its insert logged it, with its channel's name."""
+
+    id: int
+    channel: str
+    author_id: int
+    message: str
+
+
+class PostLog:
+    """The episode's new posts in id order, and per channel name the first one and who posted there."""
+
+    __slots__ = ("authors", "by_id", "channels_seen", "clean", "first", "posts", "posts_seen", "went")
+
+    def __init__(self) -> None:
+        self.posts_seen = 0  # how many rows of the log's posts changes are folded in
+        self.channels_seen = 0
+        self.clean = True
+        self.posts: list[LoggedPost] = []
+        self.by_id: dict[int, LoggedPost] = {}
+        self.first: dict[str, int] = {}  # channel name -> the id of the episode's first post there
+        self.authors: dict[str, set[int]] = {}  # channel name -> who posted there this episode
+        self.went = (-1, "")  # went_to's text and how many channels it names
+
+
+def post_log(ctx: GradingContext) -> PostLog | None:
+    """The episode's new posts so far (``new_posts``' rows), or None once a logged change makes the log unsure."""
+    log: PostLog | None = ctx.lasting.get("post_log")
+    if log is None:
+        log = ctx.lasting["post_log"] = PostLog()
+    elif not log.clean:
+        return None
+    posts, channels = ctx.changed_rows("posts"), ctx.changed_rows("channels")
+    if (len(posts) != log.posts_seen or len(channels) != log.channels_seen) and not _fold_posts(
+        ctx, log, posts, channels
+    ):
+        log.clean = False
+        return None
+    return log
+
+
+def _fold_posts(ctx: GradingContext, log: PostLog, posts: list[ChangeRow], channels: list[ChangeRow]) -> bool:
+    """Fold the rows appended since the last fold; False when one is not a plain insert of a live post."""
+    names: dict[int, str | None] = ctx.lasting.setdefault("channel_names", {})  # shared with _logged_posts
+    for row in channels[log.channels_seen :]:
+        if row.op == "delete" or (row.op == "update" and "name" in row.changes):
+            return False
+        if row.op == "insert":
+            if "name" not in row.changes:
+                return False
+            names[row.key[0]] = row.changes["name"]
+    log.channels_seen = len(channels)
+    new = posts[log.posts_seen :]
+    last = log.posts[-1].id if log.posts else None
+    for row in new:
+        if row.op != "insert" or not _POST_IMAGE.issubset(row.changes) or row.changes["deleted_at"] is not None:
+            return False
+        if last is not None and row.key[0] <= last:
+            return False  # out of id order: the query's ORDER BY would differ from the log's
+        last = row.key[0]
+    wanted = sorted({row.changes["channel_id"] for row in new} - names.keys())
+    if wanted:
+        names.update(dict.fromkeys(wanted))
+        names.update({int(i): str(n) for i, n in rows_in(ctx, _CHANNEL_NAME, wanted)})
+    for row in new:
+        name = names[row.changes["channel_id"]]
+        if name is None:
+            return False  # a post in no known channel: leave it to the query's join
+        post = LoggedPost(row.key[0], name, row.changes["author_id"], row.changes["message"])
+        log.posts.append(post)
+        log.by_id[post.id] = post
+        log.first.setdefault(name, post.id)
+        log.authors.setdefault(name, set()).add(post.author_id)
+    log.posts_seen = len(posts)
+    return True
+
+
+def went_to(log: PostLog) -> str:
+    """Where the episode's new posts went, as a check without posts of its own says it (one text for all)."""
+    if log.went[0] != len(log.first):
+        elsewhere = sorted(log.first)
+        text = f"new posts went to: {', '.join('~' + c for c in elsewhere)}" if elsewhere else "no new posts at all"
+        log.went = (len(log.first), text)
+    return log.went[1]
+
+
+def warm_channels(ctx: GradingContext, names: list[str]) -> None:
+    """Put the ids of channels ``names`` in the fold's channel names while nothing has been posted (first step).
+
+    The step that makes the first post in one of them then folds it without a lookup; a channel that does
+    not exist yet (a direct channel) is named by its own logged insert when it is created.
+    """
+    done: set[str] = ctx.lasting.setdefault("warm_channels", set())
+    wanted = sorted(set(names) - done)
+    if not wanted:
+        return
+    done.update(wanted)
+    known: dict[int, str | None] = ctx.lasting.setdefault("channel_names", {})
+    for i, name in rows_in(ctx, _CHANNEL_IDS, wanted):
+        known.setdefault(int(i), str(name))
+
+
+def post_channel(ctx: GradingContext, row: ChangeRow) -> str | None:
+    """The channel name of a logged post insert, if the post log knows it (None: unknown)."""
+    names: dict[int, str | None] = ctx.lasting.get("channel_names", {})
+    return names.get(row.changes.get("channel_id", -1))
+
+
+class LoggedMail(NamedTuple):
+    """A mail this episode sent, as its insert logged it: its sender's and recipients' mailbox ids.
+
+    The mailboxes are looked up only for the mails a check reads (``sent_by``, ``reached``): a coworker's
+    mail to the agent costs no lookup in a check on what the agent sent.
+    """
+
+    id: int
+    subject: str
+    body: str
+    sender_box: int
+    to_boxes: tuple[int, ...]
+
+
+class MailLog:
+    """The episode's sent mails in id order; ``generation`` moves with each mailbox or employee change."""
+
+    __slots__ = ("boxes_seen", "clean", "generation", "mails", "messages_seen", "reach", "recipients_seen")
+
+    def __init__(self) -> None:
+        self.messages_seen = 0
+        self.recipients_seen = 0
+        self.boxes_seen = (0, 0)
+        self.clean = True
+        self.generation = 0
+        self.mails: list[LoggedMail] = []
+        self.reach: dict[int, set[str]] = {}  # who each mail reaches (``reached``), for this generation
+
+
+def mail_log(ctx: GradingContext) -> MailLog | None:
+    """The episode's sent mails so far (``_sent_mail``'s rows), or None once a logged change makes the log unsure.
+
+    A change to the mailboxes or employees (who an address belongs to) starts a new generation, so every
+    check's verdict built on the old lookups is built again.
+    """
+    log: MailLog | None = ctx.lasting.get("mail_log")
+    if log is None:
+        log = ctx.lasting["mail_log"] = MailLog()
+    elif not log.clean:
+        return None
+    messages, recipients = ctx.changed_rows("mail_messages"), ctx.changed_rows("mail_recipients")
+    boxes = (len(ctx.changed_rows("mailboxes")), len(ctx.changed_rows("employees")))
+    if boxes != log.boxes_seen:
+        log.boxes_seen, log.reach = boxes, {}
+        log.generation += 1
+    if (len(messages) != log.messages_seen or len(recipients) != log.recipients_seen) and not _fold_mail(
+        ctx, log, messages, recipients
+    ):
+        log.clean = False
+        return None
+    return log
+
+
+def _fold_mail(ctx: GradingContext, log: MailLog, messages: list[ChangeRow], recipients: list[ChangeRow]) -> bool:
+    """Fold the messages appended since the last fold; False when a recipient row names an older message."""
+    logged = logged_mail(ctx)  # None when a message or recipient row is not a plain insert
+    if logged is None:
+        return False
+    images, to = logged
+    new = [row.key[0] for row in messages[log.messages_seen :]]
+    if sorted(new) != new or (log.mails and new and new[0] <= log.mails[-1].id):
+        return False
+    fresh = set(new)
+    if any(row.changes["message_id"] not in fresh for row in recipients[log.recipients_seen :]):
+        return False  # a recipient added to an earlier message (or one sent before the episode)
+    for i in new:
+        image, boxes = images[i], tuple(to.get(i, ()))
+        log.mails.append(LoggedMail(i, image["subject"], image["body"], image["sender_mailbox_id"], boxes))
+    log.messages_seen, log.recipients_seen = len(messages), len(recipients)
+    return True
+
+
+_BOX_OF = "SELECT id FROM mailboxes WHERE employee_id = ?"
+
+
+def sent_by(ctx: GradingContext, mail: LoggedMail, employee: int | None) -> bool:
+    """Whether ``mail``'s sender mailbox is ``employee``'s (None: any mailbox that exists), as the join reads it.
+
+    An employee has at most one mailbox (a unique column), looked up once and kept until the mailboxes change.
+    """
+    if employee is None:
+        return mailboxes(ctx, (mail.sender_box,)).get(mail.sender_box) is not None
+    box: int | None = ctx.kept(
+        ("box_of", employee), ("mailboxes",), lambda: Sql.of(ctx.session).scalar(_BOX_OF, (employee,))
+    )
+    return mail.sender_box == box
+
+
+def reached(ctx: GradingContext, log: MailLog, mail: LoggedMail) -> set[str]:
+    """Who ``mail`` reaches: its recipients' addresses and usernames in lower case (``_sent_mail``'s sets).
+
+    Worked out once per mail (until a mailbox or employee changes): every check on sent mail asks it.
+    """
+    found = log.reach.get(mail.id)
+    if found is None:
+        found = log.reach[mail.id] = _reached(ctx, mail)
+    return found
+
+
+def _reached(ctx: GradingContext, mail: LoggedMail) -> set[str]:
+    """``reached`` looked up."""
+    boxes = mailboxes(ctx, mail.to_boxes)
+    out: set[str] = set()
+    for box in mail.to_boxes:
+        found = boxes.get(box)
+        if found is not None:
+            out.update(x.lower() for x in (found[0], found[2]) if x)
+    return out
+
+
+_WARM = (
+    "SELECT b.id, b.address, b.employee_id, e.username FROM mailboxes b LEFT JOIN employees e ON e.id = b.employee_id"
+    " WHERE b.address IN ({0}) OR b.employee_id IN (SELECT id FROM employees WHERE username IN ({0}))"
+    " OR b.employee_id = ? ORDER BY b.id"
+)
+
+
+def warm_mailboxes(ctx: GradingContext, terms: list[str]) -> None:
+    """Put the mailboxes of ``terms`` (addresses, usernames) and of the agent in ``mailboxes``' kept answers.
+
+    Called by a mail check while nothing has been sent (the first step): the step that sends the first mail
+    to one of them then folds it without a lookup. Only a cache of rows as they are (kept until a mailbox or
+    employee changes); a term whose case differs from the row's is simply looked up later.
+    """
+    done: set[str] = ctx.lasting.setdefault("warm_mailboxes", set())
+    wanted = sorted(set(terms) - done)
+    if not wanted:
+        return
+    done.update(wanted)
+    known = mailboxes(ctx, ())
+    sql = _WARM.format(", ".join("?" * len(wanted)))
+    for box, address, employee, username in Sql.of(ctx.session).all(sql, [*wanted, *wanted, ctx.actor_id]):
+        known.setdefault(box, (address, employee, username))
+
+
+class Followed:
+    """One check's share of a log: the entries that concern it so far, and the verdict built from them.
+
+    ``target`` is what the entries were picked by (a channel and author, a sender); a different one (an
+    employee renamed) starts over. ``marks`` is whatever else the verdict read (a count of mention rows, of
+    channels posted to), so the check rebuilds it only when one of them moved.
+    """
+
+    __slots__ = ("items", "marks", "note", "outcome", "seen", "target")
+
+    def __init__(self, target: Any) -> None:
+        self.target = target
+        self.seen = 0
+        self.items: list[Any] = []
+        self.marks: tuple[Any, ...] = ()
+        self.outcome: tuple[float, str, dict[str, Any]] | None = None
+        self.note = ""  # a part of the verdict's text that stays while the entries do (a check's own)
+
+
+def followed(ctx: GradingContext, key: Any, target: Any) -> Followed:
+    """The check ``key``'s ``Followed`` state for ``target`` (a fresh one if the target changed)."""
+    state: Followed | None = ctx.lasting.get(key)
+    if state is None or state.target != target:
+        state = ctx.lasting[key] = Followed(target)
+    return state
