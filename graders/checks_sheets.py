@@ -194,8 +194,9 @@ class _Doc:
     each diff rather than rebuilt; ``by_key`` maps (sheet, column, key) and ``by_row`` (sheet, row) to the row
     checks whose key it is or whose key is on that row; ``rows_of`` each row check's (sheet, column, key,
     rows), ``letters`` its expected columns (letters in order, and where), ``cell_of`` each cell check's
-    (sheet, cell); ``filed`` the checks so indexed. ``always``: checks whose params cannot be read (a
-    bad cell name), left to their function on every write.
+    (sheet, cell, its params) and ``shown`` its expected value as evidence shows it; ``filed`` the checks so
+    indexed; ``sheets`` where each sheet name the checks give is. ``always``: checks whose params cannot be
+    read (a bad cell name), left to their function on every write.
     """
 
     __slots__ = (
@@ -211,6 +212,8 @@ class _Doc:
         "positions",
         "row",
         "rows_of",
+        "sheets",
+        "shown",
         "started",
     )
 
@@ -224,14 +227,23 @@ class _Doc:
         """Drop the index: the next write settles every check of the document again."""
         self.book: Workbook | None = None
         self.cells: dict[tuple[int, tuple[int, int]], list[int]] = {}
-        self.cell_of: dict[int, tuple[int, tuple[int, int]]] = {}
+        self.cell_of: dict[int, tuple[int, tuple[int, int], tuple[str, str, Primitive, float, bool]]] = {}
+        self.shown: dict[int, str] = {}
         self.keys: dict[tuple[int, int], dict[str, set[int]]] = {}
         self.by_key: dict[tuple[int, int, str], list[int]] = {}
         self.by_row: dict[tuple[int, int], set[int]] = {}
         self.rows_of: dict[int, tuple[int, int, str, frozenset[int]]] = {}
         self.letters: dict[int, tuple[tuple[str, int], ...]] = {}
+        self.sheets: dict[str | None, int | None] = {}
         self.filed: dict[int, bool] = {}
         self.always: list[int] = []
+
+    def sheet_at(self, book: Workbook, name: str | None) -> int | None:
+        """Where ``_sheet(book, name)`` is in ``book`` (None: no such sheet), looked up once per name and index."""
+        if name not in self.sheets:
+            found = _sheet(book, name)
+            self.sheets[name] = None if found is None else _index(book, found)
+        return self.sheets[name]
 
     def key_index(self, book: Workbook, index: int, column: int) -> dict[str, set[int]]:
         """Rows of sheet ``index`` by the text in ``column`` (trimmed, casefolded: ``_same``'s rule for text)."""
@@ -369,37 +381,36 @@ class _Watch:
 
 
 def _cell_verdict(
-    name: str, cell: str, value: Primitive, tolerance: float, formula: bool, held: Cell | None
+    name: str, cell: str, value: Primitive, tolerance: float, formula: bool, held: Cell | None, shown: str
 ) -> Verdict:
-    """``sheet_cell_equals``' verdict once the cell is found (``held``; None: the cell is empty)."""
+    """``sheet_cell_equals``' verdict once the cell is found (``held``; None: empty); ``shown``: ``_show(value)``."""
     actual = held.value if held is not None else None
-    shown = f"{name}: {cell} is {_show(actual)} (expected {_show(value)})"
+    said = f"{name}: {cell} is {_show(actual)} (expected {shown})"
     if formula and (held is None or held.formula is None):
-        return 0.0, f"{shown}, but it holds no formula", {}
-    return (1.0 if _same(actual, value, tolerance) else 0.0), shown, {}
+        return 0.0, f"{said}, but it holds no formula", {}
+    return (1.0 if _same(actual, value, tolerance) else 0.0), said, {}
 
 
 def _file_cell(doc: _Doc, book: Workbook, p: Mapping[str, Any], check: int) -> bool:
     """Index cell check ``check`` by its sheet and cell; False if the sheet is missing (the verdict stands)."""
     sheet_name, ref = _split_sheet(p["cell"])
     pos = _parse_cell(ref)
-    sheet = _sheet(book, sheet_name)
-    if sheet is None:
+    index = doc.sheet_at(book, sheet_name)
+    if index is None:
         return False
-    where = (_index(book, sheet), pos)
-    doc.cells.setdefault(where, []).append(check)
-    doc.cell_of[check] = where
+    doc.cells.setdefault((index, pos), []).append(check)
+    cell, value = p["cell"], p["value"]
+    tolerance, formula = p.get("tolerance", _TOLERANCE), p.get("formula", False)
+    doc.cell_of[check] = (index, pos, (p.get("label") or cell, cell, value, tolerance, formula))
+    doc.shown[check] = _show(value)
     return True
 
 
 def _decide_cell(doc: _Doc, book: Workbook, p: Mapping[str, Any], check: int) -> Verdict:
     """Cell check ``check``'s verdict on ``book``, from the cell it was filed under."""
-    index, pos = doc.cell_of[check]
-    cell = p["cell"]
+    index, pos, (name, cell, value, tolerance, formula) = doc.cell_of[check]
     held = book.sheets[index].cells.get(pos)
-    return _cell_verdict(
-        p.get("label") or cell, cell, p["value"], p.get("tolerance", _TOLERANCE), p.get("formula", False), held
-    )
+    return _cell_verdict(name, cell, value, tolerance, formula, held, doc.shown[check])
 
 
 @check_fn("sheet_cell_equals", reads=("documents",), on_step=_Watch("sheet_cell_equals", _file_cell, _decide_cell))
@@ -428,7 +439,8 @@ def sheet_cell_equals(
     sheet = _sheet(book, sheet_name)
     if sheet is None:
         return CheckOutcome.of(False, f"{name}: {document} has no sheet {sheet_name!r}")
-    score, evidence, details = _cell_verdict(name, cell, value, tolerance, formula, sheet.cells.get(_parse_cell(ref)))
+    held = sheet.cells.get(_parse_cell(ref))
+    score, evidence, details = _cell_verdict(name, cell, value, tolerance, formula, held, _show(value))
     return CheckOutcome(score=score, evidence=evidence, details=details)
 
 
@@ -451,10 +463,10 @@ def _key_rows(ctx: GradingContext, sheet: Sheet, column: int) -> dict[str, list[
 
 def _file_row(doc: _Doc, book: Workbook, p: Mapping[str, Any], check: int) -> bool:
     """Index row check ``check`` by its key and the rows holding it; False if its sheet is missing."""
-    sheet = _sheet(book, p.get("sheet"))
-    if sheet is None:
+    index = doc.sheet_at(book, p.get("sheet"))
+    if index is None:
         return False
-    index, column = _index(book, sheet), _column(p["key_column"])
+    column = _column(p["key_column"])
     # a bad column raises now, not only once the key is on one row: such a check is left to its function
     doc.letters[check] = _letters(p["expected"])
     key = str(p["key"]).strip().casefold()
