@@ -90,8 +90,8 @@ def _book_from_base(
 ) -> tuple[Workbook, list[set[tuple[int, int]]]] | None:
     """The workbook of ``content`` built from ``base`` (content and workbook), or None if the shapes differ.
 
-    Also the cells of each sheet that differ from the base's (written, cleared or added), which the checks
-    use to keep a verdict that read none of them (``_kept_verdict``). The cells are compared in C
+    Also the cells of each sheet that differ from the base's (written, cleared or added), which ``_Watch``
+    maps to the checks that read them, so a check that read none keeps its verdict. The cells are compared in C
     (``map(ne, ...)``): a write changes a few of a sheet's hundreds, and a Python loop over all of them would
     cost what the checks save. The cells dict holds the same cells as a fresh parse's (its order may differ:
     graders only look cells up).
