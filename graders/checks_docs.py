@@ -1,11 +1,10 @@
-"""State checks on documents and spreadsheets: a cell's value, a row by its key, a fact in a section (or none), a share.
+"""State checks on documents: a fact in a section (or none), a share; and how a check finds its document.
 
 Documents are named by path as the tools name them (``Shared/Finance/Budget Q2 2026.xlsx``); a document the
 agent created without an extension matches a path that has one (the tools store the name as typed and pick
 ODF). The checks read the document's cached model (``documents.content``, tagged with the hash of the bytes it
 came from) and parse the bytes only when the tag is stale, so a check costs one indexed lookup and one JSON
-parse per document per grade (memoised in ``ctx.memo``). Cell values are the ones the last write stored after
-recalculation (LibreOffice or the Python engine), so a formula whose inputs changed is checked at its new value.
+parse per document per grade (memoised in ``ctx.memo``). The spreadsheet checks are in ``graders.checks_sheets``.
 
 Each check declares ``reads`` (documents and their shares) and ``rows`` (the one document row, once it
 exists), so the per-step progress score re-runs it only after a step that changed that document.
@@ -15,33 +14,18 @@ from __future__ import annotations
 
 import importlib
 import json
-import math
 import re
 from collections.abc import Callable
 from functools import lru_cache
-from itertools import compress
-from operator import ne
-from typing import Annotated, Any
-
-from pydantic import Field
+from typing import Any
 
 from graders.base import ChangeRow, CheckOutcome, GradingContext, check_fn
 from graders.checks_common import Regex, listing, rx, snippet, usernames
 from worlds.blobs import read_blob
 from worlds.office import files
-from worlds.office.a1 import MAX_COLS, MAX_ROWS, col_index, parse_cell, parse_range, split_sheet
-from worlds.office.model import (
-    Cell,
-    Err,
-    Sheet,
-    Workbook,
-    text_from_json,
-    value_from_json,
-    workbook_from_json,
-)
+from worlds.office.model import text_from_json
 from worlds.rawsql import Sql
 
-Primitive = str | float | int | bool | None
 _EXTENSIONS = (".odt", ".docx", ".ods", ".xlsx")
 _DOC_ROW = (
     "SELECT id, name, kind, mime_type, content, blob_sha256, version, owner_id FROM documents WHERE folder_id = ?"
@@ -56,7 +40,6 @@ _LITERAL, _BRANCH, _SUBPATTERN, _ASSERT = (
 )
 _ZERO_WIDTH = (_sre_parser.AT, _sre_parser.ASSERT, _sre_parser.ASSERT_NOT)
 _REPEATS = (_sre_parser.MAX_REPEAT, _sre_parser.MIN_REPEAT, _sre_parser.POSSESSIVE_REPEAT)
-_PLAIN_CELL = re.compile(r"([A-Z]{1,3})([1-9][0-9]{0,6})")
 
 
 def _folder_id(sql: Sql, parts: list[str]) -> int | None:
@@ -184,111 +167,6 @@ def _content(ctx: GradingContext, row: tuple[Any, ...]) -> dict[str, Any] | byte
     if data is None:
         raise ValueError(f"document {row[1]!r}: its file is missing from the store")
     return data
-
-
-def _workbook(ctx: GradingContext, row: tuple[Any, ...]) -> Workbook:
-    key = ("workbook", row[0], row[6])
-    if key not in ctx.memo:
-        content = _content(ctx, row)
-        fmt = files.format_of_mime(str(row[3]))
-        ctx.memo[key] = (
-            _book_of(ctx, int(row[0]), content) if isinstance(content, dict) else files.read_workbook(content, fmt)
-        )
-    book: Workbook = ctx.memo[key]
-    return book
-
-
-def _book_of(ctx: GradingContext, doc_id: int, content: dict[str, Any]) -> Workbook:
-    """``workbook_from_json(content)``, reusing the cells of the last one built for this document.
-
-    The per-step progress score re-reads a spreadsheet after every write, and a write changes a few cells of
-    many: cells whose JSON is the same as in the previous content keep their parsed ``Cell``, and each cell
-    name is parsed once per episode (``ctx.lasting``). Anything but the same sheets (names, order) and defined
-    names as before is parsed afresh, so the result always equals a fresh parse of ``content``.
-    """
-    base = ctx.lasting.get(("workbook", doc_id))
-    built = None
-    if base is not None:
-        try:
-            built = _book_from_base(ctx, content, base)
-        except Exception:  # malformed content: the fresh parse raises what the check reports
-            built = None
-    if built is not None and base is not None:
-        book, moved = built
-        ctx.lasting[("book_diff", doc_id)] = (base[1], book, moved, {})
-    else:
-        ctx.lasting.pop(("book_diff", doc_id), None)
-        book = workbook_from_json(content)
-        sheets = content.get("sheets", [])
-        if not all(
-            type(raw.get("cells")) is dict and len(s.cells) == len(raw["cells"])
-            for raw, s in zip(sheets, book.sheets, strict=True)
-        ):
-            ctx.lasting.pop(("workbook", doc_id), None)  # two names for one cell: no base to diff against
-            return book
-    ctx.lasting[("workbook", doc_id)] = (content, book)
-    return book
-
-
-def _book_from_base(
-    ctx: GradingContext, content: dict[str, Any], base: tuple[dict[str, Any], Workbook]
-) -> tuple[Workbook, list[set[tuple[int, int]]]] | None:
-    """The workbook of ``content`` built from ``base`` (content and workbook), or None if the shapes differ.
-
-    Also the cells of each sheet that differ from the base's (written, cleared or added), which the checks
-    use to keep a verdict that read none of them (``_kept_verdict``). The cells are compared in C
-    (``map(ne, ...)``): a write changes a few of a sheet's hundreds, and a Python loop over all of them would
-    cost what the checks save. The cells dict holds the same cells as a fresh parse's (its order may differ:
-    graders only look cells up).
-    """
-    before, old = base
-    sheets, old_sheets = content.get("sheets", []), before.get("sheets", [])
-    if len(sheets) != len(old_sheets) or content.get("names", {}) != before.get("names", {}):
-        return None
-    for raw, was in zip(sheets, old_sheets, strict=True):
-        if raw.get("name") != was.get("name") or type(raw.get("cells", {})) is not dict:
-            return None
-        if type(was.get("cells", {})) is not dict:
-            return None
-    book = Workbook(names=dict(old.names))
-    moved: list[set[tuple[int, int]]] = []
-    for raw, was, old_sheet in zip(sheets, old_sheets, old.sheets, strict=True):
-        now, had = raw.get("cells", {}), was.get("cells", {})
-        names = list(now)
-        written = list(compress(names, map(ne, map(now.__getitem__, names), map(had.get, names))))
-        added = sum(1 for ref in written if ref not in had)
-        cleared = had.keys() - now.keys() if len(had) + added != len(now) else ()  # none gone: skip the O(n) set
-        cells = dict(old_sheet.cells)
-        changed: set[tuple[int, int]] = set()
-        for ref in cleared:
-            pos = _ref_pos(ref)
-            del cells[pos]
-            changed.add(pos)
-        for ref in written:
-            pos = _ref_pos(ref)
-            v, f = now[ref]
-            cells[pos] = Cell(value=value_from_json(v), formula=f)
-            changed.add(pos)
-        if len(cells) != len(now):
-            return None  # two names for one cell: which one wins depends on their order, parse afresh
-        moved.append(changed)
-        book.sheets.append(Sheet(name=old_sheet.name, cells=cells))
-    return book, moved
-
-
-@lru_cache(maxsize=1 << 16)
-def _ref_pos(ref: str) -> tuple[int, int]:
-    """Where ``workbook_from_json`` puts cell ``ref``; cached, as every episode writes the same few cells.
-
-    A plain name (``B7``, what ``workbook_json`` writes) is read here, ``parse_range``'s answer at a fraction
-    of its cost; anything else (``$B$7``, a range, a bad name) goes through ``parse_range`` itself.
-    """
-    m = _PLAIN_CELL.fullmatch(ref)
-    row, col = (int(m.group(2)) - 1, col_index(m.group(1))) if m is not None else (-1, -1)
-    if not (0 <= row < MAX_ROWS and 0 <= col < MAX_COLS):
-        a = parse_range(ref)
-        row, col = a.r1, a.c1
-    return row, col
 
 
 class Sections(list[tuple[str, str]]):
@@ -541,227 +419,6 @@ def _on_document(check: str) -> dict[str, Any]:
         "touches": _doc_touches,
         "on_changes": decide,
     }
-
-
-_split_sheet = lru_cache(maxsize=4096)(split_sheet)
-_parse_cell = lru_cache(maxsize=4096)(parse_cell)
-"""``split_sheet`` and ``parse_cell``, cached: every write re-checks the same rubric cells (a bad name still raises)."""
-
-
-def _index(book: Workbook, sheet: Sheet) -> int:
-    """Where ``sheet`` is in ``book`` (by identity: two sheets may hold the same cells)."""
-    return next(i for i, s in enumerate(book.sheets) if s is sheet)
-
-
-@lru_cache(maxsize=1024)
-def _column(letters: str) -> int:
-    """``col_index`` of a rubric's column letters (any case), cached: every write re-checks the same columns."""
-    return col_index(letters.upper())
-
-
-def _sheet(book: Workbook, name: str | None) -> Sheet | None:
-    if name is None:
-        return book.sheets[0] if book.sheets else None
-    return next((s for s in book.sheets if s.name.casefold() == name.casefold()), None)
-
-
-def _show(value: Any) -> str:
-    if isinstance(value, Err):
-        return value.code
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
-    return repr(value)
-
-
-def _same(actual: Any, expected: Primitive, tolerance: float) -> bool:
-    if isinstance(expected, bool) or expected is None:
-        return bool(actual == expected)
-    if isinstance(expected, int | float):
-        return isinstance(actual, float) and math.isclose(actual, float(expected), abs_tol=tolerance)
-    return isinstance(actual, str) and actual.strip().casefold() == expected.strip().casefold()
-
-
-@check_fn("sheet_cell_equals", **_on_document("sheet_cell_equals"))
-def sheet_cell_equals(
-    ctx: GradingContext,
-    document: str,
-    cell: str,
-    value: Primitive,
-    tolerance: Annotated[float, Field(ge=0)] = 0.005,
-    formula: bool = False,
-    label: str | None = None,
-) -> CheckOutcome:
-    """Cell ``cell`` (``B7`` or ``Budget!B7``) of spreadsheet ``document`` holds ``value`` after recalculation.
-
-    Numbers match within ``tolerance``; text matches trimmed and case-insensitively. With ``formula=True`` the
-    cell must also still hold a formula (a total typed over as a number does not recalculate next quarter).
-    """
-    name = label or cell
-    row = _document(ctx, document)
-    if row is None:
-        return CheckOutcome.of(False, f"{name}: no document {document}")
-    if row[2] != "spreadsheet":
-        return CheckOutcome.of(False, f"{name}: {document} is a {row[2]}, not a spreadsheet")
-    sheet_name, ref = _split_sheet(cell)
-    book = _workbook(ctx, row)
-    memo_key = ("cell_equals", document, cell, type(value), value, tolerance, formula, name)  # 1 == True
-    kept = _kept_verdict(ctx, int(row[0]), book, memo_key, None, lambda diff, i, _: _parse_cell(ref) in diff[2][i])
-    if kept is not None:  # taken on a book with the same sheets, so the sheet and the cell name were found
-        return kept
-    sheet = _sheet(book, sheet_name)
-    if sheet is None:
-        return CheckOutcome.of(False, f"{name}: {document} has no sheet {sheet_name!r}")
-    pos = _parse_cell(ref)
-    held = sheet.cells.get(pos)
-    actual = held.value if held is not None else None
-    shown = f"{name}: {cell} is {_show(actual)} (expected {_show(value)})"
-    if formula and (held is None or held.formula is None):
-        out = CheckOutcome.of(False, f"{shown}, but it holds no formula")
-    else:
-        out = CheckOutcome.of(_same(actual, value, tolerance), shown)
-    ctx.lasting[memo_key] = (book, None, out, None, _index(book, sheet))
-    return out
-
-
-def _kept_verdict(
-    ctx: GradingContext,
-    doc_id: int,
-    book: Workbook,
-    key: Any,
-    params: Any,
-    reads_moved: Callable[[tuple[Any, ...], int, Any], bool],
-) -> CheckOutcome | None:
-    """The verdict kept under ``key`` (``ctx.lasting``) if none of the cells it read changed since, else None.
-
-    A write touches a few cells and a rubric checks one row or cell per item: a check whose cells the last
-    write left alone (``reads_moved(the diff, the sheet's index, what it kept)`` is False) keeps its verdict,
-    so a sheet write costs O(changed cells) once and O(1) per check rather than re-reading each one's row.
-    Only a verdict taken on the workbook this one was built from (``_book_of``'s diff) is kept, so none
-    outlives a change it did not see; ``params`` is the very object the verdict was taken with (a check's
-    ``expected``), so two checks never share one.
-    """
-    kept = ctx.lasting.get(key)
-    if kept is None or kept[3] is not params:
-        return None
-    was, seen, out, _, index = kept
-    if was is book:
-        return out  # type: ignore[no-any-return]
-    diff = ctx.lasting.get(("book_diff", doc_id))
-    if diff is None or diff[0] is not was or diff[1] is not book:
-        return None
-    if diff[2][index] and reads_moved(diff, index, seen):
-        return None
-    ctx.lasting[key] = (book, seen, out, params, index)
-    return out  # type: ignore[no-any-return]
-
-
-def _moved_keys(diff: tuple[Any, ...], index: int, column: int) -> tuple[set[int], set[str]]:
-    """The rows a write changed on sheet ``index``, and the keys it wrote or cleared in ``column``.
-
-    Keys as ``_key_rows`` reads them; worked out once per write for every row check of the sheet (``diff[3]``).
-    """
-    found: dict[tuple[int, int], tuple[set[int], set[str]]] = diff[3]
-    if (index, column) not in found:
-        moved: set[tuple[int, int]] = diff[2][index]
-        keys: set[str] = set()
-        for r, c in moved:
-            if c == column:
-                for side in (diff[0].sheets[index], diff[1].sheets[index]):
-                    cell = side.cells.get((r, c))
-                    if cell is not None and isinstance(cell.value, str):
-                        keys.add(cell.value.strip().casefold())
-        found[(index, column)] = ({r for r, _ in moved}, keys)
-    return found[(index, column)]
-
-
-def _key_rows(ctx: GradingContext, sheet: Sheet, column: int) -> dict[str, list[int]]:
-    """Rows of ``sheet`` by the text in ``column`` (trimmed, casefolded: ``_same``'s rule for text), once per grade.
-
-    A rubric checks one row per expense item; each check looking its key up here, rather than scanning every
-    cell, keeps re-grading a sheet after each edit O(cells) instead of O(checks x cells).
-    """
-    memo_key = ("key_rows", id(sheet), column)
-    if memo_key not in ctx.memo:
-        index: dict[str, list[int]] = {}
-        for (r, c), v in sheet.cells.items():
-            if c == column and isinstance(v.value, str):
-                index.setdefault(v.value.strip().casefold(), []).append(r)
-        ctx.memo[memo_key] = (sheet, index)  # the sheet is kept too, so its id is not reused while memoised
-    found: dict[str, list[int]] = ctx.memo[memo_key][1]
-    return found
-
-
-@check_fn("sheet_row_matches", **_on_document("sheet_row_matches"))
-def sheet_row_matches(
-    ctx: GradingContext,
-    document: str,
-    key_column: str,
-    key: str,
-    expected: Annotated[dict[str, Primitive], Field(min_length=1)],
-    sheet: str | None = None,
-    tolerance: Annotated[float, Field(ge=0)] = 0.005,
-) -> CheckOutcome:
-    """Exactly one row of ``sheet`` has ``key`` in column ``key_column``; partial credit per expected column.
-
-    ``expected`` maps column letters to values (``{"E": 42.5, "D": "Travel"}``). No row, or the key on two
-    rows (a duplicate recorded twice), scores 0.
-    """
-    row = _document(ctx, document)
-    if row is None:
-        return CheckOutcome.of(False, f"{key}: no document {document}")
-    book = _workbook(ctx, row) if row[2] == "spreadsheet" else None
-    memo_key = ("row_matches", document, key_column, key, id(expected), sheet, tolerance)
-    if book is not None:  # a verdict kept is taken on a book with the same sheets: the sheet is there
-        kept = _kept_verdict(
-            ctx,
-            int(row[0]),
-            book,
-            memo_key,
-            expected,
-            lambda diff, i, lines: (
-                key.strip().casefold() in (moved := _moved_keys(diff, i, _column(key_column)))[1]
-                or not lines.isdisjoint(moved[0])
-            ),
-        )
-        if kept is not None:
-            return kept
-    found = _sheet(book, sheet) if book is not None else None
-    if book is None or found is None:
-        return CheckOutcome.of(False, f"{key}: {document} has no sheet {sheet or '(first)'}")
-    column = _column(key_column)
-    out = _row_verdict(ctx, found, document, key_column, column, key, expected, tolerance)
-    hits = _key_rows(ctx, found, column).get(key.strip().casefold(), ())
-    ctx.lasting[memo_key] = (book, frozenset(hits), out, expected, _index(book, found))
-    return out
-
-
-def _row_verdict(
-    ctx: GradingContext,
-    found: Sheet,
-    document: str,
-    key_column: str,
-    column: int,
-    key: str,
-    expected: dict[str, Primitive],
-    tolerance: float,
-) -> CheckOutcome:
-    """``sheet_row_matches``' verdict on sheet ``found``: the key's row and how many expected columns match."""
-    hits = sorted(_key_rows(ctx, found, column).get(key.strip().casefold(), ()))
-    if len(hits) != 1:
-        what = "no row" if not hits else f"{len(hits)} rows (rows {', '.join(str(r + 1) for r in hits)})"
-        return CheckOutcome.of(False, f"{key}: {what} of {document} hold it in column {key_column}")
-    line = hits[0]
-    problems: list[str] = []
-    for letter in sorted(expected):
-        cell = found.cells.get((line, col_index(letter.upper())))
-        actual = cell.value if cell is not None else None
-        if not _same(actual, expected[letter], tolerance):
-            problems.append(f"{letter}{line + 1} is {_show(actual)} (expected {_show(expected[letter])})")
-    good = len(expected) - len(problems)
-    evidence = f"{key} on row {line + 1}: {good}/{len(expected)} columns match"
-    if problems:
-        evidence += f"; {listing(problems, 4)}"
-    return CheckOutcome(score=good / len(expected), evidence=evidence, details={"row": line + 1})
 
 
 def _text_sections(ctx: GradingContext, document: str, name: str) -> Sections | CheckOutcome:

@@ -133,6 +133,7 @@ LIBRARY: tuple[str, ...] = (
     "graders.checks_code",
     "graders.checks_repro",
     "graders.checks_docs",
+    "graders.checks_sheets",
     "graders.judge",
     "graders.buffer",
 )

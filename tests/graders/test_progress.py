@@ -51,13 +51,13 @@ CASES = [
     ("sprint-plan-v0", "oracle", 2, {"difficulty": 2}),
 ]
 DECIDED = {
-    "quarterly-budget-v0": "sheet_cell_equals",
-    "expense-reconciliation-v0": "sheet_row_matches",
     "access-requests-v0": "row_exists",
     "sprint-execute-v0": "ticket_field_equals",  # v2: each committed ticket's sprint and status
     "triage-tickets-v0": "ticket_field_equals",
 }
-"""A check function each family's oracle episode must see decided from the rows (not re-run) several times."""
+"""A check function each family's oracle episode must see decided from the rows (not re-run) several times.
+
+The sheet checks are settled by ``on_step`` (one call a step), held to the grade in test_progress_sheets2."""
 
 
 class Checked(Episode):
