@@ -19,7 +19,7 @@ from __future__ import annotations
 import bisect
 import functools
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any, NamedTuple
 from zoneinfo import ZoneInfo
@@ -217,7 +217,78 @@ def _resolve(ctx: GradingContext, names: Sequence[str]) -> tuple[dict[str, int],
     return found, unknown
 
 
-@check_fn("meeting_in_working_hours", reads=("events", "event_attendees", "employees"), touches=_invitee_touches)
+def touch_step(touches: Callable[..., bool]) -> Callable[..., dict[int, None]]:
+    """An ``on_step`` evaluator (``graders.progress``) for a meeting check function: ``touches`` asked once a meeting.
+
+    Why: a rubric has a meeting check per question (time, invitees, room, agreement) and per person, and the
+    progress score used to call each one's ``touches`` hook on every changed row, though the hooks read only the
+    meeting (``title_pattern``) and its named ``attendees``. Here every check of the function is settled with
+    one call a step: the hook is asked once per meeting and row set (kept in ``ctx.memo``, which every step
+    clears, and shared with the other functions that use the same hook on the same rows), so the per-person
+    checks of one meeting ask it once. Until the meeting is booked only an event or invitation row can touch
+    any of the hooks (they all say so), so the asking phase's chat and answers ask none. A check a row touches
+    is re-run (None); the others stand. A hook that raises re-runs.
+    """
+
+    def on_step(ctx: GradingContext, rows: Sequence[ChangeRow], params: Sequence[Mapping[str, Any]]) -> dict[int, None]:
+        keys = ctx.lasting.get((touches, id(params)))
+        if keys is None or keys[0] is not params:  # the same list every step: its keys are built once
+            found = [(touches, kw["title_pattern"], tuple(kw.get("attendees") or ())) for kw in params]
+            keys = ctx.lasting[(touches, id(params))] = (params, found)
+        memo = ctx.memo
+        seqs = tuple(r.seq for r in rows)
+        calendar = None  # whether a row of the step is an event or an invitation (asked once)
+        out: dict[int, None] = {}
+        for pos, meeting in enumerate(keys[1]):
+            hit = memo.get((meeting, seqs))
+            if hit is None:
+                if calendar is None:
+                    calendar = any(r.table in _CALENDAR for r in rows)
+                if not calendar and not _meetings(ctx, meeting[1]):
+                    hit = False
+                else:
+                    hit = _touched(ctx, touches, rows, params[pos])
+                memo[(meeting, seqs)] = hit
+            if hit:
+                out[pos] = None
+        return out
+
+    return on_step
+
+
+_CALENDAR = frozenset(("events", "event_attendees"))
+
+
+def _touched(
+    ctx: GradingContext, touches: Callable[..., bool], rows: Sequence[ChangeRow], kw: Mapping[str, Any]
+) -> bool:
+    """Whether one of ``rows`` touches a check with params ``kw`` (a hook that raises: it does, exactness first).
+
+    Every hook answers an insert of an event, or of an invitation, by its event alone (is it the meeting, does
+    it overlap it), so a booking's event and invitations ask the hook once for that event, not once a row.
+    """
+    asked: set[int] = set()
+    try:
+        for r in rows:
+            if r.op == "insert" and r.table in _CALENDAR:
+                event = r.key[0] if r.table == "events" else r.changes.get("event_id")
+                if type(event) is int:
+                    if event in asked:
+                        continue
+                    asked.add(event)
+            if touches(ctx, r, **kw):
+                return True
+    except Exception:
+        return True
+    return False
+
+
+@check_fn(
+    "meeting_in_working_hours",
+    reads=("events", "event_attendees", "employees"),
+    touches=_invitee_touches,
+    on_step=touch_step(_invitee_touches),
+)
 def meeting_in_working_hours(
     ctx: GradingContext, title_pattern: Regex, start_before: AwareDatetime | None = None
 ) -> CheckOutcome:
@@ -245,7 +316,12 @@ def meeting_in_working_hours(
     return CheckOutcome.of(True, f"{head}: inside working hours of all {len(people)} participants", event_id=m.id)
 
 
-@check_fn("meeting_attendees", reads=("events", "event_attendees", "employees"), touches=_invitee_touches)
+@check_fn(
+    "meeting_attendees",
+    reads=("events", "event_attendees", "employees"),
+    touches=_invitee_touches,
+    on_step=touch_step(_invitee_touches),
+)
 def meeting_attendees(ctx: GradingContext, title_pattern: Regex, attendees: Sequence[str]) -> CheckOutcome:
     """Every named coworker is invited to the meeting (any answer: an invitation is what the agent controls)."""
     _expect(ctx, attendees)
@@ -662,7 +738,12 @@ def _clash_touches(ctx: GradingContext, row: ChangeRow, title_pattern: str, **kw
     return _meeting_touches(ctx, row, title_pattern, **kwargs)
 
 
-@check_fn("meeting_no_double_booking", reads=("events", "event_attendees", "employees"), touches=_clash_touches)
+@check_fn(
+    "meeting_no_double_booking",
+    reads=("events", "event_attendees", "employees"),
+    touches=_clash_touches,
+    on_step=touch_step(_clash_touches),
+)
 def meeting_no_double_booking(ctx: GradingContext, title_pattern: Regex) -> CheckOutcome:
     """Exactly one live meeting, and neither a participant nor its room is committed elsewhere at that time.
 
@@ -700,6 +781,7 @@ def meeting_no_double_booking(ctx: GradingContext, title_pattern: Regex) -> Chec
     "meeting_room",
     reads=("events", "event_attendees", "employees", "rooms", "locations"),
     touches=_own_touches,
+    on_step=touch_step(_own_touches),
 )
 def meeting_room(ctx: GradingContext, title_pattern: Regex, location: str) -> CheckOutcome:
     """The meeting has a room in ``location`` that holds every participant who has not declined."""
@@ -736,7 +818,9 @@ def _instants(text: str) -> list[datetime]:
     return out
 
 
-@check_fn("meeting_announced", reads=("events", "posts", "channels"), touches=_own_touches)
+@check_fn(
+    "meeting_announced", reads=("events", "posts", "channels"), touches=_own_touches, on_step=touch_step(_own_touches)
+)
 def meeting_announced(ctx: GradingContext, title_pattern: Regex, channel: str, key: str) -> CheckOutcome:
     """The agent posted in ``channel`` a live message naming ``key`` and the meeting's start (ISO 8601 with offset).
 
@@ -784,7 +868,12 @@ def _instant(text: str) -> datetime | None:
     return when if when.tzinfo is not None else None
 
 
-@check_fn("meeting_agreed", reads=("events", "employees", "posts", "channels", "npc_memory"), touches=_agreed_touches)
+@check_fn(
+    "meeting_agreed",
+    reads=("events", "employees", "posts", "channels", "npc_memory"),
+    touches=_agreed_touches,
+    on_step=touch_step(_agreed_touches),
+)
 def meeting_agreed(
     ctx: GradingContext,
     title_pattern: Regex,
@@ -809,8 +898,12 @@ def meeting_agreed(
     posts = new_posts(ctx)
     agent_name = p.username if (p := _people(ctx, [ctx.actor_id]).get(ctx.actor_id)) else ""
     covered, notes = 0, [f"unknown employee {u!r}" for u in unknown]
+    did: dict[int, list[Any]] = {}  # each coworker's answers before the booking, in one pass over the memories
+    for r in memories(ctx):
+        if r.kind == "did" and r.at <= m.created_at:
+            did.setdefault(r.employee_id, []).append(r)
     for name, emp in ids.items():
-        mem = [r for r in memories(ctx) if r.employee_id == emp and r.kind == "did" and r.at <= m.created_at]
+        mem = did.get(emp, [])
         said = [_said_about(r, m.start_at) for r in mem]
         if "yes" in said and "no" not in said:
             covered += 1
@@ -830,6 +923,12 @@ def meeting_agreed(
     )
 
 
+@functools.lru_cache(maxsize=1024)
+def _name_rx(username: str) -> re.Pattern[str]:
+    """How an escalation names a coworker (``@username`` or the bare username), compiled once per name."""
+    return re.compile(rf"(?<![\w.]){re.escape(username)}\b", re.IGNORECASE)
+
+
 def _escalation(
     ctx: GradingContext,
     person: Any,
@@ -846,7 +945,7 @@ def _escalation(
         return "was never asked by direct message"
     if person.manager_id is None:
         return "has no manager to escalate to"
-    name_rx = re.compile(rf"(?<![\w.]){re.escape(person.username)}\b", re.IGNORECASE)
+    name_rx = _name_rx(person.username)
     escalations = [
         p
         for p in posts
