@@ -30,7 +30,6 @@ from graders.checks_meetings import (
     Calendar,
     _attendees,
     _clash_touches,
-    _employee,
     _expect,
     _invitee_touches,
     _labels,
@@ -40,6 +39,7 @@ from graders.checks_meetings import (
     _the_meeting,
     touch_step,
 )
+from graders.meeting_log import _employee
 from mcp_tools.calendar.slots import Person
 
 _DAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
