@@ -664,19 +664,41 @@ def _member_step(
             break
         last[(c["channel_id"], c["employee_id"])] = r.op == "insert"
     out: dict[int, tuple[float, str, Mapping[str, Any]] | None] = {}
-    for pos, kw in enumerate(params):
-        if not plain:
+    if not plain:
+        for pos, kw in enumerate(params):
             if any(_member_touches(ctx, r, **kw) for r in rows):
                 out[pos] = _member_changes(ctx, rows, **kw)
-            continue
-        pair = _member_pair(ctx, kw["channel"], kw["username"])
-        if pair is None:
-            continue  # no such channel or person: no membership row changes that
-        now = last.get((pair[0], pair[2]))
-        if now is not None:
+        return out
+    if not last:
+        return out
+    index = _member_index(ctx, params)
+    for found, now in last.items():
+        for pos, pair in index.get(found, ()):
             verb = "is a member" if now else "is not a member"
-            out[pos] = (1.0 if now == kw.get("member", True) else 0.0, f"@{pair[3]} {verb} of {pair[1]}", {})
+            score = 1.0 if now == params[pos].get("member", True) else 0.0
+            out[pos] = (score, f"@{pair[3]} {verb} of {pair[1]}", {})
     return out
+
+
+def _member_index(
+    ctx: GradingContext, params: Sequence[Mapping[str, Any]]
+) -> dict[tuple[int, int], list[tuple[int, tuple[int, str, int, str]]]]:
+    """The checks by the (channel id, employee id) their names pick (``_member_pair``), kept for the episode.
+
+    Built again only after a channel or employee row changes (a rename may move a name to another row); a check
+    whose channel or person does not exist is in no entry (no membership row changes its verdict).
+    """
+    stamp = (len(ctx.changed_rows("channels")), len(ctx.changed_rows("employees")))
+    kept = ctx.lasting.get(("member_index", id(params)))
+    if kept is None or kept[0] is not params or kept[1] != stamp:
+        index: dict[tuple[int, int], list[tuple[int, tuple[int, str, int, str]]]] = {}
+        for pos, kw in enumerate(params):
+            pair = _member_pair(ctx, kw["channel"], kw["username"])
+            if pair is not None:
+                index.setdefault((pair[0], pair[2]), []).append((pos, pair))
+        kept = ctx.lasting[("member_index", id(params))] = (params, stamp, index)
+    found: dict[tuple[int, int], list[tuple[int, tuple[int, str, int, str]]]] = kept[2]
+    return found
 
 
 @check_fn(

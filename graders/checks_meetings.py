@@ -160,13 +160,40 @@ _DM_CHANNELS = "SELECT id FROM channels WHERE name IN ({}) ORDER BY id"
 
 
 def _dm_channels(ctx: GradingContext, attendees: Sequence[str]) -> set[int]:
-    """Ids of the agent's direct channels with the named coworkers (those that exist)."""
+    """Ids of the agent's direct channels with the named coworkers (those that exist).
 
-    def query() -> set[int]:
+    Why kept in ``ctx.lasting`` and folded from the log: the agent's first message to each coworker opens a
+    channel, and a kept answer forgotten on every channel change re-ran the query at each of those steps. The
+    names are read once per episode (again after an employee row changes), and the channel rows logged since
+    the last call add a channel created with one of the names, or renamed to one, and drop one deleted or
+    renamed away.
+    """
+    key = ("dm_channels", tuple(attendees))
+    stamp = len(ctx.changed_rows("employees"))
+    rows = ctx.changed_rows("channels")
+    kept = ctx.lasting.get(key)
+    if kept is not None and any(r.op == "insert" and "name" not in r.changes for r in rows[kept[1] :]):
+        kept = None  # an image without the name: read the table
+    if kept is None or kept[0] != stamp:
         ids = [i for name in attendees if (i := _employee(ctx, name)) is not None]
-        return {r[0] for r in rows_in(ctx, _DM_CHANNELS, [_dm_name(ctx.actor_id, i) for i in ids])}
-
-    return ctx.kept(("dm_channels", tuple(attendees)), ("channels", "employees"), query)
+        names = frozenset(_dm_name(ctx.actor_id, i) for i in ids)
+        found = {r[0] for r in rows_in(ctx, _DM_CHANNELS, sorted(names))}
+        kept = ctx.lasting[key] = [stamp, len(rows), names, found]
+    _, seen, names, found = kept
+    for r in rows[seen:]:
+        c = r.changes
+        if r.op == "delete":
+            found.discard(r.key[0])
+        elif r.op == "insert":
+            if c.get("name") in names:
+                found.add(r.key[0])
+        elif "name" in c:
+            found.discard(r.key[0])
+            if c["name"][1] in names:
+                found.add(r.key[0])
+    kept[1] = len(rows)
+    out: set[int] = found
+    return out
 
 
 def _the_meeting(ctx: GradingContext, title_pattern: str) -> tuple[Any, str]:

@@ -40,6 +40,11 @@ def _asking(sql: Sql, world: Any) -> Iterator[str]:
     sql.insert("npc_memory", {**memory, "data": {"fact": fact}})
     yield "bob says yes"
     yield from _edits(sql, world)
+    channel = {"team_id": 1, "display_name": "", "type": "D", "purpose": "", "header": "", "creator_id": 1}
+    dm = sql.insert("channels", {**channel, "name": "1__3", "created_at": world.clock.now()})
+    later = {**post, "created_at": world.clock.now()}  # after the booking: only a first ask can matter
+    sql.insert("posts", {**later, "channel_id": dm, "author_id": 1, "message": "Does 16:00 suit you?"})
+    yield "the agent opens a direct channel with carol and asks her"
 
 
 def test_hooks_asked_once_per_meeting_and_event_and_every_step_a_fresh_grade(world, monkeypatch):
@@ -89,6 +94,9 @@ def test_hooks_asked_once_per_meeting_and_event_and_every_step_a_fresh_grade(wor
     assert "no employee @zed" in ev["in_hours-zed"] and ev["length"].endswith("lasts 30 minutes"), ev
     assert "@bob agreed at" in evidence["bob says yes after the booking"]["agreed"], "his yes before the booking"
     assert "@carol is also in #6 'Lunch'" in evidence["carol books a lunch over the meeting"]["free-carol"]
+    # the channel opened after the booking is one of the agent's direct channels (folded from its logged row)
+    assert "@carol was never asked" in evidence["dave invited: his planning series clashes"]["agreed"]
+    assert "@carol neither agreed" in evidence["the agent opens a direct channel with carol and asks her"]["agreed"]
 
 
 def test_a_hook_that_raises_re_runs_its_checks(world):
