@@ -164,9 +164,8 @@ def _dm_channels(ctx: GradingContext, attendees: Sequence[str]) -> set[int]:
 
     Why kept in ``ctx.lasting`` and folded from the log: the agent's first message to each coworker opens a
     channel, and a kept answer forgotten on every channel change re-ran the query at each of those steps. The
-    names are read once per episode (again after an employee row changes), and the channel rows logged since
-    the last call add a channel created with one of the names, or renamed to one, and drop one deleted or
-    renamed away.
+    names are read once per episode (again after an employee row changes); the channel rows logged since the
+    last call add a channel created with (or renamed to) one of the names and drop one deleted or renamed away.
     """
     key = ("dm_channels", tuple(attendees))
     stamp = len(ctx.changed_rows("employees"))
@@ -247,25 +246,24 @@ def _resolve(ctx: GradingContext, names: Sequence[str]) -> tuple[dict[str, int],
 def touch_step(touches: Callable[..., bool]) -> Callable[..., dict[int, None]]:
     """An ``on_step`` evaluator (``graders.progress``) for a meeting check function: ``touches`` asked once a meeting.
 
-    Why: a rubric has a meeting check per question (time, invitees, room, agreement) and per person, and the
-    progress score used to call each one's ``touches`` hook on every changed row, though the hooks read only the
-    meeting (``title_pattern``) and its named ``attendees``. Here every check of the function is settled with
-    one call a step: the hook is asked once per meeting and row set (kept in ``ctx.memo``, which every step
-    clears, and shared with the other functions that use the same hook on the same rows), so the per-person
-    checks of one meeting ask it once. Until the meeting is booked only an event or invitation row can touch
-    any of the hooks (they all say so), so the asking phase's chat and answers ask none. A check a row touches
-    is re-run (None); the others stand. A hook that raises re-runs.
+    Why: a rubric has a meeting check per question and per person, and each one's ``touches`` hook was called on
+    every changed row, though the hooks read only the meeting (``title_pattern``) and its ``attendees``. Here the
+    hook is asked once per meeting and row set a step (kept in ``ctx.memo``, which every step clears, and shared
+    by the functions with the same hook), so the per-person checks of a meeting ask it once; until a meeting is
+    booked only an event or invitation row can touch any hook (they all say so), so the asking phase asks none.
+    A check a row touches is re-run (None); the others stand. A hook that raises re-runs.
     """
 
     def on_step(ctx: GradingContext, rows: Sequence[ChangeRow], params: Sequence[Mapping[str, Any]]) -> dict[int, None]:
+        if not ctx.changed_rows("events") and not ctx.changed_rows("event_attendees"):
+            return {}  # no event or invitation this episode: no meeting, and no row a hook could answer yes to
         keys = ctx.lasting.get((touches, id(params)))
         if keys is None or keys[0] is not params:  # the same list every step: its keys are built once
             found = [(touches, kw["title_pattern"], tuple(kw.get("attendees") or ())) for kw in params]
             keys = ctx.lasting[(touches, id(params))] = (params, found)
         memo = ctx.memo
         seqs = tuple(r.seq for r in rows)
-        calendar = None  # whether a row of the step is an event or an invitation (asked once)
-        out: dict[int, None] = {}
+        calendar, out = None, dict[int, None]()  # calendar: whether a row is an event or an invitation (asked once)
         for pos, meeting in enumerate(keys[1]):
             hit = memo.get((meeting, seqs))
             if hit is None:
@@ -291,8 +289,8 @@ def _touched(
 ) -> bool:
     """Whether one of ``rows`` touches a check with params ``kw`` (a hook that raises: it does, exactness first).
 
-    Every hook answers an insert of an event, or of an invitation, by its event alone (is it the meeting, does
-    it overlap it), so a booking's event and invitations ask the hook once for that event, not once a row.
+    Every hook answers an insert of an event or an invitation by its event alone (the meeting? overlapping it?),
+    so a booking's event and invitations ask it once for that event.
     """
     asked: set[int] = set()
     try:
@@ -922,9 +920,9 @@ def meeting_agreed(
         return CheckOutcome.of(False, head)
     ids, unknown = _resolve(ctx, attendees)
     people = _people(ctx, list(ids.values()))
-    posts = new_posts(ctx)
-    agent_name = p.username if (p := _people(ctx, [ctx.actor_id]).get(ctx.actor_id)) else ""
     covered, notes = 0, [f"unknown employee {u!r}" for u in unknown]
+    posts: list[Any] | None = None
+    agent_name = ""
     did: dict[int, list[Any]] = {}  # each coworker's answers before the booking, in one pass over the memories
     for r in memories(ctx):
         if r.kind == "did" and r.at <= m.created_at:
@@ -939,6 +937,9 @@ def meeting_agreed(
         if "no" in said:  # rule 3: a "no" means another time, and neither a later yes nor escalation undoes it
             notes.append(f"@{name} said no to that time at {mem[said.index('no')].at:%H:%M}, yet it was booked")
             continue
+        if posts is None:  # read only for someone who did not agree (the posts fold is most of a booking's cost)
+            posts = new_posts(ctx)
+            agent_name = p.username if (p := _people(ctx, [ctx.actor_id]).get(ctx.actor_id)) else ""
         why = _escalation(ctx, people[emp], posts, mem, m.start_at, m.created_at, agent_name, answer_minutes)
         covered += why.startswith("escalated")
         notes.append(f"@{name} {why}")
