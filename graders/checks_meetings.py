@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import bisect
 import functools
+import operator
 import re
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
@@ -247,11 +248,10 @@ def touch_step(touches: Callable[..., bool]) -> Callable[..., dict[int, None]]:
     """An ``on_step`` evaluator (``graders.progress``) for a meeting check function: ``touches`` asked once a meeting.
 
     Why: a rubric has a meeting check per question and per person, and each one's ``touches`` hook was called on
-    every changed row, though the hooks read only the meeting (``title_pattern``) and its ``attendees``. Here the
-    hook is asked once per meeting and row set a step (kept in ``ctx.memo``, which every step clears, and shared
-    by the functions with the same hook), so the per-person checks of a meeting ask it once; until a meeting is
-    booked only an event or invitation row can touch any hook (they all say so), so the asking phase asks none.
-    A check a row touches is re-run (None); the others stand. A hook that raises re-runs.
+    every changed row, though the hooks read only the meeting (``title_pattern``) and its ``attendees``. Here it
+    is asked once per meeting and row set a step (``ctx.memo``, shared by the functions with the same hook), so
+    the per-person checks of a meeting ask it once; until a meeting is booked only an event or invitation row
+    can touch a hook (they all say so). A check a row touches is re-run (None), the others stand.
     """
 
     def on_step(ctx: GradingContext, rows: Sequence[ChangeRow], params: Sequence[Mapping[str, Any]]) -> dict[int, None]:
@@ -262,7 +262,7 @@ def touch_step(touches: Callable[..., bool]) -> Callable[..., dict[int, None]]:
             found = [(touches, kw["title_pattern"], tuple(kw.get("attendees") or ())) for kw in params]
             keys = ctx.lasting[(touches, id(params))] = (params, found)
         memo = ctx.memo
-        seqs = tuple(r.seq for r in rows)
+        seqs = tuple(map(_SEQ, rows))
         calendar, out = None, dict[int, None]()  # calendar: whether a row is an event or an invitation (asked once)
         for pos, meeting in enumerate(keys[1]):
             hit = memo.get((meeting, seqs))
@@ -282,11 +282,10 @@ def touch_step(touches: Callable[..., bool]) -> Callable[..., dict[int, None]]:
 
 
 _CALENDAR = frozenset(("events", "event_attendees"))
+_SEQ = operator.attrgetter("seq")
 
 
-def _touched(
-    ctx: GradingContext, touches: Callable[..., bool], rows: Sequence[ChangeRow], kw: Mapping[str, Any]
-) -> bool:
+def _touched(ctx: GradingContext, hook: Callable[..., bool], rows: Sequence[ChangeRow], kw: Mapping[str, Any]) -> bool:
     """Whether one of ``rows`` touches a check with params ``kw`` (a hook that raises: it does, exactness first).
 
     Every hook answers an insert of an event or an invitation by its event alone (the meeting? overlapping it?),
@@ -301,7 +300,7 @@ def _touched(
                     if event in asked:
                         continue
                     asked.add(event)
-            if touches(ctx, r, **kw):
+            if hook(ctx, r, **kw):
                 return True
     except Exception:
         return True
