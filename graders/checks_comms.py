@@ -967,11 +967,74 @@ def _member_changes(
     return (1.0 if now == member else 0.0, f"@{pair[3]} {verb} of {pair[1]}", {})
 
 
+def _member_step(
+    ctx: GradingContext, rows: Sequence[ChangeRow], params: Sequence[Mapping[str, Any]]
+) -> dict[int, tuple[float, str, Mapping[str, Any]] | None]:
+    """Every ``channel_member`` check of a rubric settled from the step's rows in one call (``graders.progress``).
+
+    Why: onboarding has a check per channel a hire joins, and each membership row asked every check's hook. The
+    step's memberships are read once, by (channel, person), and each check looks its pair up: a check whose
+    pair the step left alone stands, one it added or removed is decided as ``_member_changes`` decides it. A
+    step with a channel or employee row, a moved membership or an image without its pair asks each check's
+    hook and evaluator as before.
+    """
+    last: dict[tuple[Any, Any], bool] = {}  # (channel, person) -> a member after the step
+    plain = True
+    for r in rows:
+        c = r.changes
+        if r.table != "channel_members" or (r.op == "update" and not {"channel_id", "employee_id"}.isdisjoint(c)):
+            plain = False
+            break
+        if r.op == "update":
+            continue  # a membership read again: who is in the channel stands
+        if not {"employee_id", "channel_id"} <= c.keys():
+            plain = False
+            break
+        last[(c["channel_id"], c["employee_id"])] = r.op == "insert"
+    out: dict[int, tuple[float, str, Mapping[str, Any]] | None] = {}
+    if not plain:
+        for pos, kw in enumerate(params):
+            if any(_member_touches(ctx, r, **kw) for r in rows):
+                out[pos] = _member_changes(ctx, rows, **kw)
+        return out
+    if not last:
+        return out
+    index = _member_index(ctx, params)
+    for found, now in last.items():
+        for pos, pair in index.get(found, ()):
+            verb = "is a member" if now else "is not a member"
+            score = 1.0 if now == params[pos].get("member", True) else 0.0
+            out[pos] = (score, f"@{pair[3]} {verb} of {pair[1]}", {})
+    return out
+
+
+def _member_index(
+    ctx: GradingContext, params: Sequence[Mapping[str, Any]]
+) -> dict[tuple[int, int], list[tuple[int, tuple[int, str, int, str]]]]:
+    """The checks by the (channel id, employee id) their names pick (``_member_pair``), kept for the episode.
+
+    Built again only after a channel or employee row changes (a rename may move a name to another row); a check
+    whose channel or person does not exist is in no entry (no membership row changes its verdict).
+    """
+    stamp = (len(ctx.changed_rows("channels")), len(ctx.changed_rows("employees")))
+    kept = ctx.lasting.get(("member_index", id(params)))
+    if kept is None or kept[0] is not params or kept[1] != stamp:
+        index: dict[tuple[int, int], list[tuple[int, tuple[int, str, int, str]]]] = {}
+        for pos, kw in enumerate(params):
+            pair = _member_pair(ctx, kw["channel"], kw["username"])
+            if pair is not None:
+                index.setdefault((pair[0], pair[2]), []).append((pos, pair))
+        kept = ctx.lasting[("member_index", id(params))] = (params, stamp, index)
+    found: dict[tuple[int, int], list[tuple[int, tuple[int, str, int, str]]]] = kept[2]
+    return found
+
+
 @check_fn(
     "channel_member",
     reads=("channel_members", "channels", "employees"),
     touches=_member_touches,
     on_changes=_member_changes,
+    on_step=_member_step,
 )
 def channel_member(ctx: GradingContext, channel: str, username: str, member: bool = True) -> CheckOutcome:
     """``username`` is (or, with ``member=False``, is not) a member of ``channel`` in the final state.

@@ -25,18 +25,21 @@ from zoneinfo import ZoneInfo
 from pydantic import Field
 
 from graders.base import ChangeRow, CheckOutcome, GradingContext, check_fn
-from graders.checks_common import Regex, employee_id, listing, rx
+from graders.checks_common import Regex, listing, rx
 from graders.checks_meetings import (
     Calendar,
     _attendees,
     _clash_touches,
+    _expect,
     _invitee_touches,
     _labels,
     _meetings,
     _own_touches,
     _people,
     _the_meeting,
+    touch_step,
 )
+from graders.meeting_log import _employee
 from mcp_tools.calendar.slots import Person
 
 _DAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
@@ -48,11 +51,16 @@ def _hhmm(minute: int) -> str:
 
 
 def _participant(ctx: GradingContext, title_pattern: str, username: str) -> tuple[Any, str, int] | CheckOutcome:
-    """(meeting, evidence prefix, the person's employee id), or the failing outcome saying why there is none."""
+    """(meeting, evidence prefix, the person's employee id), or the failing outcome saying why there is none.
+
+    The person is looked up in the meeting checks' directory (``meeting_log._employee``), kept for the episode,
+    and named to the kept calendar before the booking (``_expect``), so the booking step reads neither again.
+    """
+    _expect(ctx, [username])
     m, head = _the_meeting(ctx, title_pattern)
     if m is None:
         return CheckOutcome.of(False, head)
-    emp = employee_id(ctx, username)
+    emp = _employee(ctx, username)
     if emp is None:
         return CheckOutcome.of(False, f"{head}: no employee @{username}", event_id=m.id)
     if emp != m.organizer_id and all(a.employee_id != emp for a in _attendees(ctx, m.id)):
@@ -60,7 +68,7 @@ def _participant(ctx: GradingContext, title_pattern: str, username: str) -> tupl
     return m, head, emp
 
 
-@check_fn("meeting_person_in_hours", reads=_TABLES, touches=_invitee_touches)
+@check_fn("meeting_person_in_hours", reads=_TABLES, touches=_invitee_touches, on_step=touch_step(_invitee_touches))
 def meeting_person_in_hours(ctx: GradingContext, title_pattern: Regex, username: str) -> CheckOutcome:
     """The meeting lies inside ``username``'s working hours, in their own time zone, on one of their workdays.
 
@@ -91,10 +99,14 @@ def _busy(ctx: GradingContext, m: Any) -> dict[int, list[str]]:
     Read through the episode's kept calendar (``checks_meetings.Calendar``), the one the double-booking check
     reads, so the per-person checks and that check share their lookups.
     """
-    going = [a.employee_id for a in _attendees(ctx, m.id) if a.rsvp != "declined"]
-    ids = sorted({m.organizer_id, *going})
-    busy, _room = Calendar.of(ctx).clashes(ctx, ids, None, (m.start_at, m.end_at))
-    return {emp: labels for emp in ids if (labels := _labels(busy[emp], m.id))}
+    key = ("meeting_busy", m)  # one answer per step for every person's check (``ctx.memo``: a step's state)
+    found: dict[int, list[str]] | None = ctx.memo.get(key)
+    if found is None:
+        going = [a.employee_id for a in _attendees(ctx, m.id) if a.rsvp != "declined"]
+        ids = sorted({m.organizer_id, *going})
+        busy, _room = Calendar.of(ctx).clashes(ctx, ids, None, (m.start_at, m.end_at))
+        found = ctx.memo[key] = {emp: labels for emp in ids if (labels := _labels(busy[emp], m.id))}
+    return found
 
 
 def _free_touches(ctx: GradingContext, row: ChangeRow, title_pattern: str, **kwargs: Any) -> bool:
@@ -111,7 +123,7 @@ def _free_touches(ctx: GradingContext, row: ChangeRow, title_pattern: str, **kwa
     return _clash_touches(ctx, row, title_pattern, **kwargs)
 
 
-@check_fn("meeting_person_free", reads=_TABLES, touches=_free_touches)
+@check_fn("meeting_person_free", reads=_TABLES, touches=_free_touches, on_step=touch_step(_free_touches))
 def meeting_person_free(ctx: GradingContext, title_pattern: Regex, username: str) -> CheckOutcome:
     """``username`` has no other commitment at the meeting's time (events they organise or have not declined).
 
@@ -238,7 +250,7 @@ def doc_mentions_once(ctx: GradingContext, document: str, pattern: Regex, label:
     return CheckOutcome.of(False, f"{name}: named {len(where)} times in {document} (under {listing(where, 4)})")
 
 
-@check_fn("meeting_length", reads=("events",), touches=_own_touches)
+@check_fn("meeting_length", reads=("events",), touches=_own_touches, on_step=touch_step(_own_touches))
 def meeting_length(ctx: GradingContext, title_pattern: Regex, minutes: Annotated[int, Field(ge=1)]) -> CheckOutcome:
     """The meeting lasts exactly ``minutes`` (its end less its start).
 

@@ -18,10 +18,11 @@ from __future__ import annotations
 
 import bisect
 import functools
+import operator
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Annotated, Any, NamedTuple
+from typing import Annotated, Any, NamedTuple, cast
 from zoneinfo import ZoneInfo
 
 from dateutil.rrule import rrulestr
@@ -160,13 +161,38 @@ _DM_CHANNELS = "SELECT id FROM channels WHERE name IN ({}) ORDER BY id"
 
 
 def _dm_channels(ctx: GradingContext, attendees: Sequence[str]) -> set[int]:
-    """Ids of the agent's direct channels with the named coworkers (those that exist)."""
+    """Ids of the agent's direct channels with the named coworkers (those that exist).
 
-    def query() -> set[int]:
+    Why kept in ``ctx.lasting`` and folded from the log: the agent's first message to each coworker opens a
+    channel, and a kept answer forgotten on every channel change re-ran the query at each of those steps. The
+    names are read once per episode (again after an employee row changes); the channel rows logged since the
+    last call add a channel created with (or renamed to) one of the names and drop one deleted or renamed away.
+    """
+    key = ("dm_channels", tuple(attendees))
+    stamp = len(ctx.changed_rows("employees"))
+    rows = ctx.changed_rows("channels")
+    kept = ctx.lasting.get(key)
+    if kept is not None and any(r.op == "insert" and "name" not in r.changes for r in rows[kept[1] :]):
+        kept = None  # an image without the name: read the table
+    if kept is None or kept[0] != stamp:
         ids = [i for name in attendees if (i := _employee(ctx, name)) is not None]
-        return {r[0] for r in rows_in(ctx, _DM_CHANNELS, [_dm_name(ctx.actor_id, i) for i in ids])}
-
-    return ctx.kept(("dm_channels", tuple(attendees)), ("channels", "employees"), query)
+        names = frozenset(_dm_name(ctx.actor_id, i) for i in ids)
+        found = {r[0] for r in rows_in(ctx, _DM_CHANNELS, sorted(names))}
+        kept = ctx.lasting[key] = [stamp, len(rows), names, found]
+    _, seen, names, found = kept
+    for r in rows[seen:]:
+        c = r.changes
+        if r.op == "delete":
+            found.discard(r.key[0])
+        elif r.op == "insert":
+            if c.get("name") in names:
+                found.add(r.key[0])
+        elif "name" in c:
+            found.discard(r.key[0])
+            if c["name"][1] in names:
+                found.add(r.key[0])
+    kept[1] = len(rows)
+    return cast(set[int], found)
 
 
 def _the_meeting(ctx: GradingContext, title_pattern: str) -> tuple[Any, str]:
@@ -217,7 +243,75 @@ def _resolve(ctx: GradingContext, names: Sequence[str]) -> tuple[dict[str, int],
     return found, unknown
 
 
-@check_fn("meeting_in_working_hours", reads=("events", "event_attendees", "employees"), touches=_invitee_touches)
+def touch_step(touches: Callable[..., bool]) -> Callable[..., dict[int, None]]:
+    """An ``on_step`` evaluator (``graders.progress``) for a meeting check function: ``touches`` asked once a meeting.
+
+    Why: a rubric has a meeting check per question and per person, and each one's ``touches`` hook was called on
+    every changed row, though the hooks read only the meeting (``title_pattern``) and its ``attendees``. Here it
+    is asked once per meeting and row set a step (``ctx.memo``, shared by the functions with the same hook), so
+    the per-person checks of a meeting ask it once; until a meeting is booked only an event or invitation row
+    can touch a hook (they all say so). A check a row touches is re-run (None), the others stand.
+    """
+
+    def on_step(ctx: GradingContext, rows: Sequence[ChangeRow], params: Sequence[Mapping[str, Any]]) -> dict[int, None]:
+        if not ctx.changed_rows("events") and not ctx.changed_rows("event_attendees"):
+            return {}  # no event or invitation this episode: no meeting, and no row a hook could answer yes to
+        keys = ctx.lasting.get((touches, id(params)))
+        if keys is None or keys[0] is not params:  # the same list every step: its keys are built once
+            found = [(touches, kw["title_pattern"], tuple(kw.get("attendees") or ())) for kw in params]
+            keys = ctx.lasting[(touches, id(params))] = (params, found)
+        memo = ctx.memo
+        seqs = tuple(map(_SEQ, rows))
+        calendar, out = None, dict[int, None]()  # calendar: whether a row is an event or an invitation (asked once)
+        for pos, meeting in enumerate(keys[1]):
+            hit = memo.get((meeting, seqs))
+            if hit is None:
+                if calendar is None:
+                    calendar = any(r.table in _CALENDAR for r in rows)
+                if not calendar and not _meetings(ctx, meeting[1]):
+                    hit = False
+                else:
+                    hit = _touched(ctx, touches, rows, params[pos])
+                memo[(meeting, seqs)] = hit
+            if hit:
+                out[pos] = None
+        return out
+
+    return on_step
+
+
+_CALENDAR = frozenset(("events", "event_attendees"))
+_SEQ = operator.attrgetter("seq")
+
+
+def _touched(ctx: GradingContext, hook: Callable[..., bool], rows: Sequence[ChangeRow], kw: Mapping[str, Any]) -> bool:
+    """Whether one of ``rows`` touches a check with params ``kw`` (a hook that raises: it does, exactness first).
+
+    Every hook answers an insert of an event or an invitation by its event alone (the meeting? overlapping it?),
+    so a booking's event and invitations ask it once for that event.
+    """
+    asked: set[int] = set()
+    try:
+        for r in rows:
+            if r.op == "insert" and r.table in _CALENDAR:
+                event = r.key[0] if r.table == "events" else r.changes.get("event_id")
+                if type(event) is int:
+                    if event in asked:
+                        continue
+                    asked.add(event)
+            if hook(ctx, r, **kw):
+                return True
+    except Exception:
+        return True
+    return False
+
+
+@check_fn(
+    "meeting_in_working_hours",
+    reads=("events", "event_attendees", "employees"),
+    touches=_invitee_touches,
+    on_step=touch_step(_invitee_touches),
+)
 def meeting_in_working_hours(
     ctx: GradingContext, title_pattern: Regex, start_before: AwareDatetime | None = None
 ) -> CheckOutcome:
@@ -245,7 +339,12 @@ def meeting_in_working_hours(
     return CheckOutcome.of(True, f"{head}: inside working hours of all {len(people)} participants", event_id=m.id)
 
 
-@check_fn("meeting_attendees", reads=("events", "event_attendees", "employees"), touches=_invitee_touches)
+@check_fn(
+    "meeting_attendees",
+    reads=("events", "event_attendees", "employees"),
+    touches=_invitee_touches,
+    on_step=touch_step(_invitee_touches),
+)
 def meeting_attendees(ctx: GradingContext, title_pattern: Regex, attendees: Sequence[str]) -> CheckOutcome:
     """Every named coworker is invited to the meeting (any answer: an invitation is what the agent controls)."""
     _expect(ctx, attendees)
@@ -567,8 +666,10 @@ class Calendar:
         """Someone's clashes in a window, filtered from their kept events once per window."""
         found = windows.get(w)
         if found is None:
-            found = windows[w] = {
-                b[1]: b[:3] for b in busy.values() if b[3] < w[1] and self.overlaps(b[3], b[4], b[5], b[6], w)
+            found = windows[w] = {  # a single event compared here (as ``overlaps`` does), without a call
+                b[1]: b[:3]
+                for b in busy.values()
+                if b[3] < w[1] and (b[4] > w[0] if not b[5] else self.overlaps(b[3], b[4], b[5], b[6], w))
             }
         return found
 
@@ -662,7 +763,12 @@ def _clash_touches(ctx: GradingContext, row: ChangeRow, title_pattern: str, **kw
     return _meeting_touches(ctx, row, title_pattern, **kwargs)
 
 
-@check_fn("meeting_no_double_booking", reads=("events", "event_attendees", "employees"), touches=_clash_touches)
+@check_fn(
+    "meeting_no_double_booking",
+    reads=("events", "event_attendees", "employees"),
+    touches=_clash_touches,
+    on_step=touch_step(_clash_touches),
+)
 def meeting_no_double_booking(ctx: GradingContext, title_pattern: Regex) -> CheckOutcome:
     """Exactly one live meeting, and neither a participant nor its room is committed elsewhere at that time.
 
@@ -700,6 +806,7 @@ def meeting_no_double_booking(ctx: GradingContext, title_pattern: Regex) -> Chec
     "meeting_room",
     reads=("events", "event_attendees", "employees", "rooms", "locations"),
     touches=_own_touches,
+    on_step=touch_step(_own_touches),
 )
 def meeting_room(ctx: GradingContext, title_pattern: Regex, location: str) -> CheckOutcome:
     """The meeting has a room in ``location`` that holds every participant who has not declined."""
@@ -736,7 +843,9 @@ def _instants(text: str) -> list[datetime]:
     return out
 
 
-@check_fn("meeting_announced", reads=("events", "posts", "channels"), touches=_own_touches)
+@check_fn(
+    "meeting_announced", reads=("events", "posts", "channels"), touches=_own_touches, on_step=touch_step(_own_touches)
+)
 def meeting_announced(ctx: GradingContext, title_pattern: Regex, channel: str, key: str) -> CheckOutcome:
     """The agent posted in ``channel`` a live message naming ``key`` and the meeting's start (ISO 8601 with offset).
 
@@ -784,7 +893,12 @@ def _instant(text: str) -> datetime | None:
     return when if when.tzinfo is not None else None
 
 
-@check_fn("meeting_agreed", reads=("events", "employees", "posts", "channels", "npc_memory"), touches=_agreed_touches)
+@check_fn(
+    "meeting_agreed",
+    reads=("events", "employees", "posts", "channels", "npc_memory"),
+    touches=_agreed_touches,
+    on_step=touch_step(_agreed_touches),
+)
 def meeting_agreed(
     ctx: GradingContext,
     title_pattern: Regex,
@@ -806,11 +920,15 @@ def meeting_agreed(
         return CheckOutcome.of(False, head)
     ids, unknown = _resolve(ctx, attendees)
     people = _people(ctx, list(ids.values()))
-    posts = new_posts(ctx)
-    agent_name = p.username if (p := _people(ctx, [ctx.actor_id]).get(ctx.actor_id)) else ""
     covered, notes = 0, [f"unknown employee {u!r}" for u in unknown]
+    posts: list[Any] | None = None
+    agent_name = ""
+    did: dict[int, list[Any]] = {}  # each coworker's answers before the booking, in one pass over the memories
+    for r in memories(ctx):
+        if r.kind == "did" and r.at <= m.created_at:
+            did.setdefault(r.employee_id, []).append(r)
     for name, emp in ids.items():
-        mem = [r for r in memories(ctx) if r.employee_id == emp and r.kind == "did" and r.at <= m.created_at]
+        mem = did.get(emp, [])
         said = [_said_about(r, m.start_at) for r in mem]
         if "yes" in said and "no" not in said:
             covered += 1
@@ -819,6 +937,9 @@ def meeting_agreed(
         if "no" in said:  # rule 3: a "no" means another time, and neither a later yes nor escalation undoes it
             notes.append(f"@{name} said no to that time at {mem[said.index('no')].at:%H:%M}, yet it was booked")
             continue
+        if posts is None:  # read only for someone who did not agree (the posts fold is most of a booking's cost)
+            posts = new_posts(ctx)
+            agent_name = p.username if (p := _people(ctx, [ctx.actor_id]).get(ctx.actor_id)) else ""
         why = _escalation(ctx, people[emp], posts, mem, m.start_at, m.created_at, agent_name, answer_minutes)
         covered += why.startswith("escalated")
         notes.append(f"@{name} {why}")
@@ -828,6 +949,12 @@ def meeting_agreed(
         evidence=f"{head}: {covered} of {total} covered: {listing(notes, 5)}",
         details={"event_id": m.id},
     )
+
+
+@functools.lru_cache(maxsize=1024)
+def _name_rx(username: str) -> re.Pattern[str]:
+    """How an escalation names a coworker (``@username`` or the bare username), compiled once per name."""
+    return re.compile(rf"(?<![\w.]){re.escape(username)}\b", re.IGNORECASE)
 
 
 def _escalation(
@@ -846,7 +973,7 @@ def _escalation(
         return "was never asked by direct message"
     if person.manager_id is None:
         return "has no manager to escalate to"
-    name_rx = re.compile(rf"(?<![\w.]){re.escape(person.username)}\b", re.IGNORECASE)
+    name_rx = _name_rx(person.username)
     escalations = [
         p
         for p in posts

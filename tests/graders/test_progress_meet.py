@@ -328,16 +328,26 @@ def test_channel_member_decided_from_the_membership_rows_gives_a_fresh_grade(wor
     checks = [Check(id=i, description="d", fn=fn, params=p) for i, fn, p in MEMBER_CHECKS]
     rubric = Rubric(id="t", version=1, description="t", checks=tuple(checks))
     progress = Progress(rubric, GradingContext(session=world.session, trace=[], actor_id=1))
-    decided: list[str] = []
-    real = progress_module.Progress._decided
-    monkeypatch.setattr(
-        progress_module.Progress,
-        "_decided",
-        lambda self, i, rows: (out := real(self, i, rows)) and decided.append(at[0]) or out,
-    )
+    decided: list[str] = []  # the steps that stored a verdict no re-run gave (the membership rows decided it)
     ran: list[str] = []
-    real_run = progress_module.Progress._run
-    monkeypatch.setattr(progress_module.Progress, "_run", lambda self, i: ran.append(at[0]) or real_run(self, i))
+    running = [False]
+    real_run, real_store = progress_module.Progress._run, progress_module.Progress._store
+
+    def run(self: Progress, i: int) -> None:
+        ran.append(at[0])
+        running[0] = True
+        try:
+            real_run(self, i)
+        finally:
+            running[0] = False
+
+    def store(self: Progress, i: int, outcome: Any) -> None:
+        if self._started and not running[0]:
+            decided.append(at[0])
+        real_store(self, i, outcome)
+
+    monkeypatch.setattr(progress_module.Progress, "_run", run)
+    monkeypatch.setattr(progress_module.Progress, "_store", store)
     seq, at, evidence = world.start_seq, [""], {}
     for step in _memberships(Sql.of(world.session)):
         world.session.flush()
