@@ -27,6 +27,7 @@ from pydantic import Field
 
 from graders.base import ChangeRow, CheckOutcome, GradingContext, check_fn
 from graders.checks_common import Regex, listing, rx, snippet, usernames
+from graders.text_step import text_step
 from worlds.blobs import read_blob
 from worlds.office import files
 from worlds.office.a1 import MAX_COLS, MAX_ROWS, col_index, parse_cell, parse_range, split_sheet
@@ -305,8 +306,12 @@ class Sections(list[tuple[str, str]]):
     """Which sections a heading pattern names, by pattern: a report's checks share a handful of headings."""
     found: dict[tuple[str, bool], list[bool]]
     """Which sections' texts (or ``joined`` forms) a pattern matches, by (pattern, joined): see ``matching``."""
-    before: dict[tuple[str, bool], dict[str, bool]]
-    """What the previous parse of the document found, by (pattern, joined) and then by text."""
+    prev: Sections | None
+    """The document's parse before this one (only one back: its own ``prev`` is dropped), or None."""
+    changed: list[int] | None
+    """Which sections differ from ``prev``'s (heading or text), or None when the count differs or no ``prev``."""
+    same_heads: bool
+    """Whether ``prev`` had the same headings in the same order (so ``under`` carries over)."""
 
     @classmethod
     def of(cls, sections: list[tuple[str, str]], previous: Sections | None = None) -> Sections:
@@ -314,36 +319,49 @@ class Sections(list[tuple[str, str]]):
 
         ``previous`` is the document's last parse: a write changes a section or two, and a pattern's verdict
         on a section whose text did not change is the one found then (it depends on the pattern and the
-        text alone).
+        text alone). The sections that changed are found here once (``changed``), which lets
+        ``graders.text_step`` keep the verdict of every check none of them can move.
         """
         out = cls(sections)
         out.texts_low = [t.lower() if t.isascii() else None for _, t in sections]
         out.joined = [f"{h}\n{t}" for h, t in sections]
         out.joined_low = [j.lower() if j.isascii() else None for j in out.joined]
-        out.under, out.found, out.before = {}, {}, {}
+        out.under, out.found, out.prev, out.changed, out.same_heads = {}, {}, previous, None, False
         if previous is not None:
-            for (pattern, joined), hits in previous.found.items():
-                texts = previous.joined if joined else [t for _, t in previous]
-                out.before[(pattern, joined)] = dict(zip(texts, hits, strict=True))
+            previous.prev = None  # one parse back is all a check compares with: no chain over the episode
+            if len(previous) == len(sections):
+                out.changed = [i for i, (a, b) in enumerate(zip(previous, sections, strict=True)) if a != b]
+                out.same_heads = all(a[0] == b[0] for a, b in zip(previous, sections, strict=True))
+                if out.same_heads:
+                    out.under = dict(previous.under)
         return out
 
     def matching(self, pattern: str, joined: bool = False) -> list[bool]:
         """Whether ``pattern`` (case-insensitive) matches each section's text (``joined``: heading and text).
 
-        Once per parse and pattern; a section the previous parse held with the same text keeps its answer.
+        Once per parse and pattern; a section the previous parse held with the same text keeps its answer
+        (by position when only some sections changed, else by text).
         """
         key = (pattern, joined)
         hits = self.found.get(key)
         if hits is None:
             texts = self.joined if joined else [t for _, t in self]
             lowered = self.joined_low if joined else self.texts_low
-            known = self.before.get(key)
-            if known is None:
+            prev = self.prev
+            old = prev.found.get(key) if prev is not None else None
+            if old is None or prev is None:
                 hits = _matching(pattern, texts, lowered)
+            elif self.changed is not None:
+                hits = list(old)
+                redo = self.changed
+                fresh = _matching(pattern, [texts[i] for i in redo], [lowered[i] for i in redo])
+                for i, hit in zip(redo, fresh, strict=True):
+                    hits[i] = hit
             else:
+                known = dict(zip(prev.joined if joined else [t for _, t in prev], old, strict=True))
                 new = [i for i, t in enumerate(texts) if t not in known]
-                fresh = iter(_matching(pattern, [texts[i] for i in new], [lowered[i] for i in new]))
-                hits = [known[t] if t in known else next(fresh) for t in texts]
+                rest = iter(_matching(pattern, [texts[i] for i in new], [lowered[i] for i in new]))
+                hits = [known[t] if t in known else next(rest) for t in texts]
             self.found[key] = hits
         return hits
 
@@ -540,6 +558,20 @@ def _on_document(check: str) -> dict[str, Any]:
         "on_rows": decide,
         "touches": _doc_touches,
         "on_changes": decide,
+    }
+
+
+def _on_text(check: str) -> dict[str, Any]:
+    """What ``check_fn`` is told of a text-document check: one ``on_step`` call a step for all of a rubric's.
+
+    ``graders.text_step`` keeps the verdict of each check a write's changed sections cannot move; the
+    evaluator a single check would be decided by (``on_changes``) is kept for callers that ask one check.
+    """
+    return {
+        "reads": ("documents",),
+        "touches": _doc_touches,
+        "on_changes": _decided_by_rows(check),
+        "on_step": text_step(check, lambda: globals()[check]),
     }
 
 
@@ -774,7 +806,7 @@ def _text_sections(ctx: GradingContext, document: str, name: str) -> Sections | 
     return _sections(ctx, row)
 
 
-@check_fn("doc_section_contains", **_on_document("doc_section_contains"))
+@check_fn("doc_section_contains", **_on_text("doc_section_contains"))
 def doc_section_contains(
     ctx: GradingContext,
     document: str,
@@ -815,7 +847,7 @@ def doc_section_contains(
     return CheckOutcome.of(True, f"{name}: in section {hits[0]!r}")
 
 
-@check_fn("doc_mentions_none", **_on_document("doc_mentions_none"))
+@check_fn("doc_mentions_none", **_on_text("doc_mentions_none"))
 def doc_mentions_none(ctx: GradingContext, document: str, pattern: Regex, label: str | None = None) -> CheckOutcome:
     """Text document ``document`` exists and none of its headings or text matches ``pattern``.
 
@@ -827,11 +859,11 @@ def doc_mentions_none(ctx: GradingContext, document: str, pattern: Regex, label:
     sections = _text_sections(ctx, document, name)
     if isinstance(sections, CheckOutcome):
         return sections
-    finditer = rx(pattern).finditer
+    finditer = rx(pattern).finditer  # only where ``matching`` found a match (kept per section across writes)
     found = [
         f"{m.group(0)} under {h!r}" if h else f"{m.group(0)} before the first heading"
-        for (h, _), text, may in zip(sections, sections.joined, _may_match(pattern, sections.joined_low), strict=True)
-        if may
+        for (h, _), text, hit in zip(sections, sections.joined, sections.matching(pattern, joined=True), strict=True)
+        if hit
         for m in finditer(text)
     ]
     if found:
@@ -982,7 +1014,7 @@ def doc_not_shared(ctx: GradingContext, document: str) -> CheckOutcome:
     return CheckOutcome.of(False, f"{document} was shared during the episode with {shown}")
 
 
-@check_fn("doc_lacks", **_on_document("doc_lacks"))
+@check_fn("doc_lacks", **_on_text("doc_lacks"))
 def doc_lacks(ctx: GradingContext, document: str, pattern: Regex, label: str | None = None) -> CheckOutcome:
     """Text document ``document`` exists and no part of it matches ``pattern``.
 

@@ -37,6 +37,7 @@ from graders.checks_meetings import (
     _people,
     _the_meeting,
 )
+from graders.text_step import text_step
 from mcp_tools.calendar.slots import Person
 
 _DAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
@@ -178,13 +179,6 @@ def doc_shared_only_with(ctx: GradingContext, document: str, usernames: list[str
     return CheckOutcome.of(True, f"{document} was shared with {listing([u for u, _ in found]) or 'nobody'} only")
 
 
-def _doc_rows(ctx: GradingContext, document: str, **_: Any) -> Any:
-    """``checks_docs._doc_rows`` (the document's row once it exists), imported on first use."""
-    from graders.checks_docs import _doc_rows as rows
-
-    return rows(ctx, document)
-
-
 def _doc_touches(ctx: GradingContext, row: Any, document: str, **_: Any) -> bool:
     """``checks_docs._doc_touches`` (a change that may move the document's row), imported on first use."""
     from graders.checks_docs import _doc_touches as touches
@@ -205,10 +199,9 @@ def _mentions_decided(ctx: GradingContext, rows: Any, **kwargs: Any) -> tuple[fl
 @check_fn(
     "doc_mentions_once",
     reads=("documents",),
-    rows=_doc_rows,
-    on_rows=_mentions_decided,
     touches=_doc_touches,
     on_changes=_mentions_decided,
+    on_step=text_step("doc_mentions_once", lambda: doc_mentions_once),
 )
 def doc_mentions_once(ctx: GradingContext, document: str, pattern: Regex, label: str | None = None) -> CheckOutcome:
     """Text document ``document`` matches ``pattern`` exactly once, headings and body alike (any case).
@@ -216,14 +209,14 @@ def doc_mentions_once(ctx: GradingContext, document: str, pattern: Regex, label:
     The per-item "listed once" of a list a reader scans: a ticket merged in two commits, or named by two
     sections, is one change and reads as two. ``label`` names the item in the evidence.
     """
-    from graders.checks_docs import _may_match, _text_sections  # lazy: the office readers load on first use
+    from graders.checks_docs import _text_sections  # lazy: the office readers load on first use
 
     name = label or pattern
     sections = _text_sections(ctx, document, name)
     if isinstance(sections, CheckOutcome):
         return sections
     found = rx(pattern)
-    may = _may_match(pattern, sections.texts_low)  # a substring test before the regex scans a section
+    may = sections.matching(pattern)  # the sections whose text matches at all (kept per section across writes)
     where = [
         heading or "(before the first heading)"
         for (heading, body), hit in zip(sections, may, strict=True)
