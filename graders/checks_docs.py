@@ -27,7 +27,7 @@ from pydantic import Field
 
 from graders.base import ChangeRow, CheckOutcome, GradingContext, check_fn
 from graders.checks_common import Regex, listing, rx, snippet, usernames
-from graders.text_step import text_step
+from graders.text_step import shares_decided, text_step
 from worlds.blobs import read_blob
 from worlds.office import files
 from worlds.office.a1 import MAX_COLS, MAX_ROWS, col_index, parse_cell, parse_range, split_sheet
@@ -974,6 +974,7 @@ def _shared_in_episode(ctx: GradingContext, doc_id: int) -> tuple[int, list[tupl
     validate=_check_permission,
     reads=("documents", "document_shares", "employees"),
     touches=_share_touches,
+    on_changes=shares_decided(lambda: doc_shared_with),
 )
 def doc_shared_with(
     ctx: GradingContext,
@@ -995,7 +996,11 @@ def doc_shared_with(
     return CheckOutcome.of(ok, f"{username} has {held or 'no'} access to {document} (needs {permission})")
 
 
-@check_fn("doc_not_shared", reads=("documents", "document_shares", "employees"))
+@check_fn(
+    "doc_not_shared",
+    reads=("documents", "document_shares", "employees"),
+    on_changes=shares_decided(lambda: doc_not_shared),
+)
 def doc_not_shared(ctx: GradingContext, document: str) -> CheckOutcome:
     """Nobody was given access to ``document`` during the episode (no share added or raised on it).
 

@@ -37,7 +37,7 @@ from graders.checks_meetings import (
     _people,
     _the_meeting,
 )
-from graders.text_step import text_step
+from graders.text_step import shares_decided, text_step
 from mcp_tools.calendar.slots import Person
 
 _DAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
@@ -158,7 +158,12 @@ def _share_touches(ctx: GradingContext, row: Any, document: str, **_: Any) -> bo
     return touches(ctx, row, document)
 
 
-@check_fn("doc_shared_only_with", reads=("documents", "document_shares", "employees"), touches=_share_touches)
+@check_fn(
+    "doc_shared_only_with",
+    reads=("documents", "document_shares", "employees"),
+    touches=_share_touches,
+    on_changes=shares_decided(lambda: doc_shared_only_with),
+)
 def doc_shared_only_with(ctx: GradingContext, document: str, usernames: list[str]) -> CheckOutcome:
     """Every share of ``document`` added or raised during the episode went to one of ``usernames``.
 

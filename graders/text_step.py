@@ -134,3 +134,22 @@ def text_step(check: str, function: Callable[[], Callable[..., Any]]) -> Callabl
         return out
 
     return on_step
+
+
+def shares_decided(function: Callable[[], Callable[..., Any]]) -> Callable[..., Verdict | None]:
+    """An ``on_changes`` evaluator for a share check: its function on the shares the log leaves, no re-run.
+
+    The document row is the one ``checks_docs._document`` folds from the logged images and its shares those
+    ``_grants`` folds, so the function costs no query; a change the fold cannot settle (a rename, a deletion)
+    or a change of the employees (a username may name another person now) leaves the check to a re-run.
+    """
+
+    def on_changes(ctx: GradingContext, rows: list[ChangeRow], document: str, **kwargs: Any) -> Verdict | None:
+        from graders.checks_docs import _UNKNOWN, _document  # lazy: office readers
+
+        if any(r.table == "employees" for r in rows) or _document(ctx, document, query=False) is _UNKNOWN:
+            return None
+        found = function()(ctx, document=document, **kwargs)
+        return found.score, found.evidence, dict(found.details)
+
+    return on_changes
