@@ -295,10 +295,11 @@ def _ref_pos(ref: str) -> tuple[int, int]:
 class Sections(list[tuple[str, str]]):
     r"""A text document's sections (heading, text), with what the checks' literal prefilter reads.
 
-    ``texts_low``: each section's text lowercased, None when it is not ASCII; ``joined`` each section as
+    ``texts``: each section's text; ``texts_low``: each section's text lowercased, None when it is not ASCII; ``joined`` each section as
     ``heading\ntext`` (what the whole-document checks search) and ``joined_low`` the same lowercased.
     """
 
+    texts: list[str]
     texts_low: list[str | None]
     joined: list[str]
     joined_low: list[str | None]
@@ -323,7 +324,8 @@ class Sections(list[tuple[str, str]]):
         ``graders.text_step`` keep the verdict of every check none of them can move.
         """
         out = cls(sections)
-        out.texts_low = [t.lower() if t.isascii() else None for _, t in sections]
+        out.texts = [t for _, t in sections]
+        out.texts_low = [t.lower() if t.isascii() else None for t in out.texts]
         out.joined = [f"{h}\n{t}" for h, t in sections]
         out.joined_low = [j.lower() if j.isascii() else None for j in out.joined]
         out.under, out.found, out.prev, out.changed, out.same_heads = {}, {}, previous, None, False
@@ -345,7 +347,7 @@ class Sections(list[tuple[str, str]]):
         key = (pattern, joined)
         hits = self.found.get(key)
         if hits is None:
-            texts = self.joined if joined else [t for _, t in self]
+            texts = self.joined if joined else self.texts
             lowered = self.joined_low if joined else self.texts_low
             prev = self.prev
             old = prev.found.get(key) if prev is not None else None
@@ -358,7 +360,7 @@ class Sections(list[tuple[str, str]]):
                 for i, hit in zip(redo, fresh, strict=True):
                     hits[i] = hit
             else:
-                known = dict(zip(prev.joined if joined else [t for _, t in prev], old, strict=True))
+                known = dict(zip(prev.joined if joined else prev.texts, old, strict=True))
                 new = [i for i, t in enumerate(texts) if t not in known]
                 rest = iter(_matching(pattern, [texts[i] for i in new], [lowered[i] for i in new]))
                 hits = [known[t] if t in known else next(rest) for t in texts]
@@ -380,11 +382,36 @@ def _sections(ctx: GradingContext, row: tuple[Any, ...]) -> Sections:
         found: Sections = kept[0]
         return found
     content = _content(ctx, row)
-    fmt = files.format_of_mime(str(row[3]))
-    doc = text_from_json(content) if isinstance(content, dict) else files.read_text(content, fmt)
-    sections = Sections.of(doc.sections(), kept[0] if kept is not None else None)
+    found_sections = _plain_sections(content) if isinstance(content, dict) else None
+    if found_sections is None:
+        fmt = files.format_of_mime(str(row[3]))
+        doc = text_from_json(content) if isinstance(content, dict) else files.read_text(content, fmt)
+        found_sections = doc.sections()
+    sections = Sections.of(found_sections, kept[0] if kept is not None else None)
     ctx.lasting[key] = (sections, row[4], row[5], row[3])
     return sections
+
+
+def _plain_sections(content: dict[str, Any]) -> list[tuple[str, str]] | None:
+    """``text_from_json(content).sections()`` read straight from the blocks, or None to take that path.
+
+    A write's parse is most of what a report's checks cost at that step, and a ``Block`` per paragraph is
+    most of the parse. Only the plain stored form is read here (blocks, no comments); anything else, or a
+    block that does not read as (level, text), goes through ``text_from_json`` (which says what is wrong).
+    """
+    blocks = content.get("blocks")
+    if type(blocks) is not list or content.get("comments"):
+        return None
+    out: list[tuple[str, list[str]]] = [("", [])]
+    try:
+        for level, text in blocks:
+            if int(level) > 0:
+                out.append((str(text).strip(), []))
+            else:
+                out[-1][1].append(str(text))
+    except Exception:  # a malformed block: the full reader raises what the check reports
+        return None
+    return [(h, "\n".join(body)) for h, body in out]
 
 
 @lru_cache(maxsize=4096)
@@ -447,15 +474,27 @@ def _matching(pattern: str, texts: list[str], lowered: list[str | None]) -> list
     that text starts, so the regex starts at its first occurrence (``search(text, pos)`` still sees the
     characters before ``pos`` for ``\b``, lookbehinds and ``^``) rather than scanning the section from the top.
     """
-    search = rx(pattern).search
+    search = _search(pattern)
     starts = _prefix(pattern)
     if starts is not None:
         out = []
+        if len(starts) == 1:  # the common case, without a generator per section
+            start = starts[0]
+            for t, low in zip(texts, lowered, strict=True):
+                at = 0 if low is None else low.find(start)
+                out.append(at >= 0 and search(t, at) is not None)
+            return out
         for t, low in zip(texts, lowered, strict=True):
             at = 0 if low is None else min((i for p in starts if (i := low.find(p)) >= 0), default=-1)
             out.append(at >= 0 and search(t, at) is not None)
         return out
     return [may and search(t) is not None for t, may in zip(texts, _may_match(pattern, lowered), strict=True)]
+
+
+@lru_cache(maxsize=4096)
+def _search(pattern: str) -> Callable[..., re.Match[str] | None]:
+    """``rx(pattern).search``, cached here: ``re.compile``'s own cache costs more than the search on a short text."""
+    return rx(pattern).search
 
 
 @lru_cache(maxsize=4096)

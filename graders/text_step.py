@@ -32,16 +32,17 @@ _MISSING = ("no document",)
 def _unmoved_contains(sections: Any, kw: dict[str, Any]) -> bool:
     """Whether ``doc_section_contains``' verdict on ``sections.prev`` stands on ``sections``.
 
-    It reads which sections the heading names, which match the pattern, and (when failing) the text of the
-    named ones: with the same headings, no changed section under the heading and no changed answer, none moved.
+    It reads which sections the heading names, which match the pattern, and, only when no named section
+    matches, the text of the named ones (the evidence quotes it): with the same headings and the same answer
+    on each changed section, nothing it reads moved unless it quotes a changed section.
     """
-    if not sections.same_heads:
+    under = sections.under.get(kw["heading"]) if sections.same_heads else None
+    if under is None or not _same_answers(sections, kw["pattern"], False, lambda old, new: old == new):
         return False
-    under = sections.under.get(kw["heading"])
-    changed = sections.changed
-    if under is None or any(under[i] for i in changed):
-        return False
-    return _same_answers(sections, kw["pattern"], False, lambda old, new: old == new)
+    if not any(under[i] for i in sections.changed):
+        return True
+    old = sections.prev.found[(kw["pattern"], False)]
+    return any(u and m for u, m in zip(under, old, strict=True))  # a named section matched: no text quoted
 
 
 def _unmoved_absent(sections: Any, kw: dict[str, Any]) -> bool:
@@ -81,18 +82,45 @@ UNMOVED: dict[str, Callable[[Any, dict[str, Any]], bool]] = {
     "doc_lacks": _unmoved_lacks,
     "doc_mentions_once": _unmoved_once,
 }
+QUIET: dict[str, tuple[bool, bool, bool]] = {
+    "doc_section_contains": (False, True, True),
+    "doc_mentions_none": (True, False, False),
+    "doc_lacks": (True, False, False),
+    "doc_mentions_once": (False, True, False),
+}
+"""Per function, for the quick test: whether it reads the ``joined`` forms, needs the same headings (it reads
+them) and quotes the text of the sections its ``heading`` names (so a changed one there is never quiet)."""
+
+
+def _quiet(needles: tuple[str, ...], lows: list[tuple[str | None, str | None]]) -> bool:
+    """Whether no changed section held or holds one of ``needles`` (so the pattern matched there neither time).
+
+    The literal prefilter's rule (``checks_docs._needles``): on ASCII text every match contains a needle; a
+    text that is not ASCII (None) is never quiet.
+    """
+    for old, new in lows:
+        if old is None or new is None:
+            return False
+        for n in needles:
+            if n in old or n in new:
+                return False
+    return True
 
 
 def text_step(check: str, function: Callable[[], Callable[..., Any]]) -> Callable[..., dict[int, Verdict | None]]:
     """The ``on_step`` evaluator of text check ``check`` (``function()`` gives the check function, when called).
 
     ``function`` is a thunk because the check is defined after the evaluator is registered with it, and
-    ``checks_items`` loads the office readers only when a rubric uses them.
+    ``checks_items`` loads the office readers only when a rubric uses them. Per check on a changed document,
+    first the quick test (no changed section holds the pattern's literal text, before or after the write:
+    a substring search, O(1) in the checks' terms), then ``UNMOVED``'s (the pattern matched on the changed
+    sections), and only then the function.
     """
     unmoved = UNMOVED[check]
+    joined, heads, quotes = QUIET[check]
 
     def on_step(ctx: GradingContext, rows: list[ChangeRow], params: list[dict[str, Any]]) -> dict[int, Verdict | None]:
-        from graders.checks_docs import _UNKNOWN, _doc_touches, _document, _sections  # lazy: office readers
+        from graders.checks_docs import _UNKNOWN, _doc_touches, _document, _needles, _sections  # lazy: office
 
         key = ("text_step", check, id(params))
         plan = ctx.lasting.get(key)
@@ -100,7 +128,8 @@ def text_step(check: str, function: Callable[[], Callable[..., Any]]) -> Callabl
             by_doc: dict[str, list[int]] = {}
             for pos, kw in enumerate(params):
                 by_doc.setdefault(kw["document"], []).append(pos)
-            plan = ctx.lasting[key] = (params, by_doc, {})
+            needles = [_needles(kw["pattern"]) for kw in params]
+            plan = ctx.lasting[key] = (params, by_doc, {}, needles)
         states: dict[str, Any] = plan[2]
         out: dict[int, Verdict | None] = {}
         fn = function()
@@ -123,15 +152,59 @@ def text_step(check: str, function: Callable[[], Callable[..., Any]]) -> Callabl
                     continue
             else:
                 state = None  # a spreadsheet or the like: its checks fail fast, so each is asked again
-            diffed = state is not None and state is not _MISSING and was is state.prev and state.changed is not None
-            for pos in positions:
-                kw = params[pos]
-                if diffed and unmoved(state, kw):
-                    continue
-                found = fn(ctx, **kw)
-                out[pos] = (found.score, found.evidence, dict(found.details))
+            # the verdicts stand on the parse before this one: this hook's last (``was``), or, when it never saw
+            # the document change (``was`` None), the one the checks were all run on when progress started or
+            # after the fold could not tell (the framework re-runs them on the document's current parse)
+            diffed = (
+                state is not None
+                and state is not _MISSING
+                and state.changed is not None
+                and (was is state.prev or (was is None and state.prev is not None))
+            )
+            if diffed:
+                _decide(state, positions, params, plan[3], out, lambda kw: fn(ctx, **kw))
+            else:
+                for pos in positions:
+                    found = fn(ctx, **params[pos])
+                    out[pos] = (found.score, found.evidence, dict(found.details))
             states[document] = state
         return out
+
+    def _decide(
+        state: Any,
+        positions: list[int],
+        params: list[dict[str, Any]],
+        needles: list[tuple[str, ...] | None],
+        out: dict[int, Verdict | None],
+        run: Callable[[dict[str, Any]], Any],
+    ) -> None:
+        """Settle the checks of one document a write changed: kept when quiet or unmoved, else run."""
+        prev, changed = state.prev, state.changed
+        old_lows, new_lows = (prev.joined_low, state.joined_low) if joined else (prev.texts_low, state.texts_low)
+        lows = [(old_lows[i], new_lows[i]) for i in changed]
+        can_quiet = state.same_heads or not heads
+        quoted: dict[str, bool] = {}  # by heading pattern: whether a changed section is under it
+        for pos in positions:
+            kw = params[pos]
+            found = needles[pos]
+            if can_quiet and found is not None and _quiet(found, lows):
+                if quotes:
+                    heading = kw["heading"]
+                    hit = quoted.get(heading)
+                    if hit is None:
+                        under = state.under.get(heading)
+                        hit = quoted[heading] = under is None or any(under[i] for i in changed)
+                    if hit:
+                        found = None
+                if found is not None:
+                    answers = (kw["pattern"], joined)  # the same answers as before: the next write diffs them
+                    if answers not in state.found and answers in prev.found:
+                        state.found[answers] = prev.found[answers]
+                    continue
+            if unmoved(state, kw):
+                continue
+            verdict = run(kw)
+            out[pos] = (verdict.score, verdict.evidence, dict(verdict.details))
 
     return on_step
 
