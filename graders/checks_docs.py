@@ -295,8 +295,9 @@ def _ref_pos(ref: str) -> tuple[int, int]:
 class Sections(list[tuple[str, str]]):
     r"""A text document's sections (heading, text), with what the checks' literal prefilter reads.
 
-    ``texts``: each section's text; ``texts_low``: each section's text lowercased, None when it is not ASCII; ``joined`` each section as
-    ``heading\ntext`` (what the whole-document checks search) and ``joined_low`` the same lowercased.
+    ``texts``: each section's text; ``texts_low``: each section's text lowercased, None when it is not ASCII;
+    ``joined`` each section as ``heading\ntext`` (what the whole-document checks search) and ``joined_low`` the
+    same lowercased.
     """
 
     texts: list[str]
@@ -1013,7 +1014,7 @@ def _shared_in_episode(ctx: GradingContext, doc_id: int) -> tuple[int, list[tupl
     validate=_check_permission,
     reads=("documents", "document_shares", "employees"),
     touches=_share_touches,
-    on_changes=shares_decided(lambda: doc_shared_with),
+    on_changes=shares_decided(lambda: globals()["doc_shared_with"]),
 )
 def doc_shared_with(
     ctx: GradingContext,
@@ -1038,7 +1039,7 @@ def doc_shared_with(
 @check_fn(
     "doc_not_shared",
     reads=("documents", "document_shares", "employees"),
-    on_changes=shares_decided(lambda: doc_not_shared),
+    on_changes=shares_decided(lambda: globals()["doc_not_shared"]),
 )
 def doc_not_shared(ctx: GradingContext, document: str) -> CheckOutcome:
     """Nobody was given access to ``document`` during the episode (no share added or raised on it).

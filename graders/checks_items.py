@@ -162,7 +162,7 @@ def _share_touches(ctx: GradingContext, row: Any, document: str, **_: Any) -> bo
     "doc_shared_only_with",
     reads=("documents", "document_shares", "employees"),
     touches=_share_touches,
-    on_changes=shares_decided(lambda: doc_shared_only_with),
+    on_changes=shares_decided(lambda: globals()["doc_shared_only_with"]),
 )
 def doc_shared_only_with(ctx: GradingContext, document: str, usernames: list[str]) -> CheckOutcome:
     """Every share of ``document`` added or raised during the episode went to one of ``usernames``.
@@ -206,7 +206,7 @@ def _mentions_decided(ctx: GradingContext, rows: Any, **kwargs: Any) -> tuple[fl
     reads=("documents",),
     touches=_doc_touches,
     on_changes=_mentions_decided,
-    on_step=text_step("doc_mentions_once", lambda: doc_mentions_once),
+    on_step=text_step("doc_mentions_once", lambda: globals()["doc_mentions_once"]),
 )
 def doc_mentions_once(ctx: GradingContext, document: str, pattern: Regex, label: str | None = None) -> CheckOutcome:
     """Text document ``document`` matches ``pattern`` exactly once, headings and body alike (any case).

@@ -57,7 +57,9 @@ def test_text_and_share_checks_kept_or_re_asked_equal_a_fresh_run_after_every_wr
     world.start_seq = seq
     ctx = world.ctx()
     params = {fn: [{"document": PATH, **p} for p in asks] for fn, asks in {**TEXT_ASKS, **SHARE_ASKS}.items()}
-    held = {(fn, i): _verdict(fn, ctx, p) for fn, asks in {**TEXT_ASKS, **SHARE_ASKS}.items() for i, p in enumerate(asks)}
+    held = {
+        (fn, i): _verdict(fn, ctx, p) for fn, asks in {**TEXT_ASKS, **SHARE_ASKS}.items() for i, p in enumerate(asks)
+    }
     kept, ran, decided = 0, 0, 0
 
     def write(blocks: list[list[Any]]) -> None:
@@ -120,7 +122,7 @@ def test_text_and_share_checks_kept_or_re_asked_equal_a_fresh_run_after_every_wr
     body[-1] = [0, "ENG-1 again"]
     step(lambda: write(body))
     step(lambda: world.session.delete(doc))
-    assert kept >= 100 and ran >= 20, (kept, ran)  # most checks kept at a write (103 of 189); the rest re-asked
+    assert kept >= 102 and ran >= 20, (kept, ran)  # most checks kept at a write (103 of 189); the rest re-asked
     assert decided >= 20, decided
 
 
