@@ -17,6 +17,7 @@ import importlib
 import json
 import math
 import re
+from bisect import bisect_right
 from collections.abc import Callable
 from functools import lru_cache
 from itertools import compress
@@ -308,6 +309,8 @@ class Sections(list[tuple[str, str]]):
     """Which sections a heading pattern names, by pattern: a report's checks share a handful of headings."""
     found: dict[tuple[str, bool], list[bool]]
     """Which sections' texts (or ``joined`` forms) a pattern matches, by (pattern, joined): see ``matching``."""
+    whole: dict[bool, tuple[str, list[int]]]
+    """By ``joined``: the sections' lowercased forms joined by NUL and where each starts (``_scan``)."""
     prev: Sections | None
     """The document's parse before this one (only one back: its own ``prev`` is dropped), or None."""
     changed: list[int] | None
@@ -330,6 +333,7 @@ class Sections(list[tuple[str, str]]):
         out.joined = [f"{h}\n{t}" for h, t in sections]
         out.joined_low = [j.lower() if j.isascii() else None for j in out.joined]
         out.under, out.found, out.prev, out.changed, out.same_heads = {}, {}, previous, None, False
+        out.whole = {}
         if previous is not None:
             previous.prev = None  # one parse back is all a check compares with: no chain over the episode
             if len(previous) == len(sections):
@@ -353,7 +357,7 @@ class Sections(list[tuple[str, str]]):
             prev = self.prev
             old = prev.found.get(key) if prev is not None else None
             if old is None or prev is None:
-                hits = _matching(pattern, texts, lowered)
+                hits = self._scan(pattern, joined) or _matching(pattern, texts, lowered)
             elif self.changed is not None:
                 hits = list(old)
                 redo = self.changed
@@ -366,6 +370,46 @@ class Sections(list[tuple[str, str]]):
                 rest = iter(_matching(pattern, [texts[i] for i in new], [lowered[i] for i in new]))
                 hits = [known[t] if t in known else next(rest) for t in texts]
             self.found[key] = hits
+        return hits
+
+    def _scan(self, pattern: str, joined: bool) -> list[bool] | None:
+        """``_matching`` over every section at once, by the occurrences of the pattern's start texts.
+
+        A fresh parse asks every check's pattern of every section; a pattern's start text (``_prefix``) occurs
+        in one or two of them, so it is found in the whole document's lowercased text (sections joined by a
+        NUL) and the regex runs from its first occurrence in each section that holds it (for several start
+        texts, from each one's: a match begins at one of them), rather than a search per section. None when a
+        section is not ASCII or the pattern has no start text: the caller asks section by section.
+        """
+        starts = _prefix(pattern)
+        if starts is None:
+            return None
+        whole = self.whole.get(joined)
+        if whole is None:
+            lowered = self.joined_low if joined else self.texts_low
+            if None in lowered:
+                return None
+            offsets, at = [], 0
+            for low in lowered:
+                offsets.append(at)
+                at += len(low) + 1  # type: ignore[arg-type]
+            whole = self.whole[joined] = ("\0".join(lowered), offsets)  # type: ignore[arg-type]
+        text, offsets = whole
+        texts = self.joined if joined else self.texts
+        search = _search(pattern)
+        hits = [False] * len(texts)
+        last = len(texts) - 1
+        for start in starts:
+            pos = text.find(start)
+            while pos >= 0:
+                i = bisect_right(offsets, pos) - 1
+                local = pos - offsets[i]
+                if local + len(start) > len(texts[i]):  # across the NUL between two sections: look on
+                    pos = text.find(start, pos + 1)
+                    continue
+                if not hits[i] and search(texts[i], local) is not None:
+                    hits[i] = True
+                pos = text.find(start, offsets[i + 1]) if i < last else -1
         return hits
 
 

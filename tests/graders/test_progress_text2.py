@@ -136,3 +136,36 @@ def test_a_parse_diffs_its_sections_with_the_one_before_and_carries_the_answers(
     assert renamed.changed == [1] and not renamed.same_heads and new.prev is None  # no chain kept
     grown = Sections.of([("", "intro"), ("Shipped", "ENG-1 shipped")], renamed)
     assert grown.changed is None and grown.matching(r"\bENG\-1\b") == [False, True]
+
+
+def test_a_fresh_parse_scanned_by_start_text_gives_what_a_search_per_section_gives():
+    import re
+
+    texts = [
+        ("", "eng-1 at the top"),
+        ("Done", "ENG-12 shipped; ENG-1 shipped\nand ENG-1"),
+        ("Blocked", "waits on ENG"),  # the start text runs across the NUL into the next section
+        ("-1 Next", "ENG-1"),
+        ("Notes", "nothing\0ENG-1 after a NUL"),
+        ("Empty", ""),
+    ]
+    patterns = [
+        r"\bENG\-1\b",
+        r"ENG-1\b[^\n]*shipped|shipped[^\n]*ENG-1\b",
+        r"\bENG",
+        r"ENG\-1$",
+        r"(?:eng|nothing)",
+        r"Blocked\nwaits",
+        r"^-1",
+    ]
+    for pattern in patterns:
+        for joined in (False, True):
+            sections = Sections.of(texts)
+            found = sections._scan(pattern, joined)
+            assert found is not None, pattern
+            want = [
+                re.search(pattern, t, re.IGNORECASE) is not None
+                for t in (sections.joined if joined else sections.texts)
+            ]
+            assert found == want, (pattern, joined)
+    assert Sections.of([("", "Jürgen"), ("A", "x")])._scan("x", False) is None  # not ASCII: section by section
