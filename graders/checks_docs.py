@@ -296,7 +296,8 @@ def _ref_pos(ref: str) -> tuple[int, int]:
 class Sections(list[tuple[str, str]]):
     r"""A text document's sections (heading, text), with what the checks' literal prefilter reads.
 
-    ``texts``: each section's text; ``texts_low``: each section's text lowercased, None when it is not ASCII;
+    ``texts``: each section's text; ``texts_low``: each section's text lowercased, None when that could hide
+    a match (``_lowered``);
     ``joined`` each section as ``heading\ntext`` (what the whole-document checks search) and ``joined_low`` the
     same lowercased.
     """
@@ -329,9 +330,9 @@ class Sections(list[tuple[str, str]]):
         """
         out = cls(sections)
         out.texts = [t for _, t in sections]
-        out.texts_low = [t.lower() if t.isascii() else None for t in out.texts]
+        out.texts_low = [_lowered(t) for t in out.texts]
         out.joined = [f"{h}\n{t}" for h, t in sections]
-        out.joined_low = [j.lower() if j.isascii() else None for j in out.joined]
+        out.joined_low = [_lowered(j) for j in out.joined]
         out.under, out.found, out.prev, out.changed, out.same_heads = {}, {}, previous, None, False
         out.whole = {}
         if previous is not None:
@@ -379,7 +380,8 @@ class Sections(list[tuple[str, str]]):
         in one or two of them, so it is found in the whole document's lowercased text (sections joined by a
         NUL) and the regex runs from its first occurrence in each section that holds it (for several start
         texts, from each one's: a match begins at one of them), rather than a search per section. None when a
-        section is not ASCII or the pattern has no start text: the caller asks section by section.
+        section's lowered form could hide a match (``_lowered``) or the pattern has no start text: the caller asks
+        section by section.
         """
         starts = _prefix(pattern)
         if starts is None:
@@ -411,6 +413,24 @@ class Sections(list[tuple[str, str]]):
                     hits[i] = True
                 pos = text.find(start, offsets[i + 1]) if i < last else -1
         return hits
+
+
+_HIDES_ASCII = ("\u0130", "\u0131", "\u017f")
+"""The characters a case-insensitive pattern matches to an ASCII letter that ``str.lower`` does not turn into
+that letter in place (İ lowers to two characters, ı and ſ stay): the only ones, with the Kelvin sign (which
+lowers to k), that ``re.IGNORECASE`` matches to ASCII letters."""
+
+
+def _lowered(text: str) -> str | None:
+    """``text`` lowercased for the literal prefilters, or None when lowercasing could hide a match.
+
+    On such a form every case-insensitive match of an ASCII literal is that literal lowercased, at the same
+    position (no other character lowers to more than one): a report with an em dash or an accented name is
+    prefiltered as plain ASCII is.
+    """
+    if text.isascii():
+        return text.lower()
+    return None if any(c in text for c in _HIDES_ASCII) else text.lower()
 
 
 def _sections(ctx: GradingContext, row: tuple[Any, ...]) -> Sections:
@@ -578,7 +598,7 @@ def _starts(items: list[Any]) -> tuple[str, ...] | None:
 
 
 def _may_match(pattern: str, lowered: list[str | None]) -> list[bool]:
-    """For each text (by its lowercase ASCII form, None if not ASCII), False if ``pattern`` cannot match it."""
+    """For each text (by its lowered form, None if ``_lowered`` gives none), False if ``pattern`` cannot match it."""
     needles = _needles(pattern)
     if needles is None:
         return [True] * len(lowered)

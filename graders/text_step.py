@@ -96,7 +96,7 @@ def _quiet(needles: tuple[str, ...], lows: list[tuple[str | None, str | None]]) 
     """Whether no changed section held or holds one of ``needles`` (so the pattern matched there neither time).
 
     The literal prefilter's rule (``checks_docs._needles``): on ASCII text every match contains a needle; a
-    text that is not ASCII (None) is never quiet.
+    text whose lowered form could hide a match (None, ``checks_docs._lowered``) is never quiet.
     """
     for old, new in lows:
         if old is None or new is None:

@@ -168,4 +168,10 @@ def test_a_fresh_parse_scanned_by_start_text_gives_what_a_search_per_section_giv
                 for t in (sections.joined if joined else sections.texts)
             ]
             assert found == want, (pattern, joined)
-    assert Sections.of([("", "Jürgen"), ("A", "x")])._scan("x", False) is None  # not ASCII: section by section
+    # lowered non-ASCII text is prefiltered as ASCII is, unless a character that matches an ASCII letter hides it
+    odd = [("", "Jürgen — ENG-1"), ("Kelvin", "\u212aelvin and ENG-1"), ("A", "x\u0131n \u017fhip \u0130n")]
+    for pattern in (r"\bENG\-1\b", "kelvin", "xin", "ship", "in", r"j.rgen\b"):
+        sections = Sections.of(odd)
+        want = [re.search(pattern, t, re.IGNORECASE) is not None for t in sections.texts]
+        assert sections.matching(pattern) == want, pattern
+    assert Sections.of(odd).texts_low[2] is None and Sections.of(odd)._scan("x", False) is None
