@@ -556,9 +556,12 @@ def _matching(pattern: str, texts: list[str], lowered: list[str | None]) -> list
     return [may and search(t) is not None for t, may in zip(texts, _may_match(pattern, lowered), strict=True)]
 
 
-@lru_cache(maxsize=4096)
+@lru_cache(maxsize=512)
 def _search(pattern: str) -> Callable[..., re.Match[str] | None]:
-    """``rx(pattern).search``, cached here: ``re.compile``'s own cache costs more than the search on a short text."""
+    """``rx(pattern).search``, cached here: ``re.compile``'s own cache costs more than the search on a short text.
+
+    As many as ``re`` keeps (512): a long run of episodes should not keep more compiled patterns alive than it.
+    """
     return rx(pattern).search
 
 
