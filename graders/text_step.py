@@ -95,8 +95,8 @@ them) and quotes the text of the sections its ``heading`` names (so a changed on
 def _quiet(needles: tuple[str, ...], lows: list[tuple[str | None, str | None]]) -> bool:
     """Whether no changed section held or holds one of ``needles`` (so the pattern matched there neither time).
 
-    The literal prefilter's rule (``checks_docs._needles``): on ASCII text every match contains a needle; a
-    text whose lowered form could hide a match (None, ``checks_docs._lowered``) is never quiet.
+    The literal prefilter's rule (``text_match._needles``): on ASCII text every match contains a needle; a
+    text whose lowered form could hide a match (None, ``text_match._lowered``) is never quiet.
     """
     for old, new in lows:
         if old is None or new is None:
@@ -120,7 +120,8 @@ def text_step(check: str, function: Callable[[], Callable[..., Any]]) -> Callabl
     joined, heads, quotes = QUIET[check]
 
     def on_step(ctx: GradingContext, rows: list[ChangeRow], params: list[dict[str, Any]]) -> dict[int, Verdict | None]:
-        from graders.checks_docs import _UNKNOWN, _doc_touches, _document, _needles, _sections  # lazy: office
+        from graders.checks_docs import _UNKNOWN, _doc_touches, _document, _sections  # lazy: office readers
+        from graders.text_match import _needles
 
         key = ("text_step", check, id(params))
         plan = ctx.lasting.get(key)
