@@ -12,18 +12,27 @@ exists), so the per-step progress score re-runs it only after a step that change
 
 from __future__ import annotations
 
-import importlib
 import json
-import re
 from collections.abc import Callable
-from functools import lru_cache
+from itertools import compress
 from typing import Any
 
 from graders.base import ChangeRow, CheckOutcome, GradingContext, check_fn
 from graders.checks_common import Regex, listing, rx, snippet, usernames
+from graders.text_match import (
+    Sections,
+    _matching,
+    _plain_sections,
+)
+from graders.text_match import _may_match as _may_match  # what the tests of the prefilter import from here
+from graders.text_match import _needles as _needles
+from graders.text_match import _prefix as _prefix
+from graders.text_step import shares_decided, text_step
 from worlds.blobs import read_blob
 from worlds.office import files
-from worlds.office.model import text_from_json
+from worlds.office.model import (
+    text_from_json,
+)
 from worlds.rawsql import Sql
 
 _EXTENSIONS = (".odt", ".docx", ".ods", ".xlsx")
@@ -31,15 +40,6 @@ _DOC_ROW = (
     "SELECT id, name, kind, mime_type, content, blob_sha256, version, owner_id FROM documents WHERE folder_id = ?"
 )
 _PERMISSION_RANK = {"view": 1, "comment": 2, "edit": 3}
-_sre_parser: Any = importlib.import_module("re._parser")  # what ``re.compile`` parses a pattern with
-_LITERAL, _BRANCH, _SUBPATTERN, _ASSERT = (
-    _sre_parser.LITERAL,
-    _sre_parser.BRANCH,
-    _sre_parser.SUBPATTERN,
-    _sre_parser.ASSERT,
-)
-_ZERO_WIDTH = (_sre_parser.AT, _sre_parser.ASSERT, _sre_parser.ASSERT_NOT)
-_REPEATS = (_sre_parser.MAX_REPEAT, _sre_parser.MIN_REPEAT, _sre_parser.POSSESSIVE_REPEAT)
 
 
 def _folder_id(sql: Sql, parts: list[str]) -> int | None:
@@ -169,63 +169,6 @@ def _content(ctx: GradingContext, row: tuple[Any, ...]) -> dict[str, Any] | byte
     return data
 
 
-class Sections(list[tuple[str, str]]):
-    r"""A text document's sections (heading, text), with what the checks' literal prefilter reads.
-
-    ``texts_low``: each section's text lowercased, None when it is not ASCII; ``joined`` each section as
-    ``heading\ntext`` (what the whole-document checks search) and ``joined_low`` the same lowercased.
-    """
-
-    texts_low: list[str | None]
-    joined: list[str]
-    joined_low: list[str | None]
-    under: dict[str, list[bool]]
-    """Which sections a heading pattern names, by pattern: a report's checks share a handful of headings."""
-    found: dict[tuple[str, bool], list[bool]]
-    """Which sections' texts (or ``joined`` forms) a pattern matches, by (pattern, joined): see ``matching``."""
-    before: dict[tuple[str, bool], dict[str, bool]]
-    """What the previous parse of the document found, by (pattern, joined) and then by text."""
-
-    @classmethod
-    def of(cls, sections: list[tuple[str, str]], previous: Sections | None = None) -> Sections:
-        """The sections with their lowercase forms, worked out once per parse for every check.
-
-        ``previous`` is the document's last parse: a write changes a section or two, and a pattern's verdict
-        on a section whose text did not change is the one found then (it depends on the pattern and the
-        text alone).
-        """
-        out = cls(sections)
-        out.texts_low = [t.lower() if t.isascii() else None for _, t in sections]
-        out.joined = [f"{h}\n{t}" for h, t in sections]
-        out.joined_low = [j.lower() if j.isascii() else None for j in out.joined]
-        out.under, out.found, out.before = {}, {}, {}
-        if previous is not None:
-            for (pattern, joined), hits in previous.found.items():
-                texts = previous.joined if joined else [t for _, t in previous]
-                out.before[(pattern, joined)] = dict(zip(texts, hits, strict=True))
-        return out
-
-    def matching(self, pattern: str, joined: bool = False) -> list[bool]:
-        """Whether ``pattern`` (case-insensitive) matches each section's text (``joined``: heading and text).
-
-        Once per parse and pattern; a section the previous parse held with the same text keeps its answer.
-        """
-        key = (pattern, joined)
-        hits = self.found.get(key)
-        if hits is None:
-            texts = self.joined if joined else [t for _, t in self]
-            lowered = self.joined_low if joined else self.texts_low
-            known = self.before.get(key)
-            if known is None:
-                hits = _matching(pattern, texts, lowered)
-            else:
-                new = [i for i, t in enumerate(texts) if t not in known]
-                fresh = iter(_matching(pattern, [texts[i] for i in new], [lowered[i] for i in new]))
-                hits = [known[t] if t in known else next(fresh) for t in texts]
-            self.found[key] = hits
-        return hits
-
-
 def _sections(ctx: GradingContext, row: tuple[Any, ...]) -> Sections:
     """The sections of text document ``row`` (``TextDoc.sections``), parsed once per content for every check.
 
@@ -240,128 +183,14 @@ def _sections(ctx: GradingContext, row: tuple[Any, ...]) -> Sections:
         found: Sections = kept[0]
         return found
     content = _content(ctx, row)
-    fmt = files.format_of_mime(str(row[3]))
-    doc = text_from_json(content) if isinstance(content, dict) else files.read_text(content, fmt)
-    sections = Sections.of(doc.sections(), kept[0] if kept is not None else None)
+    found_sections = _plain_sections(content) if isinstance(content, dict) else None
+    if found_sections is None:
+        fmt = files.format_of_mime(str(row[3]))
+        doc = text_from_json(content) if isinstance(content, dict) else files.read_text(content, fmt)
+        found_sections = doc.sections()
+    sections = Sections.of(found_sections, kept[0] if kept is not None else None)
     ctx.lasting[key] = (sections, row[4], row[5], row[3])
     return sections
-
-
-@lru_cache(maxsize=4096)
-def _needles(pattern: str) -> tuple[str, ...] | None:
-    r"""Lowercase ASCII texts one of which every case-insensitive match of ``pattern`` contains; None if unknown.
-
-    The longest run of plain characters the pattern's top level requires (``SEA-3`` of ``\bSEA\-3\b``), or
-    one per branch of a top-level alternation. On ASCII text a case-insensitive match of ASCII letters is a
-    match of their lowercase forms, so a section whose lowercased text holds none of them cannot match, and a
-    check skips the regex there (a scan of every character) for one substring search. Anything the parse
-    does not show plainly gives None, and the regex runs everywhere.
-    """
-    try:
-        return _required(list(_sre_parser.parse(pattern, re.IGNORECASE)))
-    except Exception:  # a pattern the private parser reads differently: no prefilter, never a wrong one
-        return None
-
-
-def _required(items: list[Any]) -> tuple[str, ...] | None:
-    """Needles for the sequence ``items`` of a parsed pattern (see ``_needles``), or None if none is plain.
-
-    Every item of a sequence must match, so each one yields a candidate: a run of plain characters, a group's
-    or a lookaround's own needles, one needle per alternative of a branch, the body of a repeat that must
-    occur at least once. The candidate kept is the one whose shortest needle is longest (the rarest text).
-    """
-    options: list[tuple[str, ...]] = []
-    run: list[str] = []
-    for op, av in items:
-        if op is _LITERAL:
-            run.append(chr(av))
-            continue
-        if run:
-            options.append(("".join(run),))
-            run = []
-        sub: tuple[str, ...] | None = None
-        if op is _SUBPATTERN:
-            sub = _required(list(av[3]))
-        elif op is _ASSERT:
-            sub = _required(list(av[1]))
-        elif op in _REPEATS and av[0] >= 1:
-            sub = _required(list(av[2]))
-        elif op is _BRANCH:
-            alternatives = [_required(list(branch)) for branch in av[1]]
-            if all(a is not None for a in alternatives):
-                sub = tuple(n for a in alternatives if a is not None for n in a)
-        if sub:
-            options.append(sub)
-    if run:
-        options.append(("".join(run),))
-    plain = [o for o in options if all(n and n.isascii() for n in o)]
-    if not plain:
-        return None
-    return tuple(n.lower() for n in max(plain, key=lambda o: min(len(n) for n in o)))
-
-
-def _matching(pattern: str, texts: list[str], lowered: list[str | None]) -> list[bool]:
-    r"""Whether ``pattern`` (case-insensitive) finds a match in each of ``texts`` (``lowered``: their ASCII forms).
-
-    A pattern that starts with plain text (after zero-width assertions: ``\bSEA\-3``) can only match where
-    that text starts, so the regex starts at its first occurrence (``search(text, pos)`` still sees the
-    characters before ``pos`` for ``\b``, lookbehinds and ``^``) rather than scanning the section from the top.
-    """
-    search = rx(pattern).search
-    starts = _prefix(pattern)
-    if starts is not None:
-        out = []
-        for t, low in zip(texts, lowered, strict=True):
-            at = 0 if low is None else min((i for p in starts if (i := low.find(p)) >= 0), default=-1)
-            out.append(at >= 0 and search(t, at) is not None)
-        return out
-    return [may and search(t) is not None for t, may in zip(texts, _may_match(pattern, lowered), strict=True)]
-
-
-@lru_cache(maxsize=4096)
-def _prefix(pattern: str) -> tuple[str, ...] | None:
-    r"""Plain ASCII texts (lowercased) one of which every match of ``pattern`` starts with, or None.
-
-    Only zero-width items (anchors, lookarounds) may come before the text, so a match begins where one of
-    them does; a leading group or alternation gives its alternatives' (``\bSEA\-3\b...|Review...``).
-    """
-    try:
-        return _starts(list(_sre_parser.parse(pattern, re.IGNORECASE)))
-    except Exception:  # a pattern the private parser reads differently: no prefix, never a wrong one
-        return None
-
-
-def _starts(items: list[Any]) -> tuple[str, ...] | None:
-    run: list[str] = []
-    for op, av in items:
-        if op is _LITERAL:
-            run.append(chr(av))
-            continue
-        if run:
-            break
-        if op in _ZERO_WIDTH:
-            continue
-        found: list[tuple[str, ...] | None] = []
-        if op is _SUBPATTERN:
-            found = [_starts(list(av[3]))]
-        elif op is _BRANCH:
-            found = [_starts(list(branch)) for branch in av[1]]
-        if found and all(f is not None for f in found):
-            return tuple(t for f in found if f is not None for t in f)
-        return None
-    text = "".join(run)
-    return (text.lower(),) if text and text.isascii() else None
-
-
-def _may_match(pattern: str, lowered: list[str | None]) -> list[bool]:
-    """For each text (by its lowercase ASCII form, None if not ASCII), False if ``pattern`` cannot match it."""
-    needles = _needles(pattern)
-    if needles is None:
-        return [True] * len(lowered)
-    if len(needles) == 1:
-        n = needles[0]
-        return [low is None or n in low for low in lowered]
-    return [low is None or any(n in low for n in needles) for low in lowered]
 
 
 def _doc_rows(ctx: GradingContext, document: str, **_: Any) -> set[tuple[str, tuple[Any, ...]]] | None:
@@ -421,6 +250,20 @@ def _on_document(check: str) -> dict[str, Any]:
     }
 
 
+def _on_text(check: str) -> dict[str, Any]:
+    """What ``check_fn`` is told of a text-document check: one ``on_step`` call a step for all of a rubric's.
+
+    ``graders.text_step`` keeps the verdict of each check a write's changed sections cannot move; the
+    evaluator a single check would be decided by (``on_changes``) is kept for callers that ask one check.
+    """
+    return {
+        "reads": ("documents",),
+        "touches": _doc_touches,
+        "on_changes": _decided_by_rows(check),
+        "on_step": text_step(check, lambda: globals()[check]),
+    }
+
+
 def _text_sections(ctx: GradingContext, document: str, name: str) -> Sections | CheckOutcome:
     """The sections of text document ``document``, or the failing outcome saying why there is none to read."""
     row = _document(ctx, document)
@@ -431,7 +274,7 @@ def _text_sections(ctx: GradingContext, document: str, name: str) -> Sections | 
     return _sections(ctx, row)
 
 
-@check_fn("doc_section_contains", **_on_document("doc_section_contains"))
+@check_fn("doc_section_contains", **_on_text("doc_section_contains"))
 def doc_section_contains(
     ctx: GradingContext,
     document: str,
@@ -457,6 +300,12 @@ def doc_section_contains(
     if True not in under:
         shown = listing([repr(h) for h, _ in sections if h], 6) or "none"
         return CheckOutcome.of(False, f"{name}: no section heading matches /{heading}/ (headings: {shown})")
+    if not only_there and (pattern, False) not in sections.found:
+        # the first named section that matches is all a pass reads: ask the others only if none does
+        texts, lowered = sections.texts, sections.texts_low
+        for i in compress(range(len(under)), under):
+            if _matching(pattern, [texts[i]], [lowered[i]])[0]:
+                return CheckOutcome.of(True, f"{name}: in section {sections[i][0]!r}")
     said = sections.matching(pattern)
     hits = [h for (h, _), u, m in zip(sections, under, said, strict=True) if u and m]
     elsewhere = [
@@ -472,7 +321,7 @@ def doc_section_contains(
     return CheckOutcome.of(True, f"{name}: in section {hits[0]!r}")
 
 
-@check_fn("doc_mentions_none", **_on_document("doc_mentions_none"))
+@check_fn("doc_mentions_none", **_on_text("doc_mentions_none"))
 def doc_mentions_none(ctx: GradingContext, document: str, pattern: Regex, label: str | None = None) -> CheckOutcome:
     """Text document ``document`` exists and none of its headings or text matches ``pattern``.
 
@@ -484,11 +333,11 @@ def doc_mentions_none(ctx: GradingContext, document: str, pattern: Regex, label:
     sections = _text_sections(ctx, document, name)
     if isinstance(sections, CheckOutcome):
         return sections
-    finditer = rx(pattern).finditer
+    finditer = rx(pattern).finditer  # only where ``matching`` found a match (kept per section across writes)
     found = [
         f"{m.group(0)} under {h!r}" if h else f"{m.group(0)} before the first heading"
-        for (h, _), text, may in zip(sections, sections.joined, _may_match(pattern, sections.joined_low), strict=True)
-        if may
+        for (h, _), text, hit in zip(sections, sections.joined, sections.matching(pattern, joined=True), strict=True)
+        if hit
         for m in finditer(text)
     ]
     if found:
@@ -599,6 +448,7 @@ def _shared_in_episode(ctx: GradingContext, doc_id: int) -> tuple[int, list[tupl
     validate=_check_permission,
     reads=("documents", "document_shares", "employees"),
     touches=_share_touches,
+    on_changes=shares_decided(lambda: globals()["doc_shared_with"]),
 )
 def doc_shared_with(
     ctx: GradingContext,
@@ -620,7 +470,11 @@ def doc_shared_with(
     return CheckOutcome.of(ok, f"{username} has {held or 'no'} access to {document} (needs {permission})")
 
 
-@check_fn("doc_not_shared", reads=("documents", "document_shares", "employees"))
+@check_fn(
+    "doc_not_shared",
+    reads=("documents", "document_shares", "employees"),
+    on_changes=shares_decided(lambda: globals()["doc_not_shared"]),
+)
 def doc_not_shared(ctx: GradingContext, document: str) -> CheckOutcome:
     """Nobody was given access to ``document`` during the episode (no share added or raised on it).
 
@@ -639,7 +493,7 @@ def doc_not_shared(ctx: GradingContext, document: str) -> CheckOutcome:
     return CheckOutcome.of(False, f"{document} was shared during the episode with {shown}")
 
 
-@check_fn("doc_lacks", **_on_document("doc_lacks"))
+@check_fn("doc_lacks", **_on_text("doc_lacks"))
 def doc_lacks(ctx: GradingContext, document: str, pattern: Regex, label: str | None = None) -> CheckOutcome:
     """Text document ``document`` exists and no part of it matches ``pattern``.
 

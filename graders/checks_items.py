@@ -40,6 +40,7 @@ from graders.checks_meetings import (
     touch_step,
 )
 from graders.meeting_log import _employee
+from graders.text_step import shares_decided, text_step
 from mcp_tools.calendar.slots import Person
 
 _DAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
@@ -169,7 +170,12 @@ def _share_touches(ctx: GradingContext, row: Any, document: str, **_: Any) -> bo
     return touches(ctx, row, document)
 
 
-@check_fn("doc_shared_only_with", reads=("documents", "document_shares", "employees"), touches=_share_touches)
+@check_fn(
+    "doc_shared_only_with",
+    reads=("documents", "document_shares", "employees"),
+    touches=_share_touches,
+    on_changes=shares_decided(lambda: globals()["doc_shared_only_with"]),
+)
 def doc_shared_only_with(ctx: GradingContext, document: str, usernames: list[str]) -> CheckOutcome:
     """Every share of ``document`` added or raised during the episode went to one of ``usernames``.
 
@@ -188,13 +194,6 @@ def doc_shared_only_with(ctx: GradingContext, document: str, usernames: list[str
     if others:
         return CheckOutcome.of(False, f"{document} was also shared with {listing(others)}")
     return CheckOutcome.of(True, f"{document} was shared with {listing([u for u, _ in found]) or 'nobody'} only")
-
-
-def _doc_rows(ctx: GradingContext, document: str, **_: Any) -> Any:
-    """``checks_docs._doc_rows`` (the document's row once it exists), imported on first use."""
-    from graders.checks_docs import _doc_rows as rows
-
-    return rows(ctx, document)
 
 
 def _doc_touches(ctx: GradingContext, row: Any, document: str, **_: Any) -> bool:
@@ -217,10 +216,9 @@ def _mentions_decided(ctx: GradingContext, rows: Any, **kwargs: Any) -> tuple[fl
 @check_fn(
     "doc_mentions_once",
     reads=("documents",),
-    rows=_doc_rows,
-    on_rows=_mentions_decided,
     touches=_doc_touches,
     on_changes=_mentions_decided,
+    on_step=text_step("doc_mentions_once", lambda: globals()["doc_mentions_once"]),
 )
 def doc_mentions_once(ctx: GradingContext, document: str, pattern: Regex, label: str | None = None) -> CheckOutcome:
     """Text document ``document`` matches ``pattern`` exactly once, headings and body alike (any case).
@@ -228,14 +226,14 @@ def doc_mentions_once(ctx: GradingContext, document: str, pattern: Regex, label:
     The per-item "listed once" of a list a reader scans: a ticket merged in two commits, or named by two
     sections, is one change and reads as two. ``label`` names the item in the evidence.
     """
-    from graders.checks_docs import _may_match, _text_sections  # lazy: the office readers load on first use
+    from graders.checks_docs import _text_sections  # lazy: the office readers load on first use
 
     name = label or pattern
     sections = _text_sections(ctx, document, name)
     if isinstance(sections, CheckOutcome):
         return sections
     found = rx(pattern)
-    may = _may_match(pattern, sections.texts_low)  # a substring test before the regex scans a section
+    may = sections.matching(pattern)  # the sections whose text matches at all (kept per section across writes)
     where = [
         heading or "(before the first heading)"
         for (heading, body), hit in zip(sections, may, strict=True)

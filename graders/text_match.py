@@ -1,0 +1,323 @@
+"""Text-document matching for the document checks: a parse's sections and the literal prefilters of a pattern.
+
+What ``checks_docs``' text checks (and ``graders.text_step``, which keeps their verdicts across writes) ask of
+a document's text: ``Sections`` (a parse's sections with their lowered forms, the sections changed since the
+parse before, each pattern's answers per section, carried over from that parse), the literal texts every
+match of a pattern must contain (``_needles``) or start with (``_prefix``), read from the pattern's parse by
+``re``'s own parser. Pure text: no database, no context.
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+from bisect import bisect_right
+from collections.abc import Callable
+from functools import lru_cache
+from typing import Any
+
+from graders.checks_common import rx
+
+_sre_parser: Any = importlib.import_module("re._parser")  # what ``re.compile`` parses a pattern with
+_LITERAL, _BRANCH, _SUBPATTERN, _ASSERT = (
+    _sre_parser.LITERAL,
+    _sre_parser.BRANCH,
+    _sre_parser.SUBPATTERN,
+    _sre_parser.ASSERT,
+)
+_ZERO_WIDTH = (_sre_parser.AT, _sre_parser.ASSERT, _sre_parser.ASSERT_NOT)
+_REPEATS = (_sre_parser.MAX_REPEAT, _sre_parser.MIN_REPEAT, _sre_parser.POSSESSIVE_REPEAT)
+
+
+class Sections(list[tuple[str, str]]):
+    r"""A text document's sections (heading, text), with what the checks' literal prefilter reads.
+
+    ``texts``: each section's text; ``texts_low``: each section's text lowercased, None when that could hide
+    a match (``_lowered``);
+    ``joined`` each section as ``heading\ntext`` (what the whole-document checks search) and ``joined_low`` the
+    same lowercased.
+    """
+
+    texts: list[str]
+    texts_low: list[str | None]
+    joined: list[str]
+    joined_low: list[str | None]
+    under: dict[str, list[bool]]
+    """Which sections a heading pattern names, by pattern: a report's checks share a handful of headings."""
+    found: dict[tuple[str, bool], list[bool]]
+    """Which sections' texts (or ``joined`` forms) a pattern matches, by (pattern, joined): see ``matching``."""
+    whole: dict[bool, tuple[str, list[int]]]
+    """By ``joined``: the sections' lowercased forms joined by NUL and where each starts (``_scan``)."""
+    prev: Sections | None
+    """The document's parse before this one (only one back: its own ``prev`` is dropped), or None."""
+    changed: list[int] | None
+    """Which sections differ from ``prev``'s (heading or text), or None when the count differs or no ``prev``."""
+    same_heads: bool
+    """Whether ``prev`` had the same headings in the same order (so ``under`` carries over)."""
+
+    @classmethod
+    def of(cls, sections: list[tuple[str, str]], previous: Sections | None = None) -> Sections:
+        """The sections with their lowercase forms, worked out once per parse for every check.
+
+        ``previous`` is the document's last parse: a write changes a section or two, and a pattern's verdict
+        on a section whose text did not change is the one found then (it depends on the pattern and the
+        text alone). The sections that changed are found here once (``changed``), which lets
+        ``graders.text_step`` keep the verdict of every check none of them can move.
+        """
+        out = cls(sections)
+        out.texts = [t for _, t in sections]
+        out.texts_low = [_lowered(t) for t in out.texts]
+        out.joined = [f"{h}\n{t}" for h, t in sections]
+        out.joined_low = [_lowered(j) for j in out.joined]
+        out.under, out.found, out.prev, out.changed, out.same_heads = {}, {}, previous, None, False
+        out.whole = {}
+        if previous is not None:
+            previous.prev = None  # one parse back is all a check compares with: no chain over the episode
+            if len(previous) == len(sections):
+                out.changed = [i for i, (a, b) in enumerate(zip(previous, sections, strict=True)) if a != b]
+                out.same_heads = all(a[0] == b[0] for a, b in zip(previous, sections, strict=True))
+                if out.same_heads:
+                    out.under = dict(previous.under)
+        return out
+
+    def matching(self, pattern: str, joined: bool = False) -> list[bool]:
+        """Whether ``pattern`` (case-insensitive) matches each section's text (``joined``: heading and text).
+
+        Once per parse and pattern; a section the previous parse held with the same text keeps its answer
+        (by position when only some sections changed, else by text).
+        """
+        key = (pattern, joined)
+        hits = self.found.get(key)
+        if hits is None:
+            texts = self.joined if joined else self.texts
+            lowered = self.joined_low if joined else self.texts_low
+            prev = self.prev
+            old = prev.found.get(key) if prev is not None else None
+            if old is None or prev is None:
+                hits = self._scan(pattern, joined) or _matching(pattern, texts, lowered)
+            elif self.changed is not None:
+                hits = list(old)
+                redo = self.changed
+                fresh = _matching(pattern, [texts[i] for i in redo], [lowered[i] for i in redo])
+                for i, hit in zip(redo, fresh, strict=True):
+                    hits[i] = hit
+            else:
+                known = dict(zip(prev.joined if joined else prev.texts, old, strict=True))
+                new = [i for i, t in enumerate(texts) if t not in known]
+                rest = iter(_matching(pattern, [texts[i] for i in new], [lowered[i] for i in new]))
+                hits = [known[t] if t in known else next(rest) for t in texts]
+            self.found[key] = hits
+        return hits
+
+    def _scan(self, pattern: str, joined: bool) -> list[bool] | None:
+        """``_matching`` over every section at once, by the occurrences of the pattern's start texts.
+
+        A fresh parse asks every check's pattern of every section; a pattern's start text (``_prefix``) occurs
+        in one or two of them, so it is found in the whole document's lowercased text (sections joined by a
+        NUL) and the regex runs from its first occurrence in each section that holds it (for several start
+        texts, from each one's: a match begins at one of them), rather than a search per section. None when a
+        section's lowered form could hide a match (``_lowered``) or the pattern has no start text: the caller asks
+        section by section.
+        """
+        starts = _prefix(pattern)
+        if starts is None:
+            return None
+        whole = self.whole.get(joined)
+        if whole is None:
+            lowered = self.joined_low if joined else self.texts_low
+            if None in lowered:
+                return None
+            offsets, at = [], 0
+            for low in lowered:
+                offsets.append(at)
+                at += len(low) + 1  # type: ignore[arg-type]
+            whole = self.whole[joined] = ("\0".join(lowered), offsets)  # type: ignore[arg-type]
+        text, offsets = whole
+        texts = self.joined if joined else self.texts
+        search = _search(pattern)
+        hits = [False] * len(texts)
+        last = len(texts) - 1
+        for start in starts:
+            pos = text.find(start)
+            while pos >= 0:
+                i = bisect_right(offsets, pos) - 1
+                local = pos - offsets[i]
+                if local + len(start) > len(texts[i]):  # across the NUL between two sections: look on
+                    pos = text.find(start, pos + 1)
+                    continue
+                if not hits[i] and search(texts[i], local) is not None:
+                    hits[i] = True
+                pos = text.find(start, offsets[i + 1]) if i < last else -1
+        return hits
+
+
+_HIDES_ASCII = ("\u0130", "\u0131", "\u017f")
+"""The characters a case-insensitive pattern matches to an ASCII letter that ``str.lower`` does not turn into
+that letter in place (İ lowers to two characters, ı and ſ stay): the only ones, with the Kelvin sign (which
+lowers to k), that ``re.IGNORECASE`` matches to ASCII letters."""
+
+
+def _lowered(text: str) -> str | None:
+    """``text`` lowercased for the literal prefilters, or None when lowercasing could hide a match.
+
+    On such a form every case-insensitive match of an ASCII literal is that literal lowercased, at the same
+    position (no other character lowers to more than one): a report with an em dash or an accented name is
+    prefiltered as plain ASCII is.
+    """
+    if text.isascii():
+        return text.lower()
+    return None if any(c in text for c in _HIDES_ASCII) else text.lower()
+
+
+def _plain_sections(content: dict[str, Any]) -> list[tuple[str, str]] | None:
+    """``text_from_json(content).sections()`` read straight from the blocks, or None to take that path.
+
+    A write's parse is most of what a report's checks cost at that step, and a ``Block`` per paragraph is
+    most of the parse. Only the plain stored form is read here (blocks, no comments); anything else, or a
+    block that does not read as (level, text), goes through ``text_from_json`` (which says what is wrong).
+    """
+    blocks = content.get("blocks")
+    if type(blocks) is not list or content.get("comments"):
+        return None
+    out: list[tuple[str, list[str]]] = [("", [])]
+    try:
+        for level, text in blocks:
+            if int(level) > 0:
+                out.append((str(text).strip(), []))
+            else:
+                out[-1][1].append(str(text))
+    except Exception:  # a malformed block: the full reader raises what the check reports
+        return None
+    return [(h, "\n".join(body)) for h, body in out]
+
+
+@lru_cache(maxsize=4096)
+def _needles(pattern: str) -> tuple[str, ...] | None:
+    r"""Lowercase ASCII texts one of which every case-insensitive match of ``pattern`` contains; None if unknown.
+
+    The longest run of plain characters the pattern's top level requires (``SEA-3`` of ``\bSEA\-3\b``), or
+    one per branch of a top-level alternation. On ASCII text a case-insensitive match of ASCII letters is a
+    match of their lowercase forms, so a section whose lowercased text holds none of them cannot match, and a
+    check skips the regex there (a scan of every character) for one substring search. Anything the parse
+    does not show plainly gives None, and the regex runs everywhere.
+    """
+    try:
+        return _required(list(_sre_parser.parse(pattern, re.IGNORECASE)))
+    except Exception:  # a pattern the private parser reads differently: no prefilter, never a wrong one
+        return None
+
+
+def _required(items: list[Any]) -> tuple[str, ...] | None:
+    """Needles for the sequence ``items`` of a parsed pattern (see ``_needles``), or None if none is plain.
+
+    Every item of a sequence must match, so each one yields a candidate: a run of plain characters, a group's
+    or a lookaround's own needles, one needle per alternative of a branch, the body of a repeat that must
+    occur at least once. The candidate kept is the one whose shortest needle is longest (the rarest text).
+    """
+    options: list[tuple[str, ...]] = []
+    run: list[str] = []
+    for op, av in items:
+        if op is _LITERAL:
+            run.append(chr(av))
+            continue
+        if run:
+            options.append(("".join(run),))
+            run = []
+        sub: tuple[str, ...] | None = None
+        if op is _SUBPATTERN:
+            sub = _required(list(av[3]))
+        elif op is _ASSERT:
+            sub = _required(list(av[1]))
+        elif op in _REPEATS and av[0] >= 1:
+            sub = _required(list(av[2]))
+        elif op is _BRANCH:
+            alternatives = [_required(list(branch)) for branch in av[1]]
+            if all(a is not None for a in alternatives):
+                sub = tuple(n for a in alternatives if a is not None for n in a)
+        if sub:
+            options.append(sub)
+    if run:
+        options.append(("".join(run),))
+    plain = [o for o in options if all(n and n.isascii() for n in o)]
+    if not plain:
+        return None
+    return tuple(n.lower() for n in max(plain, key=lambda o: min(len(n) for n in o)))
+
+
+def _matching(pattern: str, texts: list[str], lowered: list[str | None]) -> list[bool]:
+    r"""Whether ``pattern`` (case-insensitive) finds a match in each of ``texts`` (``lowered``: their ASCII forms).
+
+    A pattern that starts with plain text (after zero-width assertions: ``\bSEA\-3``) can only match where
+    that text starts, so the regex starts at its first occurrence (``search(text, pos)`` still sees the
+    characters before ``pos`` for ``\b``, lookbehinds and ``^``) rather than scanning the section from the top.
+    """
+    search = _search(pattern)
+    starts = _prefix(pattern)
+    if starts is not None:
+        out = []
+        if len(starts) == 1:  # the common case, without a generator per section
+            start = starts[0]
+            for t, low in zip(texts, lowered, strict=True):
+                at = 0 if low is None else low.find(start)
+                out.append(at >= 0 and search(t, at) is not None)
+            return out
+        for t, low in zip(texts, lowered, strict=True):
+            at = 0 if low is None else min((i for p in starts if (i := low.find(p)) >= 0), default=-1)
+            out.append(at >= 0 and search(t, at) is not None)
+        return out
+    return [may and search(t) is not None for t, may in zip(texts, _may_match(pattern, lowered), strict=True)]
+
+
+@lru_cache(maxsize=512)
+def _search(pattern: str) -> Callable[..., re.Match[str] | None]:
+    """``rx(pattern).search``, cached here: ``re.compile``'s own cache costs more than the search on a short text.
+
+    As many as ``re`` keeps (512): a long run of episodes should not keep more compiled patterns alive than it.
+    """
+    return rx(pattern).search
+
+
+@lru_cache(maxsize=4096)
+def _prefix(pattern: str) -> tuple[str, ...] | None:
+    r"""Plain ASCII texts (lowercased) one of which every match of ``pattern`` starts with, or None.
+
+    Only zero-width items (anchors, lookarounds) may come before the text, so a match begins where one of
+    them does; a leading group or alternation gives its alternatives' (``\bSEA\-3\b...|Review...``).
+    """
+    try:
+        return _starts(list(_sre_parser.parse(pattern, re.IGNORECASE)))
+    except Exception:  # a pattern the private parser reads differently: no prefix, never a wrong one
+        return None
+
+
+def _starts(items: list[Any]) -> tuple[str, ...] | None:
+    run: list[str] = []
+    for op, av in items:
+        if op is _LITERAL:
+            run.append(chr(av))
+            continue
+        if run:
+            break
+        if op in _ZERO_WIDTH:
+            continue
+        found: list[tuple[str, ...] | None] = []
+        if op is _SUBPATTERN:
+            found = [_starts(list(av[3]))]
+        elif op is _BRANCH:
+            found = [_starts(list(branch)) for branch in av[1]]
+        if found and all(f is not None for f in found):
+            return tuple(t for f in found if f is not None for t in f)
+        return None
+    text = "".join(run)
+    return (text.lower(),) if text and text.isascii() else None
+
+
+def _may_match(pattern: str, lowered: list[str | None]) -> list[bool]:
+    """For each text (by its lowered form, None if ``_lowered`` gives none), False if ``pattern`` cannot match it."""
+    needles = _needles(pattern)
+    if needles is None:
+        return [True] * len(lowered)
+    if len(needles) == 1:
+        n = needles[0]
+        return [low is None or n in low for low in lowered]
+    return [low is None or any(n in low for n in needles) for low in lowered]

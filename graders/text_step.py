@@ -1,0 +1,229 @@
+"""One call a step for all of a rubric's text-document checks of one function (``check_fn(on_step=)``).
+
+A status report's rubric asks a fact per section: a dozen or more ``doc_section_contains`` checks on one
+document, and a write changes one section of it. Asking each check after each write (a ``touches`` call per
+row, an evaluator that runs the whole function) cost 15 to 20 µs a check, most of it re-deciding what the
+write could not move. Here the checks of a function are grouped by document, and a step costs:
+
+- per document no row of the step concerns (``checks_docs._doc_touches``): nothing;
+- per document whose content did not change (the same parse, ``checks_docs._sections``): nothing;
+- per check on a document a write changed: the pattern is matched against the changed sections only (the
+  others keep their answer, ``Sections.matching``), and the function runs again only when one of those
+  answers moved or the check's evidence quotes a changed section. A check left out keeps its verdict.
+
+Exactness rests on one rule: a verdict is kept only when the parse it was taken on is the one the new parse
+was diffed against (``Sections.prev``), so a write this hook did not see (a check re-run by the framework
+after a rename, say) sends every check of the document back to its function.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from graders.base import GradingContext
+from graders.changes import ChangeRow
+
+Verdict = tuple[float, str, dict[str, Any]]
+_MISSING = ("no document",)
+"""The state of a document no row names: its checks' verdicts say so and stand until a row does."""
+
+
+def _unmoved_contains(sections: Any, kw: dict[str, Any]) -> bool:
+    """Whether ``doc_section_contains``' verdict on ``sections.prev`` stands on ``sections``.
+
+    It reads which sections the heading names, which match the pattern, and, only when no named section
+    matches, the text of the named ones (the evidence quotes it): with the same headings and the same answer
+    on each changed section, nothing it reads moved unless it quotes a changed section.
+    """
+    under = sections.under.get(kw["heading"]) if sections.same_heads else None
+    if under is None or not _same_answers(sections, kw["pattern"], False, lambda old, new: old == new):
+        return False
+    if not any(under[i] for i in sections.changed):
+        return True
+    old = sections.prev.found[(kw["pattern"], False)]
+    return any(u and m for u, m in zip(under, old, strict=True))  # a named section matched: no text quoted
+
+
+def _unmoved_absent(sections: Any, kw: dict[str, Any]) -> bool:
+    """Whether ``doc_mentions_none``'s verdict stands: no changed section matched before or matches now."""
+    return _same_answers(sections, kw["pattern"], True, lambda old, new: not old and not new)
+
+
+def _unmoved_lacks(sections: Any, kw: dict[str, Any]) -> bool:
+    """Whether ``doc_lacks``' verdict stands: each changed section's answer is the same, a hit under its old heading."""
+    prev = sections.prev
+    return _same_answers(sections, kw["pattern"], True, lambda old, new: old == new) and all(
+        not sections.found[(kw["pattern"], True)][i] or sections[i][0] == prev[i][0] for i in sections.changed
+    )
+
+
+def _unmoved_once(sections: Any, kw: dict[str, Any]) -> bool:
+    """Whether ``doc_mentions_once``' verdict stands: the same headings, no changed text mentioning it then or now."""
+    return sections.same_heads and _same_answers(sections, kw["pattern"], False, lambda old, new: not old and not new)
+
+
+def _same_answers(sections: Any, pattern: str, joined: bool, same: Callable[[bool, bool], bool]) -> bool:
+    """Whether ``same(old, new)`` holds for the pattern's answer on each changed section.
+
+    The old answers are those the checks asked of the previous parse (every check on the document was decided
+    on it); a pattern never asked there (its check failed before matching) is not known, and the check re-runs.
+    """
+    old = sections.prev.found.get((pattern, joined))
+    if old is None:
+        return False
+    new = sections.matching(pattern, joined)
+    return all(same(old[i], new[i]) for i in sections.changed)
+
+
+UNMOVED: dict[str, Callable[[Any, dict[str, Any]], bool]] = {
+    "doc_section_contains": _unmoved_contains,
+    "doc_mentions_none": _unmoved_absent,
+    "doc_lacks": _unmoved_lacks,
+    "doc_mentions_once": _unmoved_once,
+}
+QUIET: dict[str, tuple[bool, bool, bool]] = {
+    "doc_section_contains": (False, True, True),
+    "doc_mentions_none": (True, False, False),
+    "doc_lacks": (True, False, False),
+    "doc_mentions_once": (False, True, False),
+}
+"""Per function, for the quick test: whether it reads the ``joined`` forms, needs the same headings (it reads
+them) and quotes the text of the sections its ``heading`` names (so a changed one there is never quiet)."""
+
+
+def _quiet(needles: tuple[str, ...], lows: list[tuple[str | None, str | None]]) -> bool:
+    """Whether no changed section held or holds one of ``needles`` (so the pattern matched there neither time).
+
+    The literal prefilter's rule (``text_match._needles``): on ASCII text every match contains a needle; a
+    text whose lowered form could hide a match (None, ``text_match._lowered``) is never quiet.
+    """
+    for old, new in lows:
+        if old is None or new is None:
+            return False
+        for n in needles:
+            if n in old or n in new:
+                return False
+    return True
+
+
+def text_step(check: str, function: Callable[[], Callable[..., Any]]) -> Callable[..., dict[int, Verdict | None]]:
+    """The ``on_step`` evaluator of text check ``check`` (``function()`` gives the check function, when called).
+
+    ``function`` is a thunk because the check is defined after the evaluator is registered with it, and
+    ``checks_items`` loads the office readers only when a rubric uses them. Per check on a changed document,
+    first the quick test (no changed section holds the pattern's literal text, before or after the write:
+    a substring search, O(1) in the checks' terms), then ``UNMOVED``'s (the pattern matched on the changed
+    sections), and only then the function.
+    """
+    unmoved = UNMOVED[check]
+    joined, heads, quotes = QUIET[check]
+
+    def on_step(ctx: GradingContext, rows: list[ChangeRow], params: list[dict[str, Any]]) -> dict[int, Verdict | None]:
+        from graders.checks_docs import _UNKNOWN, _doc_touches, _document, _sections  # lazy: office readers
+        from graders.text_match import _needles
+
+        key = ("text_step", check, id(params))
+        plan = ctx.lasting.get(key)
+        if plan is None or plan[0] is not params:
+            by_doc: dict[str, list[int]] = {}
+            for pos, kw in enumerate(params):
+                by_doc.setdefault(kw["document"], []).append(pos)
+            needles = [_needles(kw["pattern"]) for kw in params]
+            plan = ctx.lasting[key] = (params, by_doc, {}, needles)
+        states: dict[str, Any] = plan[2]
+        out: dict[int, Verdict | None] = {}
+        fn = function()
+        for document, positions in plan[1].items():
+            if not any(_doc_touches(ctx, r, document) for r in rows):
+                continue
+            row = _document(ctx, document, query=False)
+            if row is _UNKNOWN:
+                states.pop(document, None)
+                out.update(dict.fromkeys(positions))
+                continue
+            was = states.get(document)
+            if row is None:
+                state: Any = _MISSING
+                if was is _MISSING:
+                    continue
+            elif row[2] == "text":
+                state = _sections(ctx, row)
+                if was is state:
+                    continue
+            else:
+                state = None  # a spreadsheet or the like: its checks fail fast, so each is asked again
+            # the verdicts stand on the parse before this one: this hook's last (``was``), or, when it never saw
+            # the document change (``was`` None), the one the checks were all run on when progress started or
+            # after the fold could not tell (the framework re-runs them on the document's current parse)
+            diffed = (
+                state is not None
+                and state is not _MISSING
+                and state.changed is not None
+                and (was is state.prev or (was is None and state.prev is not None))
+            )
+            if diffed:
+                _decide(state, positions, params, plan[3], out, lambda kw: fn(ctx, **kw))
+            else:
+                for pos in positions:
+                    found = fn(ctx, **params[pos])
+                    out[pos] = (found.score, found.evidence, dict(found.details))
+            states[document] = state
+        return out
+
+    def _decide(
+        state: Any,
+        positions: list[int],
+        params: list[dict[str, Any]],
+        needles: list[tuple[str, ...] | None],
+        out: dict[int, Verdict | None],
+        run: Callable[[dict[str, Any]], Any],
+    ) -> None:
+        """Settle the checks of one document a write changed: kept when quiet or unmoved, else run."""
+        prev, changed = state.prev, state.changed
+        old_lows, new_lows = (prev.joined_low, state.joined_low) if joined else (prev.texts_low, state.texts_low)
+        lows = [(old_lows[i], new_lows[i]) for i in changed]
+        can_quiet = state.same_heads or not heads
+        quoted: dict[str, bool] = {}  # by heading pattern: whether a changed section is under it
+        for pos in positions:
+            kw = params[pos]
+            found = needles[pos]
+            if can_quiet and found is not None and _quiet(found, lows):
+                if quotes:
+                    heading = kw["heading"]
+                    hit = quoted.get(heading)
+                    if hit is None:
+                        under = state.under.get(heading)
+                        hit = quoted[heading] = under is None or any(under[i] for i in changed)
+                    if hit:
+                        found = None
+                if found is not None:
+                    answers = (kw["pattern"], joined)  # the same answers as before: the next write diffs them
+                    if answers not in state.found and answers in prev.found:
+                        state.found[answers] = prev.found[answers]
+                    continue
+            if unmoved(state, kw):
+                continue
+            verdict = run(kw)
+            out[pos] = (verdict.score, verdict.evidence, dict(verdict.details))
+
+    return on_step
+
+
+def shares_decided(function: Callable[[], Callable[..., Any]]) -> Callable[..., Verdict | None]:
+    """An ``on_changes`` evaluator for a share check: its function on the shares the log leaves, no re-run.
+
+    The document row is the one ``checks_docs._document`` folds from the logged images and its shares those
+    ``_grants`` folds, so the function costs no query; a change the fold cannot settle (a rename, a deletion)
+    or a change of the employees (a username may name another person now) leaves the check to a re-run.
+    """
+
+    def on_changes(ctx: GradingContext, rows: list[ChangeRow], document: str, **kwargs: Any) -> Verdict | None:
+        from graders.checks_docs import _UNKNOWN, _document  # lazy: office readers
+
+        if any(r.table == "employees" for r in rows) or _document(ctx, document, query=False) is _UNKNOWN:
+            return None
+        found = function()(ctx, document=document, **kwargs)
+        return found.score, found.evidence, dict(found.details)
+
+    return on_changes
