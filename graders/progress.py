@@ -115,7 +115,16 @@ class Progress:
         # The checks each one needs; -1 for a judge check, which never passes mid-episode (as in apply_needs).
         self._needs = [tuple(self._ids.get(n, -1) for n in c.needs) for c in self._checks]
         self._has_needs = any(self._needs)
-        self._needy = [(i, need) for i, need in enumerate(self._needs) if need]
+        # ``needs`` kept up to date as scores move: the checks that need each check, how many of each needy
+        # check's needs do not pass (a judge check's never does), and the needy checks held back (a share above 0
+        # that ``apply_needs`` zeroes); so ``_combine`` reads a set instead of testing every needy check
+        self._needed_by: dict[int, list[int]] = {}
+        for i, need in enumerate(self._needs):
+            for n in need:
+                if n >= 0:
+                    self._needed_by.setdefault(n, []).append(i)
+        self._unmet = [0] * len(self._checks)
+        self._held_back: set[int] = set()
         self._outcomes: list[tuple[float, str, Mapping[str, Any]]] = []  # each check's (score, evidence, details)
         self._results: list[CheckResult | None] = []  # built from the outcome when asked for (None: not yet)
         self._always: list[int] = []  # trace checks: re-run after every step
@@ -340,6 +349,25 @@ class Progress:
             self._moved = True
             self._count(i, score, -1)
             self._count(i, outcome[0], 1)
+            if self._has_needs:
+                self._needs_moved(i, score, outcome[0])
+
+    def _needs_moved(self, i: int, old: float, new: float) -> None:
+        """Follow check ``i``'s score from ``old`` to ``new`` in the ``needs`` it is part of (its own, others')."""
+        unmet, held_back = self._unmet, self._held_back
+        if (old >= 1.0) != (new >= 1.0):
+            step = -1 if new >= 1.0 else 1
+            outcomes = self._outcomes
+            for d in self._needed_by.get(i, ()):
+                unmet[d] += step
+                if unmet[d] > 0 and outcomes[d][0] > 0:
+                    held_back.add(d)
+                else:
+                    held_back.discard(d)
+        if unmet[i] > 0 and new > 0:
+            held_back.add(i)
+        else:
+            held_back.discard(i)
 
     def _count(self, i: int, score: float, sign: int) -> None:
         """Add (``sign`` 1) or take away (-1) check ``i``'s share of the running parts."""
@@ -391,6 +419,13 @@ class Progress:
         self._parts, self._failing, self._passed = [0.0] * len(self._parts), 0, 0  # count the first verdicts once
         for i, (score, _, _) in enumerate(self._outcomes):
             self._count(i, score, 1)
+        if self._has_needs:  # the first verdicts' needs, counted once (the runs above moved them from -1)
+            outcomes = self._outcomes
+            self._held_back.clear()
+            for i, need in enumerate(self._needs):
+                self._unmet[i] = sum(1 for n in need if n < 0 or outcomes[n][0] < 1.0)
+                if self._unmet[i] > 0 and outcomes[i][0] > 0:
+                    self._held_back.add(i)
         for i, check in enumerate(self._checks):
             spec = check_fn_spec(check.fn)
             if check.kind == "trace":
@@ -478,26 +513,21 @@ class Progress:
         """The value by ``graders.base.combine``'s rule, from the scores (no result is built for it).
 
         With ``needs``, a check counts only once the checks it needs pass (``apply_needs``): the running parts
-        are used as they are unless such a check is held back, and then with its share set to 0, so the sum
-        adds the same floats in the same order as ``combine`` does.
+        are used as they are unless such a check is held back (``_held_back``, kept as scores move), and then with
+        its share set to 0, so the sum adds the same floats in the same order as ``combine`` does.
         """
         parts, failing, passed = self._parts, self._failing, self._passed
-        if self._has_needs:
+        held = self._held_back
+        if held:
             outcomes = self._outcomes
-            held = [
-                i
-                for i, need in self._needy
-                if outcomes[i][0] > 0 and not all(n >= 0 and outcomes[n][0] >= 1.0 for n in need)
-            ]
-            if held:
-                parts = list(parts)
-                for i in held:
-                    score, slot = outcomes[i][0], self._slot[i]
-                    if slot >= 0:
-                        parts[slot] = 0.0
-                    if score >= 1.0:
-                        passed -= 1
-                        failing += self._musts[i]  # a must check held back fails (below 1 it was counted)
+            parts = list(parts)
+            for i in held:
+                score, slot = outcomes[i][0], self._slot[i]
+                if slot >= 0:
+                    parts[slot] = 0.0
+                if score >= 1.0:
+                    passed -= 1
+                    failing += self._musts[i]  # a must check held back fails (below 1 it was counted)
         self.passed = passed
         value = sum(parts) / self._weight if self._weight else 0.0
         self.value = 0.0 if failing > 0 else min(1.0, value)
