@@ -716,17 +716,19 @@ def _collateral(ctx: GradingContext, allowed: list[AllowedChange], scope: Scope)
 
     A logged row and the rules never change, and the log only grows, so the rows judged so far and their
     violations are kept (``ctx.lasting``): the per-step progress score judges only the rows the step added,
-    and the verdict of a step that added none of the agent's rows is the one before it. How the rules judge a
-    row depends only on its table, op and (for an update) the columns it changed, so that is worked out once
-    per shape: a row costs a dict lookup unless only rules with ``keys`` admit it.
+    and the verdict of a step that added none of the agent's rows is the very one before it. How the rules
+    judge a row depends only on its table, op and (for an update) the columns it changed, so that is worked
+    out once per shape: a row costs a dict lookup unless only rules with ``keys`` admit it. The listing of the
+    violations is kept until a new one is found (a row within the rules moves only the count).
     """
-    # seen: [rows of the log looked at, rows judged, violations, the rules' answer by row shape, the verdict]
-    seen: list[Any] = ctx.lasting.get(("collateral", id(allowed), scope)) or [0, 0, [], {}, None]
+    key = ("collateral", id(allowed), scope)
+    # seen: [rows of the log looked at, rows judged, violations, the rules' answer by row shape, the verdict,
+    # the violations' listing and how many violations it lists]
+    seen: list[Any] | None = ctx.lasting.get(key)
     log = ctx.log
-    if seen[0] > len(log):
-        seen[:] = [0, 0, [], {}, None]
-    ctx.lasting[("collateral", id(allowed), scope)] = seen
-    if seen[0] == len(log) and seen[4] is not None:
+    if seen is None or seen[0] > len(log):
+        seen = ctx.lasting[key] = [0, 0, [], {}, None, "", -1]
+    elif seen[0] == len(log) and seen[4] is not None:
         verdict: tuple[float, str, dict[str, Any]] = seen[4]
         return verdict
     shapes: dict[tuple[Any, ...], bool | tuple[frozenset[str], ...]] = seen[3]
@@ -734,7 +736,8 @@ def _collateral(ctx: GradingContext, allowed: list[AllowedChange], scope: Scope)
     keyed: dict[int, tuple[frozenset[str], ...]] = {}
     by_id: dict[tuple[str, Any], Any] = ctx.lasting.get("natural_by_id", {})
     actor = None if scope == "all" else ctx.actor_id
-    for row in log[seen[0] :]:
+    for n in range(seen[0], len(log)):
+        row = log[n]
         if actor is not None and row.actor_id != actor:
             continue
         shape = (row.table, row.op, *row.changes) if row.op == "update" else (row.table, row.op)
@@ -755,19 +758,25 @@ def _collateral(ctx: GradingContext, allowed: list[AllowedChange], scope: Scope)
         else:  # its natural key may match: looked up below, for all such rows at once
             judged.append((row, None))
             keyed[row.seq] = rule
+    seen[0] = len(log)
+    if not judged and seen[4] is not None:
+        verdict = seen[4]  # none of the new rows is judged: the verdict stands, the very same tuple
+        return verdict
     natural = _natural_keys(ctx, [r for r, ok in judged if ok is None and r.table in _NATURAL]) if keyed else {}
-    seen[0], seen[1] = len(log), seen[1] + len(judged)
+    seen[1] += len(judged)
+    violations: list[ChangeRow] = seen[2]
     for row, ok in judged:  # in seq order
         if not (ok if ok is not None else any(natural.get(row.seq, "") in ks for ks in keyed[row.seq])):
-            seen[2].append(row)
-    violations: list[ChangeRow] = seen[2]
+            violations.append(row)
     if not violations:
         verdict = (1.0, f"all {seen[1]} changes are within the allowed set", {})
     else:
-        natural |= _natural_keys(ctx, [r for r in violations[:5] if r.table in _NATURAL and r.seq not in natural])
-        shown = listing([_describe_change(r, natural) for r in violations], 5)
+        if seen[6] != len(violations):  # the listing names the first five and how many more: it moved
+            natural |= _natural_keys(ctx, [r for r in violations[:5] if r.table in _NATURAL and r.seq not in natural])
+            shown = [_describe_change(r, natural) for r in violations[:5]]  # ``listing`` shows only these
+            seen[5], seen[6] = listing(shown + [""] * (len(violations) - len(shown)), 5), len(violations)
         head = f"{len(violations)} of {seen[1]} changes are outside the allowed set"
-        verdict = (0.0, f"{head}: {shown}", {"violations": [r.seq for r in violations]})
+        verdict = (0.0, f"{head}: {seen[5]}", {"violations": [r.seq for r in violations]})
     seen[4] = verdict
     return verdict
 

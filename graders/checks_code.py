@@ -636,10 +636,10 @@ def _names_step(ctx: GradingContext, rows: list[ChangeRow], params: list[dict[st
         _drop_groups(ctx, params)  # a note changed: every check re-runs, and the groups are made again after
         return dict.fromkeys(range(len(params)))
     out: Verdicts = {}
+    groups = _groups(ctx, params, _names_key)  # built at the call with no rows ``graders.progress`` makes first
     if not new:
         return out
     lasting = ctx.lasting
-    groups = _groups(ctx, params, _names_key)
     for where_, entries in list(groups.items()):
         mr, file = where_
         named = [(i, b) for i, _, b in new.get(mr, ()) if _names_file(b, file)]
@@ -738,9 +738,9 @@ def _spares_step(ctx: GradingContext, rows: list[ChangeRow], params: list[dict[s
         _drop_groups(ctx, params)
         return dict.fromkeys(range(len(params)))
     out: Verdicts = {}
+    groups = _groups(ctx, params, _spares_key)  # built at the call with no rows ``graders.progress`` makes first
     if not new:
         return out
-    groups = _groups(ctx, params, _spares_key)
     for where_, entries in list(groups.items()):
         mr, file = where_
         named = [(i, b) for i, _, b in new.get(mr, ()) if not file or _names_file(b, file)]

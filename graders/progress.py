@@ -24,7 +24,9 @@ call per step would cost more than the episode); they are left out of the value,
 
 A function with an ``on_step`` evaluator settles all of its table checks with one call a step instead of a
 ``touches`` and an ``on_changes`` call per check (a review rubric has a check per comment it expects; asking each
-whether a note concerns it costs more than reading the note once, by file).
+whether a note concerns it costs more than reading the note once, by file). It is asked once with no rows when
+progress starts, so what it keeps for the episode (the note checks' groups by file) is built in the step that
+grades everything rather than in the first write.
 
 What keeps a step cheap: lookups are kept across steps until a table they read changes
 (``GradingContext.kept``/``forget``), answers that cannot change during an episode are kept for it
@@ -462,6 +464,11 @@ class Progress:
             else:
                 self._any.append(i)
         self._stale = frozenset(self._always) | frozenset(self._any)
+        for on_step, _, params in self._grouped.values():  # asked once with no rows: what it keeps is built now,
+            try:  # in the step that grades everything (its answer about no rows is not used)
+                on_step(self.ctx, [], params)
+            except Exception:  # an evaluator that fails is asked again at each step, and re-runs its checks then
+                pass
         for i in self._holds:  # asked once now, with no rows: held from the start if it agrees with the grade
             if self._agrees(i):
                 self._hold(i)
