@@ -727,7 +727,7 @@ def _collateral(ctx: GradingContext, allowed: list[AllowedChange], scope: Scope)
     seen: list[Any] | None = ctx.lasting.get(key)
     log = ctx.log
     if seen is None or seen[0] > len(log):
-        seen = ctx.lasting[key] = [0, 0, [], {}, None, "", -1]
+        seen = ctx.lasting[key] = [0, 0, [], _shapes(allowed), None, "", -1]
     elif seen[0] == len(log) and seen[4] is not None:
         verdict: tuple[float, str, dict[str, Any]] = seen[4]
         return verdict
@@ -779,6 +779,25 @@ def _collateral(ctx: GradingContext, allowed: list[AllowedChange], scope: Scope)
         verdict = (0.0, f"{head}: {seen[5]}", {"violations": [r.seq for r in violations]})
     seen[4] = verdict
     return verdict
+
+
+_SHAPES: dict[tuple[AllowedChange, ...], dict[tuple[Any, ...], bool | tuple[frozenset[str], ...]]] = {}
+"""The rules' answer by row shape, for each set of rules seen (a task's rules are the same every episode)."""
+
+
+def _shapes(allowed: list[AllowedChange]) -> dict[tuple[Any, ...], bool | tuple[frozenset[str], ...]]:
+    """The answers by row shape of rules equal to ``allowed`` (shared: an answer depends only on the rules).
+
+    Asked once an episode, when the check first runs (the step that grades everything), so an episode's first
+    write of a shape seen in an earlier episode costs a lookup instead of asking every rule.
+    """
+    rules = tuple(allowed)
+    found = _SHAPES.get(rules)
+    if found is None:
+        if len(_SHAPES) >= 256:  # many tasks' rules in one process: start over rather than grow without bound
+            _SHAPES.clear()
+        found = _SHAPES[rules] = {}
+    return found
 
 
 def _rule_for(allowed: list[AllowedChange], row: ChangeRow) -> bool | tuple[frozenset[str], ...]:
