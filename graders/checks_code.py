@@ -565,7 +565,14 @@ def _drop_groups(ctx: GradingContext, params: list[dict[str, Any]]) -> None:
 
 @functools.lru_cache(maxsize=256)
 def _snippet(body: str) -> str:
-    """``snippet(body)``, cached: the checks one note decides quote it alike."""
+    """``snippet(body)``, cached: the checks one note decides quote it alike.
+
+    Only the body's head is flattened when it already gives more than the quote's 60 characters (the words
+    after it only lengthen what is cut): a review's body can be long, and the quote shows its first line.
+    """
+    head = body[:240]
+    if len(head) < len(body) and len(" ".join(head.split())) > 60:
+        return snippet(head)
     return snippet(body)
 
 
@@ -702,7 +709,7 @@ def _flags(body: str, file: str, pattern: str) -> bool:
 
 def _spares_verdict(hit: tuple[int, str] | None, file: str, pattern: str) -> tuple[float, str, dict[str, Any]]:
     if hit is not None:
-        return 0.0, f"note {hit[0]} flags {file or 'the change'} (/{pattern}/): {snippet(hit[1])}", {}
+        return 0.0, f"note {hit[0]} flags {file or 'the change'} (/{pattern}/): {_snippet(hit[1])}", {}
     return 1.0, f"no note by the agent flags {file or 'the change'} (/{pattern}/)", {}
 
 
@@ -846,7 +853,7 @@ def _review_verdict(
 ) -> tuple[float, str, dict[str, Any]]:
     said = ", ".join(f"/{p}/" for p in patterns)
     if hit is not None:
-        return 1.0, f"the agent's {verdict} review (note {hit[0]}) says {said}: {snippet(hit[1])}", {}
+        return 1.0, f"the agent's {verdict} review (note {hit[0]}) says {said}: {_snippet(hit[1])}", {}
     return 0.0, f"no {verdict} review by the agent says all of {said}", {}
 
 
