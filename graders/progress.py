@@ -48,6 +48,7 @@ read-only for each step (two statements a step); checks are the same functions, 
 
 from __future__ import annotations
 
+import contextlib
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
@@ -465,10 +466,8 @@ class Progress:
                 self._any.append(i)
         self._stale = frozenset(self._always) | frozenset(self._any)
         for on_step, _, params in self._grouped.values():  # asked once with no rows: what it keeps is built now,
-            try:  # in the step that grades everything (its answer about no rows is not used)
-                on_step(self.ctx, [], params)
-            except Exception:  # an evaluator that fails is asked again at each step, and re-runs its checks then
-                pass
+            with contextlib.suppress(Exception):  # in the step that grades everything (the answer is not used);
+                on_step(self.ctx, [], params)  # one that fails is asked again at each step, and re-runs then
         for i in self._holds:  # asked once now, with no rows: held from the start if it agrees with the grade
             if self._agrees(i):
                 self._hold(i)
