@@ -727,7 +727,7 @@ def _collateral(ctx: GradingContext, allowed: list[AllowedChange], scope: Scope)
     seen: list[Any] | None = ctx.lasting.get(key)
     log = ctx.log
     if seen is None or seen[0] > len(log):
-        seen = ctx.lasting[key] = [0, 0, [], _shapes(allowed), None, "", -1]
+        seen = ctx.lasting[key] = [0, 0, [], _shapes(allowed), None, "", -1, _named_rows(ctx, allowed), set()]
     elif seen[0] == len(log) and seen[4] is not None:
         verdict: tuple[float, str, dict[str, Any]] = seen[4]
         return verdict
@@ -735,9 +735,13 @@ def _collateral(ctx: GradingContext, allowed: list[AllowedChange], scope: Scope)
     judged: list[tuple[ChangeRow, bool | None]] = []  # None: admitted only by keyed rules, not matched by id
     keyed: dict[int, tuple[frozenset[str], ...]] = {}
     by_id: dict[tuple[str, Any], Any] = ctx.lasting.get("natural_by_id", {})
+    named: dict[tuple[str, Any], str] | None = seen[7]
+    renamed: set[tuple[str, Any]] = seen[8]
     actor = None if scope == "all" else ctx.actor_id
     for n in range(seen[0], len(log)):
         row = log[n]
+        if named is not None and (column := _NATURAL.get(row.table)) and (row.op != "update" or column in row.changes):
+            renamed.add((row.table, row.key[0]))  # born, gone or renamed since: what was read ahead may not name it
         if actor is not None and row.actor_id != actor:
             continue
         shape = (row.table, row.op, *row.changes) if row.op == "update" else (row.table, row.op)
@@ -747,11 +751,18 @@ def _collateral(ctx: GradingContext, allowed: list[AllowedChange], scope: Scope)
         if rule is True or rule is False:  # a rule without keys admits it, or none does
             judged.append((row, rule))
             continue
-        names = [str(row.key[0]) if len(row.key) == 1 else json.dumps(list(row.key))]
-        if row.op == "update" and _NATURAL.get(row.table, "ticket_id") != "ticket_id":
+        names: list[str | None] = [str(row.key[0]) if len(row.key) == 1 else json.dumps(list(row.key))]
+        natural_column = _NATURAL.get(row.table)
+        if row.op == "update" and natural_column is not None and natural_column != "ticket_id":
             known = by_id.get((row.table, row.key[0]), by_id)  # an update's natural key, if a lookup named it
             if known is not by_id:
                 names.append("" if known is None else str(known))
+            elif named is not None and (row.table, row.key[0]) not in renamed:
+                names.append(named.get((row.table, row.key[0])))  # None: its key is none of the rules' keys
+        elif natural_column == "ticket_id" and row.op != "update" and named is not None:
+            ticket = ("tickets", row.changes.get("ticket_id"))
+            if ticket[1] is not None and ticket not in renamed:
+                names.append(named.get(ticket))
         matched = any(name in ks for name in names for ks in rule)
         if matched or len(names) > 1:
             judged.append((row, matched))
@@ -779,6 +790,31 @@ def _collateral(ctx: GradingContext, allowed: list[AllowedChange], scope: Scope)
         verdict = (0.0, f"{head}: {seen[5]}", {"violations": [r.seq for r in violations]})
     seen[4] = verdict
     return verdict
+
+
+def _named_rows(ctx: GradingContext, allowed: list[AllowedChange]) -> dict[tuple[str, Any], str] | None:
+    """The rows the keyed rules name by natural key, read once when the check first runs: (table, id) -> key.
+
+    A rule with ``keys`` on a table with a natural key (a ticket's key, a project's) names rows the episode may
+    update; reading them ahead, in one statement, spares the per-step progress score a lookup of each row the
+    first time the agent changes it. A row missing here has none of the rules' keys, unless a logged update
+    changed its natural key since (``_collateral`` then looks it up as before). None when no rule needs it or
+    the read fails (every keyed row is looked up as before).
+    """
+    wanted: dict[str, set[str]] = {}
+    for rule in allowed:
+        column = _NATURAL.get(rule.table)
+        if rule.key_names and column is not None:
+            wanted.setdefault("tickets" if column == "ticket_id" else rule.table, set()).update(rule.key_names)
+    if not wanted:
+        return None
+    if ctx.session is None:  # a context built from rows alone (tests): every keyed row is looked up as before
+        return None
+    out: dict[tuple[str, Any], str] = {}
+    for name in sorted(wanted):
+        sql = f"SELECT id, {_NATURAL[name]} FROM {name} WHERE {_NATURAL[name]} IN ({{}})"  # noqa: S608 - _NATURAL
+        out.update({(name, pk): str(value) for pk, value in rows_in(ctx, sql, sorted(wanted[name]))})
+    return out
 
 
 _SHAPES: dict[tuple[AllowedChange, ...], dict[tuple[Any, ...], bool | tuple[frozenset[str], ...]]] = {}

@@ -14,13 +14,14 @@ import pytest
 
 import graders.progress as progress
 from graders.base import Check, GradingContext, Rubric, apply_needs, grade
-from graders.changes import ChangeRow
+from graders.changes import ChangeRow, read_changes
 from graders.checks import AllowedChange, _collateral, _shapes
 from graders.checks_code import _snippet
 from graders.checks_common import snippet
 from graders.checks_trace import _tool_errors
 from sim.agents import run_agent
 from tests.graders.test_progress import Checked
+from worlds.schema import TicketLabel
 
 ACTOR = 7
 RULES = [  # tables without a natural key: a violation is named by its primary key, so no query is made
@@ -195,3 +196,31 @@ def test_needs_held_back_and_released_as_a_needed_check_flips(world):
         assert value == fresh.value
         kinds.append(frozenset(live._held_back))
     assert kinds[:3] == [{1, 2}, set(), {1, 2}]  # held back, released, held again when 'once' fails
+
+
+def test_keyed_rows_read_ahead_equal_a_fresh_read_and_spare_the_lookup(world):
+    """Rows the keyed rules name are read once at the start; a renamed row is looked up as before."""
+    rules = [
+        AllowedChange(table="tickets", fields=("priority", "updated_at"), keys=("ENG-3", "ENG-9")),
+        AllowedChange(table="ticket_labels", ops=("insert",), keys=("ENG-3",)),
+    ]
+    live = world.ctx()
+    _collateral(live, rules, "actor")  # the check's first run, as when progress starts
+    edits = [
+        lambda: setattr(world.ticket("ENG-3"), "priority", "high"),  # named by a rule: decided without a lookup
+        lambda: setattr(world.ticket("ENG-4"), "priority", "high"),  # another ticket: outside the rules
+        lambda: world.add(TicketLabel(ticket_id=3, label="triaged")),  # a label on a named ticket
+        lambda: setattr(world.ticket("ENG-5"), "key", "ENG-9"),  # renamed by a coworker to a key the rules name
+        lambda: setattr(world.ticket("ENG-9"), "priority", "high"),  # so it is looked up: allowed now
+    ]
+    for n, edit in enumerate(edits):
+        world.as_("bob" if n == 3 else "alice")
+        edit()
+        world.session.flush()
+        live.extend([r for r in read_changes(world.session, after_seq=world.start_seq) if r.seq > live.log[-1].seq]
+                     if live.log else list(read_changes(world.session, after_seq=world.start_seq)))  # fmt: skip
+        got = _collateral(live, rules, "actor")
+        assert got == _collateral(world.ctx(), list(rules), "actor"), f"edit {n}"
+        if n == 0:
+            assert ("tickets", 3) not in live.lasting.get("natural_by_id", {})  # read ahead: no lookup
+    assert got[0] == 0.0 and got[1].startswith("1 of 4 changes") and "ENG-4" in got[1]
