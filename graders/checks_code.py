@@ -661,8 +661,13 @@ def _names_step(ctx: GradingContext, rows: list[ChangeRow], params: list[dict[st
             if found[1] is not None:  # decided by an earlier note, which stays the first
                 continue
             pattern, line, also = kw["pattern"], kw["line"], kw["also"]
-            for hit in named:
-                if _fits(hit[1], file, pattern, line, apart, also):
+            for hit in named:  # each names the file already: ``_fits`` less its first test
+                body = hit[1]
+                if not _says(body, pattern) or (line is not None and _line_rx(line).search(body) is None):
+                    continue
+                if (also is None or _says(body, also)) and not (
+                    apart and any(_names_file(body, f) and _says(body, p) for f, p in apart)
+                ):
                     lasting[key] = (apart, hit)
                     out[pos] = _names_verdict(hit, _where(file, line, apart), pattern, also)
                     break

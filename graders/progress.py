@@ -348,12 +348,18 @@ class Progress:
             return  # the same verdict: the result built from it (if any) stands
         self._outcomes[i] = outcome
         self._results[i] = None
-        if outcome[0] != score:
+        new = outcome[0]
+        if new != score:  # ``_count`` taking the old share away and adding the new one, inlined (the hot path)
             self._moved = True
-            self._count(i, score, -1)
-            self._count(i, outcome[0], 1)
+            slot = self._slot[i]
+            if slot >= 0:
+                self._parts[slot] = self._weights[i] * new
+            if (score >= 1.0) != (new >= 1.0):
+                self._passed += 1 if new >= 1.0 else -1
+                if self._musts[i]:
+                    self._failing += -1 if new >= 1.0 else 1
             if self._has_needs:
-                self._needs_moved(i, score, outcome[0])
+                self._needs_moved(i, score, new)
 
     def _needs_moved(self, i: int, old: float, new: float) -> None:
         """Follow check ``i``'s score from ``old`` to ``new`` in the ``needs`` it is part of (its own, others')."""
