@@ -89,9 +89,15 @@ def _tool_errors(ctx: GradingContext, codes: list[str] | None) -> tuple[float, s
 _NO_CODES = ("tool_errors", None)
 
 
+def _tool_errors_touches(ctx: GradingContext, step: Mapping[str, Any], codes: list[str] | None = None) -> bool:
+    """Only a step that failed, and not by an injected fault, can move the score (any code: kept simple)."""
+    return bool(step.get("error")) and not step.get("fault")
+
+
 @check_fn(
     "no_tool_errors",
     kind="trace",
+    touches=_tool_errors_touches,
     on_changes=lambda ctx, rows, codes=None: _tool_errors(ctx, codes),
 )
 def no_tool_errors(ctx: GradingContext, codes: list[str] | None = None) -> CheckOutcome:

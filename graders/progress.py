@@ -132,6 +132,10 @@ class Progress:
         self._results: list[CheckResult | None] = []  # built from the outcome when asked for (None: not yet)
         self._always: list[int] = []  # trace checks: re-run after every step
         self._traced: list[int] = []  # those of them with an ``on_changes`` evaluator, asked instead
+        # those of them whose ``touches`` hook says which new steps may move the score: by check, the hook and
+        # how many steps it has seen; a check no new step could move is asked only when ``results`` is (lagging)
+        self._step_hooks: dict[int, tuple[Callable[..., bool], list[int]]] = {}
+        self._lagging: set[int] = set()
         self._any: list[int] = []  # state checks that declare nothing: after any step that changed a row
         self._any_deciding: list[int] = []  # state checks on every table with an ``on_changes`` evaluator
         self._stale: frozenset[int] = frozenset()  # the checks every step that changed a row re-runs
@@ -233,7 +237,7 @@ class Progress:
             if self._grouped:
                 self._step_groups(by_table, stale)
             for i in self._traced:  # trace checks that fold the new steps in themselves
-                if self._decided(i, changed):
+                if self._still(i) or self._decided(i, changed):
                     stale.discard(i)
             for i in sorted(stale) if len(stale) > 1 else stale:
                 self._run(i)
@@ -245,9 +249,30 @@ class Progress:
                         self._hold(i)
         else:
             for i in self._always:
-                if i not in self._traced or not self._decided(i, changed):
+                if i not in self._traced or not (self._still(i) or self._decided(i, changed)):
                     self._run(i)
         return self._combine() if self._moved else self.value
+
+    def _still(self, i: int) -> bool:
+        """Whether no step since trace check ``i`` was last asked can move its score (its ``touches`` hook says).
+
+        Then it is not asked now: only its evidence would move (a count of steps), and ``results`` asks it
+        first. False asks it (and ``_decided`` brings it up to date).
+        """
+        found = self._step_hooks.get(i)
+        if found is None:
+            return False
+        touches, seen = found
+        steps = self.ctx.steps
+        moves = True
+        with contextlib.suppress(Exception):  # a hook that cannot tell asks the check: exactness first
+            moves = any(touches(self.ctx, steps[n], **self._kwargs[i]) for n in range(seen[0], len(steps)))
+        seen[0] = len(steps)
+        if moves:
+            self._lagging.discard(i)
+            return False
+        self._lagging.add(i)
+        return True
 
     def _hold(self, i: int) -> None:
         """Leave table check ``i`` alone until a step changes what its ``holds`` hook names (if it names any)."""
@@ -404,6 +429,13 @@ class Progress:
 
     def results(self) -> tuple[CheckResult, ...]:
         """The current verdict of every counted check (the last step's), ``needs`` applied as ``grade`` does."""
+        self._moved = False
+        for i in sorted(self._lagging):  # trace checks not asked since steps that could not move their scores
+            self._lagging.discard(i)
+            if not self._decided(i, []):
+                self._run(i)
+        if self._moved:  # only a hook that was wrong moves a score here; the value follows it all the same
+            self._combine()
         out: list[CheckResult] = []
         for i, check in enumerate(self._checks):
             result = self._results[i]
@@ -442,6 +474,8 @@ class Progress:
                 if spec.on_changes is not None:
                     self._traced.append(i)
                     self._on_changes[i] = spec.on_changes
+                    if spec.touches is not None:
+                        self._step_hooks[i] = (spec.touches, [len(self.ctx.steps)])
                 continue
             kwargs = self._kwargs[i]
             if self._bind_rows(i):

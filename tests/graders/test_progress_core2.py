@@ -224,3 +224,31 @@ def test_keyed_rows_read_ahead_equal_a_fresh_read_and_spare_the_lookup(world):
         if n == 0:
             assert ("tickets", 3) not in live.lasting.get("natural_by_id", {})  # read ahead: no lookup
     assert got[0] == 0.0 and got[1].startswith("1 of 4 changes") and "ENG-4" in got[1]
+
+
+def test_tool_errors_not_asked_until_a_step_fails_or_results_are_read(world, monkeypatch):
+    """Steps that cannot move no_tool_errors' score leave it unasked; its value and evidence stay the grade's."""
+    checks = (
+        _check("clean", "no_tool_errors"),
+        _check("no_conflict", "no_tool_errors", codes=["conflict"]),
+        _check("opened", "tool_called", name="open"),
+    )
+    rubric = Rubric(id="unit", version=1, description="unit rubric", checks=checks)
+    trace: list[dict] = []
+    live = progress.Progress(rubric, GradingContext(session=world.session, trace=trace, actor_id=1))
+    asked: list[int] = []
+    real = progress.Progress._decided
+    monkeypatch.setattr(progress.Progress, "_decided", lambda self, i, rows: asked.append(i) or real(self, i, rows))
+    live.update(())
+    for n, record in enumerate(TRACE):
+        trace.append(record)
+        asked.clear()
+        value = live.update(())
+        fresh = grade(rubric, GradingContext(session=world.session, trace=list(trace), actor_id=1))
+        assert value == fresh.value
+        failed = record.get("error") and not record.get("fault")
+        assert (0 in asked) == bool(failed), n  # asked only after a step that failed (not a fault's)
+        if n % 3 == 2:  # read now and then: the lagging checks are brought up to date first
+            got = [(r.id, r.score, r.evidence, r.details) for r in live.results()]
+            assert got == [(r.id, r.score, r.evidence, r.details) for r in fresh.checks]
+    assert [r.evidence for r in live.results()] == [r.evidence for r in fresh.checks]
