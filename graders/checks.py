@@ -311,13 +311,18 @@ def _changed_ids(ctx: GradingContext, table: str) -> set[Any]:
 
     Kept in ``ctx.lasting`` and grown by the log's new rows: the log only grows, so a step costs its own rows.
     """
-    seen: list[Any] = ctx.lasting.setdefault(("changed_ids", table), [0, set()])
+    key = ("changed_ids", table)
+    seen: list[Any] | None = ctx.lasting.get(key)
     rows = ctx.changed_rows(table)
-    if seen[0] > len(rows):
-        seen[:] = [0, set()]
-    seen[1].update(r.key[0] for r in rows[seen[0] :] if r.op != "delete")
-    seen[0] = len(rows)
+    if seen is None or seen[0] > len(rows):
+        seen = ctx.lasting[key] = [0, set()]
     ids: set[Any] = seen[1]
+    if seen[0] < len(rows):  # only the rows logged since: a step that wrote none of them costs two lookups
+        for n in range(seen[0], len(rows)):
+            row = rows[n]
+            if row.op != "delete":
+                ids.add(row.key[0])
+        seen[0] = len(rows)
     return ids
 
 
