@@ -803,17 +803,16 @@ def _named_rows(ctx: GradingContext, allowed: list[AllowedChange]) -> dict[tuple
     A rule with ``keys`` on a table with a natural key (a ticket's key, a project's) names rows the episode may
     update; reading them ahead, in one statement, spares the per-step progress score a lookup of each row the
     first time the agent changes it. A row missing here has none of the rules' keys, unless a logged update
-    changed its natural key since (``_collateral`` then looks it up as before). None when no rule needs it or
-    the read fails (every keyed row is looked up as before).
+    changed its natural key since, or was inserted or deleted since (``_collateral`` then looks it up as
+    before). None when no rule needs it or there is no database (every keyed row is looked up as before).
     """
     wanted: dict[str, set[str]] = {}
     for rule in allowed:
         column = _NATURAL.get(rule.table)
         if rule.key_names and column is not None:
             wanted.setdefault("tickets" if column == "ticket_id" else rule.table, set()).update(rule.key_names)
-    if not wanted:
-        return None
-    if ctx.session is None:  # a context built from rows alone (tests): every keyed row is looked up as before
+    session: Any = ctx.session  # None in a context built from rows alone (tests): every keyed row looked up
+    if not wanted or session is None:
         return None
     out: dict[tuple[str, Any], str] = {}
     for name in sorted(wanted):
