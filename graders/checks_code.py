@@ -826,8 +826,10 @@ def _verdict_step(ctx: GradingContext, rows: list[ChangeRow], params: list[dict[
     if not new:
         return out
     for pos, kw in enumerate(params):
-        if any(k in _VERDICTS for _, k, _ in new.get(kw["mr_id"], ())):
-            out[pos] = _verdict_on_changes(ctx, rows, **kw)
+        for _, kind, _ in new.get(kw["mr_id"], ()):
+            if kind in _VERDICTS:
+                out[pos] = _verdict_on_changes(ctx, rows, **kw)
+                break
     return out
 
 
@@ -892,8 +894,11 @@ def _review_step(ctx: GradingContext, rows: list[ChangeRow], params: list[dict[s
     if not new:
         return out
     for pos, kw in enumerate(params):
-        if any(k == kw["verdict"] for _, k, _ in new.get(kw["mr_id"], ())):
-            out[pos] = _review_on_changes(ctx, rows, **kw)
+        verdict = kw["verdict"]
+        for _, kind, _ in new.get(kw["mr_id"], ()):
+            if kind == verdict:
+                out[pos] = _review_on_changes(ctx, rows, **kw)
+                break
     return out
 
 

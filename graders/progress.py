@@ -314,10 +314,15 @@ class Progress:
     def _step_groups(self, by_table: dict[str, list[ChangeRow]], stale: set[int]) -> None:
         """Settle the checks of each ``on_step`` function whose tables the step changed, one call per function."""
         for (_, tables), (on_step, checks, params) in self._grouped.items():
-            found = [by_table[t] for t in tables if t in by_table]
-            if not found:
-                continue
-            rows = found[0] if len(found) == 1 else sorted((r for f in found for r in f), key=_seq)
+            if len(tables) == 1:  # most functions read one table: its rows as they are
+                rows = by_table.get(tables[0])
+                if rows is None:
+                    continue
+            else:
+                found = [by_table[t] for t in tables if t in by_table]
+                if not found:
+                    continue
+                rows = found[0] if len(found) == 1 else sorted((r for f in found for r in f), key=_seq)
             try:
                 verdicts = on_step(self.ctx, rows, params)
             except Exception:  # an evaluator that fails re-runs every check of it: exactness first
