@@ -246,27 +246,34 @@ class GradingContext:
     lasting: dict[Any, Any] = field(default_factory=dict, repr=False)
     """Lookups whose answer cannot change during the episode (a logged row's natural key); kept across the
     per-step updates of ``graders.progress``, unlike ``memo``."""
-    log: tuple[ChangeRow, ...] = field(init=False, repr=False)
+    log: list[ChangeRow] = field(init=False, repr=False)
+    """The change log in seq order; only ``extend`` appends to it (a list: a tuple grown by ``+=`` per step is
+    copied whole every step of the per-step progress score)."""
     _by_table: dict[str, list[ChangeRow]] = field(init=False, repr=False)
     _kept: dict[Any, Any] = field(init=False, repr=False)
     _kept_by_table: dict[str, set[Any]] = field(init=False, repr=False)
-    _steps: tuple[Mapping[str, Any], ...] = field(init=False, repr=False)
+    _steps: list[Mapping[str, Any]] = field(init=False, repr=False)
     _seen: int = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        self.log = ()
+        self.log = []
         self._by_table = {}
         self._kept = {}
         self._kept_by_table = {}
-        self._steps = ()
+        self._steps = []
         self._seen = 0
         self.extend(sorted((ChangeRow.of(c) for c in self.changes), key=lambda r: r.seq))
 
     def extend(self, rows: Sequence[ChangeRow]) -> None:
         """Append change-log rows newer than the log's last (the per-step progress grows one context this way)."""
-        self.log += tuple(rows)
+        self.log += rows
+        by_table = self._by_table
         for row in rows:
-            self._by_table.setdefault(row.table, []).append(row)
+            found = by_table.get(row.table)
+            if found is None:
+                by_table[row.table] = [row]
+            else:
+                found.append(row)
 
     @property
     def db(self) -> Connection:
@@ -304,17 +311,19 @@ class GradingContext:
                 self._kept.pop(key, None)
 
     @property
-    def steps(self) -> tuple[Mapping[str, Any], ...]:
-        """The trace's step records (other record types such as headers are skipped).
+    def steps(self) -> Sequence[Mapping[str, Any]]:
+        """The trace's step records (other record types such as headers are skipped); read it, never change it.
 
         Kept incrementally: ``trace`` may be the live list of an episode that grows a record per step, and the
-        per-step progress score reads this after every step, so only the new records are filtered.
+        per-step progress score reads this after every step, so only the new records are filtered and appended
+        (a list: a tuple grown by ``+=`` is copied whole every step).
         """
         n = len(self.trace)
         if n != self._seen:
             if n < self._seen:
-                self._steps, self._seen = (), 0
-            self._steps += tuple(r for r in self.trace[self._seen : n] if r.get("type", "step") == "step")
+                self._steps, self._seen = [], 0
+            trace = self.trace
+            self._steps += [trace[i] for i in range(self._seen, n) if trace[i].get("type", "step") == "step"]
             self._seen = n
         return self._steps
 

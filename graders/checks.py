@@ -311,13 +311,18 @@ def _changed_ids(ctx: GradingContext, table: str) -> set[Any]:
 
     Kept in ``ctx.lasting`` and grown by the log's new rows: the log only grows, so a step costs its own rows.
     """
-    seen: list[Any] = ctx.lasting.setdefault(("changed_ids", table), [0, set()])
+    key = ("changed_ids", table)
+    seen: list[Any] | None = ctx.lasting.get(key)
     rows = ctx.changed_rows(table)
-    if seen[0] > len(rows):
-        seen[:] = [0, set()]
-    seen[1].update(r.key[0] for r in rows[seen[0] :] if r.op != "delete")
-    seen[0] = len(rows)
+    if seen is None or seen[0] > len(rows):
+        seen = ctx.lasting[key] = [0, set()]
     ids: set[Any] = seen[1]
+    if seen[0] < len(rows):  # only the rows logged since: a step that wrote none of them costs two lookups
+        for n in range(seen[0], len(rows)):
+            row = rows[n]
+            if row.op != "delete":
+                ids.add(row.key[0])
+        seen[0] = len(rows)
     return ids
 
 
@@ -716,25 +721,32 @@ def _collateral(ctx: GradingContext, allowed: list[AllowedChange], scope: Scope)
 
     A logged row and the rules never change, and the log only grows, so the rows judged so far and their
     violations are kept (``ctx.lasting``): the per-step progress score judges only the rows the step added,
-    and the verdict of a step that added none of the agent's rows is the one before it. How the rules judge a
-    row depends only on its table, op and (for an update) the columns it changed, so that is worked out once
-    per shape: a row costs a dict lookup unless only rules with ``keys`` admit it.
+    and the verdict of a step that added none of the agent's rows is the very one before it. How the rules
+    judge a row depends only on its table, op and (for an update) the columns it changed, so that is worked
+    out once per shape: a row costs a dict lookup unless only rules with ``keys`` admit it. The listing of the
+    violations is kept until a new one is found (a row within the rules moves only the count).
     """
-    # seen: [rows of the log looked at, rows judged, violations, the rules' answer by row shape, the verdict]
-    seen: list[Any] = ctx.lasting.get(("collateral", id(allowed), scope)) or [0, 0, [], {}, None]
+    key = ("collateral", id(allowed), scope)
+    # seen: [rows of the log looked at, rows judged, violations, the rules' answer by row shape, the verdict,
+    # the violations' listing and how many violations it lists]
+    seen: list[Any] | None = ctx.lasting.get(key)
     log = ctx.log
-    if seen[0] > len(log):
-        seen[:] = [0, 0, [], {}, None]
-    ctx.lasting[("collateral", id(allowed), scope)] = seen
-    if seen[0] == len(log) and seen[4] is not None:
+    if seen is None or seen[0] > len(log):
+        seen = ctx.lasting[key] = [0, 0, [], _shapes(allowed), None, "", -1, _named_rows(ctx, allowed), set()]
+    elif seen[0] == len(log) and seen[4] is not None:
         verdict: tuple[float, str, dict[str, Any]] = seen[4]
         return verdict
     shapes: dict[tuple[Any, ...], bool | tuple[frozenset[str], ...]] = seen[3]
     judged: list[tuple[ChangeRow, bool | None]] = []  # None: admitted only by keyed rules, not matched by id
     keyed: dict[int, tuple[frozenset[str], ...]] = {}
     by_id: dict[tuple[str, Any], Any] = ctx.lasting.get("natural_by_id", {})
+    named: dict[tuple[str, Any], str] | None = seen[7]
+    renamed: set[tuple[str, Any]] = seen[8]
     actor = None if scope == "all" else ctx.actor_id
-    for row in log[seen[0] :]:
+    for n in range(seen[0], len(log)):
+        row = log[n]
+        if named is not None and (column := _NATURAL.get(row.table)) and (row.op != "update" or column in row.changes):
+            renamed.add((row.table, row.key[0]))  # born, gone or renamed since: what was read ahead may not name it
         if actor is not None and row.actor_id != actor:
             continue
         shape = (row.table, row.op, *row.changes) if row.op == "update" else (row.table, row.op)
@@ -744,32 +756,88 @@ def _collateral(ctx: GradingContext, allowed: list[AllowedChange], scope: Scope)
         if rule is True or rule is False:  # a rule without keys admits it, or none does
             judged.append((row, rule))
             continue
-        names = [str(row.key[0]) if len(row.key) == 1 else json.dumps(list(row.key))]
-        if row.op == "update" and _NATURAL.get(row.table, "ticket_id") != "ticket_id":
+        names: list[str | None] = [str(row.key[0]) if len(row.key) == 1 else json.dumps(list(row.key))]
+        natural_column = _NATURAL.get(row.table)
+        if row.op == "update" and natural_column is not None and natural_column != "ticket_id":
             known = by_id.get((row.table, row.key[0]), by_id)  # an update's natural key, if a lookup named it
             if known is not by_id:
                 names.append("" if known is None else str(known))
+            elif named is not None and (row.table, row.key[0]) not in renamed:
+                names.append(named.get((row.table, row.key[0])))  # None: its key is none of the rules' keys
+        elif natural_column == "ticket_id" and row.op != "update" and named is not None:
+            ticket = ("tickets", row.changes.get("ticket_id"))
+            if ticket[1] is not None and ticket not in renamed:
+                names.append(named.get(ticket))
         matched = any(name in ks for name in names for ks in rule)
         if matched or len(names) > 1:
             judged.append((row, matched))
         else:  # its natural key may match: looked up below, for all such rows at once
             judged.append((row, None))
             keyed[row.seq] = rule
+    seen[0] = len(log)
+    if not judged and seen[4] is not None:
+        verdict = seen[4]  # none of the new rows is judged: the verdict stands, the very same tuple
+        return verdict
     natural = _natural_keys(ctx, [r for r, ok in judged if ok is None and r.table in _NATURAL]) if keyed else {}
-    seen[0], seen[1] = len(log), seen[1] + len(judged)
+    seen[1] += len(judged)
+    violations: list[ChangeRow] = seen[2]
     for row, ok in judged:  # in seq order
         if not (ok if ok is not None else any(natural.get(row.seq, "") in ks for ks in keyed[row.seq])):
-            seen[2].append(row)
-    violations: list[ChangeRow] = seen[2]
+            violations.append(row)
     if not violations:
         verdict = (1.0, f"all {seen[1]} changes are within the allowed set", {})
     else:
-        natural |= _natural_keys(ctx, [r for r in violations[:5] if r.table in _NATURAL and r.seq not in natural])
-        shown = listing([_describe_change(r, natural) for r in violations], 5)
+        if seen[6] != len(violations):  # the listing names the first five and how many more: it moved
+            natural |= _natural_keys(ctx, [r for r in violations[:5] if r.table in _NATURAL and r.seq not in natural])
+            shown = [_describe_change(r, natural) for r in violations[:5]]  # ``listing`` shows only these
+            seen[5], seen[6] = listing(shown + [""] * (len(violations) - len(shown)), 5), len(violations)
         head = f"{len(violations)} of {seen[1]} changes are outside the allowed set"
-        verdict = (0.0, f"{head}: {shown}", {"violations": [r.seq for r in violations]})
+        verdict = (0.0, f"{head}: {seen[5]}", {"violations": [r.seq for r in violations]})
     seen[4] = verdict
     return verdict
+
+
+def _named_rows(ctx: GradingContext, allowed: list[AllowedChange]) -> dict[tuple[str, Any], str] | None:
+    """The rows the keyed rules name by natural key, read once when the check first runs: (table, id) -> key.
+
+    A rule with ``keys`` on a table with a natural key (a ticket's key, a project's) names rows the episode may
+    update; reading them ahead, in one statement, spares the per-step progress score a lookup of each row the
+    first time the agent changes it. A row missing here has none of the rules' keys, unless a logged update
+    changed its natural key since, or was inserted or deleted since (``_collateral`` then looks it up as
+    before). None when no rule needs it or there is no database (every keyed row is looked up as before).
+    """
+    wanted: dict[str, set[str]] = {}
+    for rule in allowed:
+        column = _NATURAL.get(rule.table)
+        if rule.key_names and column is not None:
+            wanted.setdefault("tickets" if column == "ticket_id" else rule.table, set()).update(rule.key_names)
+    session: Any = ctx.session  # None in a context built from rows alone (tests): every keyed row looked up
+    if not wanted or session is None:
+        return None
+    out: dict[tuple[str, Any], str] = {}
+    for name in sorted(wanted):
+        sql = f"SELECT id, {_NATURAL[name]} FROM {name} WHERE {_NATURAL[name]} IN ({{}})"  # noqa: S608 - _NATURAL
+        out.update({(name, pk): str(value) for pk, value in rows_in(ctx, sql, sorted(wanted[name]))})
+    return out
+
+
+_SHAPES: dict[tuple[AllowedChange, ...], dict[tuple[Any, ...], bool | tuple[frozenset[str], ...]]] = {}
+"""The rules' answer by row shape, for each set of rules seen (a task's rules are the same every episode)."""
+
+
+def _shapes(allowed: list[AllowedChange]) -> dict[tuple[Any, ...], bool | tuple[frozenset[str], ...]]:
+    """The answers by row shape of rules equal to ``allowed`` (shared: an answer depends only on the rules).
+
+    Asked once an episode, when the check first runs (the step that grades everything), so an episode's first
+    write of a shape seen in an earlier episode costs a lookup instead of asking every rule.
+    """
+    rules = tuple(allowed)
+    found = _SHAPES.get(rules)
+    if found is None:
+        if len(_SHAPES) >= 256:  # many tasks' rules in one process: start over rather than grow without bound
+            _SHAPES.clear()
+        found = _SHAPES[rules] = {}
+    return found
 
 
 def _rule_for(allowed: list[AllowedChange], row: ChangeRow) -> bool | tuple[frozenset[str], ...]:

@@ -565,7 +565,14 @@ def _drop_groups(ctx: GradingContext, params: list[dict[str, Any]]) -> None:
 
 @functools.lru_cache(maxsize=256)
 def _snippet(body: str) -> str:
-    """``snippet(body)``, cached: the checks one note decides quote it alike."""
+    """``snippet(body)``, cached: the checks one note decides quote it alike.
+
+    Only the body's head is flattened when it already gives more than the quote's 60 characters (the words
+    after it only lengthen what is cut): a review's body can be long, and the quote shows its first line.
+    """
+    head = body[:240]
+    if len(head) < len(body) and len(" ".join(head.split())) > 60:
+        return snippet(head)
     return snippet(body)
 
 
@@ -636,10 +643,10 @@ def _names_step(ctx: GradingContext, rows: list[ChangeRow], params: list[dict[st
         _drop_groups(ctx, params)  # a note changed: every check re-runs, and the groups are made again after
         return dict.fromkeys(range(len(params)))
     out: Verdicts = {}
+    groups = _groups(ctx, params, _names_key)  # built at the call with no rows ``graders.progress`` makes first
     if not new:
         return out
     lasting = ctx.lasting
-    groups = _groups(ctx, params, _names_key)
     for where_, entries in list(groups.items()):
         mr, file = where_
         named = [(i, b) for i, _, b in new.get(mr, ()) if _names_file(b, file)]
@@ -654,8 +661,13 @@ def _names_step(ctx: GradingContext, rows: list[ChangeRow], params: list[dict[st
             if found[1] is not None:  # decided by an earlier note, which stays the first
                 continue
             pattern, line, also = kw["pattern"], kw["line"], kw["also"]
-            for hit in named:
-                if _fits(hit[1], file, pattern, line, apart, also):
+            for hit in named:  # each names the file already: ``_fits`` less its first test
+                body = hit[1]
+                if not _says(body, pattern) or (line is not None and _line_rx(line).search(body) is None):
+                    continue
+                if (also is None or _says(body, also)) and not (
+                    apart and any(_names_file(body, f) and _says(body, p) for f, p in apart)
+                ):
                     lasting[key] = (apart, hit)
                     out[pos] = _names_verdict(hit, _where(file, line, apart), pattern, also)
                     break
@@ -702,7 +714,7 @@ def _flags(body: str, file: str, pattern: str) -> bool:
 
 def _spares_verdict(hit: tuple[int, str] | None, file: str, pattern: str) -> tuple[float, str, dict[str, Any]]:
     if hit is not None:
-        return 0.0, f"note {hit[0]} flags {file or 'the change'} (/{pattern}/): {snippet(hit[1])}", {}
+        return 0.0, f"note {hit[0]} flags {file or 'the change'} (/{pattern}/): {_snippet(hit[1])}", {}
     return 1.0, f"no note by the agent flags {file or 'the change'} (/{pattern}/)", {}
 
 
@@ -738,9 +750,9 @@ def _spares_step(ctx: GradingContext, rows: list[ChangeRow], params: list[dict[s
         _drop_groups(ctx, params)
         return dict.fromkeys(range(len(params)))
     out: Verdicts = {}
+    groups = _groups(ctx, params, _spares_key)  # built at the call with no rows ``graders.progress`` makes first
     if not new:
         return out
-    groups = _groups(ctx, params, _spares_key)
     for where_, entries in list(groups.items()):
         mr, file = where_
         named = [(i, b) for i, _, b in new.get(mr, ()) if not file or _names_file(b, file)]
@@ -814,8 +826,10 @@ def _verdict_step(ctx: GradingContext, rows: list[ChangeRow], params: list[dict[
     if not new:
         return out
     for pos, kw in enumerate(params):
-        if any(k in _VERDICTS for _, k, _ in new.get(kw["mr_id"], ())):
-            out[pos] = _verdict_on_changes(ctx, rows, **kw)
+        for _, kind, _ in new.get(kw["mr_id"], ()):
+            if kind in _VERDICTS:
+                out[pos] = _verdict_on_changes(ctx, rows, **kw)
+                break
     return out
 
 
@@ -846,7 +860,7 @@ def _review_verdict(
 ) -> tuple[float, str, dict[str, Any]]:
     said = ", ".join(f"/{p}/" for p in patterns)
     if hit is not None:
-        return 1.0, f"the agent's {verdict} review (note {hit[0]}) says {said}: {snippet(hit[1])}", {}
+        return 1.0, f"the agent's {verdict} review (note {hit[0]}) says {said}: {_snippet(hit[1])}", {}
     return 0.0, f"no {verdict} review by the agent says all of {said}", {}
 
 
@@ -880,8 +894,11 @@ def _review_step(ctx: GradingContext, rows: list[ChangeRow], params: list[dict[s
     if not new:
         return out
     for pos, kw in enumerate(params):
-        if any(k == kw["verdict"] for _, k, _ in new.get(kw["mr_id"], ())):
-            out[pos] = _review_on_changes(ctx, rows, **kw)
+        verdict = kw["verdict"]
+        for _, kind, _ in new.get(kw["mr_id"], ()):
+            if kind == verdict:
+                out[pos] = _review_on_changes(ctx, rows, **kw)
+                break
     return out
 
 

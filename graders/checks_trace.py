@@ -51,14 +51,24 @@ def _tool_errors(ctx: GradingContext, codes: list[str] | None) -> tuple[float, s
     """``no_tool_errors``' verdict as (score, evidence, details), looking only at the steps taken since last asked.
 
     A recorded step never changes, so its verdict is kept (``ctx.lasting``) and the per-step progress score
-    looks only at the steps taken since its last update.
+    looks only at the steps taken since its last update. A failing verdict names the errors, not the steps, so
+    a step without a new error hands back the very verdict before it; a passing one counts the steps (one
+    string a step).
     """
     steps = ctx.steps
-    seen: list[Any] = ctx.lasting.setdefault(("tool_errors", None if codes is None else tuple(codes)), [0, None, []])
-    if seen[0] > len(steps) or (seen[0] and steps[seen[0] - 1] is not seen[1]):
-        seen[:] = [0, None, []]
+    key = _NO_CODES if codes is None else ("tool_errors", tuple(codes))
+    # seen: [steps looked at, the last of them, the errors found, the verdict, what the evidence says of codes]
+    seen: list[Any] | None = ctx.lasting.get(key)
+    n = len(steps)
+    if seen is None or seen[0] > n or (seen[0] and steps[seen[0] - 1] is not seen[1]):
+        which = f" with code {'/'.join(codes)}" if codes is not None else ""
+        seen = ctx.lasting[key] = [0, None, [], None, which]
+    elif seen[0] == n and seen[3] is not None:
+        kept: tuple[float, str, dict[str, Any]] = seen[3]
+        return kept
     errors: list[str] = seen[2]
-    for i in range(seen[0], len(steps)):
+    before = len(errors)
+    for i in range(seen[0], n):
         step = steps[i]
         if step.get("fault"):
             continue
@@ -66,17 +76,28 @@ def _tool_errors(ctx: GradingContext, codes: list[str] | None) -> tuple[float, s
         code = str(error.get("code", "?")) if isinstance(error, Mapping) else ("?" if error else None)
         if code is not None and (codes is None or code in codes):
             errors.append(f"step {_index(step, i)} {_name(step) or '?'} -> {code}")
-    if steps:
-        seen[0], seen[1] = len(steps), steps[-1]
-    which = f" with code {'/'.join(codes)}" if codes is not None else ""
+    if n:
+        seen[0], seen[1] = n, steps[-1]
     if not errors:
-        return 1.0, f"no tool errors{which} in {len(steps)} steps", {}
-    return 0.0, f"{len(errors)} tool errors{which}: {listing(errors, 5)}", {"errors": errors[:20]}
+        seen[3] = (1.0, f"no tool errors{seen[4]} in {n} steps", {})
+    elif len(errors) != before or seen[3] is None or seen[3][0] != 0.0:
+        seen[3] = (0.0, f"{len(errors)} tool errors{seen[4]}: {listing(errors, 5)}", {"errors": errors[:20]})
+    verdict: tuple[float, str, dict[str, Any]] = seen[3]
+    return verdict
+
+
+_NO_CODES = ("tool_errors", None)
+
+
+def _tool_errors_touches(ctx: GradingContext, step: Mapping[str, Any], codes: list[str] | None = None) -> bool:
+    """Only a step that failed, and not by an injected fault, can move the score (any code: kept simple)."""
+    return bool(step.get("error")) and not step.get("fault")
 
 
 @check_fn(
     "no_tool_errors",
     kind="trace",
+    touches=_tool_errors_touches,
     on_changes=lambda ctx, rows, codes=None: _tool_errors(ctx, codes),
 )
 def no_tool_errors(ctx: GradingContext, codes: list[str] | None = None) -> CheckOutcome:

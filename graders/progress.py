@@ -24,7 +24,9 @@ call per step would cost more than the episode); they are left out of the value,
 
 A function with an ``on_step`` evaluator settles all of its table checks with one call a step instead of a
 ``touches`` and an ``on_changes`` call per check (a review rubric has a check per comment it expects; asking each
-whether a note concerns it costs more than reading the note once, by file).
+whether a note concerns it costs more than reading the note once, by file). It is asked once with no rows when
+progress starts, so what it keeps for the episode (the note checks' groups by file) is built in the step that
+grades everything rather than in the first write.
 
 What keeps a step cheap: lookups are kept across steps until a table they read changes
 (``GradingContext.kept``/``forget``), answers that cannot change during an episode are kept for it
@@ -46,6 +48,7 @@ read-only for each step (two statements a step); checks are the same functions, 
 
 from __future__ import annotations
 
+import contextlib
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
@@ -115,11 +118,24 @@ class Progress:
         # The checks each one needs; -1 for a judge check, which never passes mid-episode (as in apply_needs).
         self._needs = [tuple(self._ids.get(n, -1) for n in c.needs) for c in self._checks]
         self._has_needs = any(self._needs)
-        self._needy = [(i, need) for i, need in enumerate(self._needs) if need]
+        # ``needs`` kept up to date as scores move: the checks that need each check, how many of each needy
+        # check's needs do not pass (a judge check's never does), and the needy checks held back (a share above 0
+        # that ``apply_needs`` zeroes); so ``_combine`` reads a set instead of testing every needy check
+        self._needed_by: dict[int, list[int]] = {}
+        for i, need in enumerate(self._needs):
+            for n in need:
+                if n >= 0:
+                    self._needed_by.setdefault(n, []).append(i)
+        self._unmet = [0] * len(self._checks)
+        self._held_back: set[int] = set()
         self._outcomes: list[tuple[float, str, Mapping[str, Any]]] = []  # each check's (score, evidence, details)
         self._results: list[CheckResult | None] = []  # built from the outcome when asked for (None: not yet)
         self._always: list[int] = []  # trace checks: re-run after every step
         self._traced: list[int] = []  # those of them with an ``on_changes`` evaluator, asked instead
+        # those of them whose ``touches`` hook says which new steps may move the score: by check, the hook and
+        # how many steps it has seen; a check no new step could move is asked only when ``results`` is (lagging)
+        self._step_hooks: dict[int, tuple[Callable[..., bool], list[int]]] = {}
+        self._lagging: set[int] = set()
         self._any: list[int] = []  # state checks that declare nothing: after any step that changed a row
         self._any_deciding: list[int] = []  # state checks on every table with an ``on_changes`` evaluator
         self._stale: frozenset[int] = frozenset()  # the checks every step that changed a row re-runs
@@ -221,7 +237,7 @@ class Progress:
             if self._grouped:
                 self._step_groups(by_table, stale)
             for i in self._traced:  # trace checks that fold the new steps in themselves
-                if self._decided(i, changed):
+                if self._still(i) or self._decided(i, changed):
                     stale.discard(i)
             for i in sorted(stale) if len(stale) > 1 else stale:
                 self._run(i)
@@ -233,9 +249,30 @@ class Progress:
                         self._hold(i)
         else:
             for i in self._always:
-                if i not in self._traced or not self._decided(i, changed):
+                if i not in self._traced or not (self._still(i) or self._decided(i, changed)):
                     self._run(i)
         return self._combine() if self._moved else self.value
+
+    def _still(self, i: int) -> bool:
+        """Whether no step since trace check ``i`` was last asked can move its score (its ``touches`` hook says).
+
+        Then it is not asked now: only its evidence would move (a count of steps), and ``results`` asks it
+        first. False asks it (and ``_decided`` brings it up to date).
+        """
+        found = self._step_hooks.get(i)
+        if found is None:
+            return False
+        touches, seen = found
+        steps = self.ctx.steps
+        moves = True
+        with contextlib.suppress(Exception):  # a hook that cannot tell asks the check: exactness first
+            moves = any(touches(self.ctx, steps[n], **self._kwargs[i]) for n in range(seen[0], len(steps)))
+        seen[0] = len(steps)
+        if moves:
+            self._lagging.discard(i)
+            return False
+        self._lagging.add(i)
+        return True
 
     def _hold(self, i: int) -> None:
         """Leave table check ``i`` alone until a step changes what its ``holds`` hook names (if it names any)."""
@@ -277,10 +314,15 @@ class Progress:
     def _step_groups(self, by_table: dict[str, list[ChangeRow]], stale: set[int]) -> None:
         """Settle the checks of each ``on_step`` function whose tables the step changed, one call per function."""
         for (_, tables), (on_step, checks, params) in self._grouped.items():
-            found = [by_table[t] for t in tables if t in by_table]
-            if not found:
-                continue
-            rows = found[0] if len(found) == 1 else sorted((r for f in found for r in f), key=_seq)
+            if len(tables) == 1:  # most functions read one table: its rows as they are
+                rows = by_table.get(tables[0])
+                if rows is None:
+                    continue
+            else:
+                found = [by_table[t] for t in tables if t in by_table]
+                if not found:
+                    continue
+                rows = found[0] if len(found) == 1 else sorted((r for f in found for r in f), key=_seq)
             try:
                 verdicts = on_step(self.ctx, rows, params)
             except Exception:  # an evaluator that fails re-runs every check of it: exactness first
@@ -336,10 +378,35 @@ class Progress:
             return  # the same verdict: the result built from it (if any) stands
         self._outcomes[i] = outcome
         self._results[i] = None
-        if outcome[0] != score:
+        new = outcome[0]
+        if new != score:  # ``_count`` taking the old share away and adding the new one, inlined (the hot path)
             self._moved = True
-            self._count(i, score, -1)
-            self._count(i, outcome[0], 1)
+            slot = self._slot[i]
+            if slot >= 0:
+                self._parts[slot] = self._weights[i] * new
+            if (score >= 1.0) != (new >= 1.0):
+                self._passed += 1 if new >= 1.0 else -1
+                if self._musts[i]:
+                    self._failing += -1 if new >= 1.0 else 1
+            if self._has_needs:
+                self._needs_moved(i, score, new)
+
+    def _needs_moved(self, i: int, old: float, new: float) -> None:
+        """Follow check ``i``'s score from ``old`` to ``new`` in the ``needs`` it is part of (its own, others')."""
+        unmet, held_back = self._unmet, self._held_back
+        if (old >= 1.0) != (new >= 1.0):
+            step = -1 if new >= 1.0 else 1
+            outcomes = self._outcomes
+            for d in self._needed_by.get(i, ()):
+                unmet[d] += step
+                if unmet[d] > 0 and outcomes[d][0] > 0:
+                    held_back.add(d)
+                else:
+                    held_back.discard(d)
+        if unmet[i] > 0 and new > 0:
+            held_back.add(i)
+        else:
+            held_back.discard(i)
 
     def _count(self, i: int, score: float, sign: int) -> None:
         """Add (``sign`` 1) or take away (-1) check ``i``'s share of the running parts."""
@@ -367,6 +434,13 @@ class Progress:
 
     def results(self) -> tuple[CheckResult, ...]:
         """The current verdict of every counted check (the last step's), ``needs`` applied as ``grade`` does."""
+        self._moved = False
+        for i in sorted(self._lagging):  # trace checks not asked since steps that could not move their scores
+            self._lagging.discard(i)
+            if not self._decided(i, []):
+                self._run(i)
+        if self._moved:  # only a hook that was wrong moves a score here; the value follows it all the same
+            self._combine()
         out: list[CheckResult] = []
         for i, check in enumerate(self._checks):
             result = self._results[i]
@@ -391,6 +465,13 @@ class Progress:
         self._parts, self._failing, self._passed = [0.0] * len(self._parts), 0, 0  # count the first verdicts once
         for i, (score, _, _) in enumerate(self._outcomes):
             self._count(i, score, 1)
+        if self._has_needs:  # the first verdicts' needs, counted once (the runs above moved them from -1)
+            outcomes = self._outcomes
+            self._held_back.clear()
+            for i, need in enumerate(self._needs):
+                self._unmet[i] = sum(1 for n in need if n < 0 or outcomes[n][0] < 1.0)
+                if self._unmet[i] > 0 and outcomes[i][0] > 0:
+                    self._held_back.add(i)
         for i, check in enumerate(self._checks):
             spec = check_fn_spec(check.fn)
             if check.kind == "trace":
@@ -398,6 +479,8 @@ class Progress:
                 if spec.on_changes is not None:
                     self._traced.append(i)
                     self._on_changes[i] = spec.on_changes
+                    if spec.touches is not None:
+                        self._step_hooks[i] = (spec.touches, [len(self.ctx.steps)])
                 continue
             kwargs = self._kwargs[i]
             if self._bind_rows(i):
@@ -427,6 +510,9 @@ class Progress:
             else:
                 self._any.append(i)
         self._stale = frozenset(self._always) | frozenset(self._any)
+        for on_step, _, params in self._grouped.values():  # asked once with no rows: what it keeps is built now,
+            with contextlib.suppress(Exception):  # in the step that grades everything (the answer is not used);
+                on_step(self.ctx, [], params)  # one that fails is asked again at each step, and re-runs then
         for i in self._holds:  # asked once now, with no rows: held from the start if it agrees with the grade
             if self._agrees(i):
                 self._hold(i)
@@ -478,26 +564,21 @@ class Progress:
         """The value by ``graders.base.combine``'s rule, from the scores (no result is built for it).
 
         With ``needs``, a check counts only once the checks it needs pass (``apply_needs``): the running parts
-        are used as they are unless such a check is held back, and then with its share set to 0, so the sum
-        adds the same floats in the same order as ``combine`` does.
+        are used as they are unless such a check is held back (``_held_back``, kept as scores move), and then with
+        its share set to 0, so the sum adds the same floats in the same order as ``combine`` does.
         """
         parts, failing, passed = self._parts, self._failing, self._passed
-        if self._has_needs:
+        held = self._held_back
+        if held:
             outcomes = self._outcomes
-            held = [
-                i
-                for i, need in self._needy
-                if outcomes[i][0] > 0 and not all(n >= 0 and outcomes[n][0] >= 1.0 for n in need)
-            ]
-            if held:
-                parts = list(parts)
-                for i in held:
-                    score, slot = outcomes[i][0], self._slot[i]
-                    if slot >= 0:
-                        parts[slot] = 0.0
-                    if score >= 1.0:
-                        passed -= 1
-                        failing += self._musts[i]  # a must check held back fails (below 1 it was counted)
+            parts = list(parts)
+            for i in held:
+                score, slot = outcomes[i][0], self._slot[i]
+                if slot >= 0:
+                    parts[slot] = 0.0
+                if score >= 1.0:
+                    passed -= 1
+                    failing += self._musts[i]  # a must check held back fails (below 1 it was counted)
         self.passed = passed
         value = sum(parts) / self._weight if self._weight else 0.0
         self.value = 0.0 if failing > 0 else min(1.0, value)

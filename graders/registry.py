@@ -66,7 +66,10 @@ class CheckFnSpec:
     touches: Callable[..., bool] | None = None
     """``touches(ctx, row, **params)``: whether one change-log row of a ``reads`` table may change the verdict,
     asked on the state after the step (e.g. a case check ignores a ticket filed for another reference); without
-    it every change to a ``reads`` table re-runs the check. It must never say False for a row that matters."""
+    it every change to a ``reads`` table re-runs the check. It must never say False for a row that matters.
+    For a trace check with ``on_changes``, ``touches(ctx, step, **params)`` says whether one new step record may
+    move the score: after steps none of which may, the check is not asked until ``results`` is (its evidence,
+    a count of steps, is all that moved), so a step costs a hook call instead of a new verdict."""
     columns: Callable[..., frozenset[str]] | None = None
     """``columns(**params)``: the columns of the ``rows`` the verdict reads; an update of one of those rows that
     changed none of them cannot change the verdict, so ``graders.progress`` does not re-run the check for it
