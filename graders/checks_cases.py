@@ -344,7 +344,110 @@ def _case_on_changes(
     return _case_verdict(ctx, logged, project, reference, fields, reply_to, incident_channel, in_title)
 
 
-@check_fn("ticket_for_reference", reads=_case_reads, touches=_case_touches, on_changes=_case_on_changes)
+class _CaseIndex:
+    """A rubric's case checks by reference, with the tickets filed for each (``_case_step``'s index).
+
+    ``filed`` holds, per reference (lower case), the (id, key) of the tickets this episode filed that mention
+    it, followed from the step's ticket inserts; an edit of a ticket's text, key or project, or a deletion,
+    builds it again from the case's tickets (``_new_tickets_for``) and re-decides every check.
+    """
+
+    __slots__ = ("by_ref", "columns", "filed", "params", "posts", "replies")
+
+    def __init__(self, ctx: GradingContext, params: list[Mapping[str, Any]], rows: list[ChangeRow]) -> None:
+        self.params = params
+        self.by_ref: dict[str, list[int]] = {}
+        self.columns: dict[int, frozenset[str]] = {}  # the ticket columns each check's ``fields`` read
+        self.replies: list[int] = []  # the checks that read the mail
+        self.posts: list[int] = []  # the checks that read the posts
+        for pos, kw in enumerate(params):
+            self.by_ref.setdefault(kw["reference"].lower(), []).append(pos)
+            if kw["fields"]:
+                self.columns[pos] = field_columns(kw["fields"])
+            if kw["reply_to"] is not None:
+                self.replies.append(pos)
+            if kw["incident_channel"] is not None:
+                self.posts.append(pos)
+        self.filed: dict[str, list[tuple[int, str]]] = {}
+        # as they were before the step (the verdicts the progress holds): its new tickets are routed after
+        self.refile(ctx, {r.key[0] for r in rows if r.table == "tickets" and r.op == "insert"})
+
+    def refile(self, ctx: GradingContext, leave: set[Any] | frozenset[Any] = frozenset()) -> None:
+        """Read each reference's tickets again (after an edit that may change which tickets mention it)."""
+        for ref, positions in self.by_ref.items():
+            reference = self.params[positions[0]]["reference"]
+            self.filed[ref] = [(t.id, t.key) for t in _new_tickets_for(ctx, reference) if t.id not in leave]
+
+    def keyed(self, positions: list[int], text: str) -> set[int]:
+        """Those of ``positions`` whose case has one ticket and whose key ``text`` (lower case) gives."""
+        out = set()
+        for pos in positions:
+            filed = self.filed[self.params[pos]["reference"].lower()]
+            if len(filed) == 1 and filed[0][1].lower() in text:
+                out.add(pos)
+        return out
+
+
+def _case_moved(ctx: GradingContext, index: _CaseIndex, rows: list[ChangeRow]) -> set[int] | None:
+    """The checks a step's rows may move, or None for all of them (after ``refile``)."""
+    moved: set[int] = set()
+    bodies: dict[Any, str] = {}
+    for row in rows:
+        if row.table == "tickets":
+            if (
+                row.op == "delete"
+                or (row.op == "update" and not _CASE_COLUMNS.isdisjoint(row.changes))
+                or (row.op == "insert" and not _TICKET_IMAGE.issubset(row.changes))
+            ):
+                index.refile(ctx)
+                return None
+            if row.op == "insert":
+                text = f"{row.changes.get('title')}\n{row.changes.get('description')}".lower()
+                for ref, positions in index.by_ref.items():
+                    if ref in text:
+                        index.filed[ref].append((row.key[0], str(row.changes.get("key"))))
+                        moved.update(positions)
+                continue
+            for pos, columns in index.columns.items():  # an edit of a case's ticket: its ``fields`` checks
+                if not columns.isdisjoint(row.changes):
+                    filed = index.filed[index.params[pos]["reference"].lower()]
+                    if any(tid == row.key[0] for tid, _ in filed):
+                        moved.add(pos)
+        elif row.table == "posts":
+            if row.op == "insert":
+                moved |= index.keyed(index.posts, str(row.changes.get("message")).lower())
+            elif row.op == "delete" or not _POST_COLUMNS.isdisjoint(row.changes):
+                moved.update(index.posts)
+        elif row.table == "mail_messages" and row.op == "insert":
+            bodies[row.key[0]] = body = str(row.changes.get("body")).lower()
+            moved |= index.keyed(index.replies, body)
+        elif row.table == "mail_recipients" and row.op == "insert" and row.changes.get("message_id") in bodies:
+            moved |= index.keyed(index.replies, bodies[row.changes["message_id"]])
+        elif row.table in ("mail_messages", "mail_recipients"):
+            moved.update(index.replies)  # an edit, or a recipient of a mail sent before this step
+    return moved
+
+
+def _case_step(
+    ctx: GradingContext, rows: list[ChangeRow], params: list[Mapping[str, Any]]
+) -> dict[int, tuple[float, str, Mapping[str, Any]] | None]:
+    """``ticket_for_reference``'s ``on_step``: the verdicts of the cases a step's rows concern.
+
+    A ticket goes to the cases its text names, a mail or post to the cases whose one ticket's key it gives,
+    an edit of a ticket to the checks on its fields; the step that files a case's ticket re-decides that
+    case's checks only. The index is built on the first call from the case's tickets before that step.
+    """
+    index: _CaseIndex | None = ctx.lasting.get(("case_step", id(params)))
+    if index is None or index.params is not params:
+        index = ctx.lasting[("case_step", id(params))] = _CaseIndex(ctx, params, rows)
+    found = _case_moved(ctx, index, rows)
+    positions = range(len(params)) if found is None else sorted(found)
+    return {pos: _case_on_changes(ctx, rows, **params[pos]) for pos in positions}
+
+
+@check_fn(
+    "ticket_for_reference", reads=_case_reads, touches=_case_touches, on_changes=_case_on_changes, on_step=_case_step
+)
 def ticket_for_reference(
     ctx: GradingContext,
     project: str,
