@@ -127,10 +127,12 @@ class _MailIndex:
 
     __slots__ = ("by_sender", "generation", "params", "seen")
 
-    def __init__(self, ctx: GradingContext, log: MailLog, params: list[Mapping[str, Any]]) -> None:
+    def __init__(
+        self, ctx: GradingContext, log: MailLog, params: list[Mapping[str, Any]], rows: list[ChangeRow]
+    ) -> None:
         self.params = params
         self.generation = log.generation
-        self.seen = len(log.mails)
+        self.seen = len(log.mails) - sum(1 for r in rows if r.table == "mail_messages")  # those before the step
         self.by_sender: dict[int | None, list[int]] = {}
         for pos, kw in enumerate(params):
             sender = kw.get("sender", "actor")
@@ -149,15 +151,24 @@ class _MailIndex:
         return sorted(moved)
 
 
-def _mail_positions(ctx: GradingContext, params: list[Mapping[str, Any]], name: str) -> tuple[MailLog | None, Any]:
-    """The mail log and the checks of ``params`` to decide: all on the first call or a new generation."""
+def _mail_positions(
+    ctx: GradingContext, params: list[Mapping[str, Any]], rows: list[ChangeRow], name: str
+) -> tuple[MailLog | None, Any]:
+    """The mail log and the checks of ``params`` to decide: those of a sender who sent, or all of them.
+
+    The index is built on the first call from what the log held before the step (the verdicts the progress
+    holds are the ones its first grade gave then), unless a mailbox or employee has changed: then, as after
+    any later such change (a new generation), every check is decided again.
+    """
     log = mail_log(ctx)
     if log is None:
         return None, range(len(params))
     index: _MailIndex | None = ctx.lasting.get((name, id(params)))
     if index is None or index.params is not params or index.generation != log.generation:
-        ctx.lasting[(name, id(params))] = _MailIndex(ctx, log, params)
-        return log, range(len(params))
+        ctx.lasting[(name, id(params))] = fresh = _MailIndex(ctx, log, params, rows)
+        if index is not None or log.generation != 0:
+            return log, range(len(params))
+        index = fresh
     return log, index.moved(ctx, log)
 
 
@@ -165,7 +176,7 @@ def _mail_sent_step(
     ctx: GradingContext, rows: list[ChangeRow], params: list[Mapping[str, Any]]
 ) -> dict[int, Verdict | None]:
     """``mail_sent``'s ``on_step``: the verdicts of the checks whose sender sent a mail this step."""
-    log, positions = _mail_positions(ctx, params, "mail_sent_step")
+    log, positions = _mail_positions(ctx, params, rows, "mail_sent_step")
     if log is None:
         return dict.fromkeys(positions)
     out: dict[int, Verdict | None] = {}
@@ -180,7 +191,7 @@ def _mail_not_sent_step(
     ctx: GradingContext, rows: list[ChangeRow], params: list[Mapping[str, Any]]
 ) -> dict[int, Verdict | None]:
     """``mail_not_sent``'s ``on_step``: the verdicts of the checks whose sender sent a mail this step."""
-    log, positions = _mail_positions(ctx, params, "mail_not_sent_step")
+    log, positions = _mail_positions(ctx, params, rows, "mail_not_sent_step")
     if log is None:
         return dict.fromkeys(positions)
     out: dict[int, Verdict | None] = {}

@@ -267,38 +267,53 @@ def _no_post_on_changes(
 class _PostIndex:
     """A rubric's checks of one post function, by the channel they watch (``_post_step``'s index).
 
+    Built on the first call from what the log held before that step (the checks' verdicts then are the ones
+    the progress holds: it graded every check when it started), so that step costs what any other does.
     ``targets`` is the resolved-target dict the index was built from (``_targets``): a new one (an employee
-    changed) means building the index again. ``bare`` are the checks with no posts of their own yet, whose
-    evidence lists where the episode's posts went.
+    changed) means deciding every check again. ``bare`` are the checks with no posts of their own yet, whose
+    evidence lists where the episode's posts went; ``keys`` names each check's ``Followed`` state.
     """
 
-    __slots__ = ("authors", "bare", "by_name", "channels", "mentions", "params", "seen", "targets", "wants")
+    __slots__ = ("authors", "bare", "by_name", "channels", "keys", "mentions", "params", "seen", "targets", "wants")
 
-    def __init__(self, ctx: GradingContext, log: PostLog, params: list[Mapping[str, Any]]) -> None:
+    def __init__(
+        self, ctx: GradingContext, log: PostLog, params: list[Mapping[str, Any]], rows: list[ChangeRow]
+    ) -> None:
         self.params = params
         self.targets = _targets(ctx)
         self.by_name: dict[str, list[int]] = {}
         self.authors: dict[int, int | None] = {}
-        self.bare: set[int] = set()
+        self.keys: dict[int, tuple[Any, ...]] = {}
         self.wants: list[int] = []  # the checks asking for a mention
         for pos, kw in enumerate(params):
-            target = _target(ctx, kw["channel"], kw.get("author", "actor"))
+            channel, author = kw["channel"], kw.get("author", "actor")
+            target = _target(ctx, channel, author)
             if isinstance(target, str):
                 continue  # an unknown channel or author: the verdict says so whatever is posted
-            name, author_id = target
-            self.by_name.setdefault(name, []).append(pos)
-            self.authors[pos] = author_id
-            authors = log.authors.get(name)
-            if not authors or (author_id is not None and author_id not in authors):
-                self.bare.add(pos)
+            self.by_name.setdefault(target[0], []).append(pos)
+            self.authors[pos] = target[1]
+            if "min_count" in kw:
+                self.keys[pos] = ("post_in_channel", channel, kw["pattern"], author, kw["min_count"], kw["mention"])
             if kw.get("mention") is not None:
                 self.wants.append(pos)
-        self.seen = len(log.posts)
-        self.channels = len(log.first)
-        self.mentions = len(ctx.changed_rows("mentions"))
+        # the log as it was before this step: its posts less the step's (all plain inserts, or no log at all)
+        fresh = sum(1 for r in rows if r.table == "posts")
+        self.seen = len(log.posts) - fresh
+        before = log.posts[: self.seen]
+        self.channels = len({p.channel for p in before})
+        self.mentions = len(ctx.changed_rows("mentions")) - sum(1 for r in rows if r.table == "mentions")
+        self.bare = set(self.authors)
+        for post in before:
+            for pos in self.by_name.get(post.channel, ()):
+                if self.authors[pos] in (None, post.author_id):
+                    self.bare.discard(pos)
 
-    def moved(self, ctx: GradingContext, log: PostLog) -> set[int]:
-        """The checks whose verdict the posts and mentions since the last call may have moved."""
+    def moved(self, ctx: GradingContext, log: PostLog) -> tuple[set[int], set[int]]:
+        """The checks the posts and mentions since the last call may have moved: (their own, only elsewhere).
+
+        The first are re-decided; the second (checks with no posts of their own, after a post in a channel
+        nobody had posted to) only have a new list of where posts went.
+        """
         moved: set[int] = set()
         by_name, authors, bare = self.by_name, self.authors, self.bare
         for post in log.posts[self.seen :]:
@@ -308,24 +323,42 @@ class _PostIndex:
                     moved.add(pos)
                     bare.discard(pos)
         self.seen = len(log.posts)
-        if len(log.first) != self.channels:
-            self.channels = len(log.first)
-            moved |= bare
         if self.wants:
             mentions = len(ctx.changed_rows("mentions"))
             if mentions != self.mentions:
                 self.mentions = mentions
                 moved.update(self.wants)
-        return moved
+        if len(log.first) == self.channels:
+            return moved, set()
+        self.channels = len(log.first)
+        return moved, bare - moved
 
 
-def _index(ctx: GradingContext, log: PostLog, params: list[Mapping[str, Any]], name: str) -> _PostIndex | None:
-    """The kept index of ``params`` (None when there is none yet or an employee changed since it was built)."""
+def _index(
+    ctx: GradingContext, log: PostLog, params: list[Mapping[str, Any]], rows: list[ChangeRow], name: str
+) -> _PostIndex | None:
+    """The kept index of ``params``, or None after building it anew because an employee changed (or had)."""
     index: _PostIndex | None = ctx.lasting.get((name, id(params)))
-    if index is None or index.params is not params or index.targets is not _targets(ctx):
-        ctx.lasting[(name, id(params))] = _PostIndex(ctx, log, params)
-        return None
-    return index
+    if index is not None and index.params is params and index.targets is _targets(ctx):
+        return index
+    ctx.lasting[(name, id(params))] = fresh = _PostIndex(ctx, log, params, rows)
+    return fresh if index is None and not ctx.changed_rows("employees") else None
+
+
+def _elsewhere(ctx: GradingContext, log: PostLog, index: _PostIndex, pos: int) -> Verdict:
+    """The verdict of a check with no posts of its own after a first post in another channel.
+
+    Only the list of where posts went moved: the check's own head is kept (``_post_verdict``'s ``note``), so
+    this is one string, not the check's whole verdict; a check whose state says otherwise is decided in full.
+    """
+    state: Followed | None = ctx.lasting.get(index.keys.get(pos))
+    kw = index.params[pos]
+    if state is None or state.items or not state.note or state.outcome is None:
+        return _post_verdict(ctx, log, **kw)
+    state.seen = len(log.posts)  # none of the posts since was the check's (they were routed)
+    state.marks = (len(ctx.changed_rows("mentions")) if kw["mention"] is not None else 0, len(log.first))
+    state.outcome = (0.0, f"{state.note}: {went_to(log)}", {"post_ids": []})
+    return state.outcome
 
 
 def _post_step(
@@ -333,15 +366,20 @@ def _post_step(
 ) -> dict[int, Verdict | None]:
     """``post_in_channel``'s ``on_step``: the verdicts of the checks a step's posts and mentions may move.
 
-    Every check is decided on the first call and after an employee changed (the index is built then); a
-    log the fold cannot follow (an edit, a deletion) re-runs them all.
+    After an employee changed every check is decided again; a log the fold cannot follow (an edit, a
+    deletion) re-runs them all.
     """
     log = post_log(ctx)
     if log is None:
         return dict.fromkeys(range(len(params)))
-    index = _index(ctx, log, params, "post_step")
-    positions = range(len(params)) if index is None else sorted(index.moved(ctx, log))
-    return {pos: _post_verdict(ctx, log, **params[pos]) for pos in positions}
+    index = _index(ctx, log, params, rows, "post_step")
+    if index is None:
+        return {pos: _post_verdict(ctx, log, **params[pos]) for pos in range(len(params))}
+    own, elsewhere = index.moved(ctx, log)
+    out: dict[int, Verdict | None] = {pos: _post_verdict(ctx, log, **params[pos]) for pos in own}
+    for pos in elsewhere:
+        out[pos] = _elsewhere(ctx, log, index, pos)
+    return out
 
 
 def _no_post_step(
@@ -351,10 +389,6 @@ def _no_post_step(
     log = post_log(ctx)
     if log is None:
         return dict.fromkeys(range(len(params)))
-    index = _index(ctx, log, params, "no_post_step")
-    if index is None:
-        positions: Any = range(len(params))
-    else:
-        index.bare.clear()  # where other posts went is not in this check's evidence
-        positions = sorted(index.moved(ctx, log))
+    index = _index(ctx, log, params, rows, "no_post_step")
+    positions = range(len(params)) if index is None else index.moved(ctx, log)[0]
     return {pos: _no_post_verdict(ctx, log, **params[pos]) for pos in positions}
