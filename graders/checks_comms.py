@@ -60,6 +60,7 @@ from worlds.rawsql import Sql
 
 _IDS: BindParameter[Any] = bindparam("ids", expanding=True)
 _MAIL_TABLES = ("mail_messages", "mail_recipients")  # a sent mail is its message and recipient rows
+_MAIL_READS = (*_MAIL_TABLES, "mailboxes", "employees")  # and who an address is (a new generation of the log)
 _NEW_POSTS = (
     "SELECT p.id, p.author_id, p.message, p.deleted_at, c.name FROM posts p JOIN channels c ON c.id = p.channel_id"
     " WHERE p.id IN ({}) ORDER BY p.id"
@@ -253,7 +254,7 @@ def _post_in_channel_read(
 
 @check_fn(
     "no_post_in_channel",
-    reads=("posts",),
+    reads=("employees", "posts"),
     touches=_no_post_touches,
     on_changes=_no_post_on_changes,
     on_step=_no_post_step,
@@ -325,7 +326,7 @@ def _need_recipients(kw: dict[str, Any]) -> None:
 @check_fn(
     "mail_sent",
     validate=_need_recipients,
-    reads=_MAIL_TABLES,
+    reads=_MAIL_READS,
     on_changes=_mail_sent_on_changes,
     on_step=_mail_sent_step,
 )
@@ -374,7 +375,7 @@ def mail_sent(
 @check_fn(
     "mail_not_sent",
     validate=_need_recipients,
-    reads=_MAIL_TABLES,
+    reads=_MAIL_READS,
     on_changes=_mail_not_sent_on_changes,
     on_step=_mail_not_sent_step,
 )

@@ -142,6 +142,9 @@ class _MailIndex:
 
     def moved(self, ctx: GradingContext, log: MailLog) -> list[int]:
         """The checks of a sender who sent one of the mails since the last call, in rubric order."""
+        if self.seen == 0 and log.mails:  # the episode's first mail, whoever sent it: "no mail was sent" no more
+            self.seen = len(log.mails)
+            return sorted({pos for positions in self.by_sender.values() for pos in positions})
         moved: set[int] = set()
         for mail in log.mails[self.seen :]:
             for sender_id, positions in self.by_sender.items():

@@ -93,8 +93,12 @@ def _post_row(ctx: GradingContext, row: ChangeRow) -> tuple[ChangeRow, PostLog |
 
 
 def _post_reads(mention: str | None = None, **_: Any) -> tuple[str, ...]:
-    """A check asking for no mention reads no mention row (a step's mentions need not reach its hook)."""
-    return ("posts", "mentions") if mention is not None else ("posts",)
+    """A check asking for no mention reads no mention row (a step's mentions need not reach its hook).
+
+    The employees are read too: a channel ``@bob`` and an author are named by username, so a rename or a new
+    employee can change which posts are the check's (the ``on_step`` index is then built again).
+    """
+    return ("employees", "posts", "mentions") if mention is not None else ("employees", "posts")
 
 
 def _post_touches(
