@@ -41,7 +41,7 @@ def _mail_sent_verdict(
     state = followed(ctx, key, (log.generation, sender_id))
     notes: list[str] = state.items
     for m in log.mails[state.seen :]:
-        if state.marks or not sent_by(ctx, m, sender_id):
+        if state.marks or not sent_by(ctx, log, m, sender_id):
             continue  # marks: a mail fits already (the first in id order is the one named)
         to = reached(ctx, log, m)
         missing = [t for t in wanted if t.lower() not in to]
@@ -89,7 +89,7 @@ def _mail_not_sent_verdict(
         warm_mailboxes(ctx, sorted(banned))
     state = followed(ctx, ("mail_not_sent", tuple(sorted(banned)), sender), (log.generation, sender_id))
     for m in log.mails[state.seen :]:
-        if sent_by(ctx, m, sender_id):
+        if sent_by(ctx, log, m, sender_id):
             state.marks = (state.marks[0] + 1,) if state.marks else (1,)
             state.outcome = None
             to = reached(ctx, log, m) & banned
@@ -148,7 +148,7 @@ class _MailIndex:
         moved: set[int] = set()
         for mail in log.mails[self.seen :]:
             for sender_id, positions in self.by_sender.items():
-                if sent_by(ctx, mail, sender_id):
+                if sent_by(ctx, log, mail, sender_id):
                     moved.update(positions)
         self.seen = len(log.mails)
         return sorted(moved)

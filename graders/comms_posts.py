@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from graders.base import ChangeRow, GradingContext
-from graders.checks_common import Who, employee_id, listing, rx, snippet, who_label
+from graders.checks_common import Who, employee_id, listing, rx, who_label
 from graders.comms_log import (
     Followed,
     LoggedPost,
@@ -24,6 +24,7 @@ from graders.comms_log import (
     followed,
     post_channel,
     post_log,
+    show_post,
     warm_channels,
     went_to,
 )
@@ -199,7 +200,7 @@ def _post_verdict(
     ]
     head = f"{len(hits)} of {len(posts)} new posts in ~{name} by {who_label(author)} match {want}"
     head += f" (need {min_count})"
-    shown = listing([f"#{p.id} {snippet(p.message)}" for p in (hits or posts)])
+    shown = listing([show_post(log, p) for p in (hits or posts)])
     if not posts:
         shown, state.note = went_to(log), head
     state.marks = marks
@@ -255,7 +256,7 @@ def _no_post_verdict(
     if not hits:
         state.outcome = (1.0, f"none of {len(posts)} {where} match /{pattern}/", {})
     else:
-        shown = listing([f"#{p.id} {snippet(p.message)}" for p in hits])
+        shown = listing([show_post(log, p) for p in hits])
         state.outcome = (0.0, f"{len(hits)} {where} match /{pattern}/: {shown}", {"post_ids": [p.id for p in hits]})
     return state.outcome
 

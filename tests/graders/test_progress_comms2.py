@@ -22,8 +22,16 @@ from graders.progress import Progress
 from tests.graders.conftest import employee
 from tests.graders.test_checks import post, send
 from tests.graders.test_progress_pcomms import CHECKS, _file, _from_bob, _outcomes, _rubric
+from worlds.schema import Mailbox
 
 STEP_FNS = ("post_in_channel", "no_post_in_channel", "mail_sent", "mail_not_sent", "ticket_for_reference")
+
+
+def _to_outside(world, address: str, body: str) -> None:
+    """The agent's mail to an address no mailbox had: its mailbox is created in the same step, as the tool does."""
+    box = Mailbox(address=address, display_name=address, employee_id=None)
+    world.add(box)
+    send(world, "Update", body, [box.id])
 
 
 def _steps(world) -> list[tuple[str, Any]]:
@@ -40,6 +48,7 @@ def _steps(world) -> list[tuple[str, Any]]:
         ("file-case", lambda: _file(world, 6, "Customer REF-1234 cannot log in", "from their mail", "high")),
         ("file-other", lambda: _file(world, 7, "Unrelated", "nothing to see")),
         ("reply", lambda: send(world, "Re: REF-1234", "Tracked as ENG-6.", [9])),
+        ("outside", lambda: _to_outside(world, "new@client.test", "Hello, ENG-1 is fixed")),
         ("incident", lambda: post(world, 2, "REF-1234 is ENG-6, on it")),
         ("reassign", lambda: setattr(world.ticket("ENG-6"), "assignee_id", 2)),
         ("reassign-other", lambda: setattr(world.ticket("ENG-7"), "assignee_id", 2)),
@@ -89,6 +98,9 @@ def test_on_step_verdicts_equal_a_full_grade_and_the_per_check_hooks_and_route_e
         handed.clear()
         value = with_step.update(rows)  # type: ignore[arg-type]
         routed[name] = handed.get("now", set())
+        if name == "outside":  # a new outside address's mailbox: no new generation, no lookup of it
+            assert with_step.ctx.lasting["mail_log"].generation == 0
+            assert with_step.ctx.lasting["mail_log"].reach[rows[-1].changes["message_id"]] == {"new@client.test"}
         hooks.update(rows)  # type: ignore[arg-type]
         full = grade(rubric, world.ctx())
         assert _outcomes(with_step.results()) == _outcomes(full.checks), f"after {name}"
@@ -108,6 +120,7 @@ def test_on_step_verdicts_equal_a_full_grade_and_the_per_check_hooks_and_route_e
     assert routed["file-other"] == set(), "a ticket no case names"
     assert "case-reply" in routed["reply"] and "case-post" not in routed["reply"]
     assert "case-post" in routed["incident"] and "case-reply" not in routed["incident"]
+    assert {"mail-bob", "mail-both", "mail-carol", "no-mail-buyer", "no-mail-out"} <= routed["outside"]
     assert routed["reassign"] == {"case-who"}, "an edit of the case's ticket: only the check on that field"
     assert routed["reassign-other"] == set()
     assert {"carol-dm", "eng-deploy", "no-salary"} <= routed["rename"], "an employee changed: post checks decided again"
