@@ -14,7 +14,7 @@ from graders.base import ChangeRow, CheckOutcome, GradingContext, check_fn
 from graders.checks import FieldValue, TicketField, _mismatch, _tickets, field_columns
 from graders.checks_common import inserted_ids, listing, logged_mail, mailboxes, rows_in, usernames
 from graders.checks_comms import new_posts
-from graders.comms_log import warm_mailboxes
+from graders.comms_log import mail_log, warm_mailboxes
 
 
 class CaseTicket(NamedTuple):
@@ -304,11 +304,10 @@ def _case_verdict(
             return 0.0, f"{ticket.key} names {reference} only in its description: {ticket.title!r}", {}
         said.append("its title names it")
     if reply_to is not None:
-        mails = _memo(ctx, "case_mails")
-        hit = [m.id for m in mails if m.address.lower() == reply_to.lower() and ticket.key.lower() in m.body.lower()]
-        if not hit:
+        reply = _reply(ctx, ticket.key, reply_to)
+        if reply is None:
             return 0.0, f"{ticket.key} filed, but no mail to {reply_to} gives its key", {}
-        said.append(f"mail #{hit[0]} to {reply_to} gives the key")
+        said.append(f"mail #{reply} to {reply_to} gives the key")
     if incident_channel is not None:
         posts = _memo(ctx, "case_posts")
         hit = [
@@ -324,6 +323,26 @@ def _case_verdict(
             return 0.0, f"{ticket.key} filed, but no post in ~{incident_channel} names it and {reference}", {}
         said.append(f"post #{hit[0]} in ~{incident_channel}")
     return 1.0, "; ".join(said), {"key": ticket.key}
+
+
+def _reply(ctx: GradingContext, key: str, reply_to: str) -> int | None:
+    """The first mail sent this episode to ``reply_to`` that gives ``key`` (``_SENT_TO``'s rows), or None.
+
+    Read from the mail log while it folds (``graders.comms_log``): only the mailboxes of the mails that give
+    the key are looked up, so a mail to a new outside address does not make every mail's recipients read
+    again; else from ``case_mails``.
+    """
+    log = mail_log(ctx)
+    key, to = key.lower(), reply_to.lower()
+    if log is None:
+        hits = [m.id for m in _memo(ctx, "case_mails") if m.address.lower() == to and key in m.body.lower()]
+        return hits[0] if hits else None
+    for mail in log.mails:
+        if key in mail.body.lower():
+            boxes = mailboxes(ctx, mail.to_boxes)
+            if any((found := boxes.get(b)) is not None and found[0].lower() == to for b in mail.to_boxes):
+                return mail.id
+    return None
 
 
 def _case_on_changes(
