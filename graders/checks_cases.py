@@ -14,7 +14,7 @@ from graders.base import ChangeRow, CheckOutcome, GradingContext, check_fn
 from graders.checks import FieldValue, TicketField, _mismatch, _tickets, field_columns
 from graders.checks_common import inserted_ids, listing, logged_mail, mailboxes, rows_in, usernames
 from graders.checks_comms import new_posts
-from graders.comms_log import mail_log, warm_mailboxes
+from graders.comms_log import boxes_of, mail_log, warm_mailboxes
 
 
 class CaseTicket(NamedTuple):
@@ -339,7 +339,7 @@ def _reply(ctx: GradingContext, key: str, reply_to: str) -> int | None:
         return hits[0] if hits else None
     for mail in log.mails:
         if key in mail.body.lower():
-            boxes = mailboxes(ctx, mail.to_boxes)
+            boxes = boxes_of(ctx, log, mail.to_boxes)
             if any((found := boxes.get(b)) is not None and found[0].lower() == to for b in mail.to_boxes):
                 return mail.id
     return None

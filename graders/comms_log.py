@@ -161,7 +161,17 @@ class MailLog:
     That is any mailbox or employee change but a new outside address's mailbox (``_outside_boxes``).
     """
 
-    __slots__ = ("box_of", "boxes_seen", "clean", "generation", "mails", "messages_seen", "reach", "recipients_seen")
+    __slots__ = (
+        "box_of",
+        "boxes",
+        "boxes_seen",
+        "clean",
+        "generation",
+        "mails",
+        "messages_seen",
+        "reach",
+        "recipients_seen",
+    )
 
     def __init__(self) -> None:
         self.messages_seen = 0
@@ -172,6 +182,7 @@ class MailLog:
         self.mails: list[LoggedMail] = []
         self.reach: dict[int, set[str]] = {}  # who each mail reaches (``reached``), for this generation
         self.box_of: dict[int, int | None] = {}  # each sender employee's mailbox (``sent_by``), for this generation
+        self.boxes: dict[int, tuple[str, int | None, str | None] | None] = {}  # ``boxes_of``, for this generation
 
 
 def mail_log(ctx: GradingContext) -> MailLog | None:
@@ -188,8 +199,8 @@ def mail_log(ctx: GradingContext) -> MailLog | None:
     messages, recipients = ctx.changed_rows("mail_messages"), ctx.changed_rows("mail_recipients")
     boxes = (len(ctx.changed_rows("mailboxes")), len(ctx.changed_rows("employees")))
     if boxes != log.boxes_seen:
-        if not _outside_boxes(ctx, log.boxes_seen, boxes):
-            log.reach, log.box_of = {}, {}
+        if not _outside_boxes(ctx, log, boxes):
+            log.reach, log.box_of, log.boxes = {}, {}, {}
             log.generation += 1
         log.boxes_seen = boxes
     if (len(messages) != log.messages_seen or len(recipients) != log.recipients_seen) and not _fold_mail(
@@ -200,7 +211,7 @@ def mail_log(ctx: GradingContext) -> MailLog | None:
     return log
 
 
-def _outside_boxes(ctx: GradingContext, seen: tuple[int, int], now: tuple[int, int]) -> bool:
+def _outside_boxes(ctx: GradingContext, log: MailLog, now: tuple[int, int]) -> bool:
     """Whether the mailbox and employee rows logged since ``seen`` are only new outside addresses' mailboxes.
 
     Mailing a new outside address creates its mailbox (no employee): no earlier lookup changes with it (who
@@ -208,6 +219,7 @@ def _outside_boxes(ctx: GradingContext, seen: tuple[int, int], now: tuple[int, i
     and the new mailbox is put in ``mailboxes``' kept answers from its logged insert (no lookup when the mail
     that made it is read).
     """
+    seen = log.boxes_seen
     if now[1] != seen[1]:
         return False
     rows = ctx.changed_rows("mailboxes")[seen[0] :]
@@ -216,7 +228,25 @@ def _outside_boxes(ctx: GradingContext, seen: tuple[int, int], now: tuple[int, i
     known = mailboxes(ctx, ())
     for r in rows:
         known.setdefault(r.key[0], (str(r.changes["address"]), None, None))
+        log.boxes.setdefault(r.key[0], (str(r.changes["address"]), None, None))
     return True
+
+
+def boxes_of(
+    ctx: GradingContext, log: MailLog, ids: tuple[int, ...]
+) -> dict[int, tuple[str, int | None, str | None] | None]:
+    """``mailboxes``, kept in the log for its generation.
+
+    A new outside mailbox makes ``mailboxes`` forget what it read, but changes none of the mailboxes read
+    before, so they are not looked up again.
+    """
+    known = log.boxes
+    missing = [i for i in ids if i not in known]
+    if missing:
+        found = mailboxes(ctx, missing)
+        for i in missing:
+            known[i] = found.get(i)
+    return known
 
 
 def _fold_mail(ctx: GradingContext, log: MailLog, messages: list[ChangeRow], recipients: list[ChangeRow]) -> bool:
@@ -258,7 +288,7 @@ def sent_by(ctx: GradingContext, log: MailLog, mail: LoggedMail, employee: int |
     (a new outside address's mailbox is no one's: it does not make the lookup again).
     """
     if employee is None:
-        return mailboxes(ctx, (mail.sender_box,)).get(mail.sender_box) is not None
+        return boxes_of(ctx, log, (mail.sender_box,)).get(mail.sender_box) is not None
     if employee not in log.box_of:
         log.box_of[employee] = Sql.of(ctx.session).scalar(_BOX_OF, (employee,))
     return mail.sender_box == log.box_of[employee]
@@ -271,13 +301,13 @@ def reached(ctx: GradingContext, log: MailLog, mail: LoggedMail) -> set[str]:
     """
     found = log.reach.get(mail.id)
     if found is None:
-        found = log.reach[mail.id] = _reached(ctx, mail)
+        found = log.reach[mail.id] = _reached(ctx, log, mail)
     return found
 
 
-def _reached(ctx: GradingContext, mail: LoggedMail) -> set[str]:
+def _reached(ctx: GradingContext, log: MailLog, mail: LoggedMail) -> set[str]:
     """``reached`` looked up."""
-    boxes = mailboxes(ctx, mail.to_boxes)
+    boxes = boxes_of(ctx, log, mail.to_boxes)
     out: set[str] = set()
     for box in mail.to_boxes:
         found = boxes.get(box)
