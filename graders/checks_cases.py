@@ -14,7 +14,7 @@ from graders.base import ChangeRow, CheckOutcome, GradingContext, check_fn
 from graders.checks import FieldValue, TicketField, _mismatch, _tickets, field_columns
 from graders.checks_common import inserted_ids, listing, logged_mail, mailboxes, rows_in, usernames
 from graders.checks_comms import new_posts
-from graders.comms_log import boxes_of, mail_log, warm_mailboxes
+from graders.comms_log import boxes_of, mail_log, post_log, warm_mailboxes
 
 
 class CaseTicket(NamedTuple):
@@ -309,20 +309,39 @@ def _case_verdict(
             return 0.0, f"{ticket.key} filed, but no mail to {reply_to} gives its key", {}
         said.append(f"mail #{reply} to {reply_to} gives the key")
     if incident_channel is not None:
-        posts = _memo(ctx, "case_posts")
-        hit = [
-            p.id
-            for p in posts
-            if p.name == incident_channel
-            and p.author_id == ctx.actor_id
-            and p.deleted_at is None
-            and ticket.key.lower() in p.message.lower()
-            and reference.lower() in p.message.lower()
-        ]
+        hit = _incident_posts(ctx, ticket.key.lower(), reference.lower(), incident_channel)
         if not hit:
             return 0.0, f"{ticket.key} filed, but no post in ~{incident_channel} names it and {reference}", {}
         said.append(f"post #{hit[0]} in ~{incident_channel}")
     return 1.0, "; ".join(said), {"key": ticket.key}
+
+
+def _incident_posts(ctx: GradingContext, key: str, ref: str, channel: str) -> list[int]:
+    """The agent's live posts in ``channel`` that give ``key`` and ``ref`` (lower case), in id order.
+
+    Read from the post log while it folds (``graders.comms_log``: its posts are live, as inserted), only the
+    posts in ``channel`` by the agent; else from ``case_posts``.
+    """
+    log = post_log(ctx)
+    if log is None:
+        posts = _memo(ctx, "case_posts")
+        return [
+            p.id
+            for p in posts
+            if p.name == channel
+            and p.author_id == ctx.actor_id
+            and p.deleted_at is None
+            and key in p.message.lower()
+            and ref in p.message.lower()
+        ]
+    return [
+        p.id
+        for p in log.posts
+        if p.channel == channel
+        and p.author_id == ctx.actor_id
+        and key in p.message.lower()
+        and ref in p.message.lower()
+    ]
 
 
 def _reply(ctx: GradingContext, key: str, reply_to: str) -> int | None:
