@@ -14,7 +14,8 @@ from graders.base import ChangeRow, CheckOutcome, GradingContext, check_fn
 from graders.checks import FieldValue, TicketField, _mismatch, _tickets, field_columns
 from graders.checks_common import inserted_ids, listing, logged_mail, mailboxes, rows_in, usernames
 from graders.checks_comms import new_posts
-from graders.comms_log import boxes_of, mail_log, post_log, warm_mailboxes
+from graders.comms_log import boxes_of, mail_log, post_log, warm_channels, warm_mailboxes
+from worlds.rawsql import Sql
 
 
 class CaseTicket(NamedTuple):
@@ -144,6 +145,20 @@ def _logged_tickets(ctx: GradingContext) -> list[CaseTicket] | None:
         if project is not None:  # the query's inner join drops a ticket whose project does not exist
             out.append(CaseTicket(tid, t["key"], t["title"], t["description"], project))
     return out
+
+
+_PROJECT_ID = "SELECT id, key FROM projects WHERE key = ?"
+
+
+def _warm_project(ctx: GradingContext, project: str) -> None:
+    """Put ``project``'s id and key in ``_logged_tickets``' project keys (once per episode, on the first step)."""
+    done: set[str] = ctx.lasting.setdefault("warm_projects", set())
+    if project in done:
+        return
+    done.add(project)
+    keys: dict[int, str | None] = ctx.lasting.setdefault("project_keys", {})
+    for i, key in Sql.of(ctx.session).all(_PROJECT_ID, (project.upper(),)):
+        keys.setdefault(int(i), str(key))
 
 
 def _new_tickets_for(ctx: GradingContext, reference: str) -> list[CaseTicket]:
@@ -283,6 +298,10 @@ def _case_verdict(
     """``ticket_for_reference``'s outcome, its ticket's fields read by ``ticket_row`` (None: it cannot tell)."""
     if reply_to is not None and not ctx.changed_rows("mail_messages"):
         warm_mailboxes(ctx, [reply_to])  # nothing sent yet (the first step): the reply then needs no lookup
+    if incident_channel is not None and not ctx.changed_rows("posts"):
+        warm_channels(ctx, [incident_channel])  # nor posted: the incident post then folds without one
+    if not ctx.changed_rows("tickets"):
+        _warm_project(ctx, project)  # nor filed: the case's ticket then needs no lookup of its project's key
     found = _new_tickets_for(ctx, reference)
     if len(found) != 1:
         keys = ", ".join(r.key for r in found)

@@ -336,9 +336,12 @@ def warm_mailboxes(ctx: GradingContext, terms: list[str]) -> None:
         return
     done.update(wanted)
     known = mailboxes(ctx, ())
+    log = mail_log(ctx)  # and in the log's, which a new outside mailbox does not make forget them
     sql = _WARM.format(", ".join("?" * len(wanted)))
     for box, address, employee, username in Sql.of(ctx.session).all(sql, [*wanted, *wanted, ctx.actor_id]):
         known.setdefault(box, (address, employee, username))
+        if log is not None:
+            log.boxes.setdefault(box, (address, employee, username))
 
 
 class Followed:
