@@ -14,7 +14,8 @@ from graders.base import ChangeRow, CheckOutcome, GradingContext, check_fn
 from graders.checks import FieldValue, TicketField, _mismatch, _tickets, field_columns
 from graders.checks_common import inserted_ids, listing, logged_mail, mailboxes, rows_in, usernames
 from graders.checks_comms import new_posts
-from graders.comms_log import warm_mailboxes
+from graders.comms_log import boxes_of, mail_log, post_log, warm_channels, warm_mailboxes
+from worlds.rawsql import Sql
 
 
 class CaseTicket(NamedTuple):
@@ -144,6 +145,20 @@ def _logged_tickets(ctx: GradingContext) -> list[CaseTicket] | None:
         if project is not None:  # the query's inner join drops a ticket whose project does not exist
             out.append(CaseTicket(tid, t["key"], t["title"], t["description"], project))
     return out
+
+
+_PROJECT_ID = "SELECT id, key FROM projects WHERE key = ?"
+
+
+def _warm_project(ctx: GradingContext, project: str) -> None:
+    """Put ``project``'s id and key in ``_logged_tickets``' project keys (once per episode, on the first step)."""
+    done: set[str] = ctx.lasting.setdefault("warm_projects", set())
+    if project in done:
+        return
+    done.add(project)
+    keys: dict[int, str | None] = ctx.lasting.setdefault("project_keys", {})
+    for i, key in Sql.of(ctx.session).all(_PROJECT_ID, (project.upper(),)):
+        keys.setdefault(int(i), str(key))
 
 
 def _new_tickets_for(ctx: GradingContext, reference: str) -> list[CaseTicket]:
@@ -283,6 +298,10 @@ def _case_verdict(
     """``ticket_for_reference``'s outcome, its ticket's fields read by ``ticket_row`` (None: it cannot tell)."""
     if reply_to is not None and not ctx.changed_rows("mail_messages"):
         warm_mailboxes(ctx, [reply_to])  # nothing sent yet (the first step): the reply then needs no lookup
+    if incident_channel is not None and not ctx.changed_rows("posts"):
+        warm_channels(ctx, [incident_channel])  # nor posted: the incident post then folds without one
+    if not ctx.changed_rows("tickets"):
+        _warm_project(ctx, project)  # nor filed: the case's ticket then needs no lookup of its project's key
     found = _new_tickets_for(ctx, reference)
     if len(found) != 1:
         keys = ", ".join(r.key for r in found)
@@ -304,26 +323,64 @@ def _case_verdict(
             return 0.0, f"{ticket.key} names {reference} only in its description: {ticket.title!r}", {}
         said.append("its title names it")
     if reply_to is not None:
-        mails = _memo(ctx, "case_mails")
-        hit = [m.id for m in mails if m.address.lower() == reply_to.lower() and ticket.key.lower() in m.body.lower()]
-        if not hit:
+        reply = _reply(ctx, ticket.key, reply_to)
+        if reply is None:
             return 0.0, f"{ticket.key} filed, but no mail to {reply_to} gives its key", {}
-        said.append(f"mail #{hit[0]} to {reply_to} gives the key")
+        said.append(f"mail #{reply} to {reply_to} gives the key")
     if incident_channel is not None:
-        posts = _memo(ctx, "case_posts")
-        hit = [
-            p.id
-            for p in posts
-            if p.name == incident_channel
-            and p.author_id == ctx.actor_id
-            and p.deleted_at is None
-            and ticket.key.lower() in p.message.lower()
-            and reference.lower() in p.message.lower()
-        ]
+        hit = _incident_posts(ctx, ticket.key.lower(), reference.lower(), incident_channel)
         if not hit:
             return 0.0, f"{ticket.key} filed, but no post in ~{incident_channel} names it and {reference}", {}
         said.append(f"post #{hit[0]} in ~{incident_channel}")
     return 1.0, "; ".join(said), {"key": ticket.key}
+
+
+def _incident_posts(ctx: GradingContext, key: str, ref: str, channel: str) -> list[int]:
+    """The agent's live posts in ``channel`` that give ``key`` and ``ref`` (lower case), in id order.
+
+    Read from the post log while it folds (``graders.comms_log``: its posts are live, as inserted), only the
+    posts in ``channel`` by the agent; else from ``case_posts``.
+    """
+    log = post_log(ctx)
+    if log is None:
+        posts = _memo(ctx, "case_posts")
+        return [
+            p.id
+            for p in posts
+            if p.name == channel
+            and p.author_id == ctx.actor_id
+            and p.deleted_at is None
+            and key in p.message.lower()
+            and ref in p.message.lower()
+        ]
+    return [
+        p.id
+        for p in log.posts
+        if p.channel == channel
+        and p.author_id == ctx.actor_id
+        and key in p.message.lower()
+        and ref in p.message.lower()
+    ]
+
+
+def _reply(ctx: GradingContext, key: str, reply_to: str) -> int | None:
+    """The first mail sent this episode to ``reply_to`` that gives ``key`` (``_SENT_TO``'s rows), or None.
+
+    Read from the mail log while it folds (``graders.comms_log``): only the mailboxes of the mails that give
+    the key are looked up, so a mail to a new outside address does not make every mail's recipients read
+    again; else from ``case_mails``.
+    """
+    log = mail_log(ctx)
+    key, to = key.lower(), reply_to.lower()
+    if log is None:
+        hits = [m.id for m in _memo(ctx, "case_mails") if m.address.lower() == to and key in m.body.lower()]
+        return hits[0] if hits else None
+    for mail in log.mails:
+        if key in mail.body.lower():
+            boxes = boxes_of(ctx, log, mail.to_boxes)
+            if any((found := boxes.get(b)) is not None and found[0].lower() == to for b in mail.to_boxes):
+                return mail.id
+    return None
 
 
 def _case_on_changes(
@@ -344,7 +401,110 @@ def _case_on_changes(
     return _case_verdict(ctx, logged, project, reference, fields, reply_to, incident_channel, in_title)
 
 
-@check_fn("ticket_for_reference", reads=_case_reads, touches=_case_touches, on_changes=_case_on_changes)
+class _CaseIndex:
+    """A rubric's case checks by reference, with the tickets filed for each (``_case_step``'s index).
+
+    ``filed`` holds, per reference (lower case), the (id, key) of the tickets this episode filed that mention
+    it, followed from the step's ticket inserts; an edit of a ticket's text, key or project, or a deletion,
+    builds it again from the case's tickets (``_new_tickets_for``) and re-decides every check.
+    """
+
+    __slots__ = ("by_ref", "columns", "filed", "params", "posts", "replies")
+
+    def __init__(self, ctx: GradingContext, params: list[Mapping[str, Any]], rows: list[ChangeRow]) -> None:
+        self.params = params
+        self.by_ref: dict[str, list[int]] = {}
+        self.columns: dict[int, frozenset[str]] = {}  # the ticket columns each check's ``fields`` read
+        self.replies: list[int] = []  # the checks that read the mail
+        self.posts: list[int] = []  # the checks that read the posts
+        for pos, kw in enumerate(params):
+            self.by_ref.setdefault(kw["reference"].lower(), []).append(pos)
+            if kw["fields"]:
+                self.columns[pos] = field_columns(kw["fields"])
+            if kw["reply_to"] is not None:
+                self.replies.append(pos)
+            if kw["incident_channel"] is not None:
+                self.posts.append(pos)
+        self.filed: dict[str, list[tuple[int, str]]] = {}
+        # as they were before the step (the verdicts the progress holds): its new tickets are routed after
+        self.refile(ctx, {r.key[0] for r in rows if r.table == "tickets" and r.op == "insert"})
+
+    def refile(self, ctx: GradingContext, leave: set[Any] | frozenset[Any] = frozenset()) -> None:
+        """Read each reference's tickets again (after an edit that may change which tickets mention it)."""
+        for ref, positions in self.by_ref.items():
+            reference = self.params[positions[0]]["reference"]
+            self.filed[ref] = [(t.id, t.key) for t in _new_tickets_for(ctx, reference) if t.id not in leave]
+
+    def keyed(self, positions: list[int], text: str) -> set[int]:
+        """Those of ``positions`` whose case has one ticket and whose key ``text`` (lower case) gives."""
+        out = set()
+        for pos in positions:
+            filed = self.filed[self.params[pos]["reference"].lower()]
+            if len(filed) == 1 and filed[0][1].lower() in text:
+                out.add(pos)
+        return out
+
+
+def _case_moved(ctx: GradingContext, index: _CaseIndex, rows: list[ChangeRow]) -> set[int] | None:
+    """The checks a step's rows may move, or None for all of them (after ``refile``)."""
+    moved: set[int] = set()
+    bodies: dict[Any, str] = {}
+    for row in rows:
+        if row.table == "tickets":
+            if (
+                row.op == "delete"
+                or (row.op == "update" and not _CASE_COLUMNS.isdisjoint(row.changes))
+                or (row.op == "insert" and not _TICKET_IMAGE.issubset(row.changes))
+            ):
+                index.refile(ctx)
+                return None
+            if row.op == "insert":
+                text = f"{row.changes.get('title')}\n{row.changes.get('description')}".lower()
+                for ref, positions in index.by_ref.items():
+                    if ref in text:
+                        index.filed[ref].append((row.key[0], str(row.changes.get("key"))))
+                        moved.update(positions)
+                continue
+            for pos, columns in index.columns.items():  # an edit of a case's ticket: its ``fields`` checks
+                if not columns.isdisjoint(row.changes):
+                    filed = index.filed[index.params[pos]["reference"].lower()]
+                    if any(tid == row.key[0] for tid, _ in filed):
+                        moved.add(pos)
+        elif row.table == "posts":
+            if row.op == "insert":
+                moved |= index.keyed(index.posts, str(row.changes.get("message")).lower())
+            elif row.op == "delete" or not _POST_COLUMNS.isdisjoint(row.changes):
+                moved.update(index.posts)
+        elif row.table == "mail_messages" and row.op == "insert":
+            bodies[row.key[0]] = body = str(row.changes.get("body")).lower()
+            moved |= index.keyed(index.replies, body)
+        elif row.table == "mail_recipients" and row.op == "insert" and row.changes.get("message_id") in bodies:
+            moved |= index.keyed(index.replies, bodies[row.changes["message_id"]])
+        elif row.table in ("mail_messages", "mail_recipients"):
+            moved.update(index.replies)  # an edit, or a recipient of a mail sent before this step
+    return moved
+
+
+def _case_step(
+    ctx: GradingContext, rows: list[ChangeRow], params: list[Mapping[str, Any]]
+) -> dict[int, tuple[float, str, Mapping[str, Any]] | None]:
+    """``ticket_for_reference``'s ``on_step``: the verdicts of the cases a step's rows concern.
+
+    A ticket goes to the cases its text names, a mail or post to the cases whose one ticket's key it gives,
+    an edit of a ticket to the checks on its fields; the step that files a case's ticket re-decides that
+    case's checks only. The index is built on the first call from the case's tickets before that step.
+    """
+    index: _CaseIndex | None = ctx.lasting.get(("case_step", id(params)))
+    if index is None or index.params is not params:
+        index = ctx.lasting[("case_step", id(params))] = _CaseIndex(ctx, params, rows)
+    found = _case_moved(ctx, index, rows)
+    positions = range(len(params)) if found is None else sorted(found)
+    return {pos: _case_on_changes(ctx, rows, **params[pos]) for pos in positions}
+
+
+@check_fn(
+    "ticket_for_reference", reads=_case_reads, touches=_case_touches, on_changes=_case_on_changes, on_step=_case_step
+)
 def ticket_for_reference(
     ctx: GradingContext,
     project: str,

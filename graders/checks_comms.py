@@ -10,7 +10,6 @@ updates, so a post or mail decides each check without a query.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Annotated, Any, NamedTuple
@@ -33,20 +32,27 @@ from graders.checks_common import (
     who_label,
 )
 from graders.checks_meetings import _expect
-from graders.comms_log import (
-    Followed,
-    LoggedPost,
-    MailLog,
-    PostLog,
-    followed,
-    mail_log,
-    post_channel,
-    post_log,
-    reached,
-    sent_by,
-    warm_channels,
-    warm_mailboxes,
-    went_to,
+from graders.comms_log import mail_log, post_log
+from graders.comms_mail import (
+    _mail_not_sent_on_changes,
+    _mail_not_sent_step,
+    _mail_not_sent_verdict,
+    _mail_sent_on_changes,
+    _mail_sent_step,
+    _mail_sent_verdict,
+)
+from graders.comms_posts import (
+    _channel_name,
+    _mentions,
+    _no_post_on_changes,
+    _no_post_step,
+    _no_post_touches,
+    _no_post_verdict,
+    _post_on_changes,
+    _post_reads,
+    _post_step,
+    _post_touches,
+    _post_verdict,
 )
 from graders.meeting_log import _employee, _named, _people, invitations
 from graders.meeting_log import _new_events as _logged_events
@@ -54,6 +60,7 @@ from worlds.rawsql import Sql
 
 _IDS: BindParameter[Any] = bindparam("ids", expanding=True)
 _MAIL_TABLES = ("mail_messages", "mail_recipients")  # a sent mail is its message and recipient rows
+_MAIL_READS = (*_MAIL_TABLES, "mailboxes", "employees")  # and who an address is (a new generation of the log)
 _NEW_POSTS = (
     "SELECT p.id, p.author_id, p.message, p.deleted_at, c.name FROM posts p JOIN channels c ON c.id = p.channel_id"
     " WHERE p.id IN ({}) ORDER BY p.id"
@@ -166,24 +173,6 @@ def _logged_posts(ctx: GradingContext) -> list[Mapping[str, Any]] | None:
     return out
 
 
-def _channel_name(ctx: GradingContext, channel: str) -> str | None:
-    """``~eng``/``#eng``/``eng`` -> ``eng``; ``@bob`` -> the direct channel of the agent and bob."""
-    if channel.startswith("@"):
-        other = employee_id(ctx, channel[1:])
-        return None if other is None else "__".join(str(i) for i in sorted((ctx.actor_id, other)))
-    return channel.lstrip("~#")
-
-
-def _mentions(ctx: GradingContext, post_id: int, who: int, username: str, message: str) -> bool:
-    """A mention row was written for the post, or the text says ``@username`` as a whole word."""
-    rows = ctx.changed_rows("mentions")
-    if any(
-        r.op == "insert" and r.changes.get("post_id") == post_id and r.changes.get("employee_id") == who for r in rows
-    ):
-        return True
-    return re.search(rf"(?<![\w@])@{re.escape(username)}\b", message, re.IGNORECASE) is not None
-
-
 def _posts_in(ctx: GradingContext, channel: str, author: Who | None) -> tuple[str, list[Mapping[str, Any]]] | str:
     """(channel name, new posts there by author) or an evidence string explaining why not resolvable.
 
@@ -208,179 +197,7 @@ def _posts_in_read(ctx: GradingContext, channel: str, author: Who | None) -> tup
     return name, posts
 
 
-def _target(ctx: GradingContext, channel: str, author: Who | None) -> tuple[str, int | None] | str:
-    """(channel name, author id) a post check looks for, or the evidence saying why it cannot be resolved.
-
-    Kept until the employees change (a ``@bob`` channel is named by ids): the touches hook asks it for every
-    post of a step, for every check, so it is one dict lookup.
-    """
-    targets = _targets(ctx)
-    found = targets.get((channel, author))
-    if found is None:
-        name = _channel_name(ctx, channel)
-        author_id = employee_id(ctx, author) if author is not None else None
-        if name is None:
-            found = f"unknown employee in channel {channel!r}"
-        elif author is not None and author_id is None:
-            found = f"unknown employee {author!r}"
-        else:
-            found = (name, author_id)
-        targets[(channel, author)] = found
-    return found
-
-
-def _targets(ctx: GradingContext) -> dict[Any, Any]:
-    """The resolved post-check targets, dropped when a change to the employees is logged (their ``None`` stamp)."""
-    employees = len(ctx.changed_rows("employees"))
-    targets: dict[Any, Any] | None = ctx.lasting.get("post_targets")
-    if targets is None or targets[None] != employees:
-        targets = ctx.lasting["post_targets"] = {None: employees}
-    return targets
-
-
-def _post_row(ctx: GradingContext, row: ChangeRow) -> tuple[ChangeRow, PostLog | None, str | None, bool]:
-    """What every post check's hook asks of one inserted post: the log, the post's channel, first one there.
-
-    Worked out once per row and kept until the next row is asked about (a step's post reaches every check).
-    """
-    log = post_log(ctx)
-    where = post_channel(ctx, row) if log is not None else None
-    seen = (row, log, where, log is not None and where is not None and log.first.get(where) == row.key[0])
-    _targets(ctx)
-    ctx.lasting["post_row"] = seen
-    return seen
-
-
-def _post_reads(mention: str | None = None, **_: Any) -> tuple[str, ...]:
-    """A check asking for no mention reads no mention row (a step's mentions need not reach its hook)."""
-    return ("posts", "mentions") if mention is not None else ("posts",)
-
-
-def _post_touches(
-    ctx: GradingContext,
-    row: ChangeRow,
-    channel: str,
-    author: Who | None = "actor",
-    mention: str | None = None,
-    **_: Any,
-) -> bool:
-    """Whether a changed row may change a ``post_in_channel`` verdict (for ``graders.progress``).
-
-    A new post can when it is the check's (its channel, its author); any other post only while the check has
-    no posts of its own (its evidence then names where new posts went) and only the first post in a channel
-    (the list of channels grows). A mention row can only when it names one of the check's posts (a check
-    asking for no mention reads none: ``_post_reads``). Edits and deletions, and a log the fold cannot
-    follow, are left to the check.
-    """
-    if row.table == "mentions":
-        return _mention_touches(ctx, row, channel, author)
-    if row.table != "posts" or row.op != "insert":
-        return True
-    seen = ctx.lasting.get("post_row")
-    if seen is None or seen[0] is not row:
-        seen = _post_row(ctx, row)
-    log, where, first = seen[1:]
-    if log is None or where is None:
-        return True
-    target = ctx.lasting["post_targets"].get((channel, author)) or _target(ctx, channel, author)
-    if isinstance(target, str):
-        return False  # the channel or author is unknown: the verdict says so whatever is posted
-    name, author_id = target
-    if where == name and author_id in (None, row.changes.get("author_id")):
-        return True
-    authors = log.authors.get(name)
-    if authors and (author_id is None or author_id in authors):
-        return False  # the check has posts of its own: the others are not in its evidence
-    return bool(first)
-
-
-def _mention_touches(ctx: GradingContext, row: ChangeRow, channel: str, author: Who | None) -> bool:
-    """Whether a mention row may change a check asking for a mention: only one naming a post of the check's."""
-    log = post_log(ctx)
-    if row.op != "insert" or log is None:
-        return True
-    post = log.by_id.get(row.changes.get("post_id", -1))
-    if post is None:
-        return False  # not a post this episode made: no check counts it
-    target = _target(ctx, channel, author)
-    return not isinstance(target, str) and post.channel == target[0] and target[1] in (None, post.author_id)
-
-
-def _followed_posts(ctx: GradingContext, log: PostLog, key: Any, name: str, author_id: int | None) -> Followed:
-    """The check ``key``'s posts in ``name`` by ``author_id`` (None: anyone), the log's new ones folded in."""
-    state = followed(ctx, key, (name, author_id))
-    for post in log.posts[state.seen :]:
-        if post.channel == name and author_id in (None, post.author_id):
-            state.items.append(post)
-            state.outcome = None
-    state.seen = len(log.posts)
-    return state
-
-
-def _post_verdict(
-    ctx: GradingContext,
-    log: PostLog,
-    channel: str,
-    pattern: str,
-    author: Who | None,
-    min_count: int,
-    mention: str | None,
-) -> tuple[float, str, dict[str, Any]]:
-    """``post_in_channel``'s outcome from the post log, rebuilt only when its posts, mentions or channels moved."""
-    target = _target(ctx, channel, author)
-    if isinstance(target, str):
-        return 0.0, target, {}
-    mention_id = employee_id(ctx, mention) if mention is not None else None
-    if mention is not None and mention_id is None:
-        return 0.0, f"unknown employee {mention!r} in mention", {}
-    name, author_id = target
-    state = _followed_posts(ctx, log, ("post_in_channel", channel, pattern, author, min_count, mention), *target)
-    posts: list[LoggedPost] = state.items
-    marks = (len(ctx.changed_rows("mentions")) if mention is not None else 0, 0 if posts else len(log.first))
-    if state.outcome is not None and state.marks == marks:
-        return state.outcome
-    want = f"/{pattern}/" + (f" mentioning @{mention}" if mention else "")
-    if not posts and state.note:  # only where other posts went moved: the same head, kept
-        state.marks = marks
-        state.outcome = (0.0, f"{state.note}: {went_to(log)}", {"post_ids": []})
-        return state.outcome
-    search = rx(pattern).search  # compiled by the first verdict (the first step), not by a later step's
-    if not log.posts and not channel.startswith("@"):
-        warm_channels(ctx, [name])
-    hits = [
-        p
-        for p in posts
-        if search(p.message) and (mention is None or _mentions(ctx, p.id, mention_id or 0, mention, p.message))
-    ]
-    head = f"{len(hits)} of {len(posts)} new posts in ~{name} by {who_label(author)} match {want}"
-    head += f" (need {min_count})"
-    shown = listing([f"#{p.id} {snippet(p.message)}" for p in (hits or posts)])
-    if not posts:
-        shown, state.note = went_to(log), head
-    state.marks = marks
-    state.outcome = (
-        min(1.0, len(hits) / min_count),
-        head + (f": {shown}" if shown else ""),
-        {"post_ids": [p.id for p in hits]},
-    )
-    return state.outcome
-
-
-def _post_on_changes(
-    ctx: GradingContext,
-    rows: list[ChangeRow],
-    channel: str,
-    pattern: str,
-    author: Who | None = "actor",
-    min_count: int = 1,
-    mention: str | None = None,
-) -> tuple[float, str, dict[str, Any]] | None:
-    """``post_in_channel``'s verdict after a step, from the post log (None: the log cannot tell, re-run)."""
-    log = post_log(ctx)
-    return None if log is None else _post_verdict(ctx, log, channel, pattern, author, min_count, mention)
-
-
-@check_fn("post_in_channel", reads=_post_reads, touches=_post_touches, on_changes=_post_on_changes)
+@check_fn("post_in_channel", reads=_post_reads, touches=_post_touches, on_changes=_post_on_changes, on_step=_post_step)
 def post_in_channel(
     ctx: GradingContext,
     channel: str,
@@ -435,50 +252,13 @@ def _post_in_channel_read(
     )
 
 
-def _no_post_touches(ctx: GradingContext, row: ChangeRow, channel: str, author: Who | None = "actor", **_: Any) -> bool:
-    """Whether a changed row may change a ``no_post_in_channel`` verdict: a new post of its own, or an edit."""
-    if row.table != "posts" or row.op != "insert" or post_log(ctx) is None:
-        return True
-    target = _target(ctx, channel, author)
-    if isinstance(target, str):
-        return False
-    where = post_channel(ctx, row)
-    return where is None or (where == target[0] and target[1] in (None, row.changes.get("author_id")))
-
-
-def _no_post_verdict(
-    ctx: GradingContext, log: PostLog, channel: str, pattern: str, author: Who | None
-) -> tuple[float, str, dict[str, Any]]:
-    """``no_post_in_channel``'s outcome from the post log, rebuilt only when the check's posts moved."""
-    target = _target(ctx, channel, author)
-    if isinstance(target, str):
-        return 0.0, target, {}
-    state = _followed_posts(ctx, log, ("no_post_in_channel", channel, pattern, author), *target)
-    if state.outcome is not None:
-        return state.outcome
-    posts: list[LoggedPost] = state.items
-    search = rx(pattern).search  # compiled by the first verdict (the first step)
-    if not log.posts and not channel.startswith("@"):
-        warm_channels(ctx, [target[0]])
-    hits = [p for p in posts if search(p.message)]
-    where = f"new posts in ~{target[0]} by {who_label(author)}"
-    if not hits:
-        state.outcome = (1.0, f"none of {len(posts)} {where} match /{pattern}/", {})
-    else:
-        shown = listing([f"#{p.id} {snippet(p.message)}" for p in hits])
-        state.outcome = (0.0, f"{len(hits)} {where} match /{pattern}/: {shown}", {"post_ids": [p.id for p in hits]})
-    return state.outcome
-
-
-def _no_post_on_changes(
-    ctx: GradingContext, rows: list[ChangeRow], channel: str, pattern: str, author: Who | None = "actor"
-) -> tuple[float, str, dict[str, Any]] | None:
-    """``no_post_in_channel``'s verdict after a step, from the post log (None: re-run)."""
-    log = post_log(ctx)
-    return None if log is None else _no_post_verdict(ctx, log, channel, pattern, author)
-
-
-@check_fn("no_post_in_channel", reads=("posts",), touches=_no_post_touches, on_changes=_no_post_on_changes)
+@check_fn(
+    "no_post_in_channel",
+    reads=("employees", "posts"),
+    touches=_no_post_touches,
+    on_changes=_no_post_on_changes,
+    on_step=_no_post_step,
+)
 def no_post_in_channel(ctx: GradingContext, channel: str, pattern: Regex, author: Who | None = "actor") -> CheckOutcome:
     """No post made in ``channel`` during the episode matches ``pattern``; deleted posts count (leaked)."""
     log = post_log(ctx)
@@ -543,66 +323,13 @@ def _need_recipients(kw: dict[str, Any]) -> None:
         raise ValueError("param 'to' names no recipient")
 
 
-def _mail_sent_verdict(
-    ctx: GradingContext,
-    log: MailLog,
-    wanted: list[str],
-    subject_pattern: str | None,
-    body_pattern: str | None,
-    sender: Who | None,
-) -> tuple[float, str, dict[str, Any]]:
-    """``mail_sent``'s outcome from the mail log: each new mail judged once, the first that fits kept."""
-    for pattern in (subject_pattern, body_pattern):
-        if pattern is not None:
-            rx(pattern)  # compiled by the first verdict (the first step), not by the step that sends a mail
-    if not log.mails:
-        warm_mailboxes(ctx, [*wanted, *([sender] if sender not in (None, "actor") else [])])
-        return 0.0, "no mail was sent during the episode", {}
-    sender_id = employee_id(ctx, sender) if sender is not None else None
-    if sender is not None and sender_id is None:
-        return 0.0, f"unknown employee {sender!r}", {}
-    key = ("mail_sent", tuple(wanted), subject_pattern, body_pattern, sender)
-    state = followed(ctx, key, (log.generation, sender_id))
-    notes: list[str] = state.items
-    for m in log.mails[state.seen :]:
-        if state.marks or not sent_by(ctx, m, sender_id):
-            continue  # marks: a mail fits already (the first in id order is the one named)
-        to = reached(ctx, log, m)
-        missing = [t for t in wanted if t.lower() not in to]
-        tests = (("subject", subject_pattern, m.subject), ("body", body_pattern, m.body))
-        bad = [what for what, pat, text in tests if pat is not None and not rx(pat).search(text)]
-        state.outcome = None
-        if not missing and not bad:
-            state.marks = (m.id,)
-            fits = f"mail #{m.id} {snippet(m.subject)} reaches {', '.join(wanted)}"
-            state.outcome = (1.0, fits, {"message_id": m.id})
-            break
-        why = ", ".join([f"missing {', '.join(missing)}"] * bool(missing) + [f"{w} does not match" for w in bad])
-        notes.append(f"#{m.id} {snippet(m.subject)}: {why}")
-    state.seen = len(log.mails)
-    if state.outcome is None:
-        head = f"none of {len(notes)} mails sent by {who_label(sender)} reaches {', '.join(wanted)} as required"
-        state.outcome = (0.0, head + (f": {listing(notes)}" if notes else ""), {})
-    return state.outcome
-
-
-def _mail_sent_on_changes(
-    ctx: GradingContext,
-    rows: list[ChangeRow],
-    to: Sequence[str] | str,
-    subject_pattern: str | None = None,
-    body_pattern: str | None = None,
-    sender: Who | None = "actor",
-) -> tuple[float, str, dict[str, Any]] | None:
-    """``mail_sent``'s verdict after a step, from the mail log (None: the log cannot tell, re-run)."""
-    log = mail_log(ctx)
-    if log is None:
-        return None
-    wanted = [to] if isinstance(to, str) else list(to)
-    return _mail_sent_verdict(ctx, log, wanted, subject_pattern, body_pattern, sender)
-
-
-@check_fn("mail_sent", validate=_need_recipients, reads=_MAIL_TABLES, on_changes=_mail_sent_on_changes)
+@check_fn(
+    "mail_sent",
+    validate=_need_recipients,
+    reads=_MAIL_READS,
+    on_changes=_mail_sent_on_changes,
+    on_step=_mail_sent_step,
+)
 def mail_sent(
     ctx: GradingContext,
     to: Sequence[str] | str,
@@ -645,47 +372,13 @@ def mail_sent(
     return CheckOutcome.of(False, head + (f": {listing(notes)}" if notes else ""))
 
 
-def _mail_not_sent_verdict(
-    ctx: GradingContext, log: MailLog, banned: set[str], sender: Who | None
-) -> tuple[float, str, dict[str, Any]]:
-    """``mail_not_sent``'s outcome from the mail log: the sender's mails counted, those reaching ``banned`` kept."""
-    sender_id = employee_id(ctx, sender) if sender is not None else None
-    if sender is not None and sender_id is None:
-        return 0.0, f"unknown employee {sender!r}", {}
-    if not log.mails:
-        warm_mailboxes(ctx, sorted(banned))
-    state = followed(ctx, ("mail_not_sent", tuple(sorted(banned)), sender), (log.generation, sender_id))
-    for m in log.mails[state.seen :]:
-        if sent_by(ctx, m, sender_id):
-            state.marks = (state.marks[0] + 1,) if state.marks else (1,)
-            state.outcome = None
-            to = reached(ctx, log, m) & banned
-            if to:
-                state.items.append((m.id, m.subject, to))
-    state.seen = len(log.mails)
-    if state.outcome is None:
-        named = listing(sorted(banned))
-        hits: list[tuple[int, str, set[str]]] = state.items
-        if not hits:
-            mine = state.marks[0] if state.marks else 0
-            state.outcome = (1.0, f"none of {mine} mails sent by {who_label(sender)} reaches {named}", {})
-        else:
-            shown = listing([f"#{i} {snippet(subject)} to {', '.join(sorted(to))}" for i, subject, to in hits])
-            state.outcome = (0.0, f"{len(hits)} mails reach {named}: {shown}", {"message_ids": [i for i, _, _ in hits]})
-    return state.outcome
-
-
-def _mail_not_sent_on_changes(
-    ctx: GradingContext, rows: list[ChangeRow], to: Sequence[str] | str, sender: Who | None = "actor"
-) -> tuple[float, str, dict[str, Any]] | None:
-    """``mail_not_sent``'s verdict after a step, from the mail log (None: re-run)."""
-    log = mail_log(ctx)
-    if log is None:
-        return None
-    return _mail_not_sent_verdict(ctx, log, {t.lower() for t in ([to] if isinstance(to, str) else to)}, sender)
-
-
-@check_fn("mail_not_sent", validate=_need_recipients, reads=_MAIL_TABLES, on_changes=_mail_not_sent_on_changes)
+@check_fn(
+    "mail_not_sent",
+    validate=_need_recipients,
+    reads=_MAIL_READS,
+    on_changes=_mail_not_sent_on_changes,
+    on_step=_mail_not_sent_step,
+)
 def mail_not_sent(ctx: GradingContext, to: Sequence[str] | str, sender: Who | None = "actor") -> CheckOutcome:
     """No message sent during the episode reaches any of ``to`` (address or username; to, cc or bcc).
 

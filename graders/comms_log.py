@@ -15,10 +15,11 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from graders.base import ChangeRow, GradingContext
-from graders.checks_common import logged_mail, mailboxes, rows_in
+from graders.checks_common import mailboxes, rows_in, snippet
 from worlds.rawsql import Sql
 
 _POST_IMAGE = frozenset({"author_id", "message", "deleted_at", "channel_id"})
+_MAIL_IMAGE = frozenset({"subject", "body", "sender_mailbox_id"})  # as ``logged_mail`` reads a message
 _CHANNEL_NAME = "SELECT id, name FROM channels WHERE id IN ({})"
 _CHANNEL_IDS = "SELECT id, name FROM channels WHERE name IN ({}) ORDER BY id"
 
@@ -35,7 +36,7 @@ class LoggedPost(NamedTuple):
 class PostLog:
     """The episode's new posts in id order, and per channel name the first one and who posted there."""
 
-    __slots__ = ("authors", "by_id", "channels_seen", "clean", "first", "posts", "posts_seen", "went")
+    __slots__ = ("authors", "by_id", "channels_seen", "clean", "first", "posts", "posts_seen", "shown", "went")
 
     def __init__(self) -> None:
         self.posts_seen = 0  # how many rows of the log's posts changes are folded in
@@ -46,6 +47,15 @@ class PostLog:
         self.first: dict[str, int] = {}  # channel name -> the id of the episode's first post there
         self.authors: dict[str, set[int]] = {}  # channel name -> who posted there this episode
         self.went = (-1, "")  # went_to's text and how many channels it names
+        self.shown: dict[int, str] = {}  # how evidence shows each post (``show_post``), made once per post
+
+
+def show_post(log: PostLog, post: LoggedPost) -> str:
+    """``#id 'snippet'``: a post as every check's evidence lists it, built once for all of them."""
+    found = log.shown.get(post.id)
+    if found is None:
+        found = log.shown[post.id] = f"#{post.id} {snippet(post.message)}"
+    return found
 
 
 def post_log(ctx: GradingContext) -> PostLog | None:
@@ -146,9 +156,22 @@ class LoggedMail(NamedTuple):
 
 
 class MailLog:
-    """The episode's sent mails in id order; ``generation`` moves with each mailbox or employee change."""
+    """The episode's sent mails in id order; ``generation`` moves when who a mailbox is may have changed.
 
-    __slots__ = ("boxes_seen", "clean", "generation", "mails", "messages_seen", "reach", "recipients_seen")
+    That is any mailbox or employee change but a new outside address's mailbox (``_outside_boxes``).
+    """
+
+    __slots__ = (
+        "box_of",
+        "boxes",
+        "boxes_seen",
+        "clean",
+        "generation",
+        "mails",
+        "messages_seen",
+        "reach",
+        "recipients_seen",
+    )
 
     def __init__(self) -> None:
         self.messages_seen = 0
@@ -158,6 +181,8 @@ class MailLog:
         self.generation = 0
         self.mails: list[LoggedMail] = []
         self.reach: dict[int, set[str]] = {}  # who each mail reaches (``reached``), for this generation
+        self.box_of: dict[int, int | None] = {}  # each sender employee's mailbox (``sent_by``), for this generation
+        self.boxes: dict[int, tuple[str, int | None, str | None] | None] = {}  # ``boxes_of``, for this generation
 
 
 def mail_log(ctx: GradingContext) -> MailLog | None:
@@ -174,8 +199,10 @@ def mail_log(ctx: GradingContext) -> MailLog | None:
     messages, recipients = ctx.changed_rows("mail_messages"), ctx.changed_rows("mail_recipients")
     boxes = (len(ctx.changed_rows("mailboxes")), len(ctx.changed_rows("employees")))
     if boxes != log.boxes_seen:
-        log.boxes_seen, log.reach = boxes, {}
-        log.generation += 1
+        if not _outside_boxes(ctx, log, boxes):
+            log.reach, log.box_of, log.boxes = {}, {}, {}
+            log.generation += 1
+        log.boxes_seen = boxes
     if (len(messages) != log.messages_seen or len(recipients) != log.recipients_seen) and not _fold_mail(
         ctx, log, messages, recipients
     ):
@@ -184,21 +211,69 @@ def mail_log(ctx: GradingContext) -> MailLog | None:
     return log
 
 
+def _outside_boxes(ctx: GradingContext, log: MailLog, now: tuple[int, int]) -> bool:
+    """Whether the mailbox and employee rows logged since ``seen`` are only new outside addresses' mailboxes.
+
+    Mailing a new outside address creates its mailbox (no employee): no earlier lookup changes with it (who
+    an existing mailbox is, an employee's mailbox), so the verdicts built so far stand (no new generation),
+    and the new mailbox is put in ``mailboxes``' kept answers from its logged insert (no lookup when the mail
+    that made it is read).
+    """
+    seen = log.boxes_seen
+    if now[1] != seen[1]:
+        return False
+    rows = ctx.changed_rows("mailboxes")[seen[0] :]
+    if any(r.op != "insert" or r.changes.get("employee_id", 0) is not None or "address" not in r.changes for r in rows):
+        return False
+    known = mailboxes(ctx, ())
+    for r in rows:
+        known.setdefault(r.key[0], (str(r.changes["address"]), None, None))
+        log.boxes.setdefault(r.key[0], (str(r.changes["address"]), None, None))
+    return True
+
+
+def boxes_of(
+    ctx: GradingContext, log: MailLog, ids: tuple[int, ...]
+) -> dict[int, tuple[str, int | None, str | None] | None]:
+    """``mailboxes``, kept in the log for its generation.
+
+    A new outside mailbox makes ``mailboxes`` forget what it read, but changes none of the mailboxes read
+    before, so they are not looked up again.
+    """
+    known = log.boxes
+    missing = [i for i in ids if i not in known]
+    if missing:
+        found = mailboxes(ctx, missing)
+        for i in missing:
+            known[i] = found.get(i)
+    return known
+
+
 def _fold_mail(ctx: GradingContext, log: MailLog, messages: list[ChangeRow], recipients: list[ChangeRow]) -> bool:
-    """Fold the messages appended since the last fold; False when a recipient row names an older message."""
-    logged = logged_mail(ctx)  # None when a message or recipient row is not a plain insert
-    if logged is None:
-        return False
-    images, to = logged
-    new = [row.key[0] for row in messages[log.messages_seen :]]
-    if sorted(new) != new or (log.mails and new and new[0] <= log.mails[-1].id):
-        return False
-    fresh = set(new)
-    if any(row.changes["message_id"] not in fresh for row in recipients[log.recipients_seen :]):
-        return False  # a recipient added to an earlier message (or one sent before the episode)
-    for i in new:
-        image, boxes = images[i], tuple(to.get(i, ()))
-        log.mails.append(LoggedMail(i, image["subject"], image["body"], image["sender_mailbox_id"], boxes))
+    """Fold the rows appended since the last fold, reading only those (not the episode's whole mail log).
+
+    False when one is not a plain insert (``logged_mail``'s rule: an edit or deletion, an image without a
+    column) or a recipient row names a message not among the new ones (an earlier mail, one sent before).
+    """
+    new = messages[log.messages_seen :]
+    last = log.mails[-1].id if log.mails else None
+    to: dict[int, list[int]] = {}
+    for row in new:
+        if row.op != "insert" or not _MAIL_IMAGE.issubset(row.changes) or (last is not None and row.key[0] <= last):
+            return False  # out of id order too: the query's ORDER BY would differ from the log's
+        last = row.key[0]
+        to[last] = []
+    for row in recipients[log.recipients_seen :]:
+        boxes = to.get(row.changes.get("message_id", -1)) if row.op == "insert" else None
+        if boxes is None or "mailbox_id" not in row.changes:
+            return False  # a recipient added to an earlier message (or one sent before the episode)
+        boxes.append(row.changes["mailbox_id"])
+    for row in new:
+        image = row.changes
+        mail = LoggedMail(
+            row.key[0], image["subject"], image["body"], image["sender_mailbox_id"], tuple(to[row.key[0]])
+        )
+        log.mails.append(mail)
     log.messages_seen, log.recipients_seen = len(messages), len(recipients)
     return True
 
@@ -206,17 +281,17 @@ def _fold_mail(ctx: GradingContext, log: MailLog, messages: list[ChangeRow], rec
 _BOX_OF = "SELECT id FROM mailboxes WHERE employee_id = ?"
 
 
-def sent_by(ctx: GradingContext, mail: LoggedMail, employee: int | None) -> bool:
+def sent_by(ctx: GradingContext, log: MailLog, mail: LoggedMail, employee: int | None) -> bool:
     """Whether ``mail``'s sender mailbox is ``employee``'s (None: any mailbox that exists), as the join reads it.
 
-    An employee has at most one mailbox (a unique column), looked up once and kept until the mailboxes change.
+    An employee has at most one mailbox (a unique column), looked up once and kept for the log's generation
+    (a new outside address's mailbox is no one's: it does not make the lookup again).
     """
     if employee is None:
-        return mailboxes(ctx, (mail.sender_box,)).get(mail.sender_box) is not None
-    box: int | None = ctx.kept(
-        ("box_of", employee), ("mailboxes",), lambda: Sql.of(ctx.session).scalar(_BOX_OF, (employee,))
-    )
-    return mail.sender_box == box
+        return boxes_of(ctx, log, (mail.sender_box,)).get(mail.sender_box) is not None
+    if employee not in log.box_of:
+        log.box_of[employee] = Sql.of(ctx.session).scalar(_BOX_OF, (employee,))
+    return mail.sender_box == log.box_of[employee]
 
 
 def reached(ctx: GradingContext, log: MailLog, mail: LoggedMail) -> set[str]:
@@ -226,13 +301,13 @@ def reached(ctx: GradingContext, log: MailLog, mail: LoggedMail) -> set[str]:
     """
     found = log.reach.get(mail.id)
     if found is None:
-        found = log.reach[mail.id] = _reached(ctx, mail)
+        found = log.reach[mail.id] = _reached(ctx, log, mail)
     return found
 
 
-def _reached(ctx: GradingContext, mail: LoggedMail) -> set[str]:
+def _reached(ctx: GradingContext, log: MailLog, mail: LoggedMail) -> set[str]:
     """``reached`` looked up."""
-    boxes = mailboxes(ctx, mail.to_boxes)
+    boxes = boxes_of(ctx, log, mail.to_boxes)
     out: set[str] = set()
     for box in mail.to_boxes:
         found = boxes.get(box)
@@ -261,9 +336,12 @@ def warm_mailboxes(ctx: GradingContext, terms: list[str]) -> None:
         return
     done.update(wanted)
     known = mailboxes(ctx, ())
+    log = mail_log(ctx)  # and in the log's, which a new outside mailbox does not make forget them
     sql = _WARM.format(", ".join("?" * len(wanted)))
     for box, address, employee, username in Sql.of(ctx.session).all(sql, [*wanted, *wanted, ctx.actor_id]):
         known.setdefault(box, (address, employee, username))
+        if log is not None:
+            log.boxes.setdefault(box, (address, employee, username))
 
 
 class Followed:

@@ -1,0 +1,205 @@
+"""The mail checks' verdicts from the mail log, and their per-step evaluators (``mail_sent``, ``mail_not_sent``).
+
+Why a module of its own: ``graders.progress`` asks these after every step that writes a mail, most of which
+are a coworker's mail to the agent, which no check on what the agent sent can count. The ``on_step``
+evaluators index a rubric's checks once by the sender they watch, ask whether each new mail is that
+sender's once per sender (not once per check), and re-decide only the checks of a sender who sent one. A
+change to the mailboxes or employees (a new generation of the mail log) re-decides them all.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from graders.base import ChangeRow, GradingContext
+from graders.checks_common import Who, employee_id, listing, rx, snippet, who_label
+from graders.comms_log import MailLog, followed, mail_log, reached, sent_by, warm_mailboxes
+
+Verdict = tuple[float, str, dict[str, Any]]
+
+
+def _mail_sent_verdict(
+    ctx: GradingContext,
+    log: MailLog,
+    wanted: list[str],
+    subject_pattern: str | None,
+    body_pattern: str | None,
+    sender: Who | None,
+) -> tuple[float, str, dict[str, Any]]:
+    """``mail_sent``'s outcome from the mail log: each new mail judged once, the first that fits kept."""
+    for pattern in (subject_pattern, body_pattern):
+        if pattern is not None:
+            rx(pattern)  # compiled by the first verdict (the first step), not by the step that sends a mail
+    if not log.mails:
+        warm_mailboxes(ctx, [*wanted, *([sender] if sender not in (None, "actor") else [])])
+        return 0.0, "no mail was sent during the episode", {}
+    sender_id = employee_id(ctx, sender) if sender is not None else None
+    if sender is not None and sender_id is None:
+        return 0.0, f"unknown employee {sender!r}", {}
+    key = ("mail_sent", tuple(wanted), subject_pattern, body_pattern, sender)
+    state = followed(ctx, key, (log.generation, sender_id))
+    notes: list[str] = state.items
+    for m in log.mails[state.seen :]:
+        if state.marks or not sent_by(ctx, log, m, sender_id):
+            continue  # marks: a mail fits already (the first in id order is the one named)
+        to = reached(ctx, log, m)
+        missing = [t for t in wanted if t.lower() not in to]
+        tests = (("subject", subject_pattern, m.subject), ("body", body_pattern, m.body))
+        bad = [what for what, pat, text in tests if pat is not None and not rx(pat).search(text)]
+        state.outcome = None
+        if not missing and not bad:
+            state.marks = (m.id,)
+            fits = f"mail #{m.id} {snippet(m.subject)} reaches {', '.join(wanted)}"
+            state.outcome = (1.0, fits, {"message_id": m.id})
+            break
+        why = ", ".join([f"missing {', '.join(missing)}"] * bool(missing) + [f"{w} does not match" for w in bad])
+        notes.append(f"#{m.id} {snippet(m.subject)}: {why}")
+    state.seen = len(log.mails)
+    if state.outcome is None:
+        head = f"none of {len(notes)} mails sent by {who_label(sender)} reaches {', '.join(wanted)} as required"
+        state.outcome = (0.0, head + (f": {listing(notes)}" if notes else ""), {})
+    return state.outcome
+
+
+def _mail_sent_on_changes(
+    ctx: GradingContext,
+    rows: list[ChangeRow],
+    to: Sequence[str] | str,
+    subject_pattern: str | None = None,
+    body_pattern: str | None = None,
+    sender: Who | None = "actor",
+) -> tuple[float, str, dict[str, Any]] | None:
+    """``mail_sent``'s verdict after a step, from the mail log (None: the log cannot tell, re-run)."""
+    log = mail_log(ctx)
+    if log is None:
+        return None
+    wanted = [to] if isinstance(to, str) else list(to)
+    return _mail_sent_verdict(ctx, log, wanted, subject_pattern, body_pattern, sender)
+
+
+def _mail_not_sent_verdict(
+    ctx: GradingContext, log: MailLog, banned: set[str], sender: Who | None
+) -> tuple[float, str, dict[str, Any]]:
+    """``mail_not_sent``'s outcome from the mail log: the sender's mails counted, those reaching ``banned`` kept."""
+    sender_id = employee_id(ctx, sender) if sender is not None else None
+    if sender is not None and sender_id is None:
+        return 0.0, f"unknown employee {sender!r}", {}
+    if not log.mails:
+        warm_mailboxes(ctx, sorted(banned))
+    state = followed(ctx, ("mail_not_sent", tuple(sorted(banned)), sender), (log.generation, sender_id))
+    for m in log.mails[state.seen :]:
+        if sent_by(ctx, log, m, sender_id):
+            state.marks = (state.marks[0] + 1,) if state.marks else (1,)
+            state.outcome = None
+            to = reached(ctx, log, m) & banned
+            if to:
+                state.items.append((m.id, m.subject, to))
+    state.seen = len(log.mails)
+    if state.outcome is None:
+        named = listing(sorted(banned))
+        hits: list[tuple[int, str, set[str]]] = state.items
+        if not hits:
+            mine = state.marks[0] if state.marks else 0
+            state.outcome = (1.0, f"none of {mine} mails sent by {who_label(sender)} reaches {named}", {})
+        else:
+            shown = listing([f"#{i} {snippet(subject)} to {', '.join(sorted(to))}" for i, subject, to in hits])
+            state.outcome = (0.0, f"{len(hits)} mails reach {named}: {shown}", {"message_ids": [i for i, _, _ in hits]})
+    return state.outcome
+
+
+def _mail_not_sent_on_changes(
+    ctx: GradingContext, rows: list[ChangeRow], to: Sequence[str] | str, sender: Who | None = "actor"
+) -> tuple[float, str, dict[str, Any]] | None:
+    """``mail_not_sent``'s verdict after a step, from the mail log (None: re-run)."""
+    log = mail_log(ctx)
+    if log is None:
+        return None
+    return _mail_not_sent_verdict(ctx, log, {t.lower() for t in ([to] if isinstance(to, str) else to)}, sender)
+
+
+def _recipients(to: Sequence[str] | str) -> list[str]:
+    return [to] if isinstance(to, str) else list(to)
+
+
+class _MailIndex:
+    """A rubric's checks of one mail function by the employee id of the sender they watch (None: anyone)."""
+
+    __slots__ = ("by_sender", "generation", "params", "seen")
+
+    def __init__(
+        self, ctx: GradingContext, log: MailLog, params: list[Mapping[str, Any]], rows: list[ChangeRow]
+    ) -> None:
+        self.params = params
+        self.generation = log.generation
+        self.seen = len(log.mails) - sum(1 for r in rows if r.table == "mail_messages")  # those before the step
+        self.by_sender: dict[int | None, list[int]] = {}
+        for pos, kw in enumerate(params):
+            sender = kw.get("sender", "actor")
+            sender_id = employee_id(ctx, sender) if sender is not None else None
+            if sender is None or sender_id is not None:  # an unknown sender's verdict says so, whatever is sent
+                self.by_sender.setdefault(sender_id, []).append(pos)
+
+    def moved(self, ctx: GradingContext, log: MailLog) -> list[int]:
+        """The checks of a sender who sent one of the mails since the last call, in rubric order."""
+        if self.seen == 0 and log.mails:  # the episode's first mail, whoever sent it: "no mail was sent" no more
+            self.seen = len(log.mails)
+            return sorted({pos for positions in self.by_sender.values() for pos in positions})
+        moved: set[int] = set()
+        for mail in log.mails[self.seen :]:
+            for sender_id, positions in self.by_sender.items():
+                if sent_by(ctx, log, mail, sender_id):
+                    moved.update(positions)
+        self.seen = len(log.mails)
+        return sorted(moved)
+
+
+def _mail_positions(
+    ctx: GradingContext, params: list[Mapping[str, Any]], rows: list[ChangeRow], name: str
+) -> tuple[MailLog | None, Any]:
+    """The mail log and the checks of ``params`` to decide: those of a sender who sent, or all of them.
+
+    The index is built on the first call from what the log held before the step (the verdicts the progress
+    holds are the ones its first grade gave then), unless a mailbox or employee has changed: then, as after
+    any later such change (a new generation), every check is decided again.
+    """
+    log = mail_log(ctx)
+    if log is None:
+        return None, range(len(params))
+    index: _MailIndex | None = ctx.lasting.get((name, id(params)))
+    if index is None or index.params is not params or index.generation != log.generation:
+        ctx.lasting[(name, id(params))] = fresh = _MailIndex(ctx, log, params, rows)
+        if index is not None or log.generation != 0:
+            return log, range(len(params))
+        index = fresh
+    return log, index.moved(ctx, log)
+
+
+def _mail_sent_step(
+    ctx: GradingContext, rows: list[ChangeRow], params: list[Mapping[str, Any]]
+) -> dict[int, Verdict | None]:
+    """``mail_sent``'s ``on_step``: the verdicts of the checks whose sender sent a mail this step."""
+    log, positions = _mail_positions(ctx, params, rows, "mail_sent_step")
+    if log is None:
+        return dict.fromkeys(positions)
+    out: dict[int, Verdict | None] = {}
+    for pos in positions:
+        kw = params[pos]
+        wanted = _recipients(kw["to"])
+        out[pos] = _mail_sent_verdict(ctx, log, wanted, kw["subject_pattern"], kw["body_pattern"], kw["sender"])
+    return out
+
+
+def _mail_not_sent_step(
+    ctx: GradingContext, rows: list[ChangeRow], params: list[Mapping[str, Any]]
+) -> dict[int, Verdict | None]:
+    """``mail_not_sent``'s ``on_step``: the verdicts of the checks whose sender sent a mail this step."""
+    log, positions = _mail_positions(ctx, params, rows, "mail_not_sent_step")
+    if log is None:
+        return dict.fromkeys(positions)
+    out: dict[int, Verdict | None] = {}
+    for pos in positions:
+        kw = params[pos]
+        banned = {t.lower() for t in _recipients(kw["to"])}
+        out[pos] = _mail_not_sent_verdict(ctx, log, banned, kw["sender"])
+    return out

@@ -1,0 +1,399 @@
+"""The chat checks' verdicts from the post log, and their per-step evaluators (``post_in_channel`` and kin).
+
+Why a module of its own: ``graders.progress`` asks these after every step that writes a post, and what keeps
+that cheap is the routing here, not the checks' database path (``graders.checks_comms``). The ``on_step``
+evaluators index a rubric's checks once by the channel they watch, hand each new post only to the checks of
+its channel and author, and re-decide a check with no posts of its own only when a post lands in a channel
+nobody had posted to this episode (its evidence names where posts went: ``went_to`` builds that text once for
+all of them). A step with a mention re-decides the checks that ask for one. The ``touches``/``on_changes``
+hooks stay for a caller that asks one check at a time; the verdicts are the same functions either way.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from graders.base import ChangeRow, GradingContext
+from graders.checks_common import Who, employee_id, listing, rx, who_label
+from graders.comms_log import (
+    Followed,
+    LoggedPost,
+    PostLog,
+    followed,
+    post_channel,
+    post_log,
+    show_post,
+    warm_channels,
+    went_to,
+)
+
+Verdict = tuple[float, str, dict[str, Any]]
+
+
+def _channel_name(ctx: GradingContext, channel: str) -> str | None:
+    """``~eng``/``#eng``/``eng`` -> ``eng``; ``@bob`` -> the direct channel of the agent and bob."""
+    if channel.startswith("@"):
+        other = employee_id(ctx, channel[1:])
+        return None if other is None else "__".join(str(i) for i in sorted((ctx.actor_id, other)))
+    return channel.lstrip("~#")
+
+
+def _mentions(ctx: GradingContext, post_id: int, who: int, username: str, message: str) -> bool:
+    """A mention row was written for the post, or the text says ``@username`` as a whole word."""
+    rows = ctx.changed_rows("mentions")
+    if any(
+        r.op == "insert" and r.changes.get("post_id") == post_id and r.changes.get("employee_id") == who for r in rows
+    ):
+        return True
+    return re.search(rf"(?<![\w@])@{re.escape(username)}\b", message, re.IGNORECASE) is not None
+
+
+def _target(ctx: GradingContext, channel: str, author: Who | None) -> tuple[str, int | None] | str:
+    """(channel name, author id) a post check looks for, or the evidence saying why it cannot be resolved.
+
+    Kept until the employees change (a ``@bob`` channel is named by ids): the touches hook asks it for every
+    post of a step, for every check, so it is one dict lookup.
+    """
+    targets = _targets(ctx)
+    found = targets.get((channel, author))
+    if found is None:
+        name = _channel_name(ctx, channel)
+        author_id = employee_id(ctx, author) if author is not None else None
+        if name is None:
+            found = f"unknown employee in channel {channel!r}"
+        elif author is not None and author_id is None:
+            found = f"unknown employee {author!r}"
+        else:
+            found = (name, author_id)
+        targets[(channel, author)] = found
+    return found
+
+
+def _targets(ctx: GradingContext) -> dict[Any, Any]:
+    """The resolved post-check targets, dropped when a change to the employees is logged (their ``None`` stamp)."""
+    employees = len(ctx.changed_rows("employees"))
+    targets: dict[Any, Any] | None = ctx.lasting.get("post_targets")
+    if targets is None or targets[None] != employees:
+        targets = ctx.lasting["post_targets"] = {None: employees}
+    return targets
+
+
+def _post_row(ctx: GradingContext, row: ChangeRow) -> tuple[ChangeRow, PostLog | None, str | None, bool]:
+    """What every post check's hook asks of one inserted post: the log, the post's channel, first one there.
+
+    Worked out once per row and kept until the next row is asked about (a step's post reaches every check).
+    """
+    log = post_log(ctx)
+    where = post_channel(ctx, row) if log is not None else None
+    seen = (row, log, where, log is not None and where is not None and log.first.get(where) == row.key[0])
+    _targets(ctx)
+    ctx.lasting["post_row"] = seen
+    return seen
+
+
+def _post_reads(mention: str | None = None, **_: Any) -> tuple[str, ...]:
+    """A check asking for no mention reads no mention row (a step's mentions need not reach its hook).
+
+    The employees are read too: a channel ``@bob`` and an author are named by username, so a rename or a new
+    employee can change which posts are the check's (the ``on_step`` index is then built again).
+    """
+    return ("employees", "posts", "mentions") if mention is not None else ("employees", "posts")
+
+
+def _post_touches(
+    ctx: GradingContext,
+    row: ChangeRow,
+    channel: str,
+    author: Who | None = "actor",
+    mention: str | None = None,
+    **_: Any,
+) -> bool:
+    """Whether a changed row may change a ``post_in_channel`` verdict (for ``graders.progress``).
+
+    A new post can when it is the check's (its channel, its author); any other post only while the check has
+    no posts of its own (its evidence then names where new posts went) and only the first post in a channel
+    (the list of channels grows). A mention row can only when it names one of the check's posts (a check
+    asking for no mention reads none: ``_post_reads``). Edits and deletions, and a log the fold cannot
+    follow, are left to the check.
+    """
+    if row.table == "mentions":
+        return _mention_touches(ctx, row, channel, author)
+    if row.table != "posts" or row.op != "insert":
+        return True
+    seen = ctx.lasting.get("post_row")
+    if seen is None or seen[0] is not row:
+        seen = _post_row(ctx, row)
+    log, where, first = seen[1:]
+    if log is None or where is None:
+        return True
+    target = ctx.lasting["post_targets"].get((channel, author)) or _target(ctx, channel, author)
+    if isinstance(target, str):
+        return False  # the channel or author is unknown: the verdict says so whatever is posted
+    name, author_id = target
+    if where == name and author_id in (None, row.changes.get("author_id")):
+        return True
+    authors = log.authors.get(name)
+    if authors and (author_id is None or author_id in authors):
+        return False  # the check has posts of its own: the others are not in its evidence
+    return bool(first)
+
+
+def _mention_touches(ctx: GradingContext, row: ChangeRow, channel: str, author: Who | None) -> bool:
+    """Whether a mention row may change a check asking for a mention: only one naming a post of the check's."""
+    log = post_log(ctx)
+    if row.op != "insert" or log is None:
+        return True
+    post = log.by_id.get(row.changes.get("post_id", -1))
+    if post is None:
+        return False  # not a post this episode made: no check counts it
+    target = _target(ctx, channel, author)
+    return not isinstance(target, str) and post.channel == target[0] and target[1] in (None, post.author_id)
+
+
+def _followed_posts(ctx: GradingContext, log: PostLog, key: Any, name: str, author_id: int | None) -> Followed:
+    """The check ``key``'s posts in ``name`` by ``author_id`` (None: anyone), the log's new ones folded in."""
+    state = followed(ctx, key, (name, author_id))
+    for post in log.posts[state.seen :]:
+        if post.channel == name and author_id in (None, post.author_id):
+            state.items.append(post)
+            state.outcome = None
+    state.seen = len(log.posts)
+    return state
+
+
+def _post_verdict(
+    ctx: GradingContext,
+    log: PostLog,
+    channel: str,
+    pattern: str,
+    author: Who | None,
+    min_count: int,
+    mention: str | None,
+) -> tuple[float, str, dict[str, Any]]:
+    """``post_in_channel``'s outcome from the post log, rebuilt only when its posts, mentions or channels moved."""
+    target = _target(ctx, channel, author)
+    if isinstance(target, str):
+        return 0.0, target, {}
+    mention_id = employee_id(ctx, mention) if mention is not None else None
+    if mention is not None and mention_id is None:
+        return 0.0, f"unknown employee {mention!r} in mention", {}
+    name, author_id = target
+    state = _followed_posts(ctx, log, ("post_in_channel", channel, pattern, author, min_count, mention), *target)
+    posts: list[LoggedPost] = state.items
+    marks = (len(ctx.changed_rows("mentions")) if mention is not None else 0, 0 if posts else len(log.first))
+    if state.outcome is not None and state.marks == marks:
+        return state.outcome
+    want = f"/{pattern}/" + (f" mentioning @{mention}" if mention else "")
+    if not posts and state.note:  # only where other posts went moved: the same head, kept
+        state.marks = marks
+        state.outcome = (0.0, f"{state.note}: {went_to(log)}", {"post_ids": []})
+        return state.outcome
+    search = rx(pattern).search  # compiled by the first verdict (the first step), not by a later step's
+    if not log.posts and not channel.startswith("@"):
+        warm_channels(ctx, [name])
+    hits = [
+        p
+        for p in posts
+        if search(p.message) and (mention is None or _mentions(ctx, p.id, mention_id or 0, mention, p.message))
+    ]
+    head = f"{len(hits)} of {len(posts)} new posts in ~{name} by {who_label(author)} match {want}"
+    head += f" (need {min_count})"
+    shown = listing([show_post(log, p) for p in (hits or posts)])
+    if not posts:
+        shown, state.note = went_to(log), head
+    state.marks = marks
+    state.outcome = (
+        min(1.0, len(hits) / min_count),
+        head + (f": {shown}" if shown else ""),
+        {"post_ids": [p.id for p in hits]},
+    )
+    return state.outcome
+
+
+def _post_on_changes(
+    ctx: GradingContext,
+    rows: list[ChangeRow],
+    channel: str,
+    pattern: str,
+    author: Who | None = "actor",
+    min_count: int = 1,
+    mention: str | None = None,
+) -> tuple[float, str, dict[str, Any]] | None:
+    """``post_in_channel``'s verdict after a step, from the post log (None: the log cannot tell, re-run)."""
+    log = post_log(ctx)
+    return None if log is None else _post_verdict(ctx, log, channel, pattern, author, min_count, mention)
+
+
+def _no_post_touches(ctx: GradingContext, row: ChangeRow, channel: str, author: Who | None = "actor", **_: Any) -> bool:
+    """Whether a changed row may change a ``no_post_in_channel`` verdict: a new post of its own, or an edit."""
+    if row.table != "posts" or row.op != "insert" or post_log(ctx) is None:
+        return True
+    target = _target(ctx, channel, author)
+    if isinstance(target, str):
+        return False
+    where = post_channel(ctx, row)
+    return where is None or (where == target[0] and target[1] in (None, row.changes.get("author_id")))
+
+
+def _no_post_verdict(
+    ctx: GradingContext, log: PostLog, channel: str, pattern: str, author: Who | None
+) -> tuple[float, str, dict[str, Any]]:
+    """``no_post_in_channel``'s outcome from the post log, rebuilt only when the check's posts moved."""
+    target = _target(ctx, channel, author)
+    if isinstance(target, str):
+        return 0.0, target, {}
+    state = _followed_posts(ctx, log, ("no_post_in_channel", channel, pattern, author), *target)
+    if state.outcome is not None:
+        return state.outcome
+    posts: list[LoggedPost] = state.items
+    search = rx(pattern).search  # compiled by the first verdict (the first step)
+    if not log.posts and not channel.startswith("@"):
+        warm_channels(ctx, [target[0]])
+    hits = [p for p in posts if search(p.message)]
+    where = f"new posts in ~{target[0]} by {who_label(author)}"
+    if not hits:
+        state.outcome = (1.0, f"none of {len(posts)} {where} match /{pattern}/", {})
+    else:
+        shown = listing([show_post(log, p) for p in hits])
+        state.outcome = (0.0, f"{len(hits)} {where} match /{pattern}/: {shown}", {"post_ids": [p.id for p in hits]})
+    return state.outcome
+
+
+def _no_post_on_changes(
+    ctx: GradingContext, rows: list[ChangeRow], channel: str, pattern: str, author: Who | None = "actor"
+) -> tuple[float, str, dict[str, Any]] | None:
+    """``no_post_in_channel``'s verdict after a step, from the post log (None: re-run)."""
+    log = post_log(ctx)
+    return None if log is None else _no_post_verdict(ctx, log, channel, pattern, author)
+
+
+class _PostIndex:
+    """A rubric's checks of one post function, by the channel they watch (``_post_step``'s index).
+
+    Built on the first call from what the log held before that step (the checks' verdicts then are the ones
+    the progress holds: it graded every check when it started), so that step costs what any other does.
+    ``targets`` is the resolved-target dict the index was built from (``_targets``): a new one (an employee
+    changed) means deciding every check again. ``bare`` are the checks with no posts of their own yet, whose
+    evidence lists where the episode's posts went; ``keys`` names each check's ``Followed`` state.
+    """
+
+    __slots__ = ("authors", "bare", "by_name", "channels", "keys", "mentions", "params", "seen", "targets", "wants")
+
+    def __init__(
+        self, ctx: GradingContext, log: PostLog, params: list[Mapping[str, Any]], rows: list[ChangeRow]
+    ) -> None:
+        self.params = params
+        self.targets = _targets(ctx)
+        self.by_name: dict[str, list[int]] = {}
+        self.authors: dict[int, int | None] = {}
+        self.keys: dict[int, tuple[Any, ...]] = {}
+        self.wants: list[int] = []  # the checks asking for a mention
+        for pos, kw in enumerate(params):
+            channel, author = kw["channel"], kw.get("author", "actor")
+            target = _target(ctx, channel, author)
+            if isinstance(target, str):
+                continue  # an unknown channel or author: the verdict says so whatever is posted
+            self.by_name.setdefault(target[0], []).append(pos)
+            self.authors[pos] = target[1]
+            if "min_count" in kw:
+                self.keys[pos] = ("post_in_channel", channel, kw["pattern"], author, kw["min_count"], kw["mention"])
+            if kw.get("mention") is not None:
+                self.wants.append(pos)
+        # the log as it was before this step: its posts less the step's (all plain inserts, or no log at all)
+        fresh = sum(1 for r in rows if r.table == "posts")
+        self.seen = len(log.posts) - fresh
+        before = log.posts[: self.seen]
+        self.channels = len({p.channel for p in before})
+        self.mentions = len(ctx.changed_rows("mentions")) - sum(1 for r in rows if r.table == "mentions")
+        self.bare = set(self.authors)
+        for post in before:
+            for pos in self.by_name.get(post.channel, ()):
+                if self.authors[pos] in (None, post.author_id):
+                    self.bare.discard(pos)
+
+    def moved(self, ctx: GradingContext, log: PostLog) -> tuple[set[int], set[int]]:
+        """The checks the posts and mentions since the last call may have moved: (their own, only elsewhere).
+
+        The first are re-decided; the second (checks with no posts of their own, after a post in a channel
+        nobody had posted to) only have a new list of where posts went.
+        """
+        moved: set[int] = set()
+        by_name, authors, bare = self.by_name, self.authors, self.bare
+        for post in log.posts[self.seen :]:
+            for pos in by_name.get(post.channel, ()):
+                author_id = authors[pos]
+                if author_id is None or author_id == post.author_id:
+                    moved.add(pos)
+                    bare.discard(pos)
+        self.seen = len(log.posts)
+        if self.wants:
+            mentions = len(ctx.changed_rows("mentions"))
+            if mentions != self.mentions:
+                self.mentions = mentions
+                moved.update(self.wants)
+        if len(log.first) == self.channels:
+            return moved, set()
+        self.channels = len(log.first)
+        return moved, bare - moved
+
+
+def _index(
+    ctx: GradingContext, log: PostLog, params: list[Mapping[str, Any]], rows: list[ChangeRow], name: str
+) -> _PostIndex | None:
+    """The kept index of ``params``, or None after building it anew because an employee changed (or had)."""
+    index: _PostIndex | None = ctx.lasting.get((name, id(params)))
+    if index is not None and index.params is params and index.targets is _targets(ctx):
+        return index
+    ctx.lasting[(name, id(params))] = fresh = _PostIndex(ctx, log, params, rows)
+    return fresh if index is None and not ctx.changed_rows("employees") else None
+
+
+def _elsewhere(ctx: GradingContext, log: PostLog, index: _PostIndex, pos: int) -> Verdict:
+    """The verdict of a check with no posts of its own after a first post in another channel.
+
+    Only the list of where posts went moved: the check's own head is kept (``_post_verdict``'s ``note``), so
+    this is one string, not the check's whole verdict; a check whose state says otherwise is decided in full.
+    """
+    state: Followed | None = ctx.lasting.get(index.keys.get(pos))
+    kw = index.params[pos]
+    if state is None or state.items or not state.note or state.outcome is None:
+        return _post_verdict(ctx, log, **kw)
+    state.seen = len(log.posts)  # none of the posts since was the check's (they were routed)
+    state.marks = (len(ctx.changed_rows("mentions")) if kw["mention"] is not None else 0, len(log.first))
+    state.outcome = (0.0, f"{state.note}: {went_to(log)}", {"post_ids": []})
+    return state.outcome
+
+
+def _post_step(
+    ctx: GradingContext, rows: list[ChangeRow], params: list[Mapping[str, Any]]
+) -> dict[int, Verdict | None]:
+    """``post_in_channel``'s ``on_step``: the verdicts of the checks a step's posts and mentions may move.
+
+    After an employee changed every check is decided again; a log the fold cannot follow (an edit, a
+    deletion) re-runs them all.
+    """
+    log = post_log(ctx)
+    if log is None:
+        return dict.fromkeys(range(len(params)))
+    index = _index(ctx, log, params, rows, "post_step")
+    if index is None:
+        return {pos: _post_verdict(ctx, log, **params[pos]) for pos in range(len(params))}
+    own, elsewhere = index.moved(ctx, log)
+    out: dict[int, Verdict | None] = {pos: _post_verdict(ctx, log, **params[pos]) for pos in own}
+    for pos in elsewhere:
+        out[pos] = _elsewhere(ctx, log, index, pos)
+    return out
+
+
+def _no_post_step(
+    ctx: GradingContext, rows: list[ChangeRow], params: list[Mapping[str, Any]]
+) -> dict[int, Verdict | None]:
+    """``no_post_in_channel``'s ``on_step``: only a check's own posts move it (no evidence of other channels)."""
+    log = post_log(ctx)
+    if log is None:
+        return dict.fromkeys(range(len(params)))
+    index = _index(ctx, log, params, rows, "no_post_step")
+    positions = range(len(params)) if index is None else index.moved(ctx, log)[0]
+    return {pos: _no_post_verdict(ctx, log, **params[pos]) for pos in positions}
