@@ -31,7 +31,6 @@ from graders.checks_common import (
     snippet,
     who_label,
 )
-from graders.checks_meetings import _expect
 from graders.comms_log import mail_log, post_log
 from graders.comms_mail import (
     _mail_not_sent_on_changes,
@@ -465,6 +464,8 @@ def event_exists(
     key = _fits_key(title_pattern, attendees, organizer, start_after, start_before, room)
     ctx.lasting.pop(key, None)  # kept again only if an event fits (see _event_touches)
     named = [a for a in (*attendees, organizer or "actor") if a != "actor"]
+    from graders.checks_meetings import _expect  # lazy: the calendar app's slots load only for meeting rubrics
+
     _expect(ctx, named)  # the meeting checks' calendar reads them before a booking
     _named(ctx, named)  # one query for every name, kept for the episode (at the first step, before any booking)
     if not any(r.op == "insert" for r in ctx.changed_rows("events")):
