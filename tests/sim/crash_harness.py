@@ -3,12 +3,13 @@
 Usage: python crash_harness.py WORKDIR TRIALS SEED
 
 The harness imports companysim once and forks a child per command (the CLI's own code path, in-process),
-so a trial costs the campaign's work, not Python's start-up. Per trial: start the campaign, SIGKILL it after
-a random moment inside a random episode, paced by the trial's own progress (boundaries saved so far),
-resume it with ``--resume`` (or start it again with ``--overwrite`` when no boundary was saved), replay the
-trace, and compare the final boundary with the uninterrupted run's. Prints one JSON object: the reference, and
-per trial the delay, what the kill left (boundaries saved, trace lines), the resume's and the replay's exit
-codes and the final state hash.
+so a trial costs the campaign's work, not Python's start-up. Per trial: start the campaign, SIGKILL it after a
+random moment inside a random episode (a share of that episode's length in the uninterrupted run, scaled by how
+fast this trial has gone so far), resume it with ``--resume`` (or start it again with ``--overwrite`` when no
+boundary was saved), replay the trace, and compare the final boundary with the uninterrupted run's. Prints one
+JSON object: the reference, and per trial the delay, what the kill left (boundaries saved, trace lines), the
+resume's and the replay's exit codes
+and the final state hash.
 """
 
 from __future__ import annotations
@@ -99,7 +100,14 @@ def main() -> None:
     ref.mkdir()
     _run(_campaign(warm), root / "warm.log")  # generates the base world, so the timed run is a trial's length
     began = time.monotonic()
-    code = _run(_campaign(ref), root / "reference.log")
+    pid = _child(_campaign(ref), root / "reference.log")
+    marks = [0.0]  # seconds from the start to each boundary of the uninterrupted run
+    while len(marks) <= EPISODES:
+        status = _wait_for_boundaries(pid, ref, len(marks), began + 600)
+        if status is not None:
+            break
+        marks.append(time.monotonic() - began)
+    code = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
     length = time.monotonic() - began
     reference = {"exit": code, "seconds": round(length, 3), "final": _last_hash(ref)}
     rng = np.random.default_rng(seed)
@@ -108,24 +116,20 @@ def main() -> None:
         work = root / f"trial-{n:03d}"
         work.mkdir()
         log = work / "log.txt"
-        # A kill moment that follows the trial's own pace, so a machine whose load changes between the reference
-        # run and a trial (the other test worker starting or finishing a heavy file) cannot push every kill
-        # before the first boundary or past the last: pick an episode and a point inside it; wait until the
-        # episodes before it are saved, then sleep that share of an episode's length as this trial has played
-        # them since its first boundary (start-up excluded); the reference's before the trial has that pace.
+        # A kill moment inside episode ``episode``: a share of that episode's length in the uninterrupted run
+        # (episodes differ: a garbage collection or a first import lands in one of them), scaled by this
+        # trial's pace so far against the reference's over the same boundaries, so neither a machine whose load
+        # changed since the reference run (the other test worker starting a heavy file) nor one long episode
+        # pushes the kill past the campaign's end.
         episode, share = int(rng.integers(0, EPISODES)), rng.uniform(0.0, 0.9)
-        per_episode = length / EPISODES
         pid = _child(_campaign(work), log)
         started = time.monotonic()
-        status = _wait_for_boundaries(pid, work, min(episode, 1), started + 6 * length)
-        first = time.monotonic()  # the first boundary: start-up and world loading are behind the trial now
-        if status is None and episode > 1:
-            status = _wait_for_boundaries(pid, work, episode, started + 6 * length)
+        status = _wait_for_boundaries(pid, work, episode, started + 6 * length) if episode else None
         if status is None:
             now = time.monotonic()
             took = now - started
-            per = (now - first) / (episode - 1) if episode > 1 else min(took, per_episode) if episode else per_episode
-            delay = took + share * per
+            pace = took / marks[episode] if episode and marks[episode] > 0 else 1.0
+            delay = took + share * (marks[episode + 1] - marks[episode]) * pace
             status = _wait_or_kill(pid, started + delay)
         else:
             delay = time.monotonic() - started
