@@ -18,6 +18,7 @@ import hashlib
 import json
 import re
 import tomllib
+from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
 from pydantic import Field
@@ -817,20 +818,31 @@ def _verdict_on_changes(
     return _verdicts_verdict(mr_id, verdict, given)
 
 
-def _verdict_step(ctx: GradingContext, rows: list[ChangeRow], params: list[dict[str, Any]]) -> Verdicts:
-    """Every ``merge_request_verdict`` check at once: only a step with a new verdict on its request moves one."""
+def _kind_step(
+    ctx: GradingContext,
+    rows: list[ChangeRow],
+    params: list[dict[str, Any]],
+    moves: Callable[[str, dict[str, Any]], bool],
+    decide: Callable[..., tuple[float, str, dict[str, Any]] | None],
+) -> Verdicts:
+    """Every check of a function on the agent's note kinds at once (the verdict and review checks).
+
+    A check is decided (``decide``, its ``on_changes``) only in a step with a new note on its request whose kind
+    ``moves`` it; the rest stand.
+    """
     new = _agent_notes(ctx, rows)
     if new is None:
         return dict.fromkeys(range(len(params)))
     out: Verdicts = {}
-    if not new:
-        return out
     for pos, kw in enumerate(params):
-        for _, kind, _ in new.get(kw["mr_id"], ()):
-            if kind in _VERDICTS:
-                out[pos] = _verdict_on_changes(ctx, rows, **kw)
-                break
+        if any(moves(kind, kw) for _, kind, _ in new.get(kw["mr_id"], ())):
+            out[pos] = decide(ctx, rows, **kw)
     return out
+
+
+def _verdict_step(ctx: GradingContext, rows: list[ChangeRow], params: list[dict[str, Any]]) -> Verdicts:
+    """Every ``merge_request_verdict`` check at once: only a step with a new verdict on its request moves one."""
+    return _kind_step(ctx, rows, params, lambda kind, _: kind in _VERDICTS, _verdict_on_changes)
 
 
 @check_fn(
@@ -887,19 +899,7 @@ def _review_on_changes(
 
 def _review_step(ctx: GradingContext, rows: list[ChangeRow], params: list[dict[str, Any]]) -> Verdicts:
     """Every ``merge_request_review_says`` check at once: only a new review with its verdict is tested on it."""
-    new = _agent_notes(ctx, rows)
-    if new is None:
-        return dict.fromkeys(range(len(params)))
-    out: Verdicts = {}
-    if not new:
-        return out
-    for pos, kw in enumerate(params):
-        verdict = kw["verdict"]
-        for _, kind, _ in new.get(kw["mr_id"], ()):
-            if kind == verdict:
-                out[pos] = _review_on_changes(ctx, rows, **kw)
-                break
-    return out
+    return _kind_step(ctx, rows, params, lambda kind, kw: kind == kw["verdict"], _review_on_changes)
 
 
 @check_fn(
