@@ -633,47 +633,70 @@ def _names_key(
     return ("note_names", mr_id, file, pattern, line, also, id(apart))
 
 
-def _names_step(ctx: GradingContext, rows: list[ChangeRow], params: list[dict[str, Any]]) -> Verdicts:
-    """Every ``merge_request_note_names`` check at once: only a new note naming a check's file is tested on it.
+def _file_step(
+    ctx: GradingContext,
+    rows: list[ChangeRow],
+    params: list[dict[str, Any]],
+    key: Callable[..., tuple[Any, ...]],
+    settle: Callable[[GradingContext, str, list[tuple[int, str]], list[Any], Verdicts], None],
+    any_file: bool = False,
+) -> Verdicts:
+    """Every check of a note function at once, grouped by request and file (``_groups``).
 
-    A check some note decided leaves its group (the first fitting note stays the first), so a step tests a new
-    note only on the checks of its file still waiting for one.
+    A new note is handed to ``settle`` only with the checks of a file it names (with ``any_file``, an empty file
+    takes every note); a check ``settle`` decided leaves its group (``_prune``), so later steps skip it.
     """
     new = _agent_notes(ctx, rows)
     if new is None:
         _drop_groups(ctx, params)  # a note changed: every check re-runs, and the groups are made again after
         return dict.fromkeys(range(len(params)))
     out: Verdicts = {}
-    groups = _groups(ctx, params, _names_key)  # built at the call with no rows ``graders.progress`` makes first
+    groups = _groups(ctx, params, key)  # built at the call with no rows ``graders.progress`` makes first
     if not new:
         return out
-    lasting = ctx.lasting
     for where_, entries in list(groups.items()):
         mr, file = where_
-        named = [(i, b) for i, _, b in new.get(mr, ()) if _names_file(b, file)]
+        named = [(i, b) for i, _, b in new.get(mr, ()) if (any_file and not file) or _names_file(b, file)]
         if not named:
             continue
-        for pos, kw, key in entries:
-            apart = kw["apart"]
-            found = lasting.get(key)
-            if found is None or found[0] is not apart:  # never run: re-run it
-                out[pos] = None
-                continue
-            if found[1] is not None:  # decided by an earlier note, which stays the first
-                continue
-            pattern, line, also = kw["pattern"], kw["line"], kw["also"]
-            for hit in named:  # each names the file already: ``_fits`` less its first test
-                body = hit[1]
-                if not _says(body, pattern) or (line is not None and _line_rx(line).search(body) is None):
-                    continue
-                if (also is None or _says(body, also)) and not (
-                    apart and any(_names_file(body, f) and _says(body, p) for f, p in apart)
-                ):
-                    lasting[key] = (apart, hit)
-                    out[pos] = _names_verdict(hit, _where(file, line, apart), pattern, also)
-                    break
+        settle(ctx, file, named, entries, out)
         _prune(groups, where_, entries, out)
     return out
+
+
+def _names_settle(
+    ctx: GradingContext, file: str, named: list[tuple[int, str]], entries: list[Any], out: Verdicts
+) -> None:
+    """``merge_request_note_names`` checks of one file, given the new notes that name it."""
+    lasting = ctx.lasting
+    for pos, kw, key in entries:
+        apart = kw["apart"]
+        found = lasting.get(key)
+        if found is None or found[0] is not apart:  # never run: re-run it
+            out[pos] = None
+            continue
+        if found[1] is not None:  # decided by an earlier note, which stays the first
+            continue
+        pattern, line, also = kw["pattern"], kw["line"], kw["also"]
+        for hit in named:  # each names the file already: ``_fits`` less its first test
+            body = hit[1]
+            if not _says(body, pattern) or (line is not None and _line_rx(line).search(body) is None):
+                continue
+            if (also is None or _says(body, also)) and not (
+                apart and any(_names_file(body, f) and _says(body, p) for f, p in apart)
+            ):
+                lasting[key] = (apart, hit)
+                out[pos] = _names_verdict(hit, _where(file, line, apart), pattern, also)
+                break
+
+
+def _names_step(ctx: GradingContext, rows: list[ChangeRow], params: list[dict[str, Any]]) -> Verdicts:
+    """Every ``merge_request_note_names`` check at once: only a new note naming a check's file is tested on it.
+
+    A check some note decided leaves its group (the first fitting note stays the first), so a step tests a new
+    note only on the checks of its file still waiting for one.
+    """
+    return _file_step(ctx, rows, params, _names_key, _names_settle)
 
 
 @check_fn(
@@ -744,33 +767,25 @@ def _spares_key(mr_id: int, file: str, pattern: str) -> tuple[Any, ...]:
     return ("note_spares", mr_id, file, pattern)
 
 
+def _spares_settle(
+    ctx: GradingContext, file: str, named: list[tuple[int, str]], entries: list[Any], out: Verdicts
+) -> None:
+    """``merge_request_note_spares`` checks of one file, given the new notes that name it."""
+    for pos, kw, key in entries:
+        hit = _state(ctx, key, None)
+        if hit is not None:  # already flagged by an earlier note (it stays the first), or never run: re-run
+            if hit is _MISSING:
+                out[pos] = None
+            continue
+        hit = next(((i, b) for i, b in named if _says(b, kw["pattern"])), None)
+        if hit is not None:
+            ctx.lasting[key] = (None, hit)
+            out[pos] = _spares_verdict(hit, file, kw["pattern"])
+
+
 def _spares_step(ctx: GradingContext, rows: list[ChangeRow], params: list[dict[str, Any]]) -> Verdicts:
     """Every ``merge_request_note_spares`` check at once: only a new note naming a check's file is tested on it."""
-    new = _agent_notes(ctx, rows)
-    if new is None:
-        _drop_groups(ctx, params)
-        return dict.fromkeys(range(len(params)))
-    out: Verdicts = {}
-    groups = _groups(ctx, params, _spares_key)  # built at the call with no rows ``graders.progress`` makes first
-    if not new:
-        return out
-    for where_, entries in list(groups.items()):
-        mr, file = where_
-        named = [(i, b) for i, _, b in new.get(mr, ()) if not file or _names_file(b, file)]
-        if not named:
-            continue
-        for pos, kw, key in entries:
-            hit = _state(ctx, key, None)
-            if hit is not None:  # already flagged by an earlier note (it stays the first), or never run: re-run
-                if hit is _MISSING:
-                    out[pos] = None
-                continue
-            hit = next(((i, b) for i, b in named if _says(b, kw["pattern"])), None)
-            if hit is not None:
-                ctx.lasting[key] = (None, hit)
-                out[pos] = _spares_verdict(hit, file, kw["pattern"])
-        _prune(groups, where_, entries, out)
-    return out
+    return _file_step(ctx, rows, params, _spares_key, _spares_settle, any_file=True)
 
 
 @check_fn(
