@@ -25,6 +25,10 @@ MODULES = (
 
 
 def main(argv: list[str]) -> int:
+    unknown = [name for name in argv if name not in MODULES]
+    if unknown:  # a typo is the user's mistake, not a bench to skip: say so before anything runs
+        print(f"error: unknown bench {unknown[0]!r}; the benches are: {', '.join(MODULES)}", file=sys.stderr)
+        return 2
     names = argv or list(MODULES)
     for name in names:
         try:
