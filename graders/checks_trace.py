@@ -7,7 +7,7 @@ calling a tool at all, not hitting ``forbidden``, finishing within a step budget
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Annotated, Any
 
 from pydantic import Field
@@ -139,7 +139,27 @@ def _submit_summary(ctx: GradingContext) -> str | None:
     return str(arguments.get("summary", "")) if isinstance(arguments, Mapping) else ""
 
 
-@check_fn("submit_explains", kind="trace")
+_NOT_SUBMITTED: tuple[float, str, dict[str, Any]] = (0.0, "the episode did not end with a successful submit", {})
+
+
+def _summary_decided(check: str) -> Any:
+    """An ``on_changes`` evaluator for a check on the closing ``submit``'s summary: no run until one is made.
+
+    Before the episode ends with a successful submit such a check fails with the same evidence whatever the
+    steps were, so the per-step progress score hands back one kept verdict (no ``CheckOutcome`` built a step);
+    a step that is a successful submit asks the check itself.
+    """
+
+    def on_changes(ctx: GradingContext, rows: Any, **params: Any) -> tuple[float, str, dict[str, Any]]:
+        if _submit_summary(ctx) is None:
+            return _NOT_SUBMITTED
+        out = _CHECKS[check](ctx, **params)
+        return out.score, out.evidence, dict(out.details)
+
+    return on_changes
+
+
+@check_fn("submit_explains", kind="trace", on_changes=_summary_decided("submit_explains"))
 def submit_explains(ctx: GradingContext, patterns: Annotated[list[Regex], Field(min_length=1)]) -> CheckOutcome:
     """The episode ended with a successful ``submit`` whose summary matches every pattern (any case).
 
@@ -148,14 +168,14 @@ def submit_explains(ctx: GradingContext, patterns: Annotated[list[Regex], Field(
     """
     summary = _submit_summary(ctx)
     if summary is None:
-        return CheckOutcome.of(False, "the episode did not end with a successful submit")
+        return CheckOutcome.of(False, _NOT_SUBMITTED[1])
     missing = [p for p in patterns if not re.search(p, summary, re.IGNORECASE)]
     if missing:
         return CheckOutcome.of(False, f"the submit summary {summary[:120]!r} does not say {listing(missing)}")
     return CheckOutcome.of(True, f"the submit summary says why: {summary[:160]!r}")
 
 
-@check_fn("submit_answer", kind="trace")
+@check_fn("submit_answer", kind="trace", on_changes=_summary_decided("submit_answer"))
 def submit_answer(ctx: GradingContext, pattern: Regex, value: str, label: str = "the answer") -> CheckOutcome:
     """The ``submit`` summary states ``value`` as ``pattern``'s first group, and nothing else of that kind.
 
@@ -164,10 +184,13 @@ def submit_answer(ctx: GradingContext, pattern: Regex, value: str, label: str = 
     """
     summary = _submit_summary(ctx)
     if summary is None:
-        return CheckOutcome.of(False, "the episode did not end with a successful submit")
+        return CheckOutcome.of(False, _NOT_SUBMITTED[1])
     found = sorted({(m.group(1) if m.groups() else m.group(0)).lower() for m in re.finditer(pattern, summary)})
     if found == [value.lower()]:
         return CheckOutcome.of(True, f"the submit summary states {label} {value!r}")
     if not found:
         return CheckOutcome.of(False, f"the submit summary {summary[:120]!r} states no {label}")
     return CheckOutcome.of(False, f"the submit summary states {label} as {listing(found)}, expected only {value!r}")
+
+
+_CHECKS: dict[str, Callable[..., CheckOutcome]] = {"submit_explains": submit_explains, "submit_answer": submit_answer}

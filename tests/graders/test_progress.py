@@ -49,6 +49,10 @@ CASES = [
     ("roadmap-update-v0", "oracle", 3, {"difficulty": 3}),  # a document written twice: decided from the log
     ("roadmap-update-v0", "random", 1, {}),
     ("sprint-plan-v0", "oracle", 2, {"difficulty": 2}),
+    # the closing submit's summary decides these trace checks (``submit_explains``, ``submit_answer``)
+    ("triage-departed-v0", "oracle", 1, {"difficulty": 2}),
+    ("budget-over-cap-v0", "random", 2, {}),
+    ("history-question-v0", "oracle", 3, {}),
 ]
 DECIDED = {
     "access-requests-v0": "row_exists",
