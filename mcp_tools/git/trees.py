@@ -38,6 +38,8 @@ class Entry:
     mode: str
     oid: str
     path: str
+    size: int = 0
+    """The blob's size in bytes (``tree_entries`` only: ``ls-tree -l`` gives it; 0 for gitlinks and the index)."""
 
 
 def tree_entries(g: GitRepo, commit: str) -> list[Entry]:
@@ -46,7 +48,7 @@ def tree_entries(g: GitRepo, commit: str) -> list[Entry]:
     Raises:
         TooLarge: more than ``MAX_ENTRIES`` entries.
     """
-    return _parse(g("ls-tree", "-r", "-z", "--full-tree", commit), oid_field=2)
+    return _parse(g("ls-tree", "-r", "-l", "-z", "--full-tree", commit), oid_field=2)
 
 
 def index_entries(g: GitRepo) -> list[Entry]:
@@ -55,14 +57,18 @@ def index_entries(g: GitRepo) -> list[Entry]:
 
 
 def _parse(raw: bytes, oid_field: int) -> list[Entry]:
-    """Entries of ``ls-tree -r -z`` (mode type oid TAB path) or ``ls-files -s -z`` (mode oid stage TAB path)."""
+    """Entries of ``ls-tree -r -l -z`` (mode type oid size TAB path) or ``ls-files -s -z`` (mode oid stage TAB path).
+
+    ``ls-tree -l`` pads the size and gives ``-`` for a gitlink (no blob): 0 then.
+    """
     entries: list[Entry] = []
     for item in raw.decode("utf-8", "surrogateescape").split("\x00"):
         if not item:
             continue
         meta, path = item.split("\t", 1)
         fields = meta.split()
-        entries.append(Entry(mode=fields[0], oid=fields[oid_field], path=path))
+        size = int(fields[3]) if oid_field == 2 and len(fields) == 4 and fields[3].isdigit() else 0
+        entries.append(Entry(mode=fields[0], oid=fields[oid_field], path=path, size=size))
         if len(entries) > MAX_ENTRIES:
             raise TooLarge(f"the tree has more than {MAX_ENTRIES} files; pipelines and checks refuse it")
     return entries
@@ -78,9 +84,19 @@ def read_blobs(g: GitRepo, oids: Iterable[str], limit: int = MAX_BYTES) -> dict[
     if not wanted:
         return {}
     sizes = g("cat-file", "--batch-check=%(objectname) %(objectsize)", input="\n".join(wanted).encode() + b"\n")
-    total = sum(int(line.split()[1]) for line in sizes.decode().splitlines() if len(line.split()) == 2)
+    _refuse_size(sum(int(line.split()[1]) for line in sizes.decode().splitlines() if len(line.split()) == 2), limit)
+    return _read_batch(g, wanted)
+
+
+def _refuse_size(total: int, limit: int) -> None:
     if total > limit:
         raise TooLarge(f"the tree's files add up to {total} bytes; pipelines and checks refuse more than {limit}")
+
+
+def _read_batch(g: GitRepo, wanted: list[str]) -> dict[str, bytes]:
+    """The contents of the sorted, distinct ``wanted`` objects, by one ``cat-file --batch``."""
+    if not wanted:
+        return {}
     raw = g("cat-file", "--batch", input="\n".join(wanted).encode() + b"\n")
     out: dict[str, bytes] = {}
     pos = 0
@@ -165,7 +181,9 @@ def export(g: GitRepo, commit: str, dest: Path) -> Path:
     """Write the tree of ``commit`` (a full object id) into the new directory ``dest``; returns ``dest``.
 
     Files get mode 0644 or 0755 as committed; links are recreated when they stay inside the tree; gitlinks
-    become empty directories. Nothing is taken from attributes. On refusal ``dest`` is removed.
+    become empty directories. Nothing is taken from attributes. On refusal ``dest`` is removed. Two git
+    processes when the tree has no links (``ls-tree -l`` gives the sizes the byte limit needs, then one
+    ``cat-file --batch``): each process costs this one about a millisecond, which a check pays per request head.
 
     Raises:
         InvalidPath: a path git should never have stored, or a link that points outside the tree.
@@ -174,31 +192,43 @@ def export(g: GitRepo, commit: str, dest: Path) -> Path:
     entries = tree_entries(g, commit)
     links = link_targets(g, entries)
     refuse_links(links, f"commit {commit[:12]}")
-    blobs = read_blobs(g, (e.oid for e in entries if e.mode not in (LINK, GITLINK)))
+    sizes = {e.oid: e.size for e in entries if e.mode not in (LINK, GITLINK)}
+    _refuse_size(sum(sizes.values()), MAX_BYTES)
+    blobs = _read_batch(g, sorted(sizes))
     dest.mkdir(parents=True)
+    made = {""}  # the directories this export made (``dest`` itself is ""): only those are written into
     try:
         for e in entries:
-            _write(dest, e, blobs, links)
+            _write(str(dest), e, blobs, links, made)
     except BaseException:
         shutil.rmtree(dest, ignore_errors=True)
         raise
     return dest
 
 
-def _write(dest: Path, e: Entry, blobs: Mapping[str, bytes], links: Mapping[str, str]) -> None:
+def _write(dest: str, e: Entry, blobs: Mapping[str, bytes], links: Mapping[str, str], made: set[str]) -> None:
+    """Write one entry under ``dest``, making its directories (kept in ``made``, relative to ``dest``).
+
+    ``dest`` is new, so a directory is there only if this export made it: a path whose directory is not in
+    ``made`` but exists is a file or link of the same tree, and is refused. Plain strings and ``os`` calls, not
+    ``pathlib``: an export writes every file of a tree.
+    """
     parts = e.path.split("/")
     if any(p in ("", ".", "..") or p.lower() == ".git" for p in parts) or posixpath.isabs(e.path):
         raise InvalidPath(f"the tree holds a path no checkout may write: {e.path[:200]!r}")
-    parent = dest
+    rel = ""
     for part in parts[:-1]:
-        parent = parent / part
-        if not parent.is_dir() or parent.is_symlink():
-            if os.path.lexists(parent):
+        rel = f"{rel}/{part}" if rel else part
+        if rel not in made:
+            where = f"{dest}/{rel}"
+            if os.path.lexists(where):
                 raise InvalidPath(f"{e.path[:200]!r} lies under a file or link of the same tree")
-            parent.mkdir()
-    full = parent / parts[-1]
+            os.mkdir(where)
+            made.add(rel)
+    full = f"{dest}/{e.path}"
     if e.mode == GITLINK:
-        full.mkdir()
+        os.mkdir(full)
+        made.add(e.path)
     elif e.mode == LINK:
         os.symlink(links[e.path], full)
     else:
