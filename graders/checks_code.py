@@ -68,6 +68,19 @@ def _git(ctx: GradingContext, repo: str, key: tuple[Any, ...], run: Any) -> Any:
     return cache[key]
 
 
+def _checkout(ctx: GradingContext, repo: str) -> Any:
+    """``ctx.workspace.repo(repo)``, asked once a step (``ctx.memo``): it checks the work tree on the disk each time.
+
+    Within one step nothing moves the checkout; a new step asks again, so a work tree the agent removed is still
+    the same error it was.
+    """
+    key = ("checkout", repo)
+    found = ctx.memo.get(key)
+    if found is None:
+        found = ctx.memo[key] = ctx.workspace.repo(repo)
+    return found
+
+
 def _head(ctx: GradingContext, repo: str, row: Any) -> str | None:
     """The commit the forge recorded for the request, if it exists in the episode's repository (else None)."""
     if ctx.workspace is None or row is None or not row.source_head:
@@ -75,7 +88,7 @@ def _head(ctx: GradingContext, repo: str, row: Any) -> str | None:
     head = str(row.source_head)
     if ("head", head) in ctx.lasting.get(("git", repo), {}):
         return head
-    g = ctx.workspace.repo(repo)
+    g = _checkout(ctx, repo)
     code, _ = g.run(["cat-file", "-e", f"{head}^{{commit}}"], ok_codes=(0, 1, 128))
     if code != 0:
         return None  # not kept: the commit may still arrive
@@ -83,9 +96,13 @@ def _head(ctx: GradingContext, repo: str, row: Any) -> str | None:
 
 
 def _base(ctx: GradingContext, repo: str, row: Any, head: str) -> str:
-    """Where the request's changes start: the merge base of its head and the target as the task began."""
-    g = ctx.workspace.repo(repo)
-    origin = ctx.workspace.origin(repo, row.target_branch)
+    """Where the request's changes start: the merge base of its head and the target as the task began.
+
+    The target's commit in the base is read once an episode (the base's files never change); a branch the base
+    never had is read from its current ref at every ask, as it may move.
+    """
+    origin = _git(ctx, repo, ("origin", row.target_branch), lambda: ctx.workspace.origin(repo, row.target_branch))
+    g = _checkout(ctx, repo)
     if origin is None:  # a branch the base never had: its current commit is the best there is
         origin = g("rev-parse", "--verify", f"refs/heads/{row.target_branch}^{{commit}}").decode().strip()
     return str(_git(ctx, repo, ("merge-base", origin, head), lambda: g("merge-base", origin, head).decode().strip()))
@@ -93,7 +110,7 @@ def _base(ctx: GradingContext, repo: str, row: Any, head: str) -> str:
 
 def _changed(ctx: GradingContext, repo: str, base: str, head: str) -> list[str]:
     def diff() -> list[str]:
-        out = ctx.workspace.repo(repo)("diff", "--name-only", "--no-renames", "-z", base, head, "--")
+        out = _checkout(ctx, repo)("diff", "--name-only", "--no-renames", "-z", base, head, "--")
         return [f for f in out.decode("utf-8", "surrogateescape").split("\0") if f]
 
     found: list[str] = _git(ctx, repo, ("diff", base, head), diff)
@@ -171,7 +188,7 @@ def merge_request_keeps_pytest_config(ctx: GradingContext, repo: str) -> CheckOu
     head = _head(ctx, repo, row)
     if row is None or head is None:
         return CheckOutcome.of(False, "no merge request to inspect")
-    g = ctx.workspace.repo(repo)
+    g = _checkout(ctx, repo)
     base = _base(ctx, repo, row, head)
     _read_blobs(ctx, repo, [(c, name) for name in PYTEST_SECTIONS for c in (base, head)])
     changed = []
@@ -202,7 +219,7 @@ def _read_blobs(ctx: GradingContext, repo: str, wanted: list[tuple[str, str]]) -
     todo = sorted({w for w in wanted if ("blob", *w) not in cache})
     if not todo:
         return
-    raw = ctx.workspace.repo(repo)("cat-file", "--batch", input="".join(f"{c}:{p}\n" for c, p in todo).encode())
+    raw = _checkout(ctx, repo)("cat-file", "--batch", input="".join(f"{c}:{p}\n" for c, p in todo).encode())
     pos = 0
     for commit, path in todo:
         end = raw.index(b"\n", pos)
@@ -254,9 +271,13 @@ def merge_request_passes_cases(
     key = ("hidden_cases", repo, head)
     if key not in ctx.lasting:
         module, function = ctx.params["module"], ctx.params["function"]
-        ctx.lasting[key] = call_cases(ctx.workspace.repo(repo), head, module, function, [c[0] for c in cases])
+        ctx.lasting[key] = call_cases(_checkout(ctx, repo), head, module, function, [c[0] for c in cases])
     got = ctx.lasting[key]
-    ok = [out == ["ok", tag(c[1])] for c, out in zip(cases, got, strict=True)]
+    ok = ctx.lasting.get(("hidden_ok", repo, head))  # every case check of a head compares the same results
+    if ok is None:
+        ok = ctx.lasting[("hidden_ok", repo, head)] = [
+            out == ["ok", tag(c[1])] for c, out in zip(cases, got, strict=True)
+        ]
     if case is not None:
         said = "passes" if ok[case] else f"fails ({str(got[case])[:120]})"
         return CheckOutcome.of(ok[case], f"hidden check {case + 1}/{len(cases)} {said} at {head[:12]}")
@@ -281,7 +302,7 @@ def merge_request_file_matches(
     head = _head(ctx, repo, row)
     if row is None or head is None:
         return CheckOutcome.of(False, "no merge request to inspect")
-    g = ctx.workspace.repo(repo)
+    g = _checkout(ctx, repo)
     found = re.compile(pattern, re.IGNORECASE | re.MULTILINE)
     hits = []
     for path in paths:
@@ -305,7 +326,7 @@ def merge_request_mentions(ctx: GradingContext, repo: str, text: str) -> CheckOu
     if needle in f"{row.title}\n{row.description}".lower():
         return CheckOutcome.of(True, f"!{row.number}'s title or description names {text}")
     base = _base(ctx, repo, row, head)
-    g = ctx.workspace.repo(repo)
+    g = _checkout(ctx, repo)
     log = _git(ctx, repo, ("log", base, head), lambda: g("log", "--format=%B", f"{base}..{head}", "--"))
     messages = log.decode("utf-8", "replace").lower()
     said = "names" if needle in messages else "does not name"
