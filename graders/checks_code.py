@@ -527,47 +527,60 @@ def _state(ctx: GradingContext, key: tuple[Any, ...], owner: Any) -> Any:
     return found[1] if found is not _MISSING and found[0] is owner else _MISSING
 
 
+_AGENT_NOTES = ("agent_notes",)
+
+
 def _agent_notes(ctx: GradingContext, rows: list[ChangeRow]) -> dict[int, list[tuple[int, str, str]]] | None:
     """The agent's notes a step inserted, by request, as (id, kind, body); None if a note was updated or deleted.
 
-    Read once a step (``ctx.memo`` is cleared before each) for every note function's ``on_step``.
+    Read once a step (``ctx.memo`` is cleared before each, and the entry names the very rows it read) for every
+    note function's ``on_step``; the kinds the step's notes have are kept beside it (``_step_kinds``).
     """
-    key = ("agent_notes", id(rows))
-    found = ctx.memo.get(key)
+    found = ctx.memo.get(_AGENT_NOTES)
     if found is not None and found[0] is rows:
         return found[1]  # type: ignore[no-any-return]
     out: dict[int, list[tuple[int, str, str]]] = {}
+    kinds: set[str] = set()
+    actor = ctx.actor_id
     for r in rows:
         if r.op != "insert":
-            ctx.memo[key] = (rows, None)
+            ctx.memo[_AGENT_NOTES] = (rows, None, kinds)
             return None
         c = r.changes
-        if c.get("author_id") == ctx.actor_id and type(mr := c.get("merge_request_id")) is int:
-            out.setdefault(mr, []).append((int(r.key[0]), str(c.get("kind")), str(c.get("body") or "")))
-    ctx.memo[key] = (rows, out)
+        if c.get("author_id") == actor and type(mr := c.get("merge_request_id")) is int:
+            kind = str(c.get("kind"))
+            kinds.add(kind)
+            out.setdefault(mr, []).append((int(r.key[0]), kind, str(c.get("body") or "")))
+    ctx.memo[_AGENT_NOTES] = (rows, out, kinds)
     return out
 
 
-def _groups(
-    ctx: GradingContext, params: list[dict[str, Any]], state_key: Any
-) -> dict[tuple[int, str], list[tuple[int, dict[str, Any], tuple[Any, ...]]]]:
-    """A function's checks still waiting for a note, by (request, file), with each one's state key.
+def _step_kinds(ctx: GradingContext) -> set[str]:
+    """The kinds of the agent's notes the step inserted (``_agent_notes`` must have read the step first)."""
+    return ctx.memo[_AGENT_NOTES][2]  # type: ignore[no-any-return]
 
-    Built once an episode per ``params`` (from the kept states: a check a note decided is left out) and pruned
-    as notes decide checks; dropped when a note is updated or deleted, since every check then re-runs.
+
+def _groups(ctx: GradingContext, params: list[dict[str, Any]], plan: Callable[..., Any]) -> dict[Any, list[Any]]:
+    """A function's checks still waiting for a note, by (request, file), each as ``plan`` lays it out.
+
+    ``plan(pos, kw)`` gives the entry a settle function reads: its position, state key, and what its test and
+    its verdict's words need, worked out once here (the check's regexes, the evidence's fixed middle) rather
+    than at every note. Built once an episode per ``params`` (from the kept states: a check a note decided is
+    left out) and pruned as notes decide checks; dropped when a note is updated or deleted, since every check
+    then re-runs.
     """
     key = ("note_groups", id(params))
     found = ctx.lasting.get(key)
     if found is None or found[0] is not params:
-        groups: dict[tuple[int, str], list[tuple[int, dict[str, Any], tuple[Any, ...]]]] = {}
+        groups: dict[Any, list[Any]] = {}
         for pos, kw in enumerate(params):
-            state = state_key(**kw)
-            kept = ctx.lasting.get(state)
+            entry = plan(pos, kw)
+            kept = ctx.lasting.get(entry[1])
             if kept is not None and kept[0] is kw.get("apart") and kept[1] is not None:
                 continue  # decided by a note already: no later note changes it
-            groups.setdefault((kw["mr_id"], kw.get("file", "")), []).append((pos, kw, state))
+            groups.setdefault((kw["mr_id"], kw.get("file", "")), []).append(entry)
         found = ctx.lasting[key] = (params, groups)
-    return found[1]
+    return found[1]  # type: ignore[no-any-return]
 
 
 Verdicts = dict[int, tuple[float, str, dict[str, Any]] | None]
@@ -658,8 +671,8 @@ def _file_step(
     ctx: GradingContext,
     rows: list[ChangeRow],
     params: list[dict[str, Any]],
-    key: Callable[..., tuple[Any, ...]],
-    settle: Callable[[GradingContext, str, list[tuple[int, str]], list[Any], Verdicts], None],
+    plan: Callable[..., Any],
+    settle: Callable[[GradingContext, list[tuple[int, str]], list[Any], Verdicts], None],
     any_file: bool = False,
 ) -> Verdicts:
     """Every check of a note function at once, grouped by request and file (``_groups``).
@@ -672,42 +685,53 @@ def _file_step(
         _drop_groups(ctx, params)  # a note changed: every check re-runs, and the groups are made again after
         return dict.fromkeys(range(len(params)))
     out: Verdicts = {}
-    groups = _groups(ctx, params, key)  # built at the call with no rows ``graders.progress`` makes first
+    groups = _groups(ctx, params, plan)  # built at the call with no rows ``graders.progress`` makes first
     if not new:
         return out
     for where_, entries in list(groups.items()):
-        mr, file = where_
-        named = [(i, b) for i, _, b in new.get(mr, ()) if (any_file and not file) or _names_file(b, file)]
-        if not named:
+        notes = new.get(where_[0])
+        if not notes:
             continue
-        settle(ctx, file, named, entries, out)
+        file = where_[1]
+        if any_file and not file:
+            named = [(i, b) for i, _, b in notes]
+        else:
+            named = [(i, b) for i, _, b in notes if _names_file(b, file)]
+            if not named:
+                continue
+        settle(ctx, named, entries, out)
         _prune(groups, where_, entries, out)
     return out
 
 
-def _names_settle(
-    ctx: GradingContext, file: str, named: list[tuple[int, str]], entries: list[Any], out: Verdicts
-) -> None:
+def _names_plan(pos: int, kw: dict[str, Any]) -> tuple[Any, ...]:
+    """A ``merge_request_note_names`` check's group entry: position, state key, its tests, its evidence's middle."""
+    file, pattern, line, apart, also = kw["file"], kw["pattern"], kw["line"], kw["apart"], kw["also"]
+    said = f"/{pattern}/" if also is None else f"/{pattern}/ with /{also}/"
+    tail = f" names {_where(file, line, apart)} and {said}: "  # as ``_names_verdict`` words a hit
+    key = _names_key(kw["mr_id"], file, pattern, line, apart, also)
+    return pos, key, apart, pattern, None if line is None else _line_rx(line), also, tail
+
+
+def _names_settle(ctx: GradingContext, named: list[tuple[int, str]], entries: list[Any], out: Verdicts) -> None:
     """``merge_request_note_names`` checks of one file, given the new notes that name it."""
     lasting = ctx.lasting
-    for pos, kw, key in entries:
-        apart = kw["apart"]
+    for pos, key, apart, pattern, line_rx, also, tail in entries:
         found = lasting.get(key)
         if found is None or found[0] is not apart:  # never run: re-run it
             out[pos] = None
             continue
         if found[1] is not None:  # decided by an earlier note, which stays the first
             continue
-        pattern, line, also = kw["pattern"], kw["line"], kw["also"]
         for hit in named:  # each names the file already: ``_fits`` less its first test
             body = hit[1]
-            if not _says(body, pattern) or (line is not None and _line_rx(line).search(body) is None):
+            if not _says(body, pattern) or (line_rx is not None and line_rx.search(body) is None):
                 continue
             if (also is None or _says(body, also)) and not (
                 apart and any(_names_file(body, f) and _says(body, p) for f, p in apart)
             ):
                 lasting[key] = (apart, hit)
-                out[pos] = _names_verdict(hit, _where(file, line, apart), pattern, also)
+                out[pos] = (1.0, f"note {hit[0]}{tail}{_snippet(body)}", {})
                 break
 
 
@@ -717,7 +741,7 @@ def _names_step(ctx: GradingContext, rows: list[ChangeRow], params: list[dict[st
     A check some note decided leaves its group (the first fitting note stays the first), so a step tests a new
     note only on the checks of its file still waiting for one.
     """
-    return _file_step(ctx, rows, params, _names_key, _names_settle)
+    return _file_step(ctx, rows, params, _names_plan, _names_settle)
 
 
 @check_fn(
@@ -788,25 +812,32 @@ def _spares_key(mr_id: int, file: str, pattern: str) -> tuple[Any, ...]:
     return ("note_spares", mr_id, file, pattern)
 
 
-def _spares_settle(
-    ctx: GradingContext, file: str, named: list[tuple[int, str]], entries: list[Any], out: Verdicts
-) -> None:
+def _spares_plan(pos: int, kw: dict[str, Any]) -> tuple[Any, ...]:
+    """A ``merge_request_note_spares`` check's group entry: position, state key, pattern, its evidence's middle."""
+    file, pattern = kw["file"], kw["pattern"]
+    return pos, _spares_key(kw["mr_id"], file, pattern), pattern, f" flags {file or 'the change'} (/{pattern}/): "
+
+
+def _spares_settle(ctx: GradingContext, named: list[tuple[int, str]], entries: list[Any], out: Verdicts) -> None:
     """``merge_request_note_spares`` checks of one file, given the new notes that name it."""
-    for pos, kw, key in entries:
-        hit = _state(ctx, key, None)
-        if hit is not None:  # already flagged by an earlier note (it stays the first), or never run: re-run
-            if hit is _MISSING:
-                out[pos] = None
+    lasting = ctx.lasting
+    for pos, key, pattern, tail in entries:
+        found = lasting.get(key)
+        if found is None or found[0] is not None:  # never run: re-run it
+            out[pos] = None
             continue
-        hit = next(((i, b) for i, b in named if _says(b, kw["pattern"])), None)
-        if hit is not None:
-            ctx.lasting[key] = (None, hit)
-            out[pos] = _spares_verdict(hit, file, kw["pattern"])
+        if found[1] is not None:  # already flagged by an earlier note, which stays the first
+            continue
+        for hit in named:
+            if _says(hit[1], pattern):
+                lasting[key] = (None, hit)
+                out[pos] = (0.0, f"note {hit[0]}{tail}{_snippet(hit[1])}", {})
+                break
 
 
 def _spares_step(ctx: GradingContext, rows: list[ChangeRow], params: list[dict[str, Any]]) -> Verdicts:
     """Every ``merge_request_note_spares`` check at once: only a new note naming a check's file is tested on it."""
-    return _file_step(ctx, rows, params, _spares_key, _spares_settle, any_file=True)
+    return _file_step(ctx, rows, params, _spares_plan, _spares_settle, any_file=True)
 
 
 @check_fn(
@@ -854,31 +885,36 @@ def _verdict_on_changes(
     return _verdicts_verdict(mr_id, verdict, given)
 
 
-def _kind_step(
-    ctx: GradingContext,
-    rows: list[ChangeRow],
-    params: list[dict[str, Any]],
-    moves: Callable[[str, dict[str, Any]], bool],
-    decide: Callable[..., tuple[float, str, dict[str, Any]] | None],
-) -> Verdicts:
-    """Every check of a function on the agent's note kinds at once (the verdict and review checks).
+def _verdict_step(ctx: GradingContext, rows: list[ChangeRow], params: list[dict[str, Any]]) -> Verdicts:
+    """Every ``merge_request_verdict`` check at once: only a step with a new verdict on its request moves one.
 
-    A check is decided (``decide``, its ``on_changes``) only in a step with a new note on its request whose kind
-    ``moves`` it; the rest stand.
+    The new notes are the step's, read once (``_agent_notes``); the kept verdicts so far are extended in id
+    order as ``_verdict_on_changes`` does, a note counted once however many checks share the request.
     """
     new = _agent_notes(ctx, rows)
     if new is None:
         return dict.fromkeys(range(len(params)))
     out: Verdicts = {}
+    if not new or _step_kinds(ctx).isdisjoint(_VERDICTS):
+        return out
+    lasting = ctx.lasting
     for pos, kw in enumerate(params):
-        if any(moves(kind, kw) for _, kind, _ in new.get(kw["mr_id"], ())):
-            out[pos] = decide(ctx, rows, **kw)
+        mr_id = kw["mr_id"]
+        notes = new.get(mr_id)
+        if not notes or all(kind not in _VERDICTS for _, kind, _ in notes):
+            continue
+        key = ("note_verdicts", mr_id)
+        found = lasting.get(key)
+        if found is None or found[0] is not None:  # never run: re-run it
+            out[pos] = None
+            continue
+        last, given = found[1]
+        for i, kind, _ in notes:
+            if i > last:
+                last, given = i, (*given, kind) if kind in _VERDICTS else given
+        lasting[key] = (None, (last, given))
+        out[pos] = _verdicts_verdict(mr_id, kw["verdict"], given)
     return out
-
-
-def _verdict_step(ctx: GradingContext, rows: list[ChangeRow], params: list[dict[str, Any]]) -> Verdicts:
-    """Every ``merge_request_verdict`` check at once: only a step with a new verdict on its request moves one."""
-    return _kind_step(ctx, rows, params, lambda kind, _: kind in _VERDICTS, _verdict_on_changes)
 
 
 @check_fn(
@@ -934,8 +970,36 @@ def _review_on_changes(
 
 
 def _review_step(ctx: GradingContext, rows: list[ChangeRow], params: list[dict[str, Any]]) -> Verdicts:
-    """Every ``merge_request_review_says`` check at once: only a new review with its verdict is tested on it."""
-    return _kind_step(ctx, rows, params, lambda kind, kw: kind == kw["verdict"], _review_on_changes)
+    """Every ``merge_request_review_says`` check at once: only a new review with its verdict is tested on it.
+
+    A check whose first fitting review is kept stands; one still waiting is answered only when a new review
+    fits (until then its "no review says" verdict stands as it is).
+    """
+    new = _agent_notes(ctx, rows)
+    if new is None:
+        return dict.fromkeys(range(len(params)))
+    out: Verdicts = {}
+    if not new or _step_kinds(ctx).isdisjoint(_VERDICTS):
+        return out
+    lasting = ctx.lasting
+    for pos, kw in enumerate(params):
+        notes = new.get(kw["mr_id"])
+        if not notes:
+            continue
+        verdict, patterns = kw["verdict"], kw["patterns"]
+        key = ("review_says", kw["mr_id"], verdict, id(patterns))
+        found = lasting.get(key)
+        if found is None or found[0] is not patterns:  # never run: re-run it
+            out[pos] = None
+            continue
+        if found[1] is not None:  # the first fitting review stays the first
+            continue
+        for hit in notes:
+            if hit[1] == verdict and _says_all(hit[2], patterns):
+                lasting[key] = (patterns, (hit[0], hit[2]))
+                out[pos] = _review_verdict((hit[0], hit[2]), verdict, patterns)
+                break
+    return out
 
 
 @check_fn(
