@@ -190,9 +190,15 @@ def merge_request_keeps_pytest_config(ctx: GradingContext, repo: str) -> CheckOu
         return CheckOutcome.of(False, "no merge request to inspect")
     g = _checkout(ctx, repo)
     base = _base(ctx, repo, row, head)
-    _read_blobs(ctx, repo, [(c, name) for name in PYTEST_SECTIONS for c in (base, head)])
+    # Only a file the diff names can differ (the same path at both ends with no diff is the same blob, or absent
+    # at both): the request's diff is kept for the episode (``merge_request_leaves_paths`` reads it too), so a
+    # head that leaves these files alone costs no git process here.
+    touched = set(_changed(ctx, repo, base, head)).intersection(PYTEST_SECTIONS)
+    _read_blobs(ctx, repo, [(c, name) for name in sorted(touched) for c in (base, head)])
     changed = []
     for name, sections in PYTEST_SECTIONS.items():
+        if name not in touched:
+            continue
         before = _git(ctx, repo, ("blob", base, name), lambda c=base, n=name: _blob(g, c, n))
         after = _git(ctx, repo, ("blob", head, name), lambda c=head, n=name: _blob(g, c, n))
         if before == after:
