@@ -95,25 +95,59 @@ def _head(ctx: GradingContext, repo: str, row: Any) -> str | None:
     return str(_git(ctx, repo, ("head", head), lambda: head))
 
 
-def _base(ctx: GradingContext, repo: str, row: Any, head: str) -> str:
-    """Where the request's changes start: the merge base of its head and the target as the task began.
+def _origin(ctx: GradingContext, repo: str, row: Any) -> str:
+    """The target branch's commit as the task began, which a request's changes are measured from.
 
-    The target's commit in the base is read once an episode (the base's files never change); a branch the base
-    never had is read from its current ref at every ask, as it may move.
+    Read once an episode from the base's files (they never change); a branch the base never had is read from
+    its current ref at every ask, as it may move.
     """
     origin = _git(ctx, repo, ("origin", row.target_branch), lambda: ctx.workspace.origin(repo, row.target_branch))
-    g = _checkout(ctx, repo)
     if origin is None:  # a branch the base never had: its current commit is the best there is
-        origin = g("rev-parse", "--verify", f"refs/heads/{row.target_branch}^{{commit}}").decode().strip()
+        ref = f"refs/heads/{row.target_branch}^{{commit}}"
+        origin = _checkout(ctx, repo)("rev-parse", "--verify", ref).decode().strip()
+    return str(origin)
+
+
+def _base(ctx: GradingContext, repo: str, row: Any, head: str) -> str:
+    """Where the request's changes start: the merge base of its head and the target as the task began."""
+    origin = _origin(ctx, repo, row)
+    g = _checkout(ctx, repo)
     return str(_git(ctx, repo, ("merge-base", origin, head), lambda: g("merge-base", origin, head).decode().strip()))
 
 
 def _changed(ctx: GradingContext, repo: str, base: str, head: str) -> list[str]:
     def diff() -> list[str]:
         out = _checkout(ctx, repo)("diff", "--name-only", "--no-renames", "-z", base, head, "--")
-        return [f for f in out.decode("utf-8", "surrogateescape").split("\0") if f]
+        return _names(out)
 
     found: list[str] = _git(ctx, repo, ("diff", base, head), diff)
+    return found
+
+
+def _names(out: bytes) -> list[str]:
+    return [f for f in out.decode("utf-8", "surrogateescape").split("\0") if f]
+
+
+def _request_changes(ctx: GradingContext, repo: str, row: Any, head: str) -> list[str]:
+    """The files the request changes since its merge base (``_changed`` from ``_base``), by one git process.
+
+    ``diff --merge-base`` finds the merge base itself, so a check that needs only the file names (which paths a
+    request touches) costs no ``merge-base`` process. Where git would pick among several merge bases (or finds
+    none) it refuses, and the answer comes from ``_base`` and ``_changed`` as before, with their errors.
+    """
+    origin = _origin(ctx, repo, row)
+    cache: dict[tuple[Any, ...], Any] = ctx.lasting.setdefault(("git", repo), {})
+    base = cache.get(("merge-base", origin, head))
+    if base is not None:
+        return _changed(ctx, repo, base, head)
+    key = ("diff-merge-base", origin, head)
+    found: list[str] | None = cache.get(key)
+    if found is None:
+        args = ["diff", "--name-only", "--no-renames", "-z", "--merge-base", origin, head, "--"]
+        code, out = _checkout(ctx, repo).run(args, ok_codes=(0, 128))
+        if code != 0:
+            return _changed(ctx, repo, _base(ctx, repo, row, head), head)
+        found = cache[key] = _names(out)
     return found
 
 
@@ -141,7 +175,7 @@ def merge_request_leaves_paths(ctx: GradingContext, repo: str, paths: list[str])
     head = _head(ctx, repo, row)
     if row is None or head is None:
         return CheckOutcome.of(False, "no merge request to inspect")
-    changed = _changed(ctx, repo, _base(ctx, repo, row, head), head)
+    changed = _request_changes(ctx, repo, row, head)
     bad = sorted(
         f for f in changed if any(f.startswith(p) if p.endswith("/") else f.rsplit("/", 1)[-1] == p for p in paths)
     )
@@ -188,14 +222,16 @@ def merge_request_keeps_pytest_config(ctx: GradingContext, repo: str) -> CheckOu
     head = _head(ctx, repo, row)
     if row is None or head is None:
         return CheckOutcome.of(False, "no merge request to inspect")
-    g = _checkout(ctx, repo)
-    base = _base(ctx, repo, row, head)
     # Only a file the diff names can differ (the same path at both ends with no diff is the same blob, or absent
     # at both): the request's diff is kept for the episode (``merge_request_leaves_paths`` reads it too), so a
-    # head that leaves these files alone costs no git process here.
-    touched = set(_changed(ctx, repo, base, head)).intersection(PYTEST_SECTIONS)
+    # head that leaves these files alone costs no git process here, not even the merge base's.
+    touched = set(_request_changes(ctx, repo, row, head)).intersection(PYTEST_SECTIONS)
+    changed: list[str] = []
+    if not touched:
+        return CheckOutcome.of(True, f"!{row.number} leaves pytest's configuration sections as they were")
+    g = _checkout(ctx, repo)
+    base = _base(ctx, repo, row, head)
     _read_blobs(ctx, repo, [(c, name) for name in sorted(touched) for c in (base, head)])
-    changed = []
     for name, sections in PYTEST_SECTIONS.items():
         if name not in touched:
             continue

@@ -218,3 +218,53 @@ def test_hidden_cases_run_from_the_memory_export_with_the_same_verdicts(bare, mo
     assert made == [str(pipeline.MEMORY_SCRATCH)]
     assert got == [["ok", ["int", 3]], ["ok", ["float", 2.5]], ["raised", "TypeError"]]
     assert not list(pipeline.MEMORY_SCRATCH.glob("companysim-check-*"))  # removed after the run
+
+
+class _Workspace:
+    def __init__(self, g, origin):
+        self.g, self._origin = g, origin
+
+    def repo(self, name):
+        return self.g
+
+    def origin(self, name, branch):
+        return self._origin
+
+
+class _Ctx:
+    def __init__(self, g, origin):
+        self.workspace, self.memo, self.lasting = _Workspace(g, origin), {}, {}
+
+
+class _Row:
+    target_branch = "main"
+
+
+def _tree_commit(root: Path, files: dict[str, str], *parents: str) -> str:
+    lines = "".join(f"100644 blob {_git(root, 'hash-object', '-w', '--stdin', stdin=t)}\t{n}\n" for n, t in files.items())
+    tree = _git(root, "mktree", stdin=lines)
+    flags = [x for p in parents for x in ("-p", p)]
+    return _git(root, "-c", "user.name=T", "-c", "user.email=t@x", "commit-tree", tree, *flags, "-m", "c")
+
+
+def test_a_requests_changes_come_from_one_diff_and_from_the_merge_base_where_git_would_pick_one(bare):
+    """``diff --merge-base`` gives the files without a merge-base process; two merge bases fall back to ``_base``."""
+    from graders import checks_code
+
+    g = GitRepo(git_dir=bare / ".git")
+    root = _tree_commit(bare, {"a.py": "1", "pyproject.toml": "x"})
+    ours = _tree_commit(bare, {"a.py": "2", "pyproject.toml": "x"}, root)
+    theirs = _tree_commit(bare, {"a.py": "1", "pyproject.toml": "y", "b.py": "b"}, root)
+    head = _tree_commit(bare, {"a.py": "2", "pyproject.toml": "y", "c.py": "c"}, ours)
+    ctx = _Ctx(g, ours)
+    assert checks_code._request_changes(ctx, "r", _Row(), head) == ["c.py", "pyproject.toml"]
+    assert not any(k[0] == "merge-base" for k in ctx.lasting[("git", "r")])  # no merge-base process was run
+    # criss-cross: two merge bases (ours and theirs), where git diff --merge-base refuses to pick one
+    left = _tree_commit(bare, {"a.py": "2", "pyproject.toml": "y", "b.py": "b"}, ours, theirs)
+    right = _tree_commit(bare, {"a.py": "2", "pyproject.toml": "y", "b.py": "B"}, theirs, ours)
+    ctx = _Ctx(g, left)
+    base = _git(bare, "merge-base", left, right)
+    want = sorted(_git(bare, "diff", "--name-only", base, right).split())
+    assert checks_code._request_changes(ctx, "r", _Row(), right) == want
+    assert ("merge-base", left, right) in ctx.lasting[("git", "r")]
+    assert checks_code._request_changes(ctx, "r", _Row(), right) == want  # kept: asked again from the merge base
