@@ -107,7 +107,7 @@ def pipeline(repo: GitRepo, commit: str, scratch: Path | None = None) -> dict[st
     """
     sandbox = code_sandbox()
     sandbox.require("python3", "pytest")
-    with tempfile.TemporaryDirectory(prefix="companysim-ci-", dir=_scratch(sandbox, scratch)) as tmp:
+    with tempfile.TemporaryDirectory(prefix="companysim-ci-", dir=scratch) as tmp:
         tree = export(repo, commit, Path(tmp) / "tree")
         result = sandbox.run(
             ["python3", "-m", "pytest", "-q", "-p", "no:cacheprovider", "--color=no"], tree, limits=PIPELINE_LIMITS
@@ -128,7 +128,9 @@ def _scratch(sandbox: Sandbox, scratch: Path | None) -> Path | None:
     tree once per request head. A tmpfs is used only for bwrap, which binds the export by path in this
     process's own mount namespace; a Docker engine may not share this machine's ``/dev/shm`` (its probe
     checks ``$TMPDIR``), so it keeps the default temp directory, as does a tmpfs too small for the largest
-    tree (``MAX_BYTES``). The export's rules (fresh directory, modes, links kept inside) are the same.
+    tree (``MAX_BYTES``). The export's rules (fresh directory, modes, links kept inside) are the same. Used by
+    ``call_cases``, which graders run per request head; ``pipeline`` (run by the merge-request tools) keeps
+    ``$TMPDIR``.
     """
     if scratch is not None or sandbox.name != "bwrap":
         return scratch
