@@ -628,14 +628,6 @@ def _groups(ctx: GradingContext, params: list[dict[str, Any]], plan: Callable[..
 Verdicts = dict[int, tuple[float, str, dict[str, Any]] | None]
 
 
-def _prune(groups: dict[Any, list[Any]], where: Any, entries: list[Any], out: Verdicts) -> None:
-    """Take the checks this step decided out of their group (a kept first note never changes); drop it if empty."""
-    if out:
-        entries[:] = [e for e in entries if out.get(e[0]) is None]
-        if not entries:
-            del groups[where]
-
-
 def _drop_groups(ctx: GradingContext, params: list[dict[str, Any]]) -> None:
     ctx.lasting.pop(("note_groups", id(params)), None)
 
@@ -714,13 +706,14 @@ def _file_step(
     rows: list[ChangeRow],
     params: list[dict[str, Any]],
     plan: Callable[..., Any],
-    settle: Callable[[GradingContext, list[tuple[int, str]], list[Any], Verdicts], None],
+    settle: Callable[[GradingContext, list[tuple[int, str]], list[Any], Verdicts], bool],
     any_file: bool = False,
 ) -> Verdicts:
     """Every check of a note function at once, grouped by request and file (``_groups``).
 
     A new note is handed to ``settle`` only with the checks of a file it names (with ``any_file``, an empty file
-    takes every note); a check ``settle`` decided leaves its group (``_prune``), so later steps skip it.
+    takes every note); a check ``settle`` decided leaves its group (it says whether it decided one), so later
+    steps skip it.
     """
     new = _agent_notes(ctx, rows)
     if new is None:
@@ -741,8 +734,10 @@ def _file_step(
             named = [(i, b) for i, _, b in notes if _names_file(b, file)]
             if not named:
                 continue
-        settle(ctx, named, entries, out)
-        _prune(groups, where_, entries, out)
+        if settle(ctx, named, entries, out):  # take the checks it decided out (a kept first note never changes)
+            entries[:] = [e for e in entries if out.get(e[0]) is None]
+            if not entries:
+                del groups[where_]
     return out
 
 
@@ -755,9 +750,10 @@ def _names_plan(pos: int, kw: dict[str, Any]) -> tuple[Any, ...]:
     return pos, key, apart, pattern, None if line is None else _line_rx(line), also, tail
 
 
-def _names_settle(ctx: GradingContext, named: list[tuple[int, str]], entries: list[Any], out: Verdicts) -> None:
-    """``merge_request_note_names`` checks of one file, given the new notes that name it."""
+def _names_settle(ctx: GradingContext, named: list[tuple[int, str]], entries: list[Any], out: Verdicts) -> bool:
+    """``merge_request_note_names`` checks of one file, given the new notes that name it; whether one was decided."""
     lasting = ctx.lasting
+    decided = False
     for pos, key, apart, pattern, line_rx, also, tail in entries:
         found = lasting.get(key)
         if found is None or found[0] is not apart:  # never run: re-run it
@@ -774,7 +770,9 @@ def _names_settle(ctx: GradingContext, named: list[tuple[int, str]], entries: li
             ):
                 lasting[key] = (apart, hit)
                 out[pos] = (1.0, f"note {hit[0]}{tail}{_snippet(body)}", {})
+                decided = True
                 break
+    return decided
 
 
 def _names_step(ctx: GradingContext, rows: list[ChangeRow], params: list[dict[str, Any]]) -> Verdicts:
@@ -860,9 +858,10 @@ def _spares_plan(pos: int, kw: dict[str, Any]) -> tuple[Any, ...]:
     return pos, _spares_key(kw["mr_id"], file, pattern), pattern, f" flags {file or 'the change'} (/{pattern}/): "
 
 
-def _spares_settle(ctx: GradingContext, named: list[tuple[int, str]], entries: list[Any], out: Verdicts) -> None:
-    """``merge_request_note_spares`` checks of one file, given the new notes that name it."""
+def _spares_settle(ctx: GradingContext, named: list[tuple[int, str]], entries: list[Any], out: Verdicts) -> bool:
+    """``merge_request_note_spares`` checks of one file, given the new notes that name it; whether one was decided."""
     lasting = ctx.lasting
+    decided = False
     for pos, key, pattern, tail in entries:
         found = lasting.get(key)
         if found is None or found[0] is not None:  # never run: re-run it
@@ -874,7 +873,9 @@ def _spares_settle(ctx: GradingContext, named: list[tuple[int, str]], entries: l
             if _says(hit[1], pattern):
                 lasting[key] = (None, hit)
                 out[pos] = (0.0, f"note {hit[0]}{tail}{_snippet(hit[1])}", {})
+                decided = True
                 break
+    return decided
 
 
 def _spares_step(ctx: GradingContext, rows: list[ChangeRow], params: list[dict[str, Any]]) -> Verdicts:
