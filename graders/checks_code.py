@@ -622,7 +622,7 @@ def _groups(ctx: GradingContext, params: list[dict[str, Any]], plan: Callable[..
                 continue  # decided by a note already: no later note changes it
             groups.setdefault((kw["mr_id"], kw.get("file", "")), []).append(entry)
         found = ctx.lasting[key] = (params, groups)
-    return found[1]  # type: ignore[no-any-return]
+    return found[1]
 
 
 Verdicts = dict[int, tuple[float, str, dict[str, Any]] | None]
