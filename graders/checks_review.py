@@ -1,0 +1,617 @@
+"""Checks of a code review: the notes an agent left on a merge request (comments and review bodies).
+
+A reviewer is graded by what its notes say: one naming a file, a rule's words and optionally the line or more
+words (``merge_request_note_names``), none naming a file with a rule's words (``merge_request_note_spares``),
+its verdicts (``merge_request_verdict``) and a verdict's body saying given words (``merge_request_review_says``).
+A note's content never changes once written, so each check keeps the first note that decided it (or the
+verdicts so far) in ``ctx.lasting``; in the per-step progress score each function settles all of its checks
+from the step's inserted notes with one ``on_step`` call, a new note tested only on the checks of the file it
+names. Split from ``graders.checks_code`` (which imports this module, so the library registers both at once).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Callable
+from typing import Annotated, Any, Literal
+
+from pydantic import Field
+from sqlalchemy import text
+
+from graders.base import CheckOutcome, GradingContext, check_fn
+from graders.changes import ChangeRow
+from graders.checks_common import Regex, rx, snippet
+
+_NOTES = text(
+    "SELECT n.id, n.kind, n.body FROM merge_request_notes n WHERE n.merge_request_id = :mr AND n.author_id = :actor"
+    " ORDER BY n.id"
+)
+_VERDICTS = ("approve", "request_changes")
+_MISSING = object()
+
+
+def _notes(ctx: GradingContext, mr_id: int) -> list[Any]:
+    """The agent's notes (comments and review bodies) on request ``mr_id``, oldest first."""
+    key = ("review_notes", mr_id)
+    if key not in ctx.memo:
+        ctx.memo[key] = list(ctx.db.execute(_NOTES, {"mr": mr_id, "actor": ctx.actor_id}))
+    return list(ctx.memo[key])
+
+
+@functools.lru_cache(maxsize=512)
+def _file_rx(path: str) -> tuple[str, re.Pattern[str]]:
+    name = path.rsplit("/", 1)[-1]
+    return name, re.compile(rf"(?<![\w.-]){re.escape(name)}(?![\w])")
+
+
+@functools.lru_cache(maxsize=512)
+def _line_rx(line: int) -> re.Pattern[str]:
+    return re.compile(rf"(?:\bline\s*|\bL|\.py:){line}(?!\d)", re.IGNORECASE)
+
+
+@functools.lru_cache(maxsize=2048)
+def _names_file(body: str, path: str) -> bool:
+    """Whether ``body`` names the file ``path`` (its full path or its file name; a longer name does not count).
+
+    Cached (a pure function of two strings, whose hashes Python keeps): the per-step progress asks every note
+    check of a request about the same new note, and a regex search costs a few microseconds.
+    """
+    name, found = _file_rx(path)
+    return name in body and found.search(body) is not None
+
+
+@functools.lru_cache(maxsize=2048)
+def _says(body: str, pattern: str) -> bool:
+    """Whether ``pattern`` (any case) occurs in ``body``; cached as ``_names_file`` is."""
+    return rx(pattern).search(body) is not None
+
+
+def _fits(
+    body: str, file: str, pattern: str, line: int | None, apart: list[tuple[str, str]] | None, also: str | None
+) -> bool:
+    """Whether one note flags ``file`` by ``pattern`` (at ``line``, saying ``also``), and none of ``apart``."""
+    if not (_names_file(body, file) and _says(body, pattern)):
+        return False
+    if (line is not None and _line_rx(line).search(body) is None) or (also is not None and not _says(body, also)):
+        return False
+    return not any(_names_file(body, f) and _says(body, p) for f, p in apart or ())
+
+
+def _new_notes(ctx: GradingContext, rows: list[ChangeRow], mr_id: int) -> list[tuple[int, str, str]] | None:
+    """(id, kind, body) of the agent's notes on ``mr_id`` a step inserted, from the log; None if a note changed.
+
+    Notes are only ever inserted (the forge has no edit or delete); an update or delete of one is left to the
+    check's query, so the after-image path never has to reason about it.
+    """
+    out = []
+    for r in rows:
+        if r.op != "insert":
+            return None
+        c = r.changes
+        if c.get("merge_request_id") == mr_id and c.get("author_id") == ctx.actor_id:
+            out.append((int(r.key[0]), str(c.get("kind")), str(c.get("body") or "")))
+    return out
+
+
+def _mine(ctx: GradingContext, row: ChangeRow, mr_id: int) -> Any:
+    """The inserted row's values if it is the agent's note on ``mr_id``; True when it is not an insert (re-run)."""
+    if row.op != "insert":
+        return True
+    c = row.changes
+    return c if c.get("merge_request_id") == mr_id and c.get("author_id") == ctx.actor_id else None
+
+
+# What the note checks keep in ``ctx.lasting`` between steps: the first note that decided them (or None), or
+# the verdicts given so far, set by every run of the check (the database's answer) and moved on by the
+# ``on_changes`` evaluators from the inserted notes alone. A note's content never changes once written, so the
+# first matching note stays the first; keys carry the identity of list params (``apart``, ``patterns``), which
+# ``graders.progress`` passes as the same objects on every call.
+
+
+def _state(ctx: GradingContext, key: tuple[Any, ...], owner: Any) -> Any:
+    found = ctx.lasting.get(key, _MISSING)
+    return found[1] if found is not _MISSING and found[0] is owner else _MISSING
+
+
+_AGENT_NOTES = ("agent_notes",)
+
+
+def _agent_notes(ctx: GradingContext, rows: list[ChangeRow]) -> dict[int, list[tuple[int, str, str]]] | None:
+    """The agent's notes a step inserted, by request, as (id, kind, body); None if a note was updated or deleted.
+
+    Read once a step (``ctx.memo`` is cleared before each, and the entry names the very rows it read) for every
+    note function's ``on_step``; the kinds the step's notes have are kept beside it (``_step_kinds``).
+    """
+    found = ctx.memo.get(_AGENT_NOTES)
+    if found is not None and found[0] is rows:
+        return found[1]  # type: ignore[no-any-return]
+    out: dict[int, list[tuple[int, str, str]]] = {}
+    kinds: set[str] = set()
+    actor = ctx.actor_id
+    for r in rows:
+        if r.op != "insert":
+            ctx.memo[_AGENT_NOTES] = (rows, None, kinds)
+            return None
+        c = r.changes
+        if c.get("author_id") == actor and type(mr := c.get("merge_request_id")) is int:
+            kind = str(c.get("kind"))
+            kinds.add(kind)
+            out.setdefault(mr, []).append((int(r.key[0]), kind, str(c.get("body") or "")))
+    ctx.memo[_AGENT_NOTES] = (rows, out, kinds)
+    return out
+
+
+def _step_kinds(ctx: GradingContext) -> set[str]:
+    """The kinds of the agent's notes the step inserted (``_agent_notes`` must have read the step first)."""
+    return ctx.memo[_AGENT_NOTES][2]  # type: ignore[no-any-return]
+
+
+def _groups(ctx: GradingContext, params: list[dict[str, Any]], plan: Callable[..., Any]) -> dict[Any, list[Any]]:
+    """A function's checks still waiting for a note, by (request, file), each as ``plan`` lays it out.
+
+    ``plan(pos, kw)`` gives the entry a settle function reads: its position, state key, and what its test and
+    its verdict's words need, worked out once here (the check's regexes, the evidence's fixed middle) rather
+    than at every note. Built once an episode per ``params`` (from the kept states: a check a note decided is
+    left out) and pruned as notes decide checks; dropped when a note is updated or deleted, since every check
+    then re-runs.
+    """
+    key = ("note_groups", id(params))
+    found = ctx.lasting.get(key)
+    if found is None or found[0] is not params:
+        groups: dict[Any, list[Any]] = {}
+        for pos, kw in enumerate(params):
+            entry = plan(pos, kw)
+            kept = ctx.lasting.get(entry[1])
+            if kept is not None and kept[0] is kw.get("apart") and kept[1] is not None:
+                continue  # decided by a note already: no later note changes it
+            groups.setdefault((kw["mr_id"], kw.get("file", "")), []).append(entry)
+        found = ctx.lasting[key] = (params, groups)
+    return found[1]
+
+
+Verdicts = dict[int, tuple[float, str, dict[str, Any]] | None]
+
+
+def _drop_groups(ctx: GradingContext, params: list[dict[str, Any]]) -> None:
+    ctx.lasting.pop(("note_groups", id(params)), None)
+
+
+@functools.lru_cache(maxsize=256)
+def _snippet(body: str) -> str:
+    """``snippet(body)``, cached: the checks one note decides quote it alike.
+
+    Only the body's head is flattened when it already gives more than the quote's 60 characters (the words
+    after it only lengthen what is cut): a review's body can be long, and the quote shows its first line.
+    """
+    head = body[:240]
+    if len(head) < len(body) and len(" ".join(head.split())) > 60:
+        return snippet(head)
+    return snippet(body)
+
+
+def _names_verdict(
+    hit: tuple[int, str] | None, where: str, pattern: str, also: str | None
+) -> tuple[float, str, dict[str, Any]]:
+    said = f"/{pattern}/" if also is None else f"/{pattern}/ with /{also}/"
+    if hit is not None:
+        return 1.0, f"note {hit[0]} names {where} and {said}: {_snippet(hit[1])}", {}
+    return 0.0, f"no note by the agent names {where} and {said}", {}
+
+
+def _where(file: str, line: int | None, apart: list[tuple[str, str]] | None) -> str:
+    return (file if line is None else f"{file} line {line}") + (" alone" if apart else "")
+
+
+def _names_touches(
+    ctx: GradingContext,
+    row: ChangeRow,
+    mr_id: int,
+    file: str,
+    pattern: str,
+    line: int | None = None,
+    apart: list[tuple[str, str]] | None = None,
+    also: str | None = None,
+) -> bool:
+    """Only a note of the agent's on the request that fits can move the verdict (the evidence names no count)."""
+    c = _mine(ctx, row, mr_id)
+    return c is True or (c is not None and _fits(str(c.get("body") or ""), file, pattern, line, apart, also))
+
+
+def _names_on_changes(
+    ctx: GradingContext,
+    rows: list[ChangeRow],
+    mr_id: int,
+    file: str,
+    pattern: str,
+    line: int | None = None,
+    apart: list[tuple[str, str]] | None = None,
+    also: str | None = None,
+) -> tuple[float, str, dict[str, Any]] | None:
+    """``merge_request_note_names``' verdict from the inserted notes: the first fitting note, kept."""
+    key = _names_key(mr_id, file, pattern, line, apart, also)
+    hit = _state(ctx, key, apart)
+    new = _new_notes(ctx, rows, mr_id)
+    if hit is _MISSING or new is None:
+        return None
+    if hit is None:
+        hit = next(((i, b) for i, _, b in new if _fits(b, file, pattern, line, apart, also)), None)
+        ctx.lasting[key] = (apart, hit)
+    return _names_verdict(hit, _where(file, line, apart), pattern, also)
+
+
+def _names_key(
+    mr_id: int, file: str, pattern: str, line: int | None, apart: list[tuple[str, str]] | None, also: str | None
+) -> tuple[Any, ...]:
+    return ("note_names", mr_id, file, pattern, line, also, id(apart))
+
+
+def _file_step(
+    ctx: GradingContext,
+    rows: list[ChangeRow],
+    params: list[dict[str, Any]],
+    plan: Callable[..., Any],
+    settle: Callable[[GradingContext, list[tuple[int, str]], list[Any], Verdicts], bool],
+    any_file: bool = False,
+) -> Verdicts:
+    """Every check of a note function at once, grouped by request and file (``_groups``).
+
+    A new note is handed to ``settle`` only with the checks of a file it names (with ``any_file``, an empty file
+    takes every note); a check ``settle`` decided leaves its group (it says whether it decided one), so later
+    steps skip it.
+    """
+    new = _agent_notes(ctx, rows)
+    if new is None:
+        _drop_groups(ctx, params)  # a note changed: every check re-runs, and the groups are made again after
+        return dict.fromkeys(range(len(params)))
+    out: Verdicts = {}
+    groups = _groups(ctx, params, plan)  # built at the call with no rows ``graders.progress`` makes first
+    if not new:
+        return out
+    for where_, entries in list(groups.items()):
+        notes = new.get(where_[0])
+        if not notes:
+            continue
+        file = where_[1]
+        if any_file and not file:
+            named = [(i, b) for i, _, b in notes]
+        else:
+            named = [(i, b) for i, _, b in notes if _names_file(b, file)]
+            if not named:
+                continue
+        if settle(ctx, named, entries, out):  # take the checks it decided out (a kept first note never changes)
+            entries[:] = [e for e in entries if out.get(e[0]) is None]
+            if not entries:
+                del groups[where_]
+    return out
+
+
+def _names_plan(pos: int, kw: dict[str, Any]) -> tuple[Any, ...]:
+    """A ``merge_request_note_names`` check's group entry: position, state key, its tests, its evidence's middle."""
+    file, pattern, line, apart, also = kw["file"], kw["pattern"], kw["line"], kw["apart"], kw["also"]
+    said = f"/{pattern}/" if also is None else f"/{pattern}/ with /{also}/"
+    tail = f" names {_where(file, line, apart)} and {said}: "  # as ``_names_verdict`` words a hit
+    key = _names_key(kw["mr_id"], file, pattern, line, apart, also)
+    return pos, key, apart, pattern, None if line is None else _line_rx(line), also, tail
+
+
+def _names_settle(ctx: GradingContext, named: list[tuple[int, str]], entries: list[Any], out: Verdicts) -> bool:
+    """``merge_request_note_names`` checks of one file, given the new notes that name it; whether one was decided."""
+    lasting = ctx.lasting
+    decided = False
+    for pos, key, apart, pattern, line_rx, also, tail in entries:
+        found = lasting.get(key)
+        if found is None or found[0] is not apart:  # never run: re-run it
+            out[pos] = None
+            continue
+        if found[1] is not None:  # decided by an earlier note, which stays the first
+            continue
+        for hit in named:  # each names the file already: ``_fits`` less its first test
+            body = hit[1]
+            if not _says(body, pattern) or (line_rx is not None and line_rx.search(body) is None):
+                continue
+            if (also is None or _says(body, also)) and not (
+                apart and any(_names_file(body, f) and _says(body, p) for f, p in apart)
+            ):
+                lasting[key] = (apart, hit)
+                out[pos] = (1.0, f"note {hit[0]}{tail}{_snippet(body)}", {})
+                decided = True
+                break
+    return decided
+
+
+def _names_step(ctx: GradingContext, rows: list[ChangeRow], params: list[dict[str, Any]]) -> Verdicts:
+    """Every ``merge_request_note_names`` check at once: only a new note naming a check's file is tested on it.
+
+    A check some note decided leaves its group (the first fitting note stays the first), so a step tests a new
+    note only on the checks of its file still waiting for one.
+    """
+    return _file_step(ctx, rows, params, _names_plan, _names_settle)
+
+
+@check_fn(
+    "merge_request_note_names",
+    reads=("merge_request_notes",),
+    touches=_names_touches,
+    on_changes=_names_on_changes,
+    on_step=_names_step,
+)
+def merge_request_note_names(
+    ctx: GradingContext,
+    mr_id: int,
+    file: str,
+    pattern: Regex,
+    line: Annotated[int, Field(ge=1)] | None = None,
+    apart: list[tuple[str, Regex]] | None = None,
+    also: Regex | None = None,
+) -> CheckOutcome:
+    """A note the agent left on request ``mr_id`` (a comment or a review's body) names ``file`` and ``pattern``.
+
+    How a reviewer flags one broken rule: the comment says where (the file, and with ``line`` that line as
+    ``line 12``, ``L12`` or ``file.py:12``) and what (the rule's words). With ``apart`` (other findings as
+    (file, pattern)), the note must name none of them: one comment per finding, as review threads are
+    resolved one at a time. With ``also``, the same note must say that too (the function at fault, or the fix
+    the checklist asks for): what turns a flag into a comment the author can act on.
+    """
+    hit = next(
+        ((n.id, n.body or "") for n in _notes(ctx, mr_id) if _fits(n.body or "", file, pattern, line, apart, also)),
+        None,
+    )
+    ctx.lasting[_names_key(mr_id, file, pattern, line, apart, also)] = (apart, hit)
+    score, evidence, _ = _names_verdict(hit, _where(file, line, apart), pattern, also)
+    return CheckOutcome.of(score == 1.0, evidence)
+
+
+def _flags(body: str, file: str, pattern: str) -> bool:
+    return (not file or _names_file(body, file)) and _says(body, pattern)
+
+
+def _spares_verdict(hit: tuple[int, str] | None, file: str, pattern: str) -> tuple[float, str, dict[str, Any]]:
+    if hit is not None:
+        return 0.0, f"note {hit[0]} flags {file or 'the change'} (/{pattern}/): {_snippet(hit[1])}", {}
+    return 1.0, f"no note by the agent flags {file or 'the change'} (/{pattern}/)", {}
+
+
+def _spares_touches(ctx: GradingContext, row: ChangeRow, mr_id: int, file: str, pattern: str) -> bool:
+    """Only a note of the agent's on the request that flags ``file`` by ``pattern`` can move the verdict."""
+    c = _mine(ctx, row, mr_id)
+    return c is True or (c is not None and _flags(str(c.get("body") or ""), file, pattern))
+
+
+def _spares_on_changes(
+    ctx: GradingContext, rows: list[ChangeRow], mr_id: int, file: str, pattern: str
+) -> tuple[float, str, dict[str, Any]] | None:
+    """``merge_request_note_spares``' verdict from the inserted notes: the first false flag, kept."""
+    key = ("note_spares", mr_id, file, pattern)
+    hit = _state(ctx, key, None)
+    new = _new_notes(ctx, rows, mr_id)
+    if hit is _MISSING or new is None:
+        return None
+    if hit is None:
+        hit = next(((i, b) for i, _, b in new if _flags(b, file, pattern)), None)
+        ctx.lasting[key] = (None, hit)
+    return _spares_verdict(hit, file, pattern)
+
+
+def _spares_key(mr_id: int, file: str, pattern: str) -> tuple[Any, ...]:
+    return ("note_spares", mr_id, file, pattern)
+
+
+def _spares_plan(pos: int, kw: dict[str, Any]) -> tuple[Any, ...]:
+    """A ``merge_request_note_spares`` check's group entry: position, state key, pattern, its evidence's middle."""
+    file, pattern = kw["file"], kw["pattern"]
+    return pos, _spares_key(kw["mr_id"], file, pattern), pattern, f" flags {file or 'the change'} (/{pattern}/): "
+
+
+def _spares_settle(ctx: GradingContext, named: list[tuple[int, str]], entries: list[Any], out: Verdicts) -> bool:
+    """``merge_request_note_spares`` checks of one file, given the new notes that name it; whether one was decided."""
+    lasting = ctx.lasting
+    decided = False
+    for pos, key, pattern, tail in entries:
+        found = lasting.get(key)
+        if found is None or found[0] is not None:  # never run: re-run it
+            out[pos] = None
+            continue
+        if found[1] is not None:  # already flagged by an earlier note, which stays the first
+            continue
+        for hit in named:
+            if _says(hit[1], pattern):
+                lasting[key] = (None, hit)
+                out[pos] = (0.0, f"note {hit[0]}{tail}{_snippet(hit[1])}", {})
+                decided = True
+                break
+    return decided
+
+
+def _spares_step(ctx: GradingContext, rows: list[ChangeRow], params: list[dict[str, Any]]) -> Verdicts:
+    """Every ``merge_request_note_spares`` check at once: only a new note naming a check's file is tested on it."""
+    return _file_step(ctx, rows, params, _spares_plan, _spares_settle, any_file=True)
+
+
+@check_fn(
+    "merge_request_note_spares",
+    reads=("merge_request_notes",),
+    touches=_spares_touches,
+    on_changes=_spares_on_changes,
+    on_step=_spares_step,
+)
+def merge_request_note_spares(ctx: GradingContext, mr_id: int, file: str, pattern: Regex) -> CheckOutcome:
+    """No note the agent left on request ``mr_id`` names ``file`` (any, when empty) with ``pattern``: a false flag."""
+    hit = next(((n.id, n.body or "") for n in _notes(ctx, mr_id) if _flags(n.body or "", file, pattern)), None)
+    ctx.lasting[("note_spares", mr_id, file, pattern)] = (None, hit)
+    score, evidence, _ = _spares_verdict(hit, file, pattern)
+    return CheckOutcome.of(score == 1.0, evidence)
+
+
+def _verdicts_verdict(mr_id: int, verdict: str, given: tuple[str, ...]) -> tuple[float, str, dict[str, Any]]:
+    if not given:
+        return 0.0, f"the agent gave no verdict on request {mr_id}", {}
+    ok = all(k == verdict for k in given)
+    return float(ok), f"the agent's verdicts on request {mr_id}: {', '.join(given)} (wanted {verdict})", {}
+
+
+def _verdict_touches(ctx: GradingContext, row: ChangeRow, mr_id: int, verdict: str) -> bool:
+    """Only a verdict of the agent's on the request (approve or request changes) can move the check."""
+    c = _mine(ctx, row, mr_id)
+    return c is True or (c is not None and c.get("kind") in _VERDICTS)
+
+
+def _verdict_on_changes(
+    ctx: GradingContext, rows: list[ChangeRow], mr_id: int, verdict: str
+) -> tuple[float, str, dict[str, Any]] | None:
+    """``merge_request_verdict``'s verdict from the inserted notes: the verdicts so far, extended in id order."""
+    key = ("note_verdicts", mr_id)
+    state = _state(ctx, key, None)
+    new = _new_notes(ctx, rows, mr_id)
+    if state is _MISSING or new is None:
+        return None
+    last, given = state
+    for i, kind, _ in new:
+        if i > last:  # several checks of one request share the state: a note is counted once
+            last, given = i, (*given, kind) if kind in _VERDICTS else given
+    ctx.lasting[key] = (None, (last, given))
+    return _verdicts_verdict(mr_id, verdict, given)
+
+
+def _verdict_step(ctx: GradingContext, rows: list[ChangeRow], params: list[dict[str, Any]]) -> Verdicts:
+    """Every ``merge_request_verdict`` check at once: only a step with a new verdict on its request moves one.
+
+    The new notes are the step's, read once (``_agent_notes``); the kept verdicts so far are extended in id
+    order as ``_verdict_on_changes`` does, a note counted once however many checks share the request.
+    """
+    new = _agent_notes(ctx, rows)
+    if new is None:
+        return dict.fromkeys(range(len(params)))
+    out: Verdicts = {}
+    if not new or _step_kinds(ctx).isdisjoint(_VERDICTS):
+        return out
+    lasting = ctx.lasting
+    for pos, kw in enumerate(params):
+        mr_id = kw["mr_id"]
+        notes = new.get(mr_id)
+        if not notes or all(kind not in _VERDICTS for _, kind, _ in notes):
+            continue
+        key = ("note_verdicts", mr_id)
+        found = lasting.get(key)
+        if found is None or found[0] is not None:  # never run: re-run it
+            out[pos] = None
+            continue
+        last, given = found[1]
+        for i, kind, _ in notes:
+            if i > last:
+                last, given = i, (*given, kind) if kind in _VERDICTS else given
+        lasting[key] = (None, (last, given))
+        out[pos] = _verdicts_verdict(mr_id, kw["verdict"], given)
+    return out
+
+
+@check_fn(
+    "merge_request_verdict",
+    reads=("merge_request_notes",),
+    touches=_verdict_touches,
+    on_changes=_verdict_on_changes,
+    on_step=_verdict_step,
+)
+def merge_request_verdict(
+    ctx: GradingContext, mr_id: int, verdict: Literal["approve", "request_changes"]
+) -> CheckOutcome:
+    """The agent reviewed request ``mr_id`` and every verdict it gave is ``verdict`` (a wrong one is never undone)."""
+    notes = _notes(ctx, mr_id)
+    given = tuple(str(n.kind) for n in notes if n.kind in _VERDICTS)
+    ctx.lasting[("note_verdicts", mr_id)] = (None, (max((int(n.id) for n in notes), default=0), given))
+    score, evidence, _ = _verdicts_verdict(mr_id, verdict, given)
+    return CheckOutcome.of(score == 1.0, evidence)
+
+
+def _says_all(body: str, patterns: list[str]) -> bool:
+    return all(_says(body, p) for p in patterns)
+
+
+def _review_verdict(
+    hit: tuple[int, str] | None, verdict: str, patterns: list[str]
+) -> tuple[float, str, dict[str, Any]]:
+    said = ", ".join(f"/{p}/" for p in patterns)
+    if hit is not None:
+        return 1.0, f"the agent's {verdict} review (note {hit[0]}) says {said}: {_snippet(hit[1])}", {}
+    return 0.0, f"no {verdict} review by the agent says all of {said}", {}
+
+
+def _review_touches(ctx: GradingContext, row: ChangeRow, mr_id: int, verdict: str, patterns: list[str]) -> bool:
+    """Only a review of the agent's with that verdict saying every pattern can move the check."""
+    c = _mine(ctx, row, mr_id)
+    return c is True or (c is not None and c.get("kind") == verdict and _says_all(str(c.get("body") or ""), patterns))
+
+
+def _review_on_changes(
+    ctx: GradingContext, rows: list[ChangeRow], mr_id: int, verdict: str, patterns: list[str]
+) -> tuple[float, str, dict[str, Any]] | None:
+    """``merge_request_review_says``' verdict from the inserted notes: the first fitting review, kept."""
+    key = ("review_says", mr_id, verdict, id(patterns))
+    hit = _state(ctx, key, patterns)
+    new = _new_notes(ctx, rows, mr_id)
+    if hit is _MISSING or new is None:
+        return None
+    if hit is None:
+        hit = next(((i, b) for i, k, b in new if k == verdict and _says_all(b, patterns)), None)
+        ctx.lasting[key] = (patterns, hit)
+    return _review_verdict(hit, verdict, patterns)
+
+
+def _review_step(ctx: GradingContext, rows: list[ChangeRow], params: list[dict[str, Any]]) -> Verdicts:
+    """Every ``merge_request_review_says`` check at once: only a new review with its verdict is tested on it.
+
+    A check whose first fitting review is kept stands; one still waiting is answered only when a new review
+    fits (until then its "no review says" verdict stands as it is).
+    """
+    new = _agent_notes(ctx, rows)
+    if new is None:
+        return dict.fromkeys(range(len(params)))
+    out: Verdicts = {}
+    if not new or _step_kinds(ctx).isdisjoint(_VERDICTS):
+        return out
+    lasting = ctx.lasting
+    for pos, kw in enumerate(params):
+        notes = new.get(kw["mr_id"])
+        if not notes:
+            continue
+        verdict, patterns = kw["verdict"], kw["patterns"]
+        key = ("review_says", kw["mr_id"], verdict, id(patterns))
+        found = lasting.get(key)
+        if found is None or found[0] is not patterns:  # never run: re-run it
+            out[pos] = None
+            continue
+        if found[1] is not None:  # the first fitting review stays the first
+            continue
+        for hit in notes:
+            if hit[1] == verdict and _says_all(hit[2], patterns):
+                lasting[key] = (patterns, (hit[0], hit[2]))
+                out[pos] = _review_verdict((hit[0], hit[2]), verdict, patterns)
+                break
+    return out
+
+
+@check_fn(
+    "merge_request_review_says",
+    reads=("merge_request_notes",),
+    touches=_review_touches,
+    on_changes=_review_on_changes,
+    on_step=_review_step,
+)
+def merge_request_review_says(
+    ctx: GradingContext,
+    mr_id: int,
+    verdict: Literal["approve", "request_changes"],
+    patterns: Annotated[list[Regex], Field(min_length=1)],
+) -> CheckOutcome:
+    """A ``verdict`` review the agent gave on request ``mr_id`` says every one of ``patterns`` (any case).
+
+    A review's body is the summary the author reads first: a "request changes" that says which rules broke
+    tells them what to fix before they open a single comment.
+    """
+    hit = next(
+        ((n.id, n.body or "") for n in _notes(ctx, mr_id) if n.kind == verdict and _says_all(n.body or "", patterns)),
+        None,
+    )
+    ctx.lasting[("review_says", mr_id, verdict, id(patterns))] = (patterns, hit)
+    score, evidence, _ = _review_verdict(hit, verdict, patterns)
+    return CheckOutcome.of(score == 1.0, evidence)
