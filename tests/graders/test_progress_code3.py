@@ -1,13 +1,15 @@
 """The third round of the code checks' per-step paths, held to a full grade after every step (issue 14).
 
-code-review: the note checks' ``on_step`` settles a file's checks from planned group entries (their tests and
-the fixed middle of their evidence worked out once), a step of comments leaves the verdict and review checks
-after one look at its note kinds, and a review is read from the step's parsed notes. Each step below is
-compared with a full grade (``Checked``: every check's score, evidence and details), and the note functions
-must be settled without a re-run, so a path that words a verdict wrongly or stops answering fails here.
+code-review (``graders.checks_review``): the note checks' ``on_step`` settles a file's checks from planned
+group entries (their tests and the fixed middle of their evidence worked out once), a step of comments leaves
+the verdict and review checks after one look at its note kinds, and a review is read from the step's parsed
+notes. Each step below is compared with a full grade (``Checked``: every check's score, evidence and
+details), and the note functions must be settled without a re-run, so a path that words a verdict wrongly or
+stops answering fails here.
 
 fix-failing-test's parent side: an export takes its sizes from ``ls-tree -l`` and writes with the directories
-it made, and for bwrap it goes to a tmpfs; the refusals and the hidden cases' verdict stay as they were.
+it made, and for bwrap it goes to a tmpfs; a request's changed files come from one ``diff --merge-base`` (two
+merge bases fall back to ``merge-base``); the refusals and the hidden cases' verdict stay as they were.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from pathlib import Path
 import pytest
 
 import graders.progress as progress
+from graders import checks_code
 from mcp_tools.errors import InvalidPath, TooLarge
 from mcp_tools.git import pipeline, trees
 from mcp_tools.sandbox import get_sandbox
@@ -241,7 +244,8 @@ class _Row:
 
 
 def _tree_commit(root: Path, files: dict[str, str], *parents: str) -> str:
-    lines = "".join(f"100644 blob {_git(root, 'hash-object', '-w', '--stdin', stdin=t)}\t{n}\n" for n, t in files.items())
+    blobs = {n: _git(root, "hash-object", "-w", "--stdin", stdin=t) for n, t in files.items()}
+    lines = "".join(f"100644 blob {oid}\t{n}\n" for n, oid in blobs.items())
     tree = _git(root, "mktree", stdin=lines)
     flags = [x for p in parents for x in ("-p", p)]
     return _git(root, "-c", "user.name=T", "-c", "user.email=t@x", "commit-tree", tree, *flags, "-m", "c")
@@ -249,8 +253,6 @@ def _tree_commit(root: Path, files: dict[str, str], *parents: str) -> str:
 
 def test_a_requests_changes_come_from_one_diff_and_from_the_merge_base_where_git_would_pick_one(bare):
     """``diff --merge-base`` gives the files without a merge-base process; two merge bases fall back to ``_base``."""
-    from graders import checks_code
-
     g = GitRepo(git_dir=bare / ".git")
     root = _tree_commit(bare, {"a.py": "1", "pyproject.toml": "x"})
     ours = _tree_commit(bare, {"a.py": "2", "pyproject.toml": "x"}, root)
