@@ -9,14 +9,42 @@ change to the mailboxes or employees (a new generation of the mail log) re-decid
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
-from typing import Any
+from functools import lru_cache
+from typing import Any, NamedTuple
 
 from graders.base import ChangeRow, GradingContext
 from graders.checks_common import Who, employee_id, listing, rx, snippet, who_label
-from graders.comms_log import MailLog, followed, mail_log, reached, sent_by, warm_mailboxes
+from graders.comms_log import Followed, MailLog, followed, mail_log, reached, sent_by, show_mail, warm_mailboxes
 
 Verdict = tuple[float, str, dict[str, Any]]
+
+
+class _Sent(NamedTuple):
+    """What one ``mail_sent`` check compares, worked out once per distinct params (not per mail, per check)."""
+
+    key: tuple[Any, ...]  # its ``Followed`` state's key
+    wanted: tuple[str, ...]
+    lowered: tuple[tuple[str, str], ...]  # each recipient and its lower case
+    tests: tuple[tuple[str, re.Pattern[str]], ...]  # ("subject" | "body", the pattern)
+    reaches: str  # " reaches a, b": how the evidence names the recipients
+    tail: str  # " mails sent by <sender> reaches a, b as required"
+
+
+@lru_cache(maxsize=1024)
+def _sent(wanted: tuple[str, ...], subject_pattern: str | None, body_pattern: str | None, sender: Who | None) -> _Sent:
+    """The ``_Sent`` of a check's params (the patterns compiled here, at the first verdict: the first step)."""
+    tests = tuple((what, rx(p)) for what, p in (("subject", subject_pattern), ("body", body_pattern)) if p is not None)
+    reaches = f" reaches {', '.join(wanted)}"
+    return _Sent(
+        ("mail_sent", wanted, subject_pattern, body_pattern, sender),
+        wanted,
+        tuple((t, t.lower()) for t in wanted),
+        tests,
+        reaches,
+        f" mails sent by {who_label(sender)}{reaches} as required",
+    )
 
 
 def _mail_sent_verdict(
@@ -28,36 +56,42 @@ def _mail_sent_verdict(
     sender: Who | None,
 ) -> tuple[float, str, dict[str, Any]]:
     """``mail_sent``'s outcome from the mail log: each new mail judged once, the first that fits kept."""
-    for pattern in (subject_pattern, body_pattern):
-        if pattern is not None:
-            rx(pattern)  # compiled by the first verdict (the first step), not by the step that sends a mail
+    spec = _sent(tuple(wanted), subject_pattern, body_pattern, sender)
     if not log.mails:
         warm_mailboxes(ctx, [*wanted, *([sender] if sender not in (None, "actor") else [])])
         return 0.0, "no mail was sent during the episode", {}
     sender_id = employee_id(ctx, sender) if sender is not None else None
     if sender is not None and sender_id is None:
         return 0.0, f"unknown employee {sender!r}", {}
-    key = ("mail_sent", tuple(wanted), subject_pattern, body_pattern, sender)
-    state = followed(ctx, key, (log.generation, sender_id))
+    return _sent_fold(ctx, log, spec, followed(ctx, spec.key, (log.generation, sender_id)), sender_id)
+
+
+def _sent_fold(ctx: GradingContext, log: MailLog, spec: _Sent, state: Followed, sender_id: int | None) -> Verdict:
+    """Fold the mails sent since ``state`` last looked into one ``mail_sent`` check's verdict (kept as it stands).
+
+    The first mail in id order that fits is the one named: once one fits (``marks``), later mails are passed
+    over. A failing verdict lists a note per mail of the sender's, so each of its mails builds it again.
+    """
+    mails = log.mails
     notes: list[str] = state.items
-    for m in log.mails[state.seen :]:
-        if state.marks or not sent_by(ctx, log, m, sender_id):
-            continue  # marks: a mail fits already (the first in id order is the one named)
+    for m in mails[state.seen :]:
+        if state.marks:
+            break  # a mail fits already (the first in id order is the one named)
+        if not sent_by(ctx, log, m, sender_id):
+            continue
         to = reached(ctx, log, m)
-        missing = [t for t in wanted if t.lower() not in to]
-        tests = (("subject", subject_pattern, m.subject), ("body", body_pattern, m.body))
-        bad = [what for what, pat, text in tests if pat is not None and not rx(pat).search(text)]
+        missing = [t for t, low in spec.lowered if low not in to]
+        bad = [what for what, pattern in spec.tests if not pattern.search(m.subject if what == "subject" else m.body)]
         state.outcome = None
         if not missing and not bad:
             state.marks = (m.id,)
-            fits = f"mail #{m.id} {snippet(m.subject)} reaches {', '.join(wanted)}"
-            state.outcome = (1.0, fits, {"message_id": m.id})
+            state.outcome = (1.0, f"mail #{m.id} {show_mail(log, m)}{spec.reaches}", {"message_id": m.id})
             break
         why = ", ".join([f"missing {', '.join(missing)}"] * bool(missing) + [f"{w} does not match" for w in bad])
-        notes.append(f"#{m.id} {snippet(m.subject)}: {why}")
-    state.seen = len(log.mails)
+        notes.append(f"#{m.id} {show_mail(log, m)}: {why}")
+    state.seen = len(mails)
     if state.outcome is None:
-        head = f"none of {len(notes)} mails sent by {who_label(sender)} reaches {', '.join(wanted)} as required"
+        head = f"none of {len(notes)}{spec.tail}"
         state.outcome = (0.0, head + (f": {listing(notes)}" if notes else ""), {})
     return state.outcome
 
@@ -182,12 +216,45 @@ def _mail_sent_step(
     log, positions = _mail_positions(ctx, params, rows, "mail_sent_step")
     if log is None:
         return dict.fromkeys(positions)
+    checks = _sent_checks(ctx, log, params)
     out: dict[int, Verdict | None] = {}
     for pos in positions:
-        kw = params[pos]
-        wanted = _recipients(kw["to"])
-        out[pos] = _mail_sent_verdict(ctx, log, wanted, kw["subject_pattern"], kw["body_pattern"], kw["sender"])
+        found = checks.get(pos)
+        if found is None:  # an unknown sender: its verdict says so (or that nothing was sent yet)
+            kw = params[pos]
+            wanted = _recipients(kw["to"])
+            out[pos] = _mail_sent_verdict(ctx, log, wanted, kw["subject_pattern"], kw["body_pattern"], kw["sender"])
+            continue
+        spec, sender_id, state = found
+        before = state.outcome
+        verdict = _sent_fold(ctx, log, spec, state, sender_id)
+        if verdict is not before:  # a verdict handed back as it stands is left out: the progress holds it
+            out[pos] = verdict
     return out
+
+
+def _sent_checks(
+    ctx: GradingContext, log: MailLog, params: list[Mapping[str, Any]]
+) -> dict[int, tuple[_Sent, int | None, Followed]]:
+    """Each ``mail_sent`` check of a known sender: its ``_Sent``, sender id and ``Followed`` state.
+
+    Kept for the mail log's generation (the state's target): the step folds each check's new mails into its
+    state directly, with none of the per-call lookups of ``_mail_sent_verdict`` (which shares the states).
+    """
+    kept = ctx.lasting.get(("mail_sent_checks", id(params)))
+    if kept is not None and kept[0] is params and kept[1] == log.generation:
+        found: dict[int, tuple[_Sent, int | None, Followed]] = kept[2]
+        return found
+    checks: dict[int, tuple[_Sent, int | None, Followed]] = {}
+    for pos, kw in enumerate(params):
+        sender = kw["sender"]
+        sender_id = employee_id(ctx, sender) if sender is not None else None
+        if sender is not None and sender_id is None:
+            continue
+        spec = _sent(tuple(_recipients(kw["to"])), kw["subject_pattern"], kw["body_pattern"], sender)
+        checks[pos] = (spec, sender_id, followed(ctx, spec.key, (log.generation, sender_id)))
+    ctx.lasting[("mail_sent_checks", id(params))] = (params, log.generation, checks)
+    return checks
 
 
 def _mail_not_sent_step(
