@@ -16,6 +16,7 @@ from typing import Any, NamedTuple
 from graders.base import ChangeRow, GradingContext
 from graders.checks_common import Who, employee_id, listing, rx, snippet, who_label
 from graders.comms_log import Followed, MailLog, followed, mail_log, reached, sent_by, show_mail, warm_mailboxes
+from graders.registry import LATER, Later
 
 Verdict = tuple[float, str, dict[str, Any]]
 
@@ -256,13 +257,14 @@ def _mail_positions(
 
 def _mail_sent_step(
     ctx: GradingContext, rows: list[ChangeRow], params: list[Mapping[str, Any]]
-) -> dict[int, Verdict | None]:
+) -> dict[int, Verdict | Later | None]:
     """``mail_sent``'s ``on_step``: the verdicts of the checks whose sender sent a mail this step."""
     log, positions = _mail_positions(ctx, params, rows, "mail_sent_step")
     if log is None:
         return dict.fromkeys(positions)
     checks = _sent_checks(ctx, log, params)
-    out: dict[int, Verdict | None] = {}
+    out: dict[int, Verdict | Later | None] = {}
+    mails = log.mails
     for pos in positions:
         found = checks.get(pos)
         if found is None:  # an unknown sender: its verdict says so (or that nothing was sent yet)
@@ -270,48 +272,85 @@ def _mail_sent_step(
             wanted = _recipients(kw["to"])
             out[pos] = _mail_sent_verdict(ctx, log, wanted, kw["subject_pattern"], kw["body_pattern"], kw["sender"])
             continue
-        spec, sender_id, state = found
-        before = state.outcome
-        verdict = _sent_fold(ctx, log, spec, state, sender_id)
-        if verdict is not before:  # a verdict handed back as it stands is left out: the progress holds it
-            out[pos] = verdict
+        spec, sender_id, state, tried = found
+        if state.marks:
+            continue  # a mail fits: the first one stays the one named
+        if state.outcome is not None and not _fits_any(ctx, log, spec, sender_id, mails[max(tried[0], state.seen) :]):
+            tried[0] = len(mails)
+            out[pos] = LATER  # still failing: only the list of mails in its evidence moved
+            continue
+        tried[0] = len(mails)
+        out[pos] = _sent_fold(ctx, log, spec, state, sender_id)
     return out
+
+
+def _fits_any(ctx: GradingContext, log: MailLog, spec: _Sent, sender_id: int | None, mails: Sequence[Any]) -> bool:
+    """Whether one of ``mails`` is the sender's, reaches every recipient and matches (``_sent_fold``'s test)."""
+    for m in mails:
+        if not sent_by(ctx, log, m, sender_id):
+            continue
+        to = reached(ctx, log, m)
+        if all(low in to for _, low in spec.lowered) and all(
+            found(m.subject if what == "subject" else m.body) for what, found in spec.tests
+        ):
+            return True
+    return False
 
 
 def _sent_checks(
     ctx: GradingContext, log: MailLog, params: list[Mapping[str, Any]]
-) -> dict[int, tuple[_Sent, int | None, Followed]]:
-    """Each ``mail_sent`` check of a known sender: its ``_Sent``, sender id and ``Followed`` state.
+) -> dict[int, tuple[_Sent, int | None, Followed, list[int]]]:
+    """Each ``mail_sent`` check of a known sender: its ``_Sent``, sender id, ``Followed`` state, mails tried.
 
     Kept for the mail log's generation (the state's target): the step folds each check's new mails into its
-    state directly, with none of the per-call lookups of ``_mail_sent_verdict`` (which shares the states).
+    state directly, with none of the per-call lookups of ``_mail_sent_verdict`` (which shares the states). A
+    failing check's new mails are only tried (does one fit?) while none fits: its state, and so its evidence,
+    catches up when its results are asked for (``LATER``); ``tried`` counts the mails tried so far.
     """
     kept = ctx.lasting.get(("mail_sent_checks", id(params)))
     if kept is not None and kept[0] is params and kept[1] == log.generation:
-        found: dict[int, tuple[_Sent, int | None, Followed]] = kept[2]
+        found: dict[int, tuple[_Sent, int | None, Followed, list[int]]] = kept[2]
         return found
-    checks: dict[int, tuple[_Sent, int | None, Followed]] = {}
+    checks: dict[int, tuple[_Sent, int | None, Followed, list[int]]] = {}
     for pos, kw in enumerate(params):
         sender = kw["sender"]
         sender_id = employee_id(ctx, sender) if sender is not None else None
         if sender is not None and sender_id is None:
             continue
         spec = _sent(tuple(_recipients(kw["to"])), kw["subject_pattern"], kw["body_pattern"], sender)
-        checks[pos] = (spec, sender_id, followed(ctx, spec.key, (log.generation, sender_id)))
+        checks[pos] = (spec, sender_id, followed(ctx, spec.key, (log.generation, sender_id)), [0])
     ctx.lasting[("mail_sent_checks", id(params))] = (params, log.generation, checks)
     return checks
 
 
 def _mail_not_sent_step(
     ctx: GradingContext, rows: list[ChangeRow], params: list[Mapping[str, Any]]
-) -> dict[int, Verdict | None]:
+) -> dict[int, Verdict | Later | None]:
     """``mail_not_sent``'s ``on_step``: the verdicts of the checks whose sender sent a mail this step."""
     log, positions = _mail_positions(ctx, params, rows, "mail_not_sent_step")
     if log is None:
         return dict.fromkeys(positions)
-    out: dict[int, Verdict | None] = {}
+    out: dict[int, Verdict | Later | None] = {}
+    kept: dict[int, Any] = ctx.lasting.setdefault(("mail_not_sent_kept", id(params)), {})
+    mails = log.mails
     for pos in positions:
         kw = params[pos]
-        banned = {t.lower() for t in _recipients(kw["to"])}
-        out[pos] = _mail_not_sent_verdict(ctx, log, banned, kw["sender"])
+        entry = kept.get(pos)
+        if entry is None or entry[0] != log.generation:
+            banned = {t.lower() for t in _recipients(kw["to"])}
+            sender = kw["sender"]
+            sender_id = employee_id(ctx, sender) if sender is not None else None
+            entry = kept[pos] = [log.generation, banned, sender_id, sender is not None and sender_id is None, 0, None]
+        generation, banned, sender_id, unknown, tried, last = entry
+        # the score moves only when a first mail of the sender's reaches a banned address: a check that fails
+        # already, or whose new mails reach none of them, keeps it (only the count of mails in its evidence moves)
+        if last is not None and not unknown and mails:
+            if last[0] == 0.0 or not any(
+                sent_by(ctx, log, m, sender_id) and reached(ctx, log, m) & banned for m in mails[tried:]
+            ):
+                entry[4] = len(mails)
+                out[pos] = LATER
+                continue
+        entry[4] = len(mails)
+        out[pos] = entry[5] = _mail_not_sent_verdict(ctx, log, banned, kw["sender"])
     return out
