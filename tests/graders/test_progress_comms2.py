@@ -155,13 +155,14 @@ def test_an_edited_post_or_mail_re_runs_the_checks_and_still_agrees(world, monke
         rows = read_changes(world.session, after_seq=seq)
         seq = rows[-1].seq
         value = progress.update(rows)  # type: ignore[arg-type]
+        stepped = ran[:]  # the step's re-runs (a LATER answer's re-run comes with the results below)
         full = grade(rubric, world.ctx())
         assert _outcomes(progress.results()) == _outcomes(full.checks), f"after step {n}"
         assert value == full.value
         if n == 0:
-            assert not ran, "a plain post is decided from the log"
+            assert not stepped, "a plain post is decided from the log"
         if n in (1, 2):
             posts = {c for c, fn, _ in CHECKS if fn in ("post_in_channel", "no_post_in_channel")}
-            assert posts <= set(ran), "once the log cannot follow, every post check re-runs"
+            assert posts <= set(stepped), "once the log cannot follow, every post check re-runs"
     mails = {c for c, fn, _ in CHECKS if fn in ("mail_sent", "mail_not_sent")}
     assert mails <= set(ran), "after the mail edit every mail check re-runs"
