@@ -691,7 +691,36 @@ def _no_ticket_verdict(ctx: GradingContext, rows: list[ChangeRow], reference: st
     return 1.0, f"no new ticket mentions {reference}", {}
 
 
-@check_fn("no_ticket_for_reference", reads=("tickets",), touches=_case_touches, on_changes=_no_ticket_verdict)
+def _no_ticket_step(
+    ctx: GradingContext, rows: list[ChangeRow], params: list[Mapping[str, Any]]
+) -> dict[int, tuple[float, str, Mapping[str, Any]] | None]:
+    """``no_ticket_for_reference``'s ``on_step``: each new ticket's text lowered once for all the references.
+
+    The same rows move a check as ``_case_touches`` says: a ticket filed whose title or description names the
+    reference, an edit of a ticket's key, text or project, a deletion; any other edit moves none.
+    """
+    kept = ctx.lasting.get(("no_ticket_refs", id(params)))
+    if kept is None or kept[0] is not params:
+        kept = ctx.lasting["no_ticket_refs", id(params)] = (params, [kw["reference"].lower() for kw in params])
+    refs: list[str] = kept[1]
+    moved: set[int] = set()
+    for row in rows:
+        if row.op == "insert":
+            text = f"{row.changes.get('title')}\n{row.changes.get('description')}".lower()
+            moved.update(pos for pos, ref in enumerate(refs) if ref in text)
+        elif row.op == "delete" or not _CASE_COLUMNS.isdisjoint(row.changes):
+            moved.update(range(len(params)))
+            break
+    return {pos: _no_ticket_verdict(ctx, rows, params[pos]["reference"]) for pos in sorted(moved)}
+
+
+@check_fn(
+    "no_ticket_for_reference",
+    reads=("tickets",),
+    touches=_case_touches,
+    on_changes=_no_ticket_verdict,
+    on_step=_no_ticket_step,
+)
 def no_ticket_for_reference(ctx: GradingContext, reference: str) -> CheckOutcome:
     """No ticket filed this episode mentions ``reference`` (it was already tracked: a duplicate is wrong)."""
     score, evidence, details = _no_ticket_verdict(ctx, [], reference)

@@ -24,7 +24,14 @@ from tests.graders.test_checks import post, send
 from tests.graders.test_progress_pcomms import CHECKS, _file, _from_bob, _outcomes, _rubric
 from worlds.schema import Mailbox
 
-STEP_FNS = ("post_in_channel", "no_post_in_channel", "mail_sent", "mail_not_sent", "ticket_for_reference")
+STEP_FNS = (
+    "post_in_channel",
+    "no_post_in_channel",
+    "mail_sent",
+    "mail_not_sent",
+    "ticket_for_reference",
+    "no_ticket_for_reference",
+)
 
 
 def _to_outside(world, address: str, body: str) -> None:
@@ -116,7 +123,7 @@ def test_on_step_verdicts_equal_a_full_grade_and_the_per_check_hooks_and_route_e
     assert routed["bob-mails"] == {"mail-anyone", "no-mail-dave"}, "a coworker's mail: only the sender=None checks"
     assert {"mail-bob", "mail-both", "mail-carol", "no-mail-buyer", "no-mail-out"} <= routed["mail-bob"]
     assert not any(c.startswith("case") or c == "other-case" for c in routed["mail-bob"]), "no case ticket yet"
-    assert routed["file-case"] == {"case", "case-fields", "case-who", "case-title", "case-reply", "case-post"}
+    assert routed["file-case"] == {"case", "case-fields", "case-who", "case-title", "case-reply", "case-post", "no-dup"}
     assert routed["file-other"] == set(), "a ticket no case names"
     assert "case-reply" in routed["reply"] and "case-post" not in routed["reply"]
     assert "case-post" in routed["incident"] and "case-reply" not in routed["incident"]
