@@ -275,7 +275,7 @@ def _mail_sent_step(
         spec, sender_id, state, tried = found
         if state.marks:
             continue  # a mail fits: the first one stays the one named
-        if state.outcome is not None and not _fits_any(ctx, log, spec, sender_id, mails[max(tried[0], state.seen) :]):
+        if tried[0] >= 0 and not _fits_any(ctx, log, spec, sender_id, mails[max(tried[0], state.seen) :]):
             tried[0] = len(mails)
             out[pos] = LATER  # still failing: only the list of mails in its evidence moved
             continue
@@ -318,7 +318,9 @@ def _sent_checks(
         if sender is not None and sender_id is None:
             continue
         spec = _sent(tuple(_recipients(kw["to"])), kw["subject_pattern"], kw["body_pattern"], sender)
-        checks[pos] = (spec, sender_id, followed(ctx, spec.key, (log.generation, sender_id)), [0])
+        # -1: mails were read with lookups that may have moved (a new generation), so the first step decides it
+        tried = [-1 if log.mails else 0]
+        checks[pos] = (spec, sender_id, followed(ctx, spec.key, (log.generation, sender_id)), tried)
     ctx.lasting[("mail_sent_checks", id(params))] = (params, log.generation, checks)
     return checks
 
@@ -340,17 +342,24 @@ def _mail_not_sent_step(
             banned = {t.lower() for t in _recipients(kw["to"])}
             sender = kw["sender"]
             sender_id = employee_id(ctx, sender) if sender is not None else None
-            entry = kept[pos] = [log.generation, banned, sender_id, sender is not None and sender_id is None, 0, None]
-        generation, banned, sender_id, unknown, tried, last = entry
-        # the score moves only when a first mail of the sender's reaches a banned address: a check that fails
-        # already, or whose new mails reach none of them, keeps it (only the count of mails in its evidence moves)
-        if last is not None and not unknown and mails:
-            if last[0] == 0.0 or not any(
-                sent_by(ctx, log, m, sender_id) and reached(ctx, log, m) & banned for m in mails[tried:]
-            ):
-                entry[4] = len(mails)
-                out[pos] = LATER
+            unknown = sender is not None and sender_id is None
+            entry = kept[pos] = [log.generation, banned, sender_id, unknown, 0, False]
+            if len(mails) > sum(1 for r in rows if r.table == "mail_messages" and r.op == "insert"):
+                # mails before this step, read with lookups that may have moved (a new generation): decide it
+                verdict = _mail_not_sent_verdict(ctx, log, banned, sender)
+                entry[4], entry[5] = len(mails), verdict[0] == 0.0
+                out[pos] = verdict
                 continue
+        generation, banned, sender_id, unknown, tried, failing = entry
+        if unknown:  # its verdict says the sender is unknown (or that nothing was sent yet)
+            out[pos] = _mail_not_sent_verdict(ctx, log, banned, kw["sender"])
+            continue
+        # the score falls only when a first mail of the sender's reaches a banned address: a check that fails
+        # already, or whose new mails reach none of them, keeps it (only the count of mails in its evidence moves)
         entry[4] = len(mails)
-        out[pos] = entry[5] = _mail_not_sent_verdict(ctx, log, banned, kw["sender"])
+        if failing or not any(sent_by(ctx, log, m, sender_id) and reached(ctx, log, m) & banned for m in mails[tried:]):
+            out[pos] = LATER
+            continue
+        entry[5] = True
+        out[pos] = _mail_not_sent_verdict(ctx, log, banned, kw["sender"])
     return out

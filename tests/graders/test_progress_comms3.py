@@ -20,6 +20,7 @@ from graders.checks_cases import _logged_fields, _logged_tickets, _new_tickets_f
 from graders.comms_mail import _lookaheads_only, finder
 from graders.progress import Progress
 from graders.registry import LATER
+from tests.graders.conftest import employee
 from tests.graders.test_checks import post, send
 from tests.graders.test_progress_pcomms import _file, _outcomes
 
@@ -86,6 +87,7 @@ def test_mail_checks_answer_later_until_a_mail_can_move_their_score(world):
         ("mail-carol", "mail_sent", {"to": "carol"}),
         ("mail-ahead", "mail_sent", {"to": "bob", "body_pattern": AHEAD}),
         ("no-buyer", "mail_not_sent", {"to": "buyer@client.test"}),
+        ("no-bob", "mail_not_sent", {"to": "bob"}),
     ]
     _, said = _play(
         world,
@@ -97,15 +99,20 @@ def test_mail_checks_answer_later_until_a_mail_can_move_their_score(world):
             lambda: send(world, "Fix", "ENG-1 again", [2]),  # passing checks stand
             lambda: send(world, "Quote", "ENG-1", [9]),  # to the buyer: the score falls
             lambda: send(world, "Quote", "again", [9]),  # failing already: only the count moves
+            lambda: setattr(employee(world.session, "bob"), "username", "bobby"),  # who "bob" is moved
         ],
     )
-    first, nothing, fits, again, buyer, buyer_again = said
-    assert first == {"mail-bob": 0.0, "mail-carol": 1.0, "mail-ahead": 0.0, "no-buyer": 1.0}
-    assert nothing == {"mail-bob": "LATER", "mail-ahead": "LATER", "no-buyer": "LATER"}, "mail-carol passes: left out"
-    assert fits == {"mail-bob": 1.0, "mail-ahead": 1.0, "no-buyer": "LATER"}
-    assert again == {"no-buyer": "LATER"}
-    assert buyer == {"no-buyer": 0.0}
-    assert buyer_again == {"no-buyer": "LATER"}
+    first, nothing, fits, again, buyer, buyer_again, renamed = said
+    later = {"no-buyer": "LATER", "no-bob": "LATER"}
+    assert first == {"mail-bob": "LATER", "mail-carol": 1.0, "mail-ahead": "LATER", **later}
+    assert nothing == {"mail-bob": "LATER", "mail-ahead": "LATER", **later}, "mail-carol passes: left out"
+    assert fits == {"mail-bob": 1.0, "mail-ahead": 1.0, "no-buyer": "LATER", "no-bob": 0.0}
+    assert again == later, "no-bob fails already"
+    assert buyer == {"no-buyer": 0.0, "no-bob": "LATER"}
+    assert buyer_again == later
+    # a new generation of the mail log: every check decided in full, none told LATER on its old lookups (the
+    # mails to bob no longer reach a "bob": mail-bob fails and no-bob passes again)
+    assert renamed == {"mail-bob": 0.0, "mail-carol": 1.0, "mail-ahead": 0.0, "no-buyer": 0.0, "no-bob": 1.0}
 
 
 def test_post_checks_answer_later_when_only_their_evidence_moves(world):
