@@ -290,10 +290,15 @@ def _fits_any(ctx: GradingContext, log: MailLog, spec: _Sent, sender_id: int | N
         if not sent_by(ctx, log, m, sender_id):
             continue
         to = reached(ctx, log, m)
-        if all(low in to for _, low in spec.lowered) and all(
-            found(m.subject if what == "subject" else m.body) for what, found in spec.tests
-        ):
-            return True
+        for _, low in spec.lowered:  # loops, not ``all`` over generators: this runs for every check a mail reaches
+            if low not in to:
+                break
+        else:
+            for what, found in spec.tests:
+                if not found(m.subject if what == "subject" else m.body):
+                    break
+            else:
+                return True
     return False
 
 

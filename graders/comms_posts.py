@@ -375,7 +375,10 @@ def _post_step(
         kw = params[pos]
         if kw["mention"] is None and posts:
             search = rx(kw["pattern"]).search
-            if not any(search(p.message) for p in posts):
+            for p in posts:
+                if search(p.message):
+                    break
+            else:
                 out[pos] = LATER  # no new match: the score stands, only the posts its evidence lists moved
                 continue
         out[pos] = _post_verdict(ctx, log, **kw)
@@ -396,8 +399,10 @@ def _no_post_step(
     for pos, posts in index.moved(ctx, log)[0].items():
         kw = params[pos]
         search = rx(kw["pattern"]).search
-        if posts and not any(search(p.message) for p in posts):
-            out[pos] = LATER  # none of its new posts matches: only the count in its evidence moved
-        else:
-            out[pos] = _no_post_verdict(ctx, log, **kw)
+        for p in posts:
+            if search(p.message):
+                out[pos] = _no_post_verdict(ctx, log, **kw)
+                break
+        else:  # none of its new posts matches: only the count in its evidence moved
+            out[pos] = LATER if posts else _no_post_verdict(ctx, log, **kw)
     return out
