@@ -592,12 +592,12 @@ def _case_moved(ctx: GradingContext, index: _CaseIndex, rows: list[ChangeRow]) -
                         moved.add(pos)
         elif table == "posts":
             if row.op == "insert" and post_log(ctx) is not None:
-                moved |= index.keyed(index.posts, _lowered(ctx, row, str(row.changes.get("message"))))
+                moved |= index.keyed(index.posts, str(row.changes.get("message")).lower())
             elif row.op != "update" or not _POST_COLUMNS.isdisjoint(row.changes):
                 moved.update(index.posts)
         elif table == "mail_messages" and row.op == "insert" and mail_log(ctx) is not None:
             sent.add(row.key[0])
-            moved |= index.keyed(index.replies, _lowered(ctx, row, str(row.changes.get("body"))))
+            moved |= index.keyed(index.replies, str(row.changes.get("body")).lower())
         elif table == "mail_recipients" and row.op == "insert" and row.changes.get("message_id") in sent:
             continue
         elif table in ("mail_messages", "mail_recipients"):
