@@ -9,6 +9,7 @@ change to the mailboxes or employees (a new generation of the mail log) re-decid
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping, Sequence
 from functools import lru_cache
 from typing import Any, NamedTuple
@@ -22,10 +23,14 @@ Verdict = tuple[float, str, dict[str, Any]]
 
 
 _ANYWHERE = "(?=[\\s\\S]*"  # a lookahead that may look at any later position: ``(?=[\s\S]*...)``
+_DOTALL_ANYWHERE = "(?=.*"  # the same under a global ``(?s)`` flag
+_FLAGS = re.compile(r"\(\?([aiLmsux]+)\)")
 
 
 def _lookaheads_only(pattern: str) -> bool:
     r"""Whether ``pattern`` is nothing but ``(?=[\s\S]*...)`` groups (a "says all of these" pattern).
+
+    Global inline flags may lead (``(?s)``: then ``(?=.*...)`` groups are read the same way).
 
     Such a pattern matches somewhere iff it matches at the start: each group holding at a later position also
     holds at 0, where ``[\s\S]*`` may skip to the same place. ``re.search`` of one that does not match tries
@@ -34,10 +39,18 @@ def _lookaheads_only(pattern: str) -> bool:
     a literal) makes it an ordinary pattern.
     """
     i, n = 0, len(pattern)
+    flags = _FLAGS.match(pattern)
+    starts: tuple[str, ...] = (_ANYWHERE,)
+    if flags is not None:  # global inline flags: with ``s``, ``(?=.*...)`` may look anywhere later too
+        i = flags.end()
+        starts = (_ANYWHERE, _DOTALL_ANYWHERE) if "s" in flags.group(1) else starts
+    if i == n:
+        return False
     while i < n:
-        if not pattern.startswith(_ANYWHERE, i):
+        start = next((s for s in starts if pattern.startswith(s, i)), None)
+        if start is None:
             return False
-        depth, i, in_class = 1, i + len(_ANYWHERE), False
+        depth, i, in_class = 1, i + len(start), False
         while depth:
             if i >= n:
                 return False
@@ -57,7 +70,7 @@ def _lookaheads_only(pattern: str) -> bool:
             elif c == ")":
                 depth -= 1
             i += 1
-    return n > 0
+    return True
 
 
 def finder(pattern: str) -> Callable[[str], object]:

@@ -71,12 +71,14 @@ def _play(world, checks: list[tuple[str, str, dict[str, Any]]], steps: list[Call
 
 
 def test_lookahead_only_patterns_are_matched_where_search_would_find_them():
-    assert _lookaheads_only(AHEAD)
+    dotall = r"(?s)(?=.*\bENG-1\b)(?=.*\b(fixed|mended))"
+    assert _lookaheads_only(AHEAD) and _lookaheads_only(dotall)
     assert _lookaheads_only(r"(?=[\s\S]*[)(\]])(?=[\s\S]*(a|b))")
-    for ordinary in (r"(?=[\s\S]*a)|b", r"(?=[\s\S]*a)b", r"\bENG-1\b", r"(?=[\s\S]*a", ""):
-        assert not _lookaheads_only(ordinary), ordinary
-    texts = ["", "fixed ENG-1", "x ENG-1 y fixed", "ENG-12 fixed", "xb", "ENG-1", "nothing"]
-    for pattern in (AHEAD, r"(?=[\s\S]*a)|b", r"(?=[\s\S]*\bENG-1\b)(?=[\s\S]*(?:fix|mend))"):
+    ordinary = (r"(?=[\s\S]*a)|b", r"(?=[\s\S]*a)b", r"\bENG-1\b", r"(?=[\s\S]*a", "", r"(?=.*a)", r"(?i)(?=.*a)")
+    for pattern in ordinary:  # without (?s) a ``.*`` stops at a line's end: a later line is not seen from 0
+        assert not _lookaheads_only(pattern), pattern
+    texts = ["", "fixed ENG-1", "x ENG-1 y fixed", "ENG-12 fixed", "xb", "ENG-1", "nothing", "a\nENG-1\nfixed", "\na"]
+    for pattern in (AHEAD, dotall, *ordinary[:2], r"(?=[\s\S]*\bENG-1\b)(?=[\s\S]*(?:fix|mend))", r"(?i)(?=.*a)"):
         for text in texts:
             assert bool(finder(pattern)(text)) == bool(re.search(pattern, text, re.IGNORECASE)), (pattern, text)
 
