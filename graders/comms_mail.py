@@ -288,17 +288,30 @@ def _mail_sent_step(
         spec, sender_id, state, tried = found
         if state.marks:
             continue  # a mail fits: the first one stays the one named
-        if tried[0] >= 0 and not _fits_any(ctx, log, spec, sender_id, mails[max(tried[0], state.seen) :]):
+        if tried[0] < 0:
             tried[0] = len(mails)
+            out[pos] = _sent_fold(ctx, log, spec, state, sender_id)
+            continue
+        fits = _fits_any(ctx, log, spec, sender_id, mails[max(tried[0], state.seen) :])
+        tried[0] = len(mails)
+        if fits is None:
             out[pos] = LATER  # still failing: only the list of mails in its evidence moved
             continue
-        tried[0] = len(mails)
-        out[pos] = _sent_fold(ctx, log, spec, state, sender_id)
+        # the first mail that fits (none before it did): the verdict ``_sent_fold`` gives, without the notes
+        # on the mails before it, which a passing check never reads again
+        state.marks, state.seen = (fits.id,), len(mails)
+        state.outcome = out[pos] = (
+            1.0,
+            f"mail #{fits.id} {show_mail(log, fits)}{spec.reaches}",
+            {"message_id": fits.id},
+        )
     return out
 
 
-def _fits_any(ctx: GradingContext, log: MailLog, spec: _Sent, sender_id: int | None, mails: Sequence[Any]) -> bool:
-    """Whether one of ``mails`` is the sender's, reaches every recipient and matches (``_sent_fold``'s test)."""
+def _fits_any(
+    ctx: GradingContext, log: MailLog, spec: _Sent, sender_id: int | None, mails: Sequence[Any]
+) -> Any | None:
+    """The first of ``mails`` that is the sender's, reaches every recipient and matches (``_sent_fold``'s test)."""
     for m in mails:
         if not sent_by(ctx, log, m, sender_id):
             continue
@@ -311,8 +324,8 @@ def _fits_any(ctx: GradingContext, log: MailLog, spec: _Sent, sender_id: int | N
                 if not found(m.subject if what == "subject" else m.body):
                     break
             else:
-                return True
-    return False
+                return m
+    return None
 
 
 def _sent_checks(
