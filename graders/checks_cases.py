@@ -108,42 +108,101 @@ _TICKET_IMAGE = frozenset({"key", "title", "description", "project_id"})
 _PROJECT_KEYS = "SELECT id, key FROM projects WHERE id IN ({})"
 
 
+class _TicketFold:
+    """The episode's filed tickets folded from the log a step at a time (``_logged_tickets``' source).
+
+    Why: the cases' checks read the filed tickets after every ticket step, and walking the whole ticket log
+    (every insert image copied, every edit applied again) each time cost more than deciding the checks. Only
+    the rows appended since the last fold are read; ``out`` (the case tickets in id order, with their text in
+    lower case) is built again only when a row changed a ticket's key, text or project. ``images`` are the
+    tickets' insert images with their later logged edits (``_logged_fields`` reads a ticket's fields there);
+    ``gone`` the ids the log saw deleted or edited before an insert, whose fields the log cannot give.
+    """
+
+    __slots__ = ("bad", "gone", "images", "lowered", "out", "projects_seen", "seen")
+
+    def __init__(self) -> None:
+        self.seen = 0
+        self.projects_seen = 0
+        self.bad = False  # an insert image without a case column, or a project's key changed: read the database
+        self.images: dict[int, dict[str, Any]] = {}
+        self.gone: set[int] = set()
+        self.out: list[CaseTicket] | None = None
+        self.lowered: list[str] = []  # each of ``out``'s title and description in lower case, as the case reads it
+
+
+def _ticket_fold(ctx: GradingContext) -> _TicketFold:
+    """The kept fold with the ticket and project rows logged since the last call folded in."""
+    fold: _TicketFold | None = ctx.lasting.get("ticket_fold")
+    if fold is None:
+        fold = ctx.lasting["ticket_fold"] = _TicketFold()
+    rows = ctx.changed_rows("tickets")
+    if len(rows) != fold.seen:
+        images, gone = fold.images, fold.gone
+        for row in rows[fold.seen :]:
+            tid = row.key[0]
+            if row.op == "insert":
+                if not _TICKET_IMAGE.issubset(row.changes):
+                    fold.bad = True
+                images[tid] = dict(row.changes)
+                fold.out = None
+            elif row.op == "delete":
+                if images.pop(tid, None) is not None:
+                    fold.out = None
+                gone.add(tid)
+            else:
+                image = images.get(tid)
+                if image is None:
+                    gone.add(tid)  # edited before it was filed (or after its deletion): the log cannot tell
+                    continue
+                for column, change in row.changes.items():
+                    if column in image:
+                        image[column] = change[1]
+                        if column in _TICKET_IMAGE:
+                            fold.out = None
+        fold.seen = len(rows)
+    projects = ctx.changed_rows("projects")
+    if len(projects) != fold.projects_seen:
+        keys: dict[int, str | None] = ctx.lasting.setdefault("project_keys", {})
+        for row in projects[fold.projects_seen :]:
+            if row.op == "delete" or (row.op == "update" and "key" in row.changes):
+                fold.bad = True
+            elif row.op == "insert":
+                if "key" not in row.changes:
+                    fold.bad = True
+                else:
+                    keys[row.key[0]] = row.changes["key"]
+                    fold.out = None
+        fold.projects_seen = len(projects)
+    return fold
+
+
 def _logged_tickets(ctx: GradingContext) -> list[CaseTicket] | None:
     """``_NEW_TICKETS``' rows from the change log: no query after each ticket the agent files.
 
-    A ticket the episode filed is, now, its insert image with its later logged edits; its project's key comes
-    from one lookup per project, kept for the episode (no project's key change is logged). None when an image
-    lacks a column or a project key changed: then the database is read.
+    A ticket the episode filed is, now, its insert image with its later logged edits (``_TicketFold``); its
+    project's key comes from one lookup per project, kept for the episode (no project's key change is logged).
+    None when an image lacks a column or a project key changed: then the database is read.
     """
-    tickets: dict[int, dict[str, Any]] = {}
-    for row in ctx.changed_rows("tickets"):
-        tid = row.key[0]
-        if row.op == "insert":
-            if not _TICKET_IMAGE.issubset(row.changes):
-                return None
-            tickets[tid] = {c: row.changes[c] for c in _TICKET_IMAGE}
-        elif row.op == "delete":
-            tickets.pop(tid, None)
-        elif tid in tickets:
-            tickets[tid].update((c, v[1]) for c, v in row.changes.items() if c in _TICKET_IMAGE)
+    fold = _ticket_fold(ctx)
+    if fold.bad:
+        return None
+    if fold.out is not None:
+        return fold.out
     keys: dict[int, str | None] = ctx.lasting.setdefault("project_keys", {})
-    for row in ctx.changed_rows("projects"):
-        if row.op == "delete" or (row.op == "update" and "key" in row.changes):
-            return None
-        if row.op == "insert":
-            if "key" not in row.changes:
-                return None
-            keys[row.key[0]] = row.changes["key"]
-    wanted = sorted({t["project_id"] for t in tickets.values()} - keys.keys())
+    images = fold.images
+    wanted = sorted({t["project_id"] for t in images.values()} - keys.keys())
     if wanted:
         keys.update(dict.fromkeys(wanted))
         keys.update({int(i): str(k) for i, k in rows_in(ctx, _PROJECT_KEYS, wanted)})
-    out = []
-    for tid in sorted(tickets):
-        t = tickets[tid]
+    out, lowered = [], []
+    for tid in sorted(images):
+        t = images[tid]
         project = keys[t["project_id"]]
         if project is not None:  # the query's inner join drops a ticket whose project does not exist
             out.append(CaseTicket(tid, t["key"], t["title"], t["description"], project))
+            lowered.append(f"{t['title']}\n{t['description']}".lower())
+    fold.out, fold.lowered = out, lowered
     return out
 
 
@@ -164,11 +223,16 @@ def _warm_project(ctx: GradingContext, project: str) -> None:
 def _new_tickets_for(ctx: GradingContext, reference: str) -> list[CaseTicket]:
     """This episode's new tickets that mention ``reference`` (kept: every check and hook of a case asks)."""
     ref = reference.lower()
-    return ctx.kept(
-        ("case", ref),
-        _QUERIES["case_tickets"][2],
-        lambda: [r for r in _memo(ctx, "case_tickets") if ref in f"{r.title}\n{r.description}".lower()],
-    )
+    return ctx.kept(("case", ref), _QUERIES["case_tickets"][2], lambda: _tickets_naming(ctx, ref))
+
+
+def _tickets_naming(ctx: GradingContext, ref: str) -> list[CaseTicket]:
+    """``_new_tickets_for`` worked out: from the fold's lowered texts when the tickets came from it."""
+    filed = _memo(ctx, "case_tickets")
+    fold: _TicketFold | None = ctx.lasting.get("ticket_fold")
+    if fold is not None and filed is fold.out:
+        return [t for t, text in zip(filed, fold.lowered, strict=True) if ref in text]
+    return [r for r in filed if ref in f"{r.title}\n{r.description}".lower()]
 
 
 _CASE_COLUMNS = frozenset({"key", "title", "description", "project_id"})
@@ -260,26 +324,19 @@ def _logged_fields(ctx: GradingContext, ticket_id: int, fields: Mapping[Any, Any
     """``fields`` of a ticket this episode filed, as ``_tickets`` reads them, from its logged insert and edits.
 
     Why: the step that files a case's ticket re-decides every check of the case, and ``_tickets`` (kept until
-    a ticket changes) would be read again right after that write. None when a field or column is not logged.
+    a ticket changes) would be read again right after that write. Read from the ticket fold (its insert image
+    with its edits applied); None when a field or column is not logged, or the ticket was deleted.
     """
-    columns = [_FIELD_COLUMN.get(f) for f in fields]
-    if None in columns:
+    fold = _ticket_fold(ctx)
+    image = fold.images.get(ticket_id)
+    if image is None or ticket_id in fold.gone:
         return None
-    values: dict[str, Any] | None = None
-    for row in ctx.changed_rows("tickets"):
-        if row.key[0] != ticket_id:
-            continue
-        if row.op == "insert":
-            if not all(c in row.changes for c in columns):
-                return None
-            values = {c: row.changes[c] for c in columns if c is not None}
-        elif row.op == "delete" or values is None:
+    out: dict[str, Any] = {}
+    for f in fields:
+        column = _FIELD_COLUMN.get(f)
+        if column is None or column not in image:
             return None
-        else:
-            values.update((c, v[1]) for c, v in row.changes.items() if c in values)
-    if values is None:
-        return None
-    out = {f: values[c] for f, c in zip(fields, columns, strict=True) if c is not None}
+        out[f] = image[column]
     if "assignee" in out and out["assignee"] is not None:
         out["assignee"] = usernames(ctx, [int(out["assignee"])]).get(int(out["assignee"]))
     return out
@@ -295,7 +352,10 @@ def _case_verdict(
     incident_channel: str | None,
     in_title: bool,
 ) -> tuple[float, str, dict[str, Any]] | None:
-    """``ticket_for_reference``'s outcome, its ticket's fields read by ``ticket_row`` (None: it cannot tell)."""
+    """``ticket_for_reference``'s outcome, its ticket's fields read by ``ticket_row`` (None: it cannot tell).
+
+    ``_case_step`` asks its two halves (``_case_head`` once per case, ``_case_rest`` per check) itself.
+    """
     if reply_to is not None and not ctx.changed_rows("mail_messages"):
         warm_mailboxes(ctx, [reply_to])  # nothing sent yet (the first step): the reply then needs no lookup
     if incident_channel is not None and not ctx.changed_rows("posts"):
@@ -303,12 +363,34 @@ def _case_verdict(
     if not ctx.changed_rows("tickets"):
         _warm_project(ctx, project)  # nor filed: the case's ticket then needs no lookup of its project's key
     found = _new_tickets_for(ctx, reference)
+    head = _case_head(found, project, reference)
+    if not isinstance(head, CaseTicket):
+        return head
+    return _case_rest(ctx, ticket_row, head, reference, fields, reply_to, incident_channel, in_title)
+
+
+def _case_head(found: list[CaseTicket], project: str, reference: str) -> CaseTicket | tuple[float, str, dict[str, Any]]:
+    """The case's one ticket in ``project``, or the verdict every check of the case gives without one."""
     if len(found) != 1:
         keys = ", ".join(r.key for r in found)
         return 0.0, f"{len(found)} tickets filed for {reference} (want exactly 1){': ' + keys * bool(keys)}", {}
     ticket = found[0]
     if ticket.project != project.upper():
         return 0.0, f"{ticket.key} for {reference} is in {ticket.project}, not {project}", {}
+    return ticket
+
+
+def _case_rest(
+    ctx: GradingContext,
+    ticket_row: Callable[[CaseTicket], Mapping[str, Any] | None],
+    ticket: CaseTicket,
+    reference: str,
+    fields: dict[TicketField, FieldValue] | None,
+    reply_to: str | None,
+    incident_channel: str | None,
+    in_title: bool,
+) -> tuple[float, str, dict[str, Any]] | None:
+    """The rest of ``_case_verdict`` once the case has its one ticket: its fields, title, reply and post."""
     wrong = []
     if fields:  # the ticket exists (it was found above): its row is read only for the fields compared
         row = ticket_row(ticket)
@@ -375,12 +457,21 @@ def _reply(ctx: GradingContext, key: str, reply_to: str) -> int | None:
     if log is None:
         hits = [m.id for m in _memo(ctx, "case_mails") if m.address.lower() == to and key in m.body.lower()]
         return hits[0] if hits else None
-    for mail in log.mails:
-        if key in mail.body.lower():
-            boxes = boxes_of(ctx, log, mail.to_boxes)
-            if any((found := boxes.get(b)) is not None and found[0].lower() == to for b in mail.to_boxes):
-                return mail.id
-    return None
+    # kept per key and address for the log's generation: the first hit stays first (the log's ids only grow),
+    # and a miss is looked for again only in the mails sent since
+    kept: list[Any] | None = ctx.lasting.get(("case_reply", key, to))
+    if kept is None or kept[0] != log.generation:
+        kept = ctx.lasting["case_reply", key, to] = [log.generation, 0, None]
+    if kept[2] is None:
+        for mail in log.mails[kept[1] :]:
+            if key in mail.text:
+                boxes = boxes_of(ctx, log, mail.to_boxes)
+                if any((found := boxes.get(b)) is not None and found[0].lower() == to for b in mail.to_boxes):
+                    kept[2] = mail.id
+                    break
+        kept[1] = len(log.mails)
+    found_id: int | None = kept[2]
+    return found_id
 
 
 def _case_on_changes(
@@ -406,17 +497,22 @@ class _CaseIndex:
 
     ``filed`` holds, per reference (lower case), the (id, key) of the tickets this episode filed that mention
     it, followed from the step's ticket inserts; an edit of a ticket's text, key or project, or a deletion,
-    builds it again from the case's tickets (``_new_tickets_for``) and re-decides every check.
+    builds it again from the case's tickets (``_new_tickets_for``) and re-decides every check. ``passed`` are
+    the reply and incident checks this index last decided as passing: their evidence names the first mail or
+    post that gives the key, which a later one (a higher id) cannot change, so a new mail or post skips them.
+    ``busy`` stays set if a call failed half-way (the progress then re-ran the checks): the index is rebuilt.
     """
 
-    __slots__ = ("by_ref", "columns", "filed", "params", "posts", "replies")
+    __slots__ = ("busy", "by_ref", "columns", "filed", "params", "passed", "posts", "replies")
 
     def __init__(self, ctx: GradingContext, params: list[Mapping[str, Any]], rows: list[ChangeRow]) -> None:
         self.params = params
+        self.busy = False
         self.by_ref: dict[str, list[int]] = {}
         self.columns: dict[int, frozenset[str]] = {}  # the ticket columns each check's ``fields`` read
         self.replies: list[int] = []  # the checks that read the mail
         self.posts: list[int] = []  # the checks that read the posts
+        self.passed: set[int] = set()
         for pos, kw in enumerate(params):
             self.by_ref.setdefault(kw["reference"].lower(), []).append(pos)
             if kw["fields"]:
@@ -425,32 +521,41 @@ class _CaseIndex:
                 self.replies.append(pos)
             if kw["incident_channel"] is not None:
                 self.posts.append(pos)
-        self.filed: dict[str, list[tuple[int, str]]] = {}
+        self.filed: dict[str, list[CaseTicket]] = {}
         # as they were before the step (the verdicts the progress holds): its new tickets are routed after
         self.refile(ctx, {r.key[0] for r in rows if r.table == "tickets" and r.op == "insert"})
 
     def refile(self, ctx: GradingContext, leave: set[Any] | frozenset[Any] = frozenset()) -> None:
         """Read each reference's tickets again (after an edit that may change which tickets mention it)."""
+        self.passed.clear()
         for ref, positions in self.by_ref.items():
             reference = self.params[positions[0]]["reference"]
-            self.filed[ref] = [(t.id, t.key) for t in _new_tickets_for(ctx, reference) if t.id not in leave]
+            self.filed[ref] = [t for t in _new_tickets_for(ctx, reference) if t.id not in leave]
 
     def keyed(self, positions: list[int], text: str) -> set[int]:
-        """Those of ``positions`` whose case has one ticket and whose key ``text`` (lower case) gives."""
+        """Those of ``positions`` not passing whose case has one ticket and whose key ``text`` (lower case) gives."""
         out = set()
+        filed, params, passed = self.filed, self.params, self.passed
         for pos in positions:
-            filed = self.filed[self.params[pos]["reference"].lower()]
-            if len(filed) == 1 and filed[0][1].lower() in text:
+            if pos in passed:
+                continue
+            found = filed[params[pos]["reference"].lower()]
+            if len(found) == 1 and found[0].key.lower() in text:
                 out.add(pos)
         return out
 
 
 def _case_moved(ctx: GradingContext, index: _CaseIndex, rows: list[ChangeRow]) -> set[int] | None:
-    """The checks a step's rows may move, or None for all of them (after ``refile``)."""
+    """The checks a step's rows may move, or None for all of them (after ``refile``).
+
+    A passing reply or incident check is skipped by a new mail or post only while the mail or post log folds
+    (its ids then only grow); an edit or a recipient added to an earlier mail re-decides every such check.
+    """
     moved: set[int] = set()
-    bodies: dict[Any, str] = {}
+    sent: set[Any] = set()  # the messages this step inserted: their recipients were routed with them
     for row in rows:
-        if row.table == "tickets":
+        table = row.table
+        if table == "tickets":
             if (
                 row.op == "delete"
                 or (row.op == "update" and not _CASE_COLUMNS.isdisjoint(row.changes))
@@ -459,30 +564,75 @@ def _case_moved(ctx: GradingContext, index: _CaseIndex, rows: list[ChangeRow]) -
                 index.refile(ctx)
                 return None
             if row.op == "insert":
-                text = f"{row.changes.get('title')}\n{row.changes.get('description')}".lower()
+                image = row.changes
+                text = f"{image['title']}\n{image['description']}".lower()
+                ticket = None
                 for ref, positions in index.by_ref.items():
                     if ref in text:
-                        index.filed[ref].append((row.key[0], str(row.changes.get("key"))))
+                        if ticket is None:
+                            # the case's ticket as ``_new_tickets_for`` reads it (its project's key warmed at the
+                            # first step); a project the fold does not know, or an id out of order, reads again
+                            fold = _ticket_fold(ctx)
+                            project = ctx.lasting.get("project_keys", {}).get(image["project_id"])
+                            if project is None or fold.bad:
+                                index.refile(ctx)
+                                return None
+                            ticket = CaseTicket(row.key[0], image["key"], image["title"], image["description"], project)
+                        filed = index.filed[ref]
+                        if filed and filed[-1].id >= ticket.id:
+                            index.refile(ctx)
+                            return None
+                        filed.append(ticket)
                         moved.update(positions)
                 continue
             for pos, columns in index.columns.items():  # an edit of a case's ticket: its ``fields`` checks
                 if not columns.isdisjoint(row.changes):
                     filed = index.filed[index.params[pos]["reference"].lower()]
-                    if any(tid == row.key[0] for tid, _ in filed):
+                    if any(t.id == row.key[0] for t in filed):
                         moved.add(pos)
-        elif row.table == "posts":
-            if row.op == "insert":
+        elif table == "posts":
+            if row.op == "insert" and post_log(ctx) is not None:
                 moved |= index.keyed(index.posts, str(row.changes.get("message")).lower())
-            elif row.op == "delete" or not _POST_COLUMNS.isdisjoint(row.changes):
+            elif row.op != "update" or not _POST_COLUMNS.isdisjoint(row.changes):
                 moved.update(index.posts)
-        elif row.table == "mail_messages" and row.op == "insert":
-            bodies[row.key[0]] = body = str(row.changes.get("body")).lower()
-            moved |= index.keyed(index.replies, body)
-        elif row.table == "mail_recipients" and row.op == "insert" and row.changes.get("message_id") in bodies:
-            moved |= index.keyed(index.replies, bodies[row.changes["message_id"]])
-        elif row.table in ("mail_messages", "mail_recipients"):
-            moved.update(index.replies)  # an edit, or a recipient of a mail sent before this step
+        elif table == "mail_messages" and row.op == "insert" and mail_log(ctx) is not None:
+            sent.add(row.key[0])
+            moved |= index.keyed(index.replies, str(row.changes.get("body")).lower())
+        elif table == "mail_recipients" and row.op == "insert" and row.changes.get("message_id") in sent:
+            continue
+        elif table in ("mail_messages", "mail_recipients"):
+            moved.update(index.replies)  # an edit, a recipient of a mail sent before this step, a log that stopped
     return moved
+
+
+def _case_decide(
+    ctx: GradingContext, index: _CaseIndex, positions: Any
+) -> dict[int, tuple[float, str, Mapping[str, Any]] | None]:
+    """The verdicts of ``positions``, each case's tickets read once for all of its checks."""
+    params, passed = index.params, index.passed
+    out: dict[int, tuple[float, str, Mapping[str, Any]] | None] = {}
+    heads: dict[tuple[str, str], Any] = {}  # per case and project: its ticket, or the verdict all its checks give
+    for pos in positions:
+        kw = params[pos]
+        ref = kw["reference"]
+        head = heads.get((ref, kw["project"]))
+        if head is None:
+            head = heads[ref, kw["project"]] = _case_head(index.filed[ref.lower()], kw["project"], ref)
+        if not isinstance(head, CaseTicket):
+            out[pos] = verdict = head
+        else:
+            fields = kw["fields"]
+
+            def logged(ticket: CaseTicket, fields: Any = fields) -> Mapping[str, Any] | None:
+                return _logged_fields(ctx, ticket.id, fields or {})
+
+            verdict = _case_rest(ctx, logged, head, ref, fields, kw["reply_to"], kw["incident_channel"], kw["in_title"])
+            out[pos] = verdict
+        if verdict is not None and verdict[0] == 1.0:
+            passed.add(pos)
+        else:
+            passed.discard(pos)
+    return out
 
 
 def _case_step(
@@ -490,16 +640,19 @@ def _case_step(
 ) -> dict[int, tuple[float, str, Mapping[str, Any]] | None]:
     """``ticket_for_reference``'s ``on_step``: the verdicts of the cases a step's rows concern.
 
-    A ticket goes to the cases its text names, a mail or post to the cases whose one ticket's key it gives,
-    an edit of a ticket to the checks on its fields; the step that files a case's ticket re-decides that
-    case's checks only. The index is built on the first call from the case's tickets before that step.
+    A ticket goes to the cases its text names, a mail or post to the cases whose one ticket's key it gives
+    (and whose check does not pass yet), an edit of a ticket to the checks on its fields; the step that files
+    a case's ticket re-decides that case's checks only, reading the case's tickets once for all of them. The
+    index is built on the first call from the case's tickets before that step.
     """
     index: _CaseIndex | None = ctx.lasting.get(("case_step", id(params)))
-    if index is None or index.params is not params:
+    if index is None or index.params is not params or index.busy:  # busy: the last call failed, checks re-ran
         index = ctx.lasting[("case_step", id(params))] = _CaseIndex(ctx, params, rows)
+    index.busy = True
     found = _case_moved(ctx, index, rows)
-    positions = range(len(params)) if found is None else sorted(found)
-    return {pos: _case_on_changes(ctx, rows, **params[pos]) for pos in positions}
+    out = _case_decide(ctx, index, range(len(params)) if found is None else sorted(found))
+    index.busy = False
+    return out
 
 
 @check_fn(
@@ -538,7 +691,36 @@ def _no_ticket_verdict(ctx: GradingContext, rows: list[ChangeRow], reference: st
     return 1.0, f"no new ticket mentions {reference}", {}
 
 
-@check_fn("no_ticket_for_reference", reads=("tickets",), touches=_case_touches, on_changes=_no_ticket_verdict)
+def _no_ticket_step(
+    ctx: GradingContext, rows: list[ChangeRow], params: list[Mapping[str, Any]]
+) -> dict[int, tuple[float, str, Mapping[str, Any]] | None]:
+    """``no_ticket_for_reference``'s ``on_step``: each new ticket's text lowered once for all the references.
+
+    The same rows move a check as ``_case_touches`` says: a ticket filed whose title or description names the
+    reference, an edit of a ticket's key, text or project, a deletion; any other edit moves none.
+    """
+    kept = ctx.lasting.get(("no_ticket_refs", id(params)))
+    if kept is None or kept[0] is not params:
+        kept = ctx.lasting["no_ticket_refs", id(params)] = (params, [kw["reference"].lower() for kw in params])
+    refs: list[str] = kept[1]
+    moved: set[int] = set()
+    for row in rows:
+        if row.op == "insert":
+            text = f"{row.changes.get('title')}\n{row.changes.get('description')}".lower()
+            moved.update(pos for pos, ref in enumerate(refs) if ref in text)
+        elif row.op == "delete" or not _CASE_COLUMNS.isdisjoint(row.changes):
+            moved.update(range(len(params)))
+            break
+    return {pos: _no_ticket_verdict(ctx, rows, params[pos]["reference"]) for pos in sorted(moved)}
+
+
+@check_fn(
+    "no_ticket_for_reference",
+    reads=("tickets",),
+    touches=_case_touches,
+    on_changes=_no_ticket_verdict,
+    on_step=_no_ticket_step,
+)
 def no_ticket_for_reference(ctx: GradingContext, reference: str) -> CheckOutcome:
     """No ticket filed this episode mentions ``reference`` (it was already tracked: a duplicate is wrong)."""
     score, evidence, details = _no_ticket_verdict(ctx, [], reference)

@@ -153,6 +153,7 @@ class LoggedMail(NamedTuple):
     body: str
     sender_box: int
     to_boxes: tuple[int, ...]
+    text: str  # the body in lower case: the case checks look for a ticket's key in every mail's
 
 
 class MailLog:
@@ -171,6 +172,7 @@ class MailLog:
         "messages_seen",
         "reach",
         "recipients_seen",
+        "shown",
     )
 
     def __init__(self) -> None:
@@ -183,6 +185,15 @@ class MailLog:
         self.reach: dict[int, set[str]] = {}  # who each mail reaches (``reached``), for this generation
         self.box_of: dict[int, int | None] = {}  # each sender employee's mailbox (``sent_by``), for this generation
         self.boxes: dict[int, tuple[str, int | None, str | None] | None] = {}  # ``boxes_of``, for this generation
+        self.shown: dict[int, str] = {}  # each mail's subject as evidence shows it (``show_mail``), made once
+
+
+def show_mail(log: MailLog, mail: LoggedMail) -> str:
+    """``snippet(subject)``: a mail's subject as every mail check's evidence quotes it, built once per mail."""
+    found = log.shown.get(mail.id)
+    if found is None:
+        found = log.shown[mail.id] = snippet(mail.subject)
+    return found
 
 
 def mail_log(ctx: GradingContext) -> MailLog | None:
@@ -271,7 +282,12 @@ def _fold_mail(ctx: GradingContext, log: MailLog, messages: list[ChangeRow], rec
     for row in new:
         image = row.changes
         mail = LoggedMail(
-            row.key[0], image["subject"], image["body"], image["sender_mailbox_id"], tuple(to[row.key[0]])
+            row.key[0],
+            image["subject"],
+            image["body"],
+            image["sender_mailbox_id"],
+            tuple(to[row.key[0]]),
+            str(image["body"]).lower(),
         )
         log.mails.append(mail)
     log.messages_seen, log.recipients_seen = len(messages), len(recipients)

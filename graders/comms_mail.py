@@ -9,14 +9,101 @@ change to the mailboxes or employees (a new generation of the mail log) re-decid
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+import re
+from collections.abc import Callable, Mapping, Sequence
+from functools import lru_cache
+from typing import Any, NamedTuple
 
 from graders.base import ChangeRow, GradingContext
 from graders.checks_common import Who, employee_id, listing, rx, snippet, who_label
-from graders.comms_log import MailLog, followed, mail_log, reached, sent_by, warm_mailboxes
+from graders.comms_log import Followed, MailLog, followed, mail_log, reached, sent_by, show_mail, warm_mailboxes
+from graders.registry import LATER, Later
 
 Verdict = tuple[float, str, dict[str, Any]]
+
+
+_ANYWHERE = "(?=[\\s\\S]*"  # a lookahead that may look at any later position: ``(?=[\s\S]*...)``
+_DOTALL_ANYWHERE = "(?=.*"  # the same under a global ``(?s)`` flag
+_FLAGS = re.compile(r"\(\?([aiLmsux]+)\)")
+
+
+def _lookaheads_only(pattern: str) -> bool:
+    r"""Whether ``pattern`` is nothing but ``(?=[\s\S]*...)`` groups (a "says all of these" pattern).
+
+    Global inline flags may lead (``(?s)``: then ``(?=.*...)`` groups are read the same way).
+
+    Such a pattern matches somewhere iff it matches at the start: each group holding at a later position also
+    holds at 0, where ``[\s\S]*`` may skip to the same place. ``re.search`` of one that does not match tries
+    every position and scans to the end from each (~90 us for a 100-character mail); ``re.match`` scans once.
+    Groups are read with their escapes, classes and nested groups; anything else at the top (an alternation,
+    a literal) makes it an ordinary pattern.
+    """
+    i, n = 0, len(pattern)
+    flags = _FLAGS.match(pattern)
+    starts: tuple[str, ...] = (_ANYWHERE,)
+    if flags is not None:  # global inline flags: with ``s``, ``(?=.*...)`` may look anywhere later too
+        i = flags.end()
+        starts = (_ANYWHERE, _DOTALL_ANYWHERE) if "s" in flags.group(1) else starts
+    if i == n:
+        return False
+    while i < n:
+        start = next((s for s in starts if pattern.startswith(s, i)), None)
+        if start is None:
+            return False
+        depth, i, in_class = 1, i + len(start), False
+        while depth:
+            if i >= n:
+                return False
+            c = pattern[i]
+            if c == "\\":
+                i += 1
+            elif in_class:
+                in_class = c != "]"
+            elif c == "[":
+                in_class = True
+                if pattern.startswith("^", i + 1):
+                    i += 1
+                if pattern.startswith("]", i + 1):
+                    i += 1  # a ']' first in a class is a literal
+            elif c == "(":
+                depth += 1
+            elif c == ")":
+                depth -= 1
+            i += 1
+    return True
+
+
+def finder(pattern: str) -> Callable[[str], object]:
+    """``rx(pattern).search``, or its ``match`` when that gives the same truth (``_lookaheads_only``)."""
+    compiled = rx(pattern)
+    return compiled.match if _lookaheads_only(pattern) else compiled.search
+
+
+class _Sent(NamedTuple):
+    """What one ``mail_sent`` check compares, worked out once per distinct params (not per mail, per check)."""
+
+    key: tuple[Any, ...]  # its ``Followed`` state's key
+    wanted: tuple[str, ...]
+    lowered: tuple[tuple[str, str], ...]  # each recipient and its lower case
+    tests: tuple[tuple[str, Callable[[str], object]], ...]  # ("subject" | "body", whether a text matches)
+    reaches: str  # " reaches a, b": how the evidence names the recipients
+    tail: str  # " mails sent by <sender> reaches a, b as required"
+
+
+@lru_cache(maxsize=1024)
+def _sent(wanted: tuple[str, ...], subject_pattern: str | None, body_pattern: str | None, sender: Who | None) -> _Sent:
+    """The ``_Sent`` of a check's params (the patterns compiled here, at the first verdict: the first step)."""
+    given = (("subject", subject_pattern), ("body", body_pattern))
+    tests = tuple((what, finder(p)) for what, p in given if p is not None)
+    reaches = f" reaches {', '.join(wanted)}"
+    return _Sent(
+        ("mail_sent", wanted, subject_pattern, body_pattern, sender),
+        wanted,
+        tuple((t, t.lower()) for t in wanted),
+        tests,
+        reaches,
+        f" mails sent by {who_label(sender)}{reaches} as required",
+    )
 
 
 def _mail_sent_verdict(
@@ -28,36 +115,42 @@ def _mail_sent_verdict(
     sender: Who | None,
 ) -> tuple[float, str, dict[str, Any]]:
     """``mail_sent``'s outcome from the mail log: each new mail judged once, the first that fits kept."""
-    for pattern in (subject_pattern, body_pattern):
-        if pattern is not None:
-            rx(pattern)  # compiled by the first verdict (the first step), not by the step that sends a mail
+    spec = _sent(tuple(wanted), subject_pattern, body_pattern, sender)
     if not log.mails:
         warm_mailboxes(ctx, [*wanted, *([sender] if sender not in (None, "actor") else [])])
         return 0.0, "no mail was sent during the episode", {}
     sender_id = employee_id(ctx, sender) if sender is not None else None
     if sender is not None and sender_id is None:
         return 0.0, f"unknown employee {sender!r}", {}
-    key = ("mail_sent", tuple(wanted), subject_pattern, body_pattern, sender)
-    state = followed(ctx, key, (log.generation, sender_id))
+    return _sent_fold(ctx, log, spec, followed(ctx, spec.key, (log.generation, sender_id)), sender_id)
+
+
+def _sent_fold(ctx: GradingContext, log: MailLog, spec: _Sent, state: Followed, sender_id: int | None) -> Verdict:
+    """Fold the mails sent since ``state`` last looked into one ``mail_sent`` check's verdict (kept as it stands).
+
+    The first mail in id order that fits is the one named: once one fits (``marks``), later mails are passed
+    over. A failing verdict lists a note per mail of the sender's, so each of its mails builds it again.
+    """
+    mails = log.mails
     notes: list[str] = state.items
-    for m in log.mails[state.seen :]:
-        if state.marks or not sent_by(ctx, log, m, sender_id):
-            continue  # marks: a mail fits already (the first in id order is the one named)
+    for m in mails[state.seen :]:
+        if state.marks:
+            break  # a mail fits already (the first in id order is the one named)
+        if not sent_by(ctx, log, m, sender_id):
+            continue
         to = reached(ctx, log, m)
-        missing = [t for t in wanted if t.lower() not in to]
-        tests = (("subject", subject_pattern, m.subject), ("body", body_pattern, m.body))
-        bad = [what for what, pat, text in tests if pat is not None and not rx(pat).search(text)]
+        missing = [t for t, low in spec.lowered if low not in to]
+        bad = [what for what, found in spec.tests if not found(m.subject if what == "subject" else m.body)]
         state.outcome = None
         if not missing and not bad:
             state.marks = (m.id,)
-            fits = f"mail #{m.id} {snippet(m.subject)} reaches {', '.join(wanted)}"
-            state.outcome = (1.0, fits, {"message_id": m.id})
+            state.outcome = (1.0, f"mail #{m.id} {show_mail(log, m)}{spec.reaches}", {"message_id": m.id})
             break
         why = ", ".join([f"missing {', '.join(missing)}"] * bool(missing) + [f"{w} does not match" for w in bad])
-        notes.append(f"#{m.id} {snippet(m.subject)}: {why}")
-    state.seen = len(log.mails)
+        notes.append(f"#{m.id} {show_mail(log, m)}: {why}")
+    state.seen = len(mails)
     if state.outcome is None:
-        head = f"none of {len(notes)} mails sent by {who_label(sender)} reaches {', '.join(wanted)} as required"
+        head = f"none of {len(notes)}{spec.tail}"
         state.outcome = (0.0, head + (f": {listing(notes)}" if notes else ""), {})
     return state.outcome
 
@@ -177,29 +270,127 @@ def _mail_positions(
 
 def _mail_sent_step(
     ctx: GradingContext, rows: list[ChangeRow], params: list[Mapping[str, Any]]
-) -> dict[int, Verdict | None]:
+) -> dict[int, Verdict | Later | None]:
     """``mail_sent``'s ``on_step``: the verdicts of the checks whose sender sent a mail this step."""
     log, positions = _mail_positions(ctx, params, rows, "mail_sent_step")
     if log is None:
         return dict.fromkeys(positions)
-    out: dict[int, Verdict | None] = {}
+    checks = _sent_checks(ctx, log, params)
+    out: dict[int, Verdict | Later | None] = {}
+    mails = log.mails
     for pos in positions:
-        kw = params[pos]
-        wanted = _recipients(kw["to"])
-        out[pos] = _mail_sent_verdict(ctx, log, wanted, kw["subject_pattern"], kw["body_pattern"], kw["sender"])
+        found = checks.get(pos)
+        if found is None:  # an unknown sender: its verdict says so (or that nothing was sent yet)
+            kw = params[pos]
+            wanted = _recipients(kw["to"])
+            out[pos] = _mail_sent_verdict(ctx, log, wanted, kw["subject_pattern"], kw["body_pattern"], kw["sender"])
+            continue
+        spec, sender_id, state, tried = found
+        if state.marks:
+            continue  # a mail fits: the first one stays the one named
+        if tried[0] < 0:
+            tried[0] = len(mails)
+            out[pos] = _sent_fold(ctx, log, spec, state, sender_id)
+            continue
+        fits = _fits_any(ctx, log, spec, sender_id, mails[max(tried[0], state.seen) :])
+        tried[0] = len(mails)
+        if fits is None:
+            out[pos] = LATER  # still failing: only the list of mails in its evidence moved
+            continue
+        # the first mail that fits (none before it did): the verdict ``_sent_fold`` gives, without the notes
+        # on the mails before it, which a passing check never reads again
+        state.marks, state.seen = (fits.id,), len(mails)
+        state.outcome = out[pos] = (
+            1.0,
+            f"mail #{fits.id} {show_mail(log, fits)}{spec.reaches}",
+            {"message_id": fits.id},
+        )
     return out
+
+
+def _fits_any(
+    ctx: GradingContext, log: MailLog, spec: _Sent, sender_id: int | None, mails: Sequence[Any]
+) -> Any | None:
+    """The first of ``mails`` that is the sender's, reaches every recipient and matches (``_sent_fold``'s test)."""
+    for m in mails:
+        if not sent_by(ctx, log, m, sender_id):
+            continue
+        to = reached(ctx, log, m)
+        for _, low in spec.lowered:  # loops, not ``all`` over generators: this runs for every check a mail reaches
+            if low not in to:
+                break
+        else:
+            for what, found in spec.tests:
+                if not found(m.subject if what == "subject" else m.body):
+                    break
+            else:
+                return m
+    return None
+
+
+def _sent_checks(
+    ctx: GradingContext, log: MailLog, params: list[Mapping[str, Any]]
+) -> dict[int, tuple[_Sent, int | None, Followed, list[int]]]:
+    """Each ``mail_sent`` check of a known sender: its ``_Sent``, sender id, ``Followed`` state, mails tried.
+
+    Kept for the mail log's generation (the state's target): the step folds each check's new mails into its
+    state directly, with none of the per-call lookups of ``_mail_sent_verdict`` (which shares the states). A
+    failing check's new mails are only tried (does one fit?) while none fits: its state, and so its evidence,
+    catches up when its results are asked for (``LATER``); ``tried`` counts the mails tried so far.
+    """
+    kept = ctx.lasting.get(("mail_sent_checks", id(params)))
+    if kept is not None and kept[0] is params and kept[1] == log.generation:
+        found: dict[int, tuple[_Sent, int | None, Followed, list[int]]] = kept[2]
+        return found
+    checks: dict[int, tuple[_Sent, int | None, Followed, list[int]]] = {}
+    for pos, kw in enumerate(params):
+        sender = kw["sender"]
+        sender_id = employee_id(ctx, sender) if sender is not None else None
+        if sender is not None and sender_id is None:
+            continue
+        spec = _sent(tuple(_recipients(kw["to"])), kw["subject_pattern"], kw["body_pattern"], sender)
+        # -1: mails were read with lookups that may have moved (a new generation), so the first step decides it
+        tried = [-1 if log.mails else 0]
+        checks[pos] = (spec, sender_id, followed(ctx, spec.key, (log.generation, sender_id)), tried)
+    ctx.lasting[("mail_sent_checks", id(params))] = (params, log.generation, checks)
+    return checks
 
 
 def _mail_not_sent_step(
     ctx: GradingContext, rows: list[ChangeRow], params: list[Mapping[str, Any]]
-) -> dict[int, Verdict | None]:
+) -> dict[int, Verdict | Later | None]:
     """``mail_not_sent``'s ``on_step``: the verdicts of the checks whose sender sent a mail this step."""
     log, positions = _mail_positions(ctx, params, rows, "mail_not_sent_step")
     if log is None:
         return dict.fromkeys(positions)
-    out: dict[int, Verdict | None] = {}
+    out: dict[int, Verdict | Later | None] = {}
+    kept: dict[int, Any] = ctx.lasting.setdefault(("mail_not_sent_kept", id(params)), {})
+    mails = log.mails
     for pos in positions:
         kw = params[pos]
-        banned = {t.lower() for t in _recipients(kw["to"])}
+        entry = kept.get(pos)
+        if entry is None or entry[0] != log.generation:
+            banned = {t.lower() for t in _recipients(kw["to"])}
+            sender = kw["sender"]
+            sender_id = employee_id(ctx, sender) if sender is not None else None
+            unknown = sender is not None and sender_id is None
+            entry = kept[pos] = [log.generation, banned, sender_id, unknown, 0, False]
+            if len(mails) > sum(1 for r in rows if r.table == "mail_messages" and r.op == "insert"):
+                # mails before this step, read with lookups that may have moved (a new generation): decide it
+                verdict = _mail_not_sent_verdict(ctx, log, banned, sender)
+                entry[4], entry[5] = len(mails), verdict[0] == 0.0
+                out[pos] = verdict
+                continue
+        generation, banned, sender_id, unknown, tried, failing = entry
+        if unknown:  # its verdict says the sender is unknown (or that nothing was sent yet)
+            out[pos] = _mail_not_sent_verdict(ctx, log, banned, kw["sender"])
+            continue
+        # the score falls only when a first mail of the sender's reaches a banned address: a check that fails
+        # already, or whose new mails reach none of them, keeps it (only the count of mails in its evidence moves)
+        entry[4] = len(mails)
+        if failing or not any(sent_by(ctx, log, m, sender_id) and reached(ctx, log, m) & banned for m in mails[tried:]):
+            out[pos] = LATER
+            continue
+        entry[5] = True
         out[pos] = _mail_not_sent_verdict(ctx, log, banned, kw["sender"])
     return out

@@ -3,10 +3,12 @@
 Why a module of its own: ``graders.progress`` asks these after every step that writes a post, and what keeps
 that cheap is the routing here, not the checks' database path (``graders.checks_comms``). The ``on_step``
 evaluators index a rubric's checks once by the channel they watch, hand each new post only to the checks of
-its channel and author, and re-decide a check with no posts of its own only when a post lands in a channel
-nobody had posted to this episode (its evidence names where posts went: ``went_to`` builds that text once for
-all of them). A step with a mention re-decides the checks that ask for one. The ``touches``/``on_changes``
-hooks stay for a caller that asks one check at a time; the verdicts are the same functions either way.
+its channel and author, and re-decide one only when a new post of its own matches its pattern (else only the
+posts its evidence lists moved: ``LATER``, rebuilt when the results are asked for). A check with no posts of
+its own is told ``LATER`` when a post lands in a channel nobody had posted to this episode (its evidence names
+where posts went; its score stays 0). A step with a mention re-decides the checks that ask for one. The
+``touches``/``on_changes`` hooks stay for a caller that asks one check at a time; the verdicts are the same
+functions either way.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from graders.comms_log import (
     warm_channels,
     went_to,
 )
+from graders.registry import LATER, Later
 
 Verdict = tuple[float, str, dict[str, Any]]
 
@@ -313,30 +316,32 @@ class _PostIndex:
                 if self.authors[pos] in (None, post.author_id):
                     self.bare.discard(pos)
 
-    def moved(self, ctx: GradingContext, log: PostLog) -> tuple[set[int], set[int]]:
+    def moved(self, ctx: GradingContext, log: PostLog) -> tuple[dict[int, list[LoggedPost]], set[int]]:
         """The checks the posts and mentions since the last call may have moved: (their own, only elsewhere).
 
-        The first are re-decided; the second (checks with no posts of their own, after a post in a channel
-        nobody had posted to) only have a new list of where posts went.
+        The first, with their new posts (none: a mention moved), are re-decided; the second (checks with no
+        posts of their own, after a post in a channel nobody had posted to) only have a new list of where
+        posts went.
         """
-        moved: set[int] = set()
+        moved: dict[int, list[LoggedPost]] = {}
         by_name, authors, bare = self.by_name, self.authors, self.bare
         for post in log.posts[self.seen :]:
             for pos in by_name.get(post.channel, ()):
                 author_id = authors[pos]
                 if author_id is None or author_id == post.author_id:
-                    moved.add(pos)
+                    moved.setdefault(pos, []).append(post)
                     bare.discard(pos)
         self.seen = len(log.posts)
         if self.wants:
             mentions = len(ctx.changed_rows("mentions"))
             if mentions != self.mentions:
                 self.mentions = mentions
-                moved.update(self.wants)
+                for pos in self.wants:
+                    moved.setdefault(pos, [])
         if len(log.first) == self.channels:
             return moved, set()
         self.channels = len(log.first)
-        return moved, bare - moved
+        return moved, bare - moved.keys()
 
 
 def _index(
@@ -350,25 +355,9 @@ def _index(
     return fresh if index is None and not ctx.changed_rows("employees") else None
 
 
-def _elsewhere(ctx: GradingContext, log: PostLog, index: _PostIndex, pos: int) -> Verdict:
-    """The verdict of a check with no posts of its own after a first post in another channel.
-
-    Only the list of where posts went moved: the check's own head is kept (``_post_verdict``'s ``note``), so
-    this is one string, not the check's whole verdict; a check whose state says otherwise is decided in full.
-    """
-    state: Followed | None = ctx.lasting.get(index.keys.get(pos))
-    kw = index.params[pos]
-    if state is None or state.items or not state.note or state.outcome is None:
-        return _post_verdict(ctx, log, **kw)
-    state.seen = len(log.posts)  # none of the posts since was the check's (they were routed)
-    state.marks = (len(ctx.changed_rows("mentions")) if kw["mention"] is not None else 0, len(log.first))
-    state.outcome = (0.0, f"{state.note}: {went_to(log)}", {"post_ids": []})
-    return state.outcome
-
-
 def _post_step(
     ctx: GradingContext, rows: list[ChangeRow], params: list[Mapping[str, Any]]
-) -> dict[int, Verdict | None]:
+) -> dict[int, Verdict | Later | None]:
     """``post_in_channel``'s ``on_step``: the verdicts of the checks a step's posts and mentions may move.
 
     After an employee changed every check is decided again; a log the fold cannot follow (an edit, a
@@ -381,19 +370,39 @@ def _post_step(
     if index is None:
         return {pos: _post_verdict(ctx, log, **params[pos]) for pos in range(len(params))}
     own, elsewhere = index.moved(ctx, log)
-    out: dict[int, Verdict | None] = {pos: _post_verdict(ctx, log, **params[pos]) for pos in own}
-    for pos in elsewhere:
-        out[pos] = _elsewhere(ctx, log, index, pos)
+    out: dict[int, Verdict | Later | None] = dict.fromkeys(elsewhere, LATER)  # score 0: no posts of its own
+    for pos, posts in own.items():
+        kw = params[pos]
+        if kw["mention"] is None and posts:
+            search = rx(kw["pattern"]).search
+            for p in posts:
+                if search(p.message):
+                    break
+            else:
+                out[pos] = LATER  # no new match: the score stands, only the posts its evidence lists moved
+                continue
+        out[pos] = _post_verdict(ctx, log, **kw)
     return out
 
 
 def _no_post_step(
     ctx: GradingContext, rows: list[ChangeRow], params: list[Mapping[str, Any]]
-) -> dict[int, Verdict | None]:
+) -> dict[int, Verdict | Later | None]:
     """``no_post_in_channel``'s ``on_step``: only a check's own posts move it (no evidence of other channels)."""
     log = post_log(ctx)
     if log is None:
         return dict.fromkeys(range(len(params)))
     index = _index(ctx, log, params, rows, "no_post_step")
-    positions = range(len(params)) if index is None else index.moved(ctx, log)[0]
-    return {pos: _no_post_verdict(ctx, log, **params[pos]) for pos in positions}
+    if index is None:
+        return {pos: _no_post_verdict(ctx, log, **params[pos]) for pos in range(len(params))}
+    out: dict[int, Verdict | Later | None] = {}
+    for pos, posts in index.moved(ctx, log)[0].items():
+        kw = params[pos]
+        search = rx(kw["pattern"]).search
+        for p in posts:
+            if search(p.message):
+                out[pos] = _no_post_verdict(ctx, log, **kw)
+                break
+        else:  # none of its new posts matches: only the count in its evidence moved
+            out[pos] = LATER if posts else _no_post_verdict(ctx, log, **kw)
+    return out

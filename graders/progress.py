@@ -24,9 +24,11 @@ call per step would cost more than the episode); they are left out of the value,
 
 A function with an ``on_step`` evaluator settles all of its table checks with one call a step instead of a
 ``touches`` and an ``on_changes`` call per check (a review rubric has a check per comment it expects; asking each
-whether a note concerns it costs more than reading the note once, by file). It is asked once with no rows when
-progress starts, so what it keeps for the episode (the note checks' groups by file) is built in the step that
-grades everything rather than in the first write.
+whether a note concerns it costs more than reading the note once, by file). It may answer ``LATER`` for a check
+whose score the step cannot move but whose evidence it did (a failing check listing every mail sent): that check
+is run again only when ``results`` asks, as a trace check no new step could move is. It is asked once with no
+rows when progress starts, so what it keeps for the episode (the note checks' groups by file) is built in the
+step that grades everything rather than in the first write.
 
 What keeps a step cheap: lookups are kept across steps until a table they read changes
 (``GradingContext.kept``/``forget``), answers that cannot change during an episode are kept for it
@@ -64,7 +66,7 @@ from graders.base import (
     run_outcome,
 )
 from graders.changes import ChangeRow
-from graders.registry import check_fn_spec
+from graders.registry import LATER, check_fn_spec
 
 _PLAIN = (str, int, bool, type(None))
 
@@ -133,7 +135,8 @@ class Progress:
         self._always: list[int] = []  # trace checks: re-run after every step
         self._traced: list[int] = []  # those of them with an ``on_changes`` evaluator, asked instead
         # those of them whose ``touches`` hook says which new steps may move the score: by check, the hook and
-        # how many steps it has seen; a check no new step could move is asked only when ``results`` is (lagging)
+        # how many steps it has seen; a check no new step could move is asked only when ``results`` is (lagging,
+        # as is a check an ``on_step`` evaluator answered ``LATER`` for)
         self._step_hooks: dict[int, tuple[Callable[..., bool], list[int]]] = {}
         self._lagging: set[int] = set()
         self._any: list[int] = []  # state checks that declare nothing: after any step that changed a row
@@ -333,6 +336,8 @@ class Progress:
                     continue
                 if out is None:
                     stale.add(i)
+                elif out is LATER:  # the score stands, the evidence moved: asked again when results are
+                    self._lagging.add(i)
                 else:
                     self._store(i, out)
 

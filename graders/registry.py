@@ -20,6 +20,25 @@ from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
 from graders.errors import DuplicateCheckFn, RubricError, UnknownCheck
 
+
+class Later:
+    """An ``on_step`` answer for a check whose score a step cannot have moved but whose evidence it did.
+
+    Why: a failing check's evidence often lists what the episode did (where posts went, each mail sent), so
+    every such step would rebuild the text of every failing check although only the score reaches the step's
+    value; ``graders.progress`` runs such a check again only when its results are asked for, as it does a
+    trace check no new step could move.
+    """
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "LATER"
+
+
+LATER = Later()
+"""The one ``Later``."""
+
 Kind = Literal["state", "trace", "judge"]
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
 
@@ -94,13 +113,14 @@ class CheckFnSpec:
     tables. It must never let a verdict stand that a change could move. Such a check's evaluator is also asked
     once when progress starts, with no rows (its one-off reads done in the step that grades every check), and
     held from then if its verdict is the grade's."""
-    on_step: Callable[..., Mapping[int, tuple[float, str, Mapping[str, Any]] | None]] | None = None
+    on_step: Callable[..., Mapping[int, tuple[float, str, Mapping[str, Any]] | Later | None]] | None = None
     """``on_step(ctx, rows, params)``: for a ``reads`` function (no ``rows``), every check of the rubric that uses
     it at once: ``params`` lists their params (the same list, in rubric order, on every step) and ``rows`` are
     the step's changes to the function's tables. It returns, by position in ``params``, the new verdict of each
     check the rows may change (as ``on_changes`` does; None re-runs that check); a check it leaves out stands.
     One call a step instead of a ``touches`` and an ``on_changes`` call per check, which is what a rubric with
-    a score per comment of a review needs. It must never leave out a check whose verdict moved."""
+    a score per comment of a review needs. It must never leave out a check whose verdict moved. ``LATER`` for a
+    check says its score stands but its evidence moved: it is run again only when the results are asked for."""
 
     @functools.cached_property
     def params(self) -> type[BaseModel]:
@@ -170,7 +190,7 @@ def check_fn(
     on_rows: Callable[..., tuple[float, str, Mapping[str, Any]] | None] | None = None,
     on_changes: Callable[..., tuple[float, str, Mapping[str, Any]] | None] | None = None,
     holds: Callable[..., tuple[Any, Any, Any] | None] | None = None,
-    on_step: Callable[..., Mapping[int, tuple[float, str, Mapping[str, Any]] | None]] | None = None,
+    on_step: Callable[..., Mapping[int, tuple[float, str, Mapping[str, Any]] | Later | None]] | None = None,
 ) -> Callable[[_Fn], _Fn]:
     """Register ``fn(ctx, **params)`` under ``name``; params must be typed keyword parameters.
 

@@ -24,7 +24,14 @@ from tests.graders.test_checks import post, send
 from tests.graders.test_progress_pcomms import CHECKS, _file, _from_bob, _outcomes, _rubric
 from worlds.schema import Mailbox
 
-STEP_FNS = ("post_in_channel", "no_post_in_channel", "mail_sent", "mail_not_sent", "ticket_for_reference")
+STEP_FNS = (
+    "post_in_channel",
+    "no_post_in_channel",
+    "mail_sent",
+    "mail_not_sent",
+    "ticket_for_reference",
+    "no_ticket_for_reference",
+)
 
 
 def _to_outside(world, address: str, body: str) -> None:
@@ -116,11 +123,12 @@ def test_on_step_verdicts_equal_a_full_grade_and_the_per_check_hooks_and_route_e
     assert routed["bob-mails"] == {"mail-anyone", "no-mail-dave"}, "a coworker's mail: only the sender=None checks"
     assert {"mail-bob", "mail-both", "mail-carol", "no-mail-buyer", "no-mail-out"} <= routed["mail-bob"]
     assert not any(c.startswith("case") or c == "other-case" for c in routed["mail-bob"]), "no case ticket yet"
-    assert routed["file-case"] == {"case", "case-fields", "case-who", "case-title", "case-reply", "case-post"}
+    assert routed["file-case"] == {"case", "case-fields", "case-who", "case-title", "case-reply", "case-post", "no-dup"}
     assert routed["file-other"] == set(), "a ticket no case names"
     assert "case-reply" in routed["reply"] and "case-post" not in routed["reply"]
     assert "case-post" in routed["incident"] and "case-reply" not in routed["incident"]
-    assert {"mail-bob", "mail-both", "mail-carol", "no-mail-buyer", "no-mail-out"} <= routed["outside"]
+    assert {"mail-carol", "no-mail-buyer", "no-mail-out"} <= routed["outside"]
+    assert not {"mail-bob", "mail-both"} & routed["outside"], "a mail_sent check that passes stands (not handed back)"
     assert routed["reassign"] == {"case-who"}, "an edit of the case's ticket: only the check on that field"
     assert routed["reassign-other"] == set()
     assert {"carol-dm", "eng-deploy", "no-salary"} <= routed["rename"], "an employee changed: post checks decided again"
@@ -154,13 +162,14 @@ def test_an_edited_post_or_mail_re_runs_the_checks_and_still_agrees(world, monke
         rows = read_changes(world.session, after_seq=seq)
         seq = rows[-1].seq
         value = progress.update(rows)  # type: ignore[arg-type]
+        stepped = ran[:]  # the step's re-runs (a LATER answer's re-run comes with the results below)
         full = grade(rubric, world.ctx())
         assert _outcomes(progress.results()) == _outcomes(full.checks), f"after step {n}"
         assert value == full.value
         if n == 0:
-            assert not ran, "a plain post is decided from the log"
+            assert not stepped, "a plain post is decided from the log"
         if n in (1, 2):
             posts = {c for c, fn, _ in CHECKS if fn in ("post_in_channel", "no_post_in_channel")}
-            assert posts <= set(ran), "once the log cannot follow, every post check re-runs"
+            assert posts <= set(stepped), "once the log cannot follow, every post check re-runs"
     mails = {c for c, fn, _ in CHECKS if fn in ("mail_sent", "mail_not_sent")}
     assert mails <= set(ran), "after the mail edit every mail check re-runs"

@@ -131,13 +131,16 @@ def test_comms_checks_follow_the_log_as_a_full_grade_and_the_database_do(world, 
     progress.update([])
     ran.clear()
     seq, moved, passed = world.start_seq, 0, set()
+    in_update: list[str] = []  # the re-runs a step made (a LATER answer's re-run comes with the results)
     for edit in _steps(world):
         before = [c.evidence for c in progress.results()]
         edit()
         world.session.flush()
         rows = read_changes(world.session, after_seq=seq)
         seq = rows[-1].seq
+        ran.clear()
         value = progress.update(rows)  # type: ignore[arg-type]
+        in_update += ran
         full = grade(rubric, world.ctx())
         assert _outcomes(progress.results()) == _outcomes(full.checks), f"after step {seq}"
         assert value == full.value
@@ -153,7 +156,7 @@ def test_comms_checks_follow_the_log_as_a_full_grade_and_the_database_do(world, 
     assert passed >= {"eng-deploy", "eng-two", "bob-dm", "bob-mention", "mail-bob", "mail-both", "case-reply"}
     assert {"case-post", "case-title", "case-who", "mail-anyone", "no-mail-out"} <= passed
     # decided from the rows at every step; re-run only when the post edit stopped the post log (once each)
-    assert ran == [c for c, fn, _ in CHECKS if fn in ("post_in_channel", "no_post_in_channel")]
+    assert in_update == [c for c, fn, _ in CHECKS if fn in ("post_in_channel", "no_post_in_channel")]
 
 
 def test_a_post_elsewhere_reaches_only_the_checks_whose_evidence_it_changes(world):
