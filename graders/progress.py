@@ -139,6 +139,7 @@ class Progress:
         self._any: list[int] = []  # state checks that declare nothing: after any step that changed a row
         self._any_deciding: list[int] = []  # state checks on every table with an ``on_changes`` evaluator
         self._stale: frozenset[int] = frozenset()  # the checks every step that changed a row re-runs
+        self._group_tables: frozenset[str] = frozenset()  # the tables some ``on_step`` function reads
         # table checks whose last verdict stands until a step changes what their ``holds`` hook named: the
         # hook, the index entries each held check is under, and the indexes (rows, inserts into a table,
         # updates of a column)
@@ -176,33 +177,37 @@ class Progress:
 
     def update(self, rows: Sequence[Mapping[str, Any]]) -> float:
         """Fold in the change-log rows one step wrote (possibly none); returns the new partial score."""
-        if self._started and not rows and not self._always:
-            return self.value  # nothing changed and nothing reads the steps: the verdicts stand
-        changed = [ChangeRow.of(r) for r in rows]
-        if changed:
-            self.ctx.extend(changed)
         if not self._started:
+            if rows:
+                self.ctx.extend([ChangeRow.of(r) for r in rows])
             self._start()
             return self._combine()
+        if not rows:
+            if self._always:
+                self._moved = False
+                self._steps_only()
+                if self._moved:
+                    return self._combine()
+            return self.value  # nothing changed and nothing reads the steps: the verdicts stand
         self._moved = False
-        if changed:
-            stale = set(self._stale)
-            by_table: dict[str, list[ChangeRow]] = {}
+        changed = [ChangeRow.of(r) for r in rows]
+        by_table = self.ctx.extend(changed)  # the step's rows by table, as the context files them
+        stale = set(self._stale)
+        by_row = self._by_row
+        if by_row:
             by_check: dict[int, list[ChangeRow]] = {}
-            by_row = self._by_row
             for r in changed:
-                rows_of = by_table.get(r.table)
-                if rows_of is None:
-                    by_table[r.table] = [r]
-                else:
-                    rows_of.append(r)
-                if by_row:
-                    for i in by_row.get((r.table, r.key), ()):
-                        by_check.setdefault(i, []).append(r)
-            self.ctx.forget(by_table)
-            on_rows, on_changes, touches, held = self._on_rows, self._on_changes, self._touches, self._held
-            if held:
-                self._wake(changed)
+                for i in by_row.get((r.table, r.key), ()):
+                    found = by_check.get(i)
+                    if found is None:
+                        by_check[i] = [r]
+                    else:
+                        found.append(r)
+        self.ctx.forget(by_table)
+        on_rows, on_changes, touches, held = self._on_rows, self._on_changes, self._touches, self._held
+        if held:
+            self._wake(changed)
+        if by_row:
             for i, check_rows in by_check.items():
                 if i in stale:
                     continue
@@ -215,43 +220,64 @@ class Progress:
                         continue
                 if i not in on_rows or not self._decided(i, check_rows):
                     stale.add(i)
-            deciding: dict[int, list[ChangeRow]] = {}
-            for table, table_rows in by_table.items():
-                for i in self._by_table.get(table, ()):
-                    if i in stale or i in held or (i in touches and not self._touched(i, table_rows)):
-                        continue
-                    if i in on_changes:
-                        deciding.setdefault(i, []).extend(table_rows)
-                    else:
-                        stale.add(i)
-            for i in self._any_deciding:
-                if i in stale or (i in touches and not self._touched(i, changed)):
+        deciding: dict[int, list[ChangeRow]] = {}
+        checks_of = self._by_table
+        for table, table_rows in by_table.items():
+            for i in checks_of.get(table, ()):
+                if i in stale or i in held or (i in touches and not self._touched(i, table_rows)):
                     continue
-                if not self._decided(i, changed):
+                if i in on_changes:
+                    deciding.setdefault(i, []).extend(table_rows)
+                else:
                     stale.add(i)
-            for i, check_rows in deciding.items():
-                if len(by_table) > 1:
-                    check_rows.sort(key=_seq)
-                if not self._decided(i, check_rows):
-                    stale.add(i)
-            if self._grouped:
-                self._step_groups(by_table, stale)
-            for i in self._traced:  # trace checks that fold the new steps in themselves
-                if self._still(i) or self._decided(i, changed):
-                    stale.discard(i)
+        for i in self._any_deciding:
+            if i in stale or (i in touches and not self._touched(i, changed)):
+                continue
+            if not self._decided(i, changed):
+                stale.add(i)
+        for i, check_rows in deciding.items():
+            if len(by_table) > 1:
+                check_rows.sort(key=_seq)
+            if not self._decided(i, check_rows):
+                stale.add(i)
+        if self._grouped and not self._group_tables.isdisjoint(by_table):
+            self._step_groups(by_table, stale)
+        hooks = self._step_hooks
+        for i in self._traced:  # trace checks that fold the new steps in themselves
+            if not ((hooks and self._still(i)) or self._decided(i, changed)):
+                stale.add(i)
+        if stale:
             for i in sorted(stale) if len(stale) > 1 else stale:
                 self._run(i)
             if self._unbound:
                 self._rebind(stale)
-            if self._holds:
-                for i in deciding:
-                    if i in self._holds:
-                        self._hold(i)
-        else:
-            for i in self._always:
-                if i not in self._traced or not (self._still(i) or self._decided(i, changed)):
-                    self._run(i)
+        if self._holds and deciding:
+            for i in deciding:
+                if i in self._holds:
+                    self._hold(i)
         return self._combine() if self._moved else self.value
+
+    def _steps_only(self) -> None:
+        """Bring the trace checks up to date after a step that changed no row (a read): the steps are all that moved.
+
+        The evaluator is called here rather than through ``_decided`` (a read step of an impossible variant is
+        nothing but this: two frames fewer is a third of its cost).
+        """
+        on_changes, hooks, kwargs, ctx = self._on_changes, self._step_hooks, self._kwargs, self.ctx
+        for i in self._always:
+            evaluate = on_changes.get(i)
+            if evaluate is not None:
+                if hooks and self._still(i):
+                    continue
+                try:
+                    found = evaluate(ctx, [], **kwargs[i])
+                except Exception:  # an evaluator that fails leaves it to the check itself: exactness first
+                    found = None
+                if found is not None:
+                    if found is not self._outcomes[i]:
+                        self._store(i, found)
+                    continue
+            self._run(i)
 
     def _still(self, i: int) -> bool:
         """Whether no step since trace check ``i`` was last asked can move its score (its ``touches`` hook says).
@@ -375,7 +401,10 @@ class Progress:
         """Keep check ``i``'s new outcome, and the running parts of the value when its score moved."""
         score, evidence, details = self._outcomes[i]
         if outcome[1] == evidence and outcome[0] == score and outcome[2] == details:
-            return  # the same verdict: the result built from it (if any) stands
+            # the same verdict: the result built from it (if any) stands; the equal tuple is kept instead, so an
+            # evaluator that hands it back next step (a kept verdict) is known by identity, with no comparison
+            self._outcomes[i] = outcome
+            return
         self._outcomes[i] = outcome
         self._results[i] = None
         new = outcome[0]
@@ -509,7 +538,9 @@ class Progress:
                     self._touches[i] = spec.touches
             else:
                 self._any.append(i)
-        self._stale = frozenset(self._always) | frozenset(self._any)
+        # every step that changed a row re-runs these (trace checks with an evaluator are asked it instead)
+        self._stale = frozenset(self._always).difference(self._traced) | frozenset(self._any)
+        self._group_tables = frozenset(t for _, tables in self._grouped for t in tables)
         for on_step, _, params in self._grouped.values():  # asked once with no rows: what it keeps is built now,
             with contextlib.suppress(Exception):  # in the step that grades everything (the answer is not used);
                 on_step(self.ctx, [], params)  # one that fails is asked again at each step, and re-runs then
