@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from bisect import bisect_right
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import date, datetime
 from functools import cached_property, lru_cache
 from typing import Annotated, Any, Literal
@@ -717,7 +717,19 @@ def _scoped(ctx: GradingContext, scope: Scope, table_name: str | None = None) ->
 
 
 def _collateral(ctx: GradingContext, allowed: list[AllowedChange], scope: Scope) -> tuple[float, str, dict[str, Any]]:
+    """``no_collateral_changes``' verdict as (score, evidence, details): ``_collateral_on_changes`` (no rows given)."""
+    return _collateral_on_changes(ctx, (), allowed, scope)
+
+
+def _collateral_on_changes(
+    ctx: GradingContext, rows: Sequence[ChangeRow], allowed: list[AllowedChange], scope: Scope = "actor"
+) -> tuple[float, str, dict[str, Any]]:
     """``no_collateral_changes``' verdict as (score, evidence, details), folding in only the log's new rows.
+
+    The ``on_changes`` evaluator of ``graders.progress`` itself (``rows`` are in the log, which it reads from
+    where it stopped), so a step asks it in one frame and skips building a ``CheckOutcome``; a step that added
+    none of the agent's rows hands back the very verdict of the step before, which ``graders.progress`` then
+    does not compare (nothing mutates a verdict: a new one is built when it moves).
 
     A logged row and the rules never change, and the log only grows, so the rows judged so far and their
     violations are kept (``ctx.lasting``): the per-step progress score judges only the rows the step added,
@@ -768,7 +780,11 @@ def _collateral(ctx: GradingContext, allowed: list[AllowedChange], scope: Scope)
             ticket = ("tickets", row.changes.get("ticket_id"))
             if ticket[1] is not None and ticket not in renamed:
                 names.append(named.get(ticket))
-        matched = any(name in ks for name in names for ks in rule)
+        matched = False  # whether one of its names is in a keyed rule's keys (a loop: a generator costs more)
+        for ks in rule:
+            if names[0] in ks or (len(names) > 1 and names[1] in ks):
+                matched = True
+                break
         if matched or len(names) > 1:
             judged.append((row, matched))
         else:  # its natural key may match: looked up below, for all such rows at once
@@ -851,19 +867,6 @@ def _rule_for(allowed: list[AllowedChange], row: ChangeRow) -> bool | tuple[froz
     if len(key_sets) < len(fits) or not fits:
         return bool(fits)
     return key_sets
-
-
-def _collateral_on_changes(
-    ctx: GradingContext, rows: list[ChangeRow], allowed: list[AllowedChange], scope: Scope = "actor"
-) -> tuple[float, str, dict[str, Any]]:
-    """``no_collateral_changes`` for ``graders.progress``: the verdict folded on from the log (``rows`` are in it).
-
-    The same function as the check's, returned as the tuple ``on_changes`` gives, so a step skips building a
-    ``CheckOutcome`` and copying its details; a step that added none of the agent's rows hands back the very
-    verdict of the step before, which ``graders.progress`` then does not compare (nothing mutates a verdict:
-    a new one is built when it moves).
-    """
-    return _collateral(ctx, allowed, scope)
 
 
 @check_fn("no_collateral_changes", on_changes=_collateral_on_changes)
