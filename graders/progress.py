@@ -179,7 +179,7 @@ class Progress:
         """Fold in the change-log rows one step wrote (possibly none); returns the new partial score."""
         if not self._started:
             if rows:
-                self.ctx.extend([ChangeRow.of(r) for r in rows])
+                self.ctx.extend(list(map(ChangeRow.of, rows)))
             self._start()
             return self._combine()
         if not rows:
@@ -190,9 +190,13 @@ class Progress:
                     return self._combine()
             return self.value  # nothing changed and nothing reads the steps: the verdicts stand
         self._moved = False
-        changed = [ChangeRow.of(r) for r in rows]
-        by_table = self.ctx.extend(changed)  # the step's rows by table, as the context files them
+        changed = list(map(ChangeRow.of, rows))
+        ctx = self.ctx
+        by_table = ctx.extend(changed)  # the step's rows by table, as the context files them
         stale = set(self._stale)
+        # the checks an evaluator may settle from the rows: (check, evaluator, its rows), asked in one loop below
+        # rather than through a method per check (the frames cost as much as most evaluators do)
+        asking: list[tuple[int, Callable[..., Any], list[ChangeRow]]] = []
         by_row = self._by_row
         if by_row:
             by_check: dict[int, list[ChangeRow]] = {}
@@ -203,7 +207,7 @@ class Progress:
                         by_check[i] = [r]
                     else:
                         found.append(r)
-        self.ctx.forget(by_table)
+        ctx.forget(by_table)
         on_rows, on_changes, touches, held = self._on_rows, self._on_changes, self._touches, self._held
         if held:
             self._wake(changed)
@@ -218,8 +222,11 @@ class Progress:
                             break
                     else:
                         continue
-                if i not in on_rows or not self._decided(i, check_rows):
+                evaluate = on_rows.get(i)
+                if evaluate is None:
                     stale.add(i)
+                else:
+                    asking.append((i, evaluate, check_rows))
         deciding: dict[int, list[ChangeRow]] = {}
         checks_of = self._by_table
         for table, table_rows in by_table.items():
@@ -231,21 +238,36 @@ class Progress:
                 else:
                     stale.add(i)
         for i in self._any_deciding:
-            if i in stale or (i in touches and not self._touched(i, changed)):
-                continue
-            if not self._decided(i, changed):
-                stale.add(i)
+            if i not in stale and (i not in touches or self._touched(i, changed)):
+                asking.append((i, on_changes[i], changed))
         for i, check_rows in deciding.items():
             if len(by_table) > 1:
                 check_rows.sort(key=_seq)
-            if not self._decided(i, check_rows):
+            asking.append((i, on_changes[i], check_rows))
+        outcomes, kwargs = self._outcomes, self._kwargs
+        for i, evaluate, check_rows in asking:  # what ``_decided`` does, inlined
+            try:
+                out = evaluate(ctx, check_rows, **kwargs[i])
+            except Exception:  # an evaluator that fails leaves it to the check itself: exactness first
+                out = None
+            if out is None:
                 stale.add(i)
+            elif out is not outcomes[i]:
+                self._store(i, out)
         if self._grouped and not self._group_tables.isdisjoint(by_table):
             self._step_groups(by_table, stale)
         hooks = self._step_hooks
         for i in self._traced:  # trace checks that fold the new steps in themselves
-            if not ((hooks and self._still(i)) or self._decided(i, changed)):
+            if hooks and self._still(i):
+                continue
+            try:
+                out = on_changes[i](ctx, changed, **kwargs[i])
+            except Exception:  # as above
+                out = None
+            if out is None:
                 stale.add(i)
+            elif out is not outcomes[i]:
+                self._store(i, out)
         if stale:
             for i in sorted(stale) if len(stale) > 1 else stale:
                 self._run(i)
@@ -353,13 +375,12 @@ class Progress:
                 verdicts = on_step(self.ctx, rows, params)
             except Exception:  # an evaluator that fails re-runs every check of it: exactness first
                 verdicts = dict.fromkeys(range(len(checks)))
+            outcomes = self._outcomes
             for pos, out in verdicts.items():
                 i = checks[pos]
-                if i in stale:
-                    continue
                 if out is None:
                     stale.add(i)
-                else:
+                elif out is not outcomes[i] and i not in stale:  # a kept verdict handed back: nothing to store
                     self._store(i, out)
 
     def _decided(self, i: int, rows: list[ChangeRow]) -> bool:
