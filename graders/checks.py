@@ -114,6 +114,38 @@ def _ticket_rows(ctx: GradingContext, keys: list[str]) -> set[tuple[str, tuple[A
     return {("tickets", (int(row["id"]),)) for row in found.values() if row is not None}
 
 
+_EMPLOYEE_ID = "SELECT id FROM employees WHERE username = ?"
+
+
+def _name_ahead(ctx: GradingContext, username: Any) -> None:
+    """Look up the id of an expected assignee once, as progress starts (``_expected_id`` reads it then).
+
+    The step that assigns the ticket then needs no lookup to name its assignee: most assignments are the
+    expected one. Kept with how many employees rows the log had changed, since a username is not a ticket's
+    to keep: a later change to employees makes it unknown again (the usual lookup decides).
+    """
+    if type(username) is not str:
+        return
+    found = Sql.of(ctx.session).one(_EMPLOYEE_ID, (username,))
+    ctx.lasting[("expected_id", username)] = (len(ctx.changed_rows("employees")), found[0] if found else None)
+
+
+def _expected_id(ctx: GradingContext, username: Any) -> int | None:
+    """The id ``_name_ahead`` read for ``username``, while no employees row changed since; else None."""
+    found = ctx.lasting.get(("expected_id", username))
+    if found is None or found[0] != len(ctx.changed_rows("employees")):
+        return None
+    emp: int | None = found[1]
+    return emp
+
+
+def _field_rows(ctx: GradingContext, key: str, field: str, value: Any) -> set[tuple[str, tuple[Any, ...]]] | None:
+    """``ticket_field_equals``' ``rows`` hook: the ticket's row, and the expected assignee named ahead."""
+    if field == "assignee":
+        _name_ahead(ctx, value)
+    return _ticket_rows(ctx, [key])
+
+
 _COLUMN = {"assignee": "assignee_id", "sprint": "sprint_id"}
 """The tickets column a field is read from, where it is not the field's own name."""
 
@@ -145,7 +177,12 @@ def _field_after(
     actual = found[1]
     if field == "assignee" and actual is not None:
         known: dict[int, str | None] = ctx.kept("usernames", ("employees",), dict)  # usernames()'s cache
-        actual = known[actual] if actual in known else usernames(ctx, [actual]).get(actual)
+        if actual in known:
+            actual = known[actual]
+        elif actual == _expected_id(ctx, value):  # the expected assignee, named ahead: no lookup
+            actual = value
+        else:
+            actual = usernames(ctx, [actual]).get(actual)
         if actual is None:
             return None
     elif field == "sprint" and actual is not None:
@@ -163,7 +200,7 @@ def _field_after(
     "ticket_field_equals",
     validate=lambda kw: _check_value(kw["field"], kw["value"]),
     reads=("tickets",),
-    rows=lambda ctx, key, **_: _ticket_rows(ctx, [key]),
+    rows=_field_rows,
     columns=lambda field, **_: field_columns([field]),
     on_rows=_field_after,
 )
@@ -523,6 +560,9 @@ def _row_exists_from_log(
     checked = ""
     if scope == "changed":
         ids = _changed_ids(ctx, table)
+        if key is not None and key not in ids and ("row_now", table, key, columns) not in ctx.lasting:
+            _row_now(ctx, table, pk, key, columns)  # read ahead (progress asks this as it starts): the step that
+            # changes the row folds its logged change in rather than querying it
         if not ids:
             return (0.0, f"no row of {table} changed during the episode (wanted {shown})", {}), key, named_by
         checked = f" ({len(ids)} changed rows checked)"
@@ -749,7 +789,8 @@ def _collateral_on_changes(
         verdict: tuple[float, str, dict[str, Any]] = seen[4]
         return verdict
     shapes: dict[tuple[Any, ...], bool | tuple[frozenset[str], ...]] = seen[3]
-    judged: list[tuple[ChangeRow, bool | None]] = []  # None: admitted only by keyed rules, not matched by id
+    judged: list[tuple[ChangeRow, bool | None]] = []  # rows not admitted yet; None: only keyed rules may admit it
+    admitted = 0  # rows the rules admit (counted, not listed: most rows are)
     keyed: dict[int, tuple[frozenset[str], ...]] = {}
     by_id: dict[tuple[str, Any], Any] = ctx.lasting.get("natural_by_id", {})
     named: dict[tuple[str, Any], str] | None = seen[7]
@@ -765,8 +806,11 @@ def _collateral_on_changes(
         rule = shapes.get(shape)
         if rule is None:
             rule = shapes[shape] = _rule_for(allowed, row)
-        if rule is True or rule is False:  # a rule without keys admits it, or none does
-            judged.append((row, rule))
+        if rule is True:  # a rule without keys admits it
+            admitted += 1
+            continue
+        if rule is False:  # no rule does
+            judged.append((row, False))
             continue
         names: list[str | None] = [str(row.key[0]) if len(row.key) == 1 else json.dumps(list(row.key))]
         natural_column = _NATURAL.get(row.table)
@@ -785,17 +829,19 @@ def _collateral_on_changes(
             if names[0] in ks or (len(names) > 1 and names[1] in ks):
                 matched = True
                 break
-        if matched or len(names) > 1:
-            judged.append((row, matched))
+        if matched:
+            admitted += 1
+        elif len(names) > 1:
+            judged.append((row, False))
         else:  # its natural key may match: looked up below, for all such rows at once
             judged.append((row, None))
             keyed[row.seq] = rule
     seen[0] = len(log)
-    if not judged and seen[4] is not None:
+    if not judged and not admitted and seen[4] is not None:
         verdict = seen[4]  # none of the new rows is judged: the verdict stands, the very same tuple
         return verdict
     natural = _natural_keys(ctx, [r for r, ok in judged if ok is None and r.table in _NATURAL]) if keyed else {}
-    seen[1] += len(judged)
+    seen[1] += admitted + len(judged)
     violations: list[ChangeRow] = seen[2]
     for row, ok in judged:  # in seq order
         if not (ok if ok is not None else any(natural.get(row.seq, "") in ks for ks in keyed[row.seq])):
