@@ -114,35 +114,38 @@ def _ticket_rows(ctx: GradingContext, keys: list[str]) -> set[tuple[str, tuple[A
     return {("tickets", (int(row["id"]),)) for row in found.values() if row is not None}
 
 
-_EMPLOYEE_ID = "SELECT id FROM employees WHERE username = ?"
+_AHEAD = {
+    "assignee": ("employees", "SELECT id, username FROM employees WHERE username = ? ORDER BY id"),
+    "sprint": ("sprints", "SELECT id, name FROM sprints WHERE name = ? ORDER BY id"),
+}
+"""The field values named by another table's row (an assignee by username, a sprint by name): that table, and
+the ids of the rows that carry a name."""
 
 
-def _name_ahead(ctx: GradingContext, username: Any) -> None:
-    """Look up the id of an expected assignee once, as progress starts (``_expected_id`` reads it then).
+def _name_ahead(ctx: GradingContext, field: str, value: Any) -> None:
+    """Look up the ids carrying an expected assignee's or sprint's name once, as progress starts.
 
-    The step that assigns the ticket then needs no lookup to name its assignee: most assignments are the
-    expected one. Kept with how many employees rows the log had changed, since a username is not a ticket's
-    to keep: a later change to employees makes it unknown again (the usual lookup decides).
+    The step that assigns the ticket (or plans it into a sprint) then needs no lookup to name the new value:
+    most such steps set the expected one. Kept with how many rows of that table the log had changed, since a
+    name is not the ticket's to keep: a later change to the table makes it unknown again (the usual lookup
+    decides). Several sprints may share a name: any of them names the value.
     """
-    if type(username) is not str:
+    if type(value) is not str or field not in _AHEAD:
         return
-    found = Sql.of(ctx.session).one(_EMPLOYEE_ID, (username,))
-    ctx.lasting[("expected_id", username)] = (len(ctx.changed_rows("employees")), found[0] if found else None)
+    table, sql = _AHEAD[field]
+    ids = frozenset(row[0] for row in Sql.of(ctx.session).all(sql, (value,)) if row[1] == value)  # exactly it
+    ctx.lasting[("named_ahead", field, value)] = (len(ctx.changed_rows(table)), ids)
 
 
-def _expected_id(ctx: GradingContext, username: Any) -> int | None:
-    """The id ``_name_ahead`` read for ``username``, while no employees row changed since; else None."""
-    found = ctx.lasting.get(("expected_id", username))
-    if found is None or found[0] != len(ctx.changed_rows("employees")):
-        return None
-    emp: int | None = found[1]
-    return emp
+def _named_ahead(ctx: GradingContext, field: str, value: Any, actual: Any) -> bool:
+    """Whether id ``actual`` is one ``_name_ahead`` found carrying ``value``, with no row of its table changed since."""
+    found = ctx.lasting.get(("named_ahead", field, value))
+    return found is not None and actual in found[1] and found[0] == len(ctx.changed_rows(_AHEAD[field][0]))
 
 
 def _field_rows(ctx: GradingContext, key: str, field: str, value: Any) -> set[tuple[str, tuple[Any, ...]]] | None:
-    """``ticket_field_equals``' ``rows`` hook: the ticket's row, and the expected assignee named ahead."""
-    if field == "assignee":
-        _name_ahead(ctx, value)
+    """``ticket_field_equals``' ``rows`` hook: the ticket's row; the expected assignee or sprint named ahead."""
+    _name_ahead(ctx, field, value)
     return _ticket_rows(ctx, [key])
 
 
@@ -179,7 +182,7 @@ def _field_after(
         known: dict[int, str | None] = ctx.kept("usernames", ("employees",), dict)  # usernames()'s cache
         if actual in known:
             actual = known[actual]
-        elif actual == _expected_id(ctx, value):  # the expected assignee, named ahead: no lookup
+        elif _named_ahead(ctx, field, value, actual):  # the expected assignee: no lookup
             actual = value
         else:
             actual = usernames(ctx, [actual]).get(actual)
@@ -187,7 +190,9 @@ def _field_after(
             return None
     elif field == "sprint" and actual is not None:
         names: dict[int, str] = ctx.kept("sprint_names", ("sprints",), dict)
-        if actual not in names:
+        if actual not in names and _named_ahead(ctx, field, value, actual):  # the expected sprint: no lookup
+            names[actual] = str(value)  # a name: _name_ahead keeps text only
+        elif actual not in names:
             found_name = Sql.of(ctx.session).all(_SPRINT_NAME, [actual])
             if not found_name:
                 return None
@@ -382,14 +387,26 @@ def _typed_like(tbl: Any, where: Mapping[str, Primitive]) -> bool:
     return True
 
 
-def _row_now(ctx: GradingContext, table: str, pk: str, key: Any, columns: tuple[str, ...]) -> dict[str, Any] | None:
+def _row_now(
+    ctx: GradingContext, table: str, pk: str, key: Any, columns: tuple[str, ...], *, query: bool = True
+) -> Any:
     """Row ``key``'s ``columns`` now: read once (``ctx.lasting``), then the log's later changes of it folded in.
 
     Every write goes through the change log, so a value read at seq N plus the row's logged changes after N
-    is the value now; None when the row does not exist.
+    is the value now; None when the row does not exist. With ``query=False`` a row not read yet is not read:
+    one the episode inserted is folded from its insert on (it did not exist before), and for any other the
+    answer is ``_UNKNOWN``.
     """
     memo_key = ("row_now", table, key, columns)
     base = ctx.lasting.get(memo_key)
+    if base is None and not query:
+        if ("row_unlogged", table, key) in ctx.lasting:
+            return _UNKNOWN
+        first = next((r for r in ctx.changed_rows(table) if r.key[0] == key), None)
+        if first is None or first.op != "insert":
+            ctx.lasting[("row_unlogged", table, key)] = True  # its first change stays its first
+            return _UNKNOWN
+        base = ctx.lasting[memo_key] = [0, None]  # before the episode's first change: the insert is folded in
     if base is None:
         found = Sql.of(ctx.session).one(
             f"SELECT {', '.join(columns)} FROM {table} WHERE {pk} = ?",  # noqa: S608 - schema names checked at load
@@ -528,6 +545,9 @@ def _row_exists_on_changes(
         ctx.lasting.pop(memo_key, None)
         return None
     verdict, key, unique = found
+    if key is _SCAN:  # any changed row may match: nothing to keep it by (and nothing holds it)
+        ctx.lasting.pop(memo_key, None)
+        return verdict
     changed = len(_changed_ids(ctx, table)) if scope == "changed" else 0
     value = tuple(where[c] for c in unique) if unique is not None else None
     ctx.lasting[memo_key] = (where, logged, key, unique, value, verdict, changed)
@@ -547,12 +567,15 @@ def _row_exists_from_log(
         tbl = schema_table(table)
         pk = next(iter(tbl.primary_key)).name
         unique = (pk,) if type(where.get(pk)) is int else _unique_columns(tbl, where)
-        typed = unique is not None and _typed_like(tbl, where)
+        typed = _typed_like(tbl, where)
         plan = (where, pk, unique, typed, json.dumps(where, sort_keys=True), tuple(sorted(where)))
         ctx.lasting[("row_plan", table, id(where))] = plan
     _, pk, unique, typed, shown, columns = plan
-    if not typed or unique is None:
+    if not typed or (unique is None and scope != "changed"):
         return None
+    if unique is None:
+        scanned = _row_scan(ctx, table, pk, where, shown, columns)
+        return None if scanned is None else (scanned, _SCAN, None)
     key = where[pk] if unique == (pk,) else _row_id(ctx, table, pk, unique, tuple(where[c] for c in unique))
     if key is _UNKNOWN:
         return None
@@ -570,21 +593,60 @@ def _row_exists_from_log(
     else:
         values = _row_now(ctx, table, pk, key, columns) if key is not None else None
     if values is not None:
-        for column, want in where.items():
-            have = values[column]
-            if have is None or want is None:
-                if have is not want:
-                    values = None
-                    break
-            elif type(have) is not type(want) and not (type(want) is bool and type(have) is int):
-                return None  # a value the log holds in another type: leave it to the query (a flag read as 0/1)
-            elif have != want:
-                values = None
-                break
+        matches = _matches(values, where)
+        if matches is None:
+            return None
+        if not matches:
+            values = None
     if values is None:
         missing = f"no {'changed ' if scope == 'changed' else ''}row of {table} matches {shown}{checked}"
         return (0.0, missing, {}), key, named_by
     return (1.0, f"{table} row {[key]} matches {shown}", {"key": [key]}), key, named_by
+
+
+_SCAN = object()
+"""What ``_row_exists_from_log`` names as the row of a verdict found by scanning the changed rows (no one row)."""
+
+
+def _matches(values: Mapping[str, Any], where: Mapping[str, Primitive]) -> bool | None:
+    """Whether a row's ``values`` equal ``where`` column by column; None when a value's type leaves it to SQL."""
+    for column, want in where.items():
+        have = values[column]
+        if have is None or want is None:
+            if have is not want:
+                return False
+        elif type(have) is not type(want) and not (type(want) is bool and type(have) is int):
+            return None  # a value the log holds in another type: leave it to the query (a flag read as 0/1)
+        elif have != want:
+            return False
+    return True
+
+
+def _row_scan(
+    ctx: GradingContext, table: str, pk: str, where: dict[str, Primitive], shown: str, columns: tuple[str, ...]
+) -> tuple[float, str, dict[str, Any]] | None:
+    """``row_exists``' ``scope='changed'`` verdict for a ``where`` no unique columns name: the changed rows, scanned.
+
+    The check's query takes the first changed row (by primary key) that equals ``where``; so does this, on the
+    rows' values as the log leaves them. A row the episode inserted is its insert with the later changes folded
+    in, so a request the agent files is judged without a query; None when a row before the match was only
+    updated and not read yet (the query decides, as before).
+    """
+    ids = _changed_ids(ctx, table)
+    if not ids:
+        return 0.0, f"no row of {table} changed during the episode (wanted {shown})", {}
+    for key in sorted(ids):
+        values = _row_now(ctx, table, pk, key, columns, query=False)
+        if values is _UNKNOWN:
+            return None
+        if values is None:
+            continue
+        matches = _matches(values, where)
+        if matches is None:
+            return None
+        if matches:
+            return 1.0, f"{table} row {[key]} matches {shown}", {"key": [key]}
+    return 0.0, f"no changed row of {table} matches {shown} ({len(ids)} changed rows checked)", {}
 
 
 def _row_exists_holds(
