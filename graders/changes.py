@@ -54,12 +54,22 @@ class ChangeRow:
         # built slot by slot: a frozen dataclass's __init__ costs ~10x, and progress builds every row of a step
         out = object.__new__(cls)
         _seq, _table, _key_, _op, _changes, _actor, _at, _tag = _SLOTS
-        _seq(out, int(row["seq"]))
+        seq = row["seq"]
+        _seq(out, seq if type(seq) is int else int(seq))
         _table(out, str(row["table"] if "table" in row else row.get("table_name")))
-        _key_(out, _key(key) if isinstance(key, str) else tuple(key) if isinstance(key, list | tuple) else (key,))
+        # a step's rows give JSON text: ``_key``, its common case inlined (one integer; a frame costs as much)
+        if type(key) is str:
+            inner = key[1:-1]
+            if key[:1] == "[" and key[-1:] == "]" and inner.isdigit() and inner.isascii() and inner[:1] != "0":
+                key = (int(inner),)
+            else:
+                key = _key(key)
+        elif type(key) is not tuple:  # exact types first, then the general case
+            key = _key(key) if isinstance(key, str) else tuple(key) if isinstance(key, list | tuple) else (key,)
+        _key_(out, key)
         _op(out, row["op"])
         _changes(out, row.get("changes") or {})
-        _actor(out, row.get("actor_id", row.get("actor")))
+        _actor(out, row["actor_id"] if "actor_id" in row else row.get("actor"))
         _at(out, at if at is None or isinstance(at, str) else at.isoformat())
         _tag(out, row.get("tag"))
         return out
@@ -71,9 +81,27 @@ _SLOTS = tuple(
 """The slot setters ``ChangeRow.of`` fills a new row with (a member descriptor's ``__set__`` skips the frozen check)."""
 
 
-@lru_cache(maxsize=4096)
 def _key(text: str) -> tuple[Any, ...]:
-    """A logged row key (JSON text) as a tuple; cached, as a step's rows often name rows seen before."""
+    """A logged row key (JSON text) as a tuple.
+
+    Most keys are one integer (``[17]``): read without the JSON parser or a cache, which cost more than the rest
+    of a row (an inserted row's key is always new); any other key is parsed once and kept (``_json_key``).
+    """
+    inner = text[1:-1]
+    if (
+        text[:1] == "["
+        and text[-1:] == "]"
+        and inner.isascii()
+        and inner.isdigit()
+        and (inner[0] != "0" or inner == "0")
+    ):
+        return (int(inner),)
+    return _json_key(text)
+
+
+@lru_cache(maxsize=4096)
+def _json_key(text: str) -> tuple[Any, ...]:
+    """A logged row key parsed as JSON; cached, as a step's rows often name rows seen before."""
     key = json.loads(text)
     return tuple(key) if isinstance(key, list) else (key,)
 
