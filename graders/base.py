@@ -339,10 +339,15 @@ class GradingContext:
         """
         n = len(self.trace)
         if n != self._seen:
-            if n < self._seen:
-                self._steps, self._seen = [], 0
             trace = self.trace
-            self._steps += [trace[i] for i in range(self._seen, n) if trace[i].get("type", "step") == "step"]
+            if n == self._seen + 1:  # one record a step: appended without building a list
+                record = trace[n - 1]
+                if record.get("type", "step") == "step":
+                    self._steps.append(record)
+            else:
+                if n < self._seen:
+                    self._steps, self._seen = [], 0
+                self._steps += [trace[i] for i in range(self._seen, n) if trace[i].get("type", "step") == "step"]
             self._seen = n
         return self._steps
 
