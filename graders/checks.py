@@ -40,6 +40,8 @@ from graders.checks_common import (
     employee_id,
     inserted_ids,
     listing,
+    name_ahead,
+    named_ahead,
     rows_in,
     rx,
     snippet,
@@ -114,38 +116,9 @@ def _ticket_rows(ctx: GradingContext, keys: list[str]) -> set[tuple[str, tuple[A
     return {("tickets", (int(row["id"]),)) for row in found.values() if row is not None}
 
 
-_AHEAD = {
-    "assignee": ("employees", "SELECT id, username FROM employees WHERE username = ? ORDER BY id"),
-    "sprint": ("sprints", "SELECT id, name FROM sprints WHERE name = ? ORDER BY id"),
-}
-"""The field values named by another table's row (an assignee by username, a sprint by name): that table, and
-the ids of the rows that carry a name."""
-
-
-def _name_ahead(ctx: GradingContext, field: str, value: Any) -> None:
-    """Look up the ids carrying an expected assignee's or sprint's name once, as progress starts.
-
-    The step that assigns the ticket (or plans it into a sprint) then needs no lookup to name the new value:
-    most such steps set the expected one. Kept with how many rows of that table the log had changed, since a
-    name is not the ticket's to keep: a later change to the table makes it unknown again (the usual lookup
-    decides). Several sprints may share a name: any of them names the value.
-    """
-    if type(value) is not str or field not in _AHEAD:
-        return
-    table, sql = _AHEAD[field]
-    ids = frozenset(row[0] for row in Sql.of(ctx.session).all(sql, (value,)) if row[1] == value)  # exactly it
-    ctx.lasting[("named_ahead", field, value)] = (len(ctx.changed_rows(table)), ids)
-
-
-def _named_ahead(ctx: GradingContext, field: str, value: Any, actual: Any) -> bool:
-    """Whether id ``actual`` is one ``_name_ahead`` found carrying ``value``, with no row of its table changed since."""
-    found = ctx.lasting.get(("named_ahead", field, value))
-    return found is not None and actual in found[1] and found[0] == len(ctx.changed_rows(_AHEAD[field][0]))
-
-
 def _field_rows(ctx: GradingContext, key: str, field: str, value: Any) -> set[tuple[str, tuple[Any, ...]]] | None:
     """``ticket_field_equals``' ``rows`` hook: the ticket's row; the expected assignee or sprint named ahead."""
-    _name_ahead(ctx, field, value)
+    name_ahead(ctx, field, value)
     return _ticket_rows(ctx, [key])
 
 
@@ -182,7 +155,7 @@ def _field_after(
         known: dict[int, str | None] = ctx.kept("usernames", ("employees",), dict)  # usernames()'s cache
         if actual in known:
             actual = known[actual]
-        elif _named_ahead(ctx, field, value, actual):  # the expected assignee: no lookup
+        elif named_ahead(ctx, field, value, actual):  # the expected assignee: no lookup
             actual = value
         else:
             actual = usernames(ctx, [actual]).get(actual)
@@ -190,8 +163,8 @@ def _field_after(
             return None
     elif field == "sprint" and actual is not None:
         names: dict[int, str] = ctx.kept("sprint_names", ("sprints",), dict)
-        if actual not in names and _named_ahead(ctx, field, value, actual):  # the expected sprint: no lookup
-            names[actual] = str(value)  # a name: _name_ahead keeps text only
+        if actual not in names and named_ahead(ctx, field, value, actual):  # the expected sprint: no lookup
+            names[actual] = str(value)  # a name: name_ahead keeps text only
         elif actual not in names:
             found_name = Sql.of(ctx.session).all(_SPRINT_NAME, [actual])
             if not found_name:
