@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any, Literal
 
 from sqlalchemy import select
@@ -57,13 +56,8 @@ class ChangeRow:
         seq = row["seq"]
         _seq(out, seq if type(seq) is int else int(seq))
         _table(out, str(row["table"] if "table" in row else row.get("table_name")))
-        # a step's rows give JSON text: ``_key``, its common case inlined (one integer; a frame costs as much)
-        if type(key) is str:
-            inner = key[1:-1]
-            if key[:1] == "[" and key[-1:] == "]" and inner.isdigit() and inner.isascii() and inner[:1] != "0":
-                key = (int(inner),)
-            else:
-                key = _key(key)
+        if type(key) is str:  # a step's rows give JSON text: a key seen before is one lookup
+            key = _KEYS.get(key) or _key(key)
         elif type(key) is not tuple:  # exact types first, then the general case
             key = _key(key) if isinstance(key, str) else tuple(key) if isinstance(key, list | tuple) else (key,)
         _key_(out, key)
@@ -81,12 +75,20 @@ _SLOTS = tuple(
 """The slot setters ``ChangeRow.of`` fills a new row with (a member descriptor's ``__set__`` skips the frozen check)."""
 
 
-def _key(text: str) -> tuple[Any, ...]:
-    """A logged row key (JSON text) as a tuple.
+_KEYS: dict[str, tuple[Any, ...]] = {}
+"""Logged row keys (JSON text) already read, as tuples: a step's rows often name rows seen before (a plain dict:
+a hit costs one lookup, less than a cached function's call)."""
 
-    Most keys are one integer (``[17]``): read without the JSON parser or a cache, which cost more than the rest
-    of a row (an inserted row's key is always new); any other key is parsed once and kept (``_json_key``).
+
+def _key(text: str) -> tuple[Any, ...]:
+    """A logged row key (JSON text) as a tuple, kept in ``_KEYS``.
+
+    Most keys are one integer (``[17]``): read without the JSON parser, which costs more than the rest of a row
+    (an inserted row's key is always new, so the cache does not spare it).
     """
+    found = _KEYS.get(text)
+    if found is not None:
+        return found
     inner = text[1:-1]
     if (
         text[:1] == "["
@@ -95,15 +97,14 @@ def _key(text: str) -> tuple[Any, ...]:
         and inner.isdigit()
         and (inner[0] != "0" or inner == "0")
     ):
-        return (int(inner),)
-    return _json_key(text)
-
-
-@lru_cache(maxsize=4096)
-def _json_key(text: str) -> tuple[Any, ...]:
-    """A logged row key parsed as JSON; cached, as a step's rows often name rows seen before."""
-    key = json.loads(text)
-    return tuple(key) if isinstance(key, list) else (key,)
+        found = (int(inner),)
+    else:
+        key = json.loads(text)
+        found = tuple(key) if isinstance(key, list) else (key,)
+    if len(_KEYS) >= 4096:  # bounded: start over rather than grow with every inserted row
+        _KEYS.clear()
+    _KEYS[text] = found
+    return found
 
 
 def read_changes(session: Session, *, after_seq: int = 0) -> tuple[ChangeRow, ...]:

@@ -9,13 +9,14 @@ stored or re-run. Each test compares every check with a fresh grade, so none pas
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 import graders.checks as checks
-from graders.base import Check, GradingContext, Rubric, grade, read_changes
+from graders.base import ChangeRow, Check, GradingContext, Rubric, grade, read_changes
 from graders.progress import Progress
 from sim.agents import run_agent
 from tests.graders.conftest import T0, employee
@@ -170,3 +171,24 @@ def test_a_filed_access_request_is_judged_from_its_insert(store, monkeypatch, ev
     asked = [ok for cid, _, ok in evaluated if cid == "access-request"]
     assert asked and all(asked), asked
     assert ran.count("access-request") == 1, "graded once as progress started, never re-run"
+
+
+@pytest.mark.parametrize(
+    "text", ["[17]", "[0]", "[123456789012]", '["ENG-3"]', "[1, 2]", "[-3]", '"x"', "[]", "[1.5]", "[ 7]"]
+)
+def test_a_logged_key_reads_as_the_json_parser_reads_it(text):
+    """The integer fast path of ``ChangeRow.of`` (and its cache) gives what ``json.loads`` gives, twice over."""
+    parsed = json.loads(text)
+    want = tuple(parsed) if isinstance(parsed, list) else (parsed,)
+    row = {
+        "seq": 1,
+        "table": "tickets",
+        "key": text,
+        "op": "update",
+        "changes": {},
+        "actor": 1,
+        "at": None,
+        "tag": None,
+    }
+    assert ChangeRow.of(row).key == want and ChangeRow.of(dict(row)).key == want
+    assert [type(v) for v in ChangeRow.of(row).key] == [type(v) for v in want]  # 17, not 17.0 or '17'
