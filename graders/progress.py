@@ -94,6 +94,17 @@ def _plain_copy(value: Any) -> Any:
     return _NOT_PLAIN
 
 
+def _last_name(steps: Sequence[Mapping[str, Any]]) -> str:
+    """The action name of the last step record, read as the trace checks read it (``checks_trace._name``)."""
+    if not steps:
+        return ""
+    action = steps[-1].get("action") or {}
+    if type(action) is dict:
+        name = action.get("name", "")
+        return name if type(name) is str else str(name)
+    return str(action.get("name", "")) if isinstance(action, Mapping) else ""
+
+
 class Progress:
     """The running partial score of ``rubric`` over one episode.
 
@@ -135,6 +146,13 @@ class Progress:
         # those of them whose ``touches`` hook says which new steps may move the score: by check, the hook and
         # how many steps it has seen; a check no new step could move is asked only when ``results`` is (lagging)
         self._step_hooks: dict[int, tuple[Callable[..., bool], list[int]]] = {}
+        # those of them whose verdict reads only the last step (``check_fn(moved_by=)``): the step names that may
+        # move each, the ones asked since a step so named (open: the next step asks again), all such names, and
+        # whether every trace check is one of them (then a read step named otherwise costs one name lookup)
+        self._gated: dict[int, frozenset[str]] = {}
+        self._open: set[int] = set()
+        self._gate_names: frozenset[str] = frozenset()
+        self._all_gated = False
         self._lagging: set[int] = set()
         self._any: list[int] = []  # state checks that declare nothing: after any step that changed a row
         self._any_deciding: list[int] = []  # state checks on every table with an ``on_changes`` evaluator
@@ -184,6 +202,8 @@ class Progress:
             return self._combine()
         if not rows:
             if self._always:
+                if self._all_gated and not self._open and _last_name(self.ctx.steps) not in self._gate_names:
+                    return self.value  # every trace check reads the last step alone, and this one cannot move it
                 self._moved = False
                 self._steps_only()
                 if self._moved:
@@ -256,9 +276,10 @@ class Progress:
                 self._store(i, out)
         if self._grouped and not self._group_tables.isdisjoint(by_table):
             self._step_groups(by_table, stale)
-        hooks = self._step_hooks
+        hooks, gated = self._step_hooks, self._gated
+        name = _last_name(ctx.steps) if gated else ""
         for i in self._traced:  # trace checks that fold the new steps in themselves
-            if hooks and self._still(i):
+            if (gated and self._shut(i, name)) or (hooks and self._still(i)):
                 continue
             try:
                 out = on_changes[i](ctx, changed, **kwargs[i])
@@ -285,11 +306,12 @@ class Progress:
         The evaluator is called here rather than through ``_decided`` (a read step of an impossible variant is
         nothing but this: two frames fewer is a third of its cost).
         """
-        on_changes, hooks, kwargs, ctx = self._on_changes, self._step_hooks, self._kwargs, self.ctx
+        on_changes, hooks, gated, kwargs, ctx = self._on_changes, self._step_hooks, self._gated, self._kwargs, self.ctx
+        name = _last_name(ctx.steps) if gated else ""
         for i in self._always:
             evaluate = on_changes.get(i)
             if evaluate is not None:
-                if hooks and self._still(i):
+                if (gated and self._shut(i, name)) or (hooks and self._still(i)):
                     continue
                 try:
                     found = evaluate(ctx, [], **kwargs[i])
@@ -300,6 +322,23 @@ class Progress:
                         self._store(i, found)
                     continue
             self._run(i)
+
+    def _shut(self, i: int, name: str) -> bool:
+        """Whether trace check ``i`` need not be asked after a last step named ``name`` (``check_fn(moved_by=)``).
+
+        It reads the last step alone and every step not named in its set gives it one verdict: after such a step
+        that follows another it stands (shut). A step named in the set, or the first one after it, asks it.
+        """
+        gate = self._gated.get(i)
+        if gate is None:
+            return False
+        if name in gate:
+            self._open.add(i)
+            return False
+        if i in self._open:
+            self._open.discard(i)  # asked now: its verdict is the one every step named otherwise gives
+            return False
+        return True
 
     def _still(self, i: int) -> bool:
         """Whether no step since trace check ``i`` was last asked can move its score (its ``touches`` hook says).
@@ -531,6 +570,9 @@ class Progress:
                     self._on_changes[i] = spec.on_changes
                     if spec.touches is not None:
                         self._step_hooks[i] = (spec.touches, [len(self.ctx.steps)])
+                    if spec.moved_by is not None and spec.touches is None:  # one way to skip it, not two
+                        self._gated[i] = spec.moved_by
+                        self._open.add(i)  # its first verdict came from a full run: the next step asks it
                 continue
             kwargs = self._kwargs[i]
             if self._bind_rows(i):
@@ -562,6 +604,8 @@ class Progress:
         # every step that changed a row re-runs these (trace checks with an evaluator are asked it instead)
         self._stale = frozenset(self._always).difference(self._traced) | frozenset(self._any)
         self._group_tables = frozenset(t for _, tables in self._grouped for t in tables)
+        self._gate_names = frozenset(n for names in self._gated.values() for n in names)
+        self._all_gated = bool(self._always) and all(i in self._gated for i in self._always)
         for on_step, _, params in self._grouped.values():  # asked once with no rows: what it keeps is built now,
             with contextlib.suppress(Exception):  # in the step that grades everything (the answer is not used);
                 on_step(self.ctx, [], params)  # one that fails is asked again at each step, and re-runs then
