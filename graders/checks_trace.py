@@ -162,7 +162,7 @@ def _summary_decided(check: str) -> Any:
     return on_changes
 
 
-@check_fn("submit_explains", kind="trace", on_changes=_summary_decided("submit_explains"))
+@check_fn("submit_explains", kind="trace", on_changes=_summary_decided("submit_explains"), moved_by=("submit",))
 def submit_explains(ctx: GradingContext, patterns: Annotated[list[Regex], Field(min_length=1)]) -> CheckOutcome:
     """The episode ended with a successful ``submit`` whose summary matches every pattern (any case).
 
@@ -178,7 +178,7 @@ def submit_explains(ctx: GradingContext, patterns: Annotated[list[Regex], Field(
     return CheckOutcome.of(True, f"the submit summary says why: {summary[:160]!r}")
 
 
-@check_fn("submit_answer", kind="trace", on_changes=_summary_decided("submit_answer"))
+@check_fn("submit_answer", kind="trace", on_changes=_summary_decided("submit_answer"), moved_by=("submit",))
 def submit_answer(ctx: GradingContext, pattern: Regex, value: str, label: str = "the answer") -> CheckOutcome:
     """The ``submit`` summary states ``value`` as ``pattern``'s first group, and nothing else of that kind.
 

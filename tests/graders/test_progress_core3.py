@@ -192,3 +192,37 @@ def test_a_logged_key_reads_as_the_json_parser_reads_it(text):
     }
     assert ChangeRow.of(row).key == want and ChangeRow.of(dict(row)).key == want
     assert [type(v) for v in ChangeRow.of(row).key] == [type(v) for v in want]  # 17, not 17.0 or '17'
+
+
+def test_a_summary_check_is_asked_only_after_a_submit_and_the_step_after_it(world, evaluated):
+    """``moved_by``: a check on the closing submit's summary stands through other steps, never past a submit."""
+    rubric = _rubric(
+        Check(id="why", description="d", fn="submit_explains", params={"patterns": ["left the company"]}),
+        Check(id="who", description="d", fn="submit_answer", params={"pattern": r"@(\w+)", "value": "bob"}),
+    )
+    live = Progress(rubric, GradingContext(session=world.session, trace=world.trace, actor_id=1))
+    live.update([])
+    said = "@bob left the company"
+    plan: list[tuple[str, dict[str, Any], str | None]] = [
+        ("tickets_get", {}, None),
+        ("tickets_search", {}, None),
+        ("submit", {"summary": said}, "invalid"),  # a failed submit: asked, still not submitted
+        ("tickets_get", {}, None),  # asked once more after it, then it stands
+        ("tickets_get", {}, None),
+        ("submit", {"summary": said}, None),  # passes
+        ("tickets_get", {}, None),  # a step after the submit: back to not submitted
+        ("chat_read", {}, None),
+        ("submit", {"summary": "@carol left the company"}, None),
+    ]
+    asked = []
+    for n, (name, arguments, error) in enumerate(plan):
+        world.step(name, error, **arguments)
+        evaluated.clear()
+        value = live.update([])
+        asked.append(len(evaluated))
+        full = grade(rubric, world.ctx())
+        assert live.results() == full.checks, n
+        assert value == full.value, n
+        if n == 5:
+            assert value == 1.0
+    assert asked == [2, 0, 2, 2, 0, 2, 2, 0, 2]
