@@ -202,7 +202,7 @@ class Progress:
             return self._combine()
         if not rows:
             if self._always:
-                if self._all_gated and not self._open and _last_name(self.ctx.steps) not in self._gate_names:
+                if self._all_gated and not self._open and self._unmoving():
                     return self.value  # every trace check reads the last step alone, and this one cannot move it
                 self._moved = False
                 self._steps_only()
@@ -322,6 +322,21 @@ class Progress:
                         self._store(i, found)
                     continue
             self._run(i)
+
+    def _unmoving(self) -> bool:
+        """Whether the last step's name is none a gated trace check is moved by (``check_fn(moved_by=)``).
+
+        Read from the trace's last record when it is a step with a plain name (the live episode's list), so a read
+        step costs a lookup, not the step list's upkeep; else as the trace checks read it.
+        """
+        trace = self.ctx.trace
+        last = trace[len(trace) - 1] if trace else None
+        if last is not None and last.get("type", "step") == "step":
+            action = last.get("action")
+            name = action.get("name") if type(action) is dict else None
+            if type(name) is str:
+                return name not in self._gate_names
+        return _last_name(self.ctx.steps) not in self._gate_names
 
     def _shut(self, i: int, name: str) -> bool:
         """Whether trace check ``i`` need not be asked after a last step named ``name`` (``check_fn(moved_by=)``).
