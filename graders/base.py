@@ -264,16 +264,35 @@ class GradingContext:
         self._seen = 0
         self.extend(sorted((ChangeRow.of(c) for c in self.changes), key=lambda r: r.seq))
 
-    def extend(self, rows: Sequence[ChangeRow]) -> None:
-        """Append change-log rows newer than the log's last (the per-step progress grows one context this way)."""
+    def extend(self, rows: Sequence[ChangeRow]) -> dict[str, list[ChangeRow]]:
+        """Append change-log rows newer than the log's last (the per-step progress grows one context this way).
+
+        Returns the given rows by table, in order: what ``graders.progress`` reads a step by, filed in the same
+        pass that files them into the log's tables.
+        """
         self.log += rows
         by_table = self._by_table
+        if len(rows) == 1:  # most steps write one row
+            row = rows[0]
+            found = by_table.get(row.table)
+            if found is None:
+                by_table[row.table] = [row]
+            else:
+                found.append(row)
+            return {row.table: [row]}
+        step: dict[str, list[ChangeRow]] = {}
         for row in rows:
             found = by_table.get(row.table)
             if found is None:
                 by_table[row.table] = [row]
             else:
                 found.append(row)
+            mine = step.get(row.table)
+            if mine is None:
+                step[row.table] = [row]
+            else:
+                mine.append(row)
+        return step
 
     @property
     def db(self) -> Connection:
@@ -320,10 +339,15 @@ class GradingContext:
         """
         n = len(self.trace)
         if n != self._seen:
-            if n < self._seen:
-                self._steps, self._seen = [], 0
             trace = self.trace
-            self._steps += [trace[i] for i in range(self._seen, n) if trace[i].get("type", "step") == "step"]
+            if n == self._seen + 1:  # one record a step: appended without building a list
+                record = trace[n - 1]
+                if record.get("type", "step") == "step":
+                    self._steps.append(record)
+            else:
+                if n < self._seen:
+                    self._steps, self._seen = [], 0
+                self._steps += [trace[i] for i in range(self._seen, n) if trace[i].get("type", "step") == "step"]
             self._seen = n
         return self._steps
 

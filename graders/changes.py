@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any, Literal
 
 from sqlalchemy import select
@@ -54,12 +53,17 @@ class ChangeRow:
         # built slot by slot: a frozen dataclass's __init__ costs ~10x, and progress builds every row of a step
         out = object.__new__(cls)
         _seq, _table, _key_, _op, _changes, _actor, _at, _tag = _SLOTS
-        _seq(out, int(row["seq"]))
+        seq = row["seq"]
+        _seq(out, seq if type(seq) is int else int(seq))
         _table(out, str(row["table"] if "table" in row else row.get("table_name")))
-        _key_(out, _key(key) if isinstance(key, str) else tuple(key) if isinstance(key, list | tuple) else (key,))
+        if type(key) is str:  # a step's rows give JSON text: a key seen before is one lookup
+            key = _KEYS.get(key) or _key(key)
+        elif type(key) is not tuple:  # exact types first, then the general case
+            key = _key(key) if isinstance(key, str) else tuple(key) if isinstance(key, list | tuple) else (key,)
+        _key_(out, key)
         _op(out, row["op"])
         _changes(out, row.get("changes") or {})
-        _actor(out, row.get("actor_id", row.get("actor")))
+        _actor(out, row["actor_id"] if "actor_id" in row else row.get("actor"))
         _at(out, at if at is None or isinstance(at, str) else at.isoformat())
         _tag(out, row.get("tag"))
         return out
@@ -71,11 +75,36 @@ _SLOTS = tuple(
 """The slot setters ``ChangeRow.of`` fills a new row with (a member descriptor's ``__set__`` skips the frozen check)."""
 
 
-@lru_cache(maxsize=4096)
+_KEYS: dict[str, tuple[Any, ...]] = {}
+"""Logged row keys (JSON text) already read, as tuples: a step's rows often name rows seen before (a plain dict:
+a hit costs one lookup, less than a cached function's call)."""
+
+
 def _key(text: str) -> tuple[Any, ...]:
-    """A logged row key (JSON text) as a tuple; cached, as a step's rows often name rows seen before."""
-    key = json.loads(text)
-    return tuple(key) if isinstance(key, list) else (key,)
+    """A logged row key (JSON text) as a tuple, kept in ``_KEYS``.
+
+    Most keys are one integer (``[17]``): read without the JSON parser, which costs more than the rest of a row
+    (an inserted row's key is always new, so the cache does not spare it).
+    """
+    found = _KEYS.get(text)
+    if found is not None:
+        return found
+    inner = text[1:-1]
+    if (
+        text[:1] == "["
+        and text[-1:] == "]"
+        and inner.isascii()
+        and inner.isdigit()
+        and (inner[0] != "0" or inner == "0")
+    ):
+        found = (int(inner),)
+    else:
+        key = json.loads(text)
+        found = tuple(key) if isinstance(key, list) else (key,)
+    if len(_KEYS) >= 4096:  # bounded: start over rather than grow with every inserted row
+        _KEYS.clear()
+    _KEYS[text] = found
+    return found
 
 
 def read_changes(session: Session, *, after_seq: int = 0) -> tuple[ChangeRow, ...]:

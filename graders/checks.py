@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from bisect import bisect_right
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import date, datetime
 from functools import cached_property, lru_cache
 from typing import Annotated, Any, Literal
@@ -40,6 +40,8 @@ from graders.checks_common import (
     employee_id,
     inserted_ids,
     listing,
+    name_ahead,
+    named_ahead,
     rows_in,
     rx,
     snippet,
@@ -114,6 +116,12 @@ def _ticket_rows(ctx: GradingContext, keys: list[str]) -> set[tuple[str, tuple[A
     return {("tickets", (int(row["id"]),)) for row in found.values() if row is not None}
 
 
+def _field_rows(ctx: GradingContext, key: str, field: str, value: Any) -> set[tuple[str, tuple[Any, ...]]] | None:
+    """``ticket_field_equals``' ``rows`` hook: the ticket's row; the expected assignee or sprint named ahead."""
+    name_ahead(ctx, field, value)
+    return _ticket_rows(ctx, [key])
+
+
 _COLUMN = {"assignee": "assignee_id", "sprint": "sprint_id"}
 """The tickets column a field is read from, where it is not the field's own name."""
 
@@ -145,12 +153,19 @@ def _field_after(
     actual = found[1]
     if field == "assignee" and actual is not None:
         known: dict[int, str | None] = ctx.kept("usernames", ("employees",), dict)  # usernames()'s cache
-        actual = known[actual] if actual in known else usernames(ctx, [actual]).get(actual)
+        if actual in known:
+            actual = known[actual]
+        elif named_ahead(ctx, field, value, actual):  # the expected assignee: no lookup
+            actual = value
+        else:
+            actual = usernames(ctx, [actual]).get(actual)
         if actual is None:
             return None
     elif field == "sprint" and actual is not None:
         names: dict[int, str] = ctx.kept("sprint_names", ("sprints",), dict)
-        if actual not in names:
+        if actual not in names and named_ahead(ctx, field, value, actual):  # the expected sprint: no lookup
+            names[actual] = str(value)  # a name: name_ahead keeps text only
+        elif actual not in names:
             found_name = Sql.of(ctx.session).all(_SPRINT_NAME, [actual])
             if not found_name:
                 return None
@@ -163,7 +178,7 @@ def _field_after(
     "ticket_field_equals",
     validate=lambda kw: _check_value(kw["field"], kw["value"]),
     reads=("tickets",),
-    rows=lambda ctx, key, **_: _ticket_rows(ctx, [key]),
+    rows=_field_rows,
     columns=lambda field, **_: field_columns([field]),
     on_rows=_field_after,
 )
@@ -345,14 +360,26 @@ def _typed_like(tbl: Any, where: Mapping[str, Primitive]) -> bool:
     return True
 
 
-def _row_now(ctx: GradingContext, table: str, pk: str, key: Any, columns: tuple[str, ...]) -> dict[str, Any] | None:
+def _row_now(
+    ctx: GradingContext, table: str, pk: str, key: Any, columns: tuple[str, ...], *, query: bool = True
+) -> Any:
     """Row ``key``'s ``columns`` now: read once (``ctx.lasting``), then the log's later changes of it folded in.
 
     Every write goes through the change log, so a value read at seq N plus the row's logged changes after N
-    is the value now; None when the row does not exist.
+    is the value now; None when the row does not exist. With ``query=False`` a row not read yet is not read:
+    one the episode inserted is folded from its insert on (it did not exist before), and for any other the
+    answer is ``_UNKNOWN``.
     """
     memo_key = ("row_now", table, key, columns)
     base = ctx.lasting.get(memo_key)
+    if base is None and not query:
+        if ("row_unlogged", table, key) in ctx.lasting:
+            return _UNKNOWN
+        first = next((r for r in ctx.changed_rows(table) if r.key[0] == key), None)
+        if first is None or first.op != "insert":
+            ctx.lasting[("row_unlogged", table, key)] = True  # its first change stays its first
+            return _UNKNOWN
+        base = ctx.lasting[memo_key] = [0, None]  # before the episode's first change: the insert is folded in
     if base is None:
         found = Sql.of(ctx.session).one(
             f"SELECT {', '.join(columns)} FROM {table} WHERE {pk} = ?",  # noqa: S608 - schema names checked at load
@@ -491,6 +518,9 @@ def _row_exists_on_changes(
         ctx.lasting.pop(memo_key, None)
         return None
     verdict, key, unique = found
+    if key is _SCAN:  # any changed row may match: nothing to keep it by (and nothing holds it)
+        ctx.lasting.pop(memo_key, None)
+        return verdict
     changed = len(_changed_ids(ctx, table)) if scope == "changed" else 0
     value = tuple(where[c] for c in unique) if unique is not None else None
     ctx.lasting[memo_key] = (where, logged, key, unique, value, verdict, changed)
@@ -510,12 +540,15 @@ def _row_exists_from_log(
         tbl = schema_table(table)
         pk = next(iter(tbl.primary_key)).name
         unique = (pk,) if type(where.get(pk)) is int else _unique_columns(tbl, where)
-        typed = unique is not None and _typed_like(tbl, where)
+        typed = _typed_like(tbl, where)
         plan = (where, pk, unique, typed, json.dumps(where, sort_keys=True), tuple(sorted(where)))
         ctx.lasting[("row_plan", table, id(where))] = plan
     _, pk, unique, typed, shown, columns = plan
-    if not typed or unique is None:
+    if not typed or (unique is None and scope != "changed"):
         return None
+    if unique is None:
+        scanned = _row_scan(ctx, table, pk, where, shown, columns)
+        return None if scanned is None else (scanned, _SCAN, None)
     key = where[pk] if unique == (pk,) else _row_id(ctx, table, pk, unique, tuple(where[c] for c in unique))
     if key is _UNKNOWN:
         return None
@@ -523,6 +556,9 @@ def _row_exists_from_log(
     checked = ""
     if scope == "changed":
         ids = _changed_ids(ctx, table)
+        if key is not None and key not in ids and ("row_now", table, key, columns) not in ctx.lasting:
+            _row_now(ctx, table, pk, key, columns)  # read ahead (progress asks this as it starts): the step that
+            # changes the row folds its logged change in rather than querying it
         if not ids:
             return (0.0, f"no row of {table} changed during the episode (wanted {shown})", {}), key, named_by
         checked = f" ({len(ids)} changed rows checked)"
@@ -530,21 +566,60 @@ def _row_exists_from_log(
     else:
         values = _row_now(ctx, table, pk, key, columns) if key is not None else None
     if values is not None:
-        for column, want in where.items():
-            have = values[column]
-            if have is None or want is None:
-                if have is not want:
-                    values = None
-                    break
-            elif type(have) is not type(want) and not (type(want) is bool and type(have) is int):
-                return None  # a value the log holds in another type: leave it to the query (a flag read as 0/1)
-            elif have != want:
-                values = None
-                break
+        matches = _matches(values, where)
+        if matches is None:
+            return None
+        if not matches:
+            values = None
     if values is None:
         missing = f"no {'changed ' if scope == 'changed' else ''}row of {table} matches {shown}{checked}"
         return (0.0, missing, {}), key, named_by
     return (1.0, f"{table} row {[key]} matches {shown}", {"key": [key]}), key, named_by
+
+
+_SCAN = object()
+"""What ``_row_exists_from_log`` names as the row of a verdict found by scanning the changed rows (no one row)."""
+
+
+def _matches(values: Mapping[str, Any], where: Mapping[str, Primitive]) -> bool | None:
+    """Whether a row's ``values`` equal ``where`` column by column; None when a value's type leaves it to SQL."""
+    for column, want in where.items():
+        have = values[column]
+        if have is None or want is None:
+            if have is not want:
+                return False
+        elif type(have) is not type(want) and not (type(want) is bool and type(have) is int):
+            return None  # a value the log holds in another type: leave it to the query (a flag read as 0/1)
+        elif have != want:
+            return False
+    return True
+
+
+def _row_scan(
+    ctx: GradingContext, table: str, pk: str, where: dict[str, Primitive], shown: str, columns: tuple[str, ...]
+) -> tuple[float, str, dict[str, Any]] | None:
+    """``row_exists``' ``scope='changed'`` verdict for a ``where`` no unique columns name: the changed rows, scanned.
+
+    The check's query takes the first changed row (by primary key) that equals ``where``; so does this, on the
+    rows' values as the log leaves them. A row the episode inserted is its insert with the later changes folded
+    in, so a request the agent files is judged without a query; None when a row before the match was only
+    updated and not read yet (the query decides, as before).
+    """
+    ids = _changed_ids(ctx, table)
+    if not ids:
+        return 0.0, f"no row of {table} changed during the episode (wanted {shown})", {}
+    for key in sorted(ids):
+        values = _row_now(ctx, table, pk, key, columns, query=False)
+        if values is _UNKNOWN:
+            return None
+        if values is None:
+            continue
+        matches = _matches(values, where)
+        if matches is None:
+            return None
+        if matches:
+            return 1.0, f"{table} row {[key]} matches {shown}", {"key": [key]}
+    return 0.0, f"no changed row of {table} matches {shown} ({len(ids)} changed rows checked)", {}
 
 
 def _row_exists_holds(
@@ -717,7 +792,19 @@ def _scoped(ctx: GradingContext, scope: Scope, table_name: str | None = None) ->
 
 
 def _collateral(ctx: GradingContext, allowed: list[AllowedChange], scope: Scope) -> tuple[float, str, dict[str, Any]]:
+    """``no_collateral_changes``' verdict as (score, evidence, details): ``_collateral_on_changes`` (no rows given)."""
+    return _collateral_on_changes(ctx, (), allowed, scope)
+
+
+def _collateral_on_changes(
+    ctx: GradingContext, rows: Sequence[ChangeRow], allowed: list[AllowedChange], scope: Scope = "actor"
+) -> tuple[float, str, dict[str, Any]]:
     """``no_collateral_changes``' verdict as (score, evidence, details), folding in only the log's new rows.
+
+    The ``on_changes`` evaluator of ``graders.progress`` itself (``rows`` are in the log, which it reads from
+    where it stopped), so a step asks it in one frame and skips building a ``CheckOutcome``; a step that added
+    none of the agent's rows hands back the very verdict of the step before, which ``graders.progress`` then
+    does not compare (nothing mutates a verdict: a new one is built when it moves).
 
     A logged row and the rules never change, and the log only grows, so the rows judged so far and their
     violations are kept (``ctx.lasting``): the per-step progress score judges only the rows the step added,
@@ -737,7 +824,8 @@ def _collateral(ctx: GradingContext, allowed: list[AllowedChange], scope: Scope)
         verdict: tuple[float, str, dict[str, Any]] = seen[4]
         return verdict
     shapes: dict[tuple[Any, ...], bool | tuple[frozenset[str], ...]] = seen[3]
-    judged: list[tuple[ChangeRow, bool | None]] = []  # None: admitted only by keyed rules, not matched by id
+    judged: list[tuple[ChangeRow, bool | None]] = []  # rows not admitted yet; None: only keyed rules may admit it
+    admitted = 0  # rows the rules admit (counted, not listed: most rows are)
     keyed: dict[int, tuple[frozenset[str], ...]] = {}
     by_id: dict[tuple[str, Any], Any] = ctx.lasting.get("natural_by_id", {})
     named: dict[tuple[str, Any], str] | None = seen[7]
@@ -753,8 +841,11 @@ def _collateral(ctx: GradingContext, allowed: list[AllowedChange], scope: Scope)
         rule = shapes.get(shape)
         if rule is None:
             rule = shapes[shape] = _rule_for(allowed, row)
-        if rule is True or rule is False:  # a rule without keys admits it, or none does
-            judged.append((row, rule))
+        if rule is True:  # a rule without keys admits it
+            admitted += 1
+            continue
+        if rule is False:  # no rule does
+            judged.append((row, False))
             continue
         names: list[str | None] = [str(row.key[0]) if len(row.key) == 1 else json.dumps(list(row.key))]
         natural_column = _NATURAL.get(row.table)
@@ -768,18 +859,24 @@ def _collateral(ctx: GradingContext, allowed: list[AllowedChange], scope: Scope)
             ticket = ("tickets", row.changes.get("ticket_id"))
             if ticket[1] is not None and ticket not in renamed:
                 names.append(named.get(ticket))
-        matched = any(name in ks for name in names for ks in rule)
-        if matched or len(names) > 1:
-            judged.append((row, matched))
+        matched = False  # whether one of its names is in a keyed rule's keys (a loop: a generator costs more)
+        for ks in rule:
+            if names[0] in ks or (len(names) > 1 and names[1] in ks):
+                matched = True
+                break
+        if matched:
+            admitted += 1
+        elif len(names) > 1:
+            judged.append((row, False))
         else:  # its natural key may match: looked up below, for all such rows at once
             judged.append((row, None))
             keyed[row.seq] = rule
     seen[0] = len(log)
-    if not judged and seen[4] is not None:
+    if not judged and not admitted and seen[4] is not None:
         verdict = seen[4]  # none of the new rows is judged: the verdict stands, the very same tuple
         return verdict
     natural = _natural_keys(ctx, [r for r, ok in judged if ok is None and r.table in _NATURAL]) if keyed else {}
-    seen[1] += len(judged)
+    seen[1] += admitted + len(judged)
     violations: list[ChangeRow] = seen[2]
     for row, ok in judged:  # in seq order
         if not (ok if ok is not None else any(natural.get(row.seq, "") in ks for ks in keyed[row.seq])):
@@ -851,19 +948,6 @@ def _rule_for(allowed: list[AllowedChange], row: ChangeRow) -> bool | tuple[froz
     if len(key_sets) < len(fits) or not fits:
         return bool(fits)
     return key_sets
-
-
-def _collateral_on_changes(
-    ctx: GradingContext, rows: list[ChangeRow], allowed: list[AllowedChange], scope: Scope = "actor"
-) -> tuple[float, str, dict[str, Any]]:
-    """``no_collateral_changes`` for ``graders.progress``: the verdict folded on from the log (``rows`` are in it).
-
-    The same function as the check's, returned as the tuple ``on_changes`` gives, so a step skips building a
-    ``CheckOutcome`` and copying its details; a step that added none of the agent's rows hands back the very
-    verdict of the step before, which ``graders.progress`` then does not compare (nothing mutates a verdict:
-    a new one is built when it moves).
-    """
-    return _collateral(ctx, allowed, scope)
 
 
 @check_fn("no_collateral_changes", on_changes=_collateral_on_changes)

@@ -79,6 +79,35 @@ def usernames(ctx: GradingContext, ids: Iterable[int | None]) -> dict[int, str]:
     return {i: name for i in given if (name := known.get(i)) is not None}
 
 
+_AHEAD = {
+    "assignee": ("employees", "SELECT id, username FROM employees WHERE username = ? ORDER BY id"),
+    "sprint": ("sprints", "SELECT id, name FROM sprints WHERE name = ? ORDER BY id"),
+}
+"""The field values named by another table's row (an assignee by username, a sprint by name): that table, and
+the ids of the rows that carry a name."""
+
+
+def name_ahead(ctx: GradingContext, field: str, value: Any) -> None:
+    """Look up the ids carrying an expected assignee's or sprint's name once, as progress starts.
+
+    The step that assigns the ticket (or plans it into a sprint) then needs no lookup to name the new value:
+    most such steps set the expected one. Kept with how many rows of that table the log had changed, since a
+    name is not the ticket's to keep: a later change to the table makes it unknown again (the usual lookup
+    decides). Several sprints may share a name: any of them names the value.
+    """
+    if type(value) is not str or field not in _AHEAD:
+        return
+    table, sql = _AHEAD[field]
+    ids = frozenset(row[0] for row in Sql.of(ctx.session).all(sql, (value,)) if row[1] == value)  # exactly it
+    ctx.lasting[("named_ahead", field, value)] = (len(ctx.changed_rows(table)), ids)
+
+
+def named_ahead(ctx: GradingContext, field: str, value: Any, actual: Any) -> bool:
+    """Whether id ``actual`` is one ``name_ahead`` found carrying ``value``, with no row of its table changed since."""
+    found = ctx.lasting.get(("named_ahead", field, value))
+    return found is not None and actual in found[1] and found[0] == len(ctx.changed_rows(_AHEAD[field][0]))
+
+
 def inserted_ids(ctx: GradingContext, table_name: str) -> list[Any]:
     """Primary keys (first column) of the rows this episode inserted into ``table_name``, in log order."""
     return [row.key[0] for row in ctx.changed_rows(table_name) if row.op == "insert"]

@@ -151,7 +151,10 @@ def _summary_decided(check: str) -> Any:
     """
 
     def on_changes(ctx: GradingContext, rows: Any, **params: Any) -> tuple[float, str, dict[str, Any]]:
-        if _submit_summary(ctx) is None:
+        steps = ctx.steps
+        action = steps[-1].get("action") if steps else None
+        name = action.get("name") if type(action) is dict else None
+        if (type(name) is str and name != "submit") or _submit_summary(ctx) is None:  # most steps: a plain name
             return _NOT_SUBMITTED
         out = _CHECKS[check](ctx, **params)
         return out.score, out.evidence, dict(out.details)
@@ -159,7 +162,7 @@ def _summary_decided(check: str) -> Any:
     return on_changes
 
 
-@check_fn("submit_explains", kind="trace", on_changes=_summary_decided("submit_explains"))
+@check_fn("submit_explains", kind="trace", on_changes=_summary_decided("submit_explains"), moved_by=("submit",))
 def submit_explains(ctx: GradingContext, patterns: Annotated[list[Regex], Field(min_length=1)]) -> CheckOutcome:
     """The episode ended with a successful ``submit`` whose summary matches every pattern (any case).
 
@@ -175,7 +178,7 @@ def submit_explains(ctx: GradingContext, patterns: Annotated[list[Regex], Field(
     return CheckOutcome.of(True, f"the submit summary says why: {summary[:160]!r}")
 
 
-@check_fn("submit_answer", kind="trace", on_changes=_summary_decided("submit_answer"))
+@check_fn("submit_answer", kind="trace", on_changes=_summary_decided("submit_answer"), moved_by=("submit",))
 def submit_answer(ctx: GradingContext, pattern: Regex, value: str, label: str = "the answer") -> CheckOutcome:
     """The ``submit`` summary states ``value`` as ``pattern``'s first group, and nothing else of that kind.
 

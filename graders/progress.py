@@ -96,6 +96,17 @@ def _plain_copy(value: Any) -> Any:
     return _NOT_PLAIN
 
 
+def _last_name(steps: Sequence[Mapping[str, Any]]) -> str:
+    """The action name of the last step record, read as the trace checks read it (``checks_trace._name``)."""
+    if not steps:
+        return ""
+    action = steps[-1].get("action") or {}
+    if type(action) is dict:
+        name = action.get("name", "")
+        return name if type(name) is str else str(name)
+    return str(action.get("name", "")) if isinstance(action, Mapping) else ""
+
+
 class Progress:
     """The running partial score of ``rubric`` over one episode.
 
@@ -138,10 +149,18 @@ class Progress:
         # how many steps it has seen; a check no new step could move is asked only when ``results`` is (lagging,
         # as is a check an ``on_step`` evaluator answered ``LATER`` for)
         self._step_hooks: dict[int, tuple[Callable[..., bool], list[int]]] = {}
+        # those of them whose verdict reads only the last step (``check_fn(moved_by=)``): the step names that may
+        # move each, the ones asked since a step so named (open: the next step asks again), all such names, and
+        # whether every trace check is one of them (then a read step named otherwise costs one name lookup)
+        self._gated: dict[int, frozenset[str]] = {}
+        self._open: set[int] = set()
+        self._gate_names: frozenset[str] = frozenset()
+        self._all_gated = False
         self._lagging: set[int] = set()
         self._any: list[int] = []  # state checks that declare nothing: after any step that changed a row
         self._any_deciding: list[int] = []  # state checks on every table with an ``on_changes`` evaluator
         self._stale: frozenset[int] = frozenset()  # the checks every step that changed a row re-runs
+        self._group_tables: frozenset[str] = frozenset()  # the tables some ``on_step`` function reads
         # table checks whose last verdict stands until a step changes what their ``holds`` hook named: the
         # hook, the index entries each held check is under, and the indexes (rows, inserts into a table,
         # updates of a column)
@@ -179,33 +198,43 @@ class Progress:
 
     def update(self, rows: Sequence[Mapping[str, Any]]) -> float:
         """Fold in the change-log rows one step wrote (possibly none); returns the new partial score."""
-        if self._started and not rows and not self._always:
-            return self.value  # nothing changed and nothing reads the steps: the verdicts stand
-        changed = [ChangeRow.of(r) for r in rows]
-        if changed:
-            self.ctx.extend(changed)
         if not self._started:
+            if rows:
+                self.ctx.extend(list(map(ChangeRow.of, rows)))
             self._start()
             return self._combine()
+        if not rows:
+            if self._always:
+                if self._all_gated and not self._open and self._unmoving():
+                    return self.value  # every trace check reads the last step alone, and this one cannot move it
+                self._moved = False
+                self._steps_only()
+                if self._moved:
+                    return self._combine()
+            return self.value  # nothing changed and nothing reads the steps: the verdicts stand
         self._moved = False
-        if changed:
-            stale = set(self._stale)
-            by_table: dict[str, list[ChangeRow]] = {}
+        changed = list(map(ChangeRow.of, rows))
+        ctx = self.ctx
+        by_table = ctx.extend(changed)  # the step's rows by table, as the context files them
+        stale = set(self._stale)
+        # the checks an evaluator may settle from the rows: (check, evaluator, its rows), asked in one loop below
+        # rather than through a method per check (the frames cost as much as most evaluators do)
+        asking: list[tuple[int, Callable[..., Any], list[ChangeRow]]] = []
+        by_row = self._by_row
+        if by_row:
             by_check: dict[int, list[ChangeRow]] = {}
-            by_row = self._by_row
             for r in changed:
-                rows_of = by_table.get(r.table)
-                if rows_of is None:
-                    by_table[r.table] = [r]
-                else:
-                    rows_of.append(r)
-                if by_row:
-                    for i in by_row.get((r.table, r.key), ()):
-                        by_check.setdefault(i, []).append(r)
-            self.ctx.forget(by_table)
-            on_rows, on_changes, touches, held = self._on_rows, self._on_changes, self._touches, self._held
-            if held:
-                self._wake(changed)
+                for i in by_row.get((r.table, r.key), ()):
+                    found = by_check.get(i)
+                    if found is None:
+                        by_check[i] = [r]
+                    else:
+                        found.append(r)
+        ctx.forget(by_table)
+        on_rows, on_changes, touches, held = self._on_rows, self._on_changes, self._touches, self._held
+        if held:
+            self._wake(changed)
+        if by_row:
             for i, check_rows in by_check.items():
                 if i in stale:
                     continue
@@ -216,45 +245,118 @@ class Progress:
                             break
                     else:
                         continue
-                if i not in on_rows or not self._decided(i, check_rows):
+                evaluate = on_rows.get(i)
+                if evaluate is None:
                     stale.add(i)
-            deciding: dict[int, list[ChangeRow]] = {}
-            for table, table_rows in by_table.items():
-                for i in self._by_table.get(table, ()):
-                    if i in stale or i in held or (i in touches and not self._touched(i, table_rows)):
-                        continue
-                    if i in on_changes:
-                        deciding.setdefault(i, []).extend(table_rows)
-                    else:
-                        stale.add(i)
-            for i in self._any_deciding:
-                if i in stale or (i in touches and not self._touched(i, changed)):
+                else:
+                    asking.append((i, evaluate, check_rows))
+        deciding: dict[int, list[ChangeRow]] = {}
+        checks_of = self._by_table
+        for table, table_rows in by_table.items():
+            for i in checks_of.get(table, ()):
+                if i in stale or i in held or (i in touches and not self._touched(i, table_rows)):
                     continue
-                if not self._decided(i, changed):
+                if i in on_changes:
+                    deciding.setdefault(i, []).extend(table_rows)
+                else:
                     stale.add(i)
-            for i, check_rows in deciding.items():
-                if len(by_table) > 1:
-                    check_rows.sort(key=_seq)
-                if not self._decided(i, check_rows):
-                    stale.add(i)
-            if self._grouped:
-                self._step_groups(by_table, stale)
-            for i in self._traced:  # trace checks that fold the new steps in themselves
-                if self._still(i) or self._decided(i, changed):
-                    stale.discard(i)
+        for i in self._any_deciding:
+            if i not in stale and (i not in touches or self._touched(i, changed)):
+                asking.append((i, on_changes[i], changed))
+        for i, check_rows in deciding.items():
+            if len(by_table) > 1:
+                check_rows.sort(key=_seq)
+            asking.append((i, on_changes[i], check_rows))
+        outcomes, kwargs = self._outcomes, self._kwargs
+        for i, evaluate, check_rows in asking:  # what ``_decided`` does, inlined
+            try:
+                out = evaluate(ctx, check_rows, **kwargs[i])
+            except Exception:  # an evaluator that fails leaves it to the check itself: exactness first
+                out = None
+            if out is None:
+                stale.add(i)
+            elif out is not outcomes[i]:
+                self._store(i, out)
+        if self._grouped and not self._group_tables.isdisjoint(by_table):
+            self._step_groups(by_table, stale)
+        hooks, gated = self._step_hooks, self._gated
+        name = _last_name(ctx.steps) if gated else ""
+        for i in self._traced:  # trace checks that fold the new steps in themselves
+            if (gated and self._shut(i, name)) or (hooks and self._still(i)):
+                continue
+            try:
+                out = on_changes[i](ctx, changed, **kwargs[i])
+            except Exception:  # as above
+                out = None
+            if out is None:
+                stale.add(i)
+            elif out is not outcomes[i]:
+                self._store(i, out)
+        if stale:
             for i in sorted(stale) if len(stale) > 1 else stale:
                 self._run(i)
             if self._unbound:
                 self._rebind(stale)
-            if self._holds:
-                for i in deciding:
-                    if i in self._holds:
-                        self._hold(i)
-        else:
-            for i in self._always:
-                if i not in self._traced or not (self._still(i) or self._decided(i, changed)):
-                    self._run(i)
+        if self._holds and deciding:
+            for i in deciding:
+                if i in self._holds:
+                    self._hold(i)
         return self._combine() if self._moved else self.value
+
+    def _steps_only(self) -> None:
+        """Bring the trace checks up to date after a step that changed no row (a read): the steps are all that moved.
+
+        The evaluator is called here rather than through ``_decided`` (a read step of an impossible variant is
+        nothing but this: two frames fewer is a third of its cost).
+        """
+        on_changes, hooks, gated, kwargs, ctx = self._on_changes, self._step_hooks, self._gated, self._kwargs, self.ctx
+        name = _last_name(ctx.steps) if gated else ""
+        for i in self._always:
+            evaluate = on_changes.get(i)
+            if evaluate is not None:
+                if (gated and self._shut(i, name)) or (hooks and self._still(i)):
+                    continue
+                try:
+                    found = evaluate(ctx, [], **kwargs[i])
+                except Exception:  # an evaluator that fails leaves it to the check itself: exactness first
+                    found = None
+                if found is not None:
+                    if found is not self._outcomes[i]:
+                        self._store(i, found)
+                    continue
+            self._run(i)
+
+    def _unmoving(self) -> bool:
+        """Whether the last step's name is none a gated trace check is moved by (``check_fn(moved_by=)``).
+
+        Read from the trace's last record when it is a step with a plain name (the live episode's list), so a read
+        step costs a lookup, not the step list's upkeep; else as the trace checks read it.
+        """
+        trace = self.ctx.trace
+        last = trace[len(trace) - 1] if trace else None
+        if last is not None and last.get("type", "step") == "step":
+            action = last.get("action")
+            name = action.get("name") if type(action) is dict else None
+            if type(name) is str:
+                return name not in self._gate_names
+        return _last_name(self.ctx.steps) not in self._gate_names
+
+    def _shut(self, i: int, name: str) -> bool:
+        """Whether trace check ``i`` need not be asked after a last step named ``name`` (``check_fn(moved_by=)``).
+
+        It reads the last step alone and every step not named in its set gives it one verdict: after such a step
+        that follows another it stands (shut). A step named in the set, or the first one after it, asks it.
+        """
+        gate = self._gated.get(i)
+        if gate is None:
+            return False
+        if name in gate:
+            self._open.add(i)
+            return False
+        if i in self._open:
+            self._open.discard(i)  # asked now: its verdict is the one every step named otherwise gives
+            return False
+        return True
 
     def _still(self, i: int) -> bool:
         """Whether no step since trace check ``i`` was last asked can move its score (its ``touches`` hook says).
@@ -330,15 +432,14 @@ class Progress:
                 verdicts = on_step(self.ctx, rows, params)
             except Exception:  # an evaluator that fails re-runs every check of it: exactness first
                 verdicts = dict.fromkeys(range(len(checks)))
+            outcomes = self._outcomes
             for pos, out in verdicts.items():
                 i = checks[pos]
-                if i in stale:
-                    continue
                 if out is None:
                     stale.add(i)
                 elif out is LATER:  # the score stands, the evidence moved: asked again when results are
                     self._lagging.add(i)
-                else:
+                elif out is not outcomes[i] and i not in stale:  # a kept verdict handed back: nothing to store
                     self._store(i, out)
 
     def _decided(self, i: int, rows: list[ChangeRow]) -> bool:
@@ -380,7 +481,10 @@ class Progress:
         """Keep check ``i``'s new outcome, and the running parts of the value when its score moved."""
         score, evidence, details = self._outcomes[i]
         if outcome[1] == evidence and outcome[0] == score and outcome[2] == details:
-            return  # the same verdict: the result built from it (if any) stands
+            # the same verdict: the result built from it (if any) stands; the equal tuple is kept instead, so an
+            # evaluator that hands it back next step (a kept verdict) is known by identity, with no comparison
+            self._outcomes[i] = outcome
+            return
         self._outcomes[i] = outcome
         self._results[i] = None
         new = outcome[0]
@@ -486,6 +590,9 @@ class Progress:
                     self._on_changes[i] = spec.on_changes
                     if spec.touches is not None:
                         self._step_hooks[i] = (spec.touches, [len(self.ctx.steps)])
+                    if spec.moved_by is not None and spec.touches is None:  # one way to skip it, not two
+                        self._gated[i] = spec.moved_by
+                        self._open.add(i)  # its first verdict came from a full run: the next step asks it
                 continue
             kwargs = self._kwargs[i]
             if self._bind_rows(i):
@@ -514,7 +621,11 @@ class Progress:
                     self._touches[i] = spec.touches
             else:
                 self._any.append(i)
-        self._stale = frozenset(self._always) | frozenset(self._any)
+        # every step that changed a row re-runs these (trace checks with an evaluator are asked it instead)
+        self._stale = frozenset(self._always).difference(self._traced) | frozenset(self._any)
+        self._group_tables = frozenset(t for _, tables in self._grouped for t in tables)
+        self._gate_names = frozenset(n for names in self._gated.values() for n in names)
+        self._all_gated = bool(self._always) and all(i in self._gated for i in self._always)
         for on_step, _, params in self._grouped.values():  # asked once with no rows: what it keeps is built now,
             with contextlib.suppress(Exception):  # in the step that grades everything (the answer is not used);
                 on_step(self.ctx, [], params)  # one that fails is asked again at each step, and re-runs then

@@ -121,6 +121,11 @@ class CheckFnSpec:
     One call a step instead of a ``touches`` and an ``on_changes`` call per check, which is what a rubric with
     a score per comment of a review needs. It must never leave out a check whose verdict moved. ``LATER`` for a
     check says its score stands but its evidence moved: it is run again only when the results are asked for."""
+    moved_by: frozenset[str] | None = None
+    """For a trace check with ``on_changes`` whose verdict reads only the last step record: the action names of
+    the steps that may give it another verdict than every other step gives (``submit_explains``: a submit). After
+    a step named otherwise that follows one named otherwise, ``graders.progress`` does not ask it at all (its
+    verdict, the one such steps all give, stands), so a read step of an impossible variant costs no call."""
 
     @functools.cached_property
     def params(self) -> type[BaseModel]:
@@ -191,6 +196,7 @@ def check_fn(
     on_changes: Callable[..., tuple[float, str, Mapping[str, Any]] | None] | None = None,
     holds: Callable[..., tuple[Any, Any, Any] | None] | None = None,
     on_step: Callable[..., Mapping[int, tuple[float, str, Mapping[str, Any]] | Later | None]] | None = None,
+    moved_by: tuple[str, ...] | None = None,
 ) -> Callable[[_Fn], _Fn]:
     """Register ``fn(ctx, **params)`` under ``name``; params must be typed keyword parameters.
 
@@ -200,7 +206,8 @@ def check_fn(
     check that declares neither is re-run after every step that changed anything. ``columns`` narrows ``rows``
     to the columns read, and ``on_rows`` (``on_changes`` for a ``reads`` check) decides the verdict from the
     changed rows alone when it can, ``holds`` what must change before its verdict can, and ``on_step`` decides
-    for all of a rubric's checks of the function at once.
+    for all of a rubric's checks of the function at once; ``moved_by`` names the steps that can move a trace
+    check that reads only the last step.
     """
 
     def register(fn: _Fn) -> _Fn:
@@ -223,6 +230,7 @@ def check_fn(
             on_changes=on_changes,
             holds=holds,
             on_step=on_step,
+            moved_by=frozenset(moved_by) if moved_by is not None else None,
         )
         return fn
 

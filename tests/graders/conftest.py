@@ -222,3 +222,48 @@ def store(tmp_path_factory):
     from worlds.store import WorldStore
 
     return WorldStore(tmp_path_factory.mktemp("grader-worlds"))
+
+
+@pytest.fixture
+def evaluated(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str, bool]]:
+    """Every ``on_rows``/``on_changes`` evaluator call of every ``Progress`` made while the test runs.
+
+    As (check id, check function, whether it decided: a verdict rather than None). ``graders.progress`` calls
+    the evaluators inline on its hot path, so a test that counts them wraps each one as progress indexes it
+    (when it starts, and when a check moves to its rows) rather than spying on a method.
+    """
+    from graders import progress
+
+    calls: list[tuple[str, str, bool]] = []
+
+    def wrap(live: progress.Progress, i: int, table: dict[int, Any]) -> None:
+        evaluate = table[i]
+        if getattr(evaluate, "__spied__", False):
+            return
+        check = live._checks[i]
+
+        def spy(ctx: Any, rows: Any, **kwargs: Any) -> Any:
+            out = evaluate(ctx, rows, **kwargs)
+            calls.append((check.id, check.fn, out is not None))
+            return out
+
+        spy.__spied__ = True  # type: ignore[attr-defined]
+        table[i] = spy
+
+    start, bind = progress.Progress._start, progress.Progress._bind_rows
+
+    def spied_start(self: progress.Progress) -> None:
+        start(self)
+        for table in (self._on_rows, self._on_changes):
+            for i in list(table):
+                wrap(self, i, table)
+
+    def spied_bind(self: progress.Progress, i: int) -> bool:
+        bound = bind(self, i)
+        if self._started and i in self._on_rows:
+            wrap(self, i, self._on_rows)
+        return bound
+
+    monkeypatch.setattr(progress.Progress, "_start", spied_start)
+    monkeypatch.setattr(progress.Progress, "_bind_rows", spied_bind)
+    return calls

@@ -86,26 +86,18 @@ class Checked(Episode):
 
 
 @pytest.mark.parametrize(("scenario", "agent", "seed", "options"), CASES, ids=[f"{c[0]}-{c[1]}-{c[2]}" for c in CASES])
-def test_progress_after_every_step_equals_a_full_grade(scenario, agent, seed, options, store, monkeypatch):
+def test_progress_after_every_step_equals_a_full_grade(scenario, agent, seed, options, store, evaluated):
     if scenario == "fix-failing-test-v0" and not get_sandbox().available():
         if os.environ.get("CI") == "true":
             pytest.fail("no working sandbox under CI")
         pytest.skip("no working code sandbox here")
-    import graders.progress as progress
-
-    decided: list[str] = []
-    real = progress.Progress._decided
-    monkeypatch.setattr(
-        progress.Progress,
-        "_decided",
-        lambda self, i, rows: (out := real(self, i, rows)) and decided.append(self._checks[i].fn) or out,
-    )
     with Checked(scenario, store=store) as episode:
         score = run_agent(episode, agent, seed, {**options, "progress": True})
         assert episode.compared >= (1 if agent == "noop" else 3)
         if agent == "oracle":
             assert score.value == 1.0
             if scenario in DECIDED:  # the evaluators answered, so the comparisons above held them to the grade
+                decided = [fn for _, fn, answered in evaluated if answered]
                 assert decided.count(DECIDED[scenario]) >= 5, decided
 
 
@@ -142,7 +134,7 @@ def test_progress_is_off_unless_asked_for_and_a_bad_value_changes_nothing(store)
         assert episode.episode_id == before and not episode.done
 
 
-def test_a_step_re_runs_only_the_checks_its_rows_can_change(store, monkeypatch):
+def test_a_step_re_runs_only_the_checks_its_rows_can_change(store, monkeypatch, evaluated):
     """Reads re-run nothing; filing one case's ticket re-runs (or decides) that case's checks, not the others'."""
     import json
     import re
@@ -153,15 +145,6 @@ def test_a_step_re_runs_only_the_checks_its_rows_can_change(store, monkeypatch):
     ran: list[str] = []
     real = progress.Progress._run
     monkeypatch.setattr(progress.Progress, "_run", lambda self, i: ran.append(self._checks[i].id) or real(self, i))
-    decided = progress.Progress._decided  # a check its evaluator decided from the rows counts as re-run here
-
-    def decide(self, i, rows):
-        found = decided(self, i, rows)
-        if found:
-            ran.append(self._checks[i].id)
-        return found
-
-    monkeypatch.setattr(progress.Progress, "_decided", decide)
     stored = progress.Progress._store  # and so does one an ``on_step`` evaluator decided (it stores the verdict)
     monkeypatch.setattr(
         progress.Progress, "_store", lambda self, i, out: ran.append(self._checks[i].id) or stored(self, i, out)
@@ -172,8 +155,10 @@ def test_a_step_re_runs_only_the_checks_its_rows_can_change(store, monkeypatch):
 
         def step(action):
             ran.clear()
+            evaluated.clear()
             out = original(action)
-            steps.append((action["name"], json.dumps(action.get("arguments", {})), list(ran)))
+            decided = [cid for cid, _, answered in evaluated if answered]  # decided from the rows: re-run here
+            steps.append((action["name"], json.dumps(action.get("arguments", {})), list(ran) + decided))
             return out
 
         episode.step = step  # type: ignore[method-assign]

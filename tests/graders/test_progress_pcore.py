@@ -309,7 +309,7 @@ def test_a_trace_check_with_an_evaluator_folds_the_new_steps_in_and_equals_a_ful
     assert evidence[0] == "no tool errors in 1 steps" and evidence[-1].startswith("2 tool errors: step 1 ")
 
 
-def test_a_held_row_verdict_is_not_asked_until_its_row_or_key_can_move(world, monkeypatch):
+def test_a_held_row_verdict_is_not_asked_until_its_row_or_key_can_move(world, evaluated):
     asks = {
         "eng3": ({"key": "ENG-3", "status": "backlog"}, "any"),
         "eng4": ({"key": "ENG-4", "status": "backlog"}, "any"),
@@ -326,12 +326,6 @@ def test_a_held_row_verdict_is_not_asked_until_its_row_or_key_can_move(world, mo
             for k, (w, s) in asks.items()
         ),
     )
-    asked: list[tuple[int, str]] = []
-    real = Progress._decided
-    step = [0]
-    monkeypatch.setattr(
-        Progress, "_decided", lambda self, i, rows: asked.append((step[0], self._checks[i].id)) or real(self, i, rows)
-    )
     progress = Progress(rubric, GradingContext(session=world.session, trace=[], actor_id=1))
     progress.update([])
     edits: list[Callable[[], Any]] = [
@@ -343,16 +337,17 @@ def test_a_held_row_verdict_is_not_asked_until_its_row_or_key_can_move(world, mo
         lambda: setattr(world.ticket("ENG-2"), "key", "ENG-22"),  # a key moved: every check named by key
     ]
     seq = world.start_seq
+    by_step: list[list[str]] = []  # the checks whose evaluator each step asked
     for n, edit in enumerate(edits):
-        step[0] = n
         edit()
         world.session.flush()
         rows = read_changes(world.session, after_seq=seq)
         seq = rows[-1].seq
+        evaluated.clear()
         progress.update(rows)  # type: ignore[arg-type]
+        by_step.append(sorted(cid for cid, _, _ in evaluated))
         full = grade(rubric, world.ctx())
         assert progress.results() == full.checks, n
-    by_step = [sorted(k for s, k in asked if s == n) for n in range(len(edits))]
     assert by_step[0] == by_step[1] == ["changed"]
     assert by_step[2] == ["changed", "eng3"] and by_step[3] == ["changed", "id5"]
     assert by_step[4] == ["changed", "eng3", "eng4", "eng9"], "an insert may carry a key"
