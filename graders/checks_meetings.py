@@ -200,13 +200,23 @@ def _dm_channels(ctx: GradingContext, attendees: Sequence[str]) -> set[int]:
 
 
 def _the_meeting(ctx: GradingContext, title_pattern: str) -> tuple[Any, str]:
-    """(meeting row or None, evidence prefix): the latest matching live meeting."""
-    found = _meetings(ctx, title_pattern)
-    if not found:
+    """(meeting row or None, evidence prefix): the latest matching live meeting.
+
+    Kept until an event changes: a booking's every check of the meeting starts with it, so the prefix is
+    written once a step, not once a check.
+    """
+
+    def find() -> tuple[Any, str]:
+        found = _meetings(ctx, title_pattern)
+        if not found:
+            return None, f"no live meeting organised by the agent matches /{title_pattern}/"
+        m = found[-1]
+        return m, f"event #{m.id} {snippet(m.title)} at {m.start_at.isoformat()}"
+
+    m, head = ctx.kept(("the_meeting", title_pattern), ("events",), find)
+    if m is None:
         Calendar.of(ctx).preload(ctx)
-        return None, f"no live meeting organised by the agent matches /{title_pattern}/"
-    m = found[-1]
-    return m, f"event #{m.id} {snippet(m.title)} at {m.start_at.isoformat()}"
+    return m, head
 
 
 def _attendees(ctx: GradingContext, event_id: int) -> list[Any]:
@@ -228,6 +238,22 @@ def _attendees(ctx: GradingContext, event_id: int) -> list[Any]:
         return sorted(found, key=lambda a: a[1])
 
     return ctx.kept(("attendees", event_id), ("event_attendees", "employees"), from_log)
+
+
+def _invitees(ctx: GradingContext, event_id: int) -> tuple[list[int], frozenset[int], frozenset[str], frozenset[int]]:
+    """The meeting's invitees as every check of it asks: ids (by username), ids, usernames, who declined.
+
+    Kept as long as ``_attendees`` (until an invitation or employee changes), so a booking's checks scan the
+    invitations once, not once a check.
+    """
+
+    def build() -> tuple[list[int], frozenset[int], frozenset[str], frozenset[int]]:
+        found = _attendees(ctx, event_id)
+        ids = [a.employee_id for a in found]
+        declined = frozenset(a.employee_id for a in found if a.rsvp == "declined")
+        return ids, frozenset(ids), frozenset(a.username for a in found), declined
+
+    return ctx.kept(("invitees", event_id), ("event_attendees", "employees"), build)
 
 
 def _expect(ctx: GradingContext, names: Sequence[str]) -> None:
@@ -255,7 +281,13 @@ def touch_step(touches: Callable[..., bool]) -> Callable[..., dict[int, None]]:
     is asked once per meeting and row set a step (``ctx.memo``, shared by the functions with the same hook), so
     the per-person checks of a meeting ask it once; until a meeting is booked only an event or invitation row
     can touch a hook (they all say so). A check a row touches is re-run (None), the others stand.
+
+    Nor is a hook asked what every hook answers alike (``_calendar_rows``, once a step): a row of the meeting's
+    own event, or a new invitation to it, touches every check of the meeting (a booking); and a step that only
+    creates other events and their invitations touches no check whose hook reads of the calendar only the
+    meeting itself (``_OWN_HOOKS``; onboarding and 1:1s book one meeting after another).
     """
+    own = touches in _OWN_HOOKS
 
     def on_step(ctx: GradingContext, rows: Sequence[ChangeRow], params: Sequence[Mapping[str, Any]]) -> dict[int, None]:
         if not ctx.changed_rows("events") and not ctx.changed_rows("event_attendees"):
@@ -271,10 +303,19 @@ def touch_step(touches: Callable[..., bool]) -> Callable[..., dict[int, None]]:
             hit = memo.get((meeting, seqs))
             if hit is None:
                 if calendar is None:
-                    calendar = any(r.table in _CALENDAR for r in rows)
-                if not calendar and not _meetings(ctx, meeting[1]):
+                    calendar = _calendar_rows(ctx, rows, seqs)
+                if not calendar[0] and not _meetings(ctx, meeting[1]):
                     hit = False
-                else:
+                elif calendar[0]:
+                    try:
+                        mine = any(m.id in calendar[1] for m in _meetings(ctx, meeting[1]))
+                    except Exception:  # the hooks would raise too: every check re-runs, exactness first
+                        mine = True
+                    if mine:
+                        hit = True
+                    elif own and calendar[2]:
+                        hit = False
+                if hit is None:
                     hit = _touched(ctx, touches, rows, params[pos])
                 memo[(meeting, seqs)] = hit
             if hit:
@@ -284,8 +325,77 @@ def touch_step(touches: Callable[..., bool]) -> Callable[..., dict[int, None]]:
     return on_step
 
 
+Verdict = tuple[float, str, dict[str, Any]]
+"""A check's (score, evidence, details), as ``graders.progress`` keeps it and an ``on_step`` evaluator gives it."""
+
+
+def verdict(passed: bool, evidence: str, event_id: int | None = None) -> Verdict:
+    """What ``CheckOutcome.of(passed, evidence[, event_id=...])`` says, as a tuple (no dataclass to build)."""
+    return (1.0 if passed else 0.0, evidence, {} if event_id is None else {"event_id": event_id})
+
+
+def outcome(found: Verdict) -> CheckOutcome:
+    """A decided verdict as the check function's outcome (the function and its ``on_step`` share the decision)."""
+    return CheckOutcome(score=found[0], evidence=found[1], details=found[2])
+
+
+def decide_step(touches: Callable[..., bool], decide: Callable[..., Verdict]) -> Callable[..., dict[int, Any]]:
+    """``touch_step`` that decides each check a row touches with ``decide`` instead of re-running it.
+
+    Why: a booking touches every check of its meeting, and each re-run paid the check machinery (the call
+    chain, the outcome dataclass, the copy of its details) on top of the verdict. ``decide`` is the check
+    function's own decision (the function returns ``outcome(decide(...))``), so both give the same verdict by
+    construction; it shares the step's lookups (the meeting, its invitations, the calendar) with the other
+    checks through ``ctx.kept``/``ctx.memo``. One that raises leaves its check to be re-run (exactness first).
+    """
+    find = touch_step(touches)
+
+    def on_step(ctx: GradingContext, rows: Sequence[ChangeRow], params: Sequence[Mapping[str, Any]]) -> dict[int, Any]:
+        out: dict[int, Any] = find(ctx, rows, params)
+        for pos in out:
+            try:
+                out[pos] = decide(ctx, **params[pos])
+            except Exception:
+                out[pos] = None
+        return out
+
+    return on_step
+
+
 _CALENDAR = frozenset(("events", "event_attendees"))
 _SEQ = operator.attrgetter("seq")
+_OWN_HOOKS = frozenset((_own_touches, _invitee_touches, _agreed_touches))
+"""The hooks that answer a new event or invitation by whether it is the meeting's (no other event matters)."""
+
+
+def _calendar_rows(
+    ctx: GradingContext, rows: Sequence[ChangeRow], seqs: tuple[int, ...]
+) -> tuple[bool, set[Any], bool]:
+    """What every hook answers alike about a step's rows, once a step: (a calendar row?, events named, all new?).
+
+    The events named are those of an event row (any change) or of a new invitation: a meeting among them is
+    touched whatever the hook. All new: every row is a new event or invitation.
+    """
+    key = ("meeting_rows", seqs)
+    found: tuple[bool, set[Any], bool] | None = ctx.memo.get(key)
+    if found is None:
+        named: set[Any] = set()
+        calendar, inserts = False, True
+        for r in rows:
+            if r.table == "events":
+                calendar = True
+                named.add(r.key[0])
+                inserts = inserts and r.op == "insert"
+            elif r.table == "event_attendees":
+                calendar = True
+                if r.op == "insert":
+                    named.add(r.changes.get("event_id"))
+                else:
+                    inserts = False
+            else:
+                inserts = False
+        found = ctx.memo[key] = (calendar, named, inserts)
+    return found
 
 
 def _touched(ctx: GradingContext, hook: Callable[..., bool], rows: Sequence[ChangeRow], kw: Mapping[str, Any]) -> bool:
@@ -310,11 +420,47 @@ def _touched(ctx: GradingContext, hook: Callable[..., bool], rows: Sequence[Chan
     return False
 
 
+@functools.lru_cache(maxsize=4096)
+def works(p: Any, start: datetime, end: datetime) -> bool:
+    """Whether [start, end) lies inside the working week of ``p`` (a ``meeting_log.Someone``), as ``Person`` says.
+
+    Cached per (person, meeting time) for the process: a booking asks it of each participant for the meeting
+    check and again for each per-person check, and the answer depends on nothing else.
+    """
+    return Person(p.id, p.username, p.timezone, p.work_start_minute, p.work_end_minute, p.workdays).works(start, end)
+
+
+@functools.lru_cache(maxsize=4096)
+def local_time(start: datetime, timezone: str) -> str:
+    """``start`` as a weekday and time in ``timezone`` (``Tue 15:00``), as the evidence shows it."""
+    return start.astimezone(ZoneInfo(timezone)).strftime("%a %H:%M")
+
+
+def _in_hours(ctx: GradingContext, title_pattern: str, start_before: datetime | None = None) -> Verdict:
+    """``meeting_in_working_hours``'s verdict (also its ``on_step``'s)."""
+    m, head = _the_meeting(ctx, title_pattern)
+    if m is None:
+        return verdict(False, head)
+    people = _people(ctx, [m.organizer_id, *_invitees(ctx, m.id)[0]])
+    start, end = m.start_at, m.end_at
+    outside = [
+        f"@{p.username} ({local_time(start, p.timezone)} {p.timezone})"
+        for p in people.values()
+        if not works(p, start, end)
+    ]
+    late = start_before is not None and start >= start_before
+    problems = [f"outside working hours of {listing(outside, 5)}"] * bool(outside)
+    problems += [f"starts after the deadline {start_before.isoformat() if start_before else ''}"] * late
+    if problems:
+        return verdict(False, f"{head}: {'; '.join(problems)}", m.id)
+    return verdict(True, f"{head}: inside working hours of all {len(people)} participants", m.id)
+
+
 @check_fn(
     "meeting_in_working_hours",
     reads=("events", "event_attendees", "employees"),
     touches=_invitee_touches,
-    on_step=touch_step(_invitee_touches),
+    on_step=decide_step(_invitee_touches, _in_hours),
 )
 def meeting_in_working_hours(
     ctx: GradingContext, title_pattern: Regex, start_before: AwareDatetime | None = None
@@ -324,42 +470,31 @@ def meeting_in_working_hours(
     Participants are the organiser and every invitee, declined or not: the agent chose the time, and an NPC
     declining a slot outside its hours must not turn that slot into a pass.
     """
+    return outcome(_in_hours(ctx, title_pattern, start_before))
+
+
+def _invited(ctx: GradingContext, title_pattern: str, attendees: Sequence[str]) -> Verdict:
+    """``meeting_attendees``'s verdict (also its ``on_step``'s)."""
+    _expect(ctx, attendees)
     m, head = _the_meeting(ctx, title_pattern)
     if m is None:
-        return CheckOutcome.of(False, head)
-    going = [a.employee_id for a in _attendees(ctx, m.id)]
-    people = _people(ctx, [m.organizer_id, *going])
-    outside = []
-    for p in people.values():
-        person = Person(p.id, p.username, p.timezone, p.work_start_minute, p.work_end_minute, p.workdays)
-        if not person.works(m.start_at, m.end_at):
-            local = m.start_at.astimezone(ZoneInfo(p.timezone)).strftime("%a %H:%M")
-            outside.append(f"@{p.username} ({local} {p.timezone})")
-    late = start_before is not None and m.start_at >= start_before
-    problems = [f"outside working hours of {listing(outside, 5)}"] * bool(outside)
-    problems += [f"starts after the deadline {start_before.isoformat() if start_before else ''}"] * late
-    if problems:
-        return CheckOutcome.of(False, f"{head}: {'; '.join(problems)}", event_id=m.id)
-    return CheckOutcome.of(True, f"{head}: inside working hours of all {len(people)} participants", event_id=m.id)
+        return verdict(False, head)
+    invited = _invitees(ctx, m.id)[2]
+    missing = [a for a in attendees if a not in invited]
+    if missing:
+        return verdict(False, f"{head}: not invited: {', '.join('@' + a for a in missing)}", m.id)
+    return verdict(True, f"{head}: invites {', '.join('@' + a for a in attendees)}", m.id)
 
 
 @check_fn(
     "meeting_attendees",
     reads=("events", "event_attendees", "employees"),
     touches=_invitee_touches,
-    on_step=touch_step(_invitee_touches),
+    on_step=decide_step(_invitee_touches, _invited),
 )
 def meeting_attendees(ctx: GradingContext, title_pattern: Regex, attendees: Sequence[str]) -> CheckOutcome:
     """Every named coworker is invited to the meeting (any answer: an invitation is what the agent controls)."""
-    _expect(ctx, attendees)
-    m, head = _the_meeting(ctx, title_pattern)
-    if m is None:
-        return CheckOutcome.of(False, head)
-    invited = {a.username for a in _attendees(ctx, m.id)}
-    missing = [a for a in attendees if a not in invited]
-    if missing:
-        return CheckOutcome.of(False, f"{head}: not invited: {', '.join('@' + a for a in missing)}", event_id=m.id)
-    return CheckOutcome.of(True, f"{head}: invites {', '.join('@' + a for a in attendees)}", event_id=m.id)
+    return outcome(_invited(ctx, title_pattern, attendees))
 
 
 def _clash_touches(ctx: GradingContext, row: ChangeRow, title_pattern: str, **kwargs: Any) -> bool:
@@ -393,25 +528,15 @@ def _clash_touches(ctx: GradingContext, row: ChangeRow, title_pattern: str, **kw
     return _meeting_touches(ctx, row, title_pattern, **kwargs)
 
 
-@check_fn(
-    "meeting_no_double_booking",
-    reads=("events", "event_attendees", "employees"),
-    touches=_clash_touches,
-    on_step=touch_step(_clash_touches),
-)
-def meeting_no_double_booking(ctx: GradingContext, title_pattern: Regex) -> CheckOutcome:
-    """Exactly one live meeting, and neither a participant nor its room is committed elsewhere at that time.
-
-    A participant's commitments are what the calendar counts as busy: events they organise, or were invited
-    to and have not declined. Recurring events are expanded.
-    """
+def _no_clash(ctx: GradingContext, title_pattern: str) -> Verdict:
+    """``meeting_no_double_booking``'s verdict (also its ``on_step``'s)."""
     found = _meetings(ctx, title_pattern)
     if not found:
         Calendar.of(ctx).preload(ctx)
-        return CheckOutcome.of(False, f"no live meeting organised by the agent matches /{title_pattern}/")
+        return verdict(False, f"no live meeting organised by the agent matches /{title_pattern}/")
     if len(found) > 1:
         shown = listing([f"#{m.id} at {m.start_at.isoformat()}" for m in found])
-        return CheckOutcome.of(False, f"{len(found)} live meetings match /{title_pattern}/ (book one): {shown}")
+        return verdict(False, f"{len(found)} live meetings match /{title_pattern}/ (book one): {shown}")
     m = found[0]
     going = [a for a in _attendees(ctx, m.id) if a.rsvp != "declined" and a.employee_id != m.organizer_id]
     names = {i: p.username for i, p in _people(ctx, [m.organizer_id]).items()}
@@ -428,29 +553,49 @@ def meeting_no_double_booking(ctx: GradingContext, title_pattern: Regex) -> Chec
         problems.append(f"the room is also booked for {listing(taken, 2)}")
     head = f"event #{m.id} at {m.start_at.isoformat()}"
     if problems:
-        return CheckOutcome.of(False, f"{head}: {'; '.join(problems)}", event_id=m.id)
-    return CheckOutcome.of(True, f"{head}: no clash for {len(who)} participants or the room", event_id=m.id)
+        return verdict(False, f"{head}: {'; '.join(problems)}", m.id)
+    return verdict(True, f"{head}: no clash for {len(who)} participants or the room", m.id)
+
+
+@check_fn(
+    "meeting_no_double_booking",
+    reads=("events", "event_attendees", "employees"),
+    touches=_clash_touches,
+    on_step=decide_step(_clash_touches, _no_clash),
+)
+def meeting_no_double_booking(ctx: GradingContext, title_pattern: Regex) -> CheckOutcome:
+    """Exactly one live meeting, and neither a participant nor its room is committed elsewhere at that time.
+
+    A participant's commitments are what the calendar counts as busy: events they organise, or were invited
+    to and have not declined. Recurring events are expanded.
+    """
+    return outcome(_no_clash(ctx, title_pattern))
+
+
+def _in_room(ctx: GradingContext, title_pattern: str, location: str) -> Verdict:
+    """``meeting_room``'s verdict (also its ``on_step``'s)."""
+    m, head = _the_meeting(ctx, title_pattern)
+    if m is None:
+        return verdict(False, head)
+    if m.room_id is None:
+        return verdict(False, f"{head}: no room booked", m.id)
+    name, capacity, where = _room(ctx, m.room_id)
+    people = 1 + sum(1 for a in _attendees(ctx, m.id) if a.rsvp != "declined" and a.employee_id != m.organizer_id)
+    problems = [f"it is in {where}, not {location}"] * (where.lower() != location.lower())
+    problems += [f"it holds {capacity}, not {people}"] * (capacity < people)
+    text = f"{head} in {name} ({where}, {capacity} seats)"
+    return verdict(not problems, text + (f": {'; '.join(problems)}" if problems else ""), m.id)
 
 
 @check_fn(
     "meeting_room",
     reads=("events", "event_attendees", "employees", "rooms", "locations"),
     touches=_own_touches,
-    on_step=touch_step(_own_touches),
+    on_step=decide_step(_own_touches, _in_room),
 )
 def meeting_room(ctx: GradingContext, title_pattern: Regex, location: str) -> CheckOutcome:
     """The meeting has a room in ``location`` that holds every participant who has not declined."""
-    m, head = _the_meeting(ctx, title_pattern)
-    if m is None:
-        return CheckOutcome.of(False, head)
-    if m.room_id is None:
-        return CheckOutcome.of(False, f"{head}: no room booked", event_id=m.id)
-    name, capacity, where = _room(ctx, m.room_id)
-    people = 1 + sum(1 for a in _attendees(ctx, m.id) if a.rsvp != "declined" and a.employee_id != m.organizer_id)
-    problems = [f"it is in {where}, not {location}"] * (where.lower() != location.lower())
-    problems += [f"it holds {capacity}, not {people}"] * (capacity < people)
-    text = f"{head} in {name} ({where}, {capacity} seats)"
-    return CheckOutcome.of(not problems, text + (f": {'; '.join(problems)}" if problems else ""), event_id=m.id)
+    return outcome(_in_room(ctx, title_pattern, location))
 
 
 def _room(ctx: GradingContext, room_id: int) -> tuple[str, int, str]:
@@ -463,7 +608,9 @@ def _room(ctx: GradingContext, room_id: int) -> tuple[str, int, str]:
     return found
 
 
+@functools.lru_cache(maxsize=4096)
 def _instants(text: str) -> list[datetime]:
+    """The ISO 8601 instants a message names (parsed once per text per process; read, never changed)."""
     out = []
     for found in ISO.findall(text):
         try:
@@ -473,25 +620,39 @@ def _instants(text: str) -> list[datetime]:
     return out
 
 
+@functools.lru_cache(maxsize=1024)
+def _key_rx(key: str) -> re.Pattern[str]:
+    """How an announcement names its key (a whole word, any case), compiled once per key."""
+    return re.compile(rf"\b{re.escape(key)}\b", re.IGNORECASE)
+
+
+def _announced(ctx: GradingContext, title_pattern: str, channel: str, key: str) -> Verdict:
+    """``meeting_announced``'s verdict (also its ``on_step``'s)."""
+    m, head = _the_meeting(ctx, title_pattern)
+    if m is None:
+        return verdict(False, head)
+    posts = new_posts(ctx)
+    mine = [p for p in posts if p.channel == channel.lstrip("~#") and p.author_id == ctx.actor_id]
+    key_rx = _key_rx(key)
+    for p in mine:
+        if key_rx.search(p.message) and m.start_at in _instants(p.message):
+            return verdict(True, f"post #{p.id} in ~{p.channel} names {key} and {m.start_at.isoformat()}")
+    shown = listing([f"#{p.id} {snippet(p.message)}" for p in mine]) or "none"
+    return verdict(False, f"no new post by the agent in ~{channel} names {key} and {head}; posts: {shown}")
+
+
 @check_fn(
-    "meeting_announced", reads=("events", "posts", "channels"), touches=_own_touches, on_step=touch_step(_own_touches)
+    "meeting_announced",
+    reads=("events", "posts", "channels"),
+    touches=_own_touches,
+    on_step=decide_step(_own_touches, _announced),
 )
 def meeting_announced(ctx: GradingContext, title_pattern: Regex, channel: str, key: str) -> CheckOutcome:
     """The agent posted in ``channel`` a live message naming ``key`` and the meeting's start (ISO 8601 with offset).
 
     The time is compared as an instant, so ``15:00Z`` and ``16:00+01:00`` are the same announcement.
     """
-    m, head = _the_meeting(ctx, title_pattern)
-    if m is None:
-        return CheckOutcome.of(False, head)
-    posts = new_posts(ctx)
-    mine = [p for p in posts if p.channel == channel.lstrip("~#") and p.author_id == ctx.actor_id]
-    key_rx = re.compile(rf"\b{re.escape(key)}\b", re.IGNORECASE)
-    for p in mine:
-        if key_rx.search(p.message) and m.start_at in _instants(p.message):
-            return CheckOutcome.of(True, f"post #{p.id} in ~{p.channel} names {key} and {m.start_at.isoformat()}")
-    shown = listing([f"#{p.id} {snippet(p.message)}" for p in mine]) or "none"
-    return CheckOutcome.of(False, f"no new post by the agent in ~{channel} names {key} and {head}; posts: {shown}")
+    return outcome(_announced(ctx, title_pattern, channel, key))
 
 
 def _dm_name(a: int, b: int) -> str:
@@ -523,40 +684,34 @@ def _instant(text: str) -> datetime | None:
     return when if when.tzinfo is not None else None
 
 
-@check_fn(
-    "meeting_agreed",
-    reads=("events", "employees", "posts", "channels", "npc_memory"),
-    touches=_agreed_touches,
-    on_step=touch_step(_agreed_touches),
-)
-def meeting_agreed(
-    ctx: GradingContext,
-    title_pattern: Regex,
-    attendees: Sequence[str],
-    answer_minutes: Annotated[int, Field(ge=1)] = 180,
-) -> CheckOutcome:
-    """Each named coworker agreed to the meeting's time, or was escalated to their manager by the stated rule.
+def _answers(ctx: GradingContext, m: Any) -> dict[int, list[Any]]:
+    """Each coworker's answers before the meeting was booked, in one pass over the memories for every check of it.
 
-    Agreed: an NPC answer ``yes`` to the exact start before the booking, and never ``no``. Escalated: after the agent's
-    question by direct message, the coworker pushed back/refused (an NPC reply to the agent without an
-    agreement answer) or stayed silent for ``answer_minutes`` of their working time, and then the agent
-    direct-messaged their manager naming them (``@username`` or the username). An escalation does not count
-    for someone who had already said ``no`` to that time (the rule is to propose another time then).
-    Partial credit: the share of coworkers covered.
+    Kept until a memory or an event changes: a booking's agreement checks (one per coworker) share it.
     """
+
+    def build() -> dict[int, list[Any]]:
+        did: dict[int, list[Any]] = {}
+        for r in memories(ctx):
+            if r.kind == "did" and r.at <= m.created_at:
+                did.setdefault(r.employee_id, []).append(r)
+        return did
+
+    return ctx.kept(("meeting_answers", m), ("npc_memory", "events"), build)
+
+
+def _agreed(ctx: GradingContext, title_pattern: str, attendees: Sequence[str], answer_minutes: int = 180) -> Verdict:
+    """``meeting_agreed``'s verdict (also its ``on_step``'s)."""
     _expect(ctx, attendees)
     m, head = _the_meeting(ctx, title_pattern)
     if m is None:
-        return CheckOutcome.of(False, head)
+        return verdict(False, head)
     ids, unknown = _resolve(ctx, attendees)
     people = _people(ctx, list(ids.values()))
     covered, notes = 0, [f"unknown employee {u!r}" for u in unknown]
     posts: list[Any] | None = None
     agent_name = ""
-    did: dict[int, list[Any]] = {}  # each coworker's answers before the booking, in one pass over the memories
-    for r in memories(ctx):
-        if r.kind == "did" and r.at <= m.created_at:
-            did.setdefault(r.employee_id, []).append(r)
+    did = _answers(ctx, m)
     for name, emp in ids.items():
         mem = did.get(emp, [])
         said = [_said_about(r, m.start_at) for r in mem]
@@ -574,11 +729,35 @@ def meeting_agreed(
         covered += why.startswith("escalated")
         notes.append(f"@{name} {why}")
     total = len(attendees)
-    return CheckOutcome(
-        score=covered / total if total else 0.0,
-        evidence=f"{head}: {covered} of {total} covered: {listing(notes, 5)}",
-        details={"event_id": m.id},
+    return (
+        covered / total if total else 0.0,
+        f"{head}: {covered} of {total} covered: {listing(notes, 5)}",
+        {"event_id": m.id},
     )
+
+
+@check_fn(
+    "meeting_agreed",
+    reads=("events", "employees", "posts", "channels", "npc_memory"),
+    touches=_agreed_touches,
+    on_step=decide_step(_agreed_touches, _agreed),
+)
+def meeting_agreed(
+    ctx: GradingContext,
+    title_pattern: Regex,
+    attendees: Sequence[str],
+    answer_minutes: Annotated[int, Field(ge=1)] = 180,
+) -> CheckOutcome:
+    """Each named coworker agreed to the meeting's time, or was escalated to their manager by the stated rule.
+
+    Agreed: an NPC answer ``yes`` to the exact start before the booking, and never ``no``. Escalated: after the agent's
+    question by direct message, the coworker pushed back/refused (an NPC reply to the agent without an
+    agreement answer) or stayed silent for ``answer_minutes`` of their working time, and then the agent
+    direct-messaged their manager naming them (``@username`` or the username). An escalation does not count
+    for someone who had already said ``no`` to that time (the rule is to propose another time then).
+    Partial credit: the share of coworkers covered.
+    """
+    return outcome(_agreed(ctx, title_pattern, attendees, answer_minutes))
 
 
 @functools.lru_cache(maxsize=1024)
