@@ -53,7 +53,7 @@ from graders.comms_posts import (
     _post_touches,
     _post_verdict,
 )
-from graders.meeting_log import _employee, _named, _people, invitations
+from graders.meeting_log import _employee, _expect, _named, _people, invitations
 from graders.meeting_log import _new_events as _logged_events
 from worlds.rawsql import Sql
 
@@ -446,33 +446,52 @@ def _event_touches(ctx: GradingContext, row: ChangeRow, **params: Any) -> bool:
     return not (isinstance(event, int) and event > passing)
 
 
-@check_fn("event_exists", validate=_window, reads=("events", "event_attendees"), touches=_event_touches)
-def event_exists(
-    ctx: GradingContext,
-    title_pattern: Regex,
-    attendees: Sequence[str] = (),
-    organizer: Who | None = "actor",
-    start_after: AwareDatetime | None = None,
-    start_before: AwareDatetime | None = None,
-    room: str | None = None,
-) -> CheckOutcome:
-    """A live event created during the episode has a matching title, every attendee, the time and room.
+def _event_step(
+    ctx: GradingContext, rows: Sequence[ChangeRow], params: Sequence[Mapping[str, Any]]
+) -> dict[int, tuple[float, str, dict[str, Any]] | None]:
+    """``event_exists``'s ``on_step``: the checks a step's event rows touch (``_event_touches``), decided at once.
 
-    ``attendees`` are usernames (``"actor"`` allowed; the organizer counts as attending); the start must lie
-    in [``start_after``, ``start_before``] when given.
+    Why: a booking re-ran each check of an event the agent had not booked yet (onboarding has one per meeting),
+    paying the check machinery on top of the verdict; here each is decided by the function's own decision
+    (``_fits``). Every check's hook is asked before any is decided, as when they were re-run (deciding one
+    moves the passing event its hook reads). A hook or a decision that raises re-runs the check.
     """
+    touched: list[int] = []
+    for pos, kw in enumerate(params):
+        try:
+            if any(_event_touches(ctx, r, **kw) for r in rows):
+                touched.append(pos)
+        except Exception:
+            touched.append(pos)
+    out: dict[int, tuple[float, str, dict[str, Any]] | None] = {}
+    for pos in touched:
+        try:
+            out[pos] = _fits(ctx, **params[pos])
+        except Exception:
+            out[pos] = None
+    return out
+
+
+def _fits(
+    ctx: GradingContext,
+    title_pattern: str,
+    attendees: Sequence[str] = (),
+    organizer: str | None = "actor",
+    start_after: datetime | None = None,
+    start_before: datetime | None = None,
+    room: str | None = None,
+) -> tuple[float, str, dict[str, Any]]:
+    """``event_exists``'s verdict as (score, evidence, details) (also its ``on_step``'s)."""
     key = _fits_key(title_pattern, attendees, organizer, start_after, start_before, room)
     ctx.lasting.pop(key, None)  # kept again only if an event fits (see _event_touches)
     named = [a for a in (*attendees, organizer or "actor") if a != "actor"]
-    from graders.checks_meetings import _expect  # lazy: the calendar app's slots load only for meeting rubrics
-
     _expect(ctx, named)  # the meeting checks' calendar reads them before a booking
     _named(ctx, named)  # one query for every name, kept for the episode (at the first step, before any booking)
     if not any(r.op == "insert" for r in ctx.changed_rows("events")):
-        return CheckOutcome.of(False, "no calendar event was created during the episode")
+        return (0.0, "no calendar event was created during the episode", {})
     organizer_id = _employee(ctx, organizer) if organizer is not None else None
     if organizer is not None and organizer_id is None:
-        return CheckOutcome.of(False, f"unknown employee {organizer!r}")
+        return (0.0, f"unknown employee {organizer!r}", {})
     events, invited = ctx.kept(("new_events",), ("events", "event_attendees", "rooms", "employees"), _new_events(ctx))
     me = _people(ctx, [ctx.actor_id]).get(ctx.actor_id)
     # compared by id (usernames are unique): the invitees need no lookup of their names
@@ -494,12 +513,35 @@ def event_exists(
             problems.append(f"room is {e.room!r}")
         if not problems:
             ctx.lasting[key] = e.id
-            return CheckOutcome.of(
-                True, f"event #{e.id} {snippet(e.title)} at {e.start_at.isoformat()} fits", event_id=e.id
-            )
+            return (1.0, f"event #{e.id} {snippet(e.title)} at {e.start_at.isoformat()} fits", {"event_id": e.id})
         notes.append(f"#{e.id} {snippet(e.title)}: {', '.join(problems)}")
     head = f"none of {len(notes)} live events organised by {who_label(organizer)} fits /{title_pattern}/"
-    return CheckOutcome.of(False, head + (f": {listing(notes)}" if notes else ""))
+    return (0.0, head + (f": {listing(notes)}" if notes else ""), {})
+
+
+@check_fn(
+    "event_exists",
+    validate=_window,
+    reads=("events", "event_attendees"),
+    touches=_event_touches,
+    on_step=_event_step,
+)
+def event_exists(
+    ctx: GradingContext,
+    title_pattern: Regex,
+    attendees: Sequence[str] = (),
+    organizer: Who | None = "actor",
+    start_after: AwareDatetime | None = None,
+    start_before: AwareDatetime | None = None,
+    room: str | None = None,
+) -> CheckOutcome:
+    """A live event created during the episode has a matching title, every attendee, the time and room.
+
+    ``attendees`` are usernames (``"actor"`` allowed; the organizer counts as attending); the start must lie
+    in [``start_after``, ``start_before``] when given.
+    """
+    score, evidence, details = _fits(ctx, title_pattern, attendees, organizer, start_after, start_before, room)
+    return CheckOutcome(score=score, evidence=evidence, details=details)
 
 
 _ROOM_NAMES = "SELECT id, name FROM rooms WHERE id IN ({}) ORDER BY id"

@@ -27,16 +27,12 @@ from pydantic import Field
 from graders.base import ChangeRow, CheckOutcome, GradingContext, check_fn
 from graders.checks_common import Regex, listing, rx
 from graders.checks_meetings import (
-    Calendar,
     Verdict,
     _clash_touches,
-    _expect,
     _invitee_touches,
     _invitees,
-    _labels,
     _meetings,
     _own_touches,
-    _people,
     _the_meeting,
     decide_step,
     local_time,
@@ -44,7 +40,7 @@ from graders.checks_meetings import (
     verdict,
     works,
 )
-from graders.meeting_log import _employee
+from graders.meeting_log import Calendar, _employee, _expect, _labels, _people
 from graders.text_step import shares_decided, text_step
 
 _DAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")

@@ -35,6 +35,7 @@ from graders.meeting_log import (
     Calendar,
     _employee,
     _event_images,
+    _expect,
     _labels,
     _new_events,
     _stored,
@@ -254,11 +255,6 @@ def _invitees(ctx: GradingContext, event_id: int) -> tuple[list[int], frozenset[
         return ids, frozenset(ids), frozenset(a.username for a in found), declined
 
     return ctx.kept(("invitees", event_id), ("event_attendees", "employees"), build)
-
-
-def _expect(ctx: GradingContext, names: Sequence[str]) -> None:
-    """Note coworkers a meeting check names, so the kept calendar reads their events with the first query."""
-    ctx.lasting.setdefault("meeting_people", set()).update(names)
 
 
 def _resolve(ctx: GradingContext, names: Sequence[str]) -> tuple[dict[str, int], list[str]]:

@@ -193,6 +193,11 @@ class _Directory:
             self.by_name[r[1]] = r[0]
 
 
+def _expect(ctx: GradingContext, names: Sequence[str]) -> None:
+    """Note coworkers a meeting check names, so the kept calendar reads their events with the first query."""
+    ctx.lasting.setdefault("meeting_people", set()).update(names)
+
+
 def _people(ctx: GradingContext, ids: Sequence[int]) -> dict[int, Any]:
     """Employees by id; each looked up once per episode while no employee row changes (one query for the new)."""
     known = _Directory.of(ctx)
