@@ -643,13 +643,39 @@ def _member_pair(ctx: GradingContext, channel: str, username: str) -> tuple[int,
     name, a rename), so deciding a membership row costs a lookup.
     """
     key = ("member_pair", channel, username)
-    stamp = (len(ctx.changed_rows("channels")), len(ctx.changed_rows("employees")))
+    channels, employees = ctx.changed_rows("channels"), ctx.changed_rows("employees")
+    stamp = (len(channels), len(employees))
     found = ctx.lasting.get(key)
-    if found is None or found[0] != stamp:
+    if found is not None and found[0] != stamp:
+        # rows of other channels and people (a direct channel opened, someone's profile edited) pick the same
+        # pair: only a row that may create, rename or delete one of the names reads it again
+        name, who = channel.lstrip("~#"), username.lstrip("@")
+        seen_channels, seen_employees = found[0]
+        if any(_names_row(r, "name", name) for r in channels[seen_channels:]) or any(
+            _names_row(r, "username", who) for r in employees[seen_employees:]
+        ):
+            found = None
+        else:
+            found = ctx.lasting[key] = (stamp, found[1])
+    if found is None:
         row = Sql.of(ctx.session).one(_MEMBER_PAIR, (username.lstrip("@"), channel.lstrip("~#")))
         found = ctx.lasting[key] = (stamp, tuple(row) if row is not None else None)
     pair: tuple[int, str, int, str] | None = found[1]
     return pair
+
+
+def _names_row(row: ChangeRow, column: str, wanted: str) -> bool:
+    """Whether a logged channel or employee row may change which row a name picks (``_member_pair``).
+
+    A delete may (its image may not say the name); an insert or an update only with the name (or, for an
+    insert, an image without the column: it may have it).
+    """
+    if row.op == "delete":
+        return True
+    c = row.changes
+    if row.op == "update":
+        return bool(column in c and wanted in c[column])
+    return bool(c.get(column, wanted) == wanted)
 
 
 def _member_touches(ctx: GradingContext, row: ChangeRow, channel: str, username: str, **_: Any) -> bool:
@@ -714,6 +740,9 @@ def _member_step(
     step with a channel or employee row, a moved membership or an image without its pair asks each check's
     hook and evaluator as before.
     """
+    if not rows:  # asked once when progress starts: the names' rows are read now, not at the first membership
+        _member_index(ctx, params)
+        return {}
     last: dict[tuple[Any, Any], bool] = {}  # (channel, person) -> a member after the step
     plain = True
     for r in rows:
@@ -755,12 +784,15 @@ def _member_index(
     stamp = (len(ctx.changed_rows("channels")), len(ctx.changed_rows("employees")))
     kept = ctx.lasting.get(("member_index", id(params)))
     if kept is None or kept[0] is not params or kept[1] != stamp:
-        index: dict[tuple[int, int], list[tuple[int, tuple[int, str, int, str]]]] = {}
-        for pos, kw in enumerate(params):
-            pair = _member_pair(ctx, kw["channel"], kw["username"])
-            if pair is not None:
-                index.setdefault((pair[0], pair[2]), []).append((pos, pair))
-        kept = ctx.lasting[("member_index", id(params))] = (params, stamp, index)
+        pairs = [_member_pair(ctx, kw["channel"], kw["username"]) for kw in params]
+        if kept is not None and kept[0] is params and kept[3] == pairs:  # the names pick the same rows
+            kept = ctx.lasting[("member_index", id(params))] = (params, stamp, kept[2], pairs)
+        else:
+            index: dict[tuple[int, int], list[tuple[int, tuple[int, str, int, str]]]] = {}
+            for pos, pair in enumerate(pairs):
+                if pair is not None:
+                    index.setdefault((pair[0], pair[2]), []).append((pos, pair))
+            kept = ctx.lasting[("member_index", id(params))] = (params, stamp, index, pairs)
     found: dict[tuple[int, int], list[tuple[int, tuple[int, str, int, str]]]] = kept[2]
     return found
 

@@ -40,6 +40,7 @@ from graders.meeting_log import (
     _new_events,
     _stored,
     invitations,
+    know_channels,
     memories,
     new_posts,
 )
@@ -572,6 +573,7 @@ def _in_room(ctx: GradingContext, title_pattern: str, location: str) -> Verdict:
     """``meeting_room``'s verdict (also its ``on_step``'s)."""
     m, head = _the_meeting(ctx, title_pattern)
     if m is None:
+        _room(ctx, None)  # every room read now, before the booking
         return verdict(False, head)
     if m.room_id is None:
         return verdict(False, f"{head}: no room booked", m.id)
@@ -594,14 +596,25 @@ def meeting_room(ctx: GradingContext, title_pattern: Regex, location: str) -> Ch
     return outcome(_in_room(ctx, title_pattern, location))
 
 
-def _room(ctx: GradingContext, room_id: int) -> tuple[str, int, str]:
-    """A room's (name, capacity, location), read once per episode while no room or location row changes."""
+_ROOMS = "SELECT r.id, r.name, r.capacity, l.name FROM rooms r JOIN locations l ON l.id = r.location_id ORDER BY r.id"
+
+
+def _room(ctx: GradingContext, room_id: int | None) -> tuple[str, int, str]:
+    """A room's (name, capacity, location), read once per episode while no room or location row changes.
+
+    Every room is read with the first call, which the room check makes before any booking (``room_id`` None:
+    nothing is asked), in the step that grades everything, so the booking reads none. A room the first read
+    did not find is read alone (a query that finds no row fails the check, as it always did).
+    """
     stamp = (len(ctx.changed_rows("rooms")), len(ctx.changed_rows("locations")))
-    kept = ctx.lasting.get(("meeting_room", room_id))
+    kept = ctx.lasting.get("meeting_rooms")
     if kept is None or kept[0] != stamp:
-        kept = ctx.lasting[("meeting_room", room_id)] = (stamp, tuple(Sql.of(ctx.session).one(_ROOM, (room_id,))))
-    found: tuple[str, int, str] = kept[1]
-    return found
+        rooms = {r[0]: (r[1], r[2], r[3]) for r in Sql.of(ctx.session).all(_ROOMS)}
+        kept = ctx.lasting["meeting_rooms"] = (stamp, rooms)
+    found: tuple[str, int, str] | None = kept[1].get(room_id)
+    if found is None and room_id is not None:
+        found = kept[1][room_id] = tuple(Sql.of(ctx.session).one(_ROOM, (room_id,)))
+    return found  # type: ignore[return-value]
 
 
 @functools.lru_cache(maxsize=4096)
@@ -626,6 +639,7 @@ def _announced(ctx: GradingContext, title_pattern: str, channel: str, key: str) 
     """``meeting_announced``'s verdict (also its ``on_step``'s)."""
     m, head = _the_meeting(ctx, title_pattern)
     if m is None:
+        know_channels(ctx, [channel.lstrip("~#")])  # its id read before the booking, not with the announcement
         return verdict(False, head)
     posts = new_posts(ctx)
     mine = [p for p in posts if p.channel == channel.lstrip("~#") and p.author_id == ctx.actor_id]
@@ -701,6 +715,7 @@ def _agreed(ctx: GradingContext, title_pattern: str, attendees: Sequence[str], a
     _expect(ctx, attendees)
     m, head = _the_meeting(ctx, title_pattern)
     if m is None:
+        _dm_channels(ctx, attendees)  # read before the booking: the hook asks after it (the announcement)
         return verdict(False, head)
     ids, unknown = _resolve(ctx, attendees)
     people = _people(ctx, list(ids.values()))

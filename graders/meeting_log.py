@@ -279,6 +279,26 @@ def new_posts(ctx: GradingContext) -> list[DmPost]:
     return ctx.kept("meeting_posts", ("posts", "channels"), fold)
 
 
+_CHANNELS_NAMED = "SELECT id, name FROM channels WHERE name IN ({}) ORDER BY id"
+
+
+def know_channels(ctx: GradingContext, names: Sequence[str]) -> None:
+    """Read the ids of the named channels into ``new_posts``' fold now (once per episode), not at their first post.
+
+    Why: the announcement is the first post in a channel the episode did not create, and the fold read its
+    name then, in the step that posts it. A name read now is the channel's name now; the fold applies the
+    channel rows logged since it last ran over it, which leave a renamed channel with the name it has now too.
+    """
+    key = ("meeting_channels_known", tuple(names))
+    if key in ctx.lasting:
+        return
+    ctx.lasting[key] = True
+    state = ctx.lasting.setdefault("meeting_post_fold", (0, 0, {}, {}))
+    known: dict[Any, str | None] = state[3]
+    for i, name in rows_in(ctx, _CHANNELS_NAMED, sorted(names)):
+        known.setdefault(i, name)
+
+
 def _read_posts(ctx: GradingContext) -> list[DmPost]:
     """``new_posts`` from the tables (a logged image the fold cannot use)."""
     rows = rows_in(ctx, _DM_POSTS, inserted_ids(ctx, "posts"))
