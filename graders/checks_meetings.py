@@ -281,8 +281,9 @@ def touch_step(touches: Callable[..., bool]) -> Callable[..., dict[int, None]]:
 
     Nor is a hook asked what every hook answers alike (``_calendar_rows``, once a step): a row of the meeting's
     own event, or a new invitation to it, touches every check of the meeting (a booking); and a step that only
-    creates other events and their invitations touches no check whose hook reads of the calendar only the
-    meeting itself (``_OWN_HOOKS``; onboarding and 1:1s book one meeting after another).
+    creates other events and their invitations touches no check of a meeting not booked yet, nor one whose
+    hook reads of the calendar only the meeting itself (``_OWN_HOOKS``; onboarding and 1:1s book one meeting
+    after another).
     """
     own = touches in _OWN_HOOKS
 
@@ -305,13 +306,14 @@ def touch_step(touches: Callable[..., bool]) -> Callable[..., dict[int, None]]:
                     hit = False
                 elif calendar[0]:
                     try:
-                        mine = any(m.id in calendar[1] for m in _meetings(ctx, meeting[1]))
+                        found = _meetings(ctx, meeting[1])
+                        mine = any(m.id in calendar[1] for m in found)
                     except Exception:  # the hooks would raise too: every check re-runs, exactness first
-                        mine = True
+                        found, mine = [None], True
                     if mine:
                         hit = True
-                    elif own and calendar[2]:
-                        hit = False
+                    elif calendar[2] and (own or not found):
+                        hit = False  # only new events and invitations, none the meeting's (or there is none)
                 if hit is None:
                     hit = _touched(ctx, touches, rows, params[pos])
                 memo[(meeting, seqs)] = hit

@@ -227,6 +227,13 @@ def _named(ctx: GradingContext, names: Sequence[str]) -> None:
 
 
 _CHANNEL_NAMES = "SELECT id, name FROM channels WHERE id IN ({}) ORDER BY id"
+
+
+def _post_order(p: Any) -> tuple[datetime, int]:
+    """A post's place in ``new_posts`` (time, then id), as ``_DM_POSTS`` orders them."""
+    return (p.created_at, p.id)
+
+
 _POST_COLUMNS = frozenset(("author_id", "message", "created_at", "channel_id"))
 _MEMORY_COLUMNS = frozenset(("employee_id", "at", "kind", "subject", "data"))
 
@@ -238,12 +245,14 @@ def new_posts(ctx: GradingContext) -> list[DmPost]:
     ``meeting_announced``, and the booking itself read all the asking phase's posts. A post's later edits
     (message, deletion, another channel) are logged updates; a channel's name is its logged insert or rename,
     or one lookup per channel the episode did not create. A post whose insert image lacks a column reads the
-    table instead.
+    table instead. The ordered list is kept too: new posts later than the last one (the usual case: the clock
+    only moves on) are appended to it, and only an edit, a channel row or a post out of order sorts it again.
     """
 
     def fold() -> list[DmPost]:
-        seen, seen_channels, posts, names = ctx.lasting.get("meeting_post_fold", (0, 0, {}, {}))
+        seen, seen_channels, posts, names, ordered = ctx.lasting.get("meeting_post_fold") or (0, 0, {}, {}, None)
         rows, channels = ctx.changed_rows("posts"), ctx.changed_rows("channels")
+        added: list[Any] | None = [] if ordered is not None and len(channels) == seen_channels else None
         for r in channels[seen_channels:]:
             if r.op == "delete":
                 names[r.key[0]] = None  # the query's join drops its posts
@@ -255,26 +264,43 @@ def new_posts(ctx: GradingContext) -> list[DmPost]:
             key = r.key[0]
             if r.op == "insert":
                 if not _POST_COLUMNS.issubset(r.changes):
+                    ctx.lasting["meeting_post_fold"] = (seen, seen_channels, posts, names, None)
                     return _read_posts(ctx)
                 posts[key] = {c: r.changes[c] for c in _POST_COLUMNS} | {"deleted_at": r.changes.get("deleted_at")}
                 posts[key]["created_at"] = _when(posts[key]["created_at"])  # converted once, not per fold
-            elif r.op == "delete":
-                posts.pop(key, None)
-            elif key in posts:
-                posts[key].update({c: v[1] for c, v in r.changes.items() if c in posts[key]})
-                if "created_at" in r.changes:
-                    posts[key]["created_at"] = _when(posts[key]["created_at"])
-        ctx.lasting["meeting_post_fold"] = (len(rows), len(channels), posts, names)
-        wanted = sorted({p["channel_id"] for p in posts.values()} - names.keys())
+                if added is not None:
+                    added.append(key)
+            else:
+                added = None
+                if r.op == "delete":
+                    posts.pop(key, None)
+                elif key in posts:
+                    posts[key].update({c: v[1] for c, v in r.changes.items() if c in posts[key]})
+                    if "created_at" in r.changes:
+                        posts[key]["created_at"] = _when(posts[key]["created_at"])
+        wanted = sorted(
+            {posts[k]["channel_id"] for k in added} if added is not None else {p["channel_id"] for p in posts.values()}
+        )
+        wanted = [i for i in wanted if i not in names]
         if wanted:
             names.update(dict.fromkeys(wanted))
             names.update((i, n) for i, n in rows_in(ctx, _CHANNEL_NAMES, wanted))
+        keys = added if added is not None else list(posts)
         found = [
             DmPost(i, p["author_id"], p["message"], p["created_at"], names[p["channel_id"]])
-            for i, p in posts.items()
-            if p["deleted_at"] is None and names[p["channel_id"]] is not None
+            for i in keys
+            if (p := posts[i])["deleted_at"] is None and names[p["channel_id"]] is not None
         ]
-        return sorted(found, key=lambda p: (p.created_at, p.id))
+        found.sort(key=_post_order)
+        if added is None or ordered is None:
+            ordered = found
+        elif found:
+            if ordered and _post_order(found[0]) < _post_order(ordered[-1]):
+                ordered = sorted([*ordered, *found], key=_post_order)
+            else:
+                ordered = [*ordered, *found]
+        ctx.lasting["meeting_post_fold"] = (len(rows), len(channels), posts, names, ordered)
+        return ordered
 
     return ctx.kept("meeting_posts", ("posts", "channels"), fold)
 
@@ -293,7 +319,7 @@ def know_channels(ctx: GradingContext, names: Sequence[str]) -> None:
     if key in ctx.lasting:
         return
     ctx.lasting[key] = True
-    state = ctx.lasting.setdefault("meeting_post_fold", (0, 0, {}, {}))
+    state = ctx.lasting.setdefault("meeting_post_fold", (0, 0, {}, {}, None))
     known: dict[Any, str | None] = state[3]
     for i, name in rows_in(ctx, _CHANNELS_NAMED, sorted(names)):
         known.setdefault(i, name)
@@ -309,22 +335,29 @@ def memories(ctx: GradingContext) -> list[Memory]:
     """The NPC memory rows this episode wrote, ordered by (time, id), as ``_MEMORY`` reads them.
 
     Why from the log: a coworker's every answer re-ran ``meeting_agreed``, which read them all again. A row
-    whose insert image lacks a column reads the table instead.
+    whose insert image lacks a column reads the table instead. As in ``new_posts``, the ordered list is kept
+    and new rows later than its last are appended; an edit, a delete or a row out of order sorts it again.
     """
 
     def fold() -> list[Memory]:
-        seen, rows_by_id = ctx.lasting.get("meeting_memory_fold", (0, {}))
+        seen, rows_by_id, ordered = ctx.lasting.get("meeting_memory_fold") or (0, {}, None)
         rows = ctx.changed_rows("npc_memory")
+        added: list[Memory] | None = [] if ordered is not None else None
         for r in rows[seen:]:
             key = r.key[0]
             if r.op == "insert":
                 if not _MEMORY_COLUMNS.issubset(r.changes):
+                    ctx.lasting["meeting_memory_fold"] = (seen, rows_by_id, None)
                     return _read_memories(ctx)
                 c = r.changes
                 rows_by_id[key] = Memory(
                     key, c["employee_id"], _when(c["at"]), c["kind"], c["subject"], _data(c["data"])
                 )
-            elif r.op == "delete":
+                if added is not None:
+                    added.append(rows_by_id[key])
+                continue
+            added = None
+            if r.op == "delete":
                 rows_by_id.pop(key, None)
             elif key in rows_by_id:
                 after = {c: v[1] for c, v in r.changes.items() if c in Memory._fields and c != "id"}
@@ -333,10 +366,23 @@ def memories(ctx: GradingContext) -> list[Memory]:
                 if "data" in after:
                     after["data"] = _data(after["data"])
                 rows_by_id[key] = rows_by_id[key]._replace(**after)
-        ctx.lasting["meeting_memory_fold"] = (len(rows), rows_by_id)
-        return sorted(rows_by_id.values(), key=lambda m: (m.at, m.id))
+        if added is None or ordered is None:
+            ordered = sorted(rows_by_id.values(), key=_memory_order)
+        elif added:
+            added.sort(key=_memory_order)
+            if ordered and _memory_order(added[0]) < _memory_order(ordered[-1]):
+                ordered = sorted([*ordered, *added], key=_memory_order)
+            else:
+                ordered = [*ordered, *added]
+        ctx.lasting["meeting_memory_fold"] = (len(rows), rows_by_id, ordered)
+        return ordered
 
     return ctx.kept("npc_memory", ("npc_memory",), fold)
+
+
+def _memory_order(m: Memory) -> tuple[datetime, int]:
+    """A memory row's place in ``memories`` (time, then id), as ``_MEMORY`` orders them."""
+    return (m.at, m.id)
 
 
 def _read_memories(ctx: GradingContext) -> list[Memory]:
