@@ -71,16 +71,26 @@ ISO = re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2})?(?:Z|[+-]\d{2}:?\d
 
 
 def _meetings(ctx: GradingContext, title_pattern: str) -> list[Any]:
-    """Live events the agent organised during the episode whose title matches (memoised per grade)."""
+    """Live events the agent organised during the episode whose title matches (memoised per grade).
 
-    def find() -> list[Any]:
-        return [
-            r
-            for r in _new_events(ctx)
-            if not r.cancelled and r.organizer_id == ctx.actor_id and rx(title_pattern).search(r.title or "")
-        ]
+    Kept until an event changes, and looked up through a per-step table of its own (``ctx.memo``, emptied
+    whenever a kept answer may be): every hook and check of every meeting asks it, a booking some twenty times.
+    """
+    step: dict[str, list[Any]] | None = ctx.memo.get("meetings")
+    if step is None:
+        step = ctx.memo["meetings"] = {}
+    found = step.get(title_pattern)
+    if found is None:
 
-    return ctx.kept(("meetings", title_pattern), ("events",), find)
+        def find() -> list[Any]:
+            return [
+                r
+                for r in _new_events(ctx)
+                if not r.cancelled and r.organizer_id == ctx.actor_id and rx(title_pattern).search(r.title or "")
+            ]
+
+        found = step[title_pattern] = ctx.kept(("meetings", title_pattern), ("events",), find)
+    return found
 
 
 def _meeting_touches(
