@@ -17,7 +17,7 @@ import functools
 import json
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 from dateutil.rrule import rrulestr
 
@@ -181,10 +181,15 @@ class _Directory:
 
     @classmethod
     def of(cls, ctx: GradingContext) -> _Directory:
+        """The episode's directory, checked against the log once a step (``ctx.memo``: no row changes in a step)."""
+        found = ctx.memo.get("meeting_directory")
+        if found is not None:
+            return cast(_Directory, found)
         stamp = len(ctx.changed_rows("employees"))
         found = ctx.lasting.get("meeting_directory")
         if not isinstance(found, _Directory) or found.stamp != stamp:
             found = ctx.lasting["meeting_directory"] = _Directory(stamp)
+        ctx.memo["meeting_directory"] = found
         return found
 
     def keep(self, rows: Sequence[Any]) -> None:
@@ -524,11 +529,15 @@ class Calendar:
 
     @classmethod
     def of(cls, ctx: GradingContext) -> Calendar:
-        """The episode's calendar, up to date with the change log."""
+        """The episode's calendar, up to date with the change log (brought up to date once a step: ``ctx.memo``)."""
+        found = ctx.memo.get("calendar")
+        if found is not None:
+            return cast(Calendar, found)
         found = ctx.lasting.get("calendar")
         if not isinstance(found, Calendar):
             found = ctx.lasting["calendar"] = Calendar()
         found.sync(ctx)
+        ctx.memo["calendar"] = found
         return found
 
     def overlaps(self, start: datetime, end: datetime, rule: str | None, until: datetime | None, w: Window) -> bool:
