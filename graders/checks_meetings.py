@@ -215,20 +215,25 @@ def _the_meeting(ctx: GradingContext, title_pattern: str) -> tuple[Any, str]:
     """(meeting row or None, evidence prefix): the latest matching live meeting.
 
     Kept until an event changes: a booking's every check of the meeting starts with it, so the prefix is
-    written once a step, not once a check.
+    written once a step, not once a check (and looked up in the step's table first, as ``_meetings`` is).
     """
+    step: dict[str, tuple[Any, str]] | None = ctx.memo.get("the_meeting")
+    if step is None:
+        step = ctx.memo["the_meeting"] = {}
+    found = step.get(title_pattern)
+    if found is None:
 
-    def find() -> tuple[Any, str]:
-        found = _meetings(ctx, title_pattern)
-        if not found:
-            return None, f"no live meeting organised by the agent matches /{title_pattern}/"
-        m = found[-1]
-        return m, f"event #{m.id} {snippet(m.title)} at {m.start_at.isoformat()}"
+        def find() -> tuple[Any, str]:
+            found = _meetings(ctx, title_pattern)
+            if not found:
+                return None, f"no live meeting organised by the agent matches /{title_pattern}/"
+            m = found[-1]
+            return m, f"event #{m.id} {snippet(m.title)} at {m.start_at.isoformat()}"
 
-    m, head = ctx.kept(("the_meeting", title_pattern), ("events",), find)
-    if m is None:
+        found = step[title_pattern] = ctx.kept(("the_meeting", title_pattern), ("events",), find)
+    if found[0] is None:
         Calendar.of(ctx).preload(ctx)
-    return m, head
+    return found
 
 
 def _attendees(ctx: GradingContext, event_id: int) -> list[Any]:
@@ -256,16 +261,22 @@ def _invitees(ctx: GradingContext, event_id: int) -> tuple[list[int], frozenset[
     """The meeting's invitees as every check of it asks: ids (by username), ids, usernames, who declined.
 
     Kept as long as ``_attendees`` (until an invitation or employee changes), so a booking's checks scan the
-    invitations once, not once a check.
+    invitations once, not once a check (and looked up in the step's table first).
     """
+    step: dict[int, Any] | None = ctx.memo.get("invitees")
+    if step is None:
+        step = ctx.memo["invitees"] = {}
+    found = step.get(event_id)
+    if found is None:
 
-    def build() -> tuple[list[int], frozenset[int], frozenset[str], frozenset[int]]:
-        found = _attendees(ctx, event_id)
-        ids = [a.employee_id for a in found]
-        declined = frozenset(a.employee_id for a in found if a.rsvp == "declined")
-        return ids, frozenset(ids), frozenset(a.username for a in found), declined
+        def build() -> tuple[list[int], frozenset[int], frozenset[str], frozenset[int]]:
+            found = _attendees(ctx, event_id)
+            ids = [a.employee_id for a in found]
+            declined = frozenset(a.employee_id for a in found if a.rsvp == "declined")
+            return ids, frozenset(ids), frozenset(a.username for a in found), declined
 
-    return ctx.kept(("invitees", event_id), ("event_attendees", "employees"), build)
+        found = step[event_id] = ctx.kept(("invitees", event_id), ("event_attendees", "employees"), build)
+    return cast(tuple[list[int], frozenset[int], frozenset[str], frozenset[int]], found)
 
 
 def _resolve(ctx: GradingContext, names: Sequence[str]) -> tuple[dict[str, int], list[str]]:

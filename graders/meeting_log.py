@@ -200,7 +200,12 @@ class _Directory:
 
 def _expect(ctx: GradingContext, names: Sequence[str]) -> None:
     """Note coworkers a meeting check names, so the kept calendar reads their events with the first query."""
-    ctx.lasting.setdefault("meeting_people", set()).update(names)
+    known = ctx.lasting.get("meeting_people")
+    if known is None:
+        known = ctx.lasting["meeting_people"] = set()
+    for name in names:
+        if name not in known:
+            known.add(name)
 
 
 def _people(ctx: GradingContext, ids: Sequence[int]) -> dict[int, Any]:
