@@ -185,6 +185,9 @@ def _dm_channels(ctx: GradingContext, attendees: Sequence[str]) -> set[int]:
     last call add a channel created with (or renamed to) one of the names and drop one deleted or renamed away.
     """
     key = ("dm_channels", tuple(attendees))
+    step: set[int] | None = ctx.memo.get(key)  # brought up to date once a step: the agent's posts each ask
+    if step is not None:
+        return step
     stamp = len(ctx.changed_rows("employees"))
     rows = ctx.changed_rows("channels")
     kept = ctx.lasting.get(key)
@@ -208,6 +211,7 @@ def _dm_channels(ctx: GradingContext, attendees: Sequence[str]) -> set[int]:
             if c["name"][1] in names:
                 found.add(r.key[0])
     kept[1] = len(rows)
+    ctx.memo[key] = found
     return cast(set[int], found)
 
 
