@@ -63,15 +63,14 @@ def test_a_booking_decides_its_checks_without_re_running_them(world, monkeypatch
         real_run(self, i)
 
     monkeypatch.setattr(Progress, "_run", run)
-    decided: dict[str, Counter[str]] = {}  # step -> decision -> calls (through on_step)
-    for fn in ("_in_hours", "_invited", "_no_clash", "_agreed"):
-        real = getattr(checks_meetings, fn)
+    decided: dict[str, Counter[str]] = {}  # step -> check function -> new verdicts kept (re-run or decided)
+    real_store = Progress._store
 
-        def counted(*a: Any, _real: Any = real, _fn: str = fn, **k: Any) -> Any:
-            decided.setdefault(at[0], Counter())[_fn] += 1
-            return _real(*a, **k)
+    def store(self: Progress, i: int, out: Any) -> None:
+        decided.setdefault(at[0], Counter())[self._checks[i].fn] += 1
+        real_store(self, i, out)
 
-        monkeypatch.setattr(checks_meetings, fn, counted)  # the check functions call these by name
+    monkeypatch.setattr(Progress, "_store", store)
     evidence = _play(world, rubric, _asking(Sql.of(world.session), world), progress, at)
     # the booking re-ran nothing: every check of the meeting (and the event checks) was decided in its on_step
     assert BOOKING not in runs, runs.get(BOOKING)
@@ -80,8 +79,19 @@ def test_a_booking_decides_its_checks_without_re_running_them(world, monkeypatch
     # nor did any later step: each meeting check a row touches is decided (the first step grades everything)
     first = "the agent asks bob"
     assert set(runs) == {first}, {step: c for step, c in runs.items() if step != first}
-    # the full grades went through the functions (the same decisions); the booking's pass through on_step too
-    assert decided["full grade"]["_no_clash"] > 0
+    # ... and yet every check of the meeting got a new verdict there: decided in its function's on_step
+    assert decided[BOOKING] == {
+        "meeting_no_double_booking": 1,  # Sync's (Retro's: no meeting, no overlap asked)
+        "meeting_in_working_hours": 1,
+        "meeting_attendees": 1,
+        "meeting_agreed": 1,
+        "meeting_room": 1,
+        "meeting_announced": 1,
+        "event_exists": 3,  # the two that fit and Retro's, which no event fits yet (it is asked at every event)
+        "meeting_person_in_hours": 3,
+        "meeting_person_free": 3,
+        "meeting_length": 1,
+    }, decided[BOOKING]
 
 
 def test_a_step_of_other_events_asks_no_hook_of_a_meeting_not_booked(world, monkeypatch):
@@ -101,21 +111,23 @@ def test_a_step_of_other_events_asks_no_hook_of_a_meeting_not_booked(world, monk
     sql = Sql.of(world.session)
     ev = {"description": "", "rrule": None, "until": None, "room_id": None, "cancelled": False}
 
+    def book(title: str, start: Any, invitee: int) -> None:  # the agent's event of 30 minutes, one invitation
+        end = start + timedelta(minutes=30)
+        values = {**ev, "organizer_id": 1, "title": title, "start_at": start, "end_at": end}
+        event = sql.insert("events", {**values, "created_at": world.clock.now()})
+        sql.insert(
+            "event_attendees", {"event_id": event, "employee_id": invitee, "rsvp": "needs_action", "optional": 0}
+        )
+
     def steps() -> Iterator[str]:
         yield "nothing booked"
-        now, end = world.clock.now(), world.clock.now() + timedelta(minutes=30)
-        other = sql.insert("events", {**ev, "organizer_id": 1, "title": "Lunch", "start_at": now, "end_at": end,
-                                      "created_at": now})  # fmt: skip
-        sql.insert("event_attendees", {"event_id": other, "employee_id": 2, "rsvp": "needs_action", "optional": 0})
+        now = world.clock.now()
+        book("Lunch", now, 2)
         yield "the agent books another event"
         world.later()
-        sync = sql.insert("events", {**ev, "organizer_id": 1, "title": "Sync ENG-1", "start_at": now + timedelta(days=1),
-                                     "end_at": end + timedelta(days=1), "created_at": world.clock.now()})  # fmt: skip
-        sql.insert("event_attendees", {"event_id": sync, "employee_id": 3, "rsvp": "needs_action", "optional": 0})
+        book("Sync ENG-1", now + timedelta(days=1), 3)
         yield "the meeting booked"
-        retro = sql.insert("events", {**ev, "organizer_id": 1, "title": "Retro", "start_at": now + timedelta(days=1),
-                                      "end_at": end + timedelta(days=1), "created_at": world.clock.now()})  # fmt: skip
-        sql.insert("event_attendees", {"event_id": retro, "employee_id": 3, "rsvp": "needs_action", "optional": 0})
+        book("Retro", now + timedelta(days=1), 3)
         yield "the retro booked at the same time"
 
     evidence = _play(world, rubric, steps(), progress, at)
@@ -198,12 +210,16 @@ def test_member_pairs_stand_over_rows_that_cannot_move_them(world, monkeypatch):
     sql = Sql.of(world.session)
     assert _member_pair(ctx, "eng", "bob") == (2, "eng", 2, "bob")
     channel = {"team_id": 1, "display_name": "", "type": "D", "purpose": "", "header": "", "creator_id": 1}
-    steps = [
-        ("a direct channel opened", lambda: sql.insert("channels", {**channel, "name": "1__3", "created_at": world.clock.now()}), 0),
+
+    def opened(name: str, team: int = 1) -> None:
+        sql.insert("channels", {**channel, "team_id": team, "name": name, "created_at": world.clock.now()})
+
+    steps = [  # (step, edit, queries of the pair it costs)
+        ("a direct channel opened", lambda: opened("1__3"), 0),
         ("the general channel renamed", lambda: sql.update("channels", 1, {"name": ("general", "lobby")}), 0),
-        ("a channel named eng created", lambda: sql.insert("channels", {**channel, "team_id": 2, "name": "eng", "created_at": world.clock.now()}), 1),
+        ("a channel named eng created (another team)", lambda: opened("eng", team=2), 1),
         ("eng renamed", lambda: sql.update("channels", 2, {"name": ("eng", "platform")}), 1),
-    ]  # fmt: skip
+    ]
     seen = len(ctx.log)
     for step, edit, reads in steps:
         queries.clear()
