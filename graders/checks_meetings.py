@@ -331,13 +331,13 @@ def touch_step(touches: Callable[..., bool]) -> Callable[..., dict[int, None]]:
                     hit = False
                 elif calendar[0]:
                     try:
-                        found = _meetings(ctx, meeting[1])
-                        mine = any(m.id in calendar[1] for m in found)
+                        booked = _meetings(ctx, meeting[1])
+                        mine = any(m.id in calendar[1] for m in booked)
                     except Exception:  # the hooks would raise too: every check re-runs, exactness first
-                        found, mine = [None], True
+                        booked, mine = [None], True
                     if mine:
                         hit = True
-                    elif calendar[2] and (own or not found):
+                    elif calendar[2] and (own or not booked):
                         hit = False  # only new events and invitations, none the meeting's (or there is none)
                 if hit is None:
                     hit = _touched(ctx, touches, rows, params[pos])

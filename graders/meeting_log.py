@@ -260,7 +260,10 @@ def new_posts(ctx: GradingContext) -> list[DmPost]:
     """
 
     def fold() -> list[DmPost]:
-        seen, seen_channels, posts, names, ordered = ctx.lasting.get("meeting_post_fold") or (0, 0, {}, {}, None)
+        state: tuple[int, int, dict[Any, dict[str, Any]], dict[Any, Any], list[DmPost] | None] = ctx.lasting.get(
+            "meeting_post_fold"
+        ) or (0, 0, {}, {}, None)
+        seen, seen_channels, posts, names, ordered = state
         rows, channels = ctx.changed_rows("posts"), ctx.changed_rows("channels")
         added: list[Any] | None = [] if ordered is not None and len(channels) == seen_channels else None
         for r in channels[seen_channels:]:
@@ -350,7 +353,12 @@ def memories(ctx: GradingContext) -> list[Memory]:
     """
 
     def fold() -> list[Memory]:
-        seen, rows_by_id, ordered = ctx.lasting.get("meeting_memory_fold") or (0, {}, None)
+        state: tuple[int, dict[Any, Memory], list[Memory] | None] = ctx.lasting.get("meeting_memory_fold") or (
+            0,
+            {},
+            None,
+        )
+        seen, rows_by_id, ordered = state
         rows = ctx.changed_rows("npc_memory")
         added: list[Memory] | None = [] if ordered is not None else None
         for r in rows[seen:]:
