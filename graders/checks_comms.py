@@ -437,9 +437,13 @@ def _event_touches(ctx: GradingContext, row: ChangeRow, **params: Any) -> bool:
     would otherwise re-run every meeting's check. The passing id is the one the check's last run kept in
     ``ctx.lasting``; a row of event #k or an earlier one re-runs it, and with it the kept id.
     """
+    return _event_touched(ctx.lasting.get(_fits_key(**params)), row)
+
+
+def _event_touched(passing: int | None, row: ChangeRow) -> bool:
+    """``_event_touches`` for a check whose last run kept ``passing`` (None: no event fitted)."""
     if row.table == "event_attendees" and row.op == "update":
         return not {"rsvp", "optional"}.issuperset(row.changes)
-    passing = ctx.lasting.get(_fits_key(**params))
     if passing is None:
         return True
     event = row.key[0] if row.table == "events" else row.changes.get("event_id")
@@ -459,7 +463,8 @@ def _event_step(
     touched: list[int] = []
     for pos, kw in enumerate(params):
         try:
-            if any(_event_touches(ctx, r, **kw) for r in rows):
+            passing = ctx.lasting.get(_fits_key(**kw))  # looked up once per check, not once per row
+            if any(_event_touched(passing, r) for r in rows):
                 touched.append(pos)
         except Exception:
             touched.append(pos)

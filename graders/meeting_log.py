@@ -211,10 +211,15 @@ def _expect(ctx: GradingContext, names: Sequence[str]) -> None:
 def _people(ctx: GradingContext, ids: Sequence[int]) -> dict[int, Any]:
     """Employees by id; each looked up once per episode while no employee row changes (one query for the new)."""
     known = _Directory.of(ctx)
-    missing = sorted({i for i in ids if i not in known.by_id})
+    by_id = known.by_id
+    if len(ids) == 1:  # most lookups: one person, known
+        found = by_id.get(ids[0])
+        if found is not None:
+            return {ids[0]: found}
+    missing = sorted({i for i in ids if i not in by_id})
     if missing:
         known.keep(rows_in(ctx, _PEOPLE, missing))
-    return {i: known.by_id[i] for i in sorted(set(ids)) if i in known.by_id}
+    return {i: by_id[i] for i in sorted(set(ids)) if i in by_id}
 
 
 def _employee(ctx: GradingContext, name: str) -> int | None:
@@ -230,7 +235,10 @@ def _employee(ctx: GradingContext, name: str) -> int | None:
 def _named(ctx: GradingContext, names: Sequence[str]) -> None:
     """Read the employees of the usernames not looked up yet, in one query (unknown names kept as None)."""
     known = _Directory.of(ctx)
-    missing = sorted({n for n in names if n not in known.by_name and n != "actor"})
+    by_name = known.by_name
+    if all(n in by_name or n == "actor" for n in names):
+        return  # all looked up already (every step after the first)
+    missing = sorted({n for n in names if n not in by_name and n != "actor"})
     if missing:
         known.by_name.update(dict.fromkeys(missing))
         known.keep(rows_in(ctx, _PEOPLE_NAMED, missing))
