@@ -10,6 +10,7 @@ updates, so a post or mail decides each check without a query.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Annotated, Any, NamedTuple
@@ -477,6 +478,15 @@ def _event_step(
     return out
 
 
+@functools.lru_cache(maxsize=4096)
+def _event_text(title: str, start: datetime) -> tuple[str, str]:
+    """An event's title as the evidence quotes it and its start in ISO form, once per event.
+
+    Why cached: a kickoff has a check per teammate, and each quotes the same event.
+    """
+    return snippet(title), start.isoformat()
+
+
 def _fits(
     ctx: GradingContext,
     title_pattern: str,
@@ -512,14 +522,15 @@ def _fits(
         problems = [f"missing {', '.join(missing)}"] if missing else []
         if not rx(title_pattern).search(e.title):
             problems.append("title does not match")
+        title, start = _event_text(e.title, e.start_at)
         if (start_after and e.start_at < start_after) or (start_before and e.start_at > start_before):
-            problems.append(f"starts {e.start_at.isoformat()}")
+            problems.append(f"starts {start}")
         if room is not None and e.room != room:
             problems.append(f"room is {e.room!r}")
         if not problems:
             ctx.lasting[key] = e.id
-            return (1.0, f"event #{e.id} {snippet(e.title)} at {e.start_at.isoformat()} fits", {"event_id": e.id})
-        notes.append(f"#{e.id} {snippet(e.title)}: {', '.join(problems)}")
+            return (1.0, f"event #{e.id} {title} at {start} fits", {"event_id": e.id})
+        notes.append(f"#{e.id} {title}: {', '.join(problems)}")
     head = f"none of {len(notes)} live events organised by {who_label(organizer)} fits /{title_pattern}/"
     return (0.0, head + (f": {listing(notes)}" if notes else ""), {})
 
