@@ -313,12 +313,12 @@ def touch_step(touches: Callable[..., bool]) -> Callable[..., dict[int, None]]:
     own = touches in _OWN_HOOKS
 
     def on_step(ctx: GradingContext, rows: Sequence[ChangeRow], params: Sequence[Mapping[str, Any]]) -> dict[int, None]:
-        if not ctx.changed_rows("events") and not ctx.changed_rows("event_attendees"):
-            return {}  # no event or invitation this episode: no meeting, and no row a hook could answer yes to
         keys = ctx.lasting.get((touches, id(params)))
-        if keys is None or keys[0] is not params:  # the same list every step: its keys are built once
+        if keys is None or keys[0] is not params:  # the same list every step: its keys are built once, at the start
             found = [(touches, kw["title_pattern"], tuple(kw.get("attendees") or ())) for kw in params]
             keys = ctx.lasting[(touches, id(params))] = (params, found)
+        if not ctx.changed_rows("events") and not ctx.changed_rows("event_attendees"):
+            return {}  # no event or invitation this episode: no meeting, and no row a hook could answer yes to
         memo = ctx.memo
         seqs = tuple(map(_SEQ, rows))
         calendar, out = None, dict[int, None]()  # calendar: whether a row is an event or an invitation (asked once)
