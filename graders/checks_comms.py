@@ -10,6 +10,7 @@ updates, so a post or mail decides each check without a query.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Annotated, Any, NamedTuple
@@ -53,7 +54,7 @@ from graders.comms_posts import (
     _post_touches,
     _post_verdict,
 )
-from graders.meeting_log import _employee, _named, _people, invitations
+from graders.meeting_log import _employee, _expect, _named, _people, invitations
 from graders.meeting_log import _new_events as _logged_events
 from worlds.rawsql import Sql
 
@@ -437,42 +438,75 @@ def _event_touches(ctx: GradingContext, row: ChangeRow, **params: Any) -> bool:
     would otherwise re-run every meeting's check. The passing id is the one the check's last run kept in
     ``ctx.lasting``; a row of event #k or an earlier one re-runs it, and with it the kept id.
     """
+    return _event_touched(ctx.lasting.get(_fits_key(**params)), row)
+
+
+def _event_touched(passing: int | None, row: ChangeRow) -> bool:
+    """``_event_touches`` for a check whose last run kept ``passing`` (None: no event fitted)."""
     if row.table == "event_attendees" and row.op == "update":
         return not {"rsvp", "optional"}.issuperset(row.changes)
-    passing = ctx.lasting.get(_fits_key(**params))
     if passing is None:
         return True
     event = row.key[0] if row.table == "events" else row.changes.get("event_id")
     return not (isinstance(event, int) and event > passing)
 
 
-@check_fn("event_exists", validate=_window, reads=("events", "event_attendees"), touches=_event_touches)
-def event_exists(
-    ctx: GradingContext,
-    title_pattern: Regex,
-    attendees: Sequence[str] = (),
-    organizer: Who | None = "actor",
-    start_after: AwareDatetime | None = None,
-    start_before: AwareDatetime | None = None,
-    room: str | None = None,
-) -> CheckOutcome:
-    """A live event created during the episode has a matching title, every attendee, the time and room.
+def _event_step(
+    ctx: GradingContext, rows: Sequence[ChangeRow], params: Sequence[Mapping[str, Any]]
+) -> dict[int, tuple[float, str, dict[str, Any]] | None]:
+    """``event_exists``'s ``on_step``: the checks a step's event rows touch (``_event_touches``), decided at once.
 
-    ``attendees`` are usernames (``"actor"`` allowed; the organizer counts as attending); the start must lie
-    in [``start_after``, ``start_before``] when given.
+    Why: a booking re-ran each check of an event the agent had not booked yet (onboarding has one per meeting),
+    paying the check machinery on top of the verdict; here each is decided by the function's own decision
+    (``_fits``). Every check's hook is asked before any is decided, as when they were re-run (deciding one
+    moves the passing event its hook reads). A hook or a decision that raises re-runs the check.
     """
+    touched: list[int] = []
+    for pos, kw in enumerate(params):
+        try:
+            passing = ctx.lasting.get(_fits_key(**kw))  # looked up once per check, not once per row
+            if any(_event_touched(passing, r) for r in rows):
+                touched.append(pos)
+        except Exception:
+            touched.append(pos)
+    out: dict[int, tuple[float, str, dict[str, Any]] | None] = {}
+    for pos in touched:
+        try:
+            out[pos] = _fits(ctx, **params[pos])
+        except Exception:
+            out[pos] = None
+    return out
+
+
+@functools.lru_cache(maxsize=4096)
+def _event_text(title: str, start: datetime) -> tuple[str, str]:
+    """An event's title as the evidence quotes it and its start in ISO form, once per event.
+
+    Why cached: a kickoff has a check per teammate, and each quotes the same event.
+    """
+    return snippet(title), start.isoformat()
+
+
+def _fits(
+    ctx: GradingContext,
+    title_pattern: str,
+    attendees: Sequence[str] = (),
+    organizer: str | None = "actor",
+    start_after: datetime | None = None,
+    start_before: datetime | None = None,
+    room: str | None = None,
+) -> tuple[float, str, dict[str, Any]]:
+    """``event_exists``'s verdict as (score, evidence, details) (also its ``on_step``'s)."""
     key = _fits_key(title_pattern, attendees, organizer, start_after, start_before, room)
     ctx.lasting.pop(key, None)  # kept again only if an event fits (see _event_touches)
     named = [a for a in (*attendees, organizer or "actor") if a != "actor"]
-    from graders.checks_meetings import _expect  # lazy: the calendar app's slots load only for meeting rubrics
-
     _expect(ctx, named)  # the meeting checks' calendar reads them before a booking
     _named(ctx, named)  # one query for every name, kept for the episode (at the first step, before any booking)
     if not any(r.op == "insert" for r in ctx.changed_rows("events")):
-        return CheckOutcome.of(False, "no calendar event was created during the episode")
+        return (0.0, "no calendar event was created during the episode", {})
     organizer_id = _employee(ctx, organizer) if organizer is not None else None
     if organizer is not None and organizer_id is None:
-        return CheckOutcome.of(False, f"unknown employee {organizer!r}")
+        return (0.0, f"unknown employee {organizer!r}", {})
     events, invited = ctx.kept(("new_events",), ("events", "event_attendees", "rooms", "employees"), _new_events(ctx))
     me = _people(ctx, [ctx.actor_id]).get(ctx.actor_id)
     # compared by id (usernames are unique): the invitees need no lookup of their names
@@ -488,18 +522,42 @@ def event_exists(
         problems = [f"missing {', '.join(missing)}"] if missing else []
         if not rx(title_pattern).search(e.title):
             problems.append("title does not match")
+        title, start = _event_text(e.title, e.start_at)
         if (start_after and e.start_at < start_after) or (start_before and e.start_at > start_before):
-            problems.append(f"starts {e.start_at.isoformat()}")
+            problems.append(f"starts {start}")
         if room is not None and e.room != room:
             problems.append(f"room is {e.room!r}")
         if not problems:
             ctx.lasting[key] = e.id
-            return CheckOutcome.of(
-                True, f"event #{e.id} {snippet(e.title)} at {e.start_at.isoformat()} fits", event_id=e.id
-            )
-        notes.append(f"#{e.id} {snippet(e.title)}: {', '.join(problems)}")
+            return (1.0, f"event #{e.id} {title} at {start} fits", {"event_id": e.id})
+        notes.append(f"#{e.id} {title}: {', '.join(problems)}")
     head = f"none of {len(notes)} live events organised by {who_label(organizer)} fits /{title_pattern}/"
-    return CheckOutcome.of(False, head + (f": {listing(notes)}" if notes else ""))
+    return (0.0, head + (f": {listing(notes)}" if notes else ""), {})
+
+
+@check_fn(
+    "event_exists",
+    validate=_window,
+    reads=("events", "event_attendees"),
+    touches=_event_touches,
+    on_step=_event_step,
+)
+def event_exists(
+    ctx: GradingContext,
+    title_pattern: Regex,
+    attendees: Sequence[str] = (),
+    organizer: Who | None = "actor",
+    start_after: AwareDatetime | None = None,
+    start_before: AwareDatetime | None = None,
+    room: str | None = None,
+) -> CheckOutcome:
+    """A live event created during the episode has a matching title, every attendee, the time and room.
+
+    ``attendees`` are usernames (``"actor"`` allowed; the organizer counts as attending); the start must lie
+    in [``start_after``, ``start_before``] when given.
+    """
+    score, evidence, details = _fits(ctx, title_pattern, attendees, organizer, start_after, start_before, room)
+    return CheckOutcome(score=score, evidence=evidence, details=details)
 
 
 _ROOM_NAMES = "SELECT id, name FROM rooms WHERE id IN ({}) ORDER BY id"
@@ -601,13 +659,39 @@ def _member_pair(ctx: GradingContext, channel: str, username: str) -> tuple[int,
     name, a rename), so deciding a membership row costs a lookup.
     """
     key = ("member_pair", channel, username)
-    stamp = (len(ctx.changed_rows("channels")), len(ctx.changed_rows("employees")))
+    channels, employees = ctx.changed_rows("channels"), ctx.changed_rows("employees")
+    stamp = (len(channels), len(employees))
     found = ctx.lasting.get(key)
-    if found is None or found[0] != stamp:
+    if found is not None and found[0] != stamp:
+        # rows of other channels and people (a direct channel opened, someone's profile edited) pick the same
+        # pair: only a row that may create, rename or delete one of the names reads it again
+        name, who = channel.lstrip("~#"), username.lstrip("@")
+        seen_channels, seen_employees = found[0]
+        if any(_names_row(r, "name", name) for r in channels[seen_channels:]) or any(
+            _names_row(r, "username", who) for r in employees[seen_employees:]
+        ):
+            found = None
+        else:
+            found = ctx.lasting[key] = (stamp, found[1])
+    if found is None:
         row = Sql.of(ctx.session).one(_MEMBER_PAIR, (username.lstrip("@"), channel.lstrip("~#")))
         found = ctx.lasting[key] = (stamp, tuple(row) if row is not None else None)
     pair: tuple[int, str, int, str] | None = found[1]
     return pair
+
+
+def _names_row(row: ChangeRow, column: str, wanted: str) -> bool:
+    """Whether a logged channel or employee row may change which row a name picks (``_member_pair``).
+
+    A delete may (its image may not say the name); an insert or an update only with the name (or, for an
+    insert, an image without the column: it may have it).
+    """
+    if row.op == "delete":
+        return True
+    c = row.changes
+    if row.op == "update":
+        return bool(column in c and wanted in c[column])
+    return bool(c.get(column, wanted) == wanted)
 
 
 def _member_touches(ctx: GradingContext, row: ChangeRow, channel: str, username: str, **_: Any) -> bool:
@@ -672,6 +756,9 @@ def _member_step(
     step with a channel or employee row, a moved membership or an image without its pair asks each check's
     hook and evaluator as before.
     """
+    if not rows:  # asked once when progress starts: the names' rows are read now, not at the first membership
+        _member_index(ctx, params)
+        return {}
     last: dict[tuple[Any, Any], bool] = {}  # (channel, person) -> a member after the step
     plain = True
     for r in rows:
@@ -713,12 +800,15 @@ def _member_index(
     stamp = (len(ctx.changed_rows("channels")), len(ctx.changed_rows("employees")))
     kept = ctx.lasting.get(("member_index", id(params)))
     if kept is None or kept[0] is not params or kept[1] != stamp:
-        index: dict[tuple[int, int], list[tuple[int, tuple[int, str, int, str]]]] = {}
-        for pos, kw in enumerate(params):
-            pair = _member_pair(ctx, kw["channel"], kw["username"])
-            if pair is not None:
-                index.setdefault((pair[0], pair[2]), []).append((pos, pair))
-        kept = ctx.lasting[("member_index", id(params))] = (params, stamp, index)
+        pairs = [_member_pair(ctx, kw["channel"], kw["username"]) for kw in params]
+        if kept is not None and kept[0] is params and kept[3] == pairs:  # the names pick the same rows
+            kept = ctx.lasting[("member_index", id(params))] = (params, stamp, kept[2], pairs)
+        else:
+            index: dict[tuple[int, int], list[tuple[int, tuple[int, str, int, str]]]] = {}
+            for pos, pair in enumerate(pairs):
+                if pair is not None:
+                    index.setdefault((pair[0], pair[2]), []).append((pos, pair))
+            kept = ctx.lasting[("member_index", id(params))] = (params, stamp, index, pairs)
     found: dict[tuple[int, int], list[tuple[int, tuple[int, str, int, str]]]] = kept[2]
     return found
 

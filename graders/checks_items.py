@@ -19,29 +19,29 @@ minutes" of a booking, judged apart from its time and its invitees.
 
 from __future__ import annotations
 
-from typing import Annotated, Any
-from zoneinfo import ZoneInfo
+import functools
+from typing import Annotated, Any, cast
 
 from pydantic import Field
 
 from graders.base import ChangeRow, CheckOutcome, GradingContext, check_fn
 from graders.checks_common import Regex, listing, rx
 from graders.checks_meetings import (
-    Calendar,
-    _attendees,
+    Verdict,
     _clash_touches,
-    _expect,
     _invitee_touches,
-    _labels,
+    _invitees,
     _meetings,
     _own_touches,
-    _people,
     _the_meeting,
-    touch_step,
+    decide_step,
+    local_time,
+    outcome,
+    verdict,
+    works,
 )
-from graders.meeting_log import _employee
+from graders.meeting_log import Calendar, _employee, _expect, _labels, _people
 from graders.text_step import shares_decided, text_step
-from mcp_tools.calendar.slots import Person
 
 _DAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
 _TABLES = ("events", "event_attendees", "employees")
@@ -51,8 +51,8 @@ def _hhmm(minute: int) -> str:
     return f"{minute // 60:02d}:{minute % 60:02d}"
 
 
-def _participant(ctx: GradingContext, title_pattern: str, username: str) -> tuple[Any, str, int] | CheckOutcome:
-    """(meeting, evidence prefix, the person's employee id), or the failing outcome saying why there is none.
+def _participant(ctx: GradingContext, title_pattern: str, username: str) -> tuple[Any, str, int] | Verdict:
+    """(meeting, evidence prefix, the person's employee id), or the failing verdict saying why there is none.
 
     The person is looked up in the meeting checks' directory (``meeting_log._employee``), kept for the episode,
     and named to the kept calendar before the booking (``_expect``), so the booking step reads neither again.
@@ -60,16 +60,40 @@ def _participant(ctx: GradingContext, title_pattern: str, username: str) -> tupl
     _expect(ctx, [username])
     m, head = _the_meeting(ctx, title_pattern)
     if m is None:
-        return CheckOutcome.of(False, head)
+        return verdict(False, head)
     emp = _employee(ctx, username)
     if emp is None:
-        return CheckOutcome.of(False, f"{head}: no employee @{username}", event_id=m.id)
-    if emp != m.organizer_id and all(a.employee_id != emp for a in _attendees(ctx, m.id)):
-        return CheckOutcome.of(False, f"{head}: @{username} is neither its organiser nor invited", event_id=m.id)
+        return verdict(False, f"{head}: no employee @{username}", m.id)
+    if emp != m.organizer_id and emp not in _invitees(ctx, m.id)[1]:
+        return verdict(False, f"{head}: @{username} is neither its organiser nor invited", m.id)
     return m, head, emp
 
 
-@check_fn("meeting_person_in_hours", reads=_TABLES, touches=_invitee_touches, on_step=touch_step(_invitee_touches))
+@functools.lru_cache(maxsize=1024)
+def _week(p: Any) -> str:
+    """Someone's working hours and days as the evidence shows them (``09:00-17:00 on MTWTF``), once per person."""
+    days = "".join(d[0] if f == "1" else "" for d, f in zip(_DAYS, p.workdays, strict=False))
+    return f"{_hhmm(p.work_start_minute)}-{_hhmm(p.work_end_minute)} on {days or 'no day'}"
+
+
+def _person_in_hours(ctx: GradingContext, title_pattern: str, username: str) -> Verdict:
+    """``meeting_person_in_hours``'s verdict (also its ``on_step``'s)."""
+    found = _participant(ctx, title_pattern, username)
+    if type(found[0]) is float:  # a verdict: no meeting, no such person, or not theirs
+        return cast(Verdict, found)
+    m, head, emp = cast(tuple[Any, str, int], found)
+    p = _people(ctx, [emp])[emp]
+    inside = works(p, m.start_at, m.end_at)
+    where = f"{local_time(m.start_at, p.timezone)} {p.timezone}, {'inside' if inside else 'outside'} {_week(p)}"
+    return verdict(inside, f"{head}: for @{username} it is {where}", m.id)
+
+
+@check_fn(
+    "meeting_person_in_hours",
+    reads=_TABLES,
+    touches=_invitee_touches,
+    on_step=decide_step(_invitee_touches, _person_in_hours),
+)
 def meeting_person_in_hours(ctx: GradingContext, title_pattern: Regex, username: str) -> CheckOutcome:
     """The meeting lies inside ``username``'s working hours, in their own time zone, on one of their workdays.
 
@@ -78,20 +102,7 @@ def meeting_person_in_hours(ctx: GradingContext, title_pattern: Regex, username:
     09:00-17:00 Mon-Fri``). A declined invitee still counts: the agent chose the time, so an answer to the
     invitation re-runs nothing (``_invitee_touches``).
     """
-    found = _participant(ctx, title_pattern, username)
-    if isinstance(found, CheckOutcome):
-        return found
-    m, head, emp = found
-    p = _people(ctx, [emp])[emp]
-    local = m.start_at.astimezone(ZoneInfo(p.timezone)).strftime("%a %H:%M")
-    days = "".join(d[0] if f == "1" else "" for d, f in zip(_DAYS, p.workdays, strict=False))
-    hours = f"{_hhmm(p.work_start_minute)}-{_hhmm(p.work_end_minute)} on {days or 'no day'}"
-    person = Person(p.id, p.username, p.timezone, p.work_start_minute, p.work_end_minute, p.workdays)
-    inside = person.works(m.start_at, m.end_at)
-    verdict = "inside" if inside else "outside"
-    return CheckOutcome.of(
-        inside, f"{head}: for @{username} it is {local} {p.timezone}, {verdict} {hours}", event_id=m.id
-    )
+    return outcome(_person_in_hours(ctx, title_pattern, username))
 
 
 def _busy(ctx: GradingContext, m: Any) -> dict[int, list[str]]:
@@ -103,8 +114,8 @@ def _busy(ctx: GradingContext, m: Any) -> dict[int, list[str]]:
     key = ("meeting_busy", m)  # one answer per step for every person's check (``ctx.memo``: a step's state)
     found: dict[int, list[str]] | None = ctx.memo.get(key)
     if found is None:
-        going = [a.employee_id for a in _attendees(ctx, m.id) if a.rsvp != "declined"]
-        ids = sorted({m.organizer_id, *going})
+        ids_, _, _, declined = _invitees(ctx, m.id)
+        ids = sorted({m.organizer_id, *(i for i in ids_ if i not in declined)})
         busy, _room = Calendar.of(ctx).clashes(ctx, ids, None, (m.start_at, m.end_at))
         found = ctx.memo[key] = {emp: labels for emp in ids if (labels := _labels(busy[emp], m.id))}
     return found
@@ -124,23 +135,28 @@ def _free_touches(ctx: GradingContext, row: ChangeRow, title_pattern: str, **kwa
     return _clash_touches(ctx, row, title_pattern, **kwargs)
 
 
-@check_fn("meeting_person_free", reads=_TABLES, touches=_free_touches, on_step=touch_step(_free_touches))
+def _free(ctx: GradingContext, title_pattern: str, username: str) -> Verdict:
+    """``meeting_person_free``'s verdict (also its ``on_step``'s)."""
+    found = _participant(ctx, title_pattern, username)
+    if type(found[0]) is float:  # a verdict: no meeting, no such person, or not theirs
+        return cast(Verdict, found)
+    m, head, emp = cast(tuple[Any, str, int], found)
+    if emp != m.organizer_id and emp in _invitees(ctx, m.id)[3]:
+        return verdict(True, f"{head}: @{username} declined it, so nothing of theirs clashes", m.id)
+    clash = _busy(ctx, m).get(emp)
+    if clash:
+        return verdict(False, f"{head}: @{username} is also in {listing(clash, 2)}", m.id)
+    return verdict(True, f"{head}: @{username} has nothing else then", m.id)
+
+
+@check_fn("meeting_person_free", reads=_TABLES, touches=_free_touches, on_step=decide_step(_free_touches, _free))
 def meeting_person_free(ctx: GradingContext, title_pattern: Regex, username: str) -> CheckOutcome:
     """``username`` has no other commitment at the meeting's time (events they organise or have not declined).
 
     Recurring events are expanded, as the calendar counts them. An invitee who declined the meeting is not
     double-booked by it: their calendar keeps the other event.
     """
-    found = _participant(ctx, title_pattern, username)
-    if isinstance(found, CheckOutcome):
-        return found
-    m, head, emp = found
-    if emp != m.organizer_id and any(a.employee_id == emp and a.rsvp == "declined" for a in _attendees(ctx, m.id)):
-        return CheckOutcome.of(True, f"{head}: @{username} declined it, so nothing of theirs clashes", event_id=m.id)
-    clash = _busy(ctx, m).get(emp)
-    if clash:
-        return CheckOutcome.of(False, f"{head}: @{username} is also in {listing(clash, 2)}", event_id=m.id)
-    return CheckOutcome.of(True, f"{head}: @{username} has nothing else then", event_id=m.id)
+    return outcome(_free(ctx, title_pattern, username))
 
 
 @check_fn("merge_request_changes_file", reads=("merge_requests",))
@@ -248,7 +264,18 @@ def doc_mentions_once(ctx: GradingContext, document: str, pattern: Regex, label:
     return CheckOutcome.of(False, f"{name}: named {len(where)} times in {document} (under {listing(where, 4)})")
 
 
-@check_fn("meeting_length", reads=("events",), touches=_own_touches, on_step=touch_step(_own_touches))
+def _length(ctx: GradingContext, title_pattern: str, minutes: int) -> Verdict:
+    """``meeting_length``'s verdict (also its ``on_step``'s)."""
+    m, head = _the_meeting(ctx, title_pattern)
+    if m is None:
+        return verdict(False, head)
+    length = int((m.end_at - m.start_at).total_seconds() // 60)
+    if length == minutes:
+        return verdict(True, f"{head}: lasts {length} minutes", m.id)
+    return verdict(False, f"{head}: lasts {length} minutes, not {minutes}", m.id)
+
+
+@check_fn("meeting_length", reads=("events",), touches=_own_touches, on_step=decide_step(_own_touches, _length))
 def meeting_length(ctx: GradingContext, title_pattern: Regex, minutes: Annotated[int, Field(ge=1)]) -> CheckOutcome:
     """The meeting lasts exactly ``minutes`` (its end less its start).
 
@@ -256,10 +283,4 @@ def meeting_length(ctx: GradingContext, title_pattern: Regex, minutes: Annotated
     takes the other half from everyone's day; the time can be agreed and free while the length is wrong. Read
     from the meeting the meeting checks find (folded from the change log), so it costs no query.
     """
-    m, head = _the_meeting(ctx, title_pattern)
-    if m is None:
-        return CheckOutcome.of(False, head)
-    length = int((m.end_at - m.start_at).total_seconds() // 60)
-    if length == minutes:
-        return CheckOutcome.of(True, f"{head}: lasts {length} minutes", event_id=m.id)
-    return CheckOutcome.of(False, f"{head}: lasts {length} minutes, not {minutes}", event_id=m.id)
+    return outcome(_length(ctx, title_pattern, minutes))

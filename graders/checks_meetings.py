@@ -16,7 +16,6 @@ time passed in silence, before the agent direct-messaged their manager naming th
 
 from __future__ import annotations
 
-import bisect
 import functools
 import operator
 import re
@@ -25,23 +24,30 @@ from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any, NamedTuple, cast
 from zoneinfo import ZoneInfo
 
-from dateutil.rrule import rrulestr
 from pydantic import AwareDatetime, Field
 
 from graders.base import ChangeRow, CheckOutcome, GradingContext, check_fn
 from graders.checks_common import Regex, listing, rows_in, rx, snippet
 from graders.meeting_log import (
+    _COMMITTED,
+    _EVENT_ROWS,
+    _HARMLESS,
+    Calendar,
     _employee,
-    _named,
+    _event_images,
+    _expect,
+    _labels,
     _new_events,
-    _when,
+    _stored,
     invitations,
+    know_channels,
     memories,
     new_posts,
 )
-from graders.meeting_log import (
-    _people as _people,  # re-exported: graders.checks_items reads the participants through it
-)
+
+# re-exported: graders.checks_items and the tests read the participants and the calendar through this module
+from graders.meeting_log import _people as _people
+from graders.meeting_log import _recurs_in as _recurs_in
 from mcp_tools.calendar.slots import Person
 from npcs.hours import WorkHours
 from worlds.rawsql import Sql
@@ -65,16 +71,26 @@ ISO = re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2})?(?:Z|[+-]\d{2}:?\d
 
 
 def _meetings(ctx: GradingContext, title_pattern: str) -> list[Any]:
-    """Live events the agent organised during the episode whose title matches (memoised per grade)."""
+    """Live events the agent organised during the episode whose title matches (memoised per grade).
 
-    def find() -> list[Any]:
-        return [
-            r
-            for r in _new_events(ctx)
-            if not r.cancelled and r.organizer_id == ctx.actor_id and rx(title_pattern).search(r.title or "")
-        ]
+    Kept until an event changes, and looked up through a per-step table of its own (``ctx.memo``, emptied
+    whenever a kept answer may be): every hook and check of every meeting asks it, a booking some twenty times.
+    """
+    step: dict[str, list[Any]] | None = ctx.memo.get("meetings")
+    if step is None:
+        step = ctx.memo["meetings"] = {}
+    found = step.get(title_pattern)
+    if found is None:
 
-    return ctx.kept(("meetings", title_pattern), ("events",), find)
+        def find() -> list[Any]:
+            return [
+                r
+                for r in _new_events(ctx)
+                if not r.cancelled and r.organizer_id == ctx.actor_id and rx(title_pattern).search(r.title or "")
+            ]
+
+        found = step[title_pattern] = ctx.kept(("meetings", title_pattern), ("events",), find)
+    return found
 
 
 def _meeting_touches(
@@ -169,6 +185,9 @@ def _dm_channels(ctx: GradingContext, attendees: Sequence[str]) -> set[int]:
     last call add a channel created with (or renamed to) one of the names and drop one deleted or renamed away.
     """
     key = ("dm_channels", tuple(attendees))
+    step: set[int] | None = ctx.memo.get(key)  # brought up to date once a step: the agent's posts each ask
+    if step is not None:
+        return step
     stamp = len(ctx.changed_rows("employees"))
     rows = ctx.changed_rows("channels")
     kept = ctx.lasting.get(key)
@@ -192,17 +211,33 @@ def _dm_channels(ctx: GradingContext, attendees: Sequence[str]) -> set[int]:
             if c["name"][1] in names:
                 found.add(r.key[0])
     kept[1] = len(rows)
+    ctx.memo[key] = found
     return cast(set[int], found)
 
 
 def _the_meeting(ctx: GradingContext, title_pattern: str) -> tuple[Any, str]:
-    """(meeting row or None, evidence prefix): the latest matching live meeting."""
-    found = _meetings(ctx, title_pattern)
-    if not found:
+    """(meeting row or None, evidence prefix): the latest matching live meeting.
+
+    Kept until an event changes: a booking's every check of the meeting starts with it, so the prefix is
+    written once a step, not once a check (and looked up in the step's table first, as ``_meetings`` is).
+    """
+    step: dict[str, tuple[Any, str]] | None = ctx.memo.get("the_meeting")
+    if step is None:
+        step = ctx.memo["the_meeting"] = {}
+    found = step.get(title_pattern)
+    if found is None:
+
+        def find() -> tuple[Any, str]:
+            found = _meetings(ctx, title_pattern)
+            if not found:
+                return None, f"no live meeting organised by the agent matches /{title_pattern}/"
+            m = found[-1]
+            return m, f"event #{m.id} {snippet(m.title)} at {m.start_at.isoformat()}"
+
+        found = step[title_pattern] = ctx.kept(("the_meeting", title_pattern), ("events",), find)
+    if found[0] is None:
         Calendar.of(ctx).preload(ctx)
-        return None, f"no live meeting organised by the agent matches /{title_pattern}/"
-    m = found[-1]
-    return m, f"event #{m.id} {snippet(m.title)} at {m.start_at.isoformat()}"
+    return found
 
 
 def _attendees(ctx: GradingContext, event_id: int) -> list[Any]:
@@ -226,9 +261,26 @@ def _attendees(ctx: GradingContext, event_id: int) -> list[Any]:
     return ctx.kept(("attendees", event_id), ("event_attendees", "employees"), from_log)
 
 
-def _expect(ctx: GradingContext, names: Sequence[str]) -> None:
-    """Note coworkers a meeting check names, so the kept calendar reads their events with the first query."""
-    ctx.lasting.setdefault("meeting_people", set()).update(names)
+def _invitees(ctx: GradingContext, event_id: int) -> tuple[list[int], frozenset[int], frozenset[str], frozenset[int]]:
+    """The meeting's invitees as every check of it asks: ids (by username), ids, usernames, who declined.
+
+    Kept as long as ``_attendees`` (until an invitation or employee changes), so a booking's checks scan the
+    invitations once, not once a check (and looked up in the step's table first).
+    """
+    step: dict[int, Any] | None = ctx.memo.get("invitees")
+    if step is None:
+        step = ctx.memo["invitees"] = {}
+    found = step.get(event_id)
+    if found is None:
+
+        def build() -> tuple[list[int], frozenset[int], frozenset[str], frozenset[int]]:
+            found = _attendees(ctx, event_id)
+            ids = [a.employee_id for a in found]
+            declined = frozenset(a.employee_id for a in found if a.rsvp == "declined")
+            return ids, frozenset(ids), frozenset(a.username for a in found), declined
+
+        found = step[event_id] = ctx.kept(("invitees", event_id), ("event_attendees", "employees"), build)
+    return cast(tuple[list[int], frozenset[int], frozenset[str], frozenset[int]], found)
 
 
 def _resolve(ctx: GradingContext, names: Sequence[str]) -> tuple[dict[str, int], list[str]]:
@@ -251,15 +303,22 @@ def touch_step(touches: Callable[..., bool]) -> Callable[..., dict[int, None]]:
     is asked once per meeting and row set a step (``ctx.memo``, shared by the functions with the same hook), so
     the per-person checks of a meeting ask it once; until a meeting is booked only an event or invitation row
     can touch a hook (they all say so). A check a row touches is re-run (None), the others stand.
+
+    Nor is a hook asked what every hook answers alike (``_calendar_rows``, once a step): a row of the meeting's
+    own event, or a new invitation to it, touches every check of the meeting (a booking); and a step that only
+    creates other events and their invitations touches no check of a meeting not booked yet, nor one whose
+    hook reads of the calendar only the meeting itself (``_OWN_HOOKS``; onboarding and 1:1s book one meeting
+    after another).
     """
+    own = touches in _OWN_HOOKS
 
     def on_step(ctx: GradingContext, rows: Sequence[ChangeRow], params: Sequence[Mapping[str, Any]]) -> dict[int, None]:
-        if not ctx.changed_rows("events") and not ctx.changed_rows("event_attendees"):
-            return {}  # no event or invitation this episode: no meeting, and no row a hook could answer yes to
         keys = ctx.lasting.get((touches, id(params)))
-        if keys is None or keys[0] is not params:  # the same list every step: its keys are built once
+        if keys is None or keys[0] is not params:  # the same list every step: its keys are built once, at the start
             found = [(touches, kw["title_pattern"], tuple(kw.get("attendees") or ())) for kw in params]
             keys = ctx.lasting[(touches, id(params))] = (params, found)
+        if not ctx.changed_rows("events") and not ctx.changed_rows("event_attendees"):
+            return {}  # no event or invitation this episode: no meeting, and no row a hook could answer yes to
         memo = ctx.memo
         seqs = tuple(map(_SEQ, rows))
         calendar, out = None, dict[int, None]()  # calendar: whether a row is an event or an invitation (asked once)
@@ -267,10 +326,20 @@ def touch_step(touches: Callable[..., bool]) -> Callable[..., dict[int, None]]:
             hit = memo.get((meeting, seqs))
             if hit is None:
                 if calendar is None:
-                    calendar = any(r.table in _CALENDAR for r in rows)
-                if not calendar and not _meetings(ctx, meeting[1]):
+                    calendar = _calendar_rows(ctx, rows, seqs)
+                if not calendar[0] and not _meetings(ctx, meeting[1]):
                     hit = False
-                else:
+                elif calendar[0]:
+                    try:
+                        booked = _meetings(ctx, meeting[1])
+                        mine = any(m.id in calendar[1] for m in booked)
+                    except Exception:  # the hooks would raise too: every check re-runs, exactness first
+                        booked, mine = [None], True
+                    if mine:
+                        hit = True
+                    elif calendar[2] and (own or not booked):
+                        hit = False  # only new events and invitations, none the meeting's (or there is none)
+                if hit is None:
                     hit = _touched(ctx, touches, rows, params[pos])
                 memo[(meeting, seqs)] = hit
             if hit:
@@ -280,8 +349,77 @@ def touch_step(touches: Callable[..., bool]) -> Callable[..., dict[int, None]]:
     return on_step
 
 
+Verdict = tuple[float, str, dict[str, Any]]
+"""A check's (score, evidence, details), as ``graders.progress`` keeps it and an ``on_step`` evaluator gives it."""
+
+
+def verdict(passed: bool, evidence: str, event_id: int | None = None) -> Verdict:
+    """What ``CheckOutcome.of(passed, evidence[, event_id=...])`` says, as a tuple (no dataclass to build)."""
+    return (1.0 if passed else 0.0, evidence, {} if event_id is None else {"event_id": event_id})
+
+
+def outcome(found: Verdict) -> CheckOutcome:
+    """A decided verdict as the check function's outcome (the function and its ``on_step`` share the decision)."""
+    return CheckOutcome(score=found[0], evidence=found[1], details=found[2])
+
+
+def decide_step(touches: Callable[..., bool], decide: Callable[..., Verdict]) -> Callable[..., dict[int, Any]]:
+    """``touch_step`` that decides each check a row touches with ``decide`` instead of re-running it.
+
+    Why: a booking touches every check of its meeting, and each re-run paid the check machinery (the call
+    chain, the outcome dataclass, the copy of its details) on top of the verdict. ``decide`` is the check
+    function's own decision (the function returns ``outcome(decide(...))``), so both give the same verdict by
+    construction; it shares the step's lookups (the meeting, its invitations, the calendar) with the other
+    checks through ``ctx.kept``/``ctx.memo``. One that raises leaves its check to be re-run (exactness first).
+    """
+    find = touch_step(touches)
+
+    def on_step(ctx: GradingContext, rows: Sequence[ChangeRow], params: Sequence[Mapping[str, Any]]) -> dict[int, Any]:
+        out: dict[int, Any] = find(ctx, rows, params)
+        for pos in out:
+            try:
+                out[pos] = decide(ctx, **params[pos])
+            except Exception:
+                out[pos] = None
+        return out
+
+    return on_step
+
+
 _CALENDAR = frozenset(("events", "event_attendees"))
 _SEQ = operator.attrgetter("seq")
+_OWN_HOOKS = frozenset((_own_touches, _invitee_touches, _agreed_touches))
+"""The hooks that answer a new event or invitation by whether it is the meeting's (no other event matters)."""
+
+
+def _calendar_rows(
+    ctx: GradingContext, rows: Sequence[ChangeRow], seqs: tuple[int, ...]
+) -> tuple[bool, set[Any], bool]:
+    """What every hook answers alike about a step's rows, once a step: (a calendar row?, events named, all new?).
+
+    The events named are those of an event row (any change) or of a new invitation: a meeting among them is
+    touched whatever the hook. All new: every row is a new event or invitation.
+    """
+    key = ("meeting_rows", seqs)
+    found: tuple[bool, set[Any], bool] | None = ctx.memo.get(key)
+    if found is None:
+        named: set[Any] = set()
+        calendar, inserts = False, True
+        for r in rows:
+            if r.table == "events":
+                calendar = True
+                named.add(r.key[0])
+                inserts = inserts and r.op == "insert"
+            elif r.table == "event_attendees":
+                calendar = True
+                if r.op == "insert":
+                    named.add(r.changes.get("event_id"))
+                else:
+                    inserts = False
+            else:
+                inserts = False
+        found = ctx.memo[key] = (calendar, named, inserts)
+    return found
 
 
 def _touched(ctx: GradingContext, hook: Callable[..., bool], rows: Sequence[ChangeRow], kw: Mapping[str, Any]) -> bool:
@@ -306,11 +444,47 @@ def _touched(ctx: GradingContext, hook: Callable[..., bool], rows: Sequence[Chan
     return False
 
 
+@functools.lru_cache(maxsize=4096)
+def works(p: Any, start: datetime, end: datetime) -> bool:
+    """Whether [start, end) lies inside the working week of ``p`` (a ``meeting_log.Someone``), as ``Person`` says.
+
+    Cached per (person, meeting time) for the process: a booking asks it of each participant for the meeting
+    check and again for each per-person check, and the answer depends on nothing else.
+    """
+    return Person(p.id, p.username, p.timezone, p.work_start_minute, p.work_end_minute, p.workdays).works(start, end)
+
+
+@functools.lru_cache(maxsize=4096)
+def local_time(start: datetime, timezone: str) -> str:
+    """``start`` as a weekday and time in ``timezone`` (``Tue 15:00``), as the evidence shows it."""
+    return start.astimezone(ZoneInfo(timezone)).strftime("%a %H:%M")
+
+
+def _in_hours(ctx: GradingContext, title_pattern: str, start_before: datetime | None = None) -> Verdict:
+    """``meeting_in_working_hours``'s verdict (also its ``on_step``'s)."""
+    m, head = _the_meeting(ctx, title_pattern)
+    if m is None:
+        return verdict(False, head)
+    people = _people(ctx, [m.organizer_id, *_invitees(ctx, m.id)[0]])
+    start, end = m.start_at, m.end_at
+    outside = [
+        f"@{p.username} ({local_time(start, p.timezone)} {p.timezone})"
+        for p in people.values()
+        if not works(p, start, end)
+    ]
+    late = start_before is not None and start >= start_before
+    problems = [f"outside working hours of {listing(outside, 5)}"] * bool(outside)
+    problems += [f"starts after the deadline {start_before.isoformat() if start_before else ''}"] * late
+    if problems:
+        return verdict(False, f"{head}: {'; '.join(problems)}", m.id)
+    return verdict(True, f"{head}: inside working hours of all {len(people)} participants", m.id)
+
+
 @check_fn(
     "meeting_in_working_hours",
     reads=("events", "event_attendees", "employees"),
     touches=_invitee_touches,
-    on_step=touch_step(_invitee_touches),
+    on_step=decide_step(_invitee_touches, _in_hours),
 )
 def meeting_in_working_hours(
     ctx: GradingContext, title_pattern: Regex, start_before: AwareDatetime | None = None
@@ -320,416 +494,31 @@ def meeting_in_working_hours(
     Participants are the organiser and every invitee, declined or not: the agent chose the time, and an NPC
     declining a slot outside its hours must not turn that slot into a pass.
     """
+    return outcome(_in_hours(ctx, title_pattern, start_before))
+
+
+def _invited(ctx: GradingContext, title_pattern: str, attendees: Sequence[str]) -> Verdict:
+    """``meeting_attendees``'s verdict (also its ``on_step``'s)."""
+    _expect(ctx, attendees)
     m, head = _the_meeting(ctx, title_pattern)
     if m is None:
-        return CheckOutcome.of(False, head)
-    going = [a.employee_id for a in _attendees(ctx, m.id)]
-    people = _people(ctx, [m.organizer_id, *going])
-    outside = []
-    for p in people.values():
-        person = Person(p.id, p.username, p.timezone, p.work_start_minute, p.work_end_minute, p.workdays)
-        if not person.works(m.start_at, m.end_at):
-            local = m.start_at.astimezone(ZoneInfo(p.timezone)).strftime("%a %H:%M")
-            outside.append(f"@{p.username} ({local} {p.timezone})")
-    late = start_before is not None and m.start_at >= start_before
-    problems = [f"outside working hours of {listing(outside, 5)}"] * bool(outside)
-    problems += [f"starts after the deadline {start_before.isoformat() if start_before else ''}"] * late
-    if problems:
-        return CheckOutcome.of(False, f"{head}: {'; '.join(problems)}", event_id=m.id)
-    return CheckOutcome.of(True, f"{head}: inside working hours of all {len(people)} participants", event_id=m.id)
+        return verdict(False, head)
+    invited = _invitees(ctx, m.id)[2]
+    missing = [a for a in attendees if a not in invited]
+    if missing:
+        return verdict(False, f"{head}: not invited: {', '.join('@' + a for a in missing)}", m.id)
+    return verdict(True, f"{head}: invites {', '.join('@' + a for a in attendees)}", m.id)
 
 
 @check_fn(
     "meeting_attendees",
     reads=("events", "event_attendees", "employees"),
     touches=_invitee_touches,
-    on_step=touch_step(_invitee_touches),
+    on_step=decide_step(_invitee_touches, _invited),
 )
 def meeting_attendees(ctx: GradingContext, title_pattern: Regex, attendees: Sequence[str]) -> CheckOutcome:
     """Every named coworker is invited to the meeting (any answer: an invitation is what the agent controls)."""
-    _expect(ctx, attendees)
-    m, head = _the_meeting(ctx, title_pattern)
-    if m is None:
-        return CheckOutcome.of(False, head)
-    invited = {a.username for a in _attendees(ctx, m.id)}
-    missing = [a for a in attendees if a not in invited]
-    if missing:
-        return CheckOutcome.of(False, f"{head}: not invited: {', '.join('@' + a for a in missing)}", event_id=m.id)
-    return CheckOutcome.of(True, f"{head}: invites {', '.join('@' + a for a in attendees)}", event_id=m.id)
-
-
-_BUSY = (
-    "SELECT x.who, e.id, e.title, e.start_at, e.end_at, e.rrule, e.until FROM ("
-    "SELECT organizer_id AS who, id AS event_id FROM events WHERE organizer_id IN ({0}) UNION "
-    "SELECT employee_id, event_id FROM event_attendees WHERE employee_id IN ({0})"
-    " AND rsvp IN ('accepted', 'needs_action', 'tentative')) x JOIN events e ON e.id = x.event_id"
-    " WHERE NOT e.cancelled AND e.start_at < ? AND (e.rrule IS NOT NULL OR e.end_at > ?)"
-    " ORDER BY e.start_at, e.id, x.who"
-)
-_ROOM_BUSY = (
-    "SELECT e.room_id, e.id, e.title, e.start_at, e.end_at, e.rrule, e.until FROM events e WHERE e.room_id IN ({0})"
-    " AND NOT e.cancelled AND e.start_at < ? AND (e.rrule IS NOT NULL OR e.end_at > ?)"
-    " ORDER BY e.start_at, e.id"
-)
-_EVENT_ROWS = (
-    "SELECT id, title, start_at, end_at, rrule, until, cancelled, room_id FROM events WHERE id IN ({}) ORDER BY id"
-)
-_ATTENDEE_OF = "SELECT employee_id FROM event_attendees WHERE id = ?"
-_COMMITTED = frozenset(("accepted", "needs_action", "tentative"))  # the rsvps the calendar counts as busy
-_HARMLESS = {  # columns whose update cannot change anyone's commitments or a clash's label
-    "events": frozenset(("description", "room_id")),
-    "event_attendees": frozenset(("rsvp", "optional")),
-}
-
-
-def _aware(value: Any) -> Any:
-    """A stored naive-UTC timestamp (SQLite text or a PostgreSQL datetime) as an aware datetime, None kept."""
-    if value is None:
-        return None
-    return (datetime.fromisoformat(value) if isinstance(value, str) else value).replace(tzinfo=UTC)
-
-
-Window = tuple[datetime, datetime]
-Clash = tuple[datetime, int, str]  # (start, event id, label): sorted, the order the busy query gives
-
-
-Busy = tuple[datetime, int, str, datetime, datetime, str | None, datetime | None]  # start, id, label, span, rule
-EventRow = tuple[int, str, datetime, datetime, str | None, datetime | None, bool, int | None]
-"""An event as the calendar keeps it: id, title, start, end, rrule, until (aware), cancelled, room."""
-_IMAGE = frozenset(("title", "start_at", "end_at", "rrule", "until", "cancelled", "room_id"))
-
-
-def _stored(row: Any) -> EventRow:
-    """An ``_EVENT_ROWS`` row as the calendar keeps it."""
-    return (row[0], row[1], _aware(row[2]), _aware(row[3]), row[4], _aware(row[5]), bool(row[6]), row[7])
-
-
-def _image(row: ChangeRow) -> EventRow | None:
-    """A logged event insert as the calendar keeps it (what ``_EVENT_ROWS`` reads); None if a column is missing."""
-    c = row.changes
-    if not _IMAGE.issubset(c):
-        return None
-    until = _when(c["until"]) if c["until"] is not None else None
-    return (
-        row.key[0],
-        c["title"],
-        _when(c["start_at"]),
-        _when(c["end_at"]),
-        c["rrule"],
-        until,
-        bool(c["cancelled"]),
-        c["room_id"],
-    )
-
-
-_SLOT = {"title": 1, "start_at": 2, "end_at": 3, "rrule": 4, "until": 5, "cancelled": 6, "room_id": 7}
-
-
-def _event_images(ctx: GradingContext) -> dict[int, EventRow | None]:
-    """The events this episode inserted, as ``_EVENT_ROWS`` reads them now, folded from the logged rows.
-
-    Why: the double-booking hook and the calendar need the start, end, recurrence and room of each new event
-    another booking or invitation names, and the rows are all logged (inserted, then updated or deleted), so
-    no step reads them again. Kept in ``ctx.lasting`` with how many rows it has folded; an event whose insert
-    image lacks a column is None (read it); a deleted one is dropped (its row is gone).
-    """
-    seen, kept = ctx.lasting.get("event_images", (0, {}))
-    images: dict[int, EventRow | None] = kept
-    rows = ctx.changed_rows("events")
-    for r in rows[seen:]:
-        key = int(r.key[0])
-        if r.op == "insert":
-            images[key] = _image(r)
-        elif r.op == "delete":
-            images.pop(key, None)
-        elif (image := images.get(key)) is not None:
-            found: list[Any] = list(image)
-            for column, (_, after) in r.changes.items():
-                slot = _SLOT.get(column)
-                if slot is not None:
-                    found[slot] = _when(after) if slot in (2, 3) or (slot == 5 and after is not None) else after
-            found[6] = bool(found[6])
-            images[key] = (found[0], found[1], found[2], found[3], found[4], found[5], found[6], found[7])
-    ctx.lasting["event_images"] = (len(rows), images)
-    return images
-
-
-_HORIZON = (timedelta(days=1), timedelta(days=14))  # kept around the first meeting window: before, after
-_AHEAD = (timedelta(days=1), timedelta(days=15))  # read before a booking, around the clock: before, after
-
-
-class Calendar:
-    """Per episode, each participant's (and room's) commitments over a horizon, and their clashes per window.
-
-    Why: the double-booking check is re-run whenever an event or an invitation changes (onboarding books several
-    meetings in a row, coworkers answer invitations), and a new meeting time used to query every participant's
-    events again. Here a person's or room's live events over the horizon (a day before the first meeting
-    window asked about to two weeks after it) are read once per episode, one query for everyone not read yet,
-    so a booking at a new time is a lookup: the window's clashes are filtered from what is kept (a series by
-    its starts, expanded once) and kept per window. Kept in ``ctx.lasting`` and brought up to date from the
-    change log rows it has not seen: a new event or invitation is added to its organiser's, invitee's or
-    room's events and windows; an answer that keeps someone busy (or free) changes nothing; an answer that
-    frees or commits someone forgets that person, who is read again; any other change to an event forgets
-    everyone (the rows do not say who is committed to it). A window outside the horizon widens it and forgets
-    everyone. Every event is kept here, the meeting itself too; the check leaves it out when it reads a window.
-    """
-
-    def __init__(self) -> None:
-        self.seen = {"events": 0, "event_attendees": 0}
-        self.horizon: Window | None = None
-        self.busy: dict[int, dict[int, Busy]] = {}  # person -> their commitments over the horizon, by event id
-        self.room_busy: dict[int, dict[int, Busy]] = {}
-        self.people: dict[int, dict[Window, dict[int, Clash]]] = {}  # person -> window -> clashes
-        self.rooms: dict[int, dict[Window, dict[int, Clash]]] = {}
-        self.all_rooms = False  # room_busy holds every room's events over the horizon (a room not in it has none)
-        self.expected: tuple[int, list[int]] = (0, [])  # how many coworkers ``_expect`` named, and their ids
-        self.spans: dict[tuple[Any, ...], bool] = {}  # (start, end, rule, until, window) -> overlaps
-
-    @classmethod
-    def of(cls, ctx: GradingContext) -> Calendar:
-        """The episode's calendar, up to date with the change log."""
-        found = ctx.lasting.get("calendar")
-        if not isinstance(found, Calendar):
-            found = ctx.lasting["calendar"] = Calendar()
-        found.sync(ctx)
-        return found
-
-    def overlaps(self, start: datetime, end: datetime, rule: str | None, until: datetime | None, w: Window) -> bool:
-        """Whether an occurrence of the event overlaps the window (a series expanded once per window)."""
-        if not rule:
-            return start < w[1] and end > w[0]
-        key = (start, end, rule, until, w)
-        found = self.spans.get(key)
-        if found is None:
-            found = self.spans[key] = _recurs_in(start, end, rule, until, w)
-        return found
-
-    def forget(self, who: int | None = None) -> None:
-        """Drop one person's kept events and windows (None: everyone's and every room's)."""
-        if who is None:
-            self.busy.clear()
-            self.people.clear()
-            self.room_busy.clear()
-            self.rooms.clear()
-            self.all_rooms = False
-        else:
-            self.busy.pop(who, None)
-            self.people.pop(who, None)
-
-    def sync(self, ctx: GradingContext) -> None:
-        """Fold in the event and invitation rows logged since the last call."""
-        events, invites = ctx.changed_rows("events"), ctx.changed_rows("event_attendees")
-        new_events, new_invites = events[self.seen["events"] :], invites[self.seen["event_attendees"] :]
-        if not new_events and not new_invites:
-            return
-        if self.busy or self.room_busy or self.all_rooms:
-            self._fold(ctx, new_events, new_invites)
-        # counted as seen once folded: a fold that failed (a query raising) is done again by the next call
-        self.seen = {"events": len(events), "event_attendees": len(invites)}
-
-    def _fold(self, ctx: GradingContext, new_events: Sequence[ChangeRow], new_invites: Sequence[ChangeRow]) -> None:
-        """Bring the kept events and windows up to date with the given new rows (``sync``)."""
-        adds: list[tuple[int, int]] = []  # (person, event): a new commitment
-        for r in new_events:
-            if r.op == "insert" and isinstance(r.changes.get("organizer_id"), int):
-                adds.append((r.changes["organizer_id"], int(r.key[0])))
-            elif r.op == "update" and _HARMLESS["events"].issuperset(r.changes):
-                self.room_busy.clear()  # a room booked or moved: the people's commitments stand
-                self.rooms.clear()
-                self.all_rooms = False
-            else:  # a new time, a cancellation, a new title: anyone invited may be affected
-                self.forget()
-                return
-        for r in new_invites:
-            who = r.changes.get("employee_id")
-            if r.op == "insert" and isinstance(who, int) and isinstance(r.changes.get("event_id"), int):
-                if r.changes.get("rsvp") in _COMMITTED:
-                    adds.append((who, r.changes["event_id"]))
-                continue
-            if r.op == "update" and _HARMLESS["event_attendees"].issuperset(r.changes):
-                old, new = r.changes.get("rsvp", ("", ""))
-                if (old in _COMMITTED) == (new in _COMMITTED):
-                    continue  # needs_action -> accepted: as busy as before
-                known = invitations(ctx)
-                invite = known.get(r.key[0]) if known is not None else None
-                who = invite["employee_id"] if invite else Sql.of(ctx.session).scalar(_ATTENDEE_OF, (r.key[0],))
-            elif r.op != "delete":
-                who = None  # an invitation moved to another event or person: the rows do not say whose
-            if isinstance(who, int):
-                self.forget(who)
-            else:
-                self.forget()
-                return
-        wanted = {e for p, e in adds if p in self.busy}
-        if self.room_busy or self.all_rooms:
-            wanted.update(int(r.key[0]) for r in new_events if r.op == "insert")
-        if not wanted:
-            return
-        made = _event_images(ctx)  # the new events as they are now, from the log; old ones invited to are read
-        rows: dict[int, EventRow | None] = {e: made.get(e) for e in wanted}
-        unread = sorted(e for e in wanted if rows.get(e) is None)
-        rows.update({r[0]: _stored(r) for r in rows_in(ctx, _EVENT_ROWS, unread)})
-        for person, event_id in adds:
-            self._add(self.busy.get(person), self.people.get(person), rows.get(event_id))
-        for r in new_events:
-            row = rows.get(int(r.key[0]))
-            if r.op == "insert" and row is not None and row[7] is not None:
-                kept = self.room_busy.setdefault(row[7], {}) if self.all_rooms else self.room_busy.get(row[7])
-                self._add(kept, self.rooms.get(row[7]), row)
-
-    def _add(
-        self, busy: dict[int, Busy] | None, windows: dict[Window, dict[int, Clash]] | None, row: EventRow | None
-    ) -> None:
-        """Enter a live event in someone's kept events and in the kept windows it overlaps."""
-        if busy is None or row is None or row[6]:
-            return
-        event_id, title, start, end, rule, until = row[:6]
-        entry: Busy = (start, event_id, f"#{event_id} {snippet(title, 30)}", start, end, rule, until)
-        busy[event_id] = entry
-        for w, clashes in (windows or {}).items():
-            if start < w[1] and self.overlaps(start, end, rule, until, w):
-                clashes[event_id] = entry[:3]
-
-    def preload(self, ctx: GradingContext) -> None:
-        """Read, before any meeting is booked, the commitments a booking's checks will ask about, in one statement.
-
-        Why: the first booking's double-booking check read every participant's and the room's events then (two
-        queries and their rows, most of a booking step's cost). Before a booking the meeting checks find no
-        meeting, and the progress score's first step runs them all, so that is when the agent's, the named
-        coworkers' (``_expect``) and every room's events are read, over a horizon from a day before the last
-        step's clock to ``_AHEAD`` after it (a booking is due within days; every kept event is scanned once per
-        new meeting window, so the horizon is no longer than that). A meeting window outside it widens it and
-        reads again, as before. Without a step (no clock) nothing is read.
-        """
-        if self.horizon is None:
-            steps = ctx.steps
-            clock = steps[-1].get("clock") if steps else None
-            if not isinstance(clock, str):
-                return
-            now = _when(clock)
-            self.horizon = (now - _AHEAD[0], now + _AHEAD[1])
-        names = sorted(ctx.lasting.get("meeting_people", ()))
-        _named(ctx, names)
-        wanted = {ctx.actor_id, *(i for name in names if (i := _employee(ctx, name)) is not None)}
-        missing = sorted(p for p in wanted if p not in self.busy)
-        if not missing and self.all_rooms:
-            return
-        _people(ctx, missing)
-        marks = ", ".join("?" * len(missing)) or "NULL"
-        people = _BUSY.format(marks).replace("SELECT x.who,", "SELECT 0, x.who,").split(" ORDER BY ")[0]
-        rooms = _ROOM_BUSY.format("SELECT id FROM rooms").replace("SELECT e.room_id,", "SELECT 1, e.room_id,")
-        sql_ = Sql.of(ctx.session)
-        bounds = [sql_.bind(self.horizon[1]), sql_.bind(self.horizon[0])]
-        params = [*missing, *missing, *bounds]
-        if not self.all_rooms:
-            people = f"{people} UNION ALL {rooms.split(' ORDER BY ')[0]}"
-            params += bounds
-        for p in missing:
-            self.busy[p] = {}
-        for kind, who, event_id, title, start, end, rule, until in sql_.all(people + " ORDER BY 5, 3, 1, 2", params):
-            label = f"#{event_id} {snippet(title, 30)}"
-            begins = _aware(start)
-            entry = (begins, event_id, label, begins, _aware(end), rule, _aware(until))
-            (self.room_busy if kind else self.busy).setdefault(who, {})[event_id] = entry
-        self.all_rooms = True
-
-    def clashes(
-        self, ctx: GradingContext, people: Sequence[int], room: int | None, w: Window
-    ) -> tuple[dict[int, dict[int, Clash]], dict[int, Clash]]:
-        """Each person's and the room's events overlapping the window (one query for those not read yet).
-
-        The people the rubric's meeting checks name (``_expect``) are read with the first, so a later meeting
-        with them is a lookup.
-        """
-        h = self.horizon
-        if h is None or w[0] < h[0] or w[1] > h[1]:
-            lo, hi = w[0] - _HORIZON[0], w[1] + _HORIZON[1]
-            self.horizon = (lo, hi) if h is None else (min(lo, h[0]), max(hi, h[1]))
-            self.forget()
-        names = ctx.lasting.get("meeting_people", ())
-        if self.expected[0] != len(names):  # the named coworkers' ids, resolved again only when one is added
-            self.expected = (len(names), [i for name in sorted(names) if (i := _employee(ctx, name))])
-        missing = sorted({p for p in [*people, *self.expected[1]] if p not in self.busy})
-        if missing:
-            found = self._query(ctx, _BUSY.format(", ".join("?" * len(missing))), [*missing, *missing])
-            for p in missing:
-                self.busy[p] = found.get(p, {})
-        mine = {p: self._window(self.people.setdefault(p, {}), self.busy[p], w) for p in people}
-        if room is None:
-            return mine, {}
-        if room not in self.room_busy:
-            read = {} if self.all_rooms else self._query(ctx, _ROOM_BUSY.format("?"), [room]).get(room, {})
-            self.room_busy[room] = read
-        return mine, self._window(self.rooms.setdefault(room, {}), self.room_busy[room], w)
-
-    def _window(self, windows: dict[Window, dict[int, Clash]], busy: Mapping[int, Busy], w: Window) -> dict[int, Clash]:
-        """Someone's clashes in a window, filtered from their kept events once per window."""
-        found = windows.get(w)
-        if found is None:
-            found = windows[w] = {  # a single event compared here (as ``overlaps`` does), without a call
-                b[1]: b[:3]
-                for b in busy.values()
-                if b[3] < w[1] and (b[4] > w[0] if not b[5] else self.overlaps(b[3], b[4], b[5], b[6], w))
-            }
-        return found
-
-    def _query(self, ctx: GradingContext, sql: str, params: list[Any]) -> dict[int, dict[int, Busy]]:
-        """Live events over the horizon by whose (or which room's) they are."""
-        assert self.horizon is not None
-        sql_ = Sql.of(ctx.session)
-        out: dict[int, dict[int, Busy]] = {}
-        bounds = [sql_.bind(self.horizon[1]), sql_.bind(self.horizon[0])]
-        for who, event_id, title, start, end, rule, until in sql_.all(sql, [*params, *bounds]):
-            label = f"#{event_id} {snippet(title, 30)}"
-            begins = _aware(start)
-            entry = (begins, event_id, label, begins, _aware(end), rule, _aware(until))
-            out.setdefault(who, {})[event_id] = entry
-        return out
-
-
-class _Series:
-    """A recurrence's starts, expanded once as far as a window asked (and 60 days on), then bisected.
-
-    Why: dateutil walks a series from its first start on every query, and the double-booking check asks about
-    each participant's every series once per meeting. ``starts`` holds every start up to ``upto``, so a window
-    ending by then is answered from it alone; the same (rule, first start) always gives the same starts, so
-    one expansion serves every episode and grade in the process.
-    """
-
-    def __init__(self, rule: str, start: datetime) -> None:
-        self.rule = rrulestr(rule, dtstart=start)
-        self.starts: list[datetime] = []
-        self.upto = start - timedelta(microseconds=1)
-
-    def first_after(self, t: datetime, hi: datetime) -> datetime | None:
-        """The first start later than ``t``, or None if there is none up to ``hi``."""
-        if self.upto < hi:
-            to = hi + timedelta(days=60)
-            self.starts += [s for s in self.rule.between(self.upto, to, inc=True) if s > self.upto]
-            self.upto = to
-        i = bisect.bisect_right(self.starts, t)
-        return self.starts[i] if i < len(self.starts) else None
-
-
-@functools.lru_cache(maxsize=4096)
-def _series(rule: str, start: datetime) -> _Series:
-    return _Series(rule, start)
-
-
-def _recurs_in(start: datetime, end: datetime, rule: str, until: datetime | None, w: Window) -> bool:
-    """Whether an occurrence of a series overlaps the window, as ``mcp_tools.calendar.slots.occurrences`` says.
-
-    There, the occurrences from ``w[0] - length`` on are walked until one starts at or after ``w[1]`` or after
-    ``until``, and one overlaps when it ends after ``w[0]``: so the first start later than ``w[0] - length``
-    decides (one starting exactly then only touches the window, and every later one starts later still).
-    """
-    s = _series(rule, start).first_after(w[0] - (end - start), w[1])
-    return s is not None and s < w[1] and (until is None or s <= until)
-
-
-def _labels(clashes: Mapping[int, Clash], skip: int) -> list[str]:
-    """The clashes' labels in the busy query's order (start, id), leaving out the meeting itself."""
-    return [label for _, event_id, label in sorted(clashes.values()) if event_id != skip]
+    return outcome(_invited(ctx, title_pattern, attendees))
 
 
 def _clash_touches(ctx: GradingContext, row: ChangeRow, title_pattern: str, **kwargs: Any) -> bool:
@@ -763,25 +552,15 @@ def _clash_touches(ctx: GradingContext, row: ChangeRow, title_pattern: str, **kw
     return _meeting_touches(ctx, row, title_pattern, **kwargs)
 
 
-@check_fn(
-    "meeting_no_double_booking",
-    reads=("events", "event_attendees", "employees"),
-    touches=_clash_touches,
-    on_step=touch_step(_clash_touches),
-)
-def meeting_no_double_booking(ctx: GradingContext, title_pattern: Regex) -> CheckOutcome:
-    """Exactly one live meeting, and neither a participant nor its room is committed elsewhere at that time.
-
-    A participant's commitments are what the calendar counts as busy: events they organise, or were invited
-    to and have not declined. Recurring events are expanded.
-    """
+def _no_clash(ctx: GradingContext, title_pattern: str) -> Verdict:
+    """``meeting_no_double_booking``'s verdict (also its ``on_step``'s)."""
     found = _meetings(ctx, title_pattern)
     if not found:
         Calendar.of(ctx).preload(ctx)
-        return CheckOutcome.of(False, f"no live meeting organised by the agent matches /{title_pattern}/")
+        return verdict(False, f"no live meeting organised by the agent matches /{title_pattern}/")
     if len(found) > 1:
         shown = listing([f"#{m.id} at {m.start_at.isoformat()}" for m in found])
-        return CheckOutcome.of(False, f"{len(found)} live meetings match /{title_pattern}/ (book one): {shown}")
+        return verdict(False, f"{len(found)} live meetings match /{title_pattern}/ (book one): {shown}")
     m = found[0]
     going = [a for a in _attendees(ctx, m.id) if a.rsvp != "declined" and a.employee_id != m.organizer_id]
     names = {i: p.username for i, p in _people(ctx, [m.organizer_id]).items()}
@@ -798,42 +577,76 @@ def meeting_no_double_booking(ctx: GradingContext, title_pattern: Regex) -> Chec
         problems.append(f"the room is also booked for {listing(taken, 2)}")
     head = f"event #{m.id} at {m.start_at.isoformat()}"
     if problems:
-        return CheckOutcome.of(False, f"{head}: {'; '.join(problems)}", event_id=m.id)
-    return CheckOutcome.of(True, f"{head}: no clash for {len(who)} participants or the room", event_id=m.id)
+        return verdict(False, f"{head}: {'; '.join(problems)}", m.id)
+    return verdict(True, f"{head}: no clash for {len(who)} participants or the room", m.id)
+
+
+@check_fn(
+    "meeting_no_double_booking",
+    reads=("events", "event_attendees", "employees"),
+    touches=_clash_touches,
+    on_step=decide_step(_clash_touches, _no_clash),
+)
+def meeting_no_double_booking(ctx: GradingContext, title_pattern: Regex) -> CheckOutcome:
+    """Exactly one live meeting, and neither a participant nor its room is committed elsewhere at that time.
+
+    A participant's commitments are what the calendar counts as busy: events they organise, or were invited
+    to and have not declined. Recurring events are expanded.
+    """
+    return outcome(_no_clash(ctx, title_pattern))
+
+
+def _in_room(ctx: GradingContext, title_pattern: str, location: str) -> Verdict:
+    """``meeting_room``'s verdict (also its ``on_step``'s)."""
+    m, head = _the_meeting(ctx, title_pattern)
+    if m is None:
+        _room(ctx, None)  # every room read now, before the booking
+        return verdict(False, head)
+    if m.room_id is None:
+        return verdict(False, f"{head}: no room booked", m.id)
+    name, capacity, where = _room(ctx, m.room_id)
+    people = 1 + sum(1 for a in _attendees(ctx, m.id) if a.rsvp != "declined" and a.employee_id != m.organizer_id)
+    problems = [f"it is in {where}, not {location}"] * (where.lower() != location.lower())
+    problems += [f"it holds {capacity}, not {people}"] * (capacity < people)
+    text = f"{head} in {name} ({where}, {capacity} seats)"
+    return verdict(not problems, text + (f": {'; '.join(problems)}" if problems else ""), m.id)
 
 
 @check_fn(
     "meeting_room",
     reads=("events", "event_attendees", "employees", "rooms", "locations"),
     touches=_own_touches,
-    on_step=touch_step(_own_touches),
+    on_step=decide_step(_own_touches, _in_room),
 )
 def meeting_room(ctx: GradingContext, title_pattern: Regex, location: str) -> CheckOutcome:
     """The meeting has a room in ``location`` that holds every participant who has not declined."""
-    m, head = _the_meeting(ctx, title_pattern)
-    if m is None:
-        return CheckOutcome.of(False, head)
-    if m.room_id is None:
-        return CheckOutcome.of(False, f"{head}: no room booked", event_id=m.id)
-    name, capacity, where = _room(ctx, m.room_id)
-    people = 1 + sum(1 for a in _attendees(ctx, m.id) if a.rsvp != "declined" and a.employee_id != m.organizer_id)
-    problems = [f"it is in {where}, not {location}"] * (where.lower() != location.lower())
-    problems += [f"it holds {capacity}, not {people}"] * (capacity < people)
-    text = f"{head} in {name} ({where}, {capacity} seats)"
-    return CheckOutcome.of(not problems, text + (f": {'; '.join(problems)}" if problems else ""), event_id=m.id)
+    return outcome(_in_room(ctx, title_pattern, location))
 
 
-def _room(ctx: GradingContext, room_id: int) -> tuple[str, int, str]:
-    """A room's (name, capacity, location), read once per episode while no room or location row changes."""
+_ROOMS = "SELECT r.id, r.name, r.capacity, l.name FROM rooms r JOIN locations l ON l.id = r.location_id ORDER BY r.id"
+
+
+def _room(ctx: GradingContext, room_id: int | None) -> tuple[str, int, str]:
+    """A room's (name, capacity, location), read once per episode while no room or location row changes.
+
+    Every room is read with the first call, which the room check makes before any booking (``room_id`` None:
+    nothing is asked), in the step that grades everything, so the booking reads none. A room the first read
+    did not find is read alone (a query that finds no row fails the check, as it always did).
+    """
     stamp = (len(ctx.changed_rows("rooms")), len(ctx.changed_rows("locations")))
-    kept = ctx.lasting.get(("meeting_room", room_id))
+    kept = ctx.lasting.get("meeting_rooms")
     if kept is None or kept[0] != stamp:
-        kept = ctx.lasting[("meeting_room", room_id)] = (stamp, tuple(Sql.of(ctx.session).one(_ROOM, (room_id,))))
-    found: tuple[str, int, str] = kept[1]
-    return found
+        rooms = {r[0]: (r[1], r[2], r[3]) for r in Sql.of(ctx.session).all(_ROOMS)}
+        kept = ctx.lasting["meeting_rooms"] = (stamp, rooms)
+    found: tuple[str, int, str] | None = kept[1].get(room_id)
+    if found is None and room_id is not None:
+        found = kept[1][room_id] = tuple(Sql.of(ctx.session).one(_ROOM, (room_id,)))
+    return found  # type: ignore[return-value]
 
 
+@functools.lru_cache(maxsize=4096)
 def _instants(text: str) -> list[datetime]:
+    """The ISO 8601 instants a message names (parsed once per text per process; read, never changed)."""
     out = []
     for found in ISO.findall(text):
         try:
@@ -843,25 +656,40 @@ def _instants(text: str) -> list[datetime]:
     return out
 
 
+@functools.lru_cache(maxsize=1024)
+def _key_rx(key: str) -> re.Pattern[str]:
+    """How an announcement names its key (a whole word, any case), compiled once per key."""
+    return re.compile(rf"\b{re.escape(key)}\b", re.IGNORECASE)
+
+
+def _announced(ctx: GradingContext, title_pattern: str, channel: str, key: str) -> Verdict:
+    """``meeting_announced``'s verdict (also its ``on_step``'s)."""
+    m, head = _the_meeting(ctx, title_pattern)
+    if m is None:
+        know_channels(ctx, [channel.lstrip("~#")])  # its id read before the booking, not with the announcement
+        return verdict(False, head)
+    posts = new_posts(ctx)
+    mine = [p for p in posts if p.channel == channel.lstrip("~#") and p.author_id == ctx.actor_id]
+    key_rx = _key_rx(key)
+    for p in mine:
+        if key_rx.search(p.message) and m.start_at in _instants(p.message):
+            return verdict(True, f"post #{p.id} in ~{p.channel} names {key} and {m.start_at.isoformat()}")
+    shown = listing([f"#{p.id} {snippet(p.message)}" for p in mine]) or "none"
+    return verdict(False, f"no new post by the agent in ~{channel} names {key} and {head}; posts: {shown}")
+
+
 @check_fn(
-    "meeting_announced", reads=("events", "posts", "channels"), touches=_own_touches, on_step=touch_step(_own_touches)
+    "meeting_announced",
+    reads=("events", "posts", "channels"),
+    touches=_own_touches,
+    on_step=decide_step(_own_touches, _announced),
 )
 def meeting_announced(ctx: GradingContext, title_pattern: Regex, channel: str, key: str) -> CheckOutcome:
     """The agent posted in ``channel`` a live message naming ``key`` and the meeting's start (ISO 8601 with offset).
 
     The time is compared as an instant, so ``15:00Z`` and ``16:00+01:00`` are the same announcement.
     """
-    m, head = _the_meeting(ctx, title_pattern)
-    if m is None:
-        return CheckOutcome.of(False, head)
-    posts = new_posts(ctx)
-    mine = [p for p in posts if p.channel == channel.lstrip("~#") and p.author_id == ctx.actor_id]
-    key_rx = re.compile(rf"\b{re.escape(key)}\b", re.IGNORECASE)
-    for p in mine:
-        if key_rx.search(p.message) and m.start_at in _instants(p.message):
-            return CheckOutcome.of(True, f"post #{p.id} in ~{p.channel} names {key} and {m.start_at.isoformat()}")
-    shown = listing([f"#{p.id} {snippet(p.message)}" for p in mine]) or "none"
-    return CheckOutcome.of(False, f"no new post by the agent in ~{channel} names {key} and {head}; posts: {shown}")
+    return outcome(_announced(ctx, title_pattern, channel, key))
 
 
 def _dm_name(a: int, b: int) -> str:
@@ -893,40 +721,35 @@ def _instant(text: str) -> datetime | None:
     return when if when.tzinfo is not None else None
 
 
-@check_fn(
-    "meeting_agreed",
-    reads=("events", "employees", "posts", "channels", "npc_memory"),
-    touches=_agreed_touches,
-    on_step=touch_step(_agreed_touches),
-)
-def meeting_agreed(
-    ctx: GradingContext,
-    title_pattern: Regex,
-    attendees: Sequence[str],
-    answer_minutes: Annotated[int, Field(ge=1)] = 180,
-) -> CheckOutcome:
-    """Each named coworker agreed to the meeting's time, or was escalated to their manager by the stated rule.
+def _answers(ctx: GradingContext, m: Any) -> dict[int, list[Any]]:
+    """Each coworker's answers before the meeting was booked, in one pass over the memories for every check of it.
 
-    Agreed: an NPC answer ``yes`` to the exact start before the booking, and never ``no``. Escalated: after the agent's
-    question by direct message, the coworker pushed back/refused (an NPC reply to the agent without an
-    agreement answer) or stayed silent for ``answer_minutes`` of their working time, and then the agent
-    direct-messaged their manager naming them (``@username`` or the username). An escalation does not count
-    for someone who had already said ``no`` to that time (the rule is to propose another time then).
-    Partial credit: the share of coworkers covered.
+    Kept until a memory or an event changes: a booking's agreement checks (one per coworker) share it.
     """
+
+    def build() -> dict[int, list[Any]]:
+        did: dict[int, list[Any]] = {}
+        for r in memories(ctx):
+            if r.kind == "did" and r.at <= m.created_at:
+                did.setdefault(r.employee_id, []).append(r)
+        return did
+
+    return ctx.kept(("meeting_answers", m), ("npc_memory", "events"), build)
+
+
+def _agreed(ctx: GradingContext, title_pattern: str, attendees: Sequence[str], answer_minutes: int = 180) -> Verdict:
+    """``meeting_agreed``'s verdict (also its ``on_step``'s)."""
     _expect(ctx, attendees)
     m, head = _the_meeting(ctx, title_pattern)
     if m is None:
-        return CheckOutcome.of(False, head)
+        _dm_channels(ctx, attendees)  # read before the booking: the hook asks after it (the announcement)
+        return verdict(False, head)
     ids, unknown = _resolve(ctx, attendees)
     people = _people(ctx, list(ids.values()))
     covered, notes = 0, [f"unknown employee {u!r}" for u in unknown]
     posts: list[Any] | None = None
     agent_name = ""
-    did: dict[int, list[Any]] = {}  # each coworker's answers before the booking, in one pass over the memories
-    for r in memories(ctx):
-        if r.kind == "did" and r.at <= m.created_at:
-            did.setdefault(r.employee_id, []).append(r)
+    did = _answers(ctx, m)
     for name, emp in ids.items():
         mem = did.get(emp, [])
         said = [_said_about(r, m.start_at) for r in mem]
@@ -944,11 +767,35 @@ def meeting_agreed(
         covered += why.startswith("escalated")
         notes.append(f"@{name} {why}")
     total = len(attendees)
-    return CheckOutcome(
-        score=covered / total if total else 0.0,
-        evidence=f"{head}: {covered} of {total} covered: {listing(notes, 5)}",
-        details={"event_id": m.id},
+    return (
+        covered / total if total else 0.0,
+        f"{head}: {covered} of {total} covered: {listing(notes, 5)}",
+        {"event_id": m.id},
     )
+
+
+@check_fn(
+    "meeting_agreed",
+    reads=("events", "employees", "posts", "channels", "npc_memory"),
+    touches=_agreed_touches,
+    on_step=decide_step(_agreed_touches, _agreed),
+)
+def meeting_agreed(
+    ctx: GradingContext,
+    title_pattern: Regex,
+    attendees: Sequence[str],
+    answer_minutes: Annotated[int, Field(ge=1)] = 180,
+) -> CheckOutcome:
+    """Each named coworker agreed to the meeting's time, or was escalated to their manager by the stated rule.
+
+    Agreed: an NPC answer ``yes`` to the exact start before the booking, and never ``no``. Escalated: after the agent's
+    question by direct message, the coworker pushed back/refused (an NPC reply to the agent without an
+    agreement answer) or stayed silent for ``answer_minutes`` of their working time, and then the agent
+    direct-messaged their manager naming them (``@username`` or the username). An escalation does not count
+    for someone who had already said ``no`` to that time (the rule is to propose another time then).
+    Partial credit: the share of coworkers covered.
+    """
+    return outcome(_agreed(ctx, title_pattern, attendees, answer_minutes))
 
 
 @functools.lru_cache(maxsize=1024)
