@@ -177,11 +177,6 @@ def _same(actual: Any, expected: Primitive, tolerance: float) -> bool:
     return isinstance(actual, str) and actual.strip().casefold() == expected.strip().casefold()
 
 
-def _value(raw: Any) -> Any:
-    """The value a parse gives the JSON value ``raw`` (``value_from_json``; text and None as they are, cheaply)."""
-    return raw if raw is None or type(raw) is str else value_from_json(raw)
-
-
 _Cells = dict[str, list[Any]]
 """A sheet's cells as the content's JSON holds them: plain name (``B7``) -> [value, formula]."""
 _Moved = list[tuple[str, tuple[int, int]]]
@@ -360,30 +355,71 @@ class _Doc:
                 woken.update(self.by_key.get((index, pos[1], key), ()))
 
 
+_NUMBER, _TEXT, _EXACT = 1, 2, 3
+"""How ``_same`` compares a cell with an expected value: within a tolerance, as trimmed casefolded text, or by ==."""
+
+
+def _want(expected: Primitive) -> tuple[int, Any]:
+    """How ``_same`` compares a cell with ``expected``, and the value it compares with (worked out once per check).
+
+    Raises what ``_same`` raises for it (an int too large for a float), so a check with such params is left to
+    its function.
+    """
+    if isinstance(expected, bool) or expected is None:
+        return _EXACT, expected
+    if isinstance(expected, int | float):
+        return _NUMBER, float(expected)
+    return _TEXT, expected.strip().casefold()
+
+
+def _holds(kind: int, want: Any, tolerance: float, actual: Any) -> bool:
+    """``_same(actual, expected, tolerance)`` for ``(kind, want) = _want(expected)``."""
+    if kind == _NUMBER:
+        return type(actual) is float and math.isclose(actual, want, abs_tol=tolerance)
+    if kind == _TEXT:
+        return type(actual) is str and actual.strip().casefold() == want
+    return bool(actual == want)
+
+
+def _read(raw: Any) -> tuple[Any, str]:
+    """The value a parse gives the JSON value ``raw`` (``value_from_json``), and ``_show`` of it."""
+    if type(raw) is float and raw.is_integer():  # a whole number: what most cells checked hold
+        return raw, str(int(raw))
+    if type(raw) is str:
+        return raw, repr(raw)
+    actual = value_from_json(raw)
+    return actual, _show(actual)
+
+
 class _CellCheck:
-    """A ``sheet_cell_equals`` check as ``_Watch`` decides it: its cell, and its evidence's fixed parts.
+    """A ``sheet_cell_equals`` check as ``_Watch`` decides it: its cell, what it compares, its evidence's fixed parts.
 
     ``decide`` gives the function's verdict (``_cell_verdict``) from the cell's JSON.
     """
 
-    __slots__ = ("formula", "head", "ref", "sheet", "tail", "tolerance", "value")
+    __slots__ = ("formula", "head", "kind", "ref", "sheet", "tail", "tolerance", "want")
 
     def __init__(self, sheet: int, ref: str, p: Mapping[str, Any]) -> None:
         self.sheet, self.ref = sheet, ref
-        self.value: Primitive = p["value"]
+        self.kind, self.want = _want(p["value"])
         self.tolerance: float = p.get("tolerance", _TOLERANCE)
         self.formula: bool = p.get("formula", False)
         self.head = f"{p.get('label') or p['cell']}: {p['cell']} is "
-        self.tail = f" (expected {_show(self.value)})"
+        self.tail = f" (expected {_show(p['value'])})"
 
     def decide(self, doc: _Doc) -> Verdict:
         """The check's verdict on ``doc``'s cells."""
         cell = doc.sheets[self.sheet].get(self.ref)
-        actual, formula = (None, None) if cell is None else (_value(cell[0]), cell[1])
-        said = f"{self.head}{_show(actual)}{self.tail}"
+        if cell is None:
+            actual = formula = None
+            said = f"{self.head}None{self.tail}"
+        else:
+            actual, shown = _read(cell[0])
+            formula = cell[1]
+            said = f"{self.head}{shown}{self.tail}"
         if self.formula and formula is None:
             return 0.0, f"{said}, but it holds no formula", {}
-        return (1.0 if _same(actual, self.value, self.tolerance) else 0.0), said, {}
+        return (1.0 if _holds(self.kind, self.want, self.tolerance, actual) else 0.0), said, {}
 
 
 def _file_cell(doc: _Doc, names: list[str], p: Mapping[str, Any], check: int) -> _CellCheck | None:
@@ -398,63 +434,75 @@ def _file_cell(doc: _Doc, names: list[str], p: Mapping[str, Any], check: int) ->
     return found
 
 
+@lru_cache(maxsize=1 << 14)
 def _cell_at(row: int, column: int) -> str:
-    """The plain name of cell (``row``, ``column``); "" (no cell has it) for a column off the sheet (``??``)."""
+    """The plain name of cell (``row``, ``column``); "" (no cell has it) for a column off the sheet (``??``).
+
+    Cached: a row check reads the same few cells of each row an episode fills.
+    """
     return cell_name(row, column) if 0 <= column < MAX_COLS else ""
 
 
 class _RowCheck:
     """A ``sheet_row_matches`` check as ``_Watch`` decides it: its key, and the cells it compares on its row.
 
-    ``rows``: the rows holding the key when it was last decided; ``compares``: while that is one row, the
-    cells it reads there (name, column letter, expected value, as evidence shows it), indexed in ``_Doc.reads``.
+    ``wants``: per expected column (in ``_letters`` order) its letter, where it is, how it compares and with
+    what, and the expected value as evidence shows it. ``rows``: the rows holding the key when it was last
+    decided; ``refs``: while that is one row, the names of the cells it compares there, indexed in
+    ``_Doc.reads``.
     """
 
-    __slots__ = ("check", "column", "compares", "key", "letters", "needle", "p", "rows", "sheet", "tolerance")
+    __slots__ = ("check", "column", "key", "needle", "p", "refs", "rows", "sheet", "tolerance", "wants")
 
     def __init__(self, check: int, sheet: int, p: Mapping[str, Any]) -> None:
         self.check, self.sheet, self.p = check, sheet, p
         self.column = _column(p["key_column"])
-        self.letters = _letters(p["expected"])  # a bad column raises now, not only once the key is on one row
+        expected = p["expected"]
+        # a bad column raises now, not only once the key is on one row
+        self.wants = tuple(
+            (letter, column, *_want(expected[letter]), _show(expected[letter])) for letter, column in _letters(expected)
+        )
         self.key: str = p["key"]
         self.needle = self.key.strip().casefold()
         self.tolerance: float = p.get("tolerance", _TOLERANCE)
         self.rows: frozenset[int] = _EMPTY
-        self.compares: tuple[tuple[str, str, Primitive, str], ...] = ()
+        self.refs: tuple[str, ...] = ()
 
     def hold(self, doc: _Doc, rows: frozenset[int]) -> None:
         """Index the check by the cells it reads now that ``rows`` hold its key (instead of the ones before)."""
-        reads = doc.reads[self.sheet]
-        for ref, *_ in self.compares:
-            reads[ref].discard(self.check)
-        self.rows, self.compares = rows, ()
+        reads, check = doc.reads[self.sheet], self.check
+        for ref in self.refs:
+            reads[ref].discard(check)
+        self.rows, self.refs = rows, ()
         if len(rows) == 1:
             (line,) = rows
-            expected = self.p["expected"]
-            self.compares = tuple(
-                (_cell_at(line, column), letter, expected[letter], _show(expected[letter]))
-                for letter, column in self.letters
-            )
-            for ref, *_ in self.compares:
-                reads.setdefault(ref, set()).add(self.check)
+            self.refs = tuple(_cell_at(line, want[1]) for want in self.wants)
+            for ref in self.refs:
+                found = reads.get(ref)
+                if found is None:
+                    reads[ref] = {check}
+                else:
+                    found.add(check)
 
     def decide(self, doc: _Doc) -> Verdict:
         """The check's verdict on ``doc``'s cells (``_row_verdict``'s), its key's rows read from the kept index."""
         rows = doc.keys[self.sheet][self.column].get(self.needle, _EMPTY)
         if rows != self.rows:
             self.hold(doc, frozenset(rows))
-        p = self.p
         if len(rows) != 1:
+            p = self.p
             return _row_verdict({}, p["document"], p["key_column"], self.key, p["expected"], 0, sorted(rows), ())
         cells, tolerance = doc.sheets[self.sheet], self.tolerance
         line = next(iter(rows)) + 1
         problems: list[str] = []
-        for ref, letter, value, shown in self.compares:
+        for ref, (letter, _, kind, want, shown) in zip(self.refs, self.wants, strict=True):
             cell = cells.get(ref)
-            actual = None if cell is None else _value(cell[0])
-            if not _same(actual, value, tolerance):
+            actual = None if cell is None else cell[0]
+            if type(actual) is not str and actual is not None:
+                actual = value_from_json(actual)
+            if not _holds(kind, want, tolerance, actual):
                 problems.append(f"{letter}{line} is {_show(actual)} (expected {shown})")
-        return _row_outcome(self.key, line, len(self.compares), problems)
+        return _row_outcome(self.key, line, len(self.wants), problems)
 
 
 def _file_row(doc: _Doc, names: list[str], p: Mapping[str, Any], check: int) -> _RowCheck | None:
