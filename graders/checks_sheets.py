@@ -232,6 +232,32 @@ def _cells_moved(old: dict[str, Any], new: dict[str, Any]) -> tuple[list[_Cells]
     return cells_of, moved
 
 
+def _before(rows: list[ChangeRow], row: tuple[Any, ...], version: Any, content: dict[str, Any]) -> Any:
+    """The content document ``row`` held before this step, from the step's one write to it; None if not so plain.
+
+    The write's before-image equals the content the checks were settled on (the log holds every write, and the
+    version it replaced is the one they were settled at), and the change log has just compared it with the
+    new content, so diffing the two reads memory that is still in the cache; the content kept from a write
+    steps ago is not (a diff of a sheet of 100 cells against it costs several times as much in an episode).
+    None (diff against the kept content) unless exactly one row of the step updated the document's content,
+    to ``content`` itself, from version ``version``.
+    """
+    found = None
+    for r in rows:
+        if r.key[0] != row[0] or r.op != "update":
+            continue
+        images = r.changes.get("content")
+        if images is None:
+            continue
+        if found is not None:
+            return None  # two writes in one step: the kept content is the one the checks were settled on
+        versions = r.changes.get("version")
+        if images[1] is not content or versions is None or versions[0] != version or versions[1] != row[6]:
+            return None
+        found = images[0]
+    return found if type(found) is dict else None
+
+
 def _sheet_at(names: list[str], name: str | None) -> int | None:
     """Where ``_sheet`` finds sheet ``name`` among a workbook's sheet ``names`` (None: no such sheet)."""
     if name is None:
@@ -256,6 +282,7 @@ class _Doc:
     __slots__ = (
         "always",
         "blob",
+        "version",
         "by_key",
         "content",
         "filed",
@@ -276,6 +303,7 @@ class _Doc:
         """Drop the index: the next write files every check of the document again."""
         self.source: Any = _UNKNOWN
         self.blob: Any = _UNKNOWN
+        self.version: Any = _UNKNOWN
         self.content: dict[str, Any] | None = None
         self.sheets: list[_Cells] = []
         self.reads: list[dict[str, set[int]]] = []
@@ -543,7 +571,7 @@ class _Watch:
                 continue  # the same row object: no write to this document
             doc.row = row
             try:
-                self._settle(ctx, doc, row, params, verdicts)
+                self._settle(ctx, doc, row, rows, params, verdicts)
             except Exception:  # the checks of this document are re-run, and their index rebuilt next time
                 doc.row = _UNKNOWN
                 doc.forget()
@@ -555,6 +583,7 @@ class _Watch:
         ctx: GradingContext,
         doc: _Doc,
         row: Any,
+        rows: list[ChangeRow],
         params: Sequence[Mapping[str, Any]],
         verdicts: dict[int, Verdict | None],
     ) -> None:
@@ -562,6 +591,8 @@ class _Watch:
 
         The first call (when progress starts, after the functions graded the content) files the checks on the
         content in place, so the first write is diffed too and decides only the checks whose cells it moved.
+        The new content is diffed against the step's own before-image of it when the step wrote it once (see
+        ``_before``), else against the content the checks were settled on.
         """
         if row is _UNKNOWN or row is None or row[2] != "spreadsheet":
             doc.forget()  # no workbook to read: the functions say why (rare, and no cell to index)
@@ -575,7 +606,10 @@ class _Watch:
             doc.forget()  # the file in the store is the truth: the functions read it
             verdicts.update(dict.fromkeys(doc.positions))
             return
-        found = _diff(ctx, int(row[0]), doc.content, content) if doc.content is not None else None
+        found = None
+        if doc.content is not None:
+            before = _before(rows, row, doc.version, content)
+            found = _diff(ctx, int(row[0]), doc.content if before is None else before, content)
         if found is None:
             self._file(ctx, doc, row, content, params, verdicts)
         else:
@@ -584,7 +618,7 @@ class _Watch:
             for check in doc.moved(old, found[1]):
                 verdicts[check] = filed[check].decide(doc)
             verdicts.update(dict.fromkeys(doc.always))
-        doc.source, doc.blob = source, blob
+        doc.source, doc.blob, doc.version = source, blob, row[6]
 
     def _file(
         self,
