@@ -309,7 +309,7 @@ class _Doc:
         self.reads: list[dict[str, set[int]]] = []
         self.keys: list[dict[int, dict[str, set[int]]]] = []
         self.by_key: dict[tuple[int, int, str], list[int]] = {}
-        self.filed: dict[int, _CellCheck | _RowCheck] = {}
+        self.filed: dict[int, Any] = {}  # a _CellCheck or _RowCheck (one kind per function)
         self.always: list[int] = []
 
     def file(self, book: Workbook, content: dict[str, Any]) -> list[str] | None:
@@ -409,20 +409,11 @@ def _holds(kind: int, want: Any, tolerance: float, actual: Any) -> bool:
     return bool(actual == want)
 
 
-def _read(raw: Any) -> tuple[Any, str]:
-    """The value a parse gives the JSON value ``raw`` (``value_from_json``), and ``_show`` of it."""
-    if type(raw) is float and raw.is_integer():  # a whole number: what most cells checked hold
-        return raw, str(int(raw))
-    if type(raw) is str:
-        return raw, repr(raw)
-    actual = value_from_json(raw)
-    return actual, _show(actual)
-
-
 class _CellCheck:
     """A ``sheet_cell_equals`` check as ``_Watch`` decides it: its cell, what it compares, its evidence's fixed parts.
 
-    ``decide`` gives the function's verdict (``_cell_verdict``) from the cell's JSON.
+    ``verdict`` gives the function's verdict (``_cell_verdict``) from the cell's JSON: a write that fills a
+    budget decides a check per cell, so it is one call that reads the value and compares it itself.
     """
 
     __slots__ = ("formula", "head", "kind", "ref", "sheet", "tail", "tolerance", "want")
@@ -437,17 +428,47 @@ class _CellCheck:
 
     def decide(self, doc: _Doc) -> Verdict:
         """The check's verdict on ``doc``'s cells."""
-        cell = doc.sheets[self.sheet].get(self.ref)
+        return self.verdict(doc.sheets[self.sheet].get(self.ref))
+
+    def verdict(self, cell: list[Any] | None) -> Verdict:
+        """The check's verdict when its cell's JSON is ``cell`` (None: empty)."""
         if cell is None:
             actual = formula = None
-            said = f"{self.head}None{self.tail}"
+            shown = "None"
         else:
-            actual, shown = _read(cell[0])
-            formula = cell[1]
-            said = f"{self.head}{shown}{self.tail}"
-        if self.formula and formula is None:
+            actual, formula = cell
+            if type(actual) is float and actual.is_integer():  # what the value of most checked cells is
+                shown = str(int(actual))
+            elif type(actual) is str:
+                shown = repr(actual)
+            else:
+                actual = value_from_json(actual)
+                shown = _show(actual)
+        said = f"{self.head}{shown}{self.tail}"
+        if formula is None and self.formula:
             return 0.0, f"{said}, but it holds no formula", {}
-        return (1.0 if _holds(self.kind, self.want, self.tolerance, actual) else 0.0), said, {}
+        kind = self.kind
+        if kind == _NUMBER:
+            same = type(actual) is float and math.isclose(actual, self.want, abs_tol=self.tolerance)
+        elif kind == _TEXT:
+            same = type(actual) is str and actual.strip().casefold() == self.want
+        else:
+            same = bool(actual == self.want)
+        return (1.0 if same else 0.0), said, {}
+
+
+def _step_cells(doc: _Doc, old: list[_Cells], moved: list[_Moved], verdicts: dict[int, Verdict | None]) -> None:
+    """Decide the cell checks of the cells a write changed (``moved``, per sheet), each with its cell in hand."""
+    filed = doc.filed
+    for index, changed in enumerate(moved):
+        if changed:
+            reads, cells = doc.reads[index], doc.sheets[index]
+            for ref, _ in changed:
+                found = reads.get(ref)
+                if found:
+                    cell = cells.get(ref)
+                    for check in found:
+                        verdicts[check] = filed[check].verdict(cell)
 
 
 def _file_cell(doc: _Doc, names: list[str], p: Mapping[str, Any], check: int) -> _CellCheck | None:
@@ -533,6 +554,13 @@ class _RowCheck:
         return _row_outcome(self.key, line, len(self.wants), problems)
 
 
+def _step_rows(doc: _Doc, old: list[_Cells], moved: list[_Moved], verdicts: dict[int, Verdict | None]) -> None:
+    """Decide the row checks a write moved: a key of theirs written or cleared, or a cell they compare changed."""
+    filed = doc.filed
+    for check in doc.moved(old, moved):
+        verdicts[check] = filed[check].decide(doc)
+
+
 def _file_row(doc: _Doc, names: list[str], p: Mapping[str, Any], check: int) -> _RowCheck | None:
     """Index row check ``check`` by its key and the cells it reads; None if its sheet is missing."""
     index = _sheet_at(names, p.get("sheet"))
@@ -549,11 +577,12 @@ class _Watch:
 
     ``file(doc, names, params, check)`` indexes a check under what it reads and gives it compiled (None: it
     cannot be decided from the content, as when its sheet is missing, and its verdict stands while the sheets
-    do; raising: its params cannot be read, and its function is asked every write).
+    do; raising: its params cannot be read, and its function is asked every write). ``step(doc, old, moved,
+    verdicts)`` decides the checks a write's changed cells may have moved.
     """
 
-    def __init__(self, name: str, file: Any) -> None:
-        self.name, self.file = name, file
+    def __init__(self, name: str, file: Any, step: Any) -> None:
+        self.name, self.file, self.step = name, file, step
 
     def __call__(
         self, ctx: GradingContext, rows: list[ChangeRow], params: Sequence[Mapping[str, Any]]
@@ -614,9 +643,7 @@ class _Watch:
             self._file(ctx, doc, row, content, params, verdicts)
         else:
             old, doc.content, doc.sheets = doc.sheets, content, found[0]
-            filed = doc.filed
-            for check in doc.moved(old, found[1]):
-                verdicts[check] = filed[check].decide(doc)
+            self.step(doc, old, found[1], verdicts)
             verdicts.update(dict.fromkeys(doc.always))
         doc.source, doc.blob, doc.version = source, blob, row[6]
 
@@ -656,7 +683,7 @@ def _cell_verdict(
     return (1.0 if _same(actual, value, tolerance) else 0.0), said, {}
 
 
-@check_fn("sheet_cell_equals", reads=("documents",), on_step=_Watch("sheet_cell_equals", _file_cell))
+@check_fn("sheet_cell_equals", reads=("documents",), on_step=_Watch("sheet_cell_equals", _file_cell, _step_cells))
 def sheet_cell_equals(
     ctx: GradingContext,
     document: str,
@@ -704,7 +731,7 @@ def _key_rows(ctx: GradingContext, sheet: Sheet, column: int) -> dict[str, list[
     return found
 
 
-@check_fn("sheet_row_matches", reads=("documents",), on_step=_Watch("sheet_row_matches", _file_row))
+@check_fn("sheet_row_matches", reads=("documents",), on_step=_Watch("sheet_row_matches", _file_row, _step_rows))
 def sheet_row_matches(
     ctx: GradingContext,
     document: str,
