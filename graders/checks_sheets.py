@@ -179,8 +179,8 @@ def _same(actual: Any, expected: Primitive, tolerance: float) -> bool:
 
 _Cells = dict[str, list[Any]]
 """A sheet's cells as the content's JSON holds them: plain name (``B7``) -> [value, formula]."""
-_Moved = list[tuple[str, tuple[int, int]]]
-"""The cells of a sheet a write changed (written, cleared or added): name and (row, column)."""
+_Moved = list[str]
+"""The names of the cells of a sheet a write changed (written, cleared or added)."""
 _EMPTY: frozenset[int] = frozenset()
 
 
@@ -203,7 +203,8 @@ def _cells_moved(old: dict[str, Any], new: dict[str, Any]) -> tuple[list[_Cells]
     ``old`` has been read by ``_Doc.file`` or an earlier diff, so its cells are known to be plain names and
     [value, formula] pairs; the written ones of ``new`` are checked here (the others equal ``old``'s). None: the
     sheets or defined names differ, or a written cell is named or shaped otherwise (the checks are filed again
-    on ``new``). The cells are compared in C (``map(ne, ...)``): a write changes a few of a sheet's hundreds.
+    on ``new``). The cells are compared and the written ones checked in C (``map``, sets): a write changes a
+    few of a sheet's hundreds, and a budget's one write most of its cells, too many for a Python loop.
     """
     sheets, old_sheets = new.get("sheets", []), old.get("sheets", [])
     if type(sheets) is not list or len(sheets) != len(old_sheets) or new.get("names", {}) != old.get("names", {}):
@@ -216,17 +217,17 @@ def _cells_moved(old: dict[str, Any], new: dict[str, Any]) -> tuple[list[_Cells]
         now, had = raw.get("cells", {}), was.get("cells", {})
         if type(now) is not dict:
             return None
-        changed: _Moved = []
-        added = 0
-        for ref in compress(now, map(ne, now.values(), map(had.get, now))):
-            pos, cell = _plain(ref), now[ref]
-            if pos is None or type(cell) is not list or len(cell) != 2:
+        changed: _Moved = list(compress(now, map(ne, now.values(), map(had.get, now))))
+        added: Any = ()
+        if changed:
+            added = set(changed).difference(had)
+            if added and None in map(_plain, added):
                 return None
-            if ref not in had:
-                added += 1
-            changed.append((ref, pos))
-        if len(had) + added != len(now):  # some were cleared (a loop over the old cells only then)
-            changed += [(ref, _ref_pos(ref)) for ref in had if ref not in now]
+            cells = list(map(now.__getitem__, changed))
+            if set(map(type, cells)) != {list} or set(map(len, cells)) != {2}:
+                return None
+        if len(had) + len(added) != len(now):  # some were cleared (a loop over the old cells only then)
+            changed += [ref for ref in had if ref not in now]
         cells_of.append(now)
         moved.append(changed)
     return cells_of, moved
@@ -359,11 +360,12 @@ class _Doc:
             if not changed:
                 continue
             reads, keys = self.reads[index], self.keys[index]
-            for ref, pos in changed:
+            for ref in changed:
                 found = reads.get(ref)
                 if found:
                     woken |= found
                 if keys:
+                    pos = _ref_pos(ref)
                     rows = keys.get(pos[1])
                     if rows is not None:
                         self._rekey(index, pos, rows, old[index].get(ref), self.sheets[index].get(ref), woken)
@@ -463,7 +465,7 @@ def _step_cells(doc: _Doc, old: list[_Cells], moved: list[_Moved], verdicts: dic
     for index, changed in enumerate(moved):
         if changed:
             reads, cells = doc.reads[index], doc.sheets[index]
-            for ref, _ in changed:
+            for ref in changed:
                 found = reads.get(ref)
                 if found:
                     cell = cells.get(ref)
