@@ -200,8 +200,9 @@ def _diff(
 def _cells_moved(old: dict[str, Any], new: dict[str, Any]) -> tuple[list[_Cells], list[_Moved]] | None:
     """The cells of each sheet of content ``new`` and those that differ from ``old``'s, or None if not all can tell.
 
-    ``old`` has been read by ``_Doc.file`` or an earlier diff, so its cells are known to be plain names and
-    [value, formula] pairs; the written ones of ``new`` are checked here (the others equal ``old``'s). None: the
+    ``old`` (the content the checks were settled on, or the write's before-image, equal to it) has been read by
+    ``_Doc.file`` or an earlier diff, so its cells are known to be plain names and [value, formula] pairs; the
+    written ones of ``new`` are checked here (the others equal ``old``'s). None: the
     sheets or defined names differ, or a written cell is named or shaped otherwise (the checks are filed again
     on ``new``). The cells are compared and the written ones checked in C (``map``, sets): a write changes a
     few of a sheet's hundreds, and a budget's one write most of its cells, too many for a Python loop.
@@ -239,7 +240,7 @@ def _before(rows: list[ChangeRow], row: tuple[Any, ...], version: Any, content: 
     The write's before-image equals the content the checks were settled on (the log holds every write, and the
     version it replaced is the one they were settled at), and the change log has just compared it with the
     new content, so diffing the two reads memory that is still in the cache; the content kept from a write
-    steps ago is not (a diff of a sheet of 100 cells against it costs several times as much in an episode).
+    steps ago is not (in an episode, where the steps between evict it, that diff costs more than the checks).
     None (diff against the kept content) unless exactly one row of the step updated the document's content,
     to ``content`` itself, from version ``version``.
     """
@@ -270,20 +271,19 @@ class _Doc:
     """What a rubric's checks of one sheet function on one document keep between writes.
 
     ``row`` is the document row the verdicts were settled on (a step that leaves it the same object wrote
-    nothing) and ``source``/``blob`` its content and blob hash; ``content`` the JSON the index is of (None: file
-    the checks afresh at the next write) and ``sheets`` its cells per sheet, the content's own dicts (read, never
-    changed). The index: ``reads`` maps per sheet a cell name to the checks reading that cell (a cell check's
-    cell, the cells a row check compares on the row holding its key); ``keys`` holds per sheet and key column
-    the rows by key text, kept up to date from each diff; ``by_key`` maps (sheet, column, key text) to the row
-    checks of that key. ``filed``: each indexed check, compiled; ``always``: checks whose params cannot be read
-    (a bad cell name), left to their function on every write. A check in neither (its sheet is missing) keeps
-    its verdict while the sheets stay as they are.
+    nothing), ``source``/``blob``/``version`` its content, blob hash and version; ``content`` the JSON the index
+    is of (None: file the checks afresh at the next write) and ``sheets`` its cells per sheet, the content's own
+    dicts (read, never changed). The index: ``reads`` maps per sheet a cell name to the checks reading that cell
+    (a cell check's cell, the cells a row check compares on the row holding its key); ``keys`` holds per sheet
+    and key column the rows by key text, kept up to date from each diff; ``by_key`` maps (sheet, column, key
+    text) to the row checks of that key. ``filed``: each indexed check, compiled; ``always``: checks whose
+    params cannot be read (a bad cell name), left to their function on every write. A check in neither (its
+    sheet is missing) keeps its verdict while the sheets stay as they are.
     """
 
     __slots__ = (
         "always",
         "blob",
-        "version",
         "by_key",
         "content",
         "filed",
@@ -293,6 +293,7 @@ class _Doc:
         "row",
         "sheets",
         "source",
+        "version",
     )
 
     def __init__(self, positions: list[int]) -> None:
