@@ -6,17 +6,20 @@ recalculation (LibreOffice or the Python engine), so a formula whose inputs chan
 and a changed total shows up as a changed cell.
 
 In the per-step progress score (``graders.progress``) a write to a spreadsheet costs O(changed cells), not
-O(checks): each function has an ``on_step`` evaluator that settles all of a rubric's checks of it at once. On a
-write the workbook is built from the last one with the cells that differ (``_book_of``, one diff per content),
-and an index built once per episode (``_Watch``) maps those cells to the checks that read them: a cell check's
-cell, a row check's key (a key written or cleared in its column) and the rows holding its key. Only those
-checks are decided again; the others are left out, so their verdicts stand at no cost. A change the diff
-cannot describe (a sheet added or renamed, a document replaced or renamed, content from the file store) reads
-every check of that document again.
+O(checks): each function has an ``on_step`` evaluator that settles all of a rubric's checks of it at once, on
+the content's JSON rather than a parsed workbook. A write's cells are diffed once against the content the
+checks were last settled on (``_cells_moved``, shared by both functions), and an index built when a document is
+first seen (``_Doc``) maps those cells to the checks that read them: a cell check's cell, a row check's key (a key
+written or cleared in its column) and the cells of the row holding its key. Only those checks are decided again,
+each by an object that holds what it compares and says, worked out once (``_CellCheck``, ``_RowCheck``); the
+others are left out, so their verdicts stand at no cost. A change the diff cannot describe (a sheet added or
+renamed, a cell named otherwise than ``workbook_json`` names it, content from the file store) files the document's
+checks again on the new content, or leaves them to their functions when the JSON cannot be read as they read it.
 """
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections.abc import Mapping, Sequence
@@ -31,7 +34,7 @@ from graders.base import ChangeRow, CheckOutcome, GradingContext, check_fn
 from graders.checks_common import listing
 from graders.checks_docs import _UNKNOWN, _content, _document
 from worlds.office import files
-from worlds.office.a1 import MAX_COLS, MAX_ROWS, col_index, parse_cell, parse_range, split_sheet
+from worlds.office.a1 import MAX_COLS, MAX_ROWS, cell_name, col_index, parse_cell, parse_range, split_sheet
 from worlds.office.model import Cell, Err, Sheet, Workbook, value_from_json, workbook_from_json
 
 _PLAIN_CELL = re.compile(r"([A-Z]{1,3})([1-9][0-9]{0,6})")
@@ -56,23 +59,20 @@ def _workbook(ctx: GradingContext, row: tuple[Any, ...]) -> Workbook:
 def _book_of(ctx: GradingContext, doc_id: int, content: dict[str, Any]) -> Workbook:
     """``workbook_from_json(content)``, reusing the cells of the last one built for this document.
 
-    The per-step progress score re-reads a spreadsheet after every write, and a write changes a few cells of
-    many: cells whose JSON is the same as in the previous content keep their parsed ``Cell``, and each cell
-    name is parsed once per episode (``ctx.lasting``). Anything but the same sheets (names, order) and defined
-    names as before is parsed afresh, so the result always equals a fresh parse of ``content``.
+    A check re-run during an episode (or a document's checks filed again by ``_Watch``) reads a workbook a few
+    writes newer than the last one built: cells whose JSON is the same as in that content keep their parsed
+    ``Cell``, and each cell name is parsed once per episode (``ctx.lasting``). Anything but the same sheets
+    (names, order) and defined names as before is parsed afresh, so the result always equals a fresh parse of
+    ``content``.
     """
     base = ctx.lasting.get(("workbook", doc_id))
-    built = None
+    book = None
     if base is not None:
         try:
-            built = _book_from_base(ctx, content, base)
+            book = _book_from_base(content, base)
         except Exception:  # malformed content: the fresh parse raises what the check reports
-            built = None
-    if built is not None and base is not None:
-        book, moved = built
-        ctx.lasting[("book_diff", doc_id)] = (base[1], book, moved, {})
-    else:
-        ctx.lasting.pop(("book_diff", doc_id), None)
+            book = None
+    if book is None:
         book = workbook_from_json(content)
         sheets = content.get("sheets", [])
         if not all(
@@ -85,16 +85,12 @@ def _book_of(ctx: GradingContext, doc_id: int, content: dict[str, Any]) -> Workb
     return book
 
 
-def _book_from_base(
-    ctx: GradingContext, content: dict[str, Any], base: tuple[dict[str, Any], Workbook]
-) -> tuple[Workbook, list[set[tuple[int, int]]]] | None:
+def _book_from_base(content: dict[str, Any], base: tuple[dict[str, Any], Workbook]) -> Workbook | None:
     """The workbook of ``content`` built from ``base`` (content and workbook), or None if the shapes differ.
 
-    Also the cells of each sheet that differ from the base's (written, cleared or added), which ``_Watch``
-    maps to the checks that read them, so a check that read none keeps its verdict. The cells are compared in C
-    (``map(ne, ...)``): a write changes a few of a sheet's hundreds, and a Python loop over all of them would
-    cost what the checks save. The cells dict holds the same cells as a fresh parse's (its order may differ:
-    graders only look cells up).
+    The cells are compared in C (``map(ne, ...)``): a write changes a few of a sheet's hundreds, and a Python
+    loop over all of them would cost what reusing the cells saves. The cells dict holds the same cells as a
+    fresh parse's (its order may differ: graders only look cells up).
     """
     before, old = base
     sheets, old_sheets = content.get("sheets", []), before.get("sheets", [])
@@ -106,54 +102,51 @@ def _book_from_base(
         if type(was.get("cells", {})) is not dict:
             return None
     book = Workbook(names=dict(old.names))
-    moved: list[set[tuple[int, int]]] = []
     for raw, was, old_sheet in zip(sheets, old_sheets, old.sheets, strict=True):
         now, had = raw.get("cells", {}), was.get("cells", {})
-        names = list(now)
-        written = list(compress(names, map(ne, map(now.__getitem__, names), map(had.get, names))))
+        written = list(compress(now, map(ne, now.values(), map(had.get, now))))
         added = sum(1 for ref in written if ref not in had)
-        cleared = had.keys() - now.keys() if len(had) + added != len(now) else ()  # none gone: skip the O(n) set
+        cleared = [ref for ref in had if ref not in now] if len(had) + added != len(now) else ()
         cells = dict(old_sheet.cells)
-        changed: set[tuple[int, int]] = set()
         for ref in cleared:
-            pos = _ref_pos(ref)
-            del cells[pos]
-            changed.add(pos)
+            del cells[_ref_pos(ref)]
         for ref in written:
-            pos = _ref_pos(ref)
             v, f = now[ref]
-            cells[pos] = Cell(value=value_from_json(v), formula=f)
-            changed.add(pos)
+            cells[_ref_pos(ref)] = Cell(value=value_from_json(v), formula=f)
         if len(cells) != len(now):
             return None  # two names for one cell: which one wins depends on their order, parse afresh
-        moved.append(changed)
         book.sheets.append(Sheet(name=old_sheet.name, cells=cells))
-    return book, moved
+    return book
+
+
+@lru_cache(maxsize=1 << 16)
+def _plain(ref: str) -> tuple[int, int] | None:
+    """Where cell ``ref`` is if it is a plain name (``B7``, what ``workbook_json`` writes), else None.
+
+    Cached, as every episode writes the same few cells. The ``on_step`` evaluators look cells up by name in
+    the content's JSON, which finds what a parse finds only while every name is plain (``$B$7`` and ``B7``
+    are one cell to a parse), so content with any other name is left to the functions.
+    """
+    m = _PLAIN_CELL.fullmatch(ref)
+    if m is None:
+        return None
+    row, col = int(m.group(2)) - 1, col_index(m.group(1))
+    return (row, col) if row < MAX_ROWS and col < MAX_COLS else None
 
 
 @lru_cache(maxsize=1 << 16)
 def _ref_pos(ref: str) -> tuple[int, int]:
-    """Where ``workbook_from_json`` puts cell ``ref``; cached, as every episode writes the same few cells.
-
-    A plain name (``B7``, what ``workbook_json`` writes) is read here, ``parse_range``'s answer at a fraction
-    of its cost; anything else (``$B$7``, a range, a bad name) goes through ``parse_range`` itself.
-    """
-    m = _PLAIN_CELL.fullmatch(ref)
-    row, col = (int(m.group(2)) - 1, col_index(m.group(1))) if m is not None else (-1, -1)
-    if not (0 <= row < MAX_ROWS and 0 <= col < MAX_COLS):
+    """Where ``workbook_from_json`` puts cell ``ref``: ``_plain``'s answer, else ``parse_range``'s (``$B$7``)."""
+    pos = _plain(ref)
+    if pos is None:
         a = parse_range(ref)
-        row, col = a.r1, a.c1
-    return row, col
+        pos = a.r1, a.c1
+    return pos
 
 
 _split_sheet = lru_cache(maxsize=4096)(split_sheet)
 _parse_cell = lru_cache(maxsize=4096)(parse_cell)
 """``split_sheet`` and ``parse_cell``, cached: every write re-checks the same rubric cells (a bad name still raises)."""
-
-
-def _index(book: Workbook, sheet: Sheet) -> int:
-    """Where ``sheet`` is in ``book`` (by identity: two sheets may hold the same cells)."""
-    return next(i for i, s in enumerate(book.sheets) if s is sheet)
 
 
 @lru_cache(maxsize=1024)
@@ -184,133 +177,418 @@ def _same(actual: Any, expected: Primitive, tolerance: float) -> bool:
     return isinstance(actual, str) and actual.strip().casefold() == expected.strip().casefold()
 
 
-class _Doc:
-    """What a rubric's checks of one sheet function on one document keep between steps (``_Watch``'s index).
+_Cells = dict[str, list[Any]]
+"""A sheet's cells as the content's JSON holds them: plain name (``B7``) -> [value, formula]."""
+_Moved = list[str]
+"""The names of the cells of a sheet a write changed (written, cleared or added)."""
+_EMPTY: frozenset[int] = frozenset()
 
-    ``row`` is the document row the verdicts were settled on (a step that leaves it the same object changed
-    nothing they read) and ``book`` its workbook, the base the next write's diff must be taken from for the
-    index to stand (None: settle every check again). ``cells`` maps (sheet, cell) to the cell checks reading
-    it; ``keys`` holds, per (sheet, key column), the rows by the key text in that column, kept up to date from
-    each diff rather than rebuilt; ``by_key`` maps (sheet, column, key) and ``by_row`` (sheet, row) to the row
-    checks whose key it is or whose key is on that row; ``rows_of`` each row check's (sheet, column, key,
-    rows), ``letters`` its expected columns (letters in order, and where), ``cell_of`` each cell check's
-    (sheet, cell, its params) and ``shown`` its expected value as evidence shows it; ``filed`` the checks so
-    indexed; ``sheets`` where each sheet name the checks give is. ``always``: checks whose params cannot be
-    read (a bad cell name), left to their function on every write.
+
+def _diff(
+    ctx: GradingContext, doc_id: int, old: dict[str, Any], new: dict[str, Any]
+) -> tuple[list[_Cells], list[_Moved]] | None:
+    """``_cells_moved(old, new)``, worked out once per write for every sheet function (``ctx.lasting``)."""
+    kept = ctx.lasting.get(("sheet_diff", doc_id))
+    if kept is not None and kept[0] is old and kept[1] is new:
+        found: tuple[list[_Cells], list[_Moved]] | None = kept[2]
+        return found
+    found = _cells_moved(old, new)
+    ctx.lasting[("sheet_diff", doc_id)] = (old, new, found)
+    return found
+
+
+def _cells_moved(old: dict[str, Any], new: dict[str, Any]) -> tuple[list[_Cells], list[_Moved]] | None:
+    """The cells of each sheet of content ``new`` and those that differ from ``old``'s, or None if not all can tell.
+
+    ``old`` (the content the checks were settled on, or the write's before-image, equal to it) has been read by
+    ``_Doc.file`` or an earlier diff, so its cells are known to be plain names and [value, formula] pairs; the
+    written ones of ``new`` are checked here (the others equal ``old``'s). None: the
+    sheets or defined names differ, or a written cell is named or shaped otherwise (the checks are filed again
+    on ``new``). The cells are compared and the written ones checked in C (``map``, sets): a write changes a
+    few of a sheet's hundreds, and a budget's one write most of its cells, too many for a Python loop.
+    """
+    sheets, old_sheets = new.get("sheets", []), old.get("sheets", [])
+    if type(sheets) is not list or len(sheets) != len(old_sheets) or new.get("names", {}) != old.get("names", {}):
+        return None
+    cells_of: list[_Cells] = []
+    moved: list[_Moved] = []
+    for raw, was in zip(sheets, old_sheets, strict=True):
+        if type(raw) is not dict or raw.get("name") != was.get("name"):
+            return None
+        now, had = raw.get("cells", {}), was.get("cells", {})
+        if type(now) is not dict:
+            return None
+        changed: _Moved = list(compress(now, map(ne, now.values(), map(had.get, now))))
+        added: Any = ()
+        if changed:
+            added = set(changed).difference(had)
+            if added and None in map(_plain, added):
+                return None
+            cells = list(map(now.__getitem__, changed))
+            if set(map(type, cells)) != {list} or set(map(len, cells)) != {2}:
+                return None
+        if len(had) + len(added) != len(now):  # some were cleared (a loop over the old cells only then)
+            changed += [ref for ref in had if ref not in now]
+        cells_of.append(now)
+        moved.append(changed)
+    return cells_of, moved
+
+
+def _before(rows: list[ChangeRow], row: tuple[Any, ...], version: Any, content: dict[str, Any]) -> Any:
+    """The content document ``row`` held before this step, from the step's one write to it; None if not so plain.
+
+    The write's before-image equals the content the checks were settled on (the log holds every write, and the
+    version it replaced is the one they were settled at), and the change log has just compared it with the
+    new content, so diffing the two reads memory that is still in the cache; the content kept from a write
+    steps ago is not (in an episode, where the steps between evict it, that diff costs more than the checks).
+    None (diff against the kept content) unless exactly one row of the step updated the document's content,
+    to ``content`` itself, from version ``version``.
+    """
+    found = None
+    for r in rows:
+        if r.key[0] != row[0] or r.op != "update":
+            continue
+        images = r.changes.get("content")
+        if images is None:
+            continue
+        if found is not None:
+            return None  # two writes in one step: the kept content is the one the checks were settled on
+        versions = r.changes.get("version")
+        if images[1] is not content or versions is None or versions[0] != version or versions[1] != row[6]:
+            return None
+        found = images[0]
+    return found if type(found) is dict else None
+
+
+def _sheet_at(names: list[str], name: str | None) -> int | None:
+    """Where ``_sheet`` finds sheet ``name`` among a workbook's sheet ``names`` (None: no such sheet)."""
+    if name is None:
+        return 0 if names else None
+    return next((i for i, n in enumerate(names) if n.casefold() == name.casefold()), None)
+
+
+class _Doc:
+    """What a rubric's checks of one sheet function on one document keep between writes.
+
+    ``row`` is the document row the verdicts were settled on (a step that leaves it the same object wrote
+    nothing), ``source``/``blob``/``version`` its content, blob hash and version; ``content`` the JSON the index
+    is of (None: file the checks afresh at the next write) and ``sheets`` its cells per sheet, the content's own
+    dicts (read, never changed). The index: ``reads`` maps per sheet a cell name to the checks reading that cell
+    (a cell check's cell, the cells a row check compares on the row holding its key); ``keys`` holds per sheet
+    and key column the rows by key text, kept up to date from each diff; ``by_key`` maps (sheet, column, key
+    text) to the row checks of that key. ``filed``: each indexed check, compiled; ``always``: checks whose
+    params cannot be read (a bad cell name), left to their function on every write. A check in neither (its
+    sheet is missing) keeps its verdict while the sheets stay as they are.
     """
 
     __slots__ = (
         "always",
-        "book",
+        "blob",
         "by_key",
-        "by_row",
-        "cell_of",
-        "cells",
+        "content",
         "filed",
         "keys",
-        "letters",
         "positions",
+        "reads",
         "row",
-        "rows_of",
         "sheets",
-        "shown",
-        "started",
+        "source",
+        "version",
     )
 
     def __init__(self, positions: list[int]) -> None:
         self.positions = positions
-        self.row: Any = _UNKNOWN  # never a row: the first write to the document is always settled
-        self.started = False
+        self.row: Any = _UNKNOWN  # never a row: the first call always settles the document
         self.forget()
 
     def forget(self) -> None:
-        """Drop the index: the next write settles every check of the document again."""
-        self.book: Workbook | None = None
-        self.cells: dict[tuple[int, tuple[int, int]], list[int]] = {}
-        self.cell_of: dict[int, tuple[int, tuple[int, int], tuple[str, str, Primitive, float, bool]]] = {}
-        self.shown: dict[int, str] = {}
-        self.keys: dict[tuple[int, int], dict[str, set[int]]] = {}
+        """Drop the index: the next write files every check of the document again."""
+        self.source: Any = _UNKNOWN
+        self.blob: Any = _UNKNOWN
+        self.version: Any = _UNKNOWN
+        self.content: dict[str, Any] | None = None
+        self.sheets: list[_Cells] = []
+        self.reads: list[dict[str, set[int]]] = []
+        self.keys: list[dict[int, dict[str, set[int]]]] = []
         self.by_key: dict[tuple[int, int, str], list[int]] = {}
-        self.by_row: dict[tuple[int, int], set[int]] = {}
-        self.rows_of: dict[int, tuple[int, int, str, frozenset[int]]] = {}
-        self.letters: dict[int, tuple[tuple[str, int], ...]] = {}
-        self.sheets: dict[str | None, int | None] = {}
-        self.filed: dict[int, bool] = {}
+        self.filed: dict[int, Any] = {}  # a _CellCheck or _RowCheck (one kind per function)
         self.always: list[int] = []
 
-    def sheet_at(self, book: Workbook, name: str | None) -> int | None:
-        """Where ``_sheet(book, name)`` is in ``book`` (None: no such sheet), looked up once per name and index."""
-        if name not in self.sheets:
-            found = _sheet(book, name)
-            self.sheets[name] = None if found is None else _index(book, found)
-        return self.sheets[name]
+    def file(self, book: Workbook, content: dict[str, Any]) -> list[str] | None:
+        """Start an empty index on ``content`` (``book``: its parse); the sheet names, or None if it cannot tell.
 
-    def key_index(self, book: Workbook, index: int, column: int) -> dict[str, set[int]]:
-        """Rows of sheet ``index`` by the text in ``column`` (trimmed, casefolded: ``_same``'s rule for text)."""
-        found = self.keys.get((index, column))
+        Every cell must be named plainly and hold [value, formula], as ``workbook_json`` writes them; then a
+        cell found by name in the JSON is the one the parse holds, with the same value. O(cells), once per
+        document (and after a change the diff cannot describe).
+        """
+        self.forget()
+        sheets = content.get("sheets", [])
+        if type(sheets) is not list or len(sheets) != len(book.sheets):
+            return None
+        cells_of: list[_Cells] = []
+        for raw in sheets:
+            cells = raw.get("cells", {})
+            if type(cells) is not dict:
+                return None
+            for ref, cell in cells.items():
+                if _plain(ref) is None or type(cell) is not list or len(cell) != 2:
+                    return None
+            cells_of.append(cells)
+        self.content, self.sheets = content, cells_of
+        self.reads = [{} for _ in cells_of]
+        self.keys = [{} for _ in cells_of]
+        return [s.name for s in book.sheets]
+
+    def key_rows(self, sheet: int, column: int) -> dict[str, set[int]]:
+        """Rows of ``sheet`` by the text in ``column`` (trimmed, casefolded: ``_same``'s rule for text)."""
+        found = self.keys[sheet].get(column)
         if found is None:
-            found = self.keys[(index, column)] = {}
-            for (r, c), cell in book.sheets[index].cells.items():
-                if c == column and isinstance(cell.value, str):
-                    found.setdefault(cell.value.strip().casefold(), set()).add(r)
+            found = self.keys[sheet][column] = {}
+            for ref, (value, _) in self.sheets[sheet].items():
+                pos = _ref_pos(ref)
+                if pos[1] == column and isinstance(value, str):
+                    found.setdefault(value.strip().casefold(), set()).add(pos[0])
         return found
 
-    def moved(self, old: Workbook, new: Workbook, moved: list[set[tuple[int, int]]]) -> set[int]:
-        """The checks that read a cell a write changed (``moved``: per sheet, from ``old`` to ``new``).
+    def moved(self, old: list[_Cells], moved: list[_Moved]) -> set[int]:
+        """The checks that read a cell a write changed (``moved``: per sheet, from ``old``'s cells to ``sheets``').
 
         The key indexes are brought up to date on the way: a key cell written or cleared moves its row from
         the old key's rows to the new key's, and wakes the row checks of both keys.
         """
         woken: set[int] = set()
-        cells, by_row = self.cells, self.by_row
-        for (index, column), rows in self.keys.items():
-            before, after = old.sheets[index].cells, new.sheets[index].cells
-            for r, c in moved[index]:
-                if c != column:
-                    continue
-                for side, add in ((before, False), (after, True)):
-                    cell = side.get((r, c))
-                    if cell is not None and isinstance(cell.value, str):
-                        key = cell.value.strip().casefold()
-                        if add:
-                            rows.setdefault(key, set()).add(r)
-                        else:
-                            rows.get(key, set()).discard(r)
-                        woken.update(self.by_key.get((index, column, key), ()))
         for index, changed in enumerate(moved):
-            for pos in changed:
-                found = cells.get((index, pos))
+            if not changed:
+                continue
+            reads, keys = self.reads[index], self.keys[index]
+            for ref in changed:
+                found = reads.get(ref)
                 if found:
-                    woken.update(found)
-                if by_row:
-                    held = by_row.get((index, pos[0]))
-                    if held:
-                        woken |= held
+                    woken |= found
+                if keys:
+                    pos = _ref_pos(ref)
+                    rows = keys.get(pos[1])
+                    if rows is not None:
+                        self._rekey(index, pos, rows, old[index].get(ref), self.sheets[index].get(ref), woken)
         return woken
 
-    def hold_rows(self, check: int, index: int, column: int, key: str, rows: frozenset[int]) -> None:
-        """Index row check ``check`` by the rows now holding its key (instead of the ones before)."""
-        was = self.rows_of.get(check)
-        if was is not None:
-            for r in was[3]:
-                self.by_row[(index, r)].discard(check)
+    def _rekey(
+        self, index: int, pos: tuple[int, int], rows: dict[str, set[int]], was: Any, now: Any, woken: set[int]
+    ) -> None:
+        """Move row ``pos[0]`` of key column ``pos[1]`` from key cell ``was``'s key to ``now``'s; wake both keys."""
+        for cell, add in ((was, False), (now, True)):
+            if cell is not None and isinstance(cell[0], str):
+                key = cell[0].strip().casefold()
+                if add:
+                    rows.setdefault(key, set()).add(pos[0])
+                else:
+                    rows.get(key, set()).discard(pos[0])
+                woken.update(self.by_key.get((index, pos[1], key), ()))
+
+
+_NUMBER, _TEXT, _EXACT = 1, 2, 3
+"""How ``_same`` compares a cell with an expected value: within a tolerance, as trimmed casefolded text, or by ==."""
+
+
+def _want(expected: Primitive) -> tuple[int, Any]:
+    """How ``_same`` compares a cell with ``expected``, and the value it compares with (worked out once per check).
+
+    Raises what ``_same`` raises for it (an int too large for a float), so a check with such params is left to
+    its function.
+    """
+    if isinstance(expected, bool) or expected is None:
+        return _EXACT, expected
+    if isinstance(expected, int | float):
+        return _NUMBER, float(expected)
+    return _TEXT, expected.strip().casefold()
+
+
+def _holds(kind: int, want: Any, tolerance: float, actual: Any) -> bool:
+    """``_same(actual, expected, tolerance)`` for ``(kind, want) = _want(expected)``."""
+    if kind == _NUMBER:
+        return type(actual) is float and math.isclose(actual, want, abs_tol=tolerance)
+    if kind == _TEXT:
+        return type(actual) is str and actual.strip().casefold() == want
+    return bool(actual == want)
+
+
+class _CellCheck:
+    """A ``sheet_cell_equals`` check as ``_Watch`` decides it: its cell, what it compares, its evidence's fixed parts.
+
+    ``verdict`` gives the function's verdict (``_cell_verdict``) from the cell's JSON: a write that fills a
+    budget decides a check per cell, so it is one call that reads the value and compares it itself.
+    """
+
+    __slots__ = ("formula", "head", "kind", "ref", "sheet", "tail", "tolerance", "want")
+
+    def __init__(self, sheet: int, ref: str, p: Mapping[str, Any]) -> None:
+        self.sheet, self.ref = sheet, ref
+        self.kind, self.want = _want(p["value"])
+        self.tolerance: float = p.get("tolerance", _TOLERANCE)
+        self.formula: bool = p.get("formula", False)
+        self.head = f"{p.get('label') or p['cell']}: {p['cell']} is "
+        self.tail = f" (expected {_show(p['value'])})"
+
+    def decide(self, doc: _Doc) -> Verdict:
+        """The check's verdict on ``doc``'s cells."""
+        return self.verdict(doc.sheets[self.sheet].get(self.ref))
+
+    def verdict(self, cell: list[Any] | None) -> Verdict:
+        """The check's verdict when its cell's JSON is ``cell`` (None: empty)."""
+        if cell is None:
+            actual = formula = None
+            shown = "None"
         else:
-            self.by_key.setdefault((index, column, key), []).append(check)
-        for r in rows:
-            self.by_row.setdefault((index, r), set()).add(check)
-        self.rows_of[check] = (index, column, key, rows)
+            actual, formula = cell
+            if type(actual) is float and actual.is_integer():  # what the value of most checked cells is
+                shown = str(int(actual))
+            elif type(actual) is str:
+                shown = repr(actual)
+            else:
+                actual = value_from_json(actual)
+                shown = _show(actual)
+        said = f"{self.head}{shown}{self.tail}"
+        if formula is None and self.formula:
+            return 0.0, f"{said}, but it holds no formula", {}
+        kind = self.kind
+        if kind == _NUMBER:
+            same = type(actual) is float and math.isclose(actual, self.want, abs_tol=self.tolerance)
+        elif kind == _TEXT:
+            same = type(actual) is str and actual.strip().casefold() == self.want
+        else:
+            same = bool(actual == self.want)
+        return (1.0 if same else 0.0), said, {}
+
+
+def _step_cells(doc: _Doc, old: list[_Cells], moved: list[_Moved], verdicts: dict[int, Verdict | None]) -> None:
+    """Decide the cell checks of the cells a write changed (``moved``, per sheet), each with its cell in hand."""
+    filed = doc.filed
+    for index, changed in enumerate(moved):
+        if changed:
+            reads, cells = doc.reads[index], doc.sheets[index]
+            for ref in changed:
+                found = reads.get(ref)
+                if found:
+                    cell = cells.get(ref)
+                    for check in found:
+                        verdicts[check] = filed[check].verdict(cell)
+
+
+def _file_cell(doc: _Doc, names: list[str], p: Mapping[str, Any], check: int) -> _CellCheck | None:
+    """Index cell check ``check`` by its sheet and cell; None if the sheet is missing (the verdict stands)."""
+    sheet_name, ref = _split_sheet(p["cell"])
+    pos = _parse_cell(ref)
+    index = _sheet_at(names, sheet_name)
+    if index is None:
+        return None
+    found = _CellCheck(index, cell_name(*pos), p)
+    doc.reads[index].setdefault(found.ref, set()).add(check)
+    return found
+
+
+@lru_cache(maxsize=1 << 14)
+def _cell_at(row: int, column: int) -> str:
+    """The plain name of cell (``row``, ``column``); "" (no cell has it) for a column off the sheet (``??``).
+
+    Cached: a row check reads the same few cells of each row an episode fills.
+    """
+    return cell_name(row, column) if 0 <= column < MAX_COLS else ""
+
+
+class _RowCheck:
+    """A ``sheet_row_matches`` check as ``_Watch`` decides it: its key, and the cells it compares on its row.
+
+    ``wants``: per expected column (in ``_letters`` order) its letter, where it is, how it compares and with
+    what, and the expected value as evidence shows it. ``rows``: the rows holding the key when it was last
+    decided; ``refs``: while that is one row, the names of the cells it compares there, indexed in
+    ``_Doc.reads``.
+    """
+
+    __slots__ = ("check", "column", "key", "needle", "p", "refs", "rows", "sheet", "tolerance", "wants")
+
+    def __init__(self, check: int, sheet: int, p: Mapping[str, Any]) -> None:
+        self.check, self.sheet, self.p = check, sheet, p
+        self.column = _column(p["key_column"])
+        expected = p["expected"]
+        # a bad column raises now, not only once the key is on one row
+        self.wants = tuple(
+            (letter, column, *_want(expected[letter]), _show(expected[letter])) for letter, column in _letters(expected)
+        )
+        self.key: str = p["key"]
+        self.needle = self.key.strip().casefold()
+        self.tolerance: float = p.get("tolerance", _TOLERANCE)
+        self.rows: frozenset[int] = _EMPTY
+        self.refs: tuple[str, ...] = ()
+
+    def hold(self, doc: _Doc, rows: frozenset[int]) -> None:
+        """Index the check by the cells it reads now that ``rows`` hold its key (instead of the ones before)."""
+        reads, check = doc.reads[self.sheet], self.check
+        for ref in self.refs:
+            reads[ref].discard(check)
+        self.rows, self.refs = rows, ()
+        if len(rows) == 1:
+            (line,) = rows
+            self.refs = tuple(_cell_at(line, want[1]) for want in self.wants)
+            for ref in self.refs:
+                found = reads.get(ref)
+                if found is None:
+                    reads[ref] = {check}
+                else:
+                    found.add(check)
+
+    def decide(self, doc: _Doc) -> Verdict:
+        """The check's verdict on ``doc``'s cells (``_row_verdict``'s), its key's rows read from the kept index."""
+        rows = doc.keys[self.sheet][self.column].get(self.needle, _EMPTY)
+        if rows != self.rows:
+            self.hold(doc, frozenset(rows))
+        if len(rows) != 1:
+            p = self.p
+            return _row_verdict({}, p["document"], p["key_column"], self.key, p["expected"], 0, sorted(rows), ())
+        cells, tolerance = doc.sheets[self.sheet], self.tolerance
+        line = next(iter(rows)) + 1
+        problems: list[str] = []
+        for ref, (letter, _, kind, want, shown) in zip(self.refs, self.wants, strict=False):  # one ref a want
+            cell = cells.get(ref)
+            actual = None if cell is None else cell[0]
+            if type(actual) is str:
+                if kind == _TEXT and actual.strip().casefold() == want:
+                    continue
+            elif actual is not None:
+                actual = value_from_json(actual)
+            if not _holds(kind, want, tolerance, actual):
+                problems.append(f"{letter}{line} is {_show(actual)} (expected {shown})")
+        return _row_outcome(self.key, line, len(self.wants), problems)
+
+
+def _step_rows(doc: _Doc, old: list[_Cells], moved: list[_Moved], verdicts: dict[int, Verdict | None]) -> None:
+    """Decide the row checks a write moved: a key of theirs written or cleared, or a cell they compare changed."""
+    filed = doc.filed
+    for check in doc.moved(old, moved):
+        verdicts[check] = filed[check].decide(doc)
+
+
+def _file_row(doc: _Doc, names: list[str], p: Mapping[str, Any], check: int) -> _RowCheck | None:
+    """Index row check ``check`` by its key and the cells it reads; None if its sheet is missing."""
+    index = _sheet_at(names, p.get("sheet"))
+    if index is None:
+        return None
+    found = _RowCheck(check, index, p)
+    doc.by_key.setdefault((index, found.column, found.needle), []).append(check)
+    found.hold(doc, frozenset(doc.key_rows(index, found.column).get(found.needle, _EMPTY)))
+    return found
 
 
 class _Watch:
-    """A sheet function's ``on_step``: its checks by document, and how one is indexed and decided.
+    """A sheet function's ``on_step``: its checks by document, filed by ``file`` and decided by what it gives.
 
-    ``index(doc, book, params, check)`` files a check under what it reads (False: it cannot be decided from the
-    book, as when its sheet is missing, and its verdict stands while the sheets do); ``decide(doc, book,
-    params, check)`` gives its verdict from the book and the index, as its function would.
+    ``file(doc, names, params, check)`` indexes a check under what it reads and gives it compiled (None: it
+    cannot be decided from the content, as when its sheet is missing, and its verdict stands while the sheets
+    do; raising: its params cannot be read, and its function is asked every write). ``step(doc, old, moved,
+    verdicts)`` decides the checks a write's changed cells may have moved.
     """
 
-    def __init__(self, name: str, index: Any, decide: Any) -> None:
-        self.name, self.index, self.decide = name, index, decide
+    def __init__(self, name: str, file: Any, step: Any) -> None:
+        self.name, self.file, self.step = name, file, step
 
     def __call__(
         self, ctx: GradingContext, rows: list[ChangeRow], params: Sequence[Mapping[str, Any]]
@@ -326,8 +604,9 @@ class _Watch:
             row = _document(ctx, document, query=False)
             if row is doc.row:
                 continue  # the same row object: no write to this document
+            doc.row = row
             try:
-                self._settle(ctx, doc, row, params, verdicts)
+                self._settle(ctx, doc, row, rows, params, verdicts)
             except Exception:  # the checks of this document are re-run, and their index rebuilt next time
                 doc.row = _UNKNOWN
                 doc.forget()
@@ -339,45 +618,64 @@ class _Watch:
         ctx: GradingContext,
         doc: _Doc,
         row: Any,
+        rows: list[ChangeRow],
         params: Sequence[Mapping[str, Any]],
         verdicts: dict[int, Verdict | None],
     ) -> None:
         """Decide the checks of ``doc`` a write to it may have moved, now that the document is ``row``.
 
-        The first write since progress started is diffed too: the verdicts in place are then the ones the
-        functions gave on the workbook the diff starts from (the one they built when progress started), so the
-        checks are filed on that workbook and only the ones whose cells moved are decided.
+        The first call (when progress starts, after the functions graded the content) files the checks on the
+        content in place, so the first write is diffed too and decides only the checks whose cells it moved.
+        The new content is diffed against the step's own before-image of it when the step wrote it once (see
+        ``_before``), else against the content the checks were settled on.
         """
-        first, doc.row, doc.started = not doc.started, row, True
         if row is _UNKNOWN or row is None or row[2] != "spreadsheet":
             doc.forget()  # no workbook to read: the functions say why (rare, and no cell to index)
             verdicts.update(dict.fromkeys(doc.positions))
             return
-        book = _workbook(ctx, row)
-        diff = ctx.lasting.get(("book_diff", int(row[0])))
-        if diff is not None and diff[1] is book:
-            if first and doc.book is None:
-                self._file(doc, diff[0], params)
-            if doc.book is not None and diff[0] is doc.book:
-                doc.book = book
-                for check in sorted(doc.moved(diff[0], book, diff[2])):
-                    verdicts[check] = self.decide(doc, book, params[check], check)
-                verdicts.update(dict.fromkeys(doc.always))
-                return
-        self._file(doc, book, params)
-        for check in doc.positions:
-            verdicts[check] = None if doc.filed.get(check) is None else self.decide(doc, book, params[check], check)
+        source, blob = row[4], row[5]
+        if source is doc.source and blob == doc.blob:
+            return  # the row changed, not its content (a rename is not folded: it comes as _UNKNOWN)
+        content = json.loads(source) if isinstance(source, str) else source
+        if type(content) is not dict or (blob is not None and content.get("sha256") != blob):
+            doc.forget()  # the file in the store is the truth: the functions read it
+            verdicts.update(dict.fromkeys(doc.positions))
+            return
+        found = None
+        if doc.content is not None:
+            before = _before(rows, row, doc.version, content)
+            found = _diff(ctx, int(row[0]), doc.content if before is None else before, content)
+        if found is None:
+            self._file(ctx, doc, row, content, params, verdicts)
+        else:
+            old, doc.content, doc.sheets = doc.sheets, content, found[0]
+            self.step(doc, old, found[1], verdicts)
+            verdicts.update(dict.fromkeys(doc.always))
+        doc.source, doc.blob, doc.version = source, blob, row[6]
 
-    def _file(self, doc: _Doc, book: Workbook, params: Sequence[Mapping[str, Any]]) -> None:
-        """Index every check of ``doc`` afresh on ``book`` (``doc.filed``: the ones decided from the index)."""
-        doc.forget()
-        doc.book = book
+    def _file(
+        self,
+        ctx: GradingContext,
+        doc: _Doc,
+        row: Any,
+        content: dict[str, Any],
+        params: Sequence[Mapping[str, Any]],
+        verdicts: dict[int, Verdict | None],
+    ) -> None:
+        """Index every check of ``doc`` afresh on ``content`` and decide it (None for the functions to)."""
+        names = doc.file(_workbook(ctx, row), content)  # the parse raises what the functions report
+        if names is None:
+            verdicts.update(dict.fromkeys(doc.positions))
+            return
         for check in doc.positions:
             try:
-                if self.index(doc, book, params[check], check):
-                    doc.filed[check] = True
+                found = self.file(doc, names, params[check], check)
             except Exception:  # bad params: the function raises what the check reports, every write
                 doc.always.append(check)
+                found = None
+            if found is not None:
+                doc.filed[check] = found
+            verdicts[check] = None if found is None else found.decide(doc)
 
 
 def _cell_verdict(
@@ -391,29 +689,7 @@ def _cell_verdict(
     return (1.0 if _same(actual, value, tolerance) else 0.0), said, {}
 
 
-def _file_cell(doc: _Doc, book: Workbook, p: Mapping[str, Any], check: int) -> bool:
-    """Index cell check ``check`` by its sheet and cell; False if the sheet is missing (the verdict stands)."""
-    sheet_name, ref = _split_sheet(p["cell"])
-    pos = _parse_cell(ref)
-    index = doc.sheet_at(book, sheet_name)
-    if index is None:
-        return False
-    doc.cells.setdefault((index, pos), []).append(check)
-    cell, value = p["cell"], p["value"]
-    tolerance, formula = p.get("tolerance", _TOLERANCE), p.get("formula", False)
-    doc.cell_of[check] = (index, pos, (p.get("label") or cell, cell, value, tolerance, formula))
-    doc.shown[check] = _show(value)
-    return True
-
-
-def _decide_cell(doc: _Doc, book: Workbook, p: Mapping[str, Any], check: int) -> Verdict:
-    """Cell check ``check``'s verdict on ``book``, from the cell it was filed under."""
-    index, pos, (name, cell, value, tolerance, formula) = doc.cell_of[check]
-    held = book.sheets[index].cells.get(pos)
-    return _cell_verdict(name, cell, value, tolerance, formula, held, doc.shown[check])
-
-
-@check_fn("sheet_cell_equals", reads=("documents",), on_step=_Watch("sheet_cell_equals", _file_cell, _decide_cell))
+@check_fn("sheet_cell_equals", reads=("documents",), on_step=_Watch("sheet_cell_equals", _file_cell, _step_cells))
 def sheet_cell_equals(
     ctx: GradingContext,
     document: str,
@@ -461,38 +737,7 @@ def _key_rows(ctx: GradingContext, sheet: Sheet, column: int) -> dict[str, list[
     return found
 
 
-def _file_row(doc: _Doc, book: Workbook, p: Mapping[str, Any], check: int) -> bool:
-    """Index row check ``check`` by its key and the rows holding it; False if its sheet is missing."""
-    index = doc.sheet_at(book, p.get("sheet"))
-    if index is None:
-        return False
-    column = _column(p["key_column"])
-    # a bad column raises now, not only once the key is on one row: such a check is left to its function
-    doc.letters[check] = _letters(p["expected"])
-    key = str(p["key"]).strip().casefold()
-    doc.hold_rows(check, index, column, key, frozenset(doc.key_index(book, index, column).get(key, ())))
-    return True
-
-
-def _decide_row(doc: _Doc, book: Workbook, p: Mapping[str, Any], check: int) -> Verdict:
-    """Row check ``check``'s verdict on ``book``, its key's rows read from the kept key index."""
-    index, column, key, was = doc.rows_of[check]
-    rows = doc.keys[(index, column)].get(key, set())
-    if rows != was:
-        doc.hold_rows(check, index, column, key, frozenset(rows))
-    return _row_verdict(
-        book.sheets[index].cells,
-        p["document"],
-        p["key_column"],
-        p["key"],
-        p["expected"],
-        p.get("tolerance", _TOLERANCE),
-        sorted(rows),
-        doc.letters[check],
-    )
-
-
-@check_fn("sheet_row_matches", reads=("documents",), on_step=_Watch("sheet_row_matches", _file_row, _decide_row))
+@check_fn("sheet_row_matches", reads=("documents",), on_step=_Watch("sheet_row_matches", _file_row, _step_rows))
 def sheet_row_matches(
     ctx: GradingContext,
     document: str,
@@ -550,8 +795,13 @@ def _row_verdict(
         actual = cell.value if cell is not None else None
         if not _same(actual, expected[letter], tolerance):
             problems.append(f"{letter}{line + 1} is {_show(actual)} (expected {_show(expected[letter])})")
-    good = len(expected) - len(problems)
-    evidence = f"{key} on row {line + 1}: {good}/{len(expected)} columns match"
+    return _row_outcome(key, line + 1, len(expected), problems)
+
+
+def _row_outcome(key: str, line: int, expected: int, problems: list[str]) -> Verdict:
+    """A row check's verdict once its row (``line``, 1-based) is found and ``problems`` of ``expected`` columns."""
+    good = expected - len(problems)
+    evidence = f"{key} on row {line}: {good}/{expected} columns match"
     if problems:
         evidence += f"; {listing(problems, 4)}"
-    return good / len(expected), evidence, {"row": line + 1}
+    return good / expected, evidence, {"row": line}
