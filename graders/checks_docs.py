@@ -14,17 +14,19 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from itertools import compress
 from typing import Any
 
 from graders.base import ChangeRow, CheckOutcome, GradingContext, check_fn
-from graders.checks_common import Regex, listing, rx, snippet, usernames
+from graders.checks_common import Regex, listing, usernames
 from graders.text_match import (
     Sections,
-    _matching,
     _plain_sections,
+    absent_verdict,
+    contains_verdict,
+    lacks_verdict,
 )
-from graders.text_match import _may_match as _may_match  # what the tests of the prefilter import from here
+from graders.text_match import _matching as _matching  # what the tests of the prefilter import from here
+from graders.text_match import _may_match as _may_match
 from graders.text_match import _needles as _needles
 from graders.text_match import _prefix as _prefix
 from graders.text_step import shares_decided, text_step
@@ -288,37 +290,13 @@ def doc_section_contains(
     With ``only_there`` (default), no other section's text may match ``pattern`` either: a ticket listed under
     both Done and Blocked states two facts, one of them wrong.
     """
-    name = label or pattern
-    sections = _text_sections(ctx, document, name)
+    sections = _text_sections(ctx, document, label or pattern)
     if isinstance(sections, CheckOutcome):
         return sections
-    # one pass: which sections the heading names (once per heading and parse), which sections' text matches
-    under = sections.under.get(heading)
-    if under is None:
-        head = rx(heading).search
-        under = sections.under[heading] = [bool(h) and head(h) is not None for h, _ in sections]
-    if True not in under:
-        shown = listing([repr(h) for h, _ in sections if h], 6) or "none"
-        return CheckOutcome.of(False, f"{name}: no section heading matches /{heading}/ (headings: {shown})")
-    if not only_there and (pattern, False) not in sections.found:
-        # the first named section that matches is all a pass reads: ask the others only if none does
-        texts, lowered = sections.texts, sections.texts_low
-        for i in compress(range(len(under)), under):
-            if _matching(pattern, [texts[i]], [lowered[i]])[0]:
-                return CheckOutcome.of(True, f"{name}: in section {sections[i][0]!r}")
-    said = sections.matching(pattern)
-    hits = [h for (h, _), u, m in zip(sections, under, said, strict=True) if u and m]
-    elsewhere = [
-        h or "(before the first heading)" for (h, _), u, m in zip(sections, under, said, strict=True) if m and not u
-    ]
-    if not hits:
-        where = f"found under {listing([repr(h) for h in elsewhere])}" if elsewhere else "found in no section"
-        text = snippet(" ".join(t for (_, t), u in zip(sections, under, strict=True) if u), 80)
-        first = sections[under.index(True)][0]
-        return CheckOutcome.of(False, f"{name}: not in section {first!r} ({where}; it holds {text})")
-    if only_there and elsewhere:
-        return CheckOutcome.of(False, f"{name}: in {hits[0]!r} but also in {listing([repr(h) for h in elsewhere])}")
-    return CheckOutcome.of(True, f"{name}: in section {hits[0]!r}")
+    score, evidence, _ = contains_verdict(
+        sections, document, {"heading": heading, "pattern": pattern, "only_there": only_there, "label": label}
+    )
+    return CheckOutcome(score=score, evidence=evidence)
 
 
 @check_fn("doc_mentions_none", **_on_text("doc_mentions_none"))
@@ -329,20 +307,11 @@ def doc_mentions_none(ctx: GradingContext, document: str, pattern: Regex, label:
     week's ticket under Done) states a wrong fact none of them notices. A missing document fails, so writing
     nothing earns nothing here.
     """
-    name = label or pattern
-    sections = _text_sections(ctx, document, name)
+    sections = _text_sections(ctx, document, label or pattern)
     if isinstance(sections, CheckOutcome):
         return sections
-    finditer = rx(pattern).finditer  # only where ``matching`` found a match (kept per section across writes)
-    found = [
-        f"{m.group(0)} under {h!r}" if h else f"{m.group(0)} before the first heading"
-        for (h, _), text, hit in zip(sections, sections.joined, sections.matching(pattern, joined=True), strict=True)
-        if hit
-        for m in finditer(text)
-    ]
-    if found:
-        return CheckOutcome.of(False, f"{name}: the document mentions {listing(found, 4)}")
-    return CheckOutcome.of(True, f"{name}: none in {document}")
+    score, evidence, _ = absent_verdict(sections, document, {"pattern": pattern, "label": label})
+    return CheckOutcome(score=score, evidence=evidence)
 
 
 def _check_permission(kw: dict[str, Any]) -> None:
@@ -506,12 +475,5 @@ def doc_lacks(ctx: GradingContext, document: str, pattern: Regex, label: str | N
         return CheckOutcome.of(False, f"{name}: no document {document}")
     if row[2] != "text":
         return CheckOutcome.of(False, f"{name}: {document} is a {row[2]}, not a text document")
-    sections = _sections(ctx, row)
-    hits = [
-        h or "(before the first heading)"
-        for (h, _), hit in zip(sections, sections.matching(pattern, joined=True), strict=True)
-        if hit
-    ]
-    if hits:
-        return CheckOutcome.of(False, f"{name}: found under {listing([repr(h) for h in hits])}")
-    return CheckOutcome.of(True, f"{name}: named nowhere in {document}")
+    score, evidence, _ = lacks_verdict(_sections(ctx, row), document, {"pattern": pattern, "label": label})
+    return CheckOutcome(score=score, evidence=evidence)

@@ -25,7 +25,7 @@ from zoneinfo import ZoneInfo
 from pydantic import Field
 
 from graders.base import ChangeRow, CheckOutcome, GradingContext, check_fn
-from graders.checks_common import Regex, listing, rx
+from graders.checks_common import Regex, listing
 from graders.checks_meetings import (
     Calendar,
     _attendees,
@@ -40,6 +40,7 @@ from graders.checks_meetings import (
     touch_step,
 )
 from graders.meeting_log import _employee
+from graders.text_match import once_verdict
 from graders.text_step import shares_decided, text_step
 from mcp_tools.calendar.slots import Person
 
@@ -228,24 +229,11 @@ def doc_mentions_once(ctx: GradingContext, document: str, pattern: Regex, label:
     """
     from graders.checks_docs import _text_sections  # lazy: the office readers load on first use
 
-    name = label or pattern
-    sections = _text_sections(ctx, document, name)
+    sections = _text_sections(ctx, document, label or pattern)
     if isinstance(sections, CheckOutcome):
         return sections
-    found = rx(pattern)
-    may = sections.matching(pattern)  # the sections whose text matches at all (kept per section across writes)
-    where = [
-        heading or "(before the first heading)"
-        for (heading, body), hit in zip(sections, may, strict=True)
-        if hit
-        for _ in found.finditer(body)
-    ]
-    where += [heading for heading, _ in sections if found.search(heading)]
-    if len(where) == 1:
-        return CheckOutcome.of(True, f"{name}: named once in {document}, under {where[0]}")
-    if not where:
-        return CheckOutcome.of(False, f"{name}: not named in {document}")
-    return CheckOutcome.of(False, f"{name}: named {len(where)} times in {document} (under {listing(where, 4)})")
+    score, evidence, _ = once_verdict(sections, document, {"pattern": pattern, "label": label})
+    return CheckOutcome(score=score, evidence=evidence)
 
 
 @check_fn("meeting_length", reads=("events",), touches=_own_touches, on_step=touch_step(_own_touches))

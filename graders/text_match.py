@@ -4,7 +4,8 @@ What ``checks_docs``' text checks (and ``graders.text_step``, which keeps their 
 a document's text: ``Sections`` (a parse's sections with their lowered forms, the sections changed since the
 parse before, each pattern's answers per section, carried over from that parse), the literal texts every
 match of a pattern must contain (``_needles``) or start with (``_prefix``), read from the pattern's parse by
-``re``'s own parser. Pure text: no database, no context.
+``re``'s own parser; and what each text check concludes from a parse (``VERDICTS``: its score and evidence,
+the very strings its function returns, which it builds by calling these). Pure text: no database, no context.
 """
 
 from __future__ import annotations
@@ -14,9 +15,10 @@ import re
 from bisect import bisect_right
 from collections.abc import Callable
 from functools import lru_cache
+from itertools import compress
 from typing import Any
 
-from graders.checks_common import rx
+from graders.checks_common import listing, rx, snippet
 
 _sre_parser: Any = importlib.import_module("re._parser")  # what ``re.compile`` parses a pattern with
 _LITERAL, _BRANCH, _SUBPATTERN, _ASSERT = (
@@ -321,3 +323,108 @@ def _may_match(pattern: str, lowered: list[str | None]) -> list[bool]:
         n = needles[0]
         return [low is None or n in low for low in lowered]
     return [low is None or any(n in low for n in needles) for low in lowered]
+
+
+Verdict = tuple[float, str, dict[str, Any]]
+"""A check's (score, evidence, details), as ``graders.progress`` keeps it (a text check has no details)."""
+
+
+def contains_verdict(sections: Sections, document: str, kw: dict[str, Any]) -> Verdict:
+    """``doc_section_contains``' verdict on a text document's parse (``kw``: the check's params).
+
+    The function itself returns this (so the evidence is one code's), and ``graders.text_step`` asks it for
+    every check on a document a step created or rewrote, without the function's frames and lookups.
+    """
+    pattern, heading = kw["pattern"], kw["heading"]
+    name = kw.get("label") or pattern
+    # one pass: which sections the heading names (once per heading and parse), which sections' text matches
+    under = sections.under.get(heading)
+    if under is None:
+        head = rx(heading).search
+        under = sections.under[heading] = [bool(h) and head(h) is not None for h, _ in sections]
+    if True not in under:
+        shown = listing([repr(h) for h, _ in sections if h], 6) or "none"
+        return 0.0, f"{name}: no section heading matches /{heading}/ (headings: {shown})", {}
+    only_there = kw.get("only_there", True)
+    if not only_there and (pattern, False) not in sections.found:
+        # the first named section that matches is all a pass reads: ask the others only if none does
+        texts, lowered = sections.texts, sections.texts_low
+        for i in compress(range(len(under)), under):
+            if _matching(pattern, [texts[i]], [lowered[i]])[0]:
+                return 1.0, f"{name}: in section {sections[i][0]!r}", {}
+    said = sections.matching(pattern)
+    hits = [h for (h, _), u, m in zip(sections, under, said, strict=True) if u and m]
+    elsewhere = [
+        h or "(before the first heading)" for (h, _), u, m in zip(sections, under, said, strict=True) if m and not u
+    ]
+    if not hits:
+        where = f"found under {listing([repr(h) for h in elsewhere])}" if elsewhere else "found in no section"
+        text = snippet(" ".join(t for (_, t), u in zip(sections, under, strict=True) if u), 80)
+        first = sections[under.index(True)][0]
+        return 0.0, f"{name}: not in section {first!r} ({where}; it holds {text})", {}
+    if only_there and elsewhere:
+        return 0.0, f"{name}: in {hits[0]!r} but also in {listing([repr(h) for h in elsewhere])}", {}
+    return 1.0, f"{name}: in section {hits[0]!r}", {}
+
+
+def absent_verdict(sections: Sections, document: str, kw: dict[str, Any]) -> Verdict:
+    """``doc_mentions_none``' verdict on a text document's parse: each match named with its section, or none."""
+    pattern = kw["pattern"]
+    hit = sections.matching(pattern, joined=True)
+    if True not in hit:
+        return 1.0, f"{kw.get('label') or pattern}: none in {document}", {}
+    finditer = rx(pattern).finditer  # only where ``matching`` found a match (kept per section across writes)
+    found = [
+        f"{m.group(0)} under {h!r}" if h else f"{m.group(0)} before the first heading"
+        for (h, _), text, yes in zip(sections, sections.joined, hit, strict=True)
+        if yes
+        for m in finditer(text)
+    ]
+    if found:
+        return 0.0, f"{kw.get('label') or pattern}: the document mentions {listing(found, 4)}", {}
+    return 1.0, f"{kw.get('label') or pattern}: none in {document}", {}
+
+
+def lacks_verdict(sections: Sections, document: str, kw: dict[str, Any]) -> Verdict:
+    """``doc_lacks``' verdict on a text document's parse: the headings of the sections that match, or none."""
+    pattern = kw["pattern"]
+    name = kw.get("label") or pattern
+    hit = sections.matching(pattern, joined=True)
+    if True not in hit:
+        return 1.0, f"{name}: named nowhere in {document}", {}
+    hits = [h or "(before the first heading)" for (h, _), yes in zip(sections, hit, strict=True) if yes]
+    return 0.0, f"{name}: found under {listing([repr(h) for h in hits])}", {}
+
+
+def once_verdict(sections: Sections, document: str, kw: dict[str, Any]) -> Verdict:
+    """``doc_mentions_once``' verdict on a text document's parse: every match in a body or a heading, counted."""
+    pattern = kw["pattern"]
+    name = kw.get("label") or pattern
+    found = rx(pattern)
+    may = sections.matching(pattern)  # the sections whose text matches at all (kept per section across writes)
+    where = (
+        [
+            heading or "(before the first heading)"
+            for (heading, body), yes in zip(sections, may, strict=True)
+            if yes
+            for _ in found.finditer(body)
+        ]
+        if True in may
+        else []
+    )
+    search = found.search
+    where += [heading for heading, _ in sections if search(heading)]
+    if len(where) == 1:
+        return 1.0, f"{name}: named once in {document}, under {where[0]}", {}
+    if not where:
+        return 0.0, f"{name}: not named in {document}", {}
+    return 0.0, f"{name}: named {len(where)} times in {document} (under {listing(where, 4)})", {}
+
+
+VERDICTS: dict[str, Callable[[Sections, str, dict[str, Any]], Verdict]] = {
+    "doc_section_contains": contains_verdict,
+    "doc_mentions_none": absent_verdict,
+    "doc_lacks": lacks_verdict,
+    "doc_mentions_once": once_verdict,
+}
+"""Each text check's verdict on a parse, by function name: what ``graders.text_step`` settles a new parse with."""

@@ -23,8 +23,8 @@ from typing import Any
 
 from graders.base import GradingContext
 from graders.changes import ChangeRow
+from graders.text_match import VERDICTS, Verdict, _needles
 
-Verdict = tuple[float, str, dict[str, Any]]
 _MISSING = ("no document",)
 """The state of a document no row names: its checks' verdicts say so and stand until a row does."""
 
@@ -118,10 +118,10 @@ def text_step(check: str, function: Callable[[], Callable[..., Any]]) -> Callabl
     """
     unmoved = UNMOVED[check]
     joined, heads, quotes = QUIET[check]
+    verdict = VERDICTS[check]
 
     def on_step(ctx: GradingContext, rows: list[ChangeRow], params: list[dict[str, Any]]) -> dict[int, Verdict | None]:
         from graders.checks_docs import _UNKNOWN, _doc_touches, _document, _sections  # lazy: office readers
-        from graders.text_match import _needles
 
         key = ("text_step", check, id(params))
         plan = ctx.lasting.get(key)
@@ -163,7 +163,10 @@ def text_step(check: str, function: Callable[[], Callable[..., Any]]) -> Callabl
                 and (was is state.prev or (was is None and state.prev is not None))
             )
             if diffed:
-                _decide(state, positions, params, plan[3], out, lambda kw: fn(ctx, **kw))
+                _decide(state, document, positions, params, plan[3], out)
+            elif state is not None and state is not _MISSING:  # a new parse: each check's verdict on it
+                for pos in positions:
+                    out[pos] = verdict(state, document, params[pos])
             else:
                 for pos in positions:
                     found = fn(ctx, **params[pos])
@@ -173,11 +176,11 @@ def text_step(check: str, function: Callable[[], Callable[..., Any]]) -> Callabl
 
     def _decide(
         state: Any,
+        document: str,
         positions: list[int],
         params: list[dict[str, Any]],
         needles: list[tuple[str, ...] | None],
         out: dict[int, Verdict | None],
-        run: Callable[[dict[str, Any]], Any],
     ) -> None:
         """Settle the checks of one document a write changed: kept when quiet or unmoved, else run."""
         prev, changed = state.prev, state.changed
@@ -204,8 +207,7 @@ def text_step(check: str, function: Callable[[], Callable[..., Any]]) -> Callabl
                     continue
             if unmoved(state, kw):
                 continue
-            verdict = run(kw)
-            out[pos] = (verdict.score, verdict.evidence, dict(verdict.details))
+            out[pos] = verdict(state, document, kw)
 
     return on_step
 
