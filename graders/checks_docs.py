@@ -29,7 +29,7 @@ from graders.text_match import _matching as _matching  # what the tests of the p
 from graders.text_match import _may_match as _may_match
 from graders.text_match import _needles as _needles
 from graders.text_match import _prefix as _prefix
-from graders.text_step import shares_decided, text_step
+from graders.text_step import share_step, shares_decided, text_step
 from worlds.blobs import read_blob
 from worlds.office import files
 from worlds.office.model import (
@@ -390,12 +390,40 @@ def _fold_shares(
 _PERMISSION_ONLY = frozenset({"permission"})
 
 
+def _people(ctx: GradingContext) -> tuple[dict[str, int | None], dict[int, str | None]]:
+    """The employees the share checks have looked up (by username, by id), while the episode changes none.
+
+    Kept in ``ctx.lasting`` with how many employee changes the log held when they were read (not
+    ``ctx.kept``, which progress empties once the first grade is done: the step that shares would query
+    them again); an employee change starts them afresh.
+    """
+    seen = len(ctx.changed_rows("employees"))
+    kept = ctx.lasting.get("doc_people")
+    if kept is None or kept[2] != seen:
+        kept = ctx.lasting["doc_people"] = ({}, {}, seen)
+    return kept[0], kept[1]
+
+
 def _employee(ctx: GradingContext, username: str) -> int | None:
-    """The id of the employee named ``username`` (exactly), kept until the employees change."""
-    found: int | None = ctx.kept(
-        ("doc_employee", username), ("employees",), lambda: Sql.of(ctx.session).scalar(_EMPLOYEE, (username,))
-    )
+    """The id of the employee named ``username`` (exactly); the id's username is then known too."""
+    by_name, by_id = _people(ctx)
+    if username in by_name:
+        return by_name[username]
+    found: int | None = Sql.of(ctx.session).scalar(_EMPLOYEE, (username,))
+    by_name[username] = found
+    if found is not None:
+        by_id[found] = username  # the grantee a share check names: the step that shares it needs no query
     return found
+
+
+def _usernames(ctx: GradingContext, ids: list[int]) -> dict[int, str]:
+    """``checks_common.usernames`` of ``ids``, kept with the looked-up employees (``_people``)."""
+    by_id = _people(ctx)[1]
+    wanted = [i for i in ids if i not in by_id]
+    if wanted:
+        found = usernames(ctx, wanted)
+        by_id.update((i, found.get(i)) for i in wanted)
+    return {i: name for i in ids if (name := by_id.get(i)) is not None}
 
 
 def _shared_in_episode(ctx: GradingContext, doc_id: int) -> tuple[int, list[tuple[str, str]]]:
@@ -408,7 +436,7 @@ def _shared_in_episode(ctx: GradingContext, doc_id: int) -> tuple[int, list[tupl
     if not ids:
         return 0, []
     mine = [(emp, perm) for sid, (emp, perm) in _grants(ctx, doc_id).items() if sid in ids]
-    names = usernames(ctx, [emp for emp, _ in mine])
+    names = _usernames(ctx, [emp for emp, _ in mine])
     return len(ids), sorted((names[emp], perm) for emp, perm in mine if emp in names)
 
 
@@ -418,6 +446,7 @@ def _shared_in_episode(ctx: GradingContext, doc_id: int) -> tuple[int, list[tupl
     reads=("documents", "document_shares", "employees"),
     touches=_share_touches,
     on_changes=shares_decided(lambda: globals()["doc_shared_with"]),
+    on_step=share_step(lambda: globals()["doc_shared_with"], "grantee"),
 )
 def doc_shared_with(
     ctx: GradingContext,
@@ -443,6 +472,7 @@ def doc_shared_with(
     "doc_not_shared",
     reads=("documents", "document_shares", "employees"),
     on_changes=shares_decided(lambda: globals()["doc_not_shared"]),
+    on_step=share_step(lambda: globals()["doc_not_shared"], "episode"),
 )
 def doc_not_shared(ctx: GradingContext, document: str) -> CheckOutcome:
     """Nobody was given access to ``document`` during the episode (no share added or raised on it).

@@ -41,7 +41,7 @@ from graders.checks_meetings import (
 )
 from graders.meeting_log import _employee
 from graders.text_match import once_verdict
-from graders.text_step import shares_decided, text_step
+from graders.text_step import share_step, shares_decided, text_step
 from mcp_tools.calendar.slots import Person
 
 _DAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
@@ -176,6 +176,7 @@ def _share_touches(ctx: GradingContext, row: Any, document: str, **_: Any) -> bo
     reads=("documents", "document_shares", "employees"),
     touches=_share_touches,
     on_changes=shares_decided(lambda: globals()["doc_shared_only_with"]),
+    on_step=share_step(lambda: globals()["doc_shared_only_with"], "document"),
 )
 def doc_shared_only_with(ctx: GradingContext, document: str, usernames: list[str]) -> CheckOutcome:
     """Every share of ``document`` added or raised during the episode went to one of ``usernames``.

@@ -26,6 +26,21 @@ from graders.changes import ChangeRow
 from graders.text_match import VERDICTS, Verdict, _needles
 
 _MISSING = ("no document",)
+_DOCS: list[Any] = []
+
+
+def _docs() -> Any:
+    """``graders.checks_docs``, imported on first use (a meeting rubric does not load the office readers).
+
+    Kept here: an import statement in an evaluator costs a microsecond or two at every step.
+    """
+    if not _DOCS:
+        import graders.checks_docs as docs
+
+        _DOCS.append(docs)
+    return _DOCS[0]
+
+
 """The state of a document no row names: its checks' verdicts say so and stand until a row does."""
 
 
@@ -121,7 +136,8 @@ def text_step(check: str, function: Callable[[], Callable[..., Any]]) -> Callabl
     verdict = VERDICTS[check]
 
     def on_step(ctx: GradingContext, rows: list[ChangeRow], params: list[dict[str, Any]]) -> dict[int, Verdict | None]:
-        from graders.checks_docs import _UNKNOWN, _doc_touches, _document, _sections  # lazy: office readers
+        docs = _docs()  # lazy: office readers
+        _UNKNOWN, _doc_touches, _document, _sections = docs._UNKNOWN, docs._doc_touches, docs._document, docs._sections
 
         key = ("text_step", check, id(params))
         plan = ctx.lasting.get(key)
@@ -229,3 +245,73 @@ def shares_decided(function: Callable[[], Callable[..., Any]]) -> Callable[..., 
         return found.score, found.evidence, dict(found.details)
 
     return on_changes
+
+
+def share_step(function: Callable[[], Callable[..., Any]], scope: str) -> Callable[..., dict[int, Verdict | None]]:
+    """The ``on_step`` evaluator of a share check function: one call a step settles all of a rubric's.
+
+    A data-request rubric asks a share check per request and document (who got it, nobody else did): a share
+    step moves the checks of one document, and of those only the grantee's. Asking every check after every
+    step (a ``touches`` call per row, ``shares_decided`` per check) cost a frame chain per check; here a step's
+    rows are read once and the checks they cannot move are left out (their verdicts stand). What ``scope``
+    says may move a check, besides a change of its document's row (``checks_docs._doc_touches``):
+
+    - ``"grantee"`` (``doc_shared_with``): a share of its document given to its person (by employee id);
+    - ``"document"`` (``doc_shared_only_with``): any share of its document;
+    - ``"episode"`` (``doc_not_shared``): any share at all (its evidence counts the episode's shares).
+
+    A share updated or deleted (the log's image may not name its document), a change of the employees (a
+    username may name another person now) or a document the fold cannot settle (``_UNKNOWN``) sends the
+    checks back to their function as ``shares_decided`` does; the ones asked are decided by the function on
+    the folded rows, no query.
+    """
+
+    def on_step(ctx: GradingContext, rows: list[ChangeRow], params: list[dict[str, Any]]) -> dict[int, Verdict | None]:
+        docs = _docs()  # lazy: office readers
+        _UNKNOWN, _doc_touches, _document, _employee = docs._UNKNOWN, docs._doc_touches, docs._document, docs._employee
+        key = ("share_step", id(params))
+        plan = ctx.lasting.get(key)
+        if plan is None or plan[0] is not params:
+            by_doc: dict[str, list[int]] = {}
+            for pos, kw in enumerate(params):
+                by_doc.setdefault(kw["document"], []).append(pos)
+            plan = ctx.lasting[key] = (params, by_doc)
+        if not rows:
+            return {}
+        if any(r.table == "employees" for r in rows):
+            return dict.fromkeys(range(len(params)))
+        fn = function()
+        out: dict[int, Verdict | None] = {}
+        for document, positions in plan[1].items():
+            every = False  # every check of the document may move
+            grantees: set[Any] = set()  # else the checks of these employees (scope "grantee")
+            lookup = ctx.lasting.get(("doc_lookup", document))
+            doc_id = lookup[2][0] if lookup is not None and lookup[2] is not None else None
+            for r in rows:
+                if r.table == "documents":
+                    every = every or _doc_touches(ctx, r, document)
+                elif r.op != "insert" or doc_id is None:
+                    every = True  # a share that moved or went, or a document not found when last read
+                elif scope == "episode":
+                    every = True
+                elif r.changes.get("document_id") == doc_id:
+                    if scope == "grantee" and "employee_id" in r.changes:
+                        grantees.add(r.changes["employee_id"])
+                    else:
+                        every = True
+                if every:
+                    break
+            if not every and not grantees:
+                continue
+            if _document(ctx, document, query=False) is _UNKNOWN:
+                out.update(dict.fromkeys(positions))
+                continue
+            for pos in positions:
+                kw = params[pos]
+                if not every and _employee(ctx, kw["username"]) not in grantees:
+                    continue
+                found = fn(ctx, **kw)
+                out[pos] = (found.score, found.evidence, dict(found.details))
+        return out
+
+    return on_step
