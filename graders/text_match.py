@@ -44,7 +44,9 @@ class Sections(list[tuple[str, str]]):
     texts_low: list[str | None]
     joined: list[str]
     joined_low: list[str | None]
-    under: dict[str, list[bool]]
+    heads: tuple[str, ...]
+    """Each section's heading, in order (what ``_named`` reads)."""
+    under: dict[str, tuple[bool, ...]]
     """Which sections a heading pattern names, by pattern: a report's checks share a handful of headings."""
     found: dict[tuple[str, bool], list[bool]]
     """Which sections' texts (or ``joined`` forms) a pattern matches, by (pattern, joined): see ``matching``."""
@@ -67,6 +69,7 @@ class Sections(list[tuple[str, str]]):
         ``graders.text_step`` keep the verdict of every check none of them can move.
         """
         out = cls(sections)
+        out.heads = tuple(h for h, _ in sections)
         out.texts = [t for _, t in sections]
         out.texts_low = [_lowered(t) for t in out.texts]
         out.joined = [f"{h}\n{t}" for h, t in sections]
@@ -121,7 +124,7 @@ class Sections(list[tuple[str, str]]):
         section's lowered form could hide a match (``_lowered``) or the pattern has no start text: the caller asks
         section by section.
         """
-        starts = _prefix(pattern)
+        search, starts, _ = _plan(pattern)
         if starts is None:
             return None
         whole = self.whole.get(joined)
@@ -136,7 +139,6 @@ class Sections(list[tuple[str, str]]):
             whole = self.whole[joined] = ("\0".join(lowered), offsets)  # type: ignore[arg-type]
         text, offsets = whole
         texts = self.joined if joined else self.texts
-        search = _search(pattern)
         hits = [False] * len(texts)
         last = len(texts) - 1
         for start in starts:
@@ -247,27 +249,40 @@ def _required(items: list[Any]) -> tuple[str, ...] | None:
 
 
 def _matching(pattern: str, texts: list[str], lowered: list[str | None]) -> list[bool]:
-    r"""Whether ``pattern`` (case-insensitive) finds a match in each of ``texts`` (``lowered``: their ASCII forms).
+    """Whether ``pattern`` (case-insensitive) finds a match in each of ``texts`` (``lowered``: their ASCII forms)."""
+    return [_hit(pattern, t, low) for t, low in zip(texts, lowered, strict=True)]
+
+
+@lru_cache(maxsize=512)
+def _plan(pattern: str) -> tuple[Callable[..., re.Match[str] | None], tuple[str, ...] | None, tuple[str, ...] | None]:
+    """What a search for ``pattern`` reads, worked out once: its search, start texts (``_prefix``), needles."""
+    return _search(pattern), _prefix(pattern), _needles(pattern)
+
+
+def _hit(pattern: str, text: str, low: str | None) -> bool:
+    r"""Whether ``pattern`` (case-insensitive) finds a match in ``text`` (``low``: its lowered form, ``_lowered``).
 
     A pattern that starts with plain text (after zero-width assertions: ``\bSEA\-3``) can only match where
     that text starts, so the regex starts at its first occurrence (``search(text, pos)`` still sees the
-    characters before ``pos`` for ``\b``, lookbehinds and ``^``) rather than scanning the section from the top.
+    characters before ``pos`` for ``\b``, lookbehinds and ``^``) rather than scanning the section from the top;
+    one that holds plain text (``_needles``) cannot match a text without it.
     """
-    search = _search(pattern)
-    starts = _prefix(pattern)
+    search, starts, needles = _plan(pattern)
+    if low is None:
+        return search(text) is not None
     if starts is not None:
-        out = []
-        if len(starts) == 1:  # the common case, without a generator per section
-            start = starts[0]
-            for t, low in zip(texts, lowered, strict=True):
-                at = 0 if low is None else low.find(start)
-                out.append(at >= 0 and search(t, at) is not None)
-            return out
-        for t, low in zip(texts, lowered, strict=True):
-            at = 0 if low is None else min((i for p in starts if (i := low.find(p)) >= 0), default=-1)
-            out.append(at >= 0 and search(t, at) is not None)
-        return out
-    return [may and search(t) is not None for t, may in zip(texts, _may_match(pattern, lowered), strict=True)]
+        if len(starts) == 1:  # the common case
+            at = low.find(starts[0])
+        else:
+            at = min((i for p in starts if (i := low.find(p)) >= 0), default=-1)
+        return at >= 0 and search(text, at) is not None
+    if needles is not None:
+        for n in needles:
+            if n in low:
+                break
+        else:
+            return False
+    return search(text) is not None
 
 
 @lru_cache(maxsize=512)
@@ -325,6 +340,17 @@ def _may_match(pattern: str, lowered: list[str | None]) -> list[bool]:
     return [low is None or any(n in low for n in needles) for low in lowered]
 
 
+@lru_cache(maxsize=4096)
+def _named(heading: str, heads: tuple[str, ...]) -> tuple[bool, ...]:
+    """Which of the headings ``heads`` the heading pattern ``heading`` names (an empty heading never is).
+
+    Kept by the headings themselves: a family's documents share an outline (Done, In progress, Blocked), so a
+    new document's sections are named without a search per heading and section.
+    """
+    search = rx(heading).search
+    return tuple(bool(h) and search(h) is not None for h in heads)
+
+
 Verdict = tuple[float, str, dict[str, Any]]
 """A check's (score, evidence, details), as ``graders.progress`` keeps it (a text check has no details)."""
 
@@ -340,8 +366,7 @@ def contains_verdict(sections: Sections, document: str, kw: dict[str, Any]) -> V
     # one pass: which sections the heading names (once per heading and parse), which sections' text matches
     under = sections.under.get(heading)
     if under is None:
-        head = rx(heading).search
-        under = sections.under[heading] = [bool(h) and head(h) is not None for h, _ in sections]
+        under = sections.under[heading] = _named(heading, sections.heads)
     if True not in under:
         shown = listing([repr(h) for h, _ in sections if h], 6) or "none"
         return 0.0, f"{name}: no section heading matches /{heading}/ (headings: {shown})", {}
@@ -350,7 +375,7 @@ def contains_verdict(sections: Sections, document: str, kw: dict[str, Any]) -> V
         # the first named section that matches is all a pass reads: ask the others only if none does
         texts, lowered = sections.texts, sections.texts_low
         for i in compress(range(len(under)), under):
-            if _matching(pattern, [texts[i]], [lowered[i]])[0]:
+            if _hit(pattern, texts[i], lowered[i]):
                 return 1.0, f"{name}: in section {sections[i][0]!r}", {}
     said = sections.matching(pattern)
     hits = [h for (h, _), u, m in zip(sections, under, said, strict=True) if u and m]
