@@ -69,20 +69,32 @@ class Sections(list[tuple[str, str]]):
         ``graders.text_step`` keep the verdict of every check none of them can move.
         """
         out = cls(sections)
-        out.heads = tuple(h for h, _ in sections)
+        out.heads = heads = tuple(h for h, _ in sections)
         out.texts = [t for _, t in sections]
-        out.texts_low = [_lowered(t) for t in out.texts]
-        out.joined = [f"{h}\n{t}" for h, t in sections]
-        out.joined_low = [_lowered(j) for j in out.joined]
         out.under, out.found, out.prev, out.changed, out.same_heads = {}, {}, previous, None, False
         out.whole = {}
         if previous is not None:
             previous.prev = None  # one parse back is all a check compares with: no chain over the episode
             if len(previous) == len(sections):
-                out.changed = [i for i, (a, b) in enumerate(zip(previous, sections, strict=True)) if a != b]
-                out.same_heads = all(a[0] == b[0] for a, b in zip(previous, sections, strict=True))
+                out.changed = changed = [i for i, (a, b) in enumerate(zip(previous, sections, strict=True)) if a != b]
+                out.same_heads = heads == previous.heads
                 if out.same_heads:
                     out.under = dict(previous.under)
+                # an unchanged section's forms are the previous parse's: only the changed ones are lowered
+                out.texts_low, out.joined, out.joined_low = (
+                    list(previous.texts_low),
+                    list(previous.joined),
+                    list(previous.joined_low),
+                )
+                for i in changed:
+                    h, t = sections[i]
+                    out.texts_low[i] = _lowered(t)
+                    out.joined[i] = joined = f"{h}\n{t}"
+                    out.joined_low[i] = _lowered(joined)
+                return out
+        out.texts_low = [_lowered(t) for t in out.texts]
+        out.joined = [f"{h}\n{t}" for h, t in sections]
+        out.joined_low = [_lowered(j) for j in out.joined]
         return out
 
     def matching(self, pattern: str, joined: bool = False) -> list[bool]:
@@ -351,6 +363,16 @@ def _named(heading: str, heads: tuple[str, ...]) -> tuple[bool, ...]:
     return tuple(bool(h) and search(h) is not None for h in heads)
 
 
+@lru_cache(maxsize=4096)
+def _heads_naming(pattern: str, heads: tuple[str, ...]) -> tuple[str, ...]:
+    """The headings of ``heads`` in which ``pattern`` (case-insensitive) finds a match, in order.
+
+    Kept by the headings themselves, as ``_named`` is: a new document of a family's outline costs no search.
+    """
+    search = rx(pattern).search
+    return tuple(h for h in heads if search(h))
+
+
 Verdict = tuple[float, str, dict[str, Any]]
 """A check's (score, evidence, details), as ``graders.progress`` keeps it (a text check has no details)."""
 
@@ -437,8 +459,7 @@ def once_verdict(sections: Sections, document: str, kw: dict[str, Any]) -> Verdi
         if True in may
         else []
     )
-    search = found.search
-    where += [heading for heading, _ in sections if search(heading)]
+    where += _heads_naming(pattern, sections.heads)
     if len(where) == 1:
         return 1.0, f"{name}: named once in {document}, under {where[0]}", {}
     if not where:

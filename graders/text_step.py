@@ -247,6 +247,10 @@ def shares_decided(function: Callable[[], Callable[..., Any]]) -> Callable[..., 
     return on_changes
 
 
+_TEXT_ONLY = frozenset({"content", "blob_sha256", "version", "updated_at"})
+"""The columns a write of a document's text changes: none of them is read by a share check."""
+
+
 def share_step(function: Callable[[], Callable[..., Any]], scope: str) -> Callable[..., dict[int, Verdict | None]]:
     """The ``on_step`` evaluator of a share check function: one call a step settles all of a rubric's.
 
@@ -260,7 +264,8 @@ def share_step(function: Callable[[], Callable[..., Any]], scope: str) -> Callab
     - ``"document"`` (``doc_shared_only_with``): any share of its document;
     - ``"episode"`` (``doc_not_shared``): any share at all (its evidence counts the episode's shares).
 
-    A share updated or deleted (the log's image may not name its document), a change of the employees (a
+    A write that changes only a document's text (``_TEXT_ONLY``) moves none of them. A share updated or
+    deleted (the log's image may not name its document), a change of the employees (a
     username may name another person now) or a document the fold cannot settle (``_UNKNOWN``) sends the
     checks back to their function as ``shares_decided`` does; the ones asked are decided by the function on
     the folded rows, no query.
@@ -288,8 +293,10 @@ def share_step(function: Callable[[], Callable[..., Any]], scope: str) -> Callab
             lookup = ctx.lasting.get(("doc_lookup", document))
             doc_id = lookup[2][0] if lookup is not None and lookup[2] is not None else None
             for r in rows:
-                if r.table == "documents":
-                    every = every or _doc_touches(ctx, r, document)
+                if r.table == "documents":  # a write of its text moves no share check: its owner or place may
+                    every = (r.op != "update" or not _TEXT_ONLY.issuperset(r.changes)) and _doc_touches(
+                        ctx, r, document
+                    )
                 elif r.op != "insert" or doc_id is None:
                     every = True  # a share that moved or went, or a document not found when last read
                 elif scope == "episode":
