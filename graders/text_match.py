@@ -400,6 +400,15 @@ def contains_verdict(sections: Sections, document: str, kw: dict[str, Any]) -> V
             if _hit(pattern, texts[i], lowered[i]):
                 return 1.0, f"{name}: in section {sections[i][0]!r}", {}
     said = sections.matching(pattern)
+    first, others = -1, False  # the first named section that matches, and whether another section does
+    for i, m in enumerate(said):
+        if m:
+            if not under[i]:
+                others = True
+            elif first < 0:
+                first = i
+    if first >= 0 and not (only_there and others):  # a pass names the first section: no list is built
+        return 1.0, f"{name}: in section {sections[first][0]!r}", {}
     hits = [h for (h, _), u, m in zip(sections, under, said, strict=True) if u and m]
     elsewhere = [
         h or "(before the first heading)" for (h, _), u, m in zip(sections, under, said, strict=True) if m and not u
