@@ -1,4 +1,4 @@
-"""One call a step for all of a rubric's text-document checks of one function (``check_fn(on_step=)``).
+"""One call a step for all of a rubric's document checks of one function (``check_fn(on_step=)``).
 
 A status report's rubric asks a fact per section: a dozen or more ``doc_section_contains`` checks on one
 document, and a write changes one section of it. Asking each check after each write (a ``touches`` call per
@@ -8,12 +8,19 @@ write could not move. Here the checks of a function are grouped by document, and
 - per document no row of the step concerns (``checks_docs._doc_touches``): nothing;
 - per document whose content did not change (the same parse, ``checks_docs._sections``): nothing;
 - per check on a document a write changed: the pattern is matched against the changed sections only (the
-  others keep their answer, ``Sections.matching``), and the function runs again only when one of those
-  answers moved or the check's evidence quotes a changed section. A check left out keeps its verdict.
+  others keep their answer, ``Sections.matching``), and the check is decided again only when one of those
+  answers moved or the check's evidence quotes a changed section. A check left out keeps its verdict;
+- per check on a document a step created or rewrote into another number of sections (no diff): its verdict on
+  the new parse.
+
+A check decided again takes its function's verdict on the parse from ``text_match.VERDICTS``, the code the
+function itself returns, without the function's frames, its lookups of the document and its ``CheckOutcome``
+(the checks on a new document cost 15 to 25 of them a step). The share checks have their own evaluator,
+``share_step``: a share moves only its document's checks.
 
 Exactness rests on one rule: a verdict is kept only when the parse it was taken on is the one the new parse
 was diffed against (``Sections.prev``), so a write this hook did not see (a check re-run by the framework
-after a rename, say) sends every check of the document back to its function.
+after a rename, say) decides every check of the document again on the new parse, as for a new document.
 """
 
 from __future__ import annotations
