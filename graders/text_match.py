@@ -114,10 +114,8 @@ class Sections(list[tuple[str, str]]):
                 hits = self._scan(pattern, joined) or _matching(pattern, texts, lowered)
             elif self.changed is not None:
                 hits = list(old)
-                redo = self.changed
-                fresh = _matching(pattern, [texts[i] for i in redo], [lowered[i] for i in redo])
-                for i, hit in zip(redo, fresh, strict=True):
-                    hits[i] = hit
+                for i in self.changed:
+                    hits[i] = _hit(pattern, texts[i], lowered[i])
             else:
                 known = dict(zip(prev.joined if joined else prev.texts, old, strict=True))
                 new = [i for i, t in enumerate(texts) if t not in known]

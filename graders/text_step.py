@@ -59,11 +59,20 @@ def _unmoved_contains(sections: Any, kw: dict[str, Any]) -> bool:
     on each changed section, nothing it reads moved unless it quotes a changed section.
     """
     under = sections.under.get(kw["heading"]) if sections.same_heads else None
-    if under is None or not _same_answers(sections, kw["pattern"], False, lambda old, new: old == new):
+    if under is None:
         return False
-    if not any(under[i] for i in sections.changed):
+    pattern = kw["pattern"]
+    old = sections.prev.found.get((pattern, False))  # as ``_same_answers``, inlined: most checks come here
+    if old is None:
+        return False
+    new = sections.matching(pattern)
+    quoted = False
+    for i in sections.changed:
+        if old[i] != new[i]:
+            return False
+        quoted = quoted or under[i]
+    if not quoted:
         return True
-    old = sections.prev.found[(kw["pattern"], False)]
     return any(u and m for u, m in zip(under, old, strict=True))  # a named section matched: no text quoted
 
 
