@@ -295,6 +295,20 @@ def _hit(pattern: str, text: str, low: str | None) -> bool:
     return search(text) is not None
 
 
+def _first_at(pattern: str, low: str | None) -> int:
+    r"""Where in a text (``low``: its lowered form) a match of ``pattern`` may start first: 0 unless it is known.
+
+    A pattern's matches start with one of its start texts (``_prefix``), so none starts before the first of
+    them in the lowered text; ``finditer(text, pos)`` from there finds the same matches as from the top (it
+    still sees the characters before ``pos`` for ``\b`` and lookbehinds) without scanning what comes before.
+    """
+    starts = _plan(pattern)[1]
+    if starts is None or low is None:
+        return 0
+    at = min((i for p in starts if (i := low.find(p)) >= 0), default=0)
+    return at
+
+
 @lru_cache(maxsize=512)
 def _search(pattern: str) -> Callable[..., re.Match[str] | None]:
     """``rx(pattern).search``, cached here: ``re.compile``'s own cache costs more than the search on a short text.
@@ -428,11 +442,12 @@ def absent_verdict(sections: Sections, document: str, kw: dict[str, Any]) -> Ver
     if True not in hit:
         return 1.0, f"{kw.get('label') or pattern}: none in {document}", {}
     finditer = rx(pattern).finditer  # only where ``matching`` found a match (kept per section across writes)
+    lowered = sections.joined_low
     found = [
         f"{m.group(0)} under {h!r}" if h else f"{m.group(0)} before the first heading"
-        for (h, _), text, yes in zip(sections, sections.joined, hit, strict=True)
+        for i, ((h, _), text, yes) in enumerate(zip(sections, sections.joined, hit, strict=True))
         if yes
-        for m in finditer(text)
+        for m in finditer(text, _first_at(pattern, lowered[i]))
     ]
     if found:
         return 0.0, f"{kw.get('label') or pattern}: the document mentions {listing(found, 4)}", {}
@@ -454,14 +469,15 @@ def once_verdict(sections: Sections, document: str, kw: dict[str, Any]) -> Verdi
     """``doc_mentions_once``' verdict on a text document's parse: every match in a body or a heading, counted."""
     pattern = kw["pattern"]
     name = kw.get("label") or pattern
-    found = rx(pattern)
+    finditer = rx(pattern).finditer
     may = sections.matching(pattern)  # the sections whose text matches at all (kept per section across writes)
+    lowered = sections.texts_low
     where = (
         [
             heading or "(before the first heading)"
-            for (heading, body), yes in zip(sections, may, strict=True)
+            for i, ((heading, body), yes) in enumerate(zip(sections, may, strict=True))
             if yes
-            for _ in found.finditer(body)
+            for _ in finditer(body, _first_at(pattern, lowered[i]))
         ]
         if True in may
         else []

@@ -173,3 +173,18 @@ def test_a_parse_carries_the_forms_of_unchanged_sections_and_names_headings_by_o
     assert _named("^(done|next)$", new.heads) == (False, True, True)
     assert _named("", new.heads) == (False, True, True), "an empty heading is never named"
     assert _heads_naming("e", new.heads) == ("Done", "Next")
+
+
+def test_matches_counted_from_the_first_start_text_are_all_the_matches():
+    import re
+
+    from graders.text_match import _first_at, _lowered
+
+    texts = ["eng-1 at the top, ENG-12 and ENG-1", "see ENG-1", "nothing", "Jürgen ENG-1", "\u212aelvin eng-1"]
+    texts.append("x-ENG-1 and ENG-1")
+    for pattern in (r"\bENG\-1\b", r"(?<!x-)ENG-1", r"eng|nothing", r"^-?ENG", r"\bENG\-1\b|see"):
+        for text in texts:
+            low = _lowered(text)
+            want = [m.span() for m in re.finditer(pattern, text, re.IGNORECASE)]
+            got = [m.span() for m in re.compile(pattern, re.IGNORECASE).finditer(text, _first_at(pattern, low))]
+            assert got == want, (pattern, text)
