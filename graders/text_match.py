@@ -428,8 +428,8 @@ def contains_verdict(sections: Sections, document: str, kw: dict[str, Any]) -> V
     if not hits:
         where = f"found under {listing([repr(h) for h in elsewhere])}" if elsewhere else "found in no section"
         text = snippet(" ".join(t for (_, t), u in zip(sections, under, strict=True) if u), 80)
-        first = sections[under.index(True)][0]
-        return 0.0, f"{name}: not in section {first!r} ({where}; it holds {text})", {}
+        named = sections[under.index(True)][0]
+        return 0.0, f"{name}: not in section {named!r} ({where}; it holds {text})", {}
     if only_there and elsewhere:
         return 0.0, f"{name}: in {hits[0]!r} but also in {listing([repr(h) for h in elsewhere])}", {}
     return 1.0, f"{name}: in section {hits[0]!r}", {}
