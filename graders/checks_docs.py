@@ -432,7 +432,11 @@ def _shared_in_episode(ctx: GradingContext, doc_id: int) -> tuple[int, list[tupl
     The latter as (username, permission), by username: who was given access to the document during the
     episode and still holds it.
     """
-    ids = {int(r.key[0]) for r in ctx.changed_rows("document_shares") if r.op != "delete"}
+    ids: set[int] | None = ctx.memo.get("doc_share_ids")  # one set per grade or step for every share check
+    if ids is None:
+        ids = ctx.memo["doc_share_ids"] = {
+            int(r.key[0]) for r in ctx.changed_rows("document_shares") if r.op != "delete"
+        }
     if not ids:
         return 0, []
     mine = [(emp, perm) for sid, (emp, perm) in _grants(ctx, doc_id).items() if sid in ids]
