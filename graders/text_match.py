@@ -284,7 +284,7 @@ def _hit(pattern: str, text: str, low: str | None) -> bool:
         if len(starts) == 1:  # the common case
             at = low.find(starts[0])
         else:
-            at = min((i for p in starts if (i := low.find(p)) >= 0), default=-1)
+            at = _earliest(starts, low)
         return at >= 0 and search(text, at) is not None
     if needles is not None:
         for n in needles:
@@ -305,7 +305,16 @@ def _first_at(pattern: str, low: str | None) -> int:
     starts = _plan(pattern)[1]
     if starts is None or low is None:
         return 0
-    at = min((i for p in starts if (i := low.find(p)) >= 0), default=0)
+    return max(_earliest(starts, low), 0)
+
+
+def _earliest(texts: tuple[str, ...], low: str) -> int:
+    """Where the first of ``texts`` occurs in ``low``, or -1 (a loop: a generator costs more for two or three)."""
+    at = -1
+    for text in texts:
+        i = low.find(text)
+        if i >= 0 and (at < 0 or i < at):
+            at = i
     return at
 
 
