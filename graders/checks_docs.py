@@ -14,20 +14,22 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from itertools import compress
 from typing import Any
 
 from graders.base import ChangeRow, CheckOutcome, GradingContext, check_fn
-from graders.checks_common import Regex, listing, rx, snippet, usernames
+from graders.checks_common import Regex, listing, usernames
 from graders.text_match import (
     Sections,
-    _matching,
     _plain_sections,
+    absent_verdict,
+    contains_verdict,
+    lacks_verdict,
 )
-from graders.text_match import _may_match as _may_match  # what the tests of the prefilter import from here
+from graders.text_match import _matching as _matching  # what the tests of the prefilter import from here
+from graders.text_match import _may_match as _may_match
 from graders.text_match import _needles as _needles
 from graders.text_match import _prefix as _prefix
-from graders.text_step import shares_decided, text_step
+from graders.text_step import share_step, shares_decided, text_step
 from worlds.blobs import read_blob
 from worlds.office import files
 from worlds.office.model import (
@@ -288,37 +290,13 @@ def doc_section_contains(
     With ``only_there`` (default), no other section's text may match ``pattern`` either: a ticket listed under
     both Done and Blocked states two facts, one of them wrong.
     """
-    name = label or pattern
-    sections = _text_sections(ctx, document, name)
+    sections = _text_sections(ctx, document, label or pattern)
     if isinstance(sections, CheckOutcome):
         return sections
-    # one pass: which sections the heading names (once per heading and parse), which sections' text matches
-    under = sections.under.get(heading)
-    if under is None:
-        head = rx(heading).search
-        under = sections.under[heading] = [bool(h) and head(h) is not None for h, _ in sections]
-    if True not in under:
-        shown = listing([repr(h) for h, _ in sections if h], 6) or "none"
-        return CheckOutcome.of(False, f"{name}: no section heading matches /{heading}/ (headings: {shown})")
-    if not only_there and (pattern, False) not in sections.found:
-        # the first named section that matches is all a pass reads: ask the others only if none does
-        texts, lowered = sections.texts, sections.texts_low
-        for i in compress(range(len(under)), under):
-            if _matching(pattern, [texts[i]], [lowered[i]])[0]:
-                return CheckOutcome.of(True, f"{name}: in section {sections[i][0]!r}")
-    said = sections.matching(pattern)
-    hits = [h for (h, _), u, m in zip(sections, under, said, strict=True) if u and m]
-    elsewhere = [
-        h or "(before the first heading)" for (h, _), u, m in zip(sections, under, said, strict=True) if m and not u
-    ]
-    if not hits:
-        where = f"found under {listing([repr(h) for h in elsewhere])}" if elsewhere else "found in no section"
-        text = snippet(" ".join(t for (_, t), u in zip(sections, under, strict=True) if u), 80)
-        first = sections[under.index(True)][0]
-        return CheckOutcome.of(False, f"{name}: not in section {first!r} ({where}; it holds {text})")
-    if only_there and elsewhere:
-        return CheckOutcome.of(False, f"{name}: in {hits[0]!r} but also in {listing([repr(h) for h in elsewhere])}")
-    return CheckOutcome.of(True, f"{name}: in section {hits[0]!r}")
+    score, evidence, _ = contains_verdict(
+        sections, document, {"heading": heading, "pattern": pattern, "only_there": only_there, "label": label}
+    )
+    return CheckOutcome(score=score, evidence=evidence)
 
 
 @check_fn("doc_mentions_none", **_on_text("doc_mentions_none"))
@@ -329,20 +307,11 @@ def doc_mentions_none(ctx: GradingContext, document: str, pattern: Regex, label:
     week's ticket under Done) states a wrong fact none of them notices. A missing document fails, so writing
     nothing earns nothing here.
     """
-    name = label or pattern
-    sections = _text_sections(ctx, document, name)
+    sections = _text_sections(ctx, document, label or pattern)
     if isinstance(sections, CheckOutcome):
         return sections
-    finditer = rx(pattern).finditer  # only where ``matching`` found a match (kept per section across writes)
-    found = [
-        f"{m.group(0)} under {h!r}" if h else f"{m.group(0)} before the first heading"
-        for (h, _), text, hit in zip(sections, sections.joined, sections.matching(pattern, joined=True), strict=True)
-        if hit
-        for m in finditer(text)
-    ]
-    if found:
-        return CheckOutcome.of(False, f"{name}: the document mentions {listing(found, 4)}")
-    return CheckOutcome.of(True, f"{name}: none in {document}")
+    score, evidence, _ = absent_verdict(sections, document, {"pattern": pattern, "label": label})
+    return CheckOutcome(score=score, evidence=evidence)
 
 
 def _check_permission(kw: dict[str, Any]) -> None:
@@ -421,12 +390,40 @@ def _fold_shares(
 _PERMISSION_ONLY = frozenset({"permission"})
 
 
+def _people(ctx: GradingContext) -> tuple[dict[str, int | None], dict[int, str | None]]:
+    """The employees the share checks have looked up (by username, by id), while the episode changes none.
+
+    Kept in ``ctx.lasting`` with how many employee changes the log held when they were read (not
+    ``ctx.kept``, which progress empties once the first grade is done: the step that shares would query
+    them again); an employee change starts them afresh.
+    """
+    seen = len(ctx.changed_rows("employees"))
+    kept = ctx.lasting.get("doc_people")
+    if kept is None or kept[2] != seen:
+        kept = ctx.lasting["doc_people"] = ({}, {}, seen)
+    return kept[0], kept[1]
+
+
 def _employee(ctx: GradingContext, username: str) -> int | None:
-    """The id of the employee named ``username`` (exactly), kept until the employees change."""
-    found: int | None = ctx.kept(
-        ("doc_employee", username), ("employees",), lambda: Sql.of(ctx.session).scalar(_EMPLOYEE, (username,))
-    )
+    """The id of the employee named ``username`` (exactly); the id's username is then known too."""
+    by_name, by_id = _people(ctx)
+    if username in by_name:
+        return by_name[username]
+    found: int | None = Sql.of(ctx.session).scalar(_EMPLOYEE, (username,))
+    by_name[username] = found
+    if found is not None:
+        by_id[found] = username  # the grantee a share check names: the step that shares it needs no query
     return found
+
+
+def _usernames(ctx: GradingContext, ids: list[int]) -> dict[int, str]:
+    """``checks_common.usernames`` of ``ids``, kept with the looked-up employees (``_people``)."""
+    by_id = _people(ctx)[1]
+    wanted = [i for i in ids if i not in by_id]
+    if wanted:
+        found = usernames(ctx, wanted)
+        by_id.update((i, found.get(i)) for i in wanted)
+    return {i: name for i in ids if (name := by_id.get(i)) is not None}
 
 
 def _shared_in_episode(ctx: GradingContext, doc_id: int) -> tuple[int, list[tuple[str, str]]]:
@@ -435,11 +432,15 @@ def _shared_in_episode(ctx: GradingContext, doc_id: int) -> tuple[int, list[tupl
     The latter as (username, permission), by username: who was given access to the document during the
     episode and still holds it.
     """
-    ids = {int(r.key[0]) for r in ctx.changed_rows("document_shares") if r.op != "delete"}
+    ids: set[int] | None = ctx.memo.get("doc_share_ids")  # one set per grade or step for every share check
+    if ids is None:
+        ids = ctx.memo["doc_share_ids"] = {
+            int(r.key[0]) for r in ctx.changed_rows("document_shares") if r.op != "delete"
+        }
     if not ids:
         return 0, []
     mine = [(emp, perm) for sid, (emp, perm) in _grants(ctx, doc_id).items() if sid in ids]
-    names = usernames(ctx, [emp for emp, _ in mine])
+    names = _usernames(ctx, [emp for emp, _ in mine])
     return len(ids), sorted((names[emp], perm) for emp, perm in mine if emp in names)
 
 
@@ -449,6 +450,7 @@ def _shared_in_episode(ctx: GradingContext, doc_id: int) -> tuple[int, list[tupl
     reads=("documents", "document_shares", "employees"),
     touches=_share_touches,
     on_changes=shares_decided(lambda: globals()["doc_shared_with"]),
+    on_step=share_step(lambda: globals()["doc_shared_with"], "grantee"),
 )
 def doc_shared_with(
     ctx: GradingContext,
@@ -474,6 +476,7 @@ def doc_shared_with(
     "doc_not_shared",
     reads=("documents", "document_shares", "employees"),
     on_changes=shares_decided(lambda: globals()["doc_not_shared"]),
+    on_step=share_step(lambda: globals()["doc_not_shared"], "episode"),
 )
 def doc_not_shared(ctx: GradingContext, document: str) -> CheckOutcome:
     """Nobody was given access to ``document`` during the episode (no share added or raised on it).
@@ -506,12 +509,5 @@ def doc_lacks(ctx: GradingContext, document: str, pattern: Regex, label: str | N
         return CheckOutcome.of(False, f"{name}: no document {document}")
     if row[2] != "text":
         return CheckOutcome.of(False, f"{name}: {document} is a {row[2]}, not a text document")
-    sections = _sections(ctx, row)
-    hits = [
-        h or "(before the first heading)"
-        for (h, _), hit in zip(sections, sections.matching(pattern, joined=True), strict=True)
-        if hit
-    ]
-    if hits:
-        return CheckOutcome.of(False, f"{name}: found under {listing([repr(h) for h in hits])}")
-    return CheckOutcome.of(True, f"{name}: named nowhere in {document}")
+    score, evidence, _ = lacks_verdict(_sections(ctx, row), document, {"pattern": pattern, "label": label})
+    return CheckOutcome(score=score, evidence=evidence)

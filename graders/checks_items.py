@@ -25,7 +25,7 @@ from typing import Annotated, Any, cast
 from pydantic import Field
 
 from graders.base import ChangeRow, CheckOutcome, GradingContext, check_fn
-from graders.checks_common import Regex, listing, rx
+from graders.checks_common import Regex, listing
 from graders.checks_meetings import (
     Verdict,
     _clash_touches,
@@ -41,7 +41,8 @@ from graders.checks_meetings import (
     works,
 )
 from graders.meeting_log import Calendar, _employee, _expect, _labels, _people
-from graders.text_step import shares_decided, text_step
+from graders.text_match import once_verdict
+from graders.text_step import share_step, shares_decided, text_step
 
 _DAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
 _TABLES = ("events", "event_attendees", "employees")
@@ -191,6 +192,7 @@ def _share_touches(ctx: GradingContext, row: Any, document: str, **_: Any) -> bo
     reads=("documents", "document_shares", "employees"),
     touches=_share_touches,
     on_changes=shares_decided(lambda: globals()["doc_shared_only_with"]),
+    on_step=share_step(lambda: globals()["doc_shared_only_with"], "document"),
 )
 def doc_shared_only_with(ctx: GradingContext, document: str, usernames: list[str]) -> CheckOutcome:
     """Every share of ``document`` added or raised during the episode went to one of ``usernames``.
@@ -244,24 +246,11 @@ def doc_mentions_once(ctx: GradingContext, document: str, pattern: Regex, label:
     """
     from graders.checks_docs import _text_sections  # lazy: the office readers load on first use
 
-    name = label or pattern
-    sections = _text_sections(ctx, document, name)
+    sections = _text_sections(ctx, document, label or pattern)
     if isinstance(sections, CheckOutcome):
         return sections
-    found = rx(pattern)
-    may = sections.matching(pattern)  # the sections whose text matches at all (kept per section across writes)
-    where = [
-        heading or "(before the first heading)"
-        for (heading, body), hit in zip(sections, may, strict=True)
-        if hit
-        for _ in found.finditer(body)
-    ]
-    where += [heading for heading, _ in sections if found.search(heading)]
-    if len(where) == 1:
-        return CheckOutcome.of(True, f"{name}: named once in {document}, under {where[0]}")
-    if not where:
-        return CheckOutcome.of(False, f"{name}: not named in {document}")
-    return CheckOutcome.of(False, f"{name}: named {len(where)} times in {document} (under {listing(where, 4)})")
+    score, evidence, _ = once_verdict(sections, document, {"pattern": pattern, "label": label})
+    return CheckOutcome(score=score, evidence=evidence)
 
 
 def _length(ctx: GradingContext, title_pattern: str, minutes: int) -> Verdict:

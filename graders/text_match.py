@@ -4,7 +4,8 @@ What ``checks_docs``' text checks (and ``graders.text_step``, which keeps their 
 a document's text: ``Sections`` (a parse's sections with their lowered forms, the sections changed since the
 parse before, each pattern's answers per section, carried over from that parse), the literal texts every
 match of a pattern must contain (``_needles``) or start with (``_prefix``), read from the pattern's parse by
-``re``'s own parser. Pure text: no database, no context.
+``re``'s own parser; and what each text check concludes from a parse (``VERDICTS``: its score and evidence,
+the very strings its function returns, which it builds by calling these). Pure text: no database, no context.
 """
 
 from __future__ import annotations
@@ -14,9 +15,10 @@ import re
 from bisect import bisect_right
 from collections.abc import Callable
 from functools import lru_cache
+from itertools import compress
 from typing import Any
 
-from graders.checks_common import rx
+from graders.checks_common import listing, rx, snippet
 
 _sre_parser: Any = importlib.import_module("re._parser")  # what ``re.compile`` parses a pattern with
 _LITERAL, _BRANCH, _SUBPATTERN, _ASSERT = (
@@ -42,7 +44,9 @@ class Sections(list[tuple[str, str]]):
     texts_low: list[str | None]
     joined: list[str]
     joined_low: list[str | None]
-    under: dict[str, list[bool]]
+    heads: tuple[str, ...]
+    """Each section's heading, in order (what ``_named`` reads)."""
+    under: dict[str, tuple[bool, ...]]
     """Which sections a heading pattern names, by pattern: a report's checks share a handful of headings."""
     found: dict[tuple[str, bool], list[bool]]
     """Which sections' texts (or ``joined`` forms) a pattern matches, by (pattern, joined): see ``matching``."""
@@ -65,19 +69,32 @@ class Sections(list[tuple[str, str]]):
         ``graders.text_step`` keep the verdict of every check none of them can move.
         """
         out = cls(sections)
+        out.heads = heads = tuple(h for h, _ in sections)
         out.texts = [t for _, t in sections]
-        out.texts_low = [_lowered(t) for t in out.texts]
-        out.joined = [f"{h}\n{t}" for h, t in sections]
-        out.joined_low = [_lowered(j) for j in out.joined]
         out.under, out.found, out.prev, out.changed, out.same_heads = {}, {}, previous, None, False
         out.whole = {}
         if previous is not None:
             previous.prev = None  # one parse back is all a check compares with: no chain over the episode
             if len(previous) == len(sections):
-                out.changed = [i for i, (a, b) in enumerate(zip(previous, sections, strict=True)) if a != b]
-                out.same_heads = all(a[0] == b[0] for a, b in zip(previous, sections, strict=True))
+                out.changed = changed = [i for i, (a, b) in enumerate(zip(previous, sections, strict=True)) if a != b]
+                out.same_heads = heads == previous.heads
                 if out.same_heads:
                     out.under = dict(previous.under)
+                # an unchanged section's forms are the previous parse's: only the changed ones are lowered
+                out.texts_low, out.joined, out.joined_low = (
+                    list(previous.texts_low),
+                    list(previous.joined),
+                    list(previous.joined_low),
+                )
+                for i in changed:
+                    h, t = sections[i]
+                    out.texts_low[i] = _lowered(t)
+                    out.joined[i] = joined = f"{h}\n{t}"
+                    out.joined_low[i] = _lowered(joined)
+                return out
+        out.texts_low = [_lowered(t) for t in out.texts]
+        out.joined = [f"{h}\n{t}" for h, t in sections]
+        out.joined_low = [_lowered(j) for j in out.joined]
         return out
 
     def matching(self, pattern: str, joined: bool = False) -> list[bool]:
@@ -97,10 +114,8 @@ class Sections(list[tuple[str, str]]):
                 hits = self._scan(pattern, joined) or _matching(pattern, texts, lowered)
             elif self.changed is not None:
                 hits = list(old)
-                redo = self.changed
-                fresh = _matching(pattern, [texts[i] for i in redo], [lowered[i] for i in redo])
-                for i, hit in zip(redo, fresh, strict=True):
-                    hits[i] = hit
+                for i in self.changed:
+                    hits[i] = _hit(pattern, texts[i], lowered[i])
             else:
                 known = dict(zip(prev.joined if joined else prev.texts, old, strict=True))
                 new = [i for i, t in enumerate(texts) if t not in known]
@@ -119,7 +134,7 @@ class Sections(list[tuple[str, str]]):
         section's lowered form could hide a match (``_lowered``) or the pattern has no start text: the caller asks
         section by section.
         """
-        starts = _prefix(pattern)
+        search, starts, _ = _plan(pattern)
         if starts is None:
             return None
         whole = self.whole.get(joined)
@@ -134,7 +149,6 @@ class Sections(list[tuple[str, str]]):
             whole = self.whole[joined] = ("\0".join(lowered), offsets)  # type: ignore[arg-type]
         text, offsets = whole
         texts = self.joined if joined else self.texts
-        search = _search(pattern)
         hits = [False] * len(texts)
         last = len(texts) - 1
         for start in starts:
@@ -245,27 +259,63 @@ def _required(items: list[Any]) -> tuple[str, ...] | None:
 
 
 def _matching(pattern: str, texts: list[str], lowered: list[str | None]) -> list[bool]:
-    r"""Whether ``pattern`` (case-insensitive) finds a match in each of ``texts`` (``lowered``: their ASCII forms).
+    """Whether ``pattern`` (case-insensitive) finds a match in each of ``texts`` (``lowered``: their ASCII forms)."""
+    return [_hit(pattern, t, low) for t, low in zip(texts, lowered, strict=True)]
+
+
+@lru_cache(maxsize=512)
+def _plan(pattern: str) -> tuple[Callable[..., re.Match[str] | None], tuple[str, ...] | None, tuple[str, ...] | None]:
+    """What a search for ``pattern`` reads, worked out once: its search, start texts (``_prefix``), needles."""
+    return _search(pattern), _prefix(pattern), _needles(pattern)
+
+
+def _hit(pattern: str, text: str, low: str | None) -> bool:
+    r"""Whether ``pattern`` (case-insensitive) finds a match in ``text`` (``low``: its lowered form, ``_lowered``).
 
     A pattern that starts with plain text (after zero-width assertions: ``\bSEA\-3``) can only match where
     that text starts, so the regex starts at its first occurrence (``search(text, pos)`` still sees the
-    characters before ``pos`` for ``\b``, lookbehinds and ``^``) rather than scanning the section from the top.
+    characters before ``pos`` for ``\b``, lookbehinds and ``^``) rather than scanning the section from the top;
+    one that holds plain text (``_needles``) cannot match a text without it.
     """
-    search = _search(pattern)
-    starts = _prefix(pattern)
+    search, starts, needles = _plan(pattern)
+    if low is None:
+        return search(text) is not None
     if starts is not None:
-        out = []
-        if len(starts) == 1:  # the common case, without a generator per section
-            start = starts[0]
-            for t, low in zip(texts, lowered, strict=True):
-                at = 0 if low is None else low.find(start)
-                out.append(at >= 0 and search(t, at) is not None)
-            return out
-        for t, low in zip(texts, lowered, strict=True):
-            at = 0 if low is None else min((i for p in starts if (i := low.find(p)) >= 0), default=-1)
-            out.append(at >= 0 and search(t, at) is not None)
-        return out
-    return [may and search(t) is not None for t, may in zip(texts, _may_match(pattern, lowered), strict=True)]
+        if len(starts) == 1:  # the common case
+            at = low.find(starts[0])
+        else:
+            at = _earliest(starts, low)
+        return at >= 0 and search(text, at) is not None
+    if needles is not None:
+        for n in needles:
+            if n in low:
+                break
+        else:
+            return False
+    return search(text) is not None
+
+
+def _first_at(pattern: str, low: str | None) -> int:
+    r"""Where in a text (``low``: its lowered form) a match of ``pattern`` may start first: 0 unless it is known.
+
+    A pattern's matches start with one of its start texts (``_prefix``), so none starts before the first of
+    them in the lowered text; ``finditer(text, pos)`` from there finds the same matches as from the top (it
+    still sees the characters before ``pos`` for ``\b`` and lookbehinds) without scanning what comes before.
+    """
+    starts = _plan(pattern)[1]
+    if starts is None or low is None:
+        return 0
+    return max(_earliest(starts, low), 0)
+
+
+def _earliest(texts: tuple[str, ...], low: str) -> int:
+    """Where the first of ``texts`` occurs in ``low``, or -1 (a loop: a generator costs more for two or three)."""
+    at = -1
+    for text in texts:
+        i = low.find(text)
+        if i >= 0 and (at < 0 or i < at):
+            at = i
+    return at
 
 
 @lru_cache(maxsize=512)
@@ -321,3 +371,138 @@ def _may_match(pattern: str, lowered: list[str | None]) -> list[bool]:
         n = needles[0]
         return [low is None or n in low for low in lowered]
     return [low is None or any(n in low for n in needles) for low in lowered]
+
+
+@lru_cache(maxsize=4096)
+def _named(heading: str, heads: tuple[str, ...]) -> tuple[bool, ...]:
+    """Which of the headings ``heads`` the heading pattern ``heading`` names (an empty heading never is).
+
+    Kept by the headings themselves: a family's documents share an outline (Done, In progress, Blocked), so a
+    new document's sections are named without a search per heading and section.
+    """
+    search = rx(heading).search
+    return tuple(bool(h) and search(h) is not None for h in heads)
+
+
+@lru_cache(maxsize=4096)
+def _heads_naming(pattern: str, heads: tuple[str, ...]) -> tuple[str, ...]:
+    """The headings of ``heads`` in which ``pattern`` (case-insensitive) finds a match, in order.
+
+    Kept by the headings themselves, as ``_named`` is: a new document of a family's outline costs no search.
+    """
+    search = rx(pattern).search
+    return tuple(h for h in heads if search(h))
+
+
+Verdict = tuple[float, str, dict[str, Any]]
+"""A check's (score, evidence, details), as ``graders.progress`` keeps it (a text check has no details)."""
+
+
+def contains_verdict(sections: Sections, document: str, kw: dict[str, Any]) -> Verdict:
+    """``doc_section_contains``' verdict on a text document's parse (``kw``: the check's params).
+
+    The function itself returns this (so the evidence is one code's), and ``graders.text_step`` asks it for
+    every check on a document a step created or rewrote, without the function's frames and lookups.
+    """
+    pattern, heading = kw["pattern"], kw["heading"]
+    name = kw.get("label") or pattern
+    # one pass: which sections the heading names (once per heading and parse), which sections' text matches
+    under = sections.under.get(heading)
+    if under is None:
+        under = sections.under[heading] = _named(heading, sections.heads)
+    if True not in under:
+        shown = listing([repr(h) for h, _ in sections if h], 6) or "none"
+        return 0.0, f"{name}: no section heading matches /{heading}/ (headings: {shown})", {}
+    only_there = kw.get("only_there", True)
+    if not only_there and (pattern, False) not in sections.found:
+        # the first named section that matches is all a pass reads: ask the others only if none does
+        texts, lowered = sections.texts, sections.texts_low
+        for i in compress(range(len(under)), under):
+            if _hit(pattern, texts[i], lowered[i]):
+                return 1.0, f"{name}: in section {sections[i][0]!r}", {}
+    said = sections.matching(pattern)
+    first, others = -1, False  # the first named section that matches, and whether another section does
+    for i, m in enumerate(said):
+        if m:
+            if not under[i]:
+                others = True
+            elif first < 0:
+                first = i
+    if first >= 0 and not (only_there and others):  # a pass names the first section: no list is built
+        return 1.0, f"{name}: in section {sections[first][0]!r}", {}
+    hits = [h for (h, _), u, m in zip(sections, under, said, strict=True) if u and m]
+    elsewhere = [
+        h or "(before the first heading)" for (h, _), u, m in zip(sections, under, said, strict=True) if m and not u
+    ]
+    if not hits:
+        where = f"found under {listing([repr(h) for h in elsewhere])}" if elsewhere else "found in no section"
+        text = snippet(" ".join(t for (_, t), u in zip(sections, under, strict=True) if u), 80)
+        named = sections[under.index(True)][0]
+        return 0.0, f"{name}: not in section {named!r} ({where}; it holds {text})", {}
+    if only_there and elsewhere:
+        return 0.0, f"{name}: in {hits[0]!r} but also in {listing([repr(h) for h in elsewhere])}", {}
+    return 1.0, f"{name}: in section {hits[0]!r}", {}
+
+
+def absent_verdict(sections: Sections, document: str, kw: dict[str, Any]) -> Verdict:
+    """``doc_mentions_none``' verdict on a text document's parse: each match named with its section, or none."""
+    pattern = kw["pattern"]
+    hit = sections.matching(pattern, joined=True)
+    if True not in hit:
+        return 1.0, f"{kw.get('label') or pattern}: none in {document}", {}
+    finditer = rx(pattern).finditer  # only where ``matching`` found a match (kept per section across writes)
+    lowered = sections.joined_low
+    found = [
+        f"{m.group(0)} under {h!r}" if h else f"{m.group(0)} before the first heading"
+        for i, ((h, _), text, yes) in enumerate(zip(sections, sections.joined, hit, strict=True))
+        if yes
+        for m in finditer(text, _first_at(pattern, lowered[i]))
+    ]
+    if found:
+        return 0.0, f"{kw.get('label') or pattern}: the document mentions {listing(found, 4)}", {}
+    return 1.0, f"{kw.get('label') or pattern}: none in {document}", {}
+
+
+def lacks_verdict(sections: Sections, document: str, kw: dict[str, Any]) -> Verdict:
+    """``doc_lacks``' verdict on a text document's parse: the headings of the sections that match, or none."""
+    pattern = kw["pattern"]
+    name = kw.get("label") or pattern
+    hit = sections.matching(pattern, joined=True)
+    if True not in hit:
+        return 1.0, f"{name}: named nowhere in {document}", {}
+    hits = [h or "(before the first heading)" for (h, _), yes in zip(sections, hit, strict=True) if yes]
+    return 0.0, f"{name}: found under {listing([repr(h) for h in hits])}", {}
+
+
+def once_verdict(sections: Sections, document: str, kw: dict[str, Any]) -> Verdict:
+    """``doc_mentions_once``' verdict on a text document's parse: every match in a body or a heading, counted."""
+    pattern = kw["pattern"]
+    name = kw.get("label") or pattern
+    finditer = rx(pattern).finditer
+    may = sections.matching(pattern)  # the sections whose text matches at all (kept per section across writes)
+    lowered = sections.texts_low
+    where = (
+        [
+            heading or "(before the first heading)"
+            for i, ((heading, body), yes) in enumerate(zip(sections, may, strict=True))
+            if yes
+            for _ in finditer(body, _first_at(pattern, lowered[i]))
+        ]
+        if True in may
+        else []
+    )
+    where += _heads_naming(pattern, sections.heads)
+    if len(where) == 1:
+        return 1.0, f"{name}: named once in {document}, under {where[0]}", {}
+    if not where:
+        return 0.0, f"{name}: not named in {document}", {}
+    return 0.0, f"{name}: named {len(where)} times in {document} (under {listing(where, 4)})", {}
+
+
+VERDICTS: dict[str, Callable[[Sections, str, dict[str, Any]], Verdict]] = {
+    "doc_section_contains": contains_verdict,
+    "doc_mentions_none": absent_verdict,
+    "doc_lacks": lacks_verdict,
+    "doc_mentions_once": once_verdict,
+}
+"""Each text check's verdict on a parse, by function name: what ``graders.text_step`` settles a new parse with."""

@@ -1,4 +1,4 @@
-"""One call a step for all of a rubric's text-document checks of one function (``check_fn(on_step=)``).
+"""One call a step for all of a rubric's document checks of one function (``check_fn(on_step=)``).
 
 A status report's rubric asks a fact per section: a dozen or more ``doc_section_contains`` checks on one
 document, and a write changes one section of it. Asking each check after each write (a ``touches`` call per
@@ -8,12 +8,19 @@ write could not move. Here the checks of a function are grouped by document, and
 - per document no row of the step concerns (``checks_docs._doc_touches``): nothing;
 - per document whose content did not change (the same parse, ``checks_docs._sections``): nothing;
 - per check on a document a write changed: the pattern is matched against the changed sections only (the
-  others keep their answer, ``Sections.matching``), and the function runs again only when one of those
-  answers moved or the check's evidence quotes a changed section. A check left out keeps its verdict.
+  others keep their answer, ``Sections.matching``), and the check is decided again only when one of those
+  answers moved or the check's evidence quotes a changed section. A check left out keeps its verdict;
+- per check on a document a step created or rewrote into another number of sections (no diff): its verdict on
+  the new parse.
+
+A check decided again takes its function's verdict on the parse from ``text_match.VERDICTS``, the code the
+function itself returns, without the function's frames, its lookups of the document and its ``CheckOutcome``
+(the checks on a new document cost 15 to 25 of them a step). The share checks have their own evaluator,
+``share_step``: a share moves only its document's checks.
 
 Exactness rests on one rule: a verdict is kept only when the parse it was taken on is the one the new parse
 was diffed against (``Sections.prev``), so a write this hook did not see (a check re-run by the framework
-after a rename, say) sends every check of the document back to its function.
+after a rename, say) decides every check of the document again on the new parse, as for a new document.
 """
 
 from __future__ import annotations
@@ -23,9 +30,24 @@ from typing import Any
 
 from graders.base import GradingContext
 from graders.changes import ChangeRow
+from graders.text_match import VERDICTS, Verdict, _needles
 
-Verdict = tuple[float, str, dict[str, Any]]
 _MISSING = ("no document",)
+_DOCS: list[Any] = []
+
+
+def _docs() -> Any:
+    """``graders.checks_docs``, imported on first use (a meeting rubric does not load the office readers).
+
+    Kept here: an import statement in an evaluator costs a microsecond or two at every step.
+    """
+    if not _DOCS:
+        import graders.checks_docs as docs
+
+        _DOCS.append(docs)
+    return _DOCS[0]
+
+
 """The state of a document no row names: its checks' verdicts say so and stand until a row does."""
 
 
@@ -37,11 +59,20 @@ def _unmoved_contains(sections: Any, kw: dict[str, Any]) -> bool:
     on each changed section, nothing it reads moved unless it quotes a changed section.
     """
     under = sections.under.get(kw["heading"]) if sections.same_heads else None
-    if under is None or not _same_answers(sections, kw["pattern"], False, lambda old, new: old == new):
+    if under is None:
         return False
-    if not any(under[i] for i in sections.changed):
+    pattern = kw["pattern"]
+    old = sections.prev.found.get((pattern, False))  # as ``_same_answers``, inlined: most checks come here
+    if old is None:
+        return False
+    new = sections.matching(pattern)
+    quoted = False
+    for i in sections.changed:
+        if old[i] != new[i]:
+            return False
+        quoted = quoted or under[i]
+    if not quoted:
         return True
-    old = sections.prev.found[(kw["pattern"], False)]
     return any(u and m for u, m in zip(under, old, strict=True))  # a named section matched: no text quoted
 
 
@@ -118,10 +149,11 @@ def text_step(check: str, function: Callable[[], Callable[..., Any]]) -> Callabl
     """
     unmoved = UNMOVED[check]
     joined, heads, quotes = QUIET[check]
+    verdict = VERDICTS[check]
 
     def on_step(ctx: GradingContext, rows: list[ChangeRow], params: list[dict[str, Any]]) -> dict[int, Verdict | None]:
-        from graders.checks_docs import _UNKNOWN, _doc_touches, _document, _sections  # lazy: office readers
-        from graders.text_match import _needles
+        docs = _docs()  # lazy: office readers
+        _UNKNOWN, _doc_touches, _document, _sections = docs._UNKNOWN, docs._doc_touches, docs._document, docs._sections
 
         key = ("text_step", check, id(params))
         plan = ctx.lasting.get(key)
@@ -163,7 +195,10 @@ def text_step(check: str, function: Callable[[], Callable[..., Any]]) -> Callabl
                 and (was is state.prev or (was is None and state.prev is not None))
             )
             if diffed:
-                _decide(state, positions, params, plan[3], out, lambda kw: fn(ctx, **kw))
+                _decide(state, document, positions, params, plan[3], out)
+            elif state is not None and state is not _MISSING:  # a new parse: each check's verdict on it
+                for pos in positions:
+                    out[pos] = verdict(state, document, params[pos])
             else:
                 for pos in positions:
                     found = fn(ctx, **params[pos])
@@ -173,11 +208,11 @@ def text_step(check: str, function: Callable[[], Callable[..., Any]]) -> Callabl
 
     def _decide(
         state: Any,
+        document: str,
         positions: list[int],
         params: list[dict[str, Any]],
         needles: list[tuple[str, ...] | None],
         out: dict[int, Verdict | None],
-        run: Callable[[dict[str, Any]], Any],
     ) -> None:
         """Settle the checks of one document a write changed: kept when quiet or unmoved, else run."""
         prev, changed = state.prev, state.changed
@@ -204,8 +239,7 @@ def text_step(check: str, function: Callable[[], Callable[..., Any]]) -> Callabl
                     continue
             if unmoved(state, kw):
                 continue
-            verdict = run(kw)
-            out[pos] = (verdict.score, verdict.evidence, dict(verdict.details))
+            out[pos] = verdict(state, document, kw)
 
     return on_step
 
@@ -227,3 +261,80 @@ def shares_decided(function: Callable[[], Callable[..., Any]]) -> Callable[..., 
         return found.score, found.evidence, dict(found.details)
 
     return on_changes
+
+
+_TEXT_ONLY = frozenset({"content", "blob_sha256", "version", "updated_at"})
+"""The columns a write of a document's text changes: none of them is read by a share check."""
+
+
+def share_step(function: Callable[[], Callable[..., Any]], scope: str) -> Callable[..., dict[int, Verdict | None]]:
+    """The ``on_step`` evaluator of a share check function: one call a step settles all of a rubric's.
+
+    A data-request rubric asks a share check per request and document (who got it, nobody else did): a share
+    step moves the checks of one document, and of those only the grantee's. Asking every check after every
+    step (a ``touches`` call per row, ``shares_decided`` per check) cost a frame chain per check; here a step's
+    rows are read once and the checks they cannot move are left out (their verdicts stand). What ``scope``
+    says may move a check, besides a change of its document's row (``checks_docs._doc_touches``):
+
+    - ``"grantee"`` (``doc_shared_with``): a share of its document given to its person (by employee id);
+    - ``"document"`` (``doc_shared_only_with``): any share of its document;
+    - ``"episode"`` (``doc_not_shared``): any share at all (its evidence counts the episode's shares).
+
+    A write that changes only a document's text (``_TEXT_ONLY``) moves none of them. A share updated or
+    deleted (the log's image may not name its document), a change of the employees (a
+    username may name another person now) or a document the fold cannot settle (``_UNKNOWN``) sends the
+    checks back to their function as ``shares_decided`` does; the ones asked are decided by the function on
+    the folded rows, no query.
+    """
+
+    def on_step(ctx: GradingContext, rows: list[ChangeRow], params: list[dict[str, Any]]) -> dict[int, Verdict | None]:
+        docs = _docs()  # lazy: office readers
+        _UNKNOWN, _doc_touches, _document, _employee = docs._UNKNOWN, docs._doc_touches, docs._document, docs._employee
+        key = ("share_step", id(params))
+        plan = ctx.lasting.get(key)
+        if plan is None or plan[0] is not params:
+            by_doc: dict[str, list[int]] = {}
+            for pos, kw in enumerate(params):
+                by_doc.setdefault(kw["document"], []).append(pos)
+            plan = ctx.lasting[key] = (params, by_doc)
+        if not rows:
+            return {}
+        if any(r.table == "employees" for r in rows):
+            return dict.fromkeys(range(len(params)))
+        fn = function()
+        out: dict[int, Verdict | None] = {}
+        for document, positions in plan[1].items():
+            every = False  # every check of the document may move
+            grantees: set[Any] = set()  # else the checks of these employees (scope "grantee")
+            lookup = ctx.lasting.get(("doc_lookup", document))
+            doc_id = lookup[2][0] if lookup is not None and lookup[2] is not None else None
+            for r in rows:
+                if r.table == "documents":  # a write of its text moves no share check: its owner or place may
+                    every = (r.op != "update" or not _TEXT_ONLY.issuperset(r.changes)) and _doc_touches(
+                        ctx, r, document
+                    )
+                elif r.op != "insert" or doc_id is None:
+                    every = True  # a share that moved or went, or a document not found when last read
+                elif scope == "episode":
+                    every = True
+                elif r.changes.get("document_id") == doc_id:
+                    if scope == "grantee" and "employee_id" in r.changes:
+                        grantees.add(r.changes["employee_id"])
+                    else:
+                        every = True
+                if every:
+                    break
+            if not every and not grantees:
+                continue
+            if _document(ctx, document, query=False) is _UNKNOWN:
+                out.update(dict.fromkeys(positions))
+                continue
+            for pos in positions:
+                kw = params[pos]
+                if not every and _employee(ctx, kw["username"]) not in grantees:
+                    continue
+                found = fn(ctx, **kw)
+                out[pos] = (found.score, found.evidence, dict(found.details))
+        return out
+
+    return on_step
