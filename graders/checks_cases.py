@@ -12,7 +12,16 @@ from typing import Any, NamedTuple
 
 from graders.base import ChangeRow, CheckOutcome, GradingContext, check_fn
 from graders.checks import FieldValue, TicketField, _mismatch, _tickets, field_columns
-from graders.checks_common import inserted_ids, listing, logged_mail, mailboxes, rows_in, usernames
+from graders.checks_common import (
+    inserted_ids,
+    listing,
+    logged_mail,
+    mailboxes,
+    name_ahead,
+    named_ahead,
+    rows_in,
+    usernames,
+)
 from graders.checks_comms import new_posts
 from graders.comms_log import boxes_of, mail_log, post_log, warm_channels, warm_mailboxes
 from worlds.rawsql import Sql
@@ -338,7 +347,11 @@ def _logged_fields(ctx: GradingContext, ticket_id: int, fields: Mapping[Any, Any
             return None
         out[f] = image[column]
     if "assignee" in out and out["assignee"] is not None:
-        out["assignee"] = usernames(ctx, [int(out["assignee"])]).get(int(out["assignee"]))
+        want = fields.get("assignee")
+        if named_ahead(ctx, "assignee", want, out["assignee"]):  # the expected one: named with no lookup
+            out["assignee"] = want
+        else:
+            out["assignee"] = usernames(ctx, [int(out["assignee"])]).get(int(out["assignee"]))
     return out
 
 
@@ -362,6 +375,8 @@ def _case_verdict(
         warm_channels(ctx, [incident_channel])  # nor posted: the incident post then folds without one
     if not ctx.changed_rows("tickets"):
         _warm_project(ctx, project)  # nor filed: the case's ticket then needs no lookup of its project's key
+        if fields and "assignee" in fields:  # and its expected assignee's id, kept while no employee changes
+            name_ahead(ctx, "assignee", fields["assignee"])
     found = _new_tickets_for(ctx, reference)
     head = _case_head(found, project, reference)
     if not isinstance(head, CaseTicket):

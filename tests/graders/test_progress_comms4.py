@@ -1,0 +1,69 @@
+"""The fourth round of the case paths, held to a full grade after every step (``_play`` of comms3's tests).
+
+What each test plays is what the path settles: a case's expected assignee named ahead as progress starts (the
+step that files its ticket then names the assignee with no lookup, unless an employee changed since).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import graders.checks_cases as checks_cases
+from tests.graders.conftest import employee
+from tests.graders.test_progress_comms3 import _play
+from tests.graders.test_progress_pcomms import _file
+
+REF = {"project": "ENG", "reference": "REF-1234"}
+
+
+def _counting(monkeypatch) -> list[Any]:
+    """Every ``usernames`` lookup the case checks make (the named-ahead path makes none)."""
+    calls: list[Any] = []
+    real = checks_cases.usernames
+
+    def spy(ctx, ids):
+        calls.append(list(ids))
+        return real(ctx, ids)
+
+    monkeypatch.setattr(checks_cases, "usernames", spy)
+    return calls
+
+
+def _assigned(world, number: int, title: str, who: str):
+    def step() -> None:
+        _file(world, number, title, "from their mail").assignee_id = employee(world.session, who).id
+
+    return step
+
+
+def test_the_expected_assignee_is_named_ahead_with_no_lookup(world, monkeypatch):
+    calls = _counting(monkeypatch)
+    checks = [
+        ("owner", "ticket_for_reference", {**REF, "fields": {"assignee": "bob"}}),
+        (
+            "other-owner",
+            "ticket_for_reference",
+            {"project": "ENG", "reference": "REF-77", "fields": {"assignee": "bob"}},
+        ),
+    ]
+    _, said = _play(
+        world, checks, [_assigned(world, 6, "REF-1234 down", "bob"), _assigned(world, 7, "REF-77", "carol")]
+    )
+    assert said == [{"owner": 1.0}, {"other-owner": 0.0}]
+    # the step filing bob's ticket looked nobody up; carol's (not the one expected) did, as the full grade does
+    assert [c for c in calls if c] == [[employee(world.session, "carol").id]]
+
+
+def test_a_renamed_employee_is_looked_up_again(world, monkeypatch):
+    calls = _counting(monkeypatch)
+    checks = [("owner", "ticket_for_reference", {**REF, "fields": {"assignee": "bob"}})]
+    _, said = _play(
+        world,
+        checks,
+        [
+            lambda: setattr(employee(world.session, "bob"), "username", "robert"),  # bob's id no longer names bob
+            _assigned(world, 6, "REF-1234 down", "robert"),
+        ],
+    )
+    assert said[-1] == {"owner": 0.0}
+    assert [c for c in calls if c] == [[employee(world.session, "robert").id]]
