@@ -166,6 +166,20 @@ def _followed_posts(ctx: GradingContext, log: PostLog, key: Any, name: str, auth
     return state
 
 
+def _matched(state: Followed, pattern: str) -> list[LoggedPost]:
+    """``state``'s posts that ``pattern`` matches, each new one searched once (a check asking for no mention)."""
+    items = state.items
+    if state.searched != len(items):
+        search = rx(pattern).search
+        hits = state.hits
+        for p in items[state.searched :]:
+            if search(p.message):
+                hits.append(p)
+        state.searched = len(items)
+    found: list[LoggedPost] = state.hits
+    return found
+
+
 def _post_verdict(
     ctx: GradingContext,
     log: PostLog,
@@ -174,16 +188,21 @@ def _post_verdict(
     author: Who | None,
     min_count: int,
     mention: str | None,
+    state: Followed | None = None,
 ) -> tuple[float, str, dict[str, Any]]:
-    """``post_in_channel``'s outcome from the post log, rebuilt only when its posts, mentions or channels moved."""
-    target = _target(ctx, channel, author)
-    if isinstance(target, str):
-        return 0.0, target, {}
+    """``post_in_channel``'s outcome from the post log, rebuilt only when its posts, mentions or channels moved.
+
+    ``state`` is the check's followed posts when ``_post_step`` has just folded them (its target then stands).
+    """
+    if state is None:
+        target = _target(ctx, channel, author)
+        if isinstance(target, str):
+            return 0.0, target, {}
+        state = _followed_posts(ctx, log, ("post_in_channel", channel, pattern, author, min_count, mention), *target)
+    name = state.target[0]
     mention_id = employee_id(ctx, mention) if mention is not None else None
     if mention is not None and mention_id is None:
         return 0.0, f"unknown employee {mention!r} in mention", {}
-    name, author_id = target
-    state = _followed_posts(ctx, log, ("post_in_channel", channel, pattern, author, min_count, mention), *target)
     posts: list[LoggedPost] = state.items
     marks = (len(ctx.changed_rows("mentions")) if mention is not None else 0, 0 if posts else len(log.first))
     if state.outcome is not None and state.marks == marks:
@@ -196,11 +215,10 @@ def _post_verdict(
     search = rx(pattern).search  # compiled by the first verdict (the first step), not by a later step's
     if not log.posts and not channel.startswith("@"):
         warm_channels(ctx, [name])
-    hits = [
-        p
-        for p in posts
-        if search(p.message) and (mention is None or _mentions(ctx, p.id, mention_id or 0, mention, p.message))
-    ]
+    if mention is None:
+        hits = _matched(state, pattern)
+    else:
+        hits = [p for p in posts if search(p.message) and _mentions(ctx, p.id, mention_id or 0, mention, p.message)]
     head = f"{len(hits)} of {len(posts)} new posts in ~{name} by {who_label(author)} match {want}"
     head += f" (need {min_count})"
     shown = listing([show_post(log, p) for p in (hits or posts)])
@@ -282,7 +300,19 @@ class _PostIndex:
     evidence lists where the episode's posts went; ``keys`` names each check's ``Followed`` state.
     """
 
-    __slots__ = ("authors", "bare", "by_name", "channels", "keys", "mentions", "params", "seen", "targets", "wants")
+    __slots__ = (
+        "authors",
+        "bare",
+        "by_name",
+        "channels",
+        "keys",
+        "mentions",
+        "name_of",
+        "params",
+        "seen",
+        "targets",
+        "wants",
+    )
 
     def __init__(
         self, ctx: GradingContext, log: PostLog, params: list[Mapping[str, Any]], rows: list[ChangeRow]
@@ -291,6 +321,7 @@ class _PostIndex:
         self.targets = _targets(ctx)
         self.by_name: dict[str, list[int]] = {}
         self.authors: dict[int, int | None] = {}
+        self.name_of: dict[int, str] = {}  # each check's channel name
         self.keys: dict[int, tuple[Any, ...]] = {}
         self.wants: list[int] = []  # the checks asking for a mention
         for pos, kw in enumerate(params):
@@ -300,6 +331,7 @@ class _PostIndex:
                 continue  # an unknown channel or author: the verdict says so whatever is posted
             self.by_name.setdefault(target[0], []).append(pos)
             self.authors[pos] = target[1]
+            self.name_of[pos] = target[0]
             if "min_count" in kw:
                 self.keys[pos] = ("post_in_channel", channel, kw["pattern"], author, kw["min_count"], kw["mention"])
             if kw.get("mention") is not None:
@@ -373,14 +405,15 @@ def _post_step(
     out: dict[int, Verdict | Later | None] = dict.fromkeys(elsewhere, LATER)  # score 0: no posts of its own
     for pos, posts in own.items():
         kw = params[pos]
-        if kw["mention"] is None and posts:
-            search = rx(kw["pattern"]).search
-            for p in posts:
-                if search(p.message):
-                    break
-            else:
+        if kw["mention"] is None and posts and pos in index.keys:
+            # its posts folded and searched here, once: the verdict reads the same matches
+            state = _followed_posts(ctx, log, index.keys[pos], index.name_of[pos], index.authors[pos])
+            matched = len(state.hits)
+            if len(_matched(state, kw["pattern"])) == matched:
                 out[pos] = LATER  # no new match: the score stands, only the posts its evidence lists moved
                 continue
+            out[pos] = _post_verdict(ctx, log, state=state, **kw)
+            continue
         out[pos] = _post_verdict(ctx, log, **kw)
     return out
 

@@ -1,7 +1,8 @@
 """The fourth round of the case paths, held to a full grade after every step (``_play`` of comms3's tests).
 
 What each test plays is what the path settles: a case's expected assignee named ahead as progress starts (the
-step that files its ticket then names the assignee with no lookup, unless an employee changed since).
+step that files its ticket then names the assignee with no lookup, unless an employee changed since); a post
+check's matches searched once per post as ``_post_step`` folds them, the verdict built from those matches.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from typing import Any
 
 import graders.checks_cases as checks_cases
 from tests.graders.conftest import employee
+from tests.graders.test_checks import post
 from tests.graders.test_progress_comms3 import _play
 from tests.graders.test_progress_pcomms import _file
 
@@ -67,3 +69,30 @@ def test_a_renamed_employee_is_looked_up_again(world, monkeypatch):
     )
     assert said[-1] == {"owner": 0.0}
     assert [c for c in calls if c] == [[employee(world.session, "robert").id]]
+
+
+def test_post_checks_search_each_new_post_once_and_keep_their_matches(world):
+    checks = [
+        ("two-deploys", "post_in_channel", {"channel": "eng", "pattern": "deploy", "min_count": 2}),
+        ("eng-key", "post_in_channel", {"channel": "eng", "pattern": r"ENG-\d"}),
+        ("bob-says", "post_in_channel", {"channel": "eng", "pattern": "deploy", "author": "bob"}),
+        ("mention", "post_in_channel", {"channel": "eng", "pattern": "deploy", "mention": "carol"}),
+    ]
+    progress, said = _play(
+        world,
+        checks,
+        [
+            lambda: post(world, 2, "deploy ENG-3"),
+            lambda: post(world, 2, "nothing new"),
+            lambda: post(world, 2, "deploy from bob", author="bob"),  # only bob's check's post
+            lambda: post(world, 2, "deploy again, @carol"),
+        ],
+    )
+    first, nothing, bobs, again = said
+    assert first == {"two-deploys": 0.5, "eng-key": 1.0, "bob-says": "LATER", "mention": 0.0}
+    assert nothing == {"two-deploys": "LATER", "eng-key": "LATER", "mention": 0.0}
+    assert bobs == {"bob-says": 1.0}
+    assert again == {"two-deploys": 1.0, "eng-key": "LATER", "mention": 1.0}
+    state = progress.ctx.lasting["post_in_channel", "eng", "deploy", "actor", 2, None]
+    assert [p.message for p in state.hits] == ["deploy ENG-3", "deploy again, @carol"]
+    assert state.searched == len(state.items) == 3, "every post of the agent's in ~eng searched, each once"
