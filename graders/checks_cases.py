@@ -560,6 +560,31 @@ class _CaseIndex:
         return out
 
 
+def _filed_row(ctx: GradingContext, row: ChangeRow) -> tuple[str, CaseTicket | None]:
+    """A ticket insert's title and description in lower case, and the case ticket it files (None: read again).
+
+    Worked out once per row for every ``_CaseIndex`` of the rubric (one per set of tables a case check reads:
+    a plain filing, a reply, an incident post), not once per index. The ticket is as ``_new_tickets_for``
+    reads it, its project's key warmed at the first step; None when the fold cannot follow the log or does
+    not know the project.
+    """
+    step = ctx.log[-1].seq if ctx.log else 0
+    cache: tuple[int, dict[int, tuple[str, CaseTicket | None]]] | None = ctx.lasting.get("case_filed")
+    if cache is None or cache[0] != step:
+        cache = ctx.lasting["case_filed"] = (step, {})
+    found = cache[1].get(row.seq)
+    if found is None:
+        image = row.changes
+        text = f"{image['title']}\n{image['description']}".lower()
+        fold = _ticket_fold(ctx)  # first: it folds in a project the step created (its key)
+        project = ctx.lasting.get("project_keys", {}).get(image["project_id"])
+        ticket = None
+        if project is not None and not fold.bad:
+            ticket = CaseTicket(row.key[0], image["key"], image["title"], image["description"], project)
+        found = cache[1][row.seq] = (text, ticket)
+    return found
+
+
 def _case_moved(ctx: GradingContext, index: _CaseIndex, rows: list[ChangeRow]) -> set[int] | None:
     """The checks a step's rows may move, or None for all of them (after ``refile``).
 
@@ -579,20 +604,12 @@ def _case_moved(ctx: GradingContext, index: _CaseIndex, rows: list[ChangeRow]) -
                 index.refile(ctx)
                 return None
             if row.op == "insert":
-                image = row.changes
-                text = f"{image['title']}\n{image['description']}".lower()
-                ticket = None
+                text, ticket = _filed_row(ctx, row)
                 for ref, positions in index.by_ref.items():
                     if ref in text:
-                        if ticket is None:
-                            # the case's ticket as ``_new_tickets_for`` reads it (its project's key warmed at the
-                            # first step); a project the fold does not know, or an id out of order, reads again
-                            fold = _ticket_fold(ctx)
-                            project = ctx.lasting.get("project_keys", {}).get(image["project_id"])
-                            if project is None or fold.bad:
-                                index.refile(ctx)
-                                return None
-                            ticket = CaseTicket(row.key[0], image["key"], image["title"], image["description"], project)
+                        if ticket is None:  # a project the fold does not know (or a log it cannot follow)
+                            index.refile(ctx)
+                            return None
                         filed = index.filed[ref]
                         if filed and filed[-1].id >= ticket.id:
                             index.refile(ctx)

@@ -13,7 +13,9 @@ import graders.checks_cases as checks_cases
 from tests.graders.conftest import employee
 from tests.graders.test_checks import post
 from tests.graders.test_progress_comms3 import _play
-from tests.graders.test_progress_pcomms import _file
+from tests.graders.test_progress_pcomms import T0, _file
+from worlds.schema.projects import Project
+from worlds.schema.tickets import Ticket
 
 REF = {"project": "ENG", "reference": "REF-1234"}
 
@@ -96,3 +98,46 @@ def test_post_checks_search_each_new_post_once_and_keep_their_matches(world):
     state = progress.ctx.lasting["post_in_channel", "eng", "deploy", "actor", 2, None]
     assert [p.message for p in state.hits] == ["deploy ENG-3", "deploy again, @carol"]
     assert state.searched == len(state.items) == 3, "every post of the agent's in ~eng searched, each once"
+
+
+def test_a_step_filing_two_cases_files_each_ticket_once_for_every_index(world):
+    # three sets of tables (a plain filing, a reply, a field): one ``_CaseIndex`` each, one shared row cache
+    checks = [
+        ("filed-1", "ticket_for_reference", REF),
+        ("reply-1", "ticket_for_reference", {**REF, "reply_to": "buyer@client.test"}),
+        ("filed-2", "ticket_for_reference", {"project": "ENG", "reference": "REF-77"}),
+        ("reply-2", "ticket_for_reference", {"project": "ENG", "reference": "REF-77", "reply_to": "b@c.test"}),
+        ("title-2", "ticket_for_reference", {"project": "ENG", "reference": "REF-77", "in_title": True}),
+    ]
+
+    def both() -> None:
+        _file(world, 6, "Customer REF-1234 cannot log in", "from their mail")
+        _file(world, 7, "Invoices fail", "REF-77 says the export is empty")  # the reference only in the text
+
+    _, said = _play(world, checks, [both])
+    assert said == [{"filed-1": 1.0, "reply-1": 0.0, "filed-2": 1.0, "reply-2": 0.0, "title-2": 0.0}]
+
+
+def test_a_ticket_filed_in_a_project_made_the_same_step_names_that_project(world):
+    checks = [
+        ("filed", "ticket_for_reference", REF),
+        ("reply", "ticket_for_reference", {**REF, "reply_to": "buyer@client.test"}),
+    ]
+
+    def elsewhere() -> None:
+        world.add(
+            Project(
+                id=2, key="OPS", name="Operations", description="", team_id=1, lead_id=1, status="active",
+                start_date=T0.date(),
+            )
+        )  # fmt: skip
+        world.session.flush()
+        ticket = Ticket(
+            key="OPS-1", project_id=2, number=1, type="bug", title="Customer REF-1234 cannot log in",
+            description="from their mail", status="open", priority="medium", assignee_id=None, reporter_id=1,
+            sprint_id=None, story_points=None, created_at=T0, updated_at=T0,
+        )  # fmt: skip
+        world.add(ticket)
+
+    _, said = _play(world, checks, [elsewhere])
+    assert said == [{"filed": 0.0, "reply": 0.0}]
