@@ -151,7 +151,7 @@ def _ticket_fold(ctx: GradingContext) -> _TicketFold:
         for row in rows[fold.seen :]:
             tid = row.key[0]
             if row.op == "insert":
-                if not _TICKET_IMAGE.issubset(row.changes):
+                if not row.changes.keys() >= _TICKET_IMAGE:
                     fold.bad = True
                 images[tid] = dict(row.changes)
                 fold.out = None
@@ -599,7 +599,7 @@ def _case_moved(ctx: GradingContext, index: _CaseIndex, rows: list[ChangeRow]) -
             if (
                 row.op == "delete"
                 or (row.op == "update" and not _CASE_COLUMNS.isdisjoint(row.changes))
-                or (row.op == "insert" and not _TICKET_IMAGE.issubset(row.changes))
+                or (row.op == "insert" and not row.changes.keys() >= _TICKET_IMAGE)
             ):
                 index.refile(ctx)
                 return None

@@ -140,7 +140,7 @@ def _logged_posts(ctx: GradingContext) -> list[Mapping[str, Any]] | None:
     for row in ctx.changed_rows("posts"):
         pid = row.key[0]
         if row.op == "insert":
-            if not _POST_IMAGE.issubset(row.changes) or row.changes["deleted_at"] is not None:
+            if not row.changes.keys() >= _POST_IMAGE or row.changes["deleted_at"] is not None:
                 return None
             ch = row.changes
             posts[pid] = {"id": pid, "author_id": ch["author_id"], "message": ch["message"], "deleted_at": None}

@@ -94,7 +94,7 @@ def _fold_posts(ctx: GradingContext, log: PostLog, posts: list[ChangeRow], chann
     new = posts[log.posts_seen :]
     last = log.posts[-1].id if log.posts else None
     for row in new:
-        if row.op != "insert" or not _POST_IMAGE.issubset(row.changes) or row.changes["deleted_at"] is not None:
+        if row.op != "insert" or not row.changes.keys() >= _POST_IMAGE or row.changes["deleted_at"] is not None:
             return False
         if last is not None and row.key[0] <= last:
             return False  # out of id order: the query's ORDER BY would differ from the log's
@@ -281,7 +281,7 @@ def _fold_mail(ctx: GradingContext, log: MailLog, messages: list[ChangeRow], rec
     last = log.mails[-1].id if log.mails else None
     to: dict[int, list[int]] = {}
     for row in new:
-        if row.op != "insert" or not _MAIL_IMAGE.issubset(row.changes) or (last is not None and row.key[0] <= last):
+        if row.op != "insert" or not row.changes.keys() >= _MAIL_IMAGE or (last is not None and row.key[0] <= last):
             return False  # out of id order too: the query's ORDER BY would differ from the log's
         last = row.key[0]
         to[last] = []
