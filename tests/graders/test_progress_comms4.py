@@ -2,7 +2,9 @@
 
 What each test plays is what the path settles: a case's expected assignee named ahead as progress starts (the
 step that files its ticket then names the assignee with no lookup, unless an employee changed since); a post
-check's matches searched once per post as ``_post_step`` folds them, the verdict built from those matches.
+check's matches searched once per post as ``_post_step`` folds them, the verdict built from those matches; a
+filed ticket's case ticket worked out once per row for every case index (two cases in one step, a project the
+same step created).
 """
 
 from __future__ import annotations
