@@ -721,20 +721,30 @@ def _instant(text: str) -> datetime | None:
     return when if when.tzinfo is not None else None
 
 
-def _answers(ctx: GradingContext, m: Any) -> dict[int, list[Any]]:
-    """Each coworker's answers before the meeting was booked, in one pass over the memories for every check of it.
+def _answers(ctx: GradingContext) -> dict[int, list[tuple[Any, datetime | None, str]]]:
+    """Each coworker's answers (``did`` memories) in order, with the instant and the word each agreement gave.
 
-    Kept until a memory or an event changes: a booking's agreement checks (one per coworker) share it.
+    Why kept per coworker and not per meeting: it was rebuilt over every memory at each booking (a new event
+    is a new meeting), though only a memory row changes it; a booking's agreement check now reads the few
+    answers of its coworkers, each parsed once (``_told``). Kept until a memory changes.
     """
 
-    def build() -> dict[int, list[Any]]:
-        did: dict[int, list[Any]] = {}
+    def build() -> dict[int, list[tuple[Any, datetime | None, str]]]:
+        did: dict[int, list[tuple[Any, datetime | None, str]]] = {}
         for r in memories(ctx):
-            if r.kind == "did" and r.at <= m.created_at:
-                did.setdefault(r.employee_id, []).append(r)
+            if r.kind == "did":
+                did.setdefault(r.employee_id, []).append((r, *_told(r)))
         return did
 
-    return ctx.kept(("meeting_answers", m), ("npc_memory", "events"), build)
+    return ctx.kept("meeting_answers", ("npc_memory",), build)
+
+
+def _told(row: Any) -> tuple[datetime | None, str]:
+    """(the instant, what was said) of an agreement answer, as ``_said_about`` reads it; (None, "") for another row."""
+    fact = _fact(row)
+    if fact is None:
+        return None, ""
+    return _instant(str(fact.get("subject", ""))), str(fact.get("said"))
 
 
 def _agreed(ctx: GradingContext, title_pattern: str, attendees: Sequence[str], answer_minutes: int = 180) -> Verdict:
@@ -749,10 +759,12 @@ def _agreed(ctx: GradingContext, title_pattern: str, attendees: Sequence[str], a
     covered, notes = 0, [f"unknown employee {u!r}" for u in unknown]
     posts: list[Any] | None = None
     agent_name = ""
-    did = _answers(ctx, m)
+    did = _answers(ctx)
+    start, booked = m.start_at, m.created_at
     for name, emp in ids.items():
-        mem = did.get(emp, [])
-        said = [_said_about(r, m.start_at) for r in mem]
+        told = [t for t in did.get(emp, ()) if t[0].at <= booked]  # answers given before the booking
+        mem = [t[0] for t in told]
+        said = [word if when is not None and when == start else None for _, when, word in told]
         if "yes" in said and "no" not in said:
             covered += 1
             notes.append(f"@{name} agreed at {mem[said.index('yes')].at:%H:%M}")
