@@ -330,11 +330,7 @@ def touch_step(touches: Callable[..., bool]) -> Callable[..., dict[int, None]]:
                 if not calendar[0] and not _meetings(ctx, meeting[1]):
                     hit = False
                 elif calendar[0]:
-                    try:
-                        booked = _meetings(ctx, meeting[1])
-                        mine = any(m.id in calendar[1] for m in booked)
-                    except Exception:  # the hooks would raise too: every check re-runs, exactness first
-                        booked, mine = [None], True
+                    booked, mine = _booked(ctx, meeting[1], calendar)
                     if mine:
                         hit = True
                     elif calendar[2] and (own or not booked):
@@ -386,22 +382,42 @@ def decide_step(touches: Callable[..., bool], decide: Callable[..., Verdict]) ->
     return on_step
 
 
+def _booked(ctx: GradingContext, title_pattern: str, calendar: _Rows) -> tuple[bool, bool]:
+    """(is the meeting booked, is its event among the step's calendar rows), once per title a step.
+
+    Why: every check function of a meeting (six to nine, by hook) asked it for each meeting of the rubric (one
+    per report in 1:1s), though neither answer depends on the hook; kept in the step's ``_calendar_rows``.
+    """
+    found = calendar[3].get(title_pattern)
+    if found is None:
+        try:
+            meetings = _meetings(ctx, title_pattern)
+            named = calendar[1]
+            found = (bool(meetings), any(m.id in named for m in meetings))
+        except Exception:  # the hooks would raise too: every check re-runs, exactness first
+            found = (True, True)
+        calendar[3][title_pattern] = found
+    return found
+
+
 _CALENDAR = frozenset(("events", "event_attendees"))
 _SEQ = operator.attrgetter("seq")
 _OWN_HOOKS = frozenset((_own_touches, _invitee_touches, _agreed_touches))
 """The hooks that answer a new event or invitation by whether it is the meeting's (no other event matters)."""
 
 
-def _calendar_rows(
-    ctx: GradingContext, rows: Sequence[ChangeRow], seqs: tuple[int, ...]
-) -> tuple[bool, set[Any], bool]:
+_Rows = tuple[bool, set[Any], bool, dict[str, tuple[bool, bool]]]
+"""``_calendar_rows``' answer: a calendar row?, the events named, all new?, and ``_booked``'s answers by title."""
+
+
+def _calendar_rows(ctx: GradingContext, rows: Sequence[ChangeRow], seqs: tuple[int, ...]) -> _Rows:
     """What every hook answers alike about a step's rows, once a step: (a calendar row?, events named, all new?).
 
     The events named are those of an event row (any change) or of a new invitation: a meeting among them is
     touched whatever the hook. All new: every row is a new event or invitation.
     """
     key = ("meeting_rows", seqs)
-    found: tuple[bool, set[Any], bool] | None = ctx.memo.get(key)
+    found: _Rows | None = ctx.memo.get(key)
     if found is None:
         named: set[Any] = set()
         calendar, inserts = False, True
@@ -418,7 +434,7 @@ def _calendar_rows(
                     inserts = False
             else:
                 inserts = False
-        found = ctx.memo[key] = (calendar, named, inserts)
+        found = ctx.memo[key] = (calendar, named, inserts, {})
     return found
 
 

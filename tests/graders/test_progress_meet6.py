@@ -5,10 +5,15 @@ and word parsed), and each meeting keeps only the answers given before it was bo
 different times share the index, so the test books one, lets an answer arrive, books a second, and checks
 that the answer counts for the second meeting only, comparing every verdict with a full grade after each step
 and counting the index's builds (a new memory rebuilds it when next asked; a booking alone does not).
+
+``touch_step`` asks whether a meeting is booked and whether the step's rows name its event once per title and
+row set (``_booked``), not once per check function: the second test counts those lookups at a booking.
 """
 
 from __future__ import annotations
 
+import sys
+from collections import Counter
 from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
@@ -16,7 +21,9 @@ from typing import Any
 from graders import checks_meetings
 from graders.base import Check, GradingContext, Rubric
 from graders.progress import Progress
+from tests.graders.test_progress_meet import CHECKS as MEET_CHECKS
 from tests.graders.test_progress_meet import MEET, SETUP
+from tests.graders.test_progress_meet4 import PERSON, _asking
 from tests.graders.test_progress_meet5 import _play
 from worlds.rawsql import Sql
 from worlds.rows import insert_rows
@@ -89,3 +96,25 @@ def test_an_answer_counts_only_for_a_meeting_booked_after_it(world, monkeypatch)
     # built when a booking first asks after a memory changed (the sync; the retro, after her answers), and
     # not for the third booking: no memory changed since, and the index is not a meeting's
     assert builds == {"the sync booked": 1, "the retro booked": 1}, builds
+
+
+def test_a_booking_asks_each_meeting_once_per_row_set_not_once_per_check_function(world, monkeypatch):
+    insert_rows(world.session.connection(), SETUP)
+    checks = [Check(id=i, description="d", fn=fn, params=p) for i, fn, p in MEET_CHECKS + PERSON]
+    rubric = Rubric(id="t", version=1, description="t", checks=tuple(checks))
+    progress = Progress(rubric, GradingContext(session=world.session, trace=[], actor_id=1))
+    at = [""]
+    asked: dict[str, Counter[str]] = {}  # step -> title pattern -> meetings looked up by touch_step (``_booked``)
+    real = checks_meetings._meetings
+
+    def meetings(ctx: GradingContext, title_pattern: str) -> Any:
+        if sys._getframe(1).f_code.co_name == "_booked":
+            asked.setdefault(at[0], Counter())[title_pattern] += 1
+        return real(ctx, title_pattern)
+
+    monkeypatch.setattr(checks_meetings, "_meetings", meetings)
+    _play(world, rubric, _asking(Sql.of(world.session), world), progress, at)
+    functions = len({fn for _, fn, _ in MEET_CHECKS + PERSON})
+    booking = asked["the meeting booked: bob's standup clashes"]
+    # a title is asked once per row set the functions read (their tables), not once per function and meeting
+    assert set(booking) == {"Sync", "Retro"} and max(booking.values()) <= 2 < functions, (booking, functions)
