@@ -330,11 +330,7 @@ def touch_step(touches: Callable[..., bool]) -> Callable[..., dict[int, None]]:
                 if not calendar[0] and not _meetings(ctx, meeting[1]):
                     hit = False
                 elif calendar[0]:
-                    try:
-                        booked = _meetings(ctx, meeting[1])
-                        mine = any(m.id in calendar[1] for m in booked)
-                    except Exception:  # the hooks would raise too: every check re-runs, exactness first
-                        booked, mine = [None], True
+                    booked, mine = _booked(ctx, meeting[1], calendar)
                     if mine:
                         hit = True
                     elif calendar[2] and (own or not booked):
@@ -386,22 +382,42 @@ def decide_step(touches: Callable[..., bool], decide: Callable[..., Verdict]) ->
     return on_step
 
 
+def _booked(ctx: GradingContext, title_pattern: str, calendar: _Rows) -> tuple[bool, bool]:
+    """(is the meeting booked, is its event among the step's calendar rows), once per title a step.
+
+    Why: every check function of a meeting (six to nine, by hook) asked it for each meeting of the rubric (one
+    per report in 1:1s), though neither answer depends on the hook; kept in the step's ``_calendar_rows``.
+    """
+    found = calendar[3].get(title_pattern)
+    if found is None:
+        try:
+            meetings = _meetings(ctx, title_pattern)
+            named = calendar[1]
+            found = (bool(meetings), any(m.id in named for m in meetings))
+        except Exception:  # the hooks would raise too: every check re-runs, exactness first
+            found = (True, True)
+        calendar[3][title_pattern] = found
+    return found
+
+
 _CALENDAR = frozenset(("events", "event_attendees"))
 _SEQ = operator.attrgetter("seq")
 _OWN_HOOKS = frozenset((_own_touches, _invitee_touches, _agreed_touches))
 """The hooks that answer a new event or invitation by whether it is the meeting's (no other event matters)."""
 
 
-def _calendar_rows(
-    ctx: GradingContext, rows: Sequence[ChangeRow], seqs: tuple[int, ...]
-) -> tuple[bool, set[Any], bool]:
+_Rows = tuple[bool, set[Any], bool, dict[str, tuple[bool, bool]]]
+"""``_calendar_rows``' answer: a calendar row?, the events named, all new?, and ``_booked``'s answers by title."""
+
+
+def _calendar_rows(ctx: GradingContext, rows: Sequence[ChangeRow], seqs: tuple[int, ...]) -> _Rows:
     """What every hook answers alike about a step's rows, once a step: (a calendar row?, events named, all new?).
 
     The events named are those of an event row (any change) or of a new invitation: a meeting among them is
     touched whatever the hook. All new: every row is a new event or invitation.
     """
     key = ("meeting_rows", seqs)
-    found: tuple[bool, set[Any], bool] | None = ctx.memo.get(key)
+    found: _Rows | None = ctx.memo.get(key)
     if found is None:
         named: set[Any] = set()
         calendar, inserts = False, True
@@ -418,7 +434,7 @@ def _calendar_rows(
                     inserts = False
             else:
                 inserts = False
-        found = ctx.memo[key] = (calendar, named, inserts)
+        found = ctx.memo[key] = (calendar, named, inserts, {})
     return found
 
 
@@ -721,20 +737,30 @@ def _instant(text: str) -> datetime | None:
     return when if when.tzinfo is not None else None
 
 
-def _answers(ctx: GradingContext, m: Any) -> dict[int, list[Any]]:
-    """Each coworker's answers before the meeting was booked, in one pass over the memories for every check of it.
+def _answers(ctx: GradingContext) -> dict[int, list[tuple[Any, datetime | None, str]]]:
+    """Each coworker's answers (``did`` memories) in order, with the instant and the word each agreement gave.
 
-    Kept until a memory or an event changes: a booking's agreement checks (one per coworker) share it.
+    Why kept per coworker and not per meeting: it was rebuilt over every memory at each booking (a new event
+    is a new meeting), though only a memory row changes it; a booking's agreement check now reads the few
+    answers of its coworkers, each parsed once (``_told``). Kept until a memory changes.
     """
 
-    def build() -> dict[int, list[Any]]:
-        did: dict[int, list[Any]] = {}
+    def build() -> dict[int, list[tuple[Any, datetime | None, str]]]:
+        did: dict[int, list[tuple[Any, datetime | None, str]]] = {}
         for r in memories(ctx):
-            if r.kind == "did" and r.at <= m.created_at:
-                did.setdefault(r.employee_id, []).append(r)
+            if r.kind == "did":
+                did.setdefault(r.employee_id, []).append((r, *_told(r)))
         return did
 
-    return ctx.kept(("meeting_answers", m), ("npc_memory", "events"), build)
+    return ctx.kept("meeting_answers", ("npc_memory",), build)
+
+
+def _told(row: Any) -> tuple[datetime | None, str]:
+    """(the instant, what was said) of an agreement answer, as ``_said_about`` reads it; (None, "") for another row."""
+    fact = _fact(row)
+    if fact is None:
+        return None, ""
+    return _instant(str(fact.get("subject", ""))), str(fact.get("said"))
 
 
 def _agreed(ctx: GradingContext, title_pattern: str, attendees: Sequence[str], answer_minutes: int = 180) -> Verdict:
@@ -749,10 +775,12 @@ def _agreed(ctx: GradingContext, title_pattern: str, attendees: Sequence[str], a
     covered, notes = 0, [f"unknown employee {u!r}" for u in unknown]
     posts: list[Any] | None = None
     agent_name = ""
-    did = _answers(ctx, m)
+    did = _answers(ctx)
+    start, booked = m.start_at, m.created_at
     for name, emp in ids.items():
-        mem = did.get(emp, [])
-        said = [_said_about(r, m.start_at) for r in mem]
+        told = [t for t in did.get(emp, ()) if t[0].at <= booked]  # answers given before the booking
+        mem = [t[0] for t in told]
+        said = [word if when is not None and when == start else None for _, when, word in told]
         if "yes" in said and "no" not in said:
             covered += 1
             notes.append(f"@{name} agreed at {mem[said.index('yes')].at:%H:%M}")
