@@ -48,6 +48,7 @@ from graders.checks_common import (
     usernames,
 )
 from graders.checks_common import table as schema_table
+from graders.registry import LATER, Later
 from worlds.rawsql import Sql
 from worlds.schema import TicketComment, TicketLabel
 from worlds.workflow import PRIORITIES, STATUSES, TICKET_TYPES
@@ -793,12 +794,15 @@ def _scoped(ctx: GradingContext, scope: Scope, table_name: str | None = None) ->
 
 def _collateral(ctx: GradingContext, allowed: list[AllowedChange], scope: Scope) -> tuple[float, str, dict[str, Any]]:
     """``no_collateral_changes``' verdict as (score, evidence, details): ``_collateral_on_changes`` (no rows given)."""
-    return _collateral_on_changes(ctx, (), allowed, scope)
+    verdict = _collateral_on_changes(ctx, (), allowed, scope)
+    if isinstance(verdict, Later):  # asked with no rows it always gives the verdict
+        raise TypeError("no_collateral_changes: no verdict without rows")
+    return verdict
 
 
 def _collateral_on_changes(
     ctx: GradingContext, rows: Sequence[ChangeRow], allowed: list[AllowedChange], scope: Scope = "actor"
-) -> tuple[float, str, dict[str, Any]]:
+) -> tuple[float, str, dict[str, Any]] | Later:
     """``no_collateral_changes``' verdict as (score, evidence, details), folding in only the log's new rows.
 
     The ``on_changes`` evaluator of ``graders.progress`` itself (``rows`` are in the log, which it reads from
@@ -818,7 +822,9 @@ def _collateral_on_changes(
     # the violations' listing and how many violations it lists]
     seen: list[Any] | None = ctx.lasting.get(key)
     log = ctx.log
+    fresh = False  # a state built now (a grade, not a step): no verdict before it to let stand
     if seen is None or seen[0] > len(log):
+        fresh = True
         seen = ctx.lasting[key] = [0, 0, [], _shapes(allowed), None, "", -1, _named_rows(ctx, allowed), set()]
     elif seen[0] == len(log) and seen[4] is not None:
         verdict: tuple[float, str, dict[str, Any]] = seen[4]
@@ -872,9 +878,16 @@ def _collateral_on_changes(
             judged.append((row, None))
             keyed[row.seq] = rule
     seen[0] = len(log)
-    if not judged and not admitted and seen[4] is not None:
-        verdict = seen[4]  # none of the new rows is judged: the verdict stands, the very same tuple
-        return verdict
+    if not judged:
+        if rows and not fresh and (admitted or seen[4] is None):
+            # asked with rows (progress): none is a violation, so the score stands and only the count in the
+            # evidence moved; the verdict is built when the results are asked for (``_collateral`` asks with none)
+            seen[1] += admitted
+            seen[4] = None
+            return LATER
+        if not admitted and seen[4] is not None:
+            verdict = seen[4]  # none of the new rows is judged: the verdict stands, the very same tuple
+            return verdict
     natural = _natural_keys(ctx, [r for r, ok in judged if ok is None and r.table in _NATURAL]) if keyed else {}
     seen[1] += admitted + len(judged)
     violations: list[ChangeRow] = seen[2]

@@ -275,6 +275,8 @@ class Progress:
                 out = None
             if out is None:
                 stale.add(i)
+            elif out is LATER:  # the score stands, the evidence moved: asked again when results are
+                self._lagging.add(i)
             elif out is not outcomes[i]:
                 self._store(i, out)
         if self._grouped and not self._group_tables.isdisjoint(by_table):
@@ -290,6 +292,8 @@ class Progress:
                 out = None
             if out is None:
                 stale.add(i)
+            elif out is LATER:  # the score stands, the evidence moved: asked again when results are
+                self._lagging.add(i)
             elif out is not outcomes[i]:
                 self._store(i, out)
         if stale:
@@ -320,6 +324,9 @@ class Progress:
                     found = evaluate(ctx, [], **kwargs[i])
                 except Exception:  # an evaluator that fails leaves it to the check itself: exactness first
                     found = None
+                if found is LATER:
+                    self._lagging.add(i)
+                    continue
                 if found is not None:
                     if found is not self._outcomes[i]:
                         self._store(i, found)
@@ -455,7 +462,7 @@ class Progress:
             found = evaluate(self.ctx, rows, **self._kwargs[i])
         except Exception:  # an evaluator that fails leaves it to the check itself: exactness first
             return False
-        if found is None:
+        if found is None or found is LATER:  # LATER: asked with no rows, it should not say that; re-run it
             return False
         if found is not self._outcomes[i]:
             self._store(i, found)  # (score, evidence, plain JSON details), as the registry asks of on_rows
