@@ -829,6 +829,13 @@ def _collateral_on_changes(
     elif seen[0] == len(log) and seen[4] is not None:
         verdict: tuple[float, str, dict[str, Any]] = seen[4]
         return verdict
+    elif rows and seen[0] == len(log) - 1:  # a step that wrote one row (most do): what the loop below does for
+        row = log[-1]  # the agent's row that a rule without keys admits, in a few lookups
+        if (scope == "all" or row.actor_id == ctx.actor_id) and (seen[7] is None or row.table not in _NATURAL):
+            shape = (row.table, row.op, *row.changes) if row.op == "update" else (row.table, row.op)
+            if seen[3].get(shape) is True:
+                seen[0], seen[1], seen[4] = seen[0] + 1, seen[1] + 1, None
+                return LATER
     shapes: dict[tuple[Any, ...], bool | tuple[frozenset[str], ...]] = seen[3]
     judged: list[tuple[ChangeRow, bool | None]] = []  # rows not admitted yet; None: only keyed rules may admit it
     admitted = 0  # rows the rules admit (counted, not listed: most rows are)

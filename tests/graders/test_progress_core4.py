@@ -92,3 +92,25 @@ def test_progress_defers_the_collateral_text_and_matches_a_grade_after_every_ste
         assert live.results() == full.checks, n
     assert lagging == [True, True, False, True]  # deferred within the rules, the violation given at once
     assert live.results()[0].score == 0.0 and "1 of 4 changes" in live.results()[0].evidence
+
+
+def test_a_change_row_from_a_step_dict_reads_as_from_the_orm_and_stays_immutable(world):
+    world.ticket("ENG-3").priority = "high"
+    world.session.flush()
+    (orm,) = read_changes(world.session, after_seq=world.start_seq)
+    logged = {  # what a step hands progress: the key as JSON text, the actor as ``actor``
+        "seq": str(orm.seq),
+        "table": orm.table,
+        "key": f"[{orm.key[0]}]",
+        "op": orm.op,
+        "changes": orm.changes,
+        "actor": orm.actor_id,
+        "at": orm.at,
+        "tag": orm.tag,
+    }
+    row = ChangeRow.of(logged)
+    assert row == orm and type(row) is ChangeRow and type(row.seq) is int and row.key == (3,)
+    assert ChangeRow.of({**logged, "key": [3], "changes": None}).changes == {}
+    assert ChangeRow.of({"seq": 1, "table_name": "posts", "row_key": 9, "op": "delete"}).key == (9,)
+    with pytest.raises(AttributeError):
+        row.op = "delete"  # type: ignore[misc]
