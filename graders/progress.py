@@ -77,6 +77,8 @@ def _seq(row: ChangeRow) -> int:
 
 _NOT_PLAIN = object()
 
+_of = ChangeRow.of
+
 
 def _plain_copy(value: Any) -> Any:
     """A copy of ``value`` if it is JSON that ``CheckResult`` keeps as it is (exact types), else ``_NOT_PLAIN``.
@@ -213,7 +215,7 @@ class Progress:
                     return self._combine()
             return self.value  # nothing changed and nothing reads the steps: the verdicts stand
         self._moved = False
-        changed = list(map(ChangeRow.of, rows))
+        changed = [_of(rows[0])] if len(rows) == 1 else list(map(_of, rows))  # most steps write one row
         ctx = self.ctx
         by_table = ctx.extend(changed)  # the step's rows by table, as the context files them
         stale = set(self._stale)
@@ -230,7 +232,9 @@ class Progress:
                         by_check[i] = [r]
                     else:
                         found.append(r)
-        ctx.forget(by_table)
+        ctx.memo.clear()  # ``ctx.forget(by_table)``, inlined (a frame a write step)
+        if ctx._kept_by_table:
+            ctx.forget(by_table)
         on_rows, on_changes, touches, held = self._on_rows, self._on_changes, self._touches, self._held
         if held:
             self._wake(changed)
