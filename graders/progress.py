@@ -26,9 +26,10 @@ A function with an ``on_step`` evaluator settles all of its table checks with on
 ``touches`` and an ``on_changes`` call per check (a review rubric has a check per comment it expects; asking each
 whether a note concerns it costs more than reading the note once, by file). It may answer ``LATER`` for a check
 whose score the step cannot move but whose evidence it did (a failing check listing every mail sent): that check
-is run again only when ``results`` asks, as a trace check no new step could move is. It is asked once with no
-rows when progress starts, so what it keeps for the episode (the note checks' groups by file) is built in the
-step that grades everything rather than in the first write.
+is run again only when ``results`` asks, as a trace check no new step could move is. An ``on_step`` function is
+asked once with no rows when progress starts, so what it keeps for the episode (the note checks' groups by file)
+is built in the step that grades everything rather than in the first write. An ``on_changes`` evaluator asked
+with rows may answer ``LATER`` too (``no_collateral_changes`` after rows its rules admit: only its count moved).
 
 What keeps a step cheap: lookups are kept across steps until a table they read changes
 (``GradingContext.kept``/``forget``), answers that cannot change during an episode are kept for it
