@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -18,9 +17,13 @@ from sqlalchemy.orm import Session
 from worlds.schema import ChangeLog
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class ChangeRow:
-    """One change-log row; ``key`` is the primary key, ``changes`` as in ``worlds.schema.ChangeLog``."""
+class ChangeRow(NamedTuple):
+    """One change-log row; ``key`` is the primary key, ``changes`` as in ``worlds.schema.ChangeLog``.
+
+    A named tuple rather than a frozen dataclass: the per-step progress score builds one for every row a step
+    writes, and a tuple is made by one call where a frozen dataclass's slots are set one call at a time (what
+    every write step of every family paid, ~3x the cost); it is as immutable, and its fields read alike.
+    """
 
     seq: int
     table: str
@@ -34,45 +37,44 @@ class ChangeRow:
     @classmethod
     def of(cls, row: ChangeRow | ChangeLog | Mapping[str, Any]) -> ChangeRow:
         """Normalise a ChangeLog ORM row or a dict (``table``/``table_name``, ``key``/``row_key``...)."""
-        if type(row) is not dict:  # a dict (a step's rows, the per-step progress path) is neither
-            if isinstance(row, ChangeRow):
-                return row
-            if isinstance(row, ChangeLog):
-                row = {
-                    "seq": row.seq,
-                    "table": row.table_name,
-                    "key": row.row_key,
-                    "op": row.op,
-                    "changes": row.changes,
-                    "actor_id": row.actor_id,
-                    "at": row.at.isoformat(),
-                    "tag": row.tag,
-                }
-        key = row["key"] if "key" in row else row.get("row_key")
-        at = row.get("at")
-        # built slot by slot: a frozen dataclass's __init__ costs ~10x, and progress builds every row of a step
-        out = object.__new__(cls)
-        _seq, _table, _key_, _op, _changes, _actor, _at, _tag = _SLOTS
-        seq = row["seq"]
-        _seq(out, seq if type(seq) is int else int(seq))
-        _table(out, str(row["table"] if "table" in row else row.get("table_name")))
-        if type(key) is str:  # a step's rows give JSON text: a key seen before is one lookup
-            key = _KEYS.get(key) or _key(key)
-        elif type(key) is not tuple:  # exact types first, then the general case
-            key = _key(key) if isinstance(key, str) else tuple(key) if isinstance(key, list | tuple) else (key,)
-        _key_(out, key)
-        _op(out, row["op"])
-        _changes(out, row.get("changes") or {})
-        _actor(out, row["actor_id"] if "actor_id" in row else row.get("actor"))
-        _at(out, at if at is None or isinstance(at, str) else at.isoformat())
-        _tag(out, row.get("tag"))
-        return out
+        if type(row) is dict:  # a step's rows (the per-step progress path): the keys the change log writes
+            key = row["key"] if "key" in row else row.get("row_key")
+            if type(key) is str:  # JSON text: a key seen before is one lookup
+                key = _KEYS.get(key) or _key(key)
+            elif type(key) is not tuple:
+                key = tuple(key) if isinstance(key, list) else (key,)
+            seq, at = row["seq"], row.get("at")
+            return _new(
+                cls,
+                (
+                    seq if type(seq) is int else int(seq),
+                    row["table"] if "table" in row else str(row.get("table_name")),
+                    key,
+                    row["op"],
+                    row.get("changes") or {},
+                    row["actor_id"] if "actor_id" in row else row.get("actor"),
+                    at if at is None or type(at) is str else at.isoformat(),
+                    row.get("tag"),
+                ),
+            )
+        if isinstance(row, ChangeRow):
+            return row
+        if isinstance(row, ChangeLog):
+            row = {
+                "seq": row.seq,
+                "table": row.table_name,
+                "key": row.row_key,
+                "op": row.op,
+                "changes": row.changes,
+                "actor_id": row.actor_id,
+                "at": row.at.isoformat(),
+                "tag": row.tag,
+            }
+        return cls.of(dict(row))
 
 
-_SLOTS = tuple(
-    getattr(ChangeRow, name).__set__ for name in ("seq", "table", "key", "op", "changes", "actor_id", "at", "tag")
-)
-"""The slot setters ``ChangeRow.of`` fills a new row with (a member descriptor's ``__set__`` skips the frozen check)."""
+_new = tuple.__new__
+"""Builds a ``ChangeRow`` from its fields in one call (its generated ``__new__`` takes them as arguments)."""
 
 
 _KEYS: dict[str, tuple[Any, ...]] = {}

@@ -48,6 +48,7 @@ from graders.checks_common import (
     usernames,
 )
 from graders.checks_common import table as schema_table
+from graders.registry import LATER, Later
 from worlds.rawsql import Sql
 from worlds.schema import TicketComment, TicketLabel
 from worlds.workflow import PRIORITIES, STATUSES, TICKET_TYPES
@@ -793,12 +794,15 @@ def _scoped(ctx: GradingContext, scope: Scope, table_name: str | None = None) ->
 
 def _collateral(ctx: GradingContext, allowed: list[AllowedChange], scope: Scope) -> tuple[float, str, dict[str, Any]]:
     """``no_collateral_changes``' verdict as (score, evidence, details): ``_collateral_on_changes`` (no rows given)."""
-    return _collateral_on_changes(ctx, (), allowed, scope)
+    verdict = _collateral_on_changes(ctx, (), allowed, scope)
+    if isinstance(verdict, Later):  # asked with no rows it always gives the verdict
+        raise TypeError("no_collateral_changes: no verdict without rows")
+    return verdict
 
 
 def _collateral_on_changes(
     ctx: GradingContext, rows: Sequence[ChangeRow], allowed: list[AllowedChange], scope: Scope = "actor"
-) -> tuple[float, str, dict[str, Any]]:
+) -> tuple[float, str, dict[str, Any]] | Later:
     """``no_collateral_changes``' verdict as (score, evidence, details), folding in only the log's new rows.
 
     The ``on_changes`` evaluator of ``graders.progress`` itself (``rows`` are in the log, which it reads from
@@ -818,11 +822,20 @@ def _collateral_on_changes(
     # the violations' listing and how many violations it lists]
     seen: list[Any] | None = ctx.lasting.get(key)
     log = ctx.log
+    fresh = False  # a state built now (a grade, not a step): no verdict before it to let stand
     if seen is None or seen[0] > len(log):
+        fresh = True
         seen = ctx.lasting[key] = [0, 0, [], _shapes(allowed), None, "", -1, _named_rows(ctx, allowed), set()]
     elif seen[0] == len(log) and seen[4] is not None:
         verdict: tuple[float, str, dict[str, Any]] = seen[4]
         return verdict
+    elif rows and seen[0] == len(log) - 1:  # a step that wrote one row (most do): what the loop below does for
+        row = log[-1]  # the agent's row that a rule without keys admits, in a few lookups
+        if (scope == "all" or row.actor_id == ctx.actor_id) and (seen[7] is None or row.table not in _NATURAL):
+            shape = (row.table, row.op, *row.changes) if row.op == "update" else (row.table, row.op)
+            if seen[3].get(shape) is True:
+                seen[0], seen[1], seen[4] = seen[0] + 1, seen[1] + 1, None
+                return LATER
     shapes: dict[tuple[Any, ...], bool | tuple[frozenset[str], ...]] = seen[3]
     judged: list[tuple[ChangeRow, bool | None]] = []  # rows not admitted yet; None: only keyed rules may admit it
     admitted = 0  # rows the rules admit (counted, not listed: most rows are)
@@ -872,9 +885,16 @@ def _collateral_on_changes(
             judged.append((row, None))
             keyed[row.seq] = rule
     seen[0] = len(log)
-    if not judged and not admitted and seen[4] is not None:
-        verdict = seen[4]  # none of the new rows is judged: the verdict stands, the very same tuple
-        return verdict
+    if not judged:
+        if rows and not fresh and (admitted or seen[4] is None):
+            # asked with rows (progress): none is a violation, so the score stands and only the count in the
+            # evidence moved; the verdict is built when the results are asked for (``_collateral`` asks with none)
+            seen[1] += admitted
+            seen[4] = None
+            return LATER
+        if not admitted and seen[4] is not None:
+            verdict = seen[4]  # none of the new rows is judged: the verdict stands, the very same tuple
+            return verdict
     natural = _natural_keys(ctx, [r for r, ok in judged if ok is None and r.table in _NATURAL]) if keyed else {}
     seen[1] += admitted + len(judged)
     violations: list[ChangeRow] = seen[2]

@@ -26,9 +26,10 @@ A function with an ``on_step`` evaluator settles all of its table checks with on
 ``touches`` and an ``on_changes`` call per check (a review rubric has a check per comment it expects; asking each
 whether a note concerns it costs more than reading the note once, by file). It may answer ``LATER`` for a check
 whose score the step cannot move but whose evidence it did (a failing check listing every mail sent): that check
-is run again only when ``results`` asks, as a trace check no new step could move is. It is asked once with no
-rows when progress starts, so what it keeps for the episode (the note checks' groups by file) is built in the
-step that grades everything rather than in the first write.
+is run again only when ``results`` asks, as a trace check no new step could move is. An ``on_step`` function is
+asked once with no rows when progress starts, so what it keeps for the episode (the note checks' groups by file)
+is built in the step that grades everything rather than in the first write. An ``on_changes`` evaluator asked
+with rows may answer ``LATER`` too (``no_collateral_changes`` after rows its rules admit: only its count moved).
 
 What keeps a step cheap: lookups are kept across steps until a table they read changes
 (``GradingContext.kept``/``forget``), answers that cannot change during an episode are kept for it
@@ -76,6 +77,8 @@ def _seq(row: ChangeRow) -> int:
 
 
 _NOT_PLAIN = object()
+
+_of = ChangeRow.of
 
 
 def _plain_copy(value: Any) -> Any:
@@ -213,7 +216,7 @@ class Progress:
                     return self._combine()
             return self.value  # nothing changed and nothing reads the steps: the verdicts stand
         self._moved = False
-        changed = list(map(ChangeRow.of, rows))
+        changed = [_of(rows[0])] if len(rows) == 1 else list(map(_of, rows))  # most steps write one row
         ctx = self.ctx
         by_table = ctx.extend(changed)  # the step's rows by table, as the context files them
         stale = set(self._stale)
@@ -230,7 +233,9 @@ class Progress:
                         by_check[i] = [r]
                     else:
                         found.append(r)
-        ctx.forget(by_table)
+        ctx.memo.clear()  # ``ctx.forget(by_table)``, inlined (a frame a write step)
+        if ctx._kept_by_table:
+            ctx.forget(by_table)
         on_rows, on_changes, touches, held = self._on_rows, self._on_changes, self._touches, self._held
         if held:
             self._wake(changed)
@@ -275,6 +280,8 @@ class Progress:
                 out = None
             if out is None:
                 stale.add(i)
+            elif out is LATER:  # the score stands, the evidence moved: asked again when results are
+                self._lagging.add(i)
             elif out is not outcomes[i]:
                 self._store(i, out)
         if self._grouped and not self._group_tables.isdisjoint(by_table):
@@ -290,6 +297,8 @@ class Progress:
                 out = None
             if out is None:
                 stale.add(i)
+            elif out is LATER:  # the score stands, the evidence moved: asked again when results are
+                self._lagging.add(i)
             elif out is not outcomes[i]:
                 self._store(i, out)
         if stale:
@@ -320,6 +329,9 @@ class Progress:
                     found = evaluate(ctx, [], **kwargs[i])
                 except Exception:  # an evaluator that fails leaves it to the check itself: exactness first
                     found = None
+                if found is LATER:
+                    self._lagging.add(i)
+                    continue
                 if found is not None:
                     if found is not self._outcomes[i]:
                         self._store(i, found)
@@ -455,7 +467,7 @@ class Progress:
             found = evaluate(self.ctx, rows, **self._kwargs[i])
         except Exception:  # an evaluator that fails leaves it to the check itself: exactness first
             return False
-        if found is None:
+        if found is None or found is LATER:  # LATER: asked with no rows, it should not say that; re-run it
             return False
         if found is not self._outcomes[i]:
             self._store(i, found)  # (score, evidence, plain JSON details), as the registry asks of on_rows

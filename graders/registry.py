@@ -98,13 +98,15 @@ class CheckFnSpec:
     are ``rows`` (their change-log after-images), decided without a query, as ``(score, evidence, details)``
     (details plain JSON: what the function's CheckOutcome would carry), or None when the rows cannot tell (the
     check is re-run). It must equal the function's outcome exactly; the tests compare them."""
-    on_changes: Callable[..., tuple[float, str, Mapping[str, Any]] | None] | None = None
+    on_changes: Callable[..., tuple[float, str, Mapping[str, Any]] | Later | None] | None = None
     """``on_changes(ctx, rows, **params)``: for a check that declares ``reads`` (no ``rows``), the verdict after
     a step whose changes to those tables are ``rows`` (the ``touches`` hook, if any, said one matters), decided
     from the rows and what ``ctx.lasting`` keeps, as ``on_rows`` does; None re-runs the check. A check that
     declares neither ``reads`` nor ``rows`` may have one too: it then sees every row of the step (and its
     ``touches`` hook, if any, every row), as ``no_collateral_changes`` does, which judges only the new rows; and
-    so may a trace check, asked after every step instead of re-running (``no_tool_errors`` reads the new steps)."""
+    so may a trace check, asked after every step instead of re-running (``no_tool_errors`` reads the new steps).
+    Asked with rows it may answer ``LATER`` as ``on_step`` may (``no_collateral_changes`` after rows the rules
+    admit: only the count in its evidence moved); asked with none it must give the verdict."""
     holds: Callable[..., tuple[Any, Any, Any] | None] | None = None
     """``holds(ctx, **params)``: for a ``reads`` check with ``on_changes``, asked right after the evaluator gave
     a verdict: ``(rows, tables, columns)`` such that the verdict stands until a step changes one of ``rows``
@@ -193,7 +195,7 @@ def check_fn(
     touches: Callable[..., bool] | None = None,
     columns: Callable[..., frozenset[str]] | None = None,
     on_rows: Callable[..., tuple[float, str, Mapping[str, Any]] | None] | None = None,
-    on_changes: Callable[..., tuple[float, str, Mapping[str, Any]] | None] | None = None,
+    on_changes: Callable[..., tuple[float, str, Mapping[str, Any]] | Later | None] | None = None,
     holds: Callable[..., tuple[Any, Any, Any] | None] | None = None,
     on_step: Callable[..., Mapping[int, tuple[float, str, Mapping[str, Any]] | Later | None]] | None = None,
     moved_by: tuple[str, ...] | None = None,
