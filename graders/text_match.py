@@ -422,12 +422,11 @@ def contains_verdict(sections: Sections, document: str, kw: dict[str, Any]) -> V
                 return 1.0, f"{name}: in section {sections[i][0]!r}", {}
     said = sections.matching(pattern)
     first, others = -1, False  # the first named section that matches, and whether another section does
-    for i, m in enumerate(said):
-        if m:
-            if not under[i]:
-                others = True
-            elif first < 0:
-                first = i
+    for i in compress(range(len(said)), said):  # only the sections that match: one or two of a dozen
+        if not under[i]:
+            others = True
+        elif first < 0:
+            first = i
     if first >= 0 and not (only_there and others):  # a pass names the first section: no list is built
         return 1.0, f"{name}: in section {sections[first][0]!r}", {}
     hits = [h for (h, _), u, m in zip(sections, under, said, strict=True) if u and m]
@@ -478,20 +477,18 @@ def once_verdict(sections: Sections, document: str, kw: dict[str, Any]) -> Verdi
     """``doc_mentions_once``' verdict on a text document's parse: every match in a body or a heading, counted."""
     pattern = kw["pattern"]
     name = kw.get("label") or pattern
-    finditer = rx(pattern).finditer
     may = sections.matching(pattern)  # the sections whose text matches at all (kept per section across writes)
-    lowered = sections.texts_low
-    where = (
-        [
-            heading or "(before the first heading)"
-            for i, ((heading, body), yes) in enumerate(zip(sections, may, strict=True))
-            if yes
-            for _ in finditer(body, _first_at(pattern, lowered[i]))
-        ]
-        if True in may
-        else []
-    )
-    where += _heads_naming(pattern, sections.heads)
+    heads = sections.heads
+    where: list[str] = []
+    if True in may:  # only the sections that match are searched again, to count (one or two of a dozen)
+        finditer, texts, lowered = rx(pattern).finditer, sections.texts, sections.texts_low
+        for i in compress(range(len(may)), may):
+            heading = heads[i] or "(before the first heading)"
+            for _ in finditer(texts[i], _first_at(pattern, lowered[i])):
+                where.append(heading)
+    named = _heads_naming(pattern, heads)
+    if named:
+        where += named
     if len(where) == 1:
         return 1.0, f"{name}: named once in {document}, under {where[0]}", {}
     if not where:
