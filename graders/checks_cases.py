@@ -518,7 +518,7 @@ class _CaseIndex:
     ``busy`` stays set if a call failed half-way (the progress then re-ran the checks): the index is rebuilt.
     """
 
-    __slots__ = ("busy", "by_ref", "columns", "filed", "params", "passed", "posts", "replies")
+    __slots__ = ("busy", "by_ref", "columns", "filed", "params", "passed", "posts", "refs", "replies")
 
     def __init__(self, ctx: GradingContext, params: list[Mapping[str, Any]], rows: list[ChangeRow]) -> None:
         self.params = params
@@ -528,8 +528,10 @@ class _CaseIndex:
         self.replies: list[int] = []  # the checks that read the mail
         self.posts: list[int] = []  # the checks that read the posts
         self.passed: set[int] = set()
+        self.refs: list[str] = []  # each check's reference in lower case (``filed``'s key), lowered once
         for pos, kw in enumerate(params):
-            self.by_ref.setdefault(kw["reference"].lower(), []).append(pos)
+            self.refs.append(kw["reference"].lower())
+            self.by_ref.setdefault(self.refs[-1], []).append(pos)
             if kw["fields"]:
                 self.columns[pos] = field_columns(kw["fields"])
             if kw["reply_to"] is not None:
@@ -550,11 +552,11 @@ class _CaseIndex:
     def keyed(self, positions: list[int], text: str) -> set[int]:
         """Those of ``positions`` not passing whose case has one ticket and whose key ``text`` (lower case) gives."""
         out = set()
-        filed, params, passed = self.filed, self.params, self.passed
+        filed, refs, passed = self.filed, self.refs, self.passed
         for pos in positions:
             if pos in passed:
                 continue
-            found = filed[params[pos]["reference"].lower()]
+            found = filed[refs[pos]]
             if len(found) == 1 and found[0].key.lower() in text:
                 out.add(pos)
         return out
@@ -619,7 +621,7 @@ def _case_moved(ctx: GradingContext, index: _CaseIndex, rows: list[ChangeRow]) -
                 continue
             for pos, columns in index.columns.items():  # an edit of a case's ticket: its ``fields`` checks
                 if not columns.isdisjoint(row.changes):
-                    filed = index.filed[index.params[pos]["reference"].lower()]
+                    filed = index.filed[index.refs[pos]]
                     if any(t.id == row.key[0] for t in filed):
                         moved.add(pos)
         elif table == "posts":
@@ -649,7 +651,7 @@ def _case_decide(
         ref = kw["reference"]
         head = heads.get((ref, kw["project"]))
         if head is None:
-            head = heads[ref, kw["project"]] = _case_head(index.filed[ref.lower()], kw["project"], ref)
+            head = heads[ref, kw["project"]] = _case_head(index.filed[index.refs[pos]], kw["project"], ref)
         if not isinstance(head, CaseTicket):
             out[pos] = verdict = head
         else:

@@ -99,10 +99,12 @@ def _fold_posts(ctx: GradingContext, log: PostLog, posts: list[ChangeRow], chann
         if last is not None and row.key[0] <= last:
             return False  # out of id order: the query's ORDER BY would differ from the log's
         last = row.key[0]
-    wanted = sorted({row.changes["channel_id"] for row in new} - names.keys())
-    if wanted:
+    unknown = {row.changes["channel_id"] for row in new} - names.keys()
+    if unknown:
+        wanted = sorted(unknown)
         names.update(dict.fromkeys(wanted))
         names.update({int(i): str(n) for i, n in rows_in(ctx, _CHANNEL_NAME, wanted)})
+    authors = log.authors
     for row in new:
         name = names[row.changes["channel_id"]]
         if name is None:
@@ -110,8 +112,12 @@ def _fold_posts(ctx: GradingContext, log: PostLog, posts: list[ChangeRow], chann
         post = LoggedPost(row.key[0], name, row.changes["author_id"], row.changes["message"])
         log.posts.append(post)
         log.by_id[post.id] = post
-        log.first.setdefault(name, post.id)
-        log.authors.setdefault(name, set()).add(post.author_id)
+        who = authors.get(name)
+        if who is None:  # the channel's first post this episode (no empty set made for every later one)
+            log.first[name] = post.id
+            authors[name] = {post.author_id}
+        else:
+            who.add(post.author_id)
     log.posts_seen = len(posts)
     return True
 
