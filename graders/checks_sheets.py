@@ -417,9 +417,13 @@ class _CellCheck:
 
     ``verdict`` gives the function's verdict (``_cell_verdict``) from the cell's JSON: a write that fills a
     budget decides a check per cell, so it is one call that reads the value and compares it itself.
+    ``exact``/``hit``: the JSON value that is the expected one to the letter (a float for a number, the very
+    string for text; None for the rest) and the passing verdict it gets, built once and handed back by
+    identity. The cells such a write fills mostly hold exactly what is expected, so that verdict costs one
+    comparison, no evidence built, and progress stores nothing when the check already had it.
     """
 
-    __slots__ = ("formula", "head", "kind", "ref", "sheet", "tail", "tolerance", "want")
+    __slots__ = ("exact", "formula", "head", "hit", "kind", "ref", "sheet", "tail", "tolerance", "want")
 
     def __init__(self, sheet: int, ref: str, p: Mapping[str, Any]) -> None:
         self.sheet, self.ref = sheet, ref
@@ -428,6 +432,13 @@ class _CellCheck:
         self.formula: bool = p.get("formula", False)
         self.head = f"{p.get('label') or p['cell']}: {p['cell']} is "
         self.tail = f" (expected {_show(p['value'])})"
+        self.exact: float | str | None = None
+        self.hit: Verdict | None = None
+        if self.kind != _EXACT:
+            exact = float(p["value"]) if self.kind == _NUMBER else p["value"]
+            found = self.verdict([exact, "="])  # the slow path's verdict, so the two cannot differ
+            if found[0] == 1.0:  # (not for a NaN, which equals nothing)
+                self.exact, self.hit = exact, found
 
     def decide(self, doc: _Doc) -> Verdict:
         """The check's verdict on ``doc``'s cells."""
@@ -435,6 +446,15 @@ class _CellCheck:
 
     def verdict(self, cell: list[Any] | None) -> Verdict:
         """The check's verdict when its cell's JSON is ``cell`` (None: empty)."""
+        if cell is not None:
+            exact = self.exact
+            if (
+                cell[0] == exact
+                and type(cell[0]) is type(exact)
+                and (cell[1] is not None or not self.formula)
+                and self.hit is not None
+            ):
+                return self.hit
         if cell is None:
             actual = formula = None
             shown = "None"
