@@ -25,7 +25,7 @@ import re
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from itertools import compress
-from operator import ne
+from operator import itemgetter, ne
 from typing import Annotated, Any
 
 from pydantic import Field
@@ -227,11 +227,30 @@ def _cells_moved(old: dict[str, Any], new: dict[str, Any]) -> tuple[list[_Cells]
             cells = list(map(now.__getitem__, changed))
             if set(map(type, cells)) != {list} or set(map(len, cells)) != {2}:
                 return None
+        if bool in set(map(type, map(_first, now.values()))) or bool in set(map(type, map(_first, had.values()))):
+            changed = _flips(now, had, changed)
         if len(had) + len(added) != len(now):  # some were cleared (a loop over the old cells only then)
             changed += [ref for ref in had if ref not in now]
         cells_of.append(now)
         moved.append(changed)
     return cells_of, moved
+
+
+_first = itemgetter(0)
+
+
+def _flips(now: _Cells, had: _Cells, changed: _Moved) -> _Moved:
+    """``changed`` and the cells whose value turned from a number to a boolean or back.
+
+    ``1.0 == True`` and ``0.0 == False`` to Python, so the diff calls such a cell unchanged, but to the checks it
+    is not (``True`` is no number). Asked only when a sheet holds a boolean (rare: the scan for one is in C).
+    """
+    moved = set(changed)
+    for ref, cell in now.items():
+        was = had.get(ref)
+        if ref not in moved and was is not None and (type(cell[0]) is bool) != (type(was[0]) is bool):
+            changed = [*changed, ref]
+    return changed
 
 
 def _before(rows: list[ChangeRow], row: tuple[Any, ...], version: Any, content: dict[str, Any]) -> Any:

@@ -69,3 +69,29 @@ def test_a_cell_holding_the_expected_value_gets_one_kept_verdict_and_near_misses
     assert [v[0] for v in missed.values()] == [1.0, 0.0, 1.0, 0.0]  # no formula; True is not the number 1
     assert all(first[pos][0] == 1.0 for pos in first)
     assert all(again[pos] is first[pos] for pos in first), "the passing verdict is handed back by identity"
+
+
+def test_a_value_that_turns_from_number_to_boolean_is_a_change_though_python_calls_them_equal():
+    """``1.0 == True`` (and ``0.0 == False``): the diff must still see the cell moved, as the function does."""
+    spec = check_fn_spec("sheet_cell_equals")
+    assert spec.on_step is not None
+    asks = [*ASKS, {"document": PATH, "cell": "F2", "value": 0}]
+    ctx = GradingContext(session=None, actor_id=1)  # type: ignore[arg-type]
+    row = _row(_book([40.0, None], [52.5, "=1"], [" Travel ", None], [1.0, None]), 1)
+    row[4]["sheets"][0]["cells"]["F2"] = [0.0, None]  # no boolean before: the first write brings one in
+    ctx.memo[("document", PATH)] = row
+    spec.on_step(ctx, [], asks)
+    kept = {pos: _function(row, p) for pos, p in enumerate(asks)}
+    flips = [([True, None], [0.0, None]), ([1.0, None], [False, None]), ([1, None], [0, None])]
+    for step, (e2, f2) in enumerate(flips, start=2):
+        content = _book([40.0, None], [52.5, "=1"], [" Travel ", None], e2)
+        content["sheets"][0]["cells"]["F2"] = f2
+        changes = {"content": [row[4], content], "version": [step - 1, step]}
+        row = _row(content, step)
+        rows = [ChangeRow.of({"seq": step, "table": "documents", "key": [1], "op": "update", "changes": changes})]
+        ctx.forget()
+        ctx.memo[("document", PATH)] = row
+        for pos, out in spec.on_step(ctx, rows, asks).items():
+            kept[pos] = _function(row, asks[pos]) if out is None else out
+        for pos, p in enumerate(asks):
+            assert kept[pos] == _function(row, p), (step, pos)
