@@ -25,7 +25,7 @@ import re
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from itertools import compress
-from operator import ne
+from operator import itemgetter, ne
 from typing import Annotated, Any
 
 from pydantic import Field
@@ -227,11 +227,30 @@ def _cells_moved(old: dict[str, Any], new: dict[str, Any]) -> tuple[list[_Cells]
             cells = list(map(now.__getitem__, changed))
             if set(map(type, cells)) != {list} or set(map(len, cells)) != {2}:
                 return None
+        if bool in set(map(type, map(_first, now.values()))) or bool in set(map(type, map(_first, had.values()))):
+            changed = _flips(now, had, changed)
         if len(had) + len(added) != len(now):  # some were cleared (a loop over the old cells only then)
             changed += [ref for ref in had if ref not in now]
         cells_of.append(now)
         moved.append(changed)
     return cells_of, moved
+
+
+_first = itemgetter(0)
+
+
+def _flips(now: _Cells, had: _Cells, changed: _Moved) -> _Moved:
+    """``changed`` and the cells whose value turned from a number to a boolean or back.
+
+    ``1.0 == True`` and ``0.0 == False`` to Python, so the diff calls such a cell unchanged, but to the checks it
+    is not (``True`` is no number). Asked only when a sheet holds a boolean (rare: the scan for one is in C).
+    """
+    moved = set(changed)
+    for ref, cell in now.items():
+        was = had.get(ref)
+        if ref not in moved and was is not None and (type(cell[0]) is bool) != (type(was[0]) is bool):
+            changed = [*changed, ref]
+    return changed
 
 
 def _before(rows: list[ChangeRow], row: tuple[Any, ...], version: Any, content: dict[str, Any]) -> Any:
@@ -417,9 +436,13 @@ class _CellCheck:
 
     ``verdict`` gives the function's verdict (``_cell_verdict``) from the cell's JSON: a write that fills a
     budget decides a check per cell, so it is one call that reads the value and compares it itself.
+    ``exact``/``hit``: the JSON value that is the expected one to the letter (a float for a number, the very
+    string for text; None for the rest) and the passing verdict it gets, built once and handed back by
+    identity. The cells such a write fills mostly hold exactly what is expected, so that verdict costs one
+    comparison, no evidence built, and progress stores nothing when the check already had it.
     """
 
-    __slots__ = ("formula", "head", "kind", "ref", "sheet", "tail", "tolerance", "want")
+    __slots__ = ("exact", "formula", "head", "hit", "kind", "ref", "sheet", "tail", "tolerance", "want")
 
     def __init__(self, sheet: int, ref: str, p: Mapping[str, Any]) -> None:
         self.sheet, self.ref = sheet, ref
@@ -428,6 +451,13 @@ class _CellCheck:
         self.formula: bool = p.get("formula", False)
         self.head = f"{p.get('label') or p['cell']}: {p['cell']} is "
         self.tail = f" (expected {_show(p['value'])})"
+        self.exact: float | str | None = None
+        self.hit: Verdict | None = None
+        if self.kind != _EXACT:
+            exact = float(p["value"]) if self.kind == _NUMBER else p["value"]
+            found = self.verdict([exact, "="])  # the slow path's verdict, so the two cannot differ
+            if found[0] == 1.0:  # (not for a NaN, which equals nothing)
+                self.exact, self.hit = exact, found
 
     def decide(self, doc: _Doc) -> Verdict:
         """The check's verdict on ``doc``'s cells."""
@@ -435,6 +465,15 @@ class _CellCheck:
 
     def verdict(self, cell: list[Any] | None) -> Verdict:
         """The check's verdict when its cell's JSON is ``cell`` (None: empty)."""
+        if cell is not None:
+            exact = self.exact
+            if (
+                cell[0] == exact
+                and type(cell[0]) is type(exact)
+                and (cell[1] is not None or not self.formula)
+                and self.hit is not None
+            ):
+                return self.hit
         if cell is None:
             actual = formula = None
             shown = "None"
