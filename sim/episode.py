@@ -15,9 +15,9 @@ costs simulated time; ``writes``: reads are free, neither turns nor time, for cl
 ``companysim serve``), ``prompt_via`` (``system``, the default: the task is the prompt; ``manager``: setup sends
 the task as a direct message from the actor's manager and the prompt only says to check messages, with the
 family's rubric and oracle unchanged; ``scenarios.variants``), ``progress``
-(true: each step's info carries the rubric's partial score, ``graders.progress``, ~20-60 us a step for the
-ticket and case families; the default false gives None). A malformed action, an unknown tool or bad arguments
-is an error observation with a stable code, and the episode goes on.
+(true: each step's info carries the rubric's partial score, ``graders.progress``, 10-53 us of CPU a step by
+family, ``bench/results/grading.json``; the default false gives None). A malformed action, an unknown tool or
+bad arguments is an error observation with a stable code, and the episode goes on.
 A context manager; one never closed frees its checkouts when collected.
 """
 
