@@ -267,3 +267,42 @@ def evaluated(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str, bool]]:
     monkeypatch.setattr(progress.Progress, "_start", spied_start)
     monkeypatch.setattr(progress.Progress, "_bind_rows", spied_bind)
     return calls
+
+
+@pytest.fixture
+def settled(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[str]]:
+    """Per check function, how the steps after the first settled it: ``decided`` (from the rows) or ``rerun``.
+
+    Shared by the step-by-step tests that assert a path decides checks without re-running their functions.
+    """
+    from graders import progress
+
+    found: dict[str, list[str]] = {"decided": [], "rerun": []}
+    state = {"later": False, "running": False}
+    run, store, update = progress.Progress._run, progress.Progress._store, progress.Progress.update
+
+    def counted(self, rows):
+        state["later"] = self._started
+        try:
+            return update(self, rows)
+        finally:
+            state["later"] = False
+
+    def ran(self, i):
+        if state["later"]:
+            found["rerun"].append(self._checks[i].fn)
+        state["running"] = True
+        try:
+            run(self, i)
+        finally:
+            state["running"] = False
+
+    def stored(self, i, outcome):
+        if state["later"] and not state["running"]:
+            found["decided"].append(self._checks[i].fn)
+        store(self, i, outcome)
+
+    monkeypatch.setattr(progress.Progress, "update", counted)
+    monkeypatch.setattr(progress.Progress, "_run", ran)
+    monkeypatch.setattr(progress.Progress, "_store", stored)
+    return found

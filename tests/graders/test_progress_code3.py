@@ -20,7 +20,6 @@ from pathlib import Path
 
 import pytest
 
-import graders.progress as progress
 from graders import checks_code
 from mcp_tools.errors import InvalidPath, TooLarge
 from mcp_tools.git import pipeline, trees
@@ -42,40 +41,6 @@ NOTE_FNS = {
 def episode(store):
     with Checked("code-review-v0", store=store) as ep:
         yield ep
-
-
-@pytest.fixture
-def settled(monkeypatch):
-    """Per check function, how the steps after the first settled it: ``decided`` (from the rows) or ``rerun``."""
-    found: dict[str, list[str]] = {"decided": [], "rerun": []}
-    state = {"later": False, "running": False}
-    run, store, update = progress.Progress._run, progress.Progress._store, progress.Progress.update
-
-    def counted(self, rows):
-        state["later"] = self._started
-        try:
-            return update(self, rows)
-        finally:
-            state["later"] = False
-
-    def ran(self, i):
-        if state["later"]:
-            found["rerun"].append(self._checks[i].fn)
-        state["running"] = True
-        try:
-            run(self, i)
-        finally:
-            state["running"] = False
-
-    def stored(self, i, outcome):
-        if state["later"] and not state["running"]:
-            found["decided"].append(self._checks[i].fn)
-        store(self, i, outcome)
-
-    monkeypatch.setattr(progress.Progress, "update", counted)
-    monkeypatch.setattr(progress.Progress, "_run", ran)
-    monkeypatch.setattr(progress.Progress, "_store", stored)
-    return found
 
 
 def _start(episode, seed, difficulty):

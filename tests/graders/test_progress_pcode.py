@@ -14,7 +14,6 @@ import dataclasses
 
 import pytest
 
-import graders.progress as progress
 from graders import registry
 from sim.agents import EpisodeEnv, run_agent
 from tests.graders.test_progress import Checked
@@ -28,40 +27,6 @@ NOTE_FNS = {"merge_request_note_names", "merge_request_note_spares", "merge_requ
 def episode(store):
     with Checked(SCENARIO, store=store) as ep:
         yield ep
-
-
-@pytest.fixture
-def paths(monkeypatch):
-    """Per check function, how ``Progress`` settled it after its first step: ``decided`` from the rows, ``rerun``."""
-    found: dict[str, list[str]] = {"decided": [], "rerun": []}
-    state = {"later": False, "running": False}
-    run, store, update = progress.Progress._run, progress.Progress._store, progress.Progress.update
-
-    def counted(self, rows):
-        state["later"] = self._started
-        try:
-            return update(self, rows)
-        finally:
-            state["later"] = False
-
-    def ran(self, i):
-        if state["later"]:
-            found["rerun"].append(self._checks[i].fn)
-        state["running"] = True
-        try:
-            run(self, i)
-        finally:
-            state["running"] = False
-
-    def stored(self, i, outcome):
-        if state["later"] and not state["running"]:
-            found["decided"].append(self._checks[i].fn)
-        store(self, i, outcome)
-
-    monkeypatch.setattr(progress.Progress, "update", counted)
-    monkeypatch.setattr(progress.Progress, "_run", ran)
-    monkeypatch.setattr(progress.Progress, "_store", stored)
-    return found
 
 
 class _Messy:
@@ -83,8 +48,8 @@ class _Messy:
         return self.env.call(name, **arguments)
 
 
-def test_the_oracle_and_random_agree_with_a_full_grade_and_notes_are_decided_from_their_rows(episode, paths):
-    decided, reruns = paths["decided"], paths["rerun"]
+def test_the_oracle_and_random_agree_with_a_full_grade_and_notes_are_decided_from_their_rows(episode, settled):
+    decided, reruns = settled["decided"], settled["rerun"]
     for difficulty in (1, 3):
         assert run_agent(episode, "oracle", difficulty, {"difficulty": difficulty, "progress": True}).value == 1.0
     assert run_agent(episode, "random", 2, {"progress": True}).value <= 0.1
@@ -95,8 +60,8 @@ def test_the_oracle_and_random_agree_with_a_full_grade_and_notes_are_decided_fro
     assert "merge_request_state" not in reruns  # a note bumps updated_at, a column the gate does not read
 
 
-def test_repeated_notes_false_flags_an_approval_and_a_merge_agree_with_a_full_grade(episode, paths):
-    decided, reruns = paths["decided"], paths["rerun"]
+def test_repeated_notes_false_flags_an_approval_and_a_merge_agree_with_a_full_grade(episode, settled):
+    decided, reruns = settled["decided"], settled["rerun"]
     before = episode.compared
     prompt, info = episode.reset(seed=4, options={"difficulty": 2, "progress": True})
     p = episode.instance.params
@@ -109,8 +74,8 @@ def test_repeated_notes_false_flags_an_approval_and_a_merge_agree_with_a_full_gr
     assert "merge_request_note_spares" in decided and not NOTE_FNS.intersection(reruns)
 
 
-def test_a_merge_is_read_from_the_update_and_gates_the_score(episode, paths):
-    decided = paths["decided"]
+def test_a_merge_is_read_from_the_update_and_gates_the_score(episode, settled):
+    decided = settled["decided"]
     prompt, info = episode.reset(seed=5, options={"difficulty": 0, "progress": True})
     p = episode.instance.params
     env = EpisodeEnv(episode, prompt, info)
@@ -124,7 +89,7 @@ def test_a_merge_is_read_from_the_update_and_gates_the_score(episode, paths):
     assert next(c for c in score.checks if c.id == "still-open").evidence.endswith("is merged (wanted open)")
 
 
-def test_without_on_step_the_per_check_hooks_decide_the_same_verdicts(episode, paths, monkeypatch):
+def test_without_on_step_the_per_check_hooks_decide_the_same_verdicts(episode, settled, monkeypatch):
     """The ``touches``/``on_changes`` pair each note function also declares, for a progress without ``on_step``."""
     for name in (*NOTE_FNS, "merge_request_review_says"):
         spec = registry.check_fn_spec(name)
@@ -132,11 +97,11 @@ def test_without_on_step_the_per_check_hooks_decide_the_same_verdicts(episode, p
     prompt, info = episode.reset(seed=4, options={"difficulty": 2, "progress": True})
     p = episode.instance.params
     episode.family.oracle(_Messy(EpisodeEnv(episode, prompt, info), p["mr_id"], p["repo"]))
-    assert {"merge_request_note_names", "merge_request_note_spares", "merge_request_verdict"} <= set(paths["decided"])
-    assert not NOTE_FNS.intersection(paths["rerun"])
+    assert {"merge_request_note_names", "merge_request_note_spares", "merge_request_verdict"} <= set(settled["decided"])
+    assert not NOTE_FNS.intersection(settled["rerun"])
 
 
-def test_an_edited_note_re_runs_the_note_checks_and_still_agrees_with_a_full_grade(episode, paths):
+def test_an_edited_note_re_runs_the_note_checks_and_still_agrees_with_a_full_grade(episode, settled):
     """No tool edits a note, but the after-image path must not assume it: an update re-runs every note check."""
     prompt, info = episode.reset(seed=6, options={"difficulty": 1, "progress": True})
     p = episode.instance.params
@@ -146,10 +111,10 @@ def test_an_edited_note_re_runs_the_note_checks_and_still_agrees_with_a_full_gra
     session = episode._live.ctx.session
     said = f"{v['file']} line {v['line']}: {v['rule']}"
     Sql.of(session).update("merge_request_notes", note["id"], {"body": (note["body"], said)})
-    before, compared = len(paths["rerun"]), episode.compared
+    before, compared = len(settled["rerun"]), episode.compared
     # the next write folds the edit in with its own note; Checked compares the step with a full grade
     env.call("git_mr_comment", mr_id=p["mr_id"], body=f"{v['file']}: and one more note after the edit")
-    assert episode.compared == compared + 1 and "merge_request_note_names" in paths["rerun"][before:]
+    assert episode.compared == compared + 1 and "merge_request_note_names" in settled["rerun"][before:]
     env.call("git_mr_comment", mr_id=p["mr_id"], body=f"{v['file']} line {v['line']}: {v['rule']} again")
     env.call("submit", summary="done")
     assert episode.grade().value == 0.0  # no verdict: the spares and kept rules count for nothing
