@@ -272,6 +272,11 @@ class Progress:
             if len(by_table) > 1:
                 check_rows.sort(key=_seq)
             asking.append((i, on_changes[i], check_rows))
+        hooks, gated = self._step_hooks, self._gated
+        name = _last_name(ctx.steps) if gated else ""
+        for i in self._traced:  # trace checks that fold the new steps in themselves
+            if not ((gated and self._shut(i, name)) or (hooks and self._still(i))):
+                asking.append((i, on_changes[i], changed))
         outcomes, kwargs = self._outcomes, self._kwargs
         for i, evaluate, check_rows in asking:  # what ``_decided`` does, inlined
             try:
@@ -286,21 +291,6 @@ class Progress:
                 self._store(i, out)
         if self._grouped and not self._group_tables.isdisjoint(by_table):
             self._step_groups(by_table, stale)
-        hooks, gated = self._step_hooks, self._gated
-        name = _last_name(ctx.steps) if gated else ""
-        for i in self._traced:  # trace checks that fold the new steps in themselves
-            if (gated and self._shut(i, name)) or (hooks and self._still(i)):
-                continue
-            try:
-                out = on_changes[i](ctx, changed, **kwargs[i])
-            except Exception:  # as above
-                out = None
-            if out is None:
-                stale.add(i)
-            elif out is LATER:  # the score stands, the evidence moved: asked again when results are
-                self._lagging.add(i)
-            elif out is not outcomes[i]:
-                self._store(i, out)
         if stale:
             for i in sorted(stale) if len(stale) > 1 else stale:
                 self._run(i)
