@@ -306,3 +306,22 @@ def settled(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[str]]:
     monkeypatch.setattr(progress.Progress, "_run", ran)
     monkeypatch.setattr(progress.Progress, "_store", stored)
     return found
+
+
+@pytest.fixture
+def without_on_step(monkeypatch: pytest.MonkeyPatch) -> Any:
+    """A function that turns the named check functions' ``on_step`` evaluators off for the rest of the test.
+
+    Their per-check ``touches``/``on_changes`` hooks then decide, so a test can hold both paths to the same
+    verdicts (a progress made before the call keeps the evaluators it indexed).
+    """
+    import dataclasses
+
+    from graders import registry
+
+    def strip(names: Any) -> None:
+        for name in names:
+            spec = registry.check_fn_spec(name)
+            monkeypatch.setitem(registry._REGISTRY, name, dataclasses.replace(spec, on_step=None))
+
+    return strip

@@ -11,12 +11,8 @@ compared with a full grade and with a second progress that has no ``on_step`` (t
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
-import pytest
-
-from graders import registry
 from graders.base import GradingContext, grade, read_changes
 from graders.progress import Progress
 from tests.graders.conftest import employee
@@ -65,19 +61,7 @@ def _steps(world) -> list[tuple[str, Any]]:
     ]
 
 
-@pytest.fixture
-def no_on_step(monkeypatch):
-    """Turn the five ``on_step`` evaluators off (the per-check hooks decide), for the second progress."""
-
-    def strip() -> None:
-        for name in STEP_FNS:
-            spec = registry.check_fn_spec(name)
-            monkeypatch.setitem(registry._REGISTRY, name, dataclasses.replace(spec, on_step=None))
-
-    return strip
-
-
-def test_on_step_verdicts_equal_a_full_grade_and_the_per_check_hooks_and_route_each_row(world, no_on_step):
+def test_on_step_verdicts_equal_a_full_grade_and_the_per_check_hooks_and_route_each_row(world, without_on_step):
     rubric = _rubric()
     ids = [c for c, _, _ in CHECKS]
     with_step = Progress(rubric, GradingContext(session=world.session, trace=[], actor_id=1))
@@ -92,7 +76,7 @@ def test_on_step_verdicts_equal_a_full_grade_and_the_per_check_hooks_and_route_e
             return out
 
         with_step._grouped[key] = (spy, checks, params)
-    no_on_step()
+    without_on_step(STEP_FNS)
     hooks = Progress(rubric, GradingContext(session=world.session, trace=[], actor_id=1))
     hooks.update([])
     assert not hooks._grouped

@@ -10,11 +10,8 @@ check's score, evidence and details with a full grade after every step, and asse
 
 from __future__ import annotations
 
-import dataclasses
-
 import pytest
 
-from graders import registry
 from sim.agents import EpisodeEnv, run_agent
 from tests.graders.test_progress import Checked
 from worlds.rawsql import Sql
@@ -89,11 +86,9 @@ def test_a_merge_is_read_from_the_update_and_gates_the_score(episode, settled):
     assert next(c for c in score.checks if c.id == "still-open").evidence.endswith("is merged (wanted open)")
 
 
-def test_without_on_step_the_per_check_hooks_decide_the_same_verdicts(episode, settled, monkeypatch):
+def test_without_on_step_the_per_check_hooks_decide_the_same_verdicts(episode, settled, without_on_step):
     """The ``touches``/``on_changes`` pair each note function also declares, for a progress without ``on_step``."""
-    for name in (*NOTE_FNS, "merge_request_review_says"):
-        spec = registry.check_fn_spec(name)
-        monkeypatch.setitem(registry._REGISTRY, name, dataclasses.replace(spec, on_step=None))
+    without_on_step((*NOTE_FNS, "merge_request_review_says"))
     prompt, info = episode.reset(seed=4, options={"difficulty": 2, "progress": True})
     p = episode.instance.params
     episode.family.oracle(_Messy(EpisodeEnv(episode, prompt, info), p["mr_id"], p["repo"]))

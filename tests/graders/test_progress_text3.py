@@ -12,12 +12,8 @@ handed a verdict for is asserted.
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
-import pytest
-
-from graders import registry
 from graders.base import Check, GradingContext, Rubric, grade, read_changes
 from graders.progress import Progress
 from graders.text_match import Sections, _heads_naming, _named
@@ -60,19 +56,7 @@ def _outcomes(result: Any) -> list[tuple[str, float, str, Any]]:
     return [(c.id, c.score, c.evidence, c.details) for c in result]
 
 
-@pytest.fixture
-def no_share_step(monkeypatch):
-    """Turn the share functions' ``on_step`` off (their ``touches`` and ``on_changes`` decide), for the second."""
-
-    def strip() -> None:
-        for name in SHARE_FNS:
-            spec = registry.check_fn_spec(name)
-            monkeypatch.setitem(registry._REGISTRY, name, dataclasses.replace(spec, on_step=None))
-
-    return strip
-
-
-def test_new_parses_and_shares_settled_in_one_pass_equal_a_full_grade_and_route_each_row(world, no_share_step):
+def test_new_parses_and_shares_settled_in_one_pass_equal_a_full_grade_and_route_each_row(world, without_on_step):
     shared = DocFolder(parent_id=None, name="Shared", owner_id=1, created_at=world.clock.now())
     world.add(shared)
     reports = DocFolder(parent_id=shared.id, name="Reports", owner_id=1, created_at=world.clock.now())
@@ -99,7 +83,7 @@ def test_new_parses_and_shares_settled_in_one_pass_equal_a_full_grade_and_route_
             return out
 
         with_step._grouped[key] = (spy, checks, params)
-    no_share_step()
+    without_on_step(SHARE_FNS)
     hooks = Progress(rubric, GradingContext(session=world.session, trace=[], actor_id=1))
     hooks.update([])
     weekly: list[Any] = []
