@@ -546,7 +546,10 @@ class Progress:
     def results(self) -> tuple[CheckResult, ...]:
         """The current verdict of every counted check (the last step's), ``needs`` applied as ``grade`` does."""
         self._moved = False
-        for i in sorted(self._lagging):  # trace checks not asked since steps that could not move their scores
+        # checks whose evidence is behind (trace checks not asked since steps that could not move them, checks an
+        # evaluator answered ``LATER`` for): an evaluator folds the log and steps from where it stopped, so asking
+        # it with no rows brings the evidence up to date; without one the check is run
+        for i in sorted(self._lagging):
             self._lagging.discard(i)
             if not self._decided(i, []):
                 self._run(i)
