@@ -4,7 +4,12 @@ Why long-lived: a ``soffice --convert-to`` run costs 1.3-2.9 s; loading a docume
 UNO costs ~0.1-0.2 s. So one ``soffice`` is started lazily, on the first use in this process, and reused.
 
 Confinement: everything LibreOffice may write goes under one private directory (``mkdtemp``, mode 0700): its
-user profile, ``TMPDIR`` and ``HOME``; the directory is removed at shutdown. Documents never touch the disk:
+user profile, ``TMPDIR`` and ``HOME``; the directory is removed at shutdown. A process that dies without running
+``atexit`` (SIGKILL, or SIGTERM from ``timeout`` or a scheduler, whose default action skips it) cannot clean up
+itself, so each office has a guard: a shell that outlives us, waiting on a pipe only this process holds; when the
+pipe closes, however we ended, it kills the office's process group (``soffice`` execs ``oosplash``, which forks
+``soffice.bin``: a parent-death signal on the child we start would not reach ``soffice.bin``) and removes the
+directory. A clean shutdown stops the guard first. Documents never touch the disk:
 they are loaded from and stored to UNO memory streams (``private:stream``), macros are never executed
 (``MacroExecutionMode`` NEVER, ``UpdateDocMode`` NO_UPDATE: no external links fetched). The UNO socket is bound
 to 127.0.0.1 on a free port. The profile sets ``OOXMLRecalcMode`` and ``ODFRecalcMode`` to 0 (always
@@ -102,6 +107,25 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
+_GUARD = 'read -r _ || :; kill -9 "-$1" 2>/dev/null; rm -rf -- "$2"'
+"""Blocks until its stdin reaches end of file (every holder of the pipe's write end has exited), then cleans up."""
+
+
+def _guard(group: int, root: Path) -> subprocess.Popen[bytes]:
+    """Start the shell that kills process group ``group`` and removes ``root`` once this process is gone.
+
+    In its own session, so a Ctrl-C at the terminal (sent to the foreground group) reaches us, not it: only the
+    end of our life ends its wait. The pipe's write end is close-on-exec, so no other program we start holds it.
+    """
+    return subprocess.Popen(  # noqa: S603 - fixed argv, no shell interpolation of the arguments
+        ["/bin/sh", "-c", _GUARD, "companysim-office-guard", str(group), str(root)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+
+
 class Office:
     """One headless LibreOffice process and its UNO connection, started on first use; thread-safe."""
 
@@ -114,6 +138,7 @@ class Office:
         self.uno: Any = None
         self.broken = ""
         self.starts = 0
+        self.guard: subprocess.Popen[bytes] | None = None
 
     def _import_uno(self) -> Any:
         if self.uno is None:
@@ -167,6 +192,7 @@ class Office:
             stderr=subprocess.DEVNULL,
             start_new_session=True,
         )
+        self.guard = _guard(self.proc.pid, self.root)
         local = uno.getComponentContext()
         resolver = local.ServiceManager.createInstanceWithContext("com.sun.star.bridge.UnoUrlResolver", local)
         deadline = time.monotonic() + START_TIMEOUT
@@ -193,6 +219,12 @@ class Office:
             raise
 
     def _stop(self) -> None:
+        if self.guard is not None:  # stopped first: it would kill a process group id the office no longer holds
+            self.guard.kill()
+            self.guard.wait()
+            if self.guard.stdin is not None:
+                self.guard.stdin.close()
+            self.guard = None
         if self.desktop is not None:
             try:
                 self.desktop.terminate()

@@ -7,6 +7,7 @@ LibreOffice fails these tests instead.
 import io
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -161,6 +162,49 @@ def test_libreoffice__is_stopped_when_the_process_exits(tmp_path):
     while time.monotonic() < deadline and os.path.exists(f"/proc/{pid}"):
         time.sleep(0.1)
     assert not os.path.exists(f"/proc/{pid}")
+
+
+def _group(pgid: int) -> list[int]:
+    """The processes of process group ``pgid`` (from /proc: field 5 of stat, after the parenthesised name)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[2]) == pgid and fields[0] != "Z":
+                found.append(int(entry))
+    return found
+
+
+@pytest.mark.parametrize("signal_name", ["SIGKILL", "SIGTERM"])
+def test_libreoffice__and_its_directory_are_gone_when_the_process_dies_without_atexit(signal_name):
+    # SIGKILL, or SIGTERM's default action (``timeout``, a scheduler), skip atexit: the guard cleans up instead,
+    # soffice.bin (forked by oosplash, in the office's process group) included
+    code = (
+        "import os, signal\n"
+        "from mcp_tools.sheets import libreoffice\n"
+        "from worlds.office.model import Cell, Sheet, Workbook\n"
+        "b = Workbook(sheets=[Sheet(name='S', cells={(0, 0): Cell(formula='1+1')})])\n"
+        "libreoffice.engine().recalculate(b, 'ods')\n"
+        "o = libreoffice.office()\n"
+        "print(o.pid, o.root, flush=True)\n"
+        f"os.kill(os.getpid(), signal.{signal_name})\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False)
+    assert out.returncode < 0, out.stderr  # killed by the signal, not a clean exit
+    group, root = int(out.stdout.split()[0]), out.stdout.split()[1]
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline and (_group(group) or os.path.exists(root)):
+        time.sleep(0.1)
+    left, kept = _group(group), os.path.exists(root)
+    if left:  # a failing run must not leave its office behind either
+        os.killpg(group, 9)
+    shutil.rmtree(root, ignore_errors=True)
+    assert left == [], "soffice is still running"
+    assert not kept, "the office's directory was left behind"
 
 
 @pytest.mark.parametrize(
