@@ -30,7 +30,7 @@ from typing import Any
 
 from graders.base import GradingContext
 from graders.changes import ChangeRow
-from graders.text_match import VERDICTS, Verdict, _needles
+from graders.text_match import BATCHES, VERDICTS, Verdict, _needles
 
 _MISSING = ("no document",)
 _DOCS: list[Any] = []
@@ -150,6 +150,7 @@ def text_step(check: str, function: Callable[[], Callable[..., Any]]) -> Callabl
     unmoved = UNMOVED[check]
     joined, heads, quotes = QUIET[check]
     verdict = VERDICTS[check]
+    batch = BATCHES.get(check)
 
     def on_step(ctx: GradingContext, rows: list[ChangeRow], params: list[dict[str, Any]]) -> dict[int, Verdict | None]:
         docs = _docs()  # lazy: office readers
@@ -162,7 +163,9 @@ def text_step(check: str, function: Callable[[], Callable[..., Any]]) -> Callabl
             for pos, kw in enumerate(params):
                 by_doc.setdefault(kw["document"], []).append(pos)
             needles = [_needles(kw["pattern"]) for kw in params]
-            plan = ctx.lasting[key] = (params, by_doc, {}, needles)
+            # each document's checks as ``BATCHES`` reads them: built here, in the step that grades everything
+            planned = {d: batch[0](at, params) for d, at in by_doc.items()} if batch is not None else {}
+            plan = ctx.lasting[key] = (params, by_doc, {}, needles, planned)
         states: dict[str, Any] = plan[2]
         out: dict[int, Verdict | None] = {}
         fn = function()
@@ -197,8 +200,11 @@ def text_step(check: str, function: Callable[[], Callable[..., Any]]) -> Callabl
             if diffed:
                 _decide(state, document, positions, params, plan[3], out)
             elif state is not None and state is not _MISSING:  # a new parse: each check's verdict on it
-                for pos in positions:
-                    out[pos] = verdict(state, document, params[pos])
+                if batch is not None:  # in one frame, each check's params read once per episode
+                    batch[1](state, plan[4][document], out)
+                else:
+                    for pos in positions:
+                        out[pos] = verdict(state, document, params[pos])
             else:
                 for pos in positions:
                     found = fn(ctx, **params[pos])

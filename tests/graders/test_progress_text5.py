@@ -1,0 +1,100 @@
+"""The text verdicts a new parse takes together (branch text5), held to each function's own verdict.
+
+``text_match.BATCHES`` decides every check of one function on a new parse in one frame: the checks' params and
+patterns' plans read once per episode, each heading named and quoted once, a pass decided inline (a contains
+check's first named section, a pattern's answers found by its start texts; a pattern that matches nowhere
+taking its function's passing evidence from the plan). Any shortcut that read a wrong section, kept a wrong
+answer or built the evidence differently would change these verdicts, so each batch is compared with its
+function's verdict (``text_match.VERDICTS``) on the same parses, check by check, and the answers the batch
+keeps in ``Sections.found`` with the ones ``matching`` finds. Pure text: no world, so they cost nothing.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from graders.text_match import BATCHES, VERDICTS, Sections
+
+DOC = "Shared/Reports/Weekly.odt"
+PARSES = [
+    [
+        ("", "intro naming ENG-10"),
+        ("Done", "ENG-1: Fix the login page\nENG-11: Ship the search box"),
+        ("In progress", "ENG-2: Draft the rollout plan"),
+        ("Blocked", "ENG-3: Review the export format. Blocked: waiting on legal"),
+    ],
+    [  # ENG-1 in two sections, a title in the wrong one, no Blocked heading
+        ("Done", "ENG-11 shipped"),
+        ("In progress", "ENG-1: Fix the login page, ENG-2: Draft the rollout plan"),
+        ("Done later", "ENG-1 again"),
+    ],
+    [  # a dotless i (\u0131) hides a case-insensitive match from the lowered form: every section is searched
+        ("Done", "ENG-1: F\u0131x the login page"),
+        ("Blocked", "ENG-3: waiting"),
+    ],
+    [("Notes", "nothing to report")],  # no heading a check names
+]
+CONTAINS: list[dict[str, Any]] = [
+    {"document": DOC, "heading": "^Done$", "pattern": r"\bENG\-1\b", "label": "ENG-1"},
+    {
+        "document": DOC,
+        "heading": "^Done$",
+        "pattern": r"\bENG\-1\b[^\n]*Fix\ the\ login|Fix\ the\ login[^\n]*\bENG\-1\b",
+        "only_there": False,
+        "label": "ENG-1 title",
+    },
+    {"document": DOC, "heading": "^Blocked$", "pattern": "waiting on legal", "only_there": False},
+    {"document": DOC, "heading": "^Blocked$", "pattern": r"\bENG\-3\b"},
+    {"document": DOC, "heading": "^(In progress|Done)", "pattern": r"\bENG\-2\b"},
+    {"document": DOC, "heading": "^Done", "pattern": r"ENG-\d+", "only_there": False},  # no start text: a digit
+    {"document": DOC, "heading": "^Done", "pattern": r"(?i)fix", "label": "a fix"},
+    {"document": DOC, "heading": "^Nowhere$", "pattern": "login"},
+]
+ANSWERED: list[tuple[str, dict[str, Any]]] = [
+    ("doc_mentions_none", {"document": DOC, "pattern": r"\bENG\-9\b", "label": "ENG-9"}),
+    ("doc_mentions_none", {"document": DOC, "pattern": r"\bENG\-10\b"}),
+    ("doc_mentions_none", {"document": DOC, "pattern": "done"}),  # a heading is searched too (joined)
+    ("doc_lacks", {"document": DOC, "pattern": "legal"}),
+    ("doc_lacks", {"document": DOC, "pattern": r"\bENG\-4\b", "label": "ENG-4"}),
+    ("doc_mentions_once", {"document": DOC, "pattern": r"\bENG\-1\b", "label": "ENG-1"}),
+    ("doc_mentions_once", {"document": DOC, "pattern": r"\bENG\-2\b"}),
+    ("doc_mentions_once", {"document": DOC, "pattern": r"\bENG\-7\b"}),
+]
+
+
+def _batch(fn: str, sections: Sections, params: list[dict[str, Any]]) -> dict[int, Any]:
+    plan, decide = BATCHES[fn]
+    out: dict[int, Any] = {}
+    decide(sections, plan(list(range(len(params))), params), out)
+    return out
+
+
+def test_contains_checks_taken_together_equal_each_checks_own_verdict() -> None:
+    for parse in PARSES:
+        together = _batch("doc_section_contains", Sections.of(parse), CONTAINS)
+        one_by_one = Sections.of(parse)
+        assert together == {i: VERDICTS["doc_section_contains"](one_by_one, DOC, kw) for i, kw in enumerate(CONTAINS)}
+    passed = _batch("doc_section_contains", Sections.of(PARSES[0]), CONTAINS)
+    assert passed[0] == (1.0, "ENG-1: in section 'Done'", {})
+    assert passed[4] == (1.0, r"\bENG\-2\b: in section 'In progress'", {})
+
+
+def test_contains_keeps_the_answers_matching_would_find() -> None:
+    sections = Sections.of(PARSES[1])
+    _batch("doc_section_contains", sections, CONTAINS)
+    fresh = Sections.of(PARSES[1])
+    assert sections.found, "a check that reads every section's answer keeps it for the next write's diff"
+    for (pattern, joined), answers in sections.found.items():
+        assert answers == fresh.matching(pattern, joined), pattern
+
+
+def test_answered_checks_taken_together_equal_each_checks_own_verdict() -> None:
+    for fn in ("doc_mentions_none", "doc_lacks", "doc_mentions_once"):
+        params = [kw for f, kw in ANSWERED if f == fn]
+        for parse in PARSES:
+            sections = Sections.of(parse)
+            together = _batch(fn, sections, params)
+            one_by_one = Sections.of(parse)
+            assert together == {i: VERDICTS[fn](one_by_one, DOC, kw) for i, kw in enumerate(params)}, (fn, parse)
+            for (pattern, joined), answers in sections.found.items():
+                assert answers == Sections.of(parse).matching(pattern, joined), (fn, pattern)
