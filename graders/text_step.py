@@ -30,6 +30,7 @@ from typing import Any
 
 from graders.base import GradingContext
 from graders.changes import ChangeRow
+from graders.registry import LATER
 from graders.text_match import BATCHES, VERDICTS, Verdict, _needles
 
 _MISSING = ("no document",)
@@ -284,7 +285,9 @@ def share_step(function: Callable[[], Callable[..., Any]], scope: str) -> Callab
 
     - ``"grantee"`` (``doc_shared_with``): a share of its document given to its person (by employee id);
     - ``"document"`` (``doc_shared_only_with``): any share of its document;
-    - ``"episode"`` (``doc_not_shared``): any share at all (its evidence counts the episode's shares).
+    - ``"episode"`` (``doc_not_shared``): a share of its document; a new share of another document moves only
+      the count its evidence quotes (the shares of its own stand, so its score does): ``LATER``, read when
+      ``results`` asks.
 
     A write that changes only a document's text (``_TEXT_ONLY``) moves none of them. A share updated or
     deleted (the log's image may not name its document), a change of the employees (a
@@ -308,10 +311,11 @@ def share_step(function: Callable[[], Callable[..., Any]], scope: str) -> Callab
         if any(r.table == "employees" for r in rows):
             return dict.fromkeys(range(len(params)))
         fn = function()
-        out: dict[int, Verdict | None] = {}
+        out: dict[int, Any] = {}
         for document, positions in plan[1].items():
             every = False  # every check of the document may move
             grantees: set[Any] = set()  # else the checks of these employees (scope "grantee")
+            counted = False  # a share of another document: only the count a "episode" check quotes moved
             lookup = ctx.lasting.get(("doc_lookup", document))
             doc_id = lookup[2][0] if lookup is not None and lookup[2] is not None else None
             for r in rows:
@@ -319,10 +323,11 @@ def share_step(function: Callable[[], Callable[..., Any]], scope: str) -> Callab
                     every = (r.op != "update" or not _TEXT_ONLY.issuperset(r.changes)) and _doc_touches(
                         ctx, r, document
                     )
-                elif r.op != "insert" or doc_id is None:
+                elif r.op != "insert" or doc_id is None or "document_id" not in r.changes:
                     every = True  # a share that moved or went, or a document not found when last read
                 elif scope == "episode":
-                    every = True
+                    every = r.changes["document_id"] == doc_id
+                    counted = True
                 elif r.changes.get("document_id") == doc_id:
                     if scope == "grantee" and "employee_id" in r.changes:
                         grantees.add(r.changes["employee_id"])
@@ -331,6 +336,8 @@ def share_step(function: Callable[[], Callable[..., Any]], scope: str) -> Callab
                 if every:
                     break
             if not every and not grantees:
+                if counted:  # its document's shares stand, so does its score: its evidence is read when asked
+                    out.update(dict.fromkeys(positions, LATER))
                 continue
             if _document(ctx, document, query=False) is _UNKNOWN:
                 out.update(dict.fromkeys(positions))

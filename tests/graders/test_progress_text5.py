@@ -98,3 +98,46 @@ def test_answered_checks_taken_together_equal_each_checks_own_verdict() -> None:
             assert together == {i: VERDICTS[fn](one_by_one, DOC, kw) for i, kw in enumerate(params)}, (fn, parse)
             for (pattern, joined), answers in sections.found.items():
                 assert answers == Sections.of(parse).matching(pattern, joined), (fn, pattern)
+
+
+def test_a_share_of_another_document_leaves_a_not_shared_check_lagging_and_exact(world):
+    from graders.base import Check, GradingContext, Rubric, grade, read_changes
+    from graders.progress import Progress
+    from tests.graders.conftest import employee
+    from tests.graders.test_progress_pdocs import _doc
+    from worlds.schema import DocFolder, DocumentShare
+
+    shared = DocFolder(parent_id=None, name="Shared", owner_id=1, created_at=world.clock.now())
+    world.add(shared)
+    budget, payroll = _doc(shared.id, "Budget.odt", [[0, "42"]]), _doc(shared.id, "Payroll.odt", [[0, "x"]])
+    world.add(budget, payroll)
+    world.start_seq = world.log_count()
+    checks = [
+        ("budget-kept", "doc_not_shared", {"document": "Shared/Budget.odt"}),
+        ("payroll-kept", "doc_not_shared", {"document": "Shared/Payroll.odt"}),
+        ("budget-dave", "doc_shared_with", {"document": "Shared/Budget.odt", "username": "dave"}),
+    ]
+    rubric = Rubric(
+        id="t",
+        version=1,
+        description="t",
+        checks=tuple(Check(id=i, description="d", fn=f, params=p) for i, f, p in checks),
+    )
+    progress = Progress(rubric, GradingContext(session=world.session, trace=[], actor_id=1))
+    progress.update([])
+    seq, lagging = world.start_seq, {}
+    for name, doc, who in (("budget", budget, "dave"), ("payroll", payroll, "bob")):
+        world.add(DocumentShare(document_id=doc.id, employee_id=employee(world.session, who).id, permission="view"))
+        world.session.flush()
+        rows = read_changes(world.session, after_seq=seq)
+        seq = rows[-1].seq
+        value = progress.update(rows)  # type: ignore[arg-type]
+        lagging[name] = {progress._checks[i].id for i in progress._lagging}
+        full = grade(rubric, world.ctx())
+        assert [(c.id, c.score, c.evidence) for c in progress.results()] == [
+            (c.id, c.score, c.evidence) for c in full.checks
+        ], name
+        assert value == full.value
+    assert lagging["budget"] == {"payroll-kept"}, "a share of the budget moves only the payroll check's count"
+    assert lagging["payroll"] == {"budget-kept"}, "a share of the payroll re-runs its own check (it fails now)"
+    assert not grade(rubric, world.ctx()).checks[1].passed
