@@ -124,21 +124,6 @@ QUIET: dict[str, tuple[bool, bool, bool]] = {
 them) and quotes the text of the sections its ``heading`` names (so a changed one there is never quiet)."""
 
 
-def _quiet(needles: tuple[str, ...], lows: list[tuple[str | None, str | None]]) -> bool:
-    """Whether no changed section held or holds one of ``needles`` (so the pattern matched there neither time).
-
-    The literal prefilter's rule (``text_match._needles``): on ASCII text every match contains a needle; a
-    text whose lowered form could hide a match (None, ``text_match._lowered``) is never quiet.
-    """
-    for old, new in lows:
-        if old is None or new is None:
-            return False
-        for n in needles:
-            if n in old or n in new:
-                return False
-    return True
-
-
 def text_step(check: str, function: Callable[[], Callable[..., Any]]) -> Callable[..., dict[int, Verdict | None]]:
     """The ``on_step`` evaluator of text check ``check`` (``function()`` gives the check function, when called).
 
@@ -163,7 +148,13 @@ def text_step(check: str, function: Callable[[], Callable[..., Any]]) -> Callabl
             by_doc: dict[str, list[int]] = {}
             for pos, kw in enumerate(params):
                 by_doc.setdefault(kw["document"], []).append(pos)
-            needles = [_needles(kw["pattern"]) for kw in params]
+            # per document, each check as ``_decide`` reads it: position, params, answers' key, needles, heading
+            needles = {
+                d: [
+                    (pos, params[pos], (params[pos]["pattern"], joined), _needles(params[pos]["pattern"])) for pos in at
+                ]
+                for d, at in by_doc.items()
+            }
             # each document's checks as ``BATCHES`` reads them: built here, in the step that grades everything
             planned = {d: batch[0](at, params) for d, at in by_doc.items()} if batch is not None else {}
             plan = ctx.lasting[key] = (params, by_doc, {}, needles, planned)
@@ -199,7 +190,7 @@ def text_step(check: str, function: Callable[[], Callable[..., Any]]) -> Callabl
                 and (was is state.prev or (was is None and state.prev is not None))
             )
             if diffed:
-                _decide(state, document, positions, params, plan[3], out)
+                _decide(state, document, plan[3][document], out)
             elif state is not None and state is not _MISSING:  # a new parse: each check's verdict on it
                 if batch is not None:  # in one frame, each check's params read once per episode
                     batch[1](state, plan[4][document], out)
@@ -216,34 +207,44 @@ def text_step(check: str, function: Callable[[], Callable[..., Any]]) -> Callabl
     def _decide(
         state: Any,
         document: str,
-        positions: list[int],
-        params: list[dict[str, Any]],
-        needles: list[tuple[str, ...] | None],
+        checks: list[tuple[int, dict[str, Any], tuple[str, bool], tuple[str, ...] | None]],
         out: dict[int, Verdict | None],
     ) -> None:
-        """Settle the checks of one document a write changed: kept when quiet or unmoved, else run."""
+        """Settle the checks of one document a write changed: kept when quiet or unmoved, else run.
+
+        The quick test, asked of every check on the document at every write: a check is quiet when no changed
+        section held or holds one of its pattern's ``needles``, so the pattern matched there neither time (the
+        literal prefilter's rule, ``text_match._needles``: on ASCII text every match contains a needle; a text
+        whose lowered form could hide a match, None in ``text_match._lowered``, is never quiet).
+        """
         prev, changed = state.prev, state.changed
         old_lows, new_lows = (prev.joined_low, state.joined_low) if joined else (prev.texts_low, state.texts_low)
-        lows = [(old_lows[i], new_lows[i]) for i in changed]
-        can_quiet = state.same_heads or not heads
+        lows: list[tuple[str, str]] = [(old_lows[i], new_lows[i]) for i in changed]
+        # nothing is quiet when headings a check reads moved, or a changed text could hide a match
+        can_quiet = (state.same_heads or not heads) and all(old is not None and new is not None for old, new in lows)
+        found, kept = state.found, prev.found
         quoted: dict[str, bool] = {}  # by heading pattern: whether a changed section is under it
-        for pos in positions:
-            kw = params[pos]
-            found = needles[pos]
-            if can_quiet and found is not None and _quiet(found, lows):
-                if quotes:
-                    heading = kw["heading"]
-                    hit = quoted.get(heading)
-                    if hit is None:
-                        under = state.under.get(heading)
-                        hit = quoted[heading] = under is None or any(under[i] for i in changed)
-                    if hit:
-                        found = None
-                if found is not None:
-                    answers = (kw["pattern"], joined)  # the same answers as before: the next write diffs them
-                    if answers not in state.found and answers in prev.found:
-                        state.found[answers] = prev.found[answers]
-                    continue
+        for pos, kw, answers, needles in checks:
+            if can_quiet and needles is not None:
+                for old, new in lows:
+                    for n in needles:
+                        if n in old or n in new:
+                            break
+                    else:
+                        continue
+                    break
+                else:  # quiet: the pattern matched in no changed section, before or after
+                    hit: bool | None = False
+                    if quotes:
+                        heading = kw["heading"]
+                        hit = quoted.get(heading)
+                        if hit is None:
+                            under = state.under.get(heading)
+                            hit = quoted[heading] = under is None or any(under[i] for i in changed)
+                    if not hit:
+                        if answers not in found and answers in kept:  # the same answers: the next write diffs them
+                            found[answers] = kept[answers]
+                        continue
             if unmoved(state, kw):
                 continue
             out[pos] = verdict(state, document, kw)
