@@ -617,6 +617,51 @@ def once_verdict(sections: Sections, document: str, kw: dict[str, Any]) -> Verdi
     return 0.0, f"{name}: named {len(where)} times in {document} (under {listing(where, 4)})", {}
 
 
+def _once_plan(positions: list[int], params: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+    """``once_verdicts``' reading of the checks at ``positions``: position, answers' key, plan, name, document."""
+    out: list[tuple[Any, ...]] = []
+    for pos in positions:
+        kw = params[pos]
+        pattern = kw["pattern"]
+        search, starts, _ = _plan(pattern)
+        out.append(
+            (pos, (pattern, False), search, starts, rx(pattern).findall, kw.get("label") or pattern, kw["document"])
+        )
+    return out
+
+
+def once_verdicts(sections: Sections, planned: list[tuple[Any, ...]], out: dict[int, Verdict | None]) -> None:
+    """``once_verdict`` of every check of ``planned`` on a new parse, by position into ``out``, in one frame.
+
+    The pattern's answers are found by its start texts (``Sections._scan``) and kept in ``found``; a section
+    that matches is counted by one ``findall`` from the pattern's first start text (the matches ``finditer``
+    walks there, without a match object each), and the headings naming the pattern are ``_heads_naming``'s.
+    """
+    found, heads, texts, lows = sections.found, sections.heads, sections.texts, sections.texts_low
+    for pos, key, search, starts, findall, name, document in planned:
+        hits = found.get(key)
+        if hits is None:
+            hits = sections._scan_from(False, search, starts) if starts is not None else None
+            if hits is None:
+                hits = sections.matching(key[0])
+            else:
+                found[key] = hits
+        where: list[str] = []
+        for i in compress(range(len(hits)), hits):
+            low = lows[i]
+            at = max(_earliest(starts, low), 0) if starts is not None and low is not None else 0
+            where += [heads[i] or "(before the first heading)"] * len(findall(texts[i], at))
+        named = _heads_naming(key[0], heads)
+        if named:
+            where += named
+        if len(where) == 1:
+            out[pos] = 1.0, f"{name}: named once in {document}, under {where[0]}", {}
+        elif not where:
+            out[pos] = 0.0, f"{name}: not named in {document}", {}
+        else:
+            out[pos] = 0.0, f"{name}: named {len(where)} times in {document} (under {listing(where, 4)})", {}
+
+
 VERDICTS: dict[str, Callable[[Sections, str, dict[str, Any]], Verdict]] = {
     "doc_section_contains": contains_verdict,
     "doc_mentions_none": absent_verdict,
@@ -685,7 +730,7 @@ BATCHES: dict[str, Batch] = {
     "doc_section_contains": (contains_plan, contains_verdicts),
     "doc_mentions_none": (_answered_plan(True, "{name}: none in {document}"), _answered_verdicts(absent_verdict)),
     "doc_lacks": (_answered_plan(True, "{name}: named nowhere in {document}"), _answered_verdicts(lacks_verdict)),
-    "doc_mentions_once": (_answered_plan(False, None), _answered_verdicts(once_verdict)),
+    "doc_mentions_once": (_once_plan, once_verdicts),
 }
 """The text checks whose verdicts on a new parse are taken together, by function name: how the checks at some
 positions of the function's params are read once per episode, and how all of them are decided on a parse."""

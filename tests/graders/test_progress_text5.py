@@ -33,6 +33,12 @@ PARSES = [
         ("Blocked", "ENG-3: waiting"),
     ],
     [("Notes", "nothing to report")],  # no heading a check names
+    [  # a pattern twice in one section and in a heading: each one counted, under its heading
+        ("", "ENG-1 intro"),
+        ("Done", "nothing"),
+        ("Fixed", "ENG-1 and again ENG-1, ENG-2"),
+        ("ENG-1 follow-up", "ENG-1 once more"),
+    ],
 ]
 CONTAINS: list[dict[str, Any]] = [
     {"document": DOC, "heading": "^Done$", "pattern": r"\bENG\-1\b", "label": "ENG-1"},
