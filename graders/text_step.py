@@ -275,8 +275,11 @@ _TEXT_ONLY = frozenset({"content", "blob_sha256", "version", "updated_at"})
 """The columns a write of a document's text changes: none of them is read by a share check."""
 
 
-def share_step(function: Callable[[], Callable[..., Any]], scope: str) -> Callable[..., dict[int, Verdict | None]]:
+def share_step(verdict: Callable[[], Callable[..., Verdict]], scope: str) -> Callable[..., dict[int, Verdict | None]]:
     """The ``on_step`` evaluator of a share check function: one call a step settles all of a rubric's.
+
+    ``verdict()`` gives the function's verdict code (``(ctx, **params) -> (score, evidence, details)``, what the
+    function itself returns as its outcome): a check asked costs no ``CheckOutcome`` and no copy of it.
 
     A data-request rubric asks a share check per request and document (who got it, nobody else did): a share
     step moves the checks of one document, and of those only the grantee's. Asking every check after every
@@ -311,7 +314,7 @@ def share_step(function: Callable[[], Callable[..., Any]], scope: str) -> Callab
             return {}
         if any(r.table == "employees" for r in rows):
             return dict.fromkeys(range(len(params)))
-        fn = function()
+        decide = verdict()
         out: dict[int, Any] = {}
         for document, positions in plan[1].items():
             every = False  # every check of the document may move
@@ -347,8 +350,7 @@ def share_step(function: Callable[[], Callable[..., Any]], scope: str) -> Callab
                 kw = params[pos]
                 if not every and _employee(ctx, kw["username"]) not in grantees:
                     continue
-                found = fn(ctx, **kw)
-                out[pos] = (found.score, found.evidence, dict(found.details))
+                out[pos] = decide(ctx, **kw)
         return out
 
     return on_step
