@@ -148,7 +148,7 @@ def text_step(check: str, function: Callable[[], Callable[..., Any]]) -> Callabl
             by_doc: dict[str, list[int]] = {}
             for pos, kw in enumerate(params):
                 by_doc.setdefault(kw["document"], []).append(pos)
-            # per document, each check as ``_decide`` reads it: position, params, answers' key, needles, heading
+            # per document, each check as ``_decide`` reads it: position, params, answers' key, needles
             needles = {
                 d: [
                     (pos, params[pos], (params[pos]["pattern"], joined), _needles(params[pos]["pattern"])) for pos in at
@@ -160,9 +160,11 @@ def text_step(check: str, function: Callable[[], Callable[..., Any]]) -> Callabl
             plan = ctx.lasting[key] = (params, by_doc, {}, needles, planned)
         states: dict[str, Any] = plan[2]
         out: dict[int, Verdict | None] = {}
-        fn = function()
         for document, positions in plan[1].items():
-            if not any(_doc_touches(ctx, r, document) for r in rows):
+            for r in rows:
+                if _doc_touches(ctx, r, document):
+                    break
+            else:
                 continue
             row = _document(ctx, document, query=False)
             if row is _UNKNOWN:
@@ -198,6 +200,7 @@ def text_step(check: str, function: Callable[[], Callable[..., Any]]) -> Callabl
                     for pos in positions:
                         out[pos] = verdict(state, document, params[pos])
             else:
+                fn = function()
                 for pos in positions:
                     found = fn(ctx, **params[pos])
                     out[pos] = (found.score, found.evidence, dict(found.details))
