@@ -28,6 +28,30 @@ _LITERAL, _BRANCH, _SUBPATTERN, _ASSERT = (
     _sre_parser.ASSERT,
 )
 _ZERO_WIDTH = (_sre_parser.AT, _sre_parser.ASSERT, _sre_parser.ASSERT_NOT)
+_NOT_LITERAL, _ANY, _IN, _AT, _ASSERT_NOT = (
+    _sre_parser.NOT_LITERAL,
+    _sre_parser.ANY,
+    _sre_parser.IN,
+    _sre_parser.AT,
+    _sre_parser.ASSERT_NOT,
+)
+_NEWLINE_CATEGORIES = frozenset(
+    {
+        _sre_parser.CATEGORY_SPACE,
+        _sre_parser.CATEGORY_NOT_DIGIT,
+        _sre_parser.CATEGORY_NOT_WORD,
+        _sre_parser.CATEGORY_LINEBREAK,
+    }
+)
+_LINE_CATEGORIES = frozenset(
+    {
+        _sre_parser.CATEGORY_DIGIT,
+        _sre_parser.CATEGORY_WORD,
+        _sre_parser.CATEGORY_NOT_SPACE,
+        _sre_parser.CATEGORY_NOT_LINEBREAK,
+    }
+)
+"""The character classes a set may name that hold a newline, and those that hold none (any other: unknown)."""
 _REPEATS = (_sre_parser.MAX_REPEAT, _sre_parser.MIN_REPEAT, _sre_parser.POSSESSIVE_REPEAT)
 
 
@@ -276,6 +300,84 @@ def _plan(pattern: str) -> tuple[Callable[..., re.Match[str] | None], tuple[str,
     return _search(pattern), _prefix(pattern), _needles(pattern)
 
 
+@lru_cache(maxsize=512)
+def _line_match(pattern: str) -> Callable[..., re.Match[str] | None] | None:
+    r"""``rx(pattern).match`` if every match of ``pattern`` lies on one line with the text it looks ahead at, else None.
+
+    So for a timeline check, ``(?im)^(?=.*14:24)(?=.*alert).*$``: it starts with ``^`` under MULTILINE (a match
+    starts at a line's start), and nothing it consumes or looks ahead at can be a newline (no DOTALL, no ``\s``,
+    no ``[^x]``, no lookbehind, nothing the parse does not show plainly), so its needles (``_needles``) lie on
+    the line a match starts. Such a pattern matches a text iff it matches at the start of a line holding one
+    of its needles (``_line_hit``): one anchored try per such line instead of a search over every line.
+    """
+    try:
+        parsed = _sre_parser.parse(pattern, re.IGNORECASE)
+    except Exception:  # a pattern the private parser reads differently: searched as it is, never wrongly
+        return None
+    flags = parsed.state.flags
+    items = list(parsed)
+    if not flags & re.MULTILINE or flags & re.DOTALL or not items or items[0] != (_AT, _sre_parser.AT_BEGINNING):
+        return None
+    return rx(pattern).match if _on_one_line(items[1:]) else None
+
+
+def _on_one_line(items: list[Any]) -> bool:
+    """Whether nothing the parsed ``items`` consume or look ahead at can be a newline (see ``_line_match``)."""
+    for op, av in items:
+        if op is _LITERAL:
+            if av == 10:
+                return False
+        elif op is _NOT_LITERAL:
+            if av != 10:
+                return False
+        elif op is _IN:
+            if not _set_without_newline(av):
+                return False
+        elif op is _SUBPATTERN:
+            if av[1] & re.DOTALL or not _on_one_line(list(av[3])):
+                return False
+        elif op is _BRANCH:
+            if not all(_on_one_line(list(branch)) for branch in av[1]):
+                return False
+        elif op in _REPEATS:
+            if not _on_one_line(list(av[2])):
+                return False
+        elif op is _ASSERT:
+            if av[0] < 0 or not _on_one_line(list(av[1])):  # a lookbehind's text may lie on the line before
+                return False
+        elif op is not _ANY and op is not _AT and op is not _ASSERT_NOT:  # ANY: no DOTALL here
+            return False
+    return True
+
+
+def _set_without_newline(items: list[tuple[Any, Any]]) -> bool:
+    """Whether a parsed character set (``[...]``) cannot match a newline; False when that is not plain."""
+    negate = bool(items) and items[0][0] is _sre_parser.NEGATE
+    has, unknown = False, False
+    for op, av in items[1:] if negate else items:
+        if op is _LITERAL:
+            has = has or av == 10
+        elif op is _sre_parser.RANGE:
+            has = has or av[0] <= 10 <= av[1]
+        elif op is _sre_parser.CATEGORY and (av in _NEWLINE_CATEGORIES or av in _LINE_CATEGORIES):
+            has = has or av in _NEWLINE_CATEGORIES
+        else:
+            unknown = True
+    return has if negate else not has and not unknown
+
+
+def _line_hit(match: Callable[..., re.Match[str] | None], text: str, low: str, needles: tuple[str, ...]) -> bool:
+    """Whether a ``_line_match`` pattern matches ``text``: tried at the start of each line holding a needle."""
+    for n in needles:
+        at = low.find(n)
+        while at >= 0:
+            if match(text, low.rfind("\n", 0, at) + 1) is not None:
+                return True
+            end = low.find("\n", at)
+            at = low.find(n, end + 1) if end >= 0 else -1
+    return False
+
+
 def _hit(pattern: str, text: str, low: str | None) -> bool:
     r"""Whether ``pattern`` (case-insensitive) finds a match in ``text`` (``low``: its lowered form, ``_lowered``).
 
@@ -294,6 +396,9 @@ def _hit(pattern: str, text: str, low: str | None) -> bool:
             at = _earliest(starts, low)
         return at >= 0 and search(text, at) is not None
     if needles is not None:
+        line = _line_match(pattern)
+        if line is not None:
+            return _line_hit(line, text, low, needles)
         for n in needles:
             if n in low:
                 break
@@ -550,8 +655,8 @@ def contains_verdicts(sections: Sections, planned: list[Planned], out: dict[int,
                 elif starts is not None:
                     begin = low.find(starts[0]) if len(starts) == 1 else _earliest(starts, low)
                     hit = begin >= 0 and search(texts[i], begin) is not None
-                elif needles is not None and not any(n in low for n in needles):
-                    hit = False
+                elif needles is not None:
+                    hit = _hit(key[0], texts[i], low)
                 else:
                     hit = search(texts[i]) is not None
                 if hit:

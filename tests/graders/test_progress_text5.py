@@ -147,3 +147,28 @@ def test_a_share_of_another_document_leaves_a_not_shared_check_lagging_and_exact
     assert lagging["budget"] == {"payroll-kept"}, "a share of the budget moves only the payroll check's count"
     assert lagging["payroll"] == {"budget-kept"}, "a share of the payroll re-runs its own check (it fails now)"
     assert not grade(rubric, world.ctx()).checks[1].passed
+
+
+def test_a_line_bound_pattern_is_tried_only_at_the_lines_holding_its_needle_and_finds_what_a_search_finds():
+    import re
+
+    from graders.text_match import _hit, _line_match, _lowered
+
+    timeline = r"(?im)^(?=.*(?<![\d:])14:24(?![\d:]))(?=.*(?:alert|error|fired|page)).*$"
+    line_bound = [timeline, r"(?m)^[^\n]*\bENG\-1\b", r"(?m)^- (?:done|shipped):? ENG-\d+$", r"(?m)^\w+ 14:24"]
+    searched = [r"(?m)^\s*14:24", r"(?ms)^x.*14:24", r"^14:24", r"(?m)^(?<=\n)14:24", r"(?m)^[^x]*14:24"]
+    assert all(_line_match(p) for p in line_bound), "one anchored try per line holding a needle"
+    assert not any(_line_match(p) for p in searched), "a newline it may cross, DOTALL, no MULTILINE, a lookbehind"
+    texts = [
+        "- 14:24 ack only\n- 14:25 alert\n- 14:24 [ALERT] fired",  # the needle's first line fails, its third matches
+        "- 14:24 alert",
+        "- 14:240 alert\n- 114:24 page",  # needles with digits around them: no match
+        "intro\n  14:24 page\n- done: ENG-1\nx\n14:24",
+        "- Shipped ENG-12\n- done ENG-1\nENG-1 first 14:24",
+        "\u212aelvin 14:24 error\n- done: eng-1",  # the Kelvin sign lowers to k in place
+        "ENG-1 and 14:24 alert on one line, no newline at all",
+    ]
+    for pattern in line_bound + searched:
+        for text in texts:
+            want = re.search(pattern, text, re.IGNORECASE) is not None
+            assert _hit(pattern, text, _lowered(text)) == want, (pattern, text)
