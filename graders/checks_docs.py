@@ -13,6 +13,7 @@ exists), so the per-step progress score re-runs it only after a step that change
 from __future__ import annotations
 
 import json
+import operator
 from collections.abc import Callable
 from typing import Any
 
@@ -82,6 +83,9 @@ _COLUMN_AT = {
     "owner_id": 7,
 }
 """Where each column of ``_DOC_ROW`` sits in a document row tuple (what a logged insert or update is folded into)."""
+_COLUMNS = frozenset(_COLUMN_AT)
+_ROW_OF = operator.itemgetter(*_COLUMN_AT)
+"""A logged insert's image as a document row tuple, in ``_DOC_ROW``'s order (one C call: a new document's fold)."""
 
 
 def _document(ctx: GradingContext, path: str, *, query: bool = True) -> tuple[Any, ...] | None:
@@ -144,9 +148,9 @@ def _fold_document(state: tuple[Any, ...], docs: list[ChangeRow]) -> Any:
                 continue
             new_rank = _rank(ch.get("name"), wanted)
             if new_rank < 2 and (new_rank < rank or (new_rank == rank and best is not None and ch["id"] < best[0])):
-                if not all(c in ch for c in _COLUMN_AT):
+                if not _COLUMNS <= ch.keys():
                     return _UNKNOWN
-                best, rank = tuple(ch[c] for c in _COLUMN_AT), new_rank
+                best, rank = _ROW_OF(ch), new_rank
         elif best is not None and r.key[0] == best[0]:
             if r.op != "update" or "name" in ch or "folder_id" in ch:
                 return _UNKNOWN
