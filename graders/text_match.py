@@ -116,9 +116,10 @@ class Sections(list[tuple[str, str]]):
                     out.joined[i] = joined = f"{h}\n{t}"
                     out.joined_low[i] = _lowered(joined)
                 return out
-        out.texts_low = [_lowered(t) for t in out.texts]
+        # ``_lowered`` inlined for ASCII text (a report's): a new parse lowers every section twice
+        out.texts_low = [t.lower() if t.isascii() else _lowered(t) for t in out.texts]
         out.joined = [f"{h}\n{t}" for h, t in sections]
-        out.joined_low = [_lowered(j) for j in out.joined]
+        out.joined_low = [j.lower() if j.isascii() else _lowered(j) for j in out.joined]
         return out
 
     def matching(self, pattern: str, joined: bool = False) -> list[bool]:
