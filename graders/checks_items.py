@@ -192,7 +192,7 @@ def _share_touches(ctx: GradingContext, row: Any, document: str, **_: Any) -> bo
     reads=("documents", "document_shares", "employees"),
     touches=_share_touches,
     on_changes=shares_decided(lambda: globals()["doc_shared_only_with"]),
-    on_step=share_step(lambda: globals()["doc_shared_only_with"], "document"),
+    on_step=share_step(lambda: _shared_only_with, "document"),
 )
 def doc_shared_only_with(ctx: GradingContext, document: str, usernames: list[str]) -> CheckOutcome:
     """Every share of ``document`` added or raised during the episode went to one of ``usernames``.
@@ -201,17 +201,23 @@ def doc_shared_only_with(ctx: GradingContext, document: str, usernames: list[str
     way (a team channel's members, a manager in copy). Shares that existed before the episode do not count.
     Read from the document's kept shares (``checks_docs._grants``), so the step that shares it costs no query.
     """
+    score, evidence, _ = _shared_only_with(ctx, document, usernames)
+    return CheckOutcome(score=score, evidence=evidence)
+
+
+def _shared_only_with(ctx: GradingContext, document: str, usernames: list[str]) -> Verdict:
+    """``doc_shared_only_with``'s verdict (also its ``on_step``'s, with no outcome built per check)."""
     from graders.checks_docs import _document, _shared_in_episode  # lazy: the office readers load on first use
 
     row = _document(ctx, document)
     if row is None:
-        return CheckOutcome.of(False, f"no document {document}")
+        return 0.0, f"no document {document}", {}
     _, found = _shared_in_episode(ctx, int(row[0]))
     allowed = {u.casefold() for u in usernames}
     others = [f"{u} ({p})" for u, p in found if u.casefold() not in allowed]
     if others:
-        return CheckOutcome.of(False, f"{document} was also shared with {listing(others)}")
-    return CheckOutcome.of(True, f"{document} was shared with {listing([u for u, _ in found]) or 'nobody'} only")
+        return 0.0, f"{document} was also shared with {listing(others)}", {}
+    return 1.0, f"{document} was shared with {listing([u for u, _ in found]) or 'nobody'} only", {}
 
 
 def _doc_touches(ctx: GradingContext, row: Any, document: str, **_: Any) -> bool:

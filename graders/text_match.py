@@ -28,6 +28,30 @@ _LITERAL, _BRANCH, _SUBPATTERN, _ASSERT = (
     _sre_parser.ASSERT,
 )
 _ZERO_WIDTH = (_sre_parser.AT, _sre_parser.ASSERT, _sre_parser.ASSERT_NOT)
+_NOT_LITERAL, _ANY, _IN, _AT, _ASSERT_NOT = (
+    _sre_parser.NOT_LITERAL,
+    _sre_parser.ANY,
+    _sre_parser.IN,
+    _sre_parser.AT,
+    _sre_parser.ASSERT_NOT,
+)
+_NEWLINE_CATEGORIES = frozenset(
+    {
+        _sre_parser.CATEGORY_SPACE,
+        _sre_parser.CATEGORY_NOT_DIGIT,
+        _sre_parser.CATEGORY_NOT_WORD,
+        _sre_parser.CATEGORY_LINEBREAK,
+    }
+)
+_LINE_CATEGORIES = frozenset(
+    {
+        _sre_parser.CATEGORY_DIGIT,
+        _sre_parser.CATEGORY_WORD,
+        _sre_parser.CATEGORY_NOT_SPACE,
+        _sre_parser.CATEGORY_NOT_LINEBREAK,
+    }
+)
+"""The character classes a set may name that hold a newline, and those that hold none (any other: unknown)."""
 _REPEATS = (_sre_parser.MAX_REPEAT, _sre_parser.MIN_REPEAT, _sre_parser.POSSESSIVE_REPEAT)
 
 
@@ -92,9 +116,10 @@ class Sections(list[tuple[str, str]]):
                     out.joined[i] = joined = f"{h}\n{t}"
                     out.joined_low[i] = _lowered(joined)
                 return out
-        out.texts_low = [_lowered(t) for t in out.texts]
+        # ``_lowered`` inlined for ASCII text (a report's): a new parse lowers every section twice
+        out.texts_low = [t.lower() if t.isascii() else _lowered(t) for t in out.texts]
         out.joined = [f"{h}\n{t}" for h, t in sections]
-        out.joined_low = [_lowered(j) for j in out.joined]
+        out.joined_low = [j.lower() if j.isascii() else _lowered(j) for j in out.joined]
         return out
 
     def matching(self, pattern: str, joined: bool = False) -> list[bool]:
@@ -124,6 +149,18 @@ class Sections(list[tuple[str, str]]):
             self.found[key] = hits
         return hits
 
+    def _whole(self, joined: bool) -> tuple[str, list[int]] | None:
+        """``whole[joined]``, built: None when a section's lowered form could hide a match (``_lowered``)."""
+        lowered = self.joined_low if joined else self.texts_low
+        if None in lowered:
+            return None
+        offsets, at = [], 0
+        for low in lowered:
+            offsets.append(at)
+            at += len(low) + 1  # type: ignore[arg-type]
+        whole = self.whole[joined] = ("\0".join(lowered), offsets)  # type: ignore[arg-type]
+        return whole
+
     def _scan(self, pattern: str, joined: bool) -> list[bool] | None:
         """``_matching`` over every section at once, by the occurrences of the pattern's start texts.
 
@@ -135,18 +172,13 @@ class Sections(list[tuple[str, str]]):
         section by section.
         """
         search, starts, _ = _plan(pattern)
-        if starts is None:
-            return None
-        whole = self.whole.get(joined)
+        return None if starts is None else self._scan_from(joined, search, starts)
+
+    def _scan_from(self, joined: bool, search: Callable[..., Any], starts: tuple[str, ...]) -> list[bool] | None:
+        """``_scan`` of a pattern whose plan (``_plan``: its search and start texts) the caller holds."""
+        whole = self.whole.get(joined) or self._whole(joined)
         if whole is None:
-            lowered = self.joined_low if joined else self.texts_low
-            if None in lowered:
-                return None
-            offsets, at = [], 0
-            for low in lowered:
-                offsets.append(at)
-                at += len(low) + 1  # type: ignore[arg-type]
-            whole = self.whole[joined] = ("\0".join(lowered), offsets)  # type: ignore[arg-type]
+            return None
         text, offsets = whole
         texts = self.joined if joined else self.texts
         hits = [False] * len(texts)
@@ -269,6 +301,84 @@ def _plan(pattern: str) -> tuple[Callable[..., re.Match[str] | None], tuple[str,
     return _search(pattern), _prefix(pattern), _needles(pattern)
 
 
+@lru_cache(maxsize=512)
+def _line_match(pattern: str) -> Callable[..., re.Match[str] | None] | None:
+    r"""``rx(pattern).match`` if every match of ``pattern`` lies on one line with the text it looks ahead at, else None.
+
+    So for a timeline check, ``(?im)^(?=.*14:24)(?=.*alert).*$``: it starts with ``^`` under MULTILINE (a match
+    starts at a line's start), and nothing it consumes or looks ahead at can be a newline (no DOTALL, no ``\s``,
+    no ``[^x]``, no lookbehind, nothing the parse does not show plainly), so its needles (``_needles``) lie on
+    the line a match starts. Such a pattern matches a text iff it matches at the start of a line holding one
+    of its needles (``_line_hit``): one anchored try per such line instead of a search over every line.
+    """
+    try:
+        parsed = _sre_parser.parse(pattern, re.IGNORECASE)
+    except Exception:  # a pattern the private parser reads differently: searched as it is, never wrongly
+        return None
+    flags = parsed.state.flags
+    items = list(parsed)
+    if not flags & re.MULTILINE or flags & re.DOTALL or not items or items[0] != (_AT, _sre_parser.AT_BEGINNING):
+        return None
+    return rx(pattern).match if _on_one_line(items[1:]) else None
+
+
+def _on_one_line(items: list[Any]) -> bool:
+    """Whether nothing the parsed ``items`` consume or look ahead at can be a newline (see ``_line_match``)."""
+    for op, av in items:
+        if op is _LITERAL:
+            if av == 10:
+                return False
+        elif op is _NOT_LITERAL:
+            if av != 10:
+                return False
+        elif op is _IN:
+            if not _set_without_newline(av):
+                return False
+        elif op is _SUBPATTERN:
+            if av[1] & re.DOTALL or not _on_one_line(list(av[3])):
+                return False
+        elif op is _BRANCH:
+            if not all(_on_one_line(list(branch)) for branch in av[1]):
+                return False
+        elif op in _REPEATS:
+            if not _on_one_line(list(av[2])):
+                return False
+        elif op is _ASSERT:
+            if av[0] < 0 or not _on_one_line(list(av[1])):  # a lookbehind's text may lie on the line before
+                return False
+        elif op is not _ANY and op is not _AT and op is not _ASSERT_NOT:  # ANY: no DOTALL here
+            return False
+    return True
+
+
+def _set_without_newline(items: list[tuple[Any, Any]]) -> bool:
+    """Whether a parsed character set (``[...]``) cannot match a newline; False when that is not plain."""
+    negate = bool(items) and items[0][0] is _sre_parser.NEGATE
+    has, unknown = False, False
+    for op, av in items[1:] if negate else items:
+        if op is _LITERAL:
+            has = has or av == 10
+        elif op is _sre_parser.RANGE:
+            has = has or av[0] <= 10 <= av[1]
+        elif op is _sre_parser.CATEGORY and (av in _NEWLINE_CATEGORIES or av in _LINE_CATEGORIES):
+            has = has or av in _NEWLINE_CATEGORIES
+        else:
+            unknown = True
+    return has if negate else not has and not unknown
+
+
+def _line_hit(match: Callable[..., re.Match[str] | None], text: str, low: str, needles: tuple[str, ...]) -> bool:
+    """Whether a ``_line_match`` pattern matches ``text``: tried at the start of each line holding a needle."""
+    for n in needles:
+        at = low.find(n)
+        while at >= 0:
+            if match(text, low.rfind("\n", 0, at) + 1) is not None:
+                return True
+            end = low.find("\n", at)
+            at = low.find(n, end + 1) if end >= 0 else -1
+    return False
+
+
 def _hit(pattern: str, text: str, low: str | None) -> bool:
     r"""Whether ``pattern`` (case-insensitive) finds a match in ``text`` (``low``: its lowered form, ``_lowered``).
 
@@ -287,6 +397,9 @@ def _hit(pattern: str, text: str, low: str | None) -> bool:
             at = _earliest(starts, low)
         return at >= 0 and search(text, at) is not None
     if needles is not None:
+        line = _line_match(pattern)
+        if line is not None:
+            return _line_hit(line, text, low, needles)
         for n in needles:
             if n in low:
                 break
@@ -410,16 +523,26 @@ def contains_verdict(sections: Sections, document: str, kw: dict[str, Any]) -> V
     under = sections.under.get(heading)
     if under is None:
         under = sections.under[heading] = _named(heading, sections.heads)
-    if True not in under:
-        shown = listing([repr(h) for h, _ in sections if h], 6) or "none"
-        return 0.0, f"{name}: no section heading matches /{heading}/ (headings: {shown})", {}
     only_there = kw.get("only_there", True)
-    if not only_there and (pattern, False) not in sections.found:
+    if not only_there and True in under and (pattern, False) not in sections.found:
         # the first named section that matches is all a pass reads: ask the others only if none does
         texts, lowered = sections.texts, sections.texts_low
         for i in compress(range(len(under)), under):
             if _hit(pattern, texts[i], lowered[i]):
                 return 1.0, f"{name}: in section {sections[i][0]!r}", {}
+    return _contains_rest(sections, pattern, heading, only_there, name)
+
+
+def _contains_rest(sections: Sections, pattern: str, heading: str, only_there: bool, name: str) -> Verdict:
+    """``contains_verdict`` past its quick pass: the verdict from the pattern's answer on every section.
+
+    The heading names a section (``sections.under`` holds its answer), and with ``only_there`` off none it
+    names matches unless the pattern's answers are known already.
+    """
+    under = sections.under[heading]
+    if True not in under:
+        shown = listing([repr(h) for h, _ in sections if h], 6) or "none"
+        return 0.0, f"{name}: no section heading matches /{heading}/ (headings: {shown})", {}
     said = sections.matching(pattern)
     first, others = -1, False  # the first named section that matches, and whether another section does
     for i in compress(range(len(said)), said):  # only the sections that match: one or two of a dozen
@@ -441,6 +564,110 @@ def contains_verdict(sections: Sections, document: str, kw: dict[str, Any]) -> V
     if only_there and elsewhere:
         return 0.0, f"{name}: in {hits[0]!r} but also in {listing([repr(h) for h in elsewhere])}", {}
     return 1.0, f"{name}: in section {hits[0]!r}", {}
+
+
+Planned = tuple[
+    int, tuple[str, bool], str, bool, str, Callable[..., Any], "tuple[str, ...] | None", "tuple[str, ...] | None", str
+]
+"""A ``doc_section_contains`` check as ``contains_verdicts`` reads it, worked out once per episode: its position
+in its function's params, its answers' key in ``Sections.found`` (pattern, False), heading, ``only_there``, the
+head of its passing evidence, its pattern's ``_plan`` (search, start texts, needles) and its name in evidence."""
+
+
+def contains_plan(positions: list[int], params: list[dict[str, Any]]) -> list[Planned]:
+    """``contains_verdicts``' reading of the checks at ``positions``: their params and patterns' plans, once."""
+    out: list[Planned] = []
+    for pos in positions:
+        kw = params[pos]
+        pattern = kw["pattern"]
+        name = kw.get("label") or pattern
+        search, starts, needles = _plan(pattern)
+        only_there = kw.get("only_there", True)
+        out.append(
+            (pos, (pattern, False), kw["heading"], only_there, f"{name}: in section ", search, starts, needles, name)
+        )
+    return out
+
+
+def contains_verdicts(sections: Sections, planned: list[Planned], out: dict[int, Verdict | None]) -> None:
+    """``contains_verdict`` of every check of ``planned`` on a new parse, by position into ``out``, in one frame.
+
+    A new report is a dozen or more checks on one parse, each a few string searches: the frames, lookups and
+    plan look-ups per check cost more than the searches. Here each heading is named once and each section's
+    heading quoted once, and a pass is decided inline: with ``only_there`` off, the first named section that
+    matches; on, the pattern's answer on every section (found as ``Sections._scan`` finds it, by its start
+    texts in the whole document, and kept in ``found`` as ``matching`` keeps it) names only named sections.
+    Anything else (a failing check, a pattern with no start text) takes ``contains_verdict``'s own path, the
+    same code, so the same evidence.
+    """
+    unders, heads, texts, lows, found = (
+        sections.under,
+        sections.heads,
+        sections.texts,
+        sections.texts_low,
+        sections.found,
+    )
+    named_at: dict[str, list[int]] = {}  # by heading pattern: the sections it names, in order
+    quoted = [repr(h) for h in heads]  # each heading as a passing evidence quotes it
+    whole = sections.whole.get(False) or sections._whole(False)
+    last = len(texts) - 1
+    for pos, key, heading, only_there, passing, search, starts, needles, name in planned:
+        at = named_at.get(heading)
+        if at is None:
+            under = unders.get(heading)
+            if under is None:
+                under = unders[heading] = _named(heading, heads)
+            at = named_at[heading] = [i for i, u in enumerate(under) if u]
+        if not at:
+            pass
+        elif only_there:
+            said = found.get(key)
+            if said is None and starts is not None and whole is not None:  # ``_scan_from``, inlined
+                text, offsets = whole
+                said = [False] * len(texts)
+                for start in starts:
+                    p = text.find(start)
+                    while p >= 0:
+                        i = bisect_right(offsets, p) - 1
+                        local = p - offsets[i]
+                        if local + len(start) > len(texts[i]):  # across the NUL between two sections: look on
+                            p = text.find(start, p + 1)
+                            continue
+                        if not said[i] and search(texts[i], local) is not None:
+                            said[i] = True
+                        p = text.find(start, offsets[i + 1]) if i < last else -1
+                found[key] = said
+            if said is not None:
+                first = -1
+                for i in compress(range(len(said)), said):
+                    if i not in at:
+                        first = -1
+                        break
+                    if first < 0:
+                        first = i
+                if first >= 0:
+                    out[pos] = 1.0, passing + quoted[first], {}
+                    continue
+        elif key not in found:  # as ``contains_verdict``: the first named section that matches
+            for i in at:
+                low = lows[i]
+                if low is None:
+                    hit = search(texts[i]) is not None
+                elif starts is not None:
+                    begin = low.find(starts[0]) if len(starts) == 1 else _earliest(starts, low)
+                    hit = begin >= 0 and search(texts[i], begin) is not None
+                elif needles is not None:
+                    hit = _hit(key[0], texts[i], low)
+                else:
+                    hit = search(texts[i]) is not None
+                if hit:
+                    out[pos] = 1.0, passing + quoted[i], {}
+                    break
+            else:
+                hit = False
+            if hit:
+                continue
+        out[pos] = _contains_rest(sections, key[0], heading, only_there, name)
 
 
 def absent_verdict(sections: Sections, document: str, kw: dict[str, Any]) -> Verdict:
@@ -496,6 +723,51 @@ def once_verdict(sections: Sections, document: str, kw: dict[str, Any]) -> Verdi
     return 0.0, f"{name}: named {len(where)} times in {document} (under {listing(where, 4)})", {}
 
 
+def _once_plan(positions: list[int], params: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+    """``once_verdicts``' reading of the checks at ``positions``: position, answers' key, plan, name, document."""
+    out: list[tuple[Any, ...]] = []
+    for pos in positions:
+        kw = params[pos]
+        pattern = kw["pattern"]
+        search, starts, _ = _plan(pattern)
+        out.append(
+            (pos, (pattern, False), search, starts, rx(pattern).findall, kw.get("label") or pattern, kw["document"])
+        )
+    return out
+
+
+def once_verdicts(sections: Sections, planned: list[tuple[Any, ...]], out: dict[int, Verdict | None]) -> None:
+    """``once_verdict`` of every check of ``planned`` on a new parse, by position into ``out``, in one frame.
+
+    The pattern's answers are found by its start texts (``Sections._scan``) and kept in ``found``; a section
+    that matches is counted by one ``findall`` from the pattern's first start text (the matches ``finditer``
+    walks there, without a match object each), and the headings naming the pattern are ``_heads_naming``'s.
+    """
+    found, heads, texts, lows = sections.found, sections.heads, sections.texts, sections.texts_low
+    for pos, key, search, starts, findall, name, document in planned:
+        hits = found.get(key)
+        if hits is None:
+            hits = sections._scan_from(False, search, starts) if starts is not None else None
+            if hits is None:
+                hits = sections.matching(key[0])
+            else:
+                found[key] = hits
+        where: list[str] = []
+        for i in compress(range(len(hits)), hits):
+            low = lows[i]
+            at = max(_earliest(starts, low), 0) if starts is not None and low is not None else 0
+            where += [heads[i] or "(before the first heading)"] * len(findall(texts[i], at))
+        named = _heads_naming(key[0], heads)
+        if named:
+            where += named
+        if len(where) == 1:
+            out[pos] = 1.0, f"{name}: named once in {document}, under {where[0]}", {}
+        elif not where:
+            out[pos] = 0.0, f"{name}: not named in {document}", {}
+        else:
+            out[pos] = 0.0, f"{name}: named {len(where)} times in {document} (under {listing(where, 4)})", {}
+
+
 VERDICTS: dict[str, Callable[[Sections, str, dict[str, Any]], Verdict]] = {
     "doc_section_contains": contains_verdict,
     "doc_mentions_none": absent_verdict,
@@ -503,3 +775,68 @@ VERDICTS: dict[str, Callable[[Sections, str, dict[str, Any]], Verdict]] = {
     "doc_mentions_once": once_verdict,
 }
 """Each text check's verdict on a parse, by function name: what ``graders.text_step`` settles a new parse with."""
+
+Answered = tuple[int, tuple[str, bool], Callable[..., Any], "tuple[str, ...] | None", str | None, dict[str, Any], str]
+"""A check that reads one pattern's answers, as ``answered_verdicts`` reads it: its position, its answers' key
+in ``Sections.found`` (pattern, joined), its pattern's search and start texts, its passing evidence when no
+section matches (None if that is not a pass), its params and its document."""
+
+
+def _answered_plan(joined: bool, absent: str | None) -> Callable[[list[int], list[dict[str, Any]]], list[Answered]]:
+    """How ``answered_verdicts`` reads the checks of a function whose pattern's answers are ``joined`` or not.
+
+    ``absent``: the function's passing evidence when no section matches (``{name}``, ``{document}`` filled in).
+    """
+
+    def plan(positions: list[int], params: list[dict[str, Any]]) -> list[Answered]:
+        out: list[Answered] = []
+        for pos in positions:
+            kw = params[pos]
+            pattern, document = kw["pattern"], kw["document"]
+            search, starts, _ = _plan(pattern)
+            passing = absent.format(name=kw.get("label") or pattern, document=document) if absent else None
+            out.append((pos, (pattern, joined), search, starts, passing, kw, document))
+        return out
+
+    return plan
+
+
+def _answered_verdicts(verdict: Callable[[Sections, str, dict[str, Any]], Verdict]) -> Callable[..., None]:
+    """``verdict`` of every check of a plan (``_answered_plan``) on a new parse, the pattern's answers found first.
+
+    Each pattern's answers are found as ``Sections._scan`` finds them (by its start texts in the whole document)
+    with the plan's search, no ``matching`` or ``_plan`` per check, and kept in ``found``, where ``verdict``
+    reads them; a check whose pattern matches nowhere and whose function passes then takes its passing
+    evidence from the plan, with no frame of its own.
+    """
+
+    def verdicts(sections: Sections, planned: list[Answered], out: dict[int, Verdict | None]) -> None:
+        found = sections.found
+        for pos, key, search, starts, passing, kw, document in planned:
+            hits = found.get(key)
+            if hits is None and starts is not None:
+                hits = sections._scan_from(key[1], search, starts)
+                if hits is not None:
+                    found[key] = hits
+            if hits is not None and passing is not None and True not in hits:
+                out[pos] = 1.0, passing, {}
+            else:
+                out[pos] = verdict(sections, document, kw)
+
+    return verdicts
+
+
+Batch = tuple[
+    Callable[[list[int], list[dict[str, Any]]], Any],
+    Callable[[Sections, Any, dict[int, Verdict | None]], None],
+]
+"""How a function's checks are read once per episode (positions, params -> plan), and decided on a parse."""
+
+BATCHES: dict[str, Batch] = {
+    "doc_section_contains": (contains_plan, contains_verdicts),
+    "doc_mentions_none": (_answered_plan(True, "{name}: none in {document}"), _answered_verdicts(absent_verdict)),
+    "doc_lacks": (_answered_plan(True, "{name}: named nowhere in {document}"), _answered_verdicts(lacks_verdict)),
+    "doc_mentions_once": (_once_plan, once_verdicts),
+}
+"""The text checks whose verdicts on a new parse are taken together, by function name: how the checks at some
+positions of the function's params are read once per episode, and how all of them are decided on a parse."""

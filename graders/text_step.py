@@ -30,7 +30,8 @@ from typing import Any
 
 from graders.base import GradingContext
 from graders.changes import ChangeRow
-from graders.text_match import VERDICTS, Verdict, _needles
+from graders.registry import LATER
+from graders.text_match import BATCHES, VERDICTS, Verdict, _needles
 
 _MISSING = ("no document",)
 _DOCS: list[Any] = []
@@ -123,21 +124,6 @@ QUIET: dict[str, tuple[bool, bool, bool]] = {
 them) and quotes the text of the sections its ``heading`` names (so a changed one there is never quiet)."""
 
 
-def _quiet(needles: tuple[str, ...], lows: list[tuple[str | None, str | None]]) -> bool:
-    """Whether no changed section held or holds one of ``needles`` (so the pattern matched there neither time).
-
-    The literal prefilter's rule (``text_match._needles``): on ASCII text every match contains a needle; a
-    text whose lowered form could hide a match (None, ``text_match._lowered``) is never quiet.
-    """
-    for old, new in lows:
-        if old is None or new is None:
-            return False
-        for n in needles:
-            if n in old or n in new:
-                return False
-    return True
-
-
 def text_step(check: str, function: Callable[[], Callable[..., Any]]) -> Callable[..., dict[int, Verdict | None]]:
     """The ``on_step`` evaluator of text check ``check`` (``function()`` gives the check function, when called).
 
@@ -150,6 +136,7 @@ def text_step(check: str, function: Callable[[], Callable[..., Any]]) -> Callabl
     unmoved = UNMOVED[check]
     joined, heads, quotes = QUIET[check]
     verdict = VERDICTS[check]
+    batch = BATCHES.get(check)
 
     def on_step(ctx: GradingContext, rows: list[ChangeRow], params: list[dict[str, Any]]) -> dict[int, Verdict | None]:
         docs = _docs()  # lazy: office readers
@@ -161,13 +148,23 @@ def text_step(check: str, function: Callable[[], Callable[..., Any]]) -> Callabl
             by_doc: dict[str, list[int]] = {}
             for pos, kw in enumerate(params):
                 by_doc.setdefault(kw["document"], []).append(pos)
-            needles = [_needles(kw["pattern"]) for kw in params]
-            plan = ctx.lasting[key] = (params, by_doc, {}, needles)
+            # per document, each check as ``_decide`` reads it: position, params, answers' key, needles
+            needles = {
+                d: [
+                    (pos, params[pos], (params[pos]["pattern"], joined), _needles(params[pos]["pattern"])) for pos in at
+                ]
+                for d, at in by_doc.items()
+            }
+            # each document's checks as ``BATCHES`` reads them: built here, in the step that grades everything
+            planned = {d: batch[0](at, params) for d, at in by_doc.items()} if batch is not None else {}
+            plan = ctx.lasting[key] = (params, by_doc, {}, needles, planned)
         states: dict[str, Any] = plan[2]
         out: dict[int, Verdict | None] = {}
-        fn = function()
         for document, positions in plan[1].items():
-            if not any(_doc_touches(ctx, r, document) for r in rows):
+            for r in rows:
+                if _doc_touches(ctx, r, document):
+                    break
+            else:
                 continue
             row = _document(ctx, document, query=False)
             if row is _UNKNOWN:
@@ -195,11 +192,15 @@ def text_step(check: str, function: Callable[[], Callable[..., Any]]) -> Callabl
                 and (was is state.prev or (was is None and state.prev is not None))
             )
             if diffed:
-                _decide(state, document, positions, params, plan[3], out)
+                _decide(state, document, plan[3][document], out)
             elif state is not None and state is not _MISSING:  # a new parse: each check's verdict on it
-                for pos in positions:
-                    out[pos] = verdict(state, document, params[pos])
+                if batch is not None:  # in one frame, each check's params read once per episode
+                    batch[1](state, plan[4][document], out)
+                else:
+                    for pos in positions:
+                        out[pos] = verdict(state, document, params[pos])
             else:
+                fn = function()
                 for pos in positions:
                     found = fn(ctx, **params[pos])
                     out[pos] = (found.score, found.evidence, dict(found.details))
@@ -209,34 +210,44 @@ def text_step(check: str, function: Callable[[], Callable[..., Any]]) -> Callabl
     def _decide(
         state: Any,
         document: str,
-        positions: list[int],
-        params: list[dict[str, Any]],
-        needles: list[tuple[str, ...] | None],
+        checks: list[tuple[int, dict[str, Any], tuple[str, bool], tuple[str, ...] | None]],
         out: dict[int, Verdict | None],
     ) -> None:
-        """Settle the checks of one document a write changed: kept when quiet or unmoved, else run."""
+        """Settle the checks of one document a write changed: kept when quiet or unmoved, else run.
+
+        The quick test, asked of every check on the document at every write: a check is quiet when no changed
+        section held or holds one of its pattern's ``needles``, so the pattern matched there neither time (the
+        literal prefilter's rule, ``text_match._needles``: on ASCII text every match contains a needle; a text
+        whose lowered form could hide a match, None in ``text_match._lowered``, is never quiet).
+        """
         prev, changed = state.prev, state.changed
         old_lows, new_lows = (prev.joined_low, state.joined_low) if joined else (prev.texts_low, state.texts_low)
-        lows = [(old_lows[i], new_lows[i]) for i in changed]
-        can_quiet = state.same_heads or not heads
+        lows: list[tuple[str, str]] = [(old_lows[i], new_lows[i]) for i in changed]
+        # nothing is quiet when headings a check reads moved, or a changed text could hide a match
+        can_quiet = (state.same_heads or not heads) and all(old is not None and new is not None for old, new in lows)
+        found, kept = state.found, prev.found
         quoted: dict[str, bool] = {}  # by heading pattern: whether a changed section is under it
-        for pos in positions:
-            kw = params[pos]
-            found = needles[pos]
-            if can_quiet and found is not None and _quiet(found, lows):
-                if quotes:
-                    heading = kw["heading"]
-                    hit = quoted.get(heading)
-                    if hit is None:
-                        under = state.under.get(heading)
-                        hit = quoted[heading] = under is None or any(under[i] for i in changed)
-                    if hit:
-                        found = None
-                if found is not None:
-                    answers = (kw["pattern"], joined)  # the same answers as before: the next write diffs them
-                    if answers not in state.found and answers in prev.found:
-                        state.found[answers] = prev.found[answers]
-                    continue
+        for pos, kw, answers, needles in checks:
+            if can_quiet and needles is not None:
+                for old, new in lows:
+                    for n in needles:
+                        if n in old or n in new:
+                            break
+                    else:
+                        continue
+                    break
+                else:  # quiet: the pattern matched in no changed section, before or after
+                    hit: bool | None = False
+                    if quotes:
+                        heading = kw["heading"]
+                        hit = quoted.get(heading)
+                        if hit is None:
+                            under = state.under.get(heading)
+                            hit = quoted[heading] = under is None or any(under[i] for i in changed)
+                    if not hit:
+                        if answers not in found and answers in kept:  # the same answers: the next write diffs them
+                            found[answers] = kept[answers]
+                        continue
             if unmoved(state, kw):
                 continue
             out[pos] = verdict(state, document, kw)
@@ -267,8 +278,11 @@ _TEXT_ONLY = frozenset({"content", "blob_sha256", "version", "updated_at"})
 """The columns a write of a document's text changes: none of them is read by a share check."""
 
 
-def share_step(function: Callable[[], Callable[..., Any]], scope: str) -> Callable[..., dict[int, Verdict | None]]:
+def share_step(verdict: Callable[[], Callable[..., Verdict]], scope: str) -> Callable[..., dict[int, Verdict | None]]:
     """The ``on_step`` evaluator of a share check function: one call a step settles all of a rubric's.
+
+    ``verdict()`` gives the function's verdict code (``(ctx, **params) -> (score, evidence, details)``, what the
+    function itself returns as its outcome): a check asked costs no ``CheckOutcome`` and no copy of it.
 
     A data-request rubric asks a share check per request and document (who got it, nobody else did): a share
     step moves the checks of one document, and of those only the grantee's. Asking every check after every
@@ -278,7 +292,9 @@ def share_step(function: Callable[[], Callable[..., Any]], scope: str) -> Callab
 
     - ``"grantee"`` (``doc_shared_with``): a share of its document given to its person (by employee id);
     - ``"document"`` (``doc_shared_only_with``): any share of its document;
-    - ``"episode"`` (``doc_not_shared``): any share at all (its evidence counts the episode's shares).
+    - ``"episode"`` (``doc_not_shared``): a share of its document; a new share of another document moves only
+      the count its evidence quotes (the shares of its own stand, so its score does): ``LATER``, read when
+      ``results`` asks.
 
     A write that changes only a document's text (``_TEXT_ONLY``) moves none of them. A share updated or
     deleted (the log's image may not name its document), a change of the employees (a
@@ -301,11 +317,12 @@ def share_step(function: Callable[[], Callable[..., Any]], scope: str) -> Callab
             return {}
         if any(r.table == "employees" for r in rows):
             return dict.fromkeys(range(len(params)))
-        fn = function()
-        out: dict[int, Verdict | None] = {}
+        decide = verdict()
+        out: dict[int, Any] = {}
         for document, positions in plan[1].items():
             every = False  # every check of the document may move
             grantees: set[Any] = set()  # else the checks of these employees (scope "grantee")
+            counted = False  # a share of another document: only the count a "episode" check quotes moved
             lookup = ctx.lasting.get(("doc_lookup", document))
             doc_id = lookup[2][0] if lookup is not None and lookup[2] is not None else None
             for r in rows:
@@ -313,10 +330,11 @@ def share_step(function: Callable[[], Callable[..., Any]], scope: str) -> Callab
                     every = (r.op != "update" or not _TEXT_ONLY.issuperset(r.changes)) and _doc_touches(
                         ctx, r, document
                     )
-                elif r.op != "insert" or doc_id is None:
+                elif r.op != "insert" or doc_id is None or "document_id" not in r.changes:
                     every = True  # a share that moved or went, or a document not found when last read
                 elif scope == "episode":
-                    every = True
+                    every = r.changes["document_id"] == doc_id
+                    counted = True
                 elif r.changes.get("document_id") == doc_id:
                     if scope == "grantee" and "employee_id" in r.changes:
                         grantees.add(r.changes["employee_id"])
@@ -325,6 +343,8 @@ def share_step(function: Callable[[], Callable[..., Any]], scope: str) -> Callab
                 if every:
                     break
             if not every and not grantees:
+                if counted:  # its document's shares stand, so does its score: its evidence is read when asked
+                    out.update(dict.fromkeys(positions, LATER))
                 continue
             if _document(ctx, document, query=False) is _UNKNOWN:
                 out.update(dict.fromkeys(positions))
@@ -333,8 +353,7 @@ def share_step(function: Callable[[], Callable[..., Any]], scope: str) -> Callab
                 kw = params[pos]
                 if not every and _employee(ctx, kw["username"]) not in grantees:
                     continue
-                found = fn(ctx, **kw)
-                out[pos] = (found.score, found.evidence, dict(found.details))
+                out[pos] = decide(ctx, **kw)
         return out
 
     return on_step
