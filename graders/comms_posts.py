@@ -14,7 +14,7 @@ functions either way.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from graders.base import ChangeRow, GradingContext
@@ -297,8 +297,10 @@ class _PostIndex:
     the progress holds: it graded every check when it started), so that step costs what any other does.
     ``targets`` is the resolved-target dict the index was built from (``_targets``): a new one (an employee
     changed) means deciding every check again. ``bare`` are the checks with no posts of their own yet, whose
-    evidence lists where the episode's posts went; ``keys`` names each check's ``Followed`` state. ``tails`` is
-    the part of a check's evidence after its counts, for a check asking for no mention (``_new_match``).
+    evidence lists where the episode's posts went. ``plain`` holds, for each ``post_in_channel`` check asking
+    for no mention, what ``_post_step`` decides it with: its ``Followed`` state (the one ``followed`` keeps
+    for it: the target cannot change while the index stands), its compiled search, the part of its evidence
+    after its counts (``_new_match``) and its ``min_count``.
     """
 
     __slots__ = (
@@ -306,12 +308,11 @@ class _PostIndex:
         "bare",
         "by_name",
         "channels",
-        "keys",
         "mentions",
         "name_of",
         "params",
+        "plain",
         "seen",
-        "tails",
         "targets",
         "wants",
     )
@@ -324,9 +325,8 @@ class _PostIndex:
         self.by_name: dict[str, list[int]] = {}
         self.authors: dict[int, int | None] = {}
         self.name_of: dict[int, str] = {}  # each check's channel name
-        self.keys: dict[int, tuple[Any, ...]] = {}
-        self.tails: dict[int, str] = {}
         self.wants: list[int] = []  # the checks asking for a mention
+        self.plain: dict[int, tuple[Followed, Callable[[str], Any], str, int]] = {}
         for pos, kw in enumerate(params):
             channel, author = kw["channel"], kw.get("author", "actor")
             target = _target(ctx, channel, author)
@@ -335,12 +335,13 @@ class _PostIndex:
             self.by_name.setdefault(target[0], []).append(pos)
             self.authors[pos] = target[1]
             self.name_of[pos] = target[0]
-            if "min_count" in kw:
-                self.keys[pos] = ("post_in_channel", channel, kw["pattern"], author, kw["min_count"], kw["mention"])
-                if kw["mention"] is None:  # as ``_post_verdict`` words it: "N of M" + this
-                    want = f"/{kw['pattern']}/"
-                    self.tails[pos] = f" new posts in ~{target[0]} by {who_label(author)} match {want}"
-                    self.tails[pos] += f" (need {kw['min_count']})"
+            if "min_count" in kw and kw["mention"] is None:
+                pattern, min_count = kw["pattern"], kw["min_count"]
+                # the key and target ``_post_verdict`` follows the check's posts by
+                state = followed(ctx, ("post_in_channel", channel, pattern, author, min_count, None), target)
+                # as ``_post_verdict`` words it: "N of M" + this
+                tail = f" new posts in ~{target[0]} by {who_label(author)} match /{pattern}/ (need {min_count})"
+                self.plain[pos] = (state, rx(pattern).search, tail, min_count)
             if kw.get("mention") is not None:
                 self.wants.append(pos)
         # the log as it was before this step: its posts less the step's (all plain inserts, or no log at all)
@@ -394,7 +395,7 @@ def _index(
     return fresh if index is None and not ctx.changed_rows("employees") else None
 
 
-def _new_match(log: PostLog, state: Followed, hits: list[LoggedPost], tail: str, min_count: int) -> Verdict:
+def _new_match(log: PostLog, state: Followed, tail: str, min_count: int) -> Verdict:
     """``_post_verdict``'s outcome for a check asking for no mention whose new posts just brought a new match.
 
     Why: a direct message that passes two checks at once (its decision, its rule) re-decides both, and in an
@@ -402,8 +403,10 @@ def _new_match(log: PostLog, state: Followed, hits: list[LoggedPost], tail: str,
     microseconds of a step's 20. The check has posts (they were just folded) and matches, so it is the
     verdict's last branch with nothing to look up: the same text, marks and details.
     """
+    hits = state.hits
     state.marks = (0, 0)  # no mention asked, and posts of its own (the channels posted to are not read)
-    shown = listing([show_post(log, p) for p in hits])
+    # ``listing`` of the posts shown, with no list built for the one a notice check usually has
+    shown = show_post(log, hits[0]) if len(hits) == 1 else listing([show_post(log, p) for p in hits])
     state.outcome = (
         min(1.0, len(hits) / min_count),
         f"{len(hits)} of {len(state.items)}{tail}: {shown}",
@@ -417,8 +420,12 @@ def _post_step(
 ) -> dict[int, Verdict | Later | None]:
     """``post_in_channel``'s ``on_step``: the verdicts of the checks a step's posts and mentions may move.
 
-    After an employee changed every check is decided again; a log the fold cannot follow (an edit, a
-    deletion) re-runs them all.
+    A check asking for no mention whose followed state has seen the log up to this step's posts (every check
+    of the index has: a step that finds posts of its own folds them, and the others in between are not its
+    own) takes exactly the new posts ``moved`` found, searched once each here; a new match decides it with no
+    generic pass, none answers ``LATER``. A state that has seen this step's posts already (two checks with the
+    same parameters share one; an index built anew this step) gives the verdict it holds. After an employee
+    changed every check is decided again; a log the fold cannot follow (an edit, a deletion) re-runs them all.
     """
     log = post_log(ctx)
     if log is None:
@@ -426,21 +433,27 @@ def _post_step(
     index = _index(ctx, log, params, rows, "post_step")
     if index is None:
         return {pos: _post_verdict(ctx, log, **params[pos]) for pos in range(len(params))}
+    before = index.seen
     own, elsewhere = index.moved(ctx, log)
-    out: dict[int, Verdict | Later | None] = dict.fromkeys(elsewhere, LATER)  # score 0: no posts of its own
+    out: dict[int, Verdict | Later | None] = dict.fromkeys(elsewhere, LATER) if elsewhere else {}
+    plain = index.plain
     for pos, posts in own.items():
-        kw = params[pos]
-        if kw["mention"] is None and posts and pos in index.keys:
-            # its posts folded and searched here, once: the verdict reads the same matches
-            state = _followed_posts(ctx, log, index.keys[pos], index.name_of[pos], index.authors[pos])
-            matched = len(state.hits)
-            hits = _matched(state, kw["pattern"])
-            if len(hits) == matched:
-                out[pos] = LATER  # no new match: the score stands, only the posts its evidence lists moved
-                continue
-            out[pos] = _new_match(log, state, hits, index.tails[pos], kw["min_count"])
+        found = plain.get(pos) if posts else None
+        if found is None or found[0].seen > before:
+            out[pos] = _post_verdict(ctx, log, **params[pos])
             continue
-        out[pos] = _post_verdict(ctx, log, **kw)
+        state, search, tail, min_count = found
+        items, hits = state.items, state.hits
+        items += posts  # ``_followed_posts``' fold: the posts after ``before`` that are the check's
+        state.seen = len(log.posts)
+        state.outcome = None
+        matched = len(hits)
+        for p in items[state.searched :]:  # ``_matched``: each post searched once
+            if search(p.message):
+                hits.append(p)
+        state.searched = len(items)
+        # no new match: the score stands, only the posts its evidence lists moved
+        out[pos] = LATER if len(hits) == matched else _new_match(log, state, tail, min_count)
     return out
 
 
