@@ -14,7 +14,7 @@ functions either way.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from graders.base import ChangeRow, GradingContext
@@ -300,7 +300,8 @@ class _PostIndex:
     evidence lists where the episode's posts went. ``plain`` holds, for each ``post_in_channel`` check asking
     for no mention, what ``_post_step`` decides it with: its ``Followed`` state (the one ``followed`` keeps
     for it: the target cannot change while the index stands), its compiled search, the part of its evidence
-    after its counts (``_new_match``) and its ``min_count``.
+    after its counts (``_new_match``) and its ``min_count``; ``states`` each ``post_in_channel`` check's state,
+    whose verdict's marks tell whether it was asked since it was last told ``LATER`` (``moved``).
     """
 
     __slots__ = (
@@ -313,6 +314,7 @@ class _PostIndex:
         "params",
         "plain",
         "seen",
+        "states",
         "targets",
         "wants",
     )
@@ -326,6 +328,7 @@ class _PostIndex:
         self.authors: dict[int, int | None] = {}
         self.name_of: dict[int, str] = {}  # each check's channel name
         self.wants: list[int] = []  # the checks asking for a mention
+        self.states: dict[int, Followed] = {}  # each ``post_in_channel`` check's followed state
         self.plain: dict[int, tuple[Followed, Callable[[str], Any], str, int]] = {}
         for pos, kw in enumerate(params):
             channel, author = kw["channel"], kw.get("author", "actor")
@@ -335,13 +338,14 @@ class _PostIndex:
             self.by_name.setdefault(target[0], []).append(pos)
             self.authors[pos] = target[1]
             self.name_of[pos] = target[0]
-            if "min_count" in kw and kw["mention"] is None:
-                pattern, min_count = kw["pattern"], kw["min_count"]
+            if "min_count" in kw:
+                pattern, min_count, mention = kw["pattern"], kw["min_count"], kw["mention"]
                 # the key and target ``_post_verdict`` follows the check's posts by
-                state = followed(ctx, ("post_in_channel", channel, pattern, author, min_count, None), target)
-                # as ``_post_verdict`` words it: "N of M" + this
-                tail = f" new posts in ~{target[0]} by {who_label(author)} match /{pattern}/ (need {min_count})"
-                self.plain[pos] = (state, rx(pattern).search, tail, min_count)
+                key = ("post_in_channel", channel, pattern, author, min_count, mention)
+                state = self.states[pos] = followed(ctx, key, target)
+                if mention is None:  # as ``_post_verdict`` words it: "N of M" + this
+                    tail = f" new posts in ~{target[0]} by {who_label(author)} match /{pattern}/ (need {min_count})"
+                    self.plain[pos] = (state, rx(pattern).search, tail, min_count)
             if kw.get("mention") is not None:
                 self.wants.append(pos)
         # the log as it was before this step: its posts less the step's (all plain inserts, or no log at all)
@@ -356,12 +360,14 @@ class _PostIndex:
                 if self.authors[pos] in (None, post.author_id):
                     self.bare.discard(pos)
 
-    def moved(self, ctx: GradingContext, log: PostLog) -> tuple[dict[int, list[LoggedPost]], set[int]]:
+    def moved(self, ctx: GradingContext, log: PostLog) -> tuple[dict[int, list[LoggedPost]], Sequence[int]]:
         """The checks the posts and mentions since the last call may have moved: (their own, only elsewhere).
 
         The first, with their new posts (none: a mention moved), are re-decided; the second (checks with no
         posts of their own, after a post in a channel nobody had posted to) only have a new list of where
-        posts went.
+        posts went, and are left out while the progress still holds them as lagging (told so at an earlier
+        new channel, not asked since: the live episode never asks, so a DM per person tells each bare check
+        once rather than at every DM).
         """
         moved: dict[int, list[LoggedPost]] = {}
         by_name, authors, bare = self.by_name, self.authors, self.bare
@@ -379,9 +385,19 @@ class _PostIndex:
                 for pos in self.wants:
                     moved.setdefault(pos, [])
         if len(log.first) == self.channels:
-            return moved, set()
-        self.channels = len(log.first)
-        return moved, bare - moved.keys()
+            return moved, ()
+        had, self.channels = self.channels, len(log.first)
+        # a check told ``LATER`` at an earlier new channel and not asked since (its verdict counts fewer channels
+        # than there were before this step) is still lagging in the progress: telling it again costs, moves nothing
+        states = self.states
+        elsewhere = []
+        for pos in bare:
+            if pos in moved:
+                continue
+            marks = states[pos].marks if pos in states else ()
+            if len(marks) != 2 or marks[1] >= had:  # its verdict counts every channel there was: tell it
+                elsewhere.append(pos)
+        return moved, elsewhere
 
 
 def _index(

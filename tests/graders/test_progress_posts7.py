@@ -7,9 +7,14 @@ state, so the second must read the verdict the first one just built rather than 
 
 from __future__ import annotations
 
+from graders.base import GradingContext, grade, read_changes
+from graders.progress import Progress
+from graders.registry import LATER
 from tests.graders.conftest import employee
 from tests.graders.test_checks import post
-from tests.graders.test_progress_comms3 import _play
+from tests.graders.test_progress_comms3 import _play, _rubric
+from tests.graders.test_progress_pcomms import _outcomes
+from worlds.schema import Channel
 
 
 def test_two_checks_with_the_same_params_both_move_on_the_post_that_passes_them(world):
@@ -54,3 +59,49 @@ def test_posts_a_rebuilt_index_already_folded_are_not_folded_twice(world):
     assert rebuilt == {"three-deploys": 1 / 3, "robert-dm": 0.0}, "every check decided in full"
     assert second == {"three-deploys": 2 / 3}, "two deploys, not three"
     assert dm == {"robert-dm": 1.0}, "three-deploys has posts of its own: a DM is not in its evidence"
+
+
+def test_a_bare_check_told_later_is_not_told_again_until_the_results_ask_it(world):
+    def new_channel() -> int:
+        world.add(Channel(team_id=1, name="random", display_name="Random", type="O", created_at=world.clock.now()))
+        return 4
+
+    checks = [
+        ("eng-deploy", "post_in_channel", {"channel": "eng", "pattern": "deploy"}),
+        ("bob-dm", "post_in_channel", {"channel": "@bob", "pattern": "ENG-4"}),
+    ]
+    rubric = _rubric(checks)
+    progress = Progress(rubric, GradingContext(session=world.session, trace=[], actor_id=1))
+    progress.update([])
+    answers: dict[str, object] = {}
+    for key, (fn, positions, params) in list(progress._grouped.items()):
+
+        def spy(ctx, rows, params, _fn=fn, _positions=positions):
+            out = _fn(ctx, rows, params)
+            answers.update({checks[_positions[p]][0]: "LATER" if v is LATER else v and v[0] for p, v in out.items()})
+            return out
+
+        progress._grouped[key] = (spy, positions, params)
+    seq, said = world.start_seq, []
+    steps = [
+        (lambda: 1, "hi", False),
+        (lambda: 2, "lunch", True),
+        (new_channel, "x", False),
+        (lambda: 3, "ENG-4?", False),
+    ]
+    for n, (channel, text, ask) in enumerate(steps):
+        answers.clear()
+        post(world, channel(), text)
+        world.session.flush()
+        rows = read_changes(world.session, after_seq=seq)
+        seq = rows[-1].seq
+        assert progress.update(rows) == grade(rubric, world.ctx()).value, f"value after step {n}"  # type: ignore[arg-type]
+        said.append(dict(answers))
+        if ask:  # the results bring every lagging check up to date: the next new channel tells them again
+            assert _outcomes(progress.results()) == _outcomes(grade(rubric, world.ctx()).checks)
+    general, eng, random, dm = said
+    assert general == {"eng-deploy": "LATER", "bob-dm": "LATER"}, "a first channel: both bare"
+    assert eng == {"eng-deploy": "LATER"}, "bob-dm was told at ~general and not asked since: still lagging"
+    assert random == {"bob-dm": "LATER"}, "asked by the results since: told of the new channel"
+    assert dm == {"bob-dm": 1.0}
+    assert _outcomes(progress.results()) == _outcomes(grade(rubric, world.ctx()).checks)
