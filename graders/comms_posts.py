@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from typing import Any
 
 from graders.base import ChangeRow, GradingContext
@@ -33,6 +34,7 @@ from graders.comms_log import (
 from graders.registry import LATER, Later
 
 Verdict = tuple[float, str, dict[str, Any]]
+_NONE: frozenset[int] = frozenset()
 
 
 def _channel_name(ctx: GradingContext, channel: str) -> str | None:
@@ -51,6 +53,17 @@ def _mentions(ctx: GradingContext, post_id: int, who: int, username: str, messag
     ):
         return True
     return re.search(rf"(?<![\w@])@{re.escape(username)}\b", message, re.IGNORECASE) is not None
+
+
+def _mention_rule(ctx: GradingContext, username: str) -> tuple[int, Callable[[str], Any]] | None:
+    """What ``_mentions`` asks of a post for ``username``: the employee's id and the text's search (None: unknown).
+
+    Worked out once per index (``_PostIndex``): ``_mentions`` builds the pattern anew for every post it reads.
+    """
+    who = employee_id(ctx, username)
+    if who is None:
+        return None
+    return who, re.compile(rf"(?<![\w@])@{re.escape(username)}\b", re.IGNORECASE).search
 
 
 def _target(ctx: GradingContext, channel: str, author: Who | None) -> tuple[str, int | None] | str:
@@ -219,6 +232,7 @@ def _post_verdict(
         hits = _matched(state, pattern)
     else:
         hits = [p for p in posts if search(p.message) and _mentions(ctx, p.id, mention_id or 0, mention, p.message)]
+        state.hits, state.searched = hits, len(posts)  # where ``_post_step`` goes on from
     head = f"{len(hits)} of {len(posts)} new posts in ~{name} by {who_label(author)} match {want}"
     head += f" (need {min_count})"
     shown = listing([show_post(log, p) for p in (hits or posts)])
@@ -309,10 +323,12 @@ class _PostIndex:
         "bare",
         "by_name",
         "channels",
+        "fresh",
         "mentions",
         "name_of",
         "params",
         "plain",
+        "redo",
         "seen",
         "states",
         "targets",
@@ -327,9 +343,14 @@ class _PostIndex:
         self.by_name: dict[str, list[int]] = {}
         self.authors: dict[int, int | None] = {}
         self.name_of: dict[int, str] = {}  # each check's channel name
-        self.wants: list[int] = []  # the checks asking for a mention
+        self.wants: set[int] = set()  # the checks asking for a mention
+        # of those, the ones the last ``moved`` call found a mention of an earlier post for; the mention rows it read
+        self.redo: AbstractSet[int] = _NONE
+        self.fresh: Sequence[ChangeRow] = ()
         self.states: dict[int, Followed] = {}  # each ``post_in_channel`` check's followed state
-        self.plain: dict[int, tuple[Followed, Callable[[str], Any], str, int]] = {}
+        self.plain: dict[
+            int, tuple[Followed, Callable[[str], Any], str, int, tuple[int, Callable[[str], Any]] | None]
+        ] = {}
         for pos, kw in enumerate(params):
             channel, author = kw["channel"], kw.get("author", "actor")
             target = _target(ctx, channel, author)
@@ -343,11 +364,13 @@ class _PostIndex:
                 # the key and target ``_post_verdict`` follows the check's posts by
                 key = ("post_in_channel", channel, pattern, author, min_count, mention)
                 state = self.states[pos] = followed(ctx, key, target)
-                if mention is None:  # as ``_post_verdict`` words it: "N of M" + this
-                    tail = f" new posts in ~{target[0]} by {who_label(author)} match /{pattern}/ (need {min_count})"
-                    self.plain[pos] = (state, rx(pattern).search, tail, min_count)
+                who = None if mention is None else _mention_rule(ctx, mention)
+                if mention is None or who is not None:  # as ``_post_verdict`` words it: "N of M" + this
+                    want = f"/{pattern}/" + (f" mentioning @{mention}" if mention else "")
+                    tail = f" new posts in ~{target[0]} by {who_label(author)} match {want} (need {min_count})"
+                    self.plain[pos] = (state, rx(pattern).search, tail, min_count, who)
             if kw.get("mention") is not None:
-                self.wants.append(pos)
+                self.wants.add(pos)
         # the log as it was before this step: its posts less the step's (all plain inserts, or no log at all)
         fresh = sum(1 for r in rows if r.table == "posts")
         self.seen = len(log.posts) - fresh
@@ -360,6 +383,37 @@ class _PostIndex:
                 if self.authors[pos] in (None, post.author_id):
                     self.bare.discard(pos)
 
+    def _mentioned(
+        self, log: PostLog, rows: list[ChangeRow], new: list[LoggedPost], moved: dict[int, list[LoggedPost]]
+    ) -> None:
+        """Route new mention rows to the checks asking for a mention whose verdict they may move (``moved``).
+
+        A mention row counts only for a post of the check's own (``_mentions``): one naming a post of this call
+        is searched with that post (``_post_step``), one naming a post this episode did not make moves nothing,
+        and one naming an earlier post of a check's and its person (or a row that is no plain insert)
+        re-decides it in full (``redo``). Before, every mention re-decided every such check: a DM that mentions someone re-built the
+        evidence of the checks on the team channel.
+        """
+        self.fresh, self.redo = rows, set()
+        first = new[0].id if new else None
+        wants = self.wants
+        for r in rows:
+            if r.op != "insert" or "post_id" not in r.changes:
+                for pos in wants:
+                    moved.setdefault(pos, [])
+                self.redo.update(wants)
+                return
+            post = log.by_id.get(r.changes["post_id"])
+            if post is None or (first is not None and post.id >= first):
+                continue  # not this episode's post, or one of this call's (searched with its mentions)
+            for pos in self.by_name.get(post.channel, ()):
+                if pos in wants and self.authors[pos] in (None, post.author_id):
+                    rule = self.plain.get(pos)
+                    if rule is not None and rule[4] is not None and rule[4][0] != r.changes.get("employee_id"):
+                        continue  # it names someone else: the check counts only mentions of its person
+                    moved.setdefault(pos, [])
+                    self.redo.add(pos)
+
     def moved(self, ctx: GradingContext, log: PostLog) -> tuple[dict[int, list[LoggedPost]], Sequence[int]]:
         """The checks the posts and mentions since the last call may have moved: (their own, only elsewhere).
 
@@ -371,19 +425,20 @@ class _PostIndex:
         """
         moved: dict[int, list[LoggedPost]] = {}
         by_name, authors, bare = self.by_name, self.authors, self.bare
-        for post in log.posts[self.seen :]:
+        new = log.posts[self.seen :]
+        for post in new:
             for pos in by_name.get(post.channel, ()):
                 author_id = authors[pos]
                 if author_id is None or author_id == post.author_id:
                     moved.setdefault(pos, []).append(post)
                     bare.discard(pos)
         self.seen = len(log.posts)
+        self.redo, self.fresh = _NONE, ()
         if self.wants:
-            mentions = len(ctx.changed_rows("mentions"))
-            if mentions != self.mentions:
-                self.mentions = mentions
-                for pos in self.wants:
-                    moved.setdefault(pos, [])
+            mentions = ctx.changed_rows("mentions")
+            if len(mentions) != self.mentions:
+                self._mentioned(log, mentions[self.mentions :], new, moved)
+                self.mentions = len(mentions)
         if len(log.first) == self.channels:
             return moved, ()
         had, self.channels = self.channels, len(log.first)
@@ -411,7 +466,7 @@ def _index(
     return fresh if index is None and not ctx.changed_rows("employees") else None
 
 
-def _new_match(log: PostLog, state: Followed, tail: str, min_count: int) -> Verdict:
+def _new_match(log: PostLog, state: Followed, tail: str, min_count: int, mentions: int) -> Verdict:
     """``_post_verdict``'s outcome for a check asking for no mention whose new posts just brought a new match.
 
     Why: a direct message that passes two checks at once (its decision, its rule) re-decides both, and in an
@@ -420,7 +475,7 @@ def _new_match(log: PostLog, state: Followed, tail: str, min_count: int) -> Verd
     verdict's last branch with nothing to look up: the same text, marks and details.
     """
     hits = state.hits
-    state.marks = (0, 0)  # no mention asked, and posts of its own (the channels posted to are not read)
+    state.marks = (mentions, 0)  # the mention rows read (0: no mention asked), and posts of its own
     # ``listing`` of the posts shown, with no list built for the one a notice check usually has
     shown = show_post(log, hits[0]) if len(hits) == 1 else listing([show_post(log, p) for p in hits])
     state.outcome = (
@@ -452,24 +507,40 @@ def _post_step(
     before = index.seen
     own, elsewhere = index.moved(ctx, log)
     out: dict[int, Verdict | Later | None] = dict.fromkeys(elsewhere, LATER) if elsewhere else {}
-    plain = index.plain
+    plain, redo = index.plain, index.redo
     for pos, posts in own.items():
         found = plain.get(pos) if posts else None
-        if found is None or found[0].seen > before:
+        if found is None or pos in redo or found[0].seen > before or found[0].searched != len(found[0].items):
             out[pos] = _post_verdict(ctx, log, **params[pos])
             continue
-        state, search, tail, min_count = found
-        items, hits = state.items, state.hits
-        items += posts  # ``_followed_posts``' fold: the posts after ``before`` that are the check's
+        state, search, tail, min_count, who = found
+        hits = state.hits
+        state.items += posts  # ``_followed_posts``' fold: the posts after ``before`` that are the check's
         state.seen = len(log.posts)
         state.outcome = None
         matched = len(hits)
-        for p in items[state.searched :]:  # ``_matched``: each post searched once
-            if search(p.message):
-                hits.append(p)
-        state.searched = len(items)
+        if who is None:
+            for p in posts:  # ``_matched``: each post searched once
+                if search(p.message):
+                    hits.append(p)
+        else:  # ``_mentions``: a mention row for the post (one of this call's), or the text naming the person
+            who_id, said = who
+            fresh = index.fresh
+            for p in posts:
+                if search(p.message) and (
+                    any(
+                        r.op == "insert" and r.changes.get("post_id") == p.id and r.changes.get("employee_id") == who_id
+                        for r in fresh
+                    )
+                    or said(p.message)
+                ):
+                    hits.append(p)
+        state.searched = len(state.items)
         # no new match: the score stands, only the posts its evidence lists moved
-        out[pos] = LATER if len(hits) == matched else _new_match(log, state, tail, min_count)
+        if len(hits) == matched:
+            out[pos] = LATER
+        else:
+            out[pos] = _new_match(log, state, tail, min_count, 0 if who is None else index.mentions)
     return out
 
 

@@ -7,6 +7,10 @@ state, so the second must read the verdict the first one just built rather than 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
+import graders.comms_posts as comms_posts
 from graders.base import GradingContext, grade, read_changes
 from graders.progress import Progress
 from graders.registry import LATER
@@ -14,7 +18,7 @@ from tests.graders.conftest import employee
 from tests.graders.test_checks import post
 from tests.graders.test_progress_comms3 import _play, _rubric
 from tests.graders.test_progress_pcomms import _outcomes
-from worlds.schema import Channel
+from worlds.schema import Channel, Mention
 
 
 def test_two_checks_with_the_same_params_both_move_on_the_post_that_passes_them(world):
@@ -105,3 +109,62 @@ def test_a_bare_check_told_later_is_not_told_again_until_the_results_ask_it(worl
     assert random == {"bob-dm": "LATER"}, "asked by the results since: told of the new channel"
     assert dm == {"bob-dm": 1.0}
     assert _outcomes(progress.results()) == _outcomes(grade(rubric, world.ctx()).checks)
+
+
+def test_mention_checks_fold_their_new_posts_and_only_mentions_of_their_own_posts_move_them(world, monkeypatch):
+    generic: list[str] = []
+    real = comms_posts._post_verdict
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        generic.append(kwargs["mention"])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(comms_posts, "_post_verdict", spy)
+
+    made: list[int] = []
+
+    def mentioned(channel: int, text: str, who: int | None) -> Callable[[], Any]:
+        def step() -> None:
+            p = post(world, channel, text)
+            made.append(p.id)
+            if who is not None:
+                world.add(Mention(post_id=p.id, employee_id=who))
+
+        return step
+
+    checks = [
+        ("bob-told", "post_in_channel", {"channel": "eng", "pattern": "ENG-3", "mention": "bob"}),
+        ("carol-told", "post_in_channel", {"channel": "eng", "pattern": "ENG-3", "mention": "carol"}),
+    ]
+    _, said = _play(
+        world,
+        checks,
+        [
+            mentioned(2, "ENG-3 is ready", 2),  # a mention row for bob with the post
+            mentioned(3, "can you ask carol?", 3),  # a mention of carol on a DM: no check's post
+            lambda: world.add(Mention(post_id=made[0], employee_id=3)),  # carol named on the first post, later
+            mentioned(2, "ENG-3 again, @carol", None),  # carol named in the text only
+        ],
+    )
+    first, dm, late, text = said
+    assert first == {"bob-told": 1.0, "carol-told": "LATER"}
+    assert dm == {}, "a mention on another channel's post moves neither"
+    assert late == {"carol-told": 1.0}
+    assert text == {"carol-told": 1.0, "bob-told": "LATER"}
+    # only the mention of an earlier post is decided in full (the first verdicts come from the check itself)
+    assert generic == ["carol"], "new posts are folded and searched with their mention rows"
+
+
+def test_a_mention_of_an_earlier_post_in_a_step_with_a_new_post_redecides_the_check(world):
+    made: list[int] = []
+
+    def first() -> None:
+        made.append(post(world, 2, "ENG-3 is ready").id)
+
+    def second() -> None:
+        post(world, 2, "ENG-3 still")
+        world.add(Mention(post_id=made[0], employee_id=4))  # dave named on the first post
+
+    checks = [("dave-told", "post_in_channel", {"channel": "eng", "pattern": "ENG-3", "mention": "dave"})]
+    _, said = _play(world, checks, [first, second])
+    assert said == [{"dave-told": "LATER"}, {"dave-told": 1.0}], "the earlier post counts now, not only the new one"
