@@ -391,8 +391,8 @@ class _PostIndex:
         A mention row counts only for a post of the check's own (``_mentions``): one naming a post of this call
         is searched with that post (``_post_step``), one naming a post this episode did not make moves nothing,
         and one naming an earlier post of a check's and its person (or a row that is no plain insert)
-        re-decides it in full (``redo``). Before, every mention re-decided every such check: a DM that mentions someone re-built the
-        evidence of the checks on the team channel.
+        re-decides it in full (``redo``). Before, every mention re-decided every such check: a DM that mentions
+        someone re-built the evidence of the checks on the team channel.
         """
         self.fresh, self.redo = rows, set()
         first = new[0].id if new else None
