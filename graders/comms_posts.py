@@ -460,14 +460,16 @@ def _index(
 ) -> _PostIndex | None:
     """The kept index of ``params``, or None after building it anew because an employee changed (or had)."""
     index: _PostIndex | None = ctx.lasting.get((name, id(params)))
-    if index is not None and index.params is params and index.targets is _targets(ctx):
-        return index
+    if index is not None and index.params is params:
+        targets = index.targets  # ``_targets(ctx)`` is this very dict while no employee changed: no frame to ask
+        if targets is ctx.lasting.get("post_targets") and targets[None] == len(ctx.changed_rows("employees")):
+            return index
     ctx.lasting[(name, id(params))] = fresh = _PostIndex(ctx, log, params, rows)
     return fresh if index is None and not ctx.changed_rows("employees") else None
 
 
 def _new_match(log: PostLog, state: Followed, tail: str, min_count: int, mentions: int) -> Verdict:
-    """``_post_verdict``'s outcome for a check asking for no mention whose new posts just brought a new match.
+    """``_post_verdict``'s outcome for a check whose new posts (and their mention rows) just brought a new match.
 
     Why: a direct message that passes two checks at once (its decision, its rule) re-decides both, and in an
     episode each generic pass (its target, its marks, its want text, its pattern looked up again) costs a few
@@ -476,13 +478,17 @@ def _new_match(log: PostLog, state: Followed, tail: str, min_count: int, mention
     """
     hits = state.hits
     state.marks = (mentions, 0)  # the mention rows read (0: no mention asked), and posts of its own
-    # ``listing`` of the posts shown, with no list built for the one a notice check usually has
-    shown = show_post(log, hits[0]) if len(hits) == 1 else listing([show_post(log, p) for p in hits])
-    state.outcome = (
-        min(1.0, len(hits) / min_count),
-        f"{len(hits)} of {len(state.items)}{tail}: {shown}",
-        {"post_ids": [p.id for p in hits]},
-    )
+    found = len(hits)
+    if found == 1:  # a notice check's one post: ``listing`` and ``show_post`` of it, inlined (two frames a check)
+        post = hits[0]
+        shown = log.shown.get(post.id) or show_post(log, post)
+        ids = [post.id]
+    else:
+        shown = listing([show_post(log, p) for p in hits])
+        ids = [p.id for p in hits]
+    # ``min(1.0, found / min_count)``: the same float, no call
+    score = found / min_count if found < min_count else 1.0
+    state.outcome = (score, f"{found} of {len(state.items)}{tail}: {shown}", {"post_ids": ids})
     return state.outcome
 
 
