@@ -442,6 +442,8 @@ class _PostIndex:
         if len(log.first) == self.channels:
             return moved, ()
         had, self.channels = self.channels, len(log.first)
+        if not self.states:  # ``no_post_in_channel``'s index: its evidence names no other channel
+            return moved, ()
         # a check told ``LATER`` at an earlier new channel and not asked since (its verdict counts fewer channels
         # than there were before this step) is still lagging in the progress: telling it again costs, moves nothing
         states = self.states
