@@ -35,6 +35,9 @@ class LoggedPost(NamedTuple):
     message: str
 
 
+_post = tuple.__new__  # a ``LoggedPost`` made from its fields' tuple, without the named tuple's ``__new__`` frame
+
+
 class PostLog:
     """The episode's new posts in id order, and per channel name the first one and who posted there."""
 
@@ -81,37 +84,48 @@ def post_log(ctx: GradingContext) -> PostLog | None:
 
 
 def _fold_posts(ctx: GradingContext, log: PostLog, posts: list[ChangeRow], channels: list[ChangeRow]) -> bool:
-    """Fold the rows appended since the last fold; False when one is not a plain insert of a live post."""
-    names: dict[int, str | None] = ctx.lasting.setdefault("channel_names", {})  # shared with _logged_posts
-    for row in channels[log.channels_seen :]:
-        if row.op == "delete" or (row.op == "update" and "name" in row.changes):
-            return False
-        if row.op == "insert":
-            if "name" not in row.changes:
+    """Fold the rows appended since the last fold; False when one is not a plain insert of a live post.
+
+    Written for the step that adds one post (and maybe its direct channel): no comprehension or named-tuple
+    constructor frames, no empty dict made for a lookup, the channel ids looked up only when one is unknown.
+    """
+    names: dict[int, str | None] | None = ctx.lasting.get("channel_names")  # shared with _logged_posts
+    if names is None:
+        names = ctx.lasting["channel_names"] = {}
+    if len(channels) != log.channels_seen:
+        for row in channels[log.channels_seen :]:
+            if row.op == "delete" or (row.op == "update" and "name" in row.changes):
                 return False
-            names[row.key[0]] = row.changes["name"]
-    log.channels_seen = len(channels)
+            if row.op == "insert":
+                if "name" not in row.changes:
+                    return False
+                names[row.key[0]] = row.changes["name"]
+        log.channels_seen = len(channels)
     new = posts[log.posts_seen :]
     last = log.posts[-1].id if log.posts else None
+    unknown: set[Any] | None = None
     for row in new:
-        if row.op != "insert" or not row.changes.keys() >= _POST_IMAGE or row.changes["deleted_at"] is not None:
+        changes = row.changes
+        if row.op != "insert" or not changes.keys() >= _POST_IMAGE or changes["deleted_at"] is not None:
             return False
         if last is not None and row.key[0] <= last:
             return False  # out of id order: the query's ORDER BY would differ from the log's
         last = row.key[0]
-    unknown = {row.changes["channel_id"] for row in new} - names.keys()
+        if changes["channel_id"] not in names:
+            unknown = {changes["channel_id"]} if unknown is None else unknown | {changes["channel_id"]}
     if unknown:
         wanted = sorted(unknown)
         names.update(dict.fromkeys(wanted))
         names.update({int(i): str(n) for i, n in rows_in(ctx, _CHANNEL_NAME, wanted)})
-    authors = log.authors
+    authors, by_id, folded = log.authors, log.by_id, log.posts
     for row in new:
-        name = names[row.changes["channel_id"]]
+        changes = row.changes
+        name = names[changes["channel_id"]]
         if name is None:
             return False  # a post in no known channel: leave it to the query's join
-        post = LoggedPost(row.key[0], name, row.changes["author_id"], row.changes["message"])
-        log.posts.append(post)
-        log.by_id[post.id] = post
+        post = _post(LoggedPost, (row.key[0], name, changes["author_id"], changes["message"]))
+        folded.append(post)
+        by_id[post.id] = post
         who = authors.get(name)
         if who is None:  # the channel's first post this episode (no empty set made for every later one)
             log.first[name] = post.id

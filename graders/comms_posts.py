@@ -14,7 +14,8 @@ functions either way.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from typing import Any
 
 from graders.base import ChangeRow, GradingContext
@@ -33,6 +34,7 @@ from graders.comms_log import (
 from graders.registry import LATER, Later
 
 Verdict = tuple[float, str, dict[str, Any]]
+_NONE: frozenset[int] = frozenset()
 
 
 def _channel_name(ctx: GradingContext, channel: str) -> str | None:
@@ -51,6 +53,17 @@ def _mentions(ctx: GradingContext, post_id: int, who: int, username: str, messag
     ):
         return True
     return re.search(rf"(?<![\w@])@{re.escape(username)}\b", message, re.IGNORECASE) is not None
+
+
+def _mention_rule(ctx: GradingContext, username: str) -> tuple[int, Callable[[str], Any]] | None:
+    """What ``_mentions`` asks of a post for ``username``: the employee's id and the text's search (None: unknown).
+
+    Worked out once per index (``_PostIndex``): ``_mentions`` builds the pattern anew for every post it reads.
+    """
+    who = employee_id(ctx, username)
+    if who is None:
+        return None
+    return who, re.compile(rf"(?<![\w@])@{re.escape(username)}\b", re.IGNORECASE).search
 
 
 def _target(ctx: GradingContext, channel: str, author: Who | None) -> tuple[str, int | None] | str:
@@ -219,6 +232,7 @@ def _post_verdict(
         hits = _matched(state, pattern)
     else:
         hits = [p for p in posts if search(p.message) and _mentions(ctx, p.id, mention_id or 0, mention, p.message)]
+        state.hits, state.searched = hits, len(posts)  # where ``_post_step`` goes on from
     head = f"{len(hits)} of {len(posts)} new posts in ~{name} by {who_label(author)} match {want}"
     head += f" (need {min_count})"
     shown = listing([show_post(log, p) for p in (hits or posts)])
@@ -297,8 +311,11 @@ class _PostIndex:
     the progress holds: it graded every check when it started), so that step costs what any other does.
     ``targets`` is the resolved-target dict the index was built from (``_targets``): a new one (an employee
     changed) means deciding every check again. ``bare`` are the checks with no posts of their own yet, whose
-    evidence lists where the episode's posts went; ``keys`` names each check's ``Followed`` state. ``tails`` is
-    the part of a check's evidence after its counts, for a check asking for no mention (``_new_match``).
+    evidence lists where the episode's posts went. ``plain`` holds, for each ``post_in_channel`` check asking
+    for no mention, what ``_post_step`` decides it with: its ``Followed`` state (the one ``followed`` keeps
+    for it: the target cannot change while the index stands), its compiled search, the part of its evidence
+    after its counts (``_new_match``) and its ``min_count``; ``states`` each ``post_in_channel`` check's state,
+    whose verdict's marks tell whether it was asked since it was last told ``LATER`` (``moved``).
     """
 
     __slots__ = (
@@ -306,12 +323,14 @@ class _PostIndex:
         "bare",
         "by_name",
         "channels",
-        "keys",
+        "fresh",
         "mentions",
         "name_of",
         "params",
+        "plain",
+        "redo",
         "seen",
-        "tails",
+        "states",
         "targets",
         "wants",
     )
@@ -324,9 +343,14 @@ class _PostIndex:
         self.by_name: dict[str, list[int]] = {}
         self.authors: dict[int, int | None] = {}
         self.name_of: dict[int, str] = {}  # each check's channel name
-        self.keys: dict[int, tuple[Any, ...]] = {}
-        self.tails: dict[int, str] = {}
-        self.wants: list[int] = []  # the checks asking for a mention
+        self.wants: set[int] = set()  # the checks asking for a mention
+        # of those, the ones the last ``moved`` call found a mention of an earlier post for; the mention rows it read
+        self.redo: AbstractSet[int] = _NONE
+        self.fresh: Sequence[ChangeRow] = ()
+        self.states: dict[int, Followed] = {}  # each ``post_in_channel`` check's followed state
+        self.plain: dict[
+            int, tuple[Followed, Callable[[str], Any], str, int, tuple[int, Callable[[str], Any]] | None]
+        ] = {}
         for pos, kw in enumerate(params):
             channel, author = kw["channel"], kw.get("author", "actor")
             target = _target(ctx, channel, author)
@@ -336,13 +360,17 @@ class _PostIndex:
             self.authors[pos] = target[1]
             self.name_of[pos] = target[0]
             if "min_count" in kw:
-                self.keys[pos] = ("post_in_channel", channel, kw["pattern"], author, kw["min_count"], kw["mention"])
-                if kw["mention"] is None:  # as ``_post_verdict`` words it: "N of M" + this
-                    want = f"/{kw['pattern']}/"
-                    self.tails[pos] = f" new posts in ~{target[0]} by {who_label(author)} match {want}"
-                    self.tails[pos] += f" (need {kw['min_count']})"
+                pattern, min_count, mention = kw["pattern"], kw["min_count"], kw["mention"]
+                # the key and target ``_post_verdict`` follows the check's posts by
+                key = ("post_in_channel", channel, pattern, author, min_count, mention)
+                state = self.states[pos] = followed(ctx, key, target)
+                who = None if mention is None else _mention_rule(ctx, mention)
+                if mention is None or who is not None:  # as ``_post_verdict`` words it: "N of M" + this
+                    want = f"/{pattern}/" + (f" mentioning @{mention}" if mention else "")
+                    tail = f" new posts in ~{target[0]} by {who_label(author)} match {want} (need {min_count})"
+                    self.plain[pos] = (state, rx(pattern).search, tail, min_count, who)
             if kw.get("mention") is not None:
-                self.wants.append(pos)
+                self.wants.add(pos)
         # the log as it was before this step: its posts less the step's (all plain inserts, or no log at all)
         fresh = sum(1 for r in rows if r.table == "posts")
         self.seen = len(log.posts) - fresh
@@ -355,32 +383,78 @@ class _PostIndex:
                 if self.authors[pos] in (None, post.author_id):
                     self.bare.discard(pos)
 
-    def moved(self, ctx: GradingContext, log: PostLog) -> tuple[dict[int, list[LoggedPost]], set[int]]:
+    def _mentioned(
+        self, log: PostLog, rows: list[ChangeRow], new: list[LoggedPost], moved: dict[int, list[LoggedPost]]
+    ) -> None:
+        """Route new mention rows to the checks asking for a mention whose verdict they may move (``moved``).
+
+        A mention row counts only for a post of the check's own (``_mentions``): one naming a post of this call
+        is searched with that post (``_post_step``), one naming a post this episode did not make moves nothing,
+        and one naming an earlier post of a check's and its person (or a row that is no plain insert)
+        re-decides it in full (``redo``). Before, every mention re-decided every such check: a DM that mentions
+        someone re-built the evidence of the checks on the team channel.
+        """
+        self.fresh, self.redo = rows, set()
+        first = new[0].id if new else None
+        wants = self.wants
+        for r in rows:
+            if r.op != "insert" or "post_id" not in r.changes:
+                for pos in wants:
+                    moved.setdefault(pos, [])
+                self.redo.update(wants)
+                return
+            post = log.by_id.get(r.changes["post_id"])
+            if post is None or (first is not None and post.id >= first):
+                continue  # not this episode's post, or one of this call's (searched with its mentions)
+            for pos in self.by_name.get(post.channel, ()):
+                if pos in wants and self.authors[pos] in (None, post.author_id):
+                    rule = self.plain.get(pos)
+                    if rule is not None and rule[4] is not None and rule[4][0] != r.changes.get("employee_id"):
+                        continue  # it names someone else: the check counts only mentions of its person
+                    moved.setdefault(pos, [])
+                    self.redo.add(pos)
+
+    def moved(self, ctx: GradingContext, log: PostLog) -> tuple[dict[int, list[LoggedPost]], Sequence[int]]:
         """The checks the posts and mentions since the last call may have moved: (their own, only elsewhere).
 
         The first, with their new posts (none: a mention moved), are re-decided; the second (checks with no
         posts of their own, after a post in a channel nobody had posted to) only have a new list of where
-        posts went.
+        posts went, and are left out while the progress still holds them as lagging (told so at an earlier
+        new channel, not asked since: the live episode never asks, so a DM per person tells each bare check
+        once rather than at every DM).
         """
         moved: dict[int, list[LoggedPost]] = {}
         by_name, authors, bare = self.by_name, self.authors, self.bare
-        for post in log.posts[self.seen :]:
+        new = log.posts[self.seen :]
+        for post in new:
             for pos in by_name.get(post.channel, ()):
                 author_id = authors[pos]
                 if author_id is None or author_id == post.author_id:
                     moved.setdefault(pos, []).append(post)
                     bare.discard(pos)
         self.seen = len(log.posts)
+        self.redo, self.fresh = _NONE, ()
         if self.wants:
-            mentions = len(ctx.changed_rows("mentions"))
-            if mentions != self.mentions:
-                self.mentions = mentions
-                for pos in self.wants:
-                    moved.setdefault(pos, [])
+            mentions = ctx.changed_rows("mentions")
+            if len(mentions) != self.mentions:
+                self._mentioned(log, mentions[self.mentions :], new, moved)
+                self.mentions = len(mentions)
         if len(log.first) == self.channels:
-            return moved, set()
-        self.channels = len(log.first)
-        return moved, bare - moved.keys()
+            return moved, ()
+        had, self.channels = self.channels, len(log.first)
+        if not self.states:  # ``no_post_in_channel``'s index: its evidence names no other channel
+            return moved, ()
+        # a check told ``LATER`` at an earlier new channel and not asked since (its verdict counts fewer channels
+        # than there were before this step) is still lagging in the progress: telling it again costs, moves nothing
+        states = self.states
+        elsewhere = []
+        for pos in bare:
+            if pos in moved:
+                continue
+            marks = states[pos].marks if pos in states else ()
+            if len(marks) != 2 or marks[1] >= had:  # its verdict counts every channel there was: tell it
+                elsewhere.append(pos)
+        return moved, elsewhere
 
 
 def _index(
@@ -388,27 +462,35 @@ def _index(
 ) -> _PostIndex | None:
     """The kept index of ``params``, or None after building it anew because an employee changed (or had)."""
     index: _PostIndex | None = ctx.lasting.get((name, id(params)))
-    if index is not None and index.params is params and index.targets is _targets(ctx):
-        return index
+    if index is not None and index.params is params:
+        targets = index.targets  # ``_targets(ctx)`` is this very dict while no employee changed: no frame to ask
+        if targets is ctx.lasting.get("post_targets") and targets[None] == len(ctx.changed_rows("employees")):
+            return index
     ctx.lasting[(name, id(params))] = fresh = _PostIndex(ctx, log, params, rows)
     return fresh if index is None and not ctx.changed_rows("employees") else None
 
 
-def _new_match(log: PostLog, state: Followed, hits: list[LoggedPost], tail: str, min_count: int) -> Verdict:
-    """``_post_verdict``'s outcome for a check asking for no mention whose new posts just brought a new match.
+def _new_match(log: PostLog, state: Followed, tail: str, min_count: int, mentions: int) -> Verdict:
+    """``_post_verdict``'s outcome for a check whose new posts (and their mention rows) just brought a new match.
 
     Why: a direct message that passes two checks at once (its decision, its rule) re-decides both, and in an
     episode each generic pass (its target, its marks, its want text, its pattern looked up again) costs a few
     microseconds of a step's 20. The check has posts (they were just folded) and matches, so it is the
     verdict's last branch with nothing to look up: the same text, marks and details.
     """
-    state.marks = (0, 0)  # no mention asked, and posts of its own (the channels posted to are not read)
-    shown = listing([show_post(log, p) for p in hits])
-    state.outcome = (
-        min(1.0, len(hits) / min_count),
-        f"{len(hits)} of {len(state.items)}{tail}: {shown}",
-        {"post_ids": [p.id for p in hits]},
-    )
+    hits = state.hits
+    state.marks = (mentions, 0)  # the mention rows read (0: no mention asked), and posts of its own
+    found = len(hits)
+    if found == 1:  # a notice check's one post: ``listing`` and ``show_post`` of it, inlined (two frames a check)
+        post = hits[0]
+        shown = log.shown.get(post.id) or show_post(log, post)
+        ids = [post.id]
+    else:
+        shown = listing([show_post(log, p) for p in hits])
+        ids = [p.id for p in hits]
+    # ``min(1.0, found / min_count)``: the same float, no call
+    score = found / min_count if found < min_count else 1.0
+    state.outcome = (score, f"{found} of {len(state.items)}{tail}: {shown}", {"post_ids": ids})
     return state.outcome
 
 
@@ -417,8 +499,12 @@ def _post_step(
 ) -> dict[int, Verdict | Later | None]:
     """``post_in_channel``'s ``on_step``: the verdicts of the checks a step's posts and mentions may move.
 
-    After an employee changed every check is decided again; a log the fold cannot follow (an edit, a
-    deletion) re-runs them all.
+    A check asking for no mention whose followed state has seen the log up to this step's posts (every check
+    of the index has: a step that finds posts of its own folds them, and the others in between are not its
+    own) takes exactly the new posts ``moved`` found, searched once each here; a new match decides it with no
+    generic pass, none answers ``LATER``. A state that has seen this step's posts already (two checks with the
+    same parameters share one; an index built anew this step) gives the verdict it holds. After an employee
+    changed every check is decided again; a log the fold cannot follow (an edit, a deletion) re-runs them all.
     """
     log = post_log(ctx)
     if log is None:
@@ -426,21 +512,43 @@ def _post_step(
     index = _index(ctx, log, params, rows, "post_step")
     if index is None:
         return {pos: _post_verdict(ctx, log, **params[pos]) for pos in range(len(params))}
+    before = index.seen
     own, elsewhere = index.moved(ctx, log)
-    out: dict[int, Verdict | Later | None] = dict.fromkeys(elsewhere, LATER)  # score 0: no posts of its own
+    out: dict[int, Verdict | Later | None] = dict.fromkeys(elsewhere, LATER) if elsewhere else {}
+    plain, redo = index.plain, index.redo
     for pos, posts in own.items():
-        kw = params[pos]
-        if kw["mention"] is None and posts and pos in index.keys:
-            # its posts folded and searched here, once: the verdict reads the same matches
-            state = _followed_posts(ctx, log, index.keys[pos], index.name_of[pos], index.authors[pos])
-            matched = len(state.hits)
-            hits = _matched(state, kw["pattern"])
-            if len(hits) == matched:
-                out[pos] = LATER  # no new match: the score stands, only the posts its evidence lists moved
-                continue
-            out[pos] = _new_match(log, state, hits, index.tails[pos], kw["min_count"])
+        found = plain.get(pos) if posts else None
+        if found is None or pos in redo or found[0].seen > before or found[0].searched != len(found[0].items):
+            out[pos] = _post_verdict(ctx, log, **params[pos])
             continue
-        out[pos] = _post_verdict(ctx, log, **kw)
+        state, search, tail, min_count, who = found
+        hits = state.hits
+        state.items += posts  # ``_followed_posts``' fold: the posts after ``before`` that are the check's
+        state.seen = len(log.posts)
+        state.outcome = None
+        matched = len(hits)
+        if who is None:
+            for p in posts:  # ``_matched``: each post searched once
+                if search(p.message):
+                    hits.append(p)
+        else:  # ``_mentions``: a mention row for the post (one of this call's), or the text naming the person
+            who_id, said = who
+            fresh = index.fresh
+            for p in posts:
+                if search(p.message) and (
+                    any(
+                        r.op == "insert" and r.changes.get("post_id") == p.id and r.changes.get("employee_id") == who_id
+                        for r in fresh
+                    )
+                    or said(p.message)
+                ):
+                    hits.append(p)
+        state.searched = len(state.items)
+        # no new match: the score stands, only the posts its evidence lists moved
+        if len(hits) == matched:
+            out[pos] = LATER
+        else:
+            out[pos] = _new_match(log, state, tail, min_count, 0 if who is None else index.mentions)
     return out
 
 
