@@ -42,6 +42,7 @@ from graders.meeting_log import (
     invitations,
     know_channels,
     memories,
+    memory_epoch,
     new_posts,
 )
 
@@ -742,14 +743,24 @@ def _answers(ctx: GradingContext) -> dict[int, list[tuple[Any, datetime | None, 
 
     Why kept per coworker and not per meeting: it was rebuilt over every memory at each booking (a new event
     is a new meeting), though only a memory row changes it; a booking's agreement check now reads the few
-    answers of its coworkers, each parsed once (``_told``). Kept until a memory changes.
+    answers of its coworkers, each parsed once (``_told``). Kept until a memory changes, and then brought up to
+    date from the rows past the last list's end while ``memories`` only appended (``memory_epoch``): an NPC's
+    every answer after a booking asks it again, and a rebuild touched every memory of the episode.
     """
 
     def build() -> dict[int, list[tuple[Any, datetime | None, str]]]:
-        did: dict[int, list[tuple[Any, datetime | None, str]]] = {}
-        for r in memories(ctx):
+        found = memories(ctx)
+        epoch = memory_epoch(ctx)
+        kept = ctx.lasting.get("meeting_answers")
+        if kept is not None and kept[0] == epoch and kept[1] <= len(found):
+            did: dict[int, list[tuple[Any, datetime | None, str]]] = kept[2]
+            new = found[kept[1] :]
+        else:
+            did, new = {}, found
+        for r in new:
             if r.kind == "did":
                 did.setdefault(r.employee_id, []).append((r, *_told(r)))
+        ctx.lasting["meeting_answers"] = (epoch, len(found), did)
         return did
 
     return ctx.kept("meeting_answers", ("npc_memory",), build)

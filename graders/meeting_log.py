@@ -358,22 +358,25 @@ def memories(ctx: GradingContext) -> list[Memory]:
     Why from the log: a coworker's every answer re-ran ``meeting_agreed``, which read them all again. A row
     whose insert image lacks a column reads the table instead. As in ``new_posts``, the ordered list is kept
     and new rows later than its last are appended; an edit, a delete or a row out of order sorts it again.
+    The fold's fourth part counts those other lists (``memory_epoch``): while it stands, each list the fold
+    gives starts with the one it gave before, so a reader may fold only the rows past the last list's end.
     """
 
     def fold() -> list[Memory]:
-        state: tuple[int, dict[Any, Memory], list[Memory] | None] = ctx.lasting.get("meeting_memory_fold") or (
+        state: tuple[int, dict[Any, Memory], list[Memory] | None, int] = ctx.lasting.get("meeting_memory_fold") or (
             0,
             {},
             None,
+            0,
         )
-        seen, rows_by_id, ordered = state
+        seen, rows_by_id, ordered, epoch = state
         rows = ctx.changed_rows("npc_memory")
         added: list[Memory] | None = [] if ordered is not None else None
         for r in rows[seen:]:
             key = r.key[0]
             if r.op == "insert":
                 if not _MEMORY_COLUMNS.issubset(r.changes):
-                    ctx.lasting["meeting_memory_fold"] = (seen, rows_by_id, None)
+                    ctx.lasting["meeting_memory_fold"] = (seen, rows_by_id, None, epoch + 1)
                     return _read_memories(ctx)
                 c = r.changes
                 rows_by_id[key] = Memory(
@@ -394,16 +397,28 @@ def memories(ctx: GradingContext) -> list[Memory]:
                 rows_by_id[key] = rows_by_id[key]._replace(**after)
         if added is None or ordered is None:
             ordered = sorted(rows_by_id.values(), key=_memory_order)
+            epoch += 1
         elif added:
             added.sort(key=_memory_order)
             if ordered and _memory_order(added[0]) < _memory_order(ordered[-1]):
                 ordered = sorted([*ordered, *added], key=_memory_order)
+                epoch += 1
             else:
                 ordered = [*ordered, *added]
-        ctx.lasting["meeting_memory_fold"] = (len(rows), rows_by_id, ordered)
+        ctx.lasting["meeting_memory_fold"] = (len(rows), rows_by_id, ordered, epoch)
         return ordered
 
     return ctx.kept("npc_memory", ("npc_memory",), fold)
+
+
+def memory_epoch(ctx: GradingContext) -> int:
+    """How many times ``memories`` gave a list that does not start with the one it gave before (read after it).
+
+    Why: ``checks_meetings._answers`` files the answers of the rows past the last list's end while this stands,
+    instead of every memory of the episode at each booking and answer.
+    """
+    state = ctx.lasting.get("meeting_memory_fold")
+    return int(state[3]) if state else 0
 
 
 def _memory_order(m: Memory) -> tuple[datetime, int]:
