@@ -315,35 +315,51 @@ def touch_step(touches: Callable[..., bool]) -> Callable[..., dict[int, None]]:
 
     def on_step(ctx: GradingContext, rows: Sequence[ChangeRow], params: Sequence[Mapping[str, Any]]) -> dict[int, None]:
         keys = ctx.lasting.get((touches, id(params)))
-        if keys is None or keys[0] is not params:  # the same list every step: its keys are built once, at the start
-            found = [(touches, kw["title_pattern"], tuple(kw.get("attendees") or ())) for kw in params]
-            keys = ctx.lasting[(touches, id(params))] = (params, found)
+        if keys is None or keys[0] is not params:  # the same list every step: its groups are built once, at the start
+            keys = ctx.lasting[(touches, id(params))] = (params, _by_meeting(touches, params))
         if not ctx.changed_rows("events") and not ctx.changed_rows("event_attendees"):
             return {}  # no event or invitation this episode: no meeting, and no row a hook could answer yes to
-        memo = ctx.memo
         seqs = tuple(map(_SEQ, rows))
-        calendar, out = None, dict[int, None]()  # calendar: whether a row is an event or an invitation (asked once)
-        for pos, meeting in enumerate(keys[1]):
-            hit = memo.get((meeting, seqs))
-            if hit is None:
-                if calendar is None:
-                    calendar = _calendar_rows(ctx, rows, seqs)
-                if not calendar[0] and not _meetings(ctx, meeting[1]):
-                    hit = False
-                elif calendar[0]:
-                    booked, mine = _booked(ctx, meeting[1], calendar)
-                    if mine:
-                        hit = True
-                    elif calendar[2] and (own or not booked):
-                        hit = False  # only new events and invitations, none the meeting's (or there is none)
+        calendar = _calendar_rows(ctx, rows, seqs)
+        any_calendar, _, inserts, booked = calendar
+        found: list[int] = []
+        several = False  # more than one meeting touched: their positions are sorted (checks are decided in order)
+        for meeting, title, positions in keys[1]:
+            hit: bool | None = None
+            if any_calendar:
+                known = booked.get(title) or _booked(ctx, title, calendar)
+                if known[1]:
+                    hit = True
+                elif inserts and (own or not known[0]):
+                    hit = False  # only new events and invitations, none the meeting's (or there is none)
+            elif not _meetings(ctx, title):
+                hit = False
+            if hit is None:  # the hook itself, asked once per meeting and row set for the functions that share it
+                hit = ctx.memo.get((meeting, seqs))
                 if hit is None:
-                    hit = _touched(ctx, touches, rows, params[pos])
-                memo[(meeting, seqs)] = hit
+                    hit = ctx.memo[(meeting, seqs)] = _touched(ctx, touches, rows, params[positions[0]])
             if hit:
-                out[pos] = None
+                several = bool(found)
+                found += positions
+        out = dict.fromkeys(sorted(found) if several else found)
         return out
 
     return on_step
+
+
+def _by_meeting(
+    touches: Callable[..., bool], params: Sequence[Mapping[str, Any]]
+) -> list[tuple[tuple[Any, ...], str, list[int]]]:
+    """A function's checks grouped by meeting (hook, title, attendees): its title and the checks' positions.
+
+    Why: every hook reads of a check's params only the meeting's title and attendees, so ``touch_step`` asks
+    once per meeting, not once per check (1:1s have two per-person checks a meeting of each such function).
+    """
+    groups: dict[tuple[Any, ...], tuple[tuple[Any, ...], str, list[int]]] = {}
+    for pos, kw in enumerate(params):
+        meeting = (touches, kw["title_pattern"], tuple(kw.get("attendees") or ()))
+        groups.setdefault(meeting, (meeting, kw["title_pattern"], []))[2].append(pos)
+    return list(groups.values())
 
 
 Verdict = tuple[float, str, dict[str, Any]]
