@@ -268,7 +268,7 @@ def _invitees(ctx: GradingContext, event_id: int) -> tuple[list[int], frozenset[
     Kept as long as ``_attendees`` (until an invitation or employee changes), so a booking's checks scan the
     invitations once, not once a check (and looked up in the step's table first).
     """
-    step: dict[int, Any] | None = ctx.memo.get("invitees")
+    step: dict[int, tuple[list[int], frozenset[int], frozenset[str], frozenset[int]]] | None = ctx.memo.get("invitees")
     if step is None:
         step = ctx.memo["invitees"] = {}
     found = step.get(event_id)
@@ -281,7 +281,7 @@ def _invitees(ctx: GradingContext, event_id: int) -> tuple[list[int], frozenset[
             return ids, frozenset(ids), frozenset(a.username for a in found), declined
 
         found = step[event_id] = ctx.kept(("invitees", event_id), ("event_attendees", "employees"), build)
-    return cast(tuple[list[int], frozenset[int], frozenset[str], frozenset[int]], found)
+    return found
 
 
 def _resolve(ctx: GradingContext, names: Sequence[str]) -> tuple[dict[str, int], list[str]]:

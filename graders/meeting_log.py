@@ -17,7 +17,7 @@ import functools
 import json
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any, NamedTuple, cast
+from typing import Any, NamedTuple
 
 from dateutil.rrule import rrulestr
 
@@ -182,9 +182,9 @@ class _Directory:
     @classmethod
     def of(cls, ctx: GradingContext) -> _Directory:
         """The episode's directory, checked against the log once a step (``ctx.memo``: no row changes in a step)."""
-        found = ctx.memo.get("meeting_directory")
-        if found is not None:
-            return cast(_Directory, found)
+        step: _Directory | None = ctx.memo.get("meeting_directory")  # typed, not cast: a call fewer a lookup
+        if step is not None:
+            return step
         stamp = len(ctx.changed_rows("employees"))
         found = ctx.lasting.get("meeting_directory")
         if not isinstance(found, _Directory) or found.stamp != stamp:
@@ -566,9 +566,9 @@ class Calendar:
     @classmethod
     def of(cls, ctx: GradingContext) -> Calendar:
         """The episode's calendar, up to date with the change log (brought up to date once a step: ``ctx.memo``)."""
-        found = ctx.memo.get("calendar")
-        if found is not None:
-            return cast(Calendar, found)
+        step: Calendar | None = ctx.memo.get("calendar")  # typed, not cast: a call fewer a lookup
+        if step is not None:
+            return step
         found = ctx.lasting.get("calendar")
         if not isinstance(found, Calendar):
             found = ctx.lasting["calendar"] = Calendar()
