@@ -668,9 +668,11 @@ class Calendar:
         event_id, title, start, end, rule, until = row[:6]
         entry: Busy = (start, event_id, _label(event_id, title), start, end, rule, until)
         busy[event_id] = entry
-        for w, clashes in (windows or {}).items():
-            if start < w[1] and self.overlaps(start, end, rule, until, w):
-                clashes[event_id] = entry[:3]
+        if windows:
+            clash = entry[:3]
+            for w, clashes in windows.items():  # a single event compared here (as ``overlaps`` does), without a call
+                if start < w[1] and (end > w[0] if not rule else self.overlaps(start, end, rule, until, w)):
+                    clashes[event_id] = clash
 
     def preload(self, ctx: GradingContext) -> None:
         """Read, before any meeting is booked, the commitments a booking's checks will ask about, in one statement.
@@ -748,11 +750,21 @@ class Calendar:
         """Someone's clashes in a window, filtered from their kept events once per window."""
         found = windows.get(w)
         if found is None:
-            found = windows[w] = {  # a single event compared here (as ``overlaps`` does), without a call
-                b[1]: b[:3]
-                for b in busy.values()
-                if b[3] < w[1] and (b[4] > w[0] if not b[5] else self.overlaps(b[3], b[4], b[5], b[6], w))
-            }
+            found = windows[w] = {}
+            lo, hi = w
+            spans = self.spans
+            for b in busy.values():  # ``overlaps`` inlined: a booking scans every participant's events here
+                if b[3] < hi:
+                    if not b[5]:
+                        if b[4] > lo:
+                            found[b[1]] = b[:3]
+                        continue
+                    key = (b[3], b[4], b[5], b[6], w)
+                    hit = spans.get(key)
+                    if hit is None:
+                        hit = spans[key] = _recurs_in(b[3], b[4], b[5], b[6], w)
+                    if hit:
+                        found[b[1]] = b[:3]
         return found
 
     def _query(self, ctx: GradingContext, sql: str, params: list[Any]) -> dict[int, dict[int, Busy]]:
