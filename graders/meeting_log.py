@@ -210,7 +210,9 @@ def _expect(ctx: GradingContext, names: Sequence[str]) -> None:
 
 def _people(ctx: GradingContext, ids: Sequence[int]) -> dict[int, Any]:
     """Employees by id; each looked up once per episode while no employee row changes (one query for the new)."""
-    known = _Directory.of(ctx)
+    known: _Directory | None = ctx.memo.get("meeting_directory")  # ``_Directory.of``'s step answer, without a call
+    if known is None:
+        known = _Directory.of(ctx)
     by_id = known.by_id
     if len(ids) == 1:  # most lookups: one person, known
         found = by_id.get(ids[0])
@@ -226,7 +228,9 @@ def _employee(ctx: GradingContext, name: str) -> int | None:
     """``checks_common.employee_id`` through the kept directory (one query per name per episode)."""
     if name == "actor":
         return ctx.actor_id
-    known = _Directory.of(ctx)
+    known: _Directory | None = ctx.memo.get("meeting_directory")  # ``_Directory.of``'s step answer, without a call
+    if known is None:
+        known = _Directory.of(ctx)
     if name not in known.by_name:
         _named(ctx, [name])
     return known.by_name.get(name)
@@ -817,8 +821,13 @@ def _recurs_in(start: datetime, end: datetime, rule: str, until: datetime | None
     ``until``, and one overlaps when it ends after ``w[0]``: so the first start later than ``w[0] - length``
     decides (one starting exactly then only touches the window, and every later one starts later still).
     """
-    s = _series(rule, start).first_after(w[0] - (end - start), w[1])
-    return s is not None and s < w[1] and (until is None or s <= until)
+    series, lo, hi = _series(rule, start), w[0] - (end - start), w[1]
+    if series.upto < hi:  # ``first_after``, its kept starts reaching the window inlined (a call fewer a series)
+        found = series.first_after(lo, hi)
+    else:
+        i = bisect.bisect_right(series.starts, lo)
+        found = series.starts[i] if i < len(series.starts) else None
+    return found is not None and found < hi and (until is None or found <= until)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -832,4 +841,6 @@ def _label(event_id: int, title: str) -> str:
 
 def _labels(clashes: Mapping[int, Clash], skip: int) -> list[str]:
     """The clashes' labels in the busy query's order (start, id), leaving out the meeting itself."""
+    if len(clashes) == 1 and skip in clashes:  # the usual window: the meeting alone (no sort, no list to filter)
+        return []
     return [label for _, event_id, label in sorted(clashes.values()) if event_id != skip]
