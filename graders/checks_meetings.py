@@ -735,9 +735,18 @@ def _dm_name(a: int, b: int) -> str:
 
 
 def _fact(row: Any) -> Mapping[str, Any] | None:
-    data = row.data if isinstance(row.data, Mapping) else {}
+    """An answer's agreement fact, or None.
+
+    A parsed memory is a dict: tested first, as ``isinstance`` against ``Mapping`` runs the ABC's check in
+    Python (a frame per memory filed).
+    """
+    data = row.data
+    if type(data) is not dict and not isinstance(data, Mapping):
+        data = {}
     fact = data.get("fact")
-    return fact if isinstance(fact, Mapping) and fact.get("intent") == "agreement" else None
+    if type(fact) is not dict and not isinstance(fact, Mapping):
+        return None
+    return fact if fact.get("intent") == "agreement" else None
 
 
 def _said_about(row: Any, start: datetime) -> str | None:

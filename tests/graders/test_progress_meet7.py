@@ -4,9 +4,12 @@
 appended to it (``meeting_log.memory_epoch``), and everything again once the fold sorted (a row out of order);
 ``event_exists`` answers ``LATER`` for a failing check a step touches only with events it cannot match, and
 finds a passing event before writing any note about the others; ``touch_step`` asks each meeting's hook once
-for a function's checks of it. Each test plays its steps through ``test_progress_meet5._play``, which compares
-every verdict and the value with a full grade after every step, and counts that the shortcut was taken (else
-these tests could not fail when one silently stops working).
+for a function's checks of it; the per-person items keep a participant per meeting and username for the step;
+the calendar's window compares an event's end and a series' starts inline, so an event ending as the meeting
+starts (kept, added to a kept window, or a series' occurrence) is no clash. Each test plays its steps through
+``test_progress_meet5._play``, which compares every verdict and the value with a full grade after every step,
+and counts that the shortcut was taken (else these tests could not fail when one silently stops working); a
+full grade runs the same functions, so the evidence a path shared with it must give is written out here.
 """
 
 from __future__ import annotations
@@ -242,10 +245,41 @@ def test_a_function_asks_each_meeting_once_and_decides_every_check_of_it(world, 
         yield "the sync booked again"
 
     evidence = _play(world, rubric, steps(), progress, at)
-    assert "@bob has nothing else then" in evidence["the sync booked again"]["meeting_person_free-bob-Retro"]
+    again = evidence["the sync booked again"]
+    assert "@bob has nothing else then" in again["meeting_person_free-bob-Retro"]
+    # each person's checks read that person (the step keeps a participant per meeting and username)
+    assert "@bob is also in #1 'Standup'" in again["meeting_person_free-bob-Sync"], again
+    assert "@alice has nothing else then" in again["meeting_person_free-alice-Sync"], again
     # both meetings touched in one step: every check of each decided (each meeting's positions, all of them)
     assert decided["both booked in one step"] == [c for c, _, _ in person], decided
     assert decided["the sync booked again"] == [c for c, _, _ in person if c.endswith("Sync")], decided
     # at the second sync the retro's free checks (two people, one meeting) ask its hook once; the working
     # hours checks need not ask (their hook reads of the calendar only the meeting itself)
     assert asked["the sync booked again"] == {"Retro": 1}, asked
+
+
+def test_an_event_ending_as_the_meeting_starts_is_no_clash(world):
+    free = [
+        ("free-carol", "meeting_person_free", {"title_pattern": "Sync", "username": "carol"}),
+        ("free-bob", "meeting_person_free", {"title_pattern": "Retro", "username": "bob"}),
+    ]
+    rubric, progress = _progress(world, free)
+    said, book = _calendar(Sql.of(world.session), world)
+
+    def steps() -> Iterator[str]:
+        yield "nothing yet"
+        book("Sync ENG-1", MEET + timedelta(hours=3), 3)  # carol's dentist (14:00+2h, an hour) ends as it starts
+        book("Retro ENG-2", MEET + timedelta(minutes=15), 2)  # bob's weekly standup (15 minutes) ends as it starts
+        yield "both booked"
+        world.later()
+        book("Prep", MEET + timedelta(hours=2, minutes=30), 3)  # added to carol's kept window: ends as it starts
+        yield "a prep ending as the sync starts"
+        world.later()
+        book("Overrun", MEET + timedelta(hours=2, minutes=31), 3)  # ends a minute into it
+        yield "an overrun"
+
+    evidence = _play(world, rubric, steps(), progress, [""])
+    assert evidence["both booked"]["free-carol"].endswith("@carol has nothing else then"), evidence
+    assert evidence["both booked"]["free-bob"].endswith("@bob has nothing else then"), evidence
+    assert evidence["a prep ending as the sync starts"]["free-carol"].endswith("nothing else then"), evidence
+    assert "@carol is also in #8 'Overrun'" in evidence["an overrun"]["free-carol"], evidence
