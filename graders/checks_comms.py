@@ -54,8 +54,9 @@ from graders.comms_posts import (
     _post_touches,
     _post_verdict,
 )
-from graders.meeting_log import _employee, _expect, _named, _people, invitations
+from graders.meeting_log import _employee, _event_images, _expect, _named, _people, invitations
 from graders.meeting_log import _new_events as _logged_events
+from graders.registry import LATER, Later
 from worlds.rawsql import Sql
 
 _IDS: BindParameter[Any] = bindparam("ids", expanding=True)
@@ -453,13 +454,18 @@ def _event_touched(passing: int | None, row: ChangeRow) -> bool:
 
 def _event_step(
     ctx: GradingContext, rows: Sequence[ChangeRow], params: Sequence[Mapping[str, Any]]
-) -> dict[int, tuple[float, str, dict[str, Any]] | None]:
+) -> dict[int, tuple[float, str, dict[str, Any]] | Later | None]:
     """``event_exists``'s ``on_step``: the checks a step's event rows touch (``_event_touches``), decided at once.
 
     Why: a booking re-ran each check of an event the agent had not booked yet (onboarding has one per meeting),
     paying the check machinery on top of the verdict; here each is decided by the function's own decision
     (``_fits``). Every check's hook is asked before any is decided, as when they were re-run (deciding one
     moves the passing event its hook reads). A hook or a decision that raises re-runs the check.
+
+    A failing check that a step touches only with new events whose titles it does not match, and invitations
+    to such events, still fails (no event can fit it that did not before): only its evidence, which lists
+    every event it saw, moves, so it answers ``LATER`` (onboarding books one meeting after another, and each
+    booking re-decided every meeting's check not booked yet, listing every event each time).
     """
     touched: list[int] = []
     for pos, kw in enumerate(params):
@@ -469,13 +475,46 @@ def _event_step(
                 touched.append(pos)
         except Exception:
             touched.append(pos)
-    out: dict[int, tuple[float, str, dict[str, Any]] | None] = {}
+    out: dict[int, tuple[float, str, dict[str, Any]] | Later | None] = {}
+    titles: dict[Any, Any] | None = None  # the titles of the step's new events and invitations (None: not all new)
     for pos in touched:
         try:
-            out[pos] = _fits(ctx, **params[pos])
+            kw = params[pos]
+            if titles is None:
+                titles = _new_titles(ctx, rows)
+            if titles and ctx.lasting.get(_fits_key(**kw)) is None and not _any_match(kw["title_pattern"], titles):
+                out[pos] = LATER  # failing, and none of the step's events can fit it
+                continue
+            out[pos] = _fits(ctx, **kw)
         except Exception:
             out[pos] = None
     return out
+
+
+def _new_titles(ctx: GradingContext, rows: Sequence[ChangeRow]) -> dict[Any, Any]:
+    """The titles of the events the step's rows insert or invite to, if every row is such an insert; else {}.
+
+    An invitation's event is the step's own new event or one this episode created (``_event_images``: its
+    title now); an invitation to any other event, or a title the log does not give, is {} (decide instead).
+    """
+    titles: dict[Any, Any] = {}
+    for r in rows:
+        if r.op != "insert":
+            return {}
+        if r.table == "events":
+            titles[r.key[0]] = r.changes.get("title")
+        elif (event := r.changes.get("event_id")) not in titles:
+            image = _event_images(ctx).get(event) if type(event) is int else None
+            if image is None:
+                return {}
+            titles[image[0]] = image[1]
+    return titles if all(type(t) is str for t in titles.values()) else {}
+
+
+def _any_match(title_pattern: str, titles: Mapping[Any, Any]) -> bool:
+    """Whether one of the titles matches the pattern (as ``_fits`` matches it)."""
+    found = rx(title_pattern)
+    return any(found.search(t) for t in titles.values())
 
 
 @functools.lru_cache(maxsize=4096)
@@ -513,23 +552,30 @@ def _fits(
     wanted = [
         (me.username if me else "actor", ctx.actor_id) if a == "actor" else (a, _employee(ctx, a)) for a in attendees
     ]
+    title_rx = rx(title_pattern)
+    mine = [e for e in events if not e.cancelled and (organizer_id is None or e.organizer_id == organizer_id)]
+    for e in mine:  # the first that fits, tested without writing why the others do not (a pass lists none)
+        if (
+            title_rx.search(e.title)
+            and not ((start_after and e.start_at < start_after) or (start_before and e.start_at > start_before))
+            and (room is None or e.room == room)
+            and all(i == e.organizer_id or i in invited.get(e.id, ()) for _, i in wanted)
+        ):
+            title, start = _event_text(e.title, e.start_at)
+            ctx.lasting[key] = e.id
+            return (1.0, f"event #{e.id} {title} at {start} fits", {"event_id": e.id})
     notes = []
-    for e in events:
-        if e.cancelled or (organizer_id is not None and e.organizer_id != organizer_id):
-            continue
+    for e in mine:
         present = invited.get(e.id, set()) | {e.organizer_id}
         missing = [a for a, i in wanted if i not in present]
         problems = [f"missing {', '.join(missing)}"] if missing else []
-        if not rx(title_pattern).search(e.title):
+        if not title_rx.search(e.title):
             problems.append("title does not match")
         title, start = _event_text(e.title, e.start_at)
         if (start_after and e.start_at < start_after) or (start_before and e.start_at > start_before):
             problems.append(f"starts {start}")
         if room is not None and e.room != room:
             problems.append(f"room is {e.room!r}")
-        if not problems:
-            ctx.lasting[key] = e.id
-            return (1.0, f"event #{e.id} {title} at {start} fits", {"event_id": e.id})
         notes.append(f"#{e.id} {title}: {', '.join(problems)}")
     head = f"none of {len(notes)} live events organised by {who_label(organizer)} fits /{title_pattern}/"
     return (0.0, head + (f": {listing(notes)}" if notes else ""), {})

@@ -57,7 +57,12 @@ def _participant(ctx: GradingContext, title_pattern: str, username: str) -> tupl
 
     The person is looked up in the meeting checks' directory (``meeting_log._employee``), kept for the episode,
     and named to the kept calendar before the booking (``_expect``), so the booking step reads neither again.
+    A participant found is kept for the step (``ctx.memo``): a person's hours and calendar checks both ask.
     """
+    key = ("meeting_participant", title_pattern, username)
+    kept: tuple[Any, str, int] | None = ctx.memo.get(key)
+    if kept is not None:
+        return kept
     _expect(ctx, [username])
     m, head = _the_meeting(ctx, title_pattern)
     if m is None:
@@ -67,7 +72,8 @@ def _participant(ctx: GradingContext, title_pattern: str, username: str) -> tupl
         return verdict(False, f"{head}: no employee @{username}", m.id)
     if emp != m.organizer_id and emp not in _invitees(ctx, m.id)[1]:
         return verdict(False, f"{head}: @{username} is neither its organiser nor invited", m.id)
-    return m, head, emp
+    found = ctx.memo[key] = (m, head, emp)
+    return found
 
 
 @functools.lru_cache(maxsize=1024)

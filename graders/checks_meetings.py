@@ -42,6 +42,7 @@ from graders.meeting_log import (
     invitations,
     know_channels,
     memories,
+    memory_epoch,
     new_posts,
 )
 
@@ -267,7 +268,7 @@ def _invitees(ctx: GradingContext, event_id: int) -> tuple[list[int], frozenset[
     Kept as long as ``_attendees`` (until an invitation or employee changes), so a booking's checks scan the
     invitations once, not once a check (and looked up in the step's table first).
     """
-    step: dict[int, Any] | None = ctx.memo.get("invitees")
+    step: dict[int, tuple[list[int], frozenset[int], frozenset[str], frozenset[int]]] | None = ctx.memo.get("invitees")
     if step is None:
         step = ctx.memo["invitees"] = {}
     found = step.get(event_id)
@@ -280,7 +281,7 @@ def _invitees(ctx: GradingContext, event_id: int) -> tuple[list[int], frozenset[
             return ids, frozenset(ids), frozenset(a.username for a in found), declined
 
         found = step[event_id] = ctx.kept(("invitees", event_id), ("event_attendees", "employees"), build)
-    return cast(tuple[list[int], frozenset[int], frozenset[str], frozenset[int]], found)
+    return found
 
 
 def _resolve(ctx: GradingContext, names: Sequence[str]) -> tuple[dict[str, int], list[str]]:
@@ -314,35 +315,51 @@ def touch_step(touches: Callable[..., bool]) -> Callable[..., dict[int, None]]:
 
     def on_step(ctx: GradingContext, rows: Sequence[ChangeRow], params: Sequence[Mapping[str, Any]]) -> dict[int, None]:
         keys = ctx.lasting.get((touches, id(params)))
-        if keys is None or keys[0] is not params:  # the same list every step: its keys are built once, at the start
-            found = [(touches, kw["title_pattern"], tuple(kw.get("attendees") or ())) for kw in params]
-            keys = ctx.lasting[(touches, id(params))] = (params, found)
+        if keys is None or keys[0] is not params:  # the same list every step: its groups are built once, at the start
+            keys = ctx.lasting[(touches, id(params))] = (params, _by_meeting(touches, params))
         if not ctx.changed_rows("events") and not ctx.changed_rows("event_attendees"):
             return {}  # no event or invitation this episode: no meeting, and no row a hook could answer yes to
-        memo = ctx.memo
         seqs = tuple(map(_SEQ, rows))
-        calendar, out = None, dict[int, None]()  # calendar: whether a row is an event or an invitation (asked once)
-        for pos, meeting in enumerate(keys[1]):
-            hit = memo.get((meeting, seqs))
-            if hit is None:
-                if calendar is None:
-                    calendar = _calendar_rows(ctx, rows, seqs)
-                if not calendar[0] and not _meetings(ctx, meeting[1]):
-                    hit = False
-                elif calendar[0]:
-                    booked, mine = _booked(ctx, meeting[1], calendar)
-                    if mine:
-                        hit = True
-                    elif calendar[2] and (own or not booked):
-                        hit = False  # only new events and invitations, none the meeting's (or there is none)
+        calendar = _calendar_rows(ctx, rows, seqs)
+        any_calendar, _, inserts, booked = calendar
+        found: list[int] = []
+        several = False  # more than one meeting touched: their positions are sorted (checks are decided in order)
+        for meeting, title, positions in keys[1]:
+            hit: bool | None = None
+            if any_calendar:
+                known = booked.get(title) or _booked(ctx, title, calendar)
+                if known[1]:
+                    hit = True
+                elif inserts and (own or not known[0]):
+                    hit = False  # only new events and invitations, none the meeting's (or there is none)
+            elif not _meetings(ctx, title):
+                hit = False
+            if hit is None:  # the hook itself, asked once per meeting and row set for the functions that share it
+                hit = ctx.memo.get((meeting, seqs))
                 if hit is None:
-                    hit = _touched(ctx, touches, rows, params[pos])
-                memo[(meeting, seqs)] = hit
+                    hit = ctx.memo[(meeting, seqs)] = _touched(ctx, touches, rows, params[positions[0]])
             if hit:
-                out[pos] = None
+                several = bool(found)
+                found += positions
+        out = dict.fromkeys(sorted(found) if several else found)
         return out
 
     return on_step
+
+
+def _by_meeting(
+    touches: Callable[..., bool], params: Sequence[Mapping[str, Any]]
+) -> list[tuple[tuple[Any, ...], str, list[int]]]:
+    """A function's checks grouped by meeting (hook, title, attendees): its title and the checks' positions.
+
+    Why: every hook reads of a check's params only the meeting's title and attendees, so ``touch_step`` asks
+    once per meeting, not once per check (1:1s have two per-person checks a meeting of each such function).
+    """
+    groups: dict[tuple[Any, ...], tuple[tuple[Any, ...], str, list[int]]] = {}
+    for pos, kw in enumerate(params):
+        meeting = (touches, kw["title_pattern"], tuple(kw.get("attendees") or ()))
+        groups.setdefault(meeting, (meeting, kw["title_pattern"], []))[2].append(pos)
+    return list(groups.values())
 
 
 Verdict = tuple[float, str, dict[str, Any]]
@@ -393,7 +410,12 @@ def _booked(ctx: GradingContext, title_pattern: str, calendar: _Rows) -> tuple[b
         try:
             meetings = _meetings(ctx, title_pattern)
             named = calendar[1]
-            found = (bool(meetings), any(m.id in named for m in meetings))
+            mine = False
+            for m in meetings:  # a loop, not ``any`` over a generator: a frame fewer per title and row set
+                if m.id in named:
+                    mine = True
+                    break
+            found = (bool(meetings), mine)
         except Exception:  # the hooks would raise too: every check re-runs, exactness first
             found = (True, True)
         calendar[3][title_pattern] = found
@@ -713,9 +735,18 @@ def _dm_name(a: int, b: int) -> str:
 
 
 def _fact(row: Any) -> Mapping[str, Any] | None:
-    data = row.data if isinstance(row.data, Mapping) else {}
+    """An answer's agreement fact, or None.
+
+    A parsed memory is a dict: tested first, as ``isinstance`` against ``Mapping`` runs the ABC's check in
+    Python (a frame per memory filed).
+    """
+    data = row.data
+    if type(data) is not dict and not isinstance(data, Mapping):
+        data = {}
     fact = data.get("fact")
-    return fact if isinstance(fact, Mapping) and fact.get("intent") == "agreement" else None
+    if type(fact) is not dict and not isinstance(fact, Mapping):
+        return None
+    return fact if fact.get("intent") == "agreement" else None
 
 
 def _said_about(row: Any, start: datetime) -> str | None:
@@ -742,14 +773,24 @@ def _answers(ctx: GradingContext) -> dict[int, list[tuple[Any, datetime | None, 
 
     Why kept per coworker and not per meeting: it was rebuilt over every memory at each booking (a new event
     is a new meeting), though only a memory row changes it; a booking's agreement check now reads the few
-    answers of its coworkers, each parsed once (``_told``). Kept until a memory changes.
+    answers of its coworkers, each parsed once (``_told``). Kept until a memory changes, and then brought up to
+    date from the rows past the last list's end while ``memories`` only appended (``memory_epoch``): an NPC's
+    every answer after a booking asks it again, and a rebuild touched every memory of the episode.
     """
 
     def build() -> dict[int, list[tuple[Any, datetime | None, str]]]:
-        did: dict[int, list[tuple[Any, datetime | None, str]]] = {}
-        for r in memories(ctx):
+        found = memories(ctx)
+        epoch = memory_epoch(ctx)
+        kept = ctx.lasting.get("meeting_answers")
+        if kept is not None and kept[0] == epoch and kept[1] <= len(found):
+            did: dict[int, list[tuple[Any, datetime | None, str]]] = kept[2]
+            new = found[kept[1] :]
+        else:
+            did, new = {}, found
+        for r in new:
             if r.kind == "did":
                 did.setdefault(r.employee_id, []).append((r, *_told(r)))
+        ctx.lasting["meeting_answers"] = (epoch, len(found), did)
         return did
 
     return ctx.kept("meeting_answers", ("npc_memory",), build)

@@ -17,7 +17,7 @@ import functools
 import json
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any, NamedTuple, cast
+from typing import Any, NamedTuple
 
 from dateutil.rrule import rrulestr
 
@@ -182,9 +182,9 @@ class _Directory:
     @classmethod
     def of(cls, ctx: GradingContext) -> _Directory:
         """The episode's directory, checked against the log once a step (``ctx.memo``: no row changes in a step)."""
-        found = ctx.memo.get("meeting_directory")
-        if found is not None:
-            return cast(_Directory, found)
+        step: _Directory | None = ctx.memo.get("meeting_directory")  # typed, not cast: a call fewer a lookup
+        if step is not None:
+            return step
         stamp = len(ctx.changed_rows("employees"))
         found = ctx.lasting.get("meeting_directory")
         if not isinstance(found, _Directory) or found.stamp != stamp:
@@ -210,7 +210,9 @@ def _expect(ctx: GradingContext, names: Sequence[str]) -> None:
 
 def _people(ctx: GradingContext, ids: Sequence[int]) -> dict[int, Any]:
     """Employees by id; each looked up once per episode while no employee row changes (one query for the new)."""
-    known = _Directory.of(ctx)
+    known: _Directory | None = ctx.memo.get("meeting_directory")  # ``_Directory.of``'s step answer, without a call
+    if known is None:
+        known = _Directory.of(ctx)
     by_id = known.by_id
     if len(ids) == 1:  # most lookups: one person, known
         found = by_id.get(ids[0])
@@ -226,7 +228,9 @@ def _employee(ctx: GradingContext, name: str) -> int | None:
     """``checks_common.employee_id`` through the kept directory (one query per name per episode)."""
     if name == "actor":
         return ctx.actor_id
-    known = _Directory.of(ctx)
+    known: _Directory | None = ctx.memo.get("meeting_directory")  # ``_Directory.of``'s step answer, without a call
+    if known is None:
+        known = _Directory.of(ctx)
     if name not in known.by_name:
         _named(ctx, [name])
     return known.by_name.get(name)
@@ -358,22 +362,25 @@ def memories(ctx: GradingContext) -> list[Memory]:
     Why from the log: a coworker's every answer re-ran ``meeting_agreed``, which read them all again. A row
     whose insert image lacks a column reads the table instead. As in ``new_posts``, the ordered list is kept
     and new rows later than its last are appended; an edit, a delete or a row out of order sorts it again.
+    The fold's fourth part counts those other lists (``memory_epoch``): while it stands, each list the fold
+    gives starts with the one it gave before, so a reader may fold only the rows past the last list's end.
     """
 
     def fold() -> list[Memory]:
-        state: tuple[int, dict[Any, Memory], list[Memory] | None] = ctx.lasting.get("meeting_memory_fold") or (
+        state: tuple[int, dict[Any, Memory], list[Memory] | None, int] = ctx.lasting.get("meeting_memory_fold") or (
             0,
             {},
             None,
+            0,
         )
-        seen, rows_by_id, ordered = state
+        seen, rows_by_id, ordered, epoch = state
         rows = ctx.changed_rows("npc_memory")
         added: list[Memory] | None = [] if ordered is not None else None
         for r in rows[seen:]:
             key = r.key[0]
             if r.op == "insert":
                 if not _MEMORY_COLUMNS.issubset(r.changes):
-                    ctx.lasting["meeting_memory_fold"] = (seen, rows_by_id, None)
+                    ctx.lasting["meeting_memory_fold"] = (seen, rows_by_id, None, epoch + 1)
                     return _read_memories(ctx)
                 c = r.changes
                 rows_by_id[key] = Memory(
@@ -394,16 +401,28 @@ def memories(ctx: GradingContext) -> list[Memory]:
                 rows_by_id[key] = rows_by_id[key]._replace(**after)
         if added is None or ordered is None:
             ordered = sorted(rows_by_id.values(), key=_memory_order)
+            epoch += 1
         elif added:
             added.sort(key=_memory_order)
             if ordered and _memory_order(added[0]) < _memory_order(ordered[-1]):
                 ordered = sorted([*ordered, *added], key=_memory_order)
+                epoch += 1
             else:
                 ordered = [*ordered, *added]
-        ctx.lasting["meeting_memory_fold"] = (len(rows), rows_by_id, ordered)
+        ctx.lasting["meeting_memory_fold"] = (len(rows), rows_by_id, ordered, epoch)
         return ordered
 
     return ctx.kept("npc_memory", ("npc_memory",), fold)
+
+
+def memory_epoch(ctx: GradingContext) -> int:
+    """How many times ``memories`` gave a list that does not start with the one it gave before (read after it).
+
+    Why: ``checks_meetings._answers`` files the answers of the rows past the last list's end while this stands,
+    instead of every memory of the episode at each booking and answer.
+    """
+    state = ctx.lasting.get("meeting_memory_fold")
+    return int(state[3]) if state else 0
 
 
 def _memory_order(m: Memory) -> tuple[datetime, int]:
@@ -551,9 +570,9 @@ class Calendar:
     @classmethod
     def of(cls, ctx: GradingContext) -> Calendar:
         """The episode's calendar, up to date with the change log (brought up to date once a step: ``ctx.memo``)."""
-        found = ctx.memo.get("calendar")
-        if found is not None:
-            return cast(Calendar, found)
+        step: Calendar | None = ctx.memo.get("calendar")  # typed, not cast: a call fewer a lookup
+        if step is not None:
+            return step
         found = ctx.lasting.get("calendar")
         if not isinstance(found, Calendar):
             found = ctx.lasting["calendar"] = Calendar()
@@ -653,9 +672,11 @@ class Calendar:
         event_id, title, start, end, rule, until = row[:6]
         entry: Busy = (start, event_id, _label(event_id, title), start, end, rule, until)
         busy[event_id] = entry
-        for w, clashes in (windows or {}).items():
-            if start < w[1] and self.overlaps(start, end, rule, until, w):
-                clashes[event_id] = entry[:3]
+        if windows:
+            clash = entry[:3]
+            for w, clashes in windows.items():  # a single event compared here (as ``overlaps`` does), without a call
+                if start < w[1] and (end > w[0] if not rule else self.overlaps(start, end, rule, until, w)):
+                    clashes[event_id] = clash
 
     def preload(self, ctx: GradingContext) -> None:
         """Read, before any meeting is booked, the commitments a booking's checks will ask about, in one statement.
@@ -733,11 +754,21 @@ class Calendar:
         """Someone's clashes in a window, filtered from their kept events once per window."""
         found = windows.get(w)
         if found is None:
-            found = windows[w] = {  # a single event compared here (as ``overlaps`` does), without a call
-                b[1]: b[:3]
-                for b in busy.values()
-                if b[3] < w[1] and (b[4] > w[0] if not b[5] else self.overlaps(b[3], b[4], b[5], b[6], w))
-            }
+            found = windows[w] = {}
+            lo, hi = w
+            spans = self.spans
+            for b in busy.values():  # ``overlaps`` inlined: a booking scans every participant's events here
+                if b[3] < hi:
+                    if not b[5]:
+                        if b[4] > lo:
+                            found[b[1]] = b[:3]
+                        continue
+                    key = (b[3], b[4], b[5], b[6], w)
+                    hit = spans.get(key)
+                    if hit is None:
+                        hit = spans[key] = _recurs_in(b[3], b[4], b[5], b[6], w)
+                    if hit:
+                        found[b[1]] = b[:3]
         return found
 
     def _query(self, ctx: GradingContext, sql: str, params: list[Any]) -> dict[int, dict[int, Busy]]:
@@ -790,8 +821,13 @@ def _recurs_in(start: datetime, end: datetime, rule: str, until: datetime | None
     ``until``, and one overlaps when it ends after ``w[0]``: so the first start later than ``w[0] - length``
     decides (one starting exactly then only touches the window, and every later one starts later still).
     """
-    s = _series(rule, start).first_after(w[0] - (end - start), w[1])
-    return s is not None and s < w[1] and (until is None or s <= until)
+    series, lo, hi = _series(rule, start), w[0] - (end - start), w[1]
+    if series.upto < hi:  # ``first_after``, its kept starts reaching the window inlined (a call fewer a series)
+        found = series.first_after(lo, hi)
+    else:
+        i = bisect.bisect_right(series.starts, lo)
+        found = series.starts[i] if i < len(series.starts) else None
+    return found is not None and found < hi and (until is None or found <= until)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -805,4 +841,6 @@ def _label(event_id: int, title: str) -> str:
 
 def _labels(clashes: Mapping[int, Clash], skip: int) -> list[str]:
     """The clashes' labels in the busy query's order (start, id), leaving out the meeting itself."""
+    if len(clashes) == 1 and skip in clashes:  # the usual window: the meeting alone (no sort, no list to filter)
+        return []
     return [label for _, event_id, label in sorted(clashes.values()) if event_id != skip]

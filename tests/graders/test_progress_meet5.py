@@ -78,7 +78,9 @@ def test_a_booking_decides_its_checks_without_re_running_them(world, monkeypatch
     assert evidence[BOOKING]["exists"].endswith("fits"), evidence[BOOKING]
     # nor did any later step: each meeting check a row touches is decided (the first step grades everything)
     first = "the agent asks bob"
-    assert set(runs) == {first}, {step: c for step, c in runs.items() if step != first}
+    # (Retro's event check answers LATER to the Sync's events, so ``results`` re-runs it: test_progress_meet7)
+    assert set(runs) - {"full grade"} == {first}, {step: c for step, c in runs.items() if step != first}
+    assert set(runs.get("full grade", {})) <= {"event_exists"}, runs["full grade"]
     # ... and yet every check of the meeting got a new verdict there: decided in its function's on_step
     assert decided[BOOKING] == {
         "meeting_no_double_booking": 1,  # Sync's (Retro's: no meeting, no overlap asked)
@@ -87,7 +89,7 @@ def test_a_booking_decides_its_checks_without_re_running_them(world, monkeypatch
         "meeting_agreed": 1,
         "meeting_room": 1,
         "meeting_announced": 1,
-        "event_exists": 3,  # the two that fit and Retro's, which no event fits yet (it is asked at every event)
+        "event_exists": 2,  # the two whose title the Sync matches (Retro's still fails: LATER, not decided)
         "meeting_person_in_hours": 3,
         "meeting_person_free": 3,
         "meeting_length": 1,
