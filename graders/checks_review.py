@@ -106,7 +106,9 @@ def _mine(ctx: GradingContext, row: ChangeRow, mr_id: int) -> Any:
 # the verdicts given so far, set by every run of the check (the database's answer) and moved on by the
 # ``on_changes`` evaluators from the inserted notes alone. A note's content never changes once written, so the
 # first matching note stays the first; keys carry the identity of list params (``apart``, ``patterns``), which
-# ``graders.progress`` passes as the same objects on every call.
+# ``graders.progress`` passes as the same objects on every call. A note or spare check's state is a cell
+# ``[owner, first note]``: a run or evaluator puts a new one (and counts itself in ``_RUNS``), while the
+# ``on_step`` path sets the note in the cell its group entry holds, so a decided check costs no key hashed.
 
 
 def _state(ctx: GradingContext, key: tuple[Any, ...], owner: Any) -> Any:
@@ -147,27 +149,52 @@ def _step_kinds(ctx: GradingContext) -> set[str]:
     return ctx.memo[_AGENT_NOTES][2]  # type: ignore[no-any-return]
 
 
-def _groups(ctx: GradingContext, params: list[dict[str, Any]], plan: Callable[..., Any]) -> dict[Any, list[Any]]:
-    """A function's checks still waiting for a note, by (request, file), each as ``plan`` lays it out.
+def _groups(ctx: GradingContext, params: list[dict[str, Any]], plan: Callable[..., Any]) -> dict[int, list[Any]]:
+    """A function's checks still waiting for a note, by request, then by file and pattern, as ``plan`` lays them out.
 
-    ``plan(pos, kw)`` gives the entry a settle function reads: its position, state key, and what its test and
+    ``plan(pos, kw, lasting)`` gives the entry a settle function reads: its position, state key, whether the
+    check has run (one that has not is re-run when a note could move it), and what the rest of its test and
     its verdict's words need, worked out once here (the check's regexes, the evidence's fixed middle) rather
-    than at every note. Built once an episode per ``params`` (from the kept states: a check a note decided is
-    left out) and pruned as notes decide checks; dropped when a note is updated or deleted, since every check
-    then re-runs.
+    than at every note. A group is ``[file, its name, pattern, entries]``: every check of one finding (its
+    flag, line, function, fix) tests the note for the same file and rule once, the name as a substring before
+    the file's regex (a note names one file of the request, if any). Built from the kept states (a check a note
+    decided is left out) and pruned as notes decide checks, so a settle function reads no state per check;
+    made again after any run of a note check or ``on_changes`` evaluator set a state (``_RUNS`` counts them),
+    and dropped when a note is updated or deleted, since every check then re-runs.
     """
     key = ("note_groups", id(params))
     found = ctx.lasting.get(key)
-    if found is None or found[0] is not params:
-        groups: dict[Any, list[Any]] = {}
+    runs = ctx.lasting.get(_RUNS, 0)
+    if found is None or found[0] is not params or found[2] != runs:
+        by_test: dict[tuple[int, str, str], list[Any]] = {}
         for pos, kw in enumerate(params):
-            entry = plan(pos, kw)
-            kept = ctx.lasting.get(entry[1])
-            if kept is not None and kept[0] is kw.get("apart") and kept[1] is not None:
+            entry = plan(pos, kw, ctx.lasting)
+            if entry is None:
                 continue  # decided by a note already: no later note changes it
-            groups.setdefault((kw["mr_id"], kw.get("file", "")), []).append(entry)
-        found = ctx.lasting[key] = (params, groups)
+            file, pattern = kw.get("file", ""), kw["pattern"]
+            group = by_test.get((kw["mr_id"], file, pattern))
+            if group is None:
+                name = _file_rx(file)[0] if file else ""
+                group = by_test[(kw["mr_id"], file, pattern)] = [file, name, pattern, []]
+            group[3].append(entry)
+        groups: dict[int, list[Any]] = {}
+        for (mr_id, _, _), group in by_test.items():
+            groups.setdefault(mr_id, []).append(group)
+        found = ctx.lasting[key] = (params, groups, runs)
     return found[1]
+
+
+def _ran(ctx: GradingContext) -> None:
+    """Count a run that set a note check's kept state, so the groups are made again from the states."""
+    ctx.lasting[_RUNS] = ctx.lasting.get(_RUNS, 0) + 1
+
+
+_RUNS = "note_check_runs"
+
+_NO_DETAILS: dict[str, Any] = {}
+"""The details of every note verdict (none), shared: ``graders.progress`` keeps a verdict as it is handed back and
+copies details into a result (``outcome_result``), so nothing mutates it, and a step allocates one dict less
+per decided check."""
 
 
 Verdicts = dict[int, tuple[float, str, dict[str, Any]] | None]
@@ -236,7 +263,8 @@ def _names_on_changes(
         return None
     if hit is None:
         hit = next(((i, b) for i, _, b in new if _fits(b, file, pattern, line, apart, also)), None)
-        ctx.lasting[key] = (apart, hit)
+        ctx.lasting[key] = [apart, hit]
+        _ran(ctx)
     return _names_verdict(hit, _where(file, line, apart), pattern, also)
 
 
@@ -254,69 +282,86 @@ def _file_step(
     settle: Callable[[GradingContext, list[tuple[int, str]], list[Any], Verdicts], bool],
     any_file: bool = False,
 ) -> Verdicts:
-    """Every check of a note function at once, grouped by request and file (``_groups``).
+    """Every check of a note function at once, grouped by request, file and pattern (``_groups``).
 
-    A new note is handed to ``settle`` only with the checks of a file it names (with ``any_file``, an empty file
-    takes every note); a check ``settle`` decided leaves its group (it says whether it decided one), so later
-    steps skip it.
+    A new note is handed to ``settle`` only with the groups whose file it names (with ``any_file``, an empty
+    file takes every note) and whose pattern it says; a check ``settle`` decided leaves its group (it says
+    whether it decided one), so later steps skip it.
     """
-    new = _agent_notes(ctx, rows)
+    found = ctx.memo.get(_AGENT_NOTES)  # ``_agent_notes`` read this step's rows already (another function)
+    new = found[1] if found is not None and found[0] is rows else _agent_notes(ctx, rows)
     if new is None:
         _drop_groups(ctx, params)  # a note changed: every check re-runs, and the groups are made again after
         return dict.fromkeys(range(len(params)))
-    out: Verdicts = {}
     groups = _groups(ctx, params, plan)  # built at the call with no rows ``graders.progress`` makes first
+    out: Verdicts = {}
     if not new:
         return out
-    for where_, entries in list(groups.items()):
-        notes = new.get(where_[0])
-        if not notes:
+    for mr_id, notes in new.items():
+        files = groups.get(mr_id)
+        if not files:
             continue
-        file = where_[1]
-        if any_file and not file:
-            named = [(i, b) for i, _, b in notes]
-        else:
-            named = [(i, b) for i, _, b in notes if _names_file(b, file)]
-            if not named:
-                continue
-        if settle(ctx, named, entries, out):  # take the checks it decided out (a kept first note never changes)
-            entries[:] = [e for e in entries if out.get(e[0]) is None]
-            if not entries:
-                del groups[where_]
+        emptied = False
+        for group in files:
+            file, name, pattern, entries = group
+            if any_file and not file:
+                named = [(i, b) for i, _, b in notes if _says(b, pattern)]
+            else:  # the name as a substring first: most groups' files go unnamed by a note
+                named = [(i, b) for i, _, b in notes if name in b and _names_file(b, file) and _says(b, pattern)]
+            if named and settle(ctx, named, entries, out):  # the checks it decided leave (a first note stays first)
+                entries[:] = [e for e in entries if out.get(e[0]) is None]
+                emptied = emptied or not entries
+        if emptied:
+            files[:] = [g for g in files if g[3]]
     return out
 
 
-def _names_plan(pos: int, kw: dict[str, Any]) -> tuple[Any, ...]:
-    """A ``merge_request_note_names`` check's group entry: position, state key, its tests, its evidence's middle."""
+def _names_plan(pos: int, kw: dict[str, Any], lasting: dict[Any, Any]) -> tuple[Any, ...] | None:
+    """A ``merge_request_note_names`` check's group entry (None once a note decided it).
+
+    Position, its kept state (None if it never ran: then it is re-run when a note could move it), ``apart``'s
+    tests as (file name, file, pattern), the line's regex, ``also``, and its evidence's middle.
+    """
     file, pattern, line, apart, also = kw["file"], kw["pattern"], kw["line"], kw["apart"], kw["also"]
+    kept = lasting.get(_names_key(kw["mr_id"], file, pattern, line, apart, also))
+    if kept is None or kept[0] is not apart:
+        kept = None
+    elif kept[1] is not None:
+        return None
     said = f"/{pattern}/" if also is None else f"/{pattern}/ with /{also}/"
     tail = f" names {_where(file, line, apart)} and {said}: "  # as ``_names_verdict`` words a hit
-    key = _names_key(kw["mr_id"], file, pattern, line, apart, also)
-    return pos, key, apart, pattern, None if line is None else _line_rx(line), also, tail
+    others = tuple((_file_rx(f)[0], f, p) for f, p in apart or ())
+    return pos, kept, others, None if line is None else _line_rx(line), also, tail
 
 
 def _names_settle(ctx: GradingContext, named: list[tuple[int, str]], entries: list[Any], out: Verdicts) -> bool:
-    """``merge_request_note_names`` checks of one file, given the new notes that name it; whether one was decided."""
-    lasting = ctx.lasting
+    """``merge_request_note_names`` checks of one finding, given the new notes that name its file and rule.
+
+    Whether one was decided. What is left of ``_fits`` is tested per check (its line, ``also``, no other
+    finding); a decided check's state is set in its kept cell (no state key hashed) and its quote made once per
+    note.
+    """
     decided = False
-    for pos, key, apart, pattern, line_rx, also, tail in entries:
-        found = lasting.get(key)
-        if found is None or found[0] is not apart:  # never run: re-run it
-            out[pos] = None
-            continue
-        if found[1] is not None:  # decided by an earlier note, which stays the first
-            continue
-        for hit in named:  # each names the file already: ``_fits`` less its first test
-            body = hit[1]
-            if not _says(body, pattern) or (line_rx is not None and line_rx.search(body) is None):
+    for hit in named:
+        body = hit[1]
+        quote = ""
+        for pos, kept, others, line_rx, also, tail in entries:
+            if kept is None:  # never run: re-run it
+                out[pos] = None
                 continue
-            if (also is None or _says(body, also)) and not (
-                apart and any(_names_file(body, f) and _says(body, p) for f, p in apart)
+            if pos in out:  # decided by an earlier note of this step, which stays the first
+                continue
+            if (
+                (line_rx is not None and line_rx.search(body) is None)
+                or (also is not None and not _says(body, also))
+                or (others and any(n in body and _names_file(body, f) and _says(body, p) for n, f, p in others))
             ):
-                lasting[key] = (apart, hit)
-                out[pos] = (1.0, f"note {hit[0]}{tail}{_snippet(body)}", {})
-                decided = True
-                break
+                continue
+            kept[1] = hit
+            if not quote:
+                quote = _snippet(body)
+            out[pos] = (1.0, f"note {hit[0]}{tail}{quote}", _NO_DETAILS)
+            decided = True
     return decided
 
 
@@ -357,7 +402,8 @@ def merge_request_note_names(
         ((n.id, n.body or "") for n in _notes(ctx, mr_id) if _fits(n.body or "", file, pattern, line, apart, also)),
         None,
     )
-    ctx.lasting[_names_key(mr_id, file, pattern, line, apart, also)] = (apart, hit)
+    ctx.lasting[_names_key(mr_id, file, pattern, line, apart, also)] = [apart, hit]
+    _ran(ctx)
     score, evidence, _ = _names_verdict(hit, _where(file, line, apart), pattern, also)
     return CheckOutcome.of(score == 1.0, evidence)
 
@@ -389,7 +435,8 @@ def _spares_on_changes(
         return None
     if hit is None:
         hit = next(((i, b) for i, _, b in new if _flags(b, file, pattern)), None)
-        ctx.lasting[key] = (None, hit)
+        ctx.lasting[key] = [None, hit]
+        _ran(ctx)
     return _spares_verdict(hit, file, pattern)
 
 
@@ -397,29 +444,34 @@ def _spares_key(mr_id: int, file: str, pattern: str) -> tuple[Any, ...]:
     return ("note_spares", mr_id, file, pattern)
 
 
-def _spares_plan(pos: int, kw: dict[str, Any]) -> tuple[Any, ...]:
-    """A ``merge_request_note_spares`` check's group entry: position, state key, pattern, its evidence's middle."""
+def _spares_plan(pos: int, kw: dict[str, Any], lasting: dict[Any, Any]) -> tuple[Any, ...] | None:
+    """A ``merge_request_note_spares`` check's group entry (None once a note flagged it).
+
+    Position, its kept state (None if it never ran), and its evidence's middle.
+    """
     file, pattern = kw["file"], kw["pattern"]
-    return pos, _spares_key(kw["mr_id"], file, pattern), pattern, f" flags {file or 'the change'} (/{pattern}/): "
+    kept = lasting.get(_spares_key(kw["mr_id"], file, pattern))
+    if kept is None or kept[0] is not None:
+        kept = None
+    elif kept[1] is not None:
+        return None
+    return pos, kept, f" flags {file or 'the change'} (/{pattern}/): "
 
 
 def _spares_settle(ctx: GradingContext, named: list[tuple[int, str]], entries: list[Any], out: Verdicts) -> bool:
-    """``merge_request_note_spares`` checks of one file, given the new notes that name it; whether one was decided."""
-    lasting = ctx.lasting
+    """``merge_request_note_spares`` checks of one file and rule, given the new notes that flag it: the first does.
+
+    Whether one was decided.
+    """
+    hit = named[0]
     decided = False
-    for pos, key, pattern, tail in entries:
-        found = lasting.get(key)
-        if found is None or found[0] is not None:  # never run: re-run it
+    for pos, kept, tail in entries:
+        if kept is None:  # never run: re-run it
             out[pos] = None
             continue
-        if found[1] is not None:  # already flagged by an earlier note, which stays the first
-            continue
-        for hit in named:
-            if _says(hit[1], pattern):
-                lasting[key] = (None, hit)
-                out[pos] = (0.0, f"note {hit[0]}{tail}{_snippet(hit[1])}", {})
-                decided = True
-                break
+        kept[1] = hit
+        out[pos] = (0.0, f"note {hit[0]}{tail}{_snippet(hit[1])}", _NO_DETAILS)
+        decided = True
     return decided
 
 
@@ -438,7 +490,8 @@ def _spares_step(ctx: GradingContext, rows: list[ChangeRow], params: list[dict[s
 def merge_request_note_spares(ctx: GradingContext, mr_id: int, file: str, pattern: Regex) -> CheckOutcome:
     """No note the agent left on request ``mr_id`` names ``file`` (any, when empty) with ``pattern``: a false flag."""
     hit = next(((n.id, n.body or "") for n in _notes(ctx, mr_id) if _flags(n.body or "", file, pattern)), None)
-    ctx.lasting[("note_spares", mr_id, file, pattern)] = (None, hit)
+    ctx.lasting[_spares_key(mr_id, file, pattern)] = [None, hit]
+    _ran(ctx)
     score, evidence, _ = _spares_verdict(hit, file, pattern)
     return CheckOutcome.of(score == 1.0, evidence)
 
