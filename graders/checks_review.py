@@ -120,33 +120,40 @@ _AGENT_NOTES = ("agent_notes",)
 
 
 def _agent_notes(ctx: GradingContext, rows: list[ChangeRow]) -> dict[int, list[tuple[int, str, str]]] | None:
-    """The agent's notes a step inserted, by request, as (id, kind, body); None if a note was updated or deleted.
+    """The agent's notes a step inserted, by request, as (id, body, kind); None if a note was updated or deleted.
 
     Read once a step (``ctx.memo`` is cleared before each, and the entry names the very rows it read) for every
-    note function's ``on_step``; the kinds the step's notes have are kept beside it (``_step_kinds``).
+    note function's ``on_step`` (``_step_notes``), with whether one of them is a verdict beside it. A note's
+    tuple starts as a kept first note does, (id, body), so a settle function keeps the note itself.
     """
-    found = ctx.memo.get(_AGENT_NOTES)
-    if found is not None and found[0] is rows:
-        return found[1]  # type: ignore[no-any-return]
     out: dict[int, list[tuple[int, str, str]]] = {}
-    kinds: set[str] = set()
+    verdict = False
     actor = ctx.actor_id
     for r in rows:
         if r.op != "insert":
-            ctx.memo[_AGENT_NOTES] = (rows, None, kinds)
+            ctx.memo[_AGENT_NOTES] = (rows, None, False)
             return None
         c = r.changes
         if c.get("author_id") == actor and type(mr := c.get("merge_request_id")) is int:
             kind = str(c.get("kind"))
-            kinds.add(kind)
-            out.setdefault(mr, []).append((int(r.key[0]), kind, str(c.get("body") or "")))
-    ctx.memo[_AGENT_NOTES] = (rows, out, kinds)
+            verdict = verdict or kind in _VERDICTS
+            note = (int(r.key[0]), str(c.get("body") or ""), kind)
+            found = out.get(mr)
+            if found is None:
+                out[mr] = [note]
+            else:
+                found.append(note)
+    ctx.memo[_AGENT_NOTES] = (rows, out, verdict)
     return out
 
 
-def _step_kinds(ctx: GradingContext) -> set[str]:
-    """The kinds of the agent's notes the step inserted (``_agent_notes`` must have read the step first)."""
-    return ctx.memo[_AGENT_NOTES][2]  # type: ignore[no-any-return]
+def _step_notes(ctx: GradingContext, rows: list[ChangeRow]) -> tuple[Any, dict[int, list[Any]] | None, bool]:
+    """``(rows, _agent_notes(ctx, rows), whether one is a verdict)``, read once a step."""
+    found = ctx.memo.get(_AGENT_NOTES)
+    if found is None or found[0] is not rows:
+        _agent_notes(ctx, rows)
+        found = ctx.memo[_AGENT_NOTES]
+    return found  # type: ignore[no-any-return]
 
 
 def _groups(ctx: GradingContext, params: list[dict[str, Any]], plan: Callable[..., Any]) -> dict[int, list[Any]]:
@@ -279,7 +286,7 @@ def _file_step(
     rows: list[ChangeRow],
     params: list[dict[str, Any]],
     plan: Callable[..., Any],
-    settle: Callable[[GradingContext, list[tuple[int, str]], list[Any], Verdicts], bool],
+    settle: Callable[[GradingContext, list[tuple[int, str, str]], list[Any], Verdicts], bool],
     any_file: bool = False,
 ) -> Verdicts:
     """Every check of a note function at once, grouped by request, file and pattern (``_groups``).
@@ -288,8 +295,7 @@ def _file_step(
     file takes every note) and whose pattern it says; a check ``settle`` decided leaves its group (it says
     whether it decided one), so later steps skip it.
     """
-    found = ctx.memo.get(_AGENT_NOTES)  # ``_agent_notes`` read this step's rows already (another function)
-    new = found[1] if found is not None and found[0] is rows else _agent_notes(ctx, rows)
+    new = _step_notes(ctx, rows)[1]
     if new is None:
         _drop_groups(ctx, params)  # a note changed: every check re-runs, and the groups are made again after
         return dict.fromkeys(range(len(params)))
@@ -304,11 +310,15 @@ def _file_step(
         emptied = False
         for group in files:
             file, name, pattern, entries = group
-            if any_file and not file:
-                named = [(i, b) for i, _, b in notes if _says(b, pattern)]
-            else:  # the name as a substring first: most groups' files go unnamed by a note
-                named = [(i, b) for i, _, b in notes if name in b and _names_file(b, file) and _says(b, pattern)]
-            if named and settle(ctx, named, entries, out):  # the checks it decided leave (a first note stays first)
+            named = None
+            for note in notes:  # a loop, not a comprehension: a step has one note, and a comprehension is a frame
+                body = note[1]
+                if ((any_file and not file) or (name in body and _names_file(body, file))) and _says(body, pattern):
+                    if named is None:
+                        named = [note]
+                    else:
+                        named.append(note)
+            if named is not None and settle(ctx, named, entries, out):  # the checks it decided leave the group
                 entries[:] = [e for e in entries if out.get(e[0]) is None]
                 emptied = emptied or not entries
         if emptied:
@@ -334,7 +344,7 @@ def _names_plan(pos: int, kw: dict[str, Any], lasting: dict[Any, Any]) -> tuple[
     return pos, kept, others, None if line is None else _line_rx(line), also, tail
 
 
-def _names_settle(ctx: GradingContext, named: list[tuple[int, str]], entries: list[Any], out: Verdicts) -> bool:
+def _names_settle(ctx: GradingContext, named: list[tuple[int, str, str]], entries: list[Any], out: Verdicts) -> bool:
     """``merge_request_note_names`` checks of one finding, given the new notes that name its file and rule.
 
     Whether one was decided. What is left of ``_fits`` is tested per check (its line, ``also``, no other
@@ -458,7 +468,7 @@ def _spares_plan(pos: int, kw: dict[str, Any], lasting: dict[Any, Any]) -> tuple
     return pos, kept, f" flags {file or 'the change'} (/{pattern}/): "
 
 
-def _spares_settle(ctx: GradingContext, named: list[tuple[int, str]], entries: list[Any], out: Verdicts) -> bool:
+def _spares_settle(ctx: GradingContext, named: list[tuple[int, str, str]], entries: list[Any], out: Verdicts) -> bool:
     """``merge_request_note_spares`` checks of one file and rule, given the new notes that flag it: the first does.
 
     Whether one was decided.
@@ -532,17 +542,22 @@ def _verdict_step(ctx: GradingContext, rows: list[ChangeRow], params: list[dict[
     The new notes are the step's, read once (``_agent_notes``); the kept verdicts so far are extended in id
     order as ``_verdict_on_changes`` does, a note counted once however many checks share the request.
     """
-    new = _agent_notes(ctx, rows)
+    _, new, verdict = _step_notes(ctx, rows)
     if new is None:
         return dict.fromkeys(range(len(params)))
     out: Verdicts = {}
-    if not new or _step_kinds(ctx).isdisjoint(_VERDICTS):
+    if not verdict:  # a step of comments: no verdict moves
         return out
     lasting = ctx.lasting
     for pos, kw in enumerate(params):
         mr_id = kw["mr_id"]
         notes = new.get(mr_id)
-        if not notes or all(kind not in _VERDICTS for _, kind, _ in notes):
+        if not notes:
+            continue
+        for _, _, kind in notes:
+            if kind in _VERDICTS:
+                break
+        else:
             continue
         key = ("note_verdicts", mr_id)
         found = lasting.get(key)
@@ -550,7 +565,7 @@ def _verdict_step(ctx: GradingContext, rows: list[ChangeRow], params: list[dict[
             out[pos] = None
             continue
         last, given = found[1]
-        for i, kind, _ in notes:
+        for i, _, kind in notes:
             if i > last:
                 last, given = i, (*given, kind) if kind in _VERDICTS else given
         lasting[key] = (None, (last, given))
@@ -616,11 +631,11 @@ def _review_step(ctx: GradingContext, rows: list[ChangeRow], params: list[dict[s
     A check whose first fitting review is kept stands; one still waiting is answered only when a new review
     fits (until then its "no review says" verdict stands as it is).
     """
-    new = _agent_notes(ctx, rows)
+    _, new, verdict = _step_notes(ctx, rows)
     if new is None:
         return dict.fromkeys(range(len(params)))
     out: Verdicts = {}
-    if not new or _step_kinds(ctx).isdisjoint(_VERDICTS):
+    if not verdict:  # a step of comments: no review moves
         return out
     lasting = ctx.lasting
     for pos, kw in enumerate(params):
@@ -636,9 +651,9 @@ def _review_step(ctx: GradingContext, rows: list[ChangeRow], params: list[dict[s
         if found[1] is not None:  # the first fitting review stays the first
             continue
         for hit in notes:
-            if hit[1] == verdict and _says_all(hit[2], patterns):
-                lasting[key] = (patterns, (hit[0], hit[2]))
-                out[pos] = _review_verdict((hit[0], hit[2]), verdict, patterns)
+            if hit[2] == verdict and _says_all(hit[1], patterns):
+                lasting[key] = (patterns, hit)
+                out[pos] = _review_verdict(hit, verdict, patterns)
                 break
     return out
 
