@@ -62,6 +62,16 @@ def _names_file(body: str, path: str) -> bool:
 
 
 @functools.lru_cache(maxsize=2048)
+def _at_line(body: str, line: int) -> bool:
+    """Whether ``body`` points at ``line`` (``line 12``, ``L12``, ``file.py:12``); cached as ``_names_file`` is.
+
+    The regex tries three openings at every character of the note, more than any other test of it costs; the
+    final grade asks it again of every note the steps tested.
+    """
+    return _line_rx(line).search(body) is not None
+
+
+@functools.lru_cache(maxsize=2048)
 def _says(body: str, pattern: str) -> bool:
     """Whether ``pattern`` (any case) occurs in ``body``; cached as ``_names_file`` is."""
     return rx(pattern).search(body) is not None
@@ -73,7 +83,7 @@ def _fits(
     """Whether one note flags ``file`` by ``pattern`` (at ``line``, saying ``also``), and none of ``apart``."""
     if not (_names_file(body, file) and _says(body, pattern)):
         return False
-    if (line is not None and _line_rx(line).search(body) is None) or (also is not None and not _says(body, also)):
+    if (line is not None and not _at_line(body, line)) or (also is not None and not _says(body, also)):
         return False
     return not any(_names_file(body, f) and _says(body, p) for f, p in apart or ())
 
@@ -330,7 +340,7 @@ def _names_plan(pos: int, kw: dict[str, Any], lasting: dict[Any, Any]) -> tuple[
     """A ``merge_request_note_names`` check's group entry (None once a note decided it).
 
     Position, its kept state (None if it never ran: then it is re-run when a note could move it), ``apart``'s
-    tests as (file name, file, pattern), the line's regex, ``also``, and its evidence's middle.
+    tests as (file name, file, pattern), the line, ``also``, and its evidence's middle.
     """
     file, pattern, line, apart, also = kw["file"], kw["pattern"], kw["line"], kw["apart"], kw["also"]
     kept = lasting.get(_names_key(kw["mr_id"], file, pattern, line, apart, also))
@@ -341,7 +351,7 @@ def _names_plan(pos: int, kw: dict[str, Any], lasting: dict[Any, Any]) -> tuple[
     said = f"/{pattern}/" if also is None else f"/{pattern}/ with /{also}/"
     tail = f" names {_where(file, line, apart)} and {said}: "  # as ``_names_verdict`` words a hit
     others = tuple((_file_rx(f)[0], f, p) for f, p in apart or ())
-    return pos, kept, others, None if line is None else _line_rx(line), also, tail
+    return pos, kept, others, line, also, tail
 
 
 def _names_settle(ctx: GradingContext, named: list[tuple[int, str, str]], entries: list[Any], out: Verdicts) -> bool:
@@ -355,14 +365,14 @@ def _names_settle(ctx: GradingContext, named: list[tuple[int, str, str]], entrie
     for hit in named:
         body = hit[1]
         quote = ""
-        for pos, kept, others, line_rx, also, tail in entries:
+        for pos, kept, others, line, also, tail in entries:
             if kept is None:  # never run: re-run it
                 out[pos] = None
                 continue
             if pos in out:  # decided by an earlier note of this step, which stays the first
                 continue
             if (
-                (line_rx is not None and line_rx.search(body) is None)
+                (line is not None and not _at_line(body, line))
                 or (also is not None and not _says(body, also))
                 or (others and any(n in body and _names_file(body, f) and _says(body, p) for n, f, p in others))
             ):
