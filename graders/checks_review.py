@@ -519,7 +519,7 @@ def merge_request_note_spares(ctx: GradingContext, mr_id: int, file: str, patter
 def _verdicts_verdict(mr_id: int, verdict: str, given: tuple[str, ...]) -> tuple[float, str, dict[str, Any]]:
     if not given:
         return 0.0, f"the agent gave no verdict on request {mr_id}", {}
-    ok = all(k == verdict for k in given)
+    ok = given.count(verdict) == len(given)  # every one is the wanted verdict (no generator: a frame less)
     return float(ok), f"the agent's verdicts on request {mr_id}: {', '.join(given)} (wanted {verdict})", {}
 
 
@@ -602,13 +602,16 @@ def merge_request_verdict(
 
 
 def _says_all(body: str, patterns: list[str]) -> bool:
-    return all(_says(body, p) for p in patterns)
+    for p in patterns:  # a loop: ``all`` over a generator costs a frame, on a step that runs once an episode
+        if not _says(body, p):
+            return False
+    return True
 
 
 def _review_verdict(
     hit: tuple[int, str] | None, verdict: str, patterns: list[str]
 ) -> tuple[float, str, dict[str, Any]]:
-    said = ", ".join(f"/{p}/" for p in patterns)
+    said = "/" + "/, /".join(patterns) + "/" if patterns else ""  # each as /pattern/, comma-separated
     if hit is not None:
         return 1.0, f"the agent's {verdict} review (note {hit[0]}) says {said}: {_snippet(hit[1])}", {}
     return 0.0, f"no {verdict} review by the agent says all of {said}", {}
