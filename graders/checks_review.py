@@ -296,14 +296,14 @@ def _file_step(
     rows: list[ChangeRow],
     params: list[dict[str, Any]],
     plan: Callable[..., Any],
-    settle: Callable[[GradingContext, list[tuple[int, str, str]], list[Any], Verdicts], bool],
+    settle: Callable[[GradingContext, list[tuple[int, str, str]], list[Any], Verdicts], list[Any] | None],
     any_file: bool = False,
 ) -> Verdicts:
     """Every check of a note function at once, grouped by request, file and pattern (``_groups``).
 
     A new note is handed to ``settle`` only with the groups whose file it names (with ``any_file``, an empty
-    file takes every note) and whose pattern it says; a check ``settle`` decided leaves its group (it says
-    whether it decided one), so later steps skip it.
+    file takes every note) and whose pattern it says; a check ``settle`` decided leaves its group (it hands back
+    the entries left, or None if it decided none), so later steps skip it.
     """
     new = _step_notes(ctx, rows)[1]
     if new is None:
@@ -328,11 +328,13 @@ def _file_step(
                         named = [note]
                     else:
                         named.append(note)
-            if named is not None and settle(ctx, named, entries, out):  # the checks it decided leave the group
-                entries[:] = [e for e in entries if out.get(e[0]) is None]
-                emptied = emptied or not entries
+            if named is not None:
+                left = settle(ctx, named, entries, out)
+                if left is not None:  # the checks it decided leave the group
+                    group[3] = left
+                    emptied = emptied or not left
         if emptied:
-            files[:] = [g for g in files if g[3]]
+            groups[mr_id] = [g for g in files if g[3]]
     return out
 
 
@@ -354,35 +356,48 @@ def _names_plan(pos: int, kw: dict[str, Any], lasting: dict[Any, Any]) -> tuple[
     return pos, kept, others, line, also, tail
 
 
-def _names_settle(ctx: GradingContext, named: list[tuple[int, str, str]], entries: list[Any], out: Verdicts) -> bool:
+def _names_settle(
+    ctx: GradingContext, named: list[tuple[int, str, str]], entries: list[Any], out: Verdicts
+) -> list[Any] | None:
     """``merge_request_note_names`` checks of one finding, given the new notes that name its file and rule.
 
-    Whether one was decided. What is left of ``_fits`` is tested per check (its line, ``also``, no other
-    finding); a decided check's state is set in its kept cell (no state key hashed) and its quote made once per
-    note.
+    What is left of ``_fits`` is tested per check (its line, ``also``, no other finding) and the first note
+    that passes decides it; its note is set in the check's kept cell (no state key hashed) and the quote of the
+    step's first note made once. The entries still waiting, or None if none was decided.
     """
-    decided = False
-    for hit in named:
-        body = hit[1]
-        quote = ""
-        for pos, kept, others, line, also, tail in entries:
-            if kept is None:  # never run: re-run it
-                out[pos] = None
-                continue
-            if pos in out:  # decided by an earlier note of this step, which stays the first
-                continue
-            if (
-                (line is not None and not _at_line(body, line))
-                or (also is not None and not _says(body, also))
-                or (others and any(n in body and _names_file(body, f) and _says(body, p) for n, f, p in others))
-            ):
-                continue
-            kept[1] = hit
-            if not quote:
-                quote = _snippet(body)
-            out[pos] = (1.0, f"note {hit[0]}{tail}{quote}", _NO_DETAILS)
-            decided = True
-    return decided
+    left: list[Any] | None = None  # made once a check is decided: the entries before it all wait still
+    first, quote = named[0], ""
+    for n, entry in enumerate(entries):
+        pos, kept, others, line, also, tail = entry
+        if kept is None:  # never run: re-run it
+            out[pos] = None
+        else:
+            for hit in named:
+                body = hit[1]
+                if (
+                    (line is not None and not _at_line(body, line))
+                    or (also is not None and not _says(body, also))
+                    or (others and any(o in body and _names_file(body, f) and _says(body, p) for o, f, p in others))
+                ):
+                    continue
+                kept[1] = hit
+                if hit is not first:
+                    said = _snippet(body)
+                elif quote:
+                    said = quote
+                else:
+                    said = quote = _snippet(body)
+                out[pos] = (1.0, f"note {hit[0]}{tail}{said}", _NO_DETAILS)
+                if left is None:
+                    left = entries[:n]
+                break
+            else:
+                if left is not None:
+                    left.append(entry)
+            continue
+        if left is not None:
+            left.append(entry)
+    return left
 
 
 def _names_step(ctx: GradingContext, rows: list[ChangeRow], params: list[dict[str, Any]]) -> Verdicts:
@@ -478,21 +493,27 @@ def _spares_plan(pos: int, kw: dict[str, Any], lasting: dict[Any, Any]) -> tuple
     return pos, kept, f" flags {file or 'the change'} (/{pattern}/): "
 
 
-def _spares_settle(ctx: GradingContext, named: list[tuple[int, str, str]], entries: list[Any], out: Verdicts) -> bool:
+def _spares_settle(
+    ctx: GradingContext, named: list[tuple[int, str, str]], entries: list[Any], out: Verdicts
+) -> list[Any] | None:
     """``merge_request_note_spares`` checks of one file and rule, given the new notes that flag it: the first does.
 
-    Whether one was decided.
+    The entries still waiting (a check that never ran), or None if none was decided.
     """
     hit = named[0]
-    decided = False
-    for pos, kept, tail in entries:
+    left: list[Any] | None = None
+    for n, entry in enumerate(entries):
+        pos, kept, tail = entry
         if kept is None:  # never run: re-run it
             out[pos] = None
+            if left is not None:
+                left.append(entry)
             continue
         kept[1] = hit
         out[pos] = (0.0, f"note {hit[0]}{tail}{_snippet(hit[1])}", _NO_DETAILS)
-        decided = True
-    return decided
+        if left is None:
+            left = entries[:n]
+    return left
 
 
 def _spares_step(ctx: GradingContext, rows: list[ChangeRow], params: list[dict[str, Any]]) -> Verdicts:

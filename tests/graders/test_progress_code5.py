@@ -145,3 +145,15 @@ def test_a_comment_step_leaves_verdicts_and_reviews_and_a_review_step_moves_them
 def test_the_line_test_is_the_line_regex():
     for body in ("a.py line 12: x", "a.py L12", "a.py:12", "a.py line 123", "a.py xL12", "line12", "LINE 12!"):
         assert cr._at_line(body, 12) is (re.search(r"(?:\bline\s*|\bL|\.py:)12(?!\d)", body, re.I) is not None)
+
+
+def test_a_check_still_waiting_beside_decided_ones_stays_in_its_group_for_a_later_note():
+    ctx, params = _ctx(), _names_params()
+    _ran_all(ctx, params)
+    _step(ctx, cr._names_step, [], params)
+    out = _step(ctx, cr._names_step, [_note(1, f"{FILE}: docstring, and a todo in {OTHER}")], params)
+    assert sorted(out) == [0, 4]  # the flags; not alone (it names the other finding too)
+    out = _step(ctx, cr._names_step, [_note(2, f"{FILE}: invoice_total() has no docstring")], params)
+    assert sorted(out) == [2, 3]  # the line's check, before them, waits still
+    out = _step(ctx, cr._names_step, [_note(3, f"{FILE} line 12: docstring")], params)
+    assert list(out) == [1] and out[1][1].startswith("note 103 names billing/invoices.py line 12")
