@@ -374,11 +374,14 @@ def _names_settle(
         else:
             for hit in named:
                 body = hit[1]
-                if (
-                    (line is not None and not _at_line(body, line))
-                    or (also is not None and not _says(body, also))
-                    or (others and any(o in body and _names_file(body, f) and _says(body, p) for o, f, p in others))
-                ):
+                if (line is not None and not _at_line(body, line)) or (also is not None and not _says(body, also)):
+                    continue
+                clash = False  # the note names another finding too (a loop: a generator is a frame)
+                for o, f, p in others:
+                    if o in body and _names_file(body, f) and _says(body, p):
+                        clash = True
+                        break
+                if clash:
                     continue
                 kept[1] = hit
                 if hit is not first:
