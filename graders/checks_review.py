@@ -62,6 +62,16 @@ def _names_file(body: str, path: str) -> bool:
 
 
 @functools.lru_cache(maxsize=2048)
+def _at_line(body: str, line: int) -> bool:
+    """Whether ``body`` points at ``line`` (``line 12``, ``L12``, ``file.py:12``); cached as ``_names_file`` is.
+
+    The regex tries three openings at every character of the note, more than any other test of it costs; the
+    final grade asks it again of every note the steps tested.
+    """
+    return _line_rx(line).search(body) is not None
+
+
+@functools.lru_cache(maxsize=2048)
 def _says(body: str, pattern: str) -> bool:
     """Whether ``pattern`` (any case) occurs in ``body``; cached as ``_names_file`` is."""
     return rx(pattern).search(body) is not None
@@ -73,7 +83,7 @@ def _fits(
     """Whether one note flags ``file`` by ``pattern`` (at ``line``, saying ``also``), and none of ``apart``."""
     if not (_names_file(body, file) and _says(body, pattern)):
         return False
-    if (line is not None and _line_rx(line).search(body) is None) or (also is not None and not _says(body, also)):
+    if (line is not None and not _at_line(body, line)) or (also is not None and not _says(body, also)):
         return False
     return not any(_names_file(body, f) and _says(body, p) for f, p in apart or ())
 
@@ -106,7 +116,9 @@ def _mine(ctx: GradingContext, row: ChangeRow, mr_id: int) -> Any:
 # the verdicts given so far, set by every run of the check (the database's answer) and moved on by the
 # ``on_changes`` evaluators from the inserted notes alone. A note's content never changes once written, so the
 # first matching note stays the first; keys carry the identity of list params (``apart``, ``patterns``), which
-# ``graders.progress`` passes as the same objects on every call.
+# ``graders.progress`` passes as the same objects on every call. A note or spare check's state is a cell
+# ``[owner, first note]``: a run or evaluator puts a new one (and counts itself in ``_RUNS``), while the
+# ``on_step`` path sets the note in the cell its group entry holds, so a decided check costs no key hashed.
 
 
 def _state(ctx: GradingContext, key: tuple[Any, ...], owner: Any) -> Any:
@@ -118,56 +130,88 @@ _AGENT_NOTES = ("agent_notes",)
 
 
 def _agent_notes(ctx: GradingContext, rows: list[ChangeRow]) -> dict[int, list[tuple[int, str, str]]] | None:
-    """The agent's notes a step inserted, by request, as (id, kind, body); None if a note was updated or deleted.
+    """The agent's notes a step inserted, by request, as (id, body, kind); None if a note was updated or deleted.
 
     Read once a step (``ctx.memo`` is cleared before each, and the entry names the very rows it read) for every
-    note function's ``on_step``; the kinds the step's notes have are kept beside it (``_step_kinds``).
+    note function's ``on_step`` (``_step_notes``), with whether one of them is a verdict beside it. A note's
+    tuple starts as a kept first note does, (id, body), so a settle function keeps the note itself.
     """
-    found = ctx.memo.get(_AGENT_NOTES)
-    if found is not None and found[0] is rows:
-        return found[1]  # type: ignore[no-any-return]
     out: dict[int, list[tuple[int, str, str]]] = {}
-    kinds: set[str] = set()
+    verdict = False
     actor = ctx.actor_id
     for r in rows:
         if r.op != "insert":
-            ctx.memo[_AGENT_NOTES] = (rows, None, kinds)
+            ctx.memo[_AGENT_NOTES] = (rows, None, False)
             return None
         c = r.changes
         if c.get("author_id") == actor and type(mr := c.get("merge_request_id")) is int:
             kind = str(c.get("kind"))
-            kinds.add(kind)
-            out.setdefault(mr, []).append((int(r.key[0]), kind, str(c.get("body") or "")))
-    ctx.memo[_AGENT_NOTES] = (rows, out, kinds)
+            verdict = verdict or kind in _VERDICTS
+            note = (int(r.key[0]), str(c.get("body") or ""), kind)
+            found = out.get(mr)
+            if found is None:
+                out[mr] = [note]
+            else:
+                found.append(note)
+    ctx.memo[_AGENT_NOTES] = (rows, out, verdict)
     return out
 
 
-def _step_kinds(ctx: GradingContext) -> set[str]:
-    """The kinds of the agent's notes the step inserted (``_agent_notes`` must have read the step first)."""
-    return ctx.memo[_AGENT_NOTES][2]  # type: ignore[no-any-return]
+def _step_notes(ctx: GradingContext, rows: list[ChangeRow]) -> tuple[Any, dict[int, list[Any]] | None, bool]:
+    """``(rows, _agent_notes(ctx, rows), whether one is a verdict)``, read once a step."""
+    found = ctx.memo.get(_AGENT_NOTES)
+    if found is None or found[0] is not rows:
+        _agent_notes(ctx, rows)
+        found = ctx.memo[_AGENT_NOTES]
+    return found  # type: ignore[no-any-return]
 
 
-def _groups(ctx: GradingContext, params: list[dict[str, Any]], plan: Callable[..., Any]) -> dict[Any, list[Any]]:
-    """A function's checks still waiting for a note, by (request, file), each as ``plan`` lays it out.
+def _groups(ctx: GradingContext, params: list[dict[str, Any]], plan: Callable[..., Any]) -> dict[int, list[Any]]:
+    """A function's checks still waiting for a note, by request, then by file and pattern, as ``plan`` lays them out.
 
-    ``plan(pos, kw)`` gives the entry a settle function reads: its position, state key, and what its test and
+    ``plan(pos, kw, lasting)`` gives the entry a settle function reads: its position, state key, whether the
+    check has run (one that has not is re-run when a note could move it), and what the rest of its test and
     its verdict's words need, worked out once here (the check's regexes, the evidence's fixed middle) rather
-    than at every note. Built once an episode per ``params`` (from the kept states: a check a note decided is
-    left out) and pruned as notes decide checks; dropped when a note is updated or deleted, since every check
-    then re-runs.
+    than at every note. A group is ``[file, its name, pattern, entries]``: every check of one finding (its
+    flag, line, function, fix) tests the note for the same file and rule once, the name as a substring before
+    the file's regex (a note names one file of the request, if any). Built from the kept states (a check a note
+    decided is left out) and pruned as notes decide checks, so a settle function reads no state per check;
+    made again after any run of a note check or ``on_changes`` evaluator set a state (``_RUNS`` counts them),
+    and dropped when a note is updated or deleted, since every check then re-runs.
     """
     key = ("note_groups", id(params))
     found = ctx.lasting.get(key)
-    if found is None or found[0] is not params:
-        groups: dict[Any, list[Any]] = {}
+    runs = ctx.lasting.get(_RUNS, 0)
+    if found is None or found[0] is not params or found[2] != runs:
+        by_test: dict[tuple[int, str, str], list[Any]] = {}
         for pos, kw in enumerate(params):
-            entry = plan(pos, kw)
-            kept = ctx.lasting.get(entry[1])
-            if kept is not None and kept[0] is kw.get("apart") and kept[1] is not None:
+            entry = plan(pos, kw, ctx.lasting)
+            if entry is None:
                 continue  # decided by a note already: no later note changes it
-            groups.setdefault((kw["mr_id"], kw.get("file", "")), []).append(entry)
-        found = ctx.lasting[key] = (params, groups)
+            file, pattern = kw.get("file", ""), kw["pattern"]
+            group = by_test.get((kw["mr_id"], file, pattern))
+            if group is None:
+                name = _file_rx(file)[0] if file else ""
+                group = by_test[(kw["mr_id"], file, pattern)] = [file, name, pattern, []]
+            group[3].append(entry)
+        groups: dict[int, list[Any]] = {}
+        for (mr_id, _, _), group in by_test.items():
+            groups.setdefault(mr_id, []).append(group)
+        found = ctx.lasting[key] = (params, groups, runs)
     return found[1]
+
+
+def _ran(ctx: GradingContext) -> None:
+    """Count a run that set a note check's kept state, so the groups are made again from the states."""
+    ctx.lasting[_RUNS] = ctx.lasting.get(_RUNS, 0) + 1
+
+
+_RUNS = "note_check_runs"
+
+_NO_DETAILS: dict[str, Any] = {}
+"""The details of every note verdict (none), shared: ``graders.progress`` keeps a verdict as it is handed back and
+copies details into a result (``outcome_result``), so nothing mutates it, and a step allocates one dict less
+per decided check."""
 
 
 Verdicts = dict[int, tuple[float, str, dict[str, Any]] | None]
@@ -236,7 +280,8 @@ def _names_on_changes(
         return None
     if hit is None:
         hit = next(((i, b) for i, _, b in new if _fits(b, file, pattern, line, apart, also)), None)
-        ctx.lasting[key] = (apart, hit)
+        ctx.lasting[key] = [apart, hit]
+        _ran(ctx)
     return _names_verdict(hit, _where(file, line, apart), pattern, also)
 
 
@@ -251,73 +296,111 @@ def _file_step(
     rows: list[ChangeRow],
     params: list[dict[str, Any]],
     plan: Callable[..., Any],
-    settle: Callable[[GradingContext, list[tuple[int, str]], list[Any], Verdicts], bool],
+    settle: Callable[[GradingContext, list[tuple[int, str, str]], list[Any], Verdicts], list[Any] | None],
     any_file: bool = False,
 ) -> Verdicts:
-    """Every check of a note function at once, grouped by request and file (``_groups``).
+    """Every check of a note function at once, grouped by request, file and pattern (``_groups``).
 
-    A new note is handed to ``settle`` only with the checks of a file it names (with ``any_file``, an empty file
-    takes every note); a check ``settle`` decided leaves its group (it says whether it decided one), so later
-    steps skip it.
+    A new note is handed to ``settle`` only with the groups whose file it names (with ``any_file``, an empty
+    file takes every note) and whose pattern it says; a check ``settle`` decided leaves its group (it hands back
+    the entries left, or None if it decided none), so later steps skip it.
     """
-    new = _agent_notes(ctx, rows)
+    new = _step_notes(ctx, rows)[1]
     if new is None:
         _drop_groups(ctx, params)  # a note changed: every check re-runs, and the groups are made again after
         return dict.fromkeys(range(len(params)))
-    out: Verdicts = {}
     groups = _groups(ctx, params, plan)  # built at the call with no rows ``graders.progress`` makes first
+    out: Verdicts = {}
     if not new:
         return out
-    for where_, entries in list(groups.items()):
-        notes = new.get(where_[0])
-        if not notes:
+    for mr_id, notes in new.items():
+        files = groups.get(mr_id)
+        if not files:
             continue
-        file = where_[1]
-        if any_file and not file:
-            named = [(i, b) for i, _, b in notes]
-        else:
-            named = [(i, b) for i, _, b in notes if _names_file(b, file)]
-            if not named:
-                continue
-        if settle(ctx, named, entries, out):  # take the checks it decided out (a kept first note never changes)
-            entries[:] = [e for e in entries if out.get(e[0]) is None]
-            if not entries:
-                del groups[where_]
+        emptied = False
+        for group in files:
+            file, name, pattern, entries = group
+            named = None
+            for note in notes:  # a loop, not a comprehension: a step has one note, and a comprehension is a frame
+                body = note[1]
+                if ((any_file and not file) or (name in body and _names_file(body, file))) and _says(body, pattern):
+                    if named is None:
+                        named = [note]
+                    else:
+                        named.append(note)
+            if named is not None:
+                left = settle(ctx, named, entries, out)
+                if left is not None:  # the checks it decided leave the group
+                    group[3] = left
+                    emptied = emptied or not left
+        if emptied:
+            groups[mr_id] = [g for g in files if g[3]]
     return out
 
 
-def _names_plan(pos: int, kw: dict[str, Any]) -> tuple[Any, ...]:
-    """A ``merge_request_note_names`` check's group entry: position, state key, its tests, its evidence's middle."""
+def _names_plan(pos: int, kw: dict[str, Any], lasting: dict[Any, Any]) -> tuple[Any, ...] | None:
+    """A ``merge_request_note_names`` check's group entry (None once a note decided it).
+
+    Position, its kept state (None if it never ran: then it is re-run when a note could move it), ``apart``'s
+    tests as (file name, file, pattern), the line, ``also``, and its evidence's middle.
+    """
     file, pattern, line, apart, also = kw["file"], kw["pattern"], kw["line"], kw["apart"], kw["also"]
+    kept = lasting.get(_names_key(kw["mr_id"], file, pattern, line, apart, also))
+    if kept is None or kept[0] is not apart:
+        kept = None
+    elif kept[1] is not None:
+        return None
     said = f"/{pattern}/" if also is None else f"/{pattern}/ with /{also}/"
     tail = f" names {_where(file, line, apart)} and {said}: "  # as ``_names_verdict`` words a hit
-    key = _names_key(kw["mr_id"], file, pattern, line, apart, also)
-    return pos, key, apart, pattern, None if line is None else _line_rx(line), also, tail
+    others = tuple((_file_rx(f)[0], f, p) for f, p in apart or ())
+    return pos, kept, others, line, also, tail
 
 
-def _names_settle(ctx: GradingContext, named: list[tuple[int, str]], entries: list[Any], out: Verdicts) -> bool:
-    """``merge_request_note_names`` checks of one file, given the new notes that name it; whether one was decided."""
-    lasting = ctx.lasting
-    decided = False
-    for pos, key, apart, pattern, line_rx, also, tail in entries:
-        found = lasting.get(key)
-        if found is None or found[0] is not apart:  # never run: re-run it
+def _names_settle(
+    ctx: GradingContext, named: list[tuple[int, str, str]], entries: list[Any], out: Verdicts
+) -> list[Any] | None:
+    """``merge_request_note_names`` checks of one finding, given the new notes that name its file and rule.
+
+    What is left of ``_fits`` is tested per check (its line, ``also``, no other finding) and the first note
+    that passes decides it; its note is set in the check's kept cell (no state key hashed) and the quote of the
+    step's first note made once. The entries still waiting, or None if none was decided.
+    """
+    left: list[Any] | None = None  # made once a check is decided: the entries before it all wait still
+    first, quote = named[0], ""
+    for n, entry in enumerate(entries):
+        pos, kept, others, line, also, tail = entry
+        if kept is None:  # never run: re-run it
             out[pos] = None
-            continue
-        if found[1] is not None:  # decided by an earlier note, which stays the first
-            continue
-        for hit in named:  # each names the file already: ``_fits`` less its first test
-            body = hit[1]
-            if not _says(body, pattern) or (line_rx is not None and line_rx.search(body) is None):
-                continue
-            if (also is None or _says(body, also)) and not (
-                apart and any(_names_file(body, f) and _says(body, p) for f, p in apart)
-            ):
-                lasting[key] = (apart, hit)
-                out[pos] = (1.0, f"note {hit[0]}{tail}{_snippet(body)}", {})
-                decided = True
+        else:
+            for hit in named:
+                body = hit[1]
+                if (line is not None and not _at_line(body, line)) or (also is not None and not _says(body, also)):
+                    continue
+                clash = False  # the note names another finding too (a loop: a generator is a frame)
+                for o, f, p in others:
+                    if o in body and _names_file(body, f) and _says(body, p):
+                        clash = True
+                        break
+                if clash:
+                    continue
+                kept[1] = hit
+                if hit is not first:
+                    said = _snippet(body)
+                elif quote:
+                    said = quote
+                else:
+                    said = quote = _snippet(body)
+                out[pos] = (1.0, f"note {hit[0]}{tail}{said}", _NO_DETAILS)
+                if left is None:
+                    left = entries[:n]
                 break
-    return decided
+            else:
+                if left is not None:
+                    left.append(entry)
+            continue
+        if left is not None:
+            left.append(entry)
+    return left
 
 
 def _names_step(ctx: GradingContext, rows: list[ChangeRow], params: list[dict[str, Any]]) -> Verdicts:
@@ -357,7 +440,8 @@ def merge_request_note_names(
         ((n.id, n.body or "") for n in _notes(ctx, mr_id) if _fits(n.body or "", file, pattern, line, apart, also)),
         None,
     )
-    ctx.lasting[_names_key(mr_id, file, pattern, line, apart, also)] = (apart, hit)
+    ctx.lasting[_names_key(mr_id, file, pattern, line, apart, also)] = [apart, hit]
+    _ran(ctx)
     score, evidence, _ = _names_verdict(hit, _where(file, line, apart), pattern, also)
     return CheckOutcome.of(score == 1.0, evidence)
 
@@ -389,7 +473,8 @@ def _spares_on_changes(
         return None
     if hit is None:
         hit = next(((i, b) for i, _, b in new if _flags(b, file, pattern)), None)
-        ctx.lasting[key] = (None, hit)
+        ctx.lasting[key] = [None, hit]
+        _ran(ctx)
     return _spares_verdict(hit, file, pattern)
 
 
@@ -397,30 +482,41 @@ def _spares_key(mr_id: int, file: str, pattern: str) -> tuple[Any, ...]:
     return ("note_spares", mr_id, file, pattern)
 
 
-def _spares_plan(pos: int, kw: dict[str, Any]) -> tuple[Any, ...]:
-    """A ``merge_request_note_spares`` check's group entry: position, state key, pattern, its evidence's middle."""
+def _spares_plan(pos: int, kw: dict[str, Any], lasting: dict[Any, Any]) -> tuple[Any, ...] | None:
+    """A ``merge_request_note_spares`` check's group entry (None once a note flagged it).
+
+    Position, its kept state (None if it never ran), and its evidence's middle.
+    """
     file, pattern = kw["file"], kw["pattern"]
-    return pos, _spares_key(kw["mr_id"], file, pattern), pattern, f" flags {file or 'the change'} (/{pattern}/): "
+    kept = lasting.get(_spares_key(kw["mr_id"], file, pattern))
+    if kept is None or kept[0] is not None:
+        kept = None
+    elif kept[1] is not None:
+        return None
+    return pos, kept, f" flags {file or 'the change'} (/{pattern}/): "
 
 
-def _spares_settle(ctx: GradingContext, named: list[tuple[int, str]], entries: list[Any], out: Verdicts) -> bool:
-    """``merge_request_note_spares`` checks of one file, given the new notes that name it; whether one was decided."""
-    lasting = ctx.lasting
-    decided = False
-    for pos, key, pattern, tail in entries:
-        found = lasting.get(key)
-        if found is None or found[0] is not None:  # never run: re-run it
+def _spares_settle(
+    ctx: GradingContext, named: list[tuple[int, str, str]], entries: list[Any], out: Verdicts
+) -> list[Any] | None:
+    """``merge_request_note_spares`` checks of one file and rule, given the new notes that flag it: the first does.
+
+    The entries still waiting (a check that never ran), or None if none was decided.
+    """
+    hit = named[0]
+    left: list[Any] | None = None
+    for n, entry in enumerate(entries):
+        pos, kept, tail = entry
+        if kept is None:  # never run: re-run it
             out[pos] = None
+            if left is not None:
+                left.append(entry)
             continue
-        if found[1] is not None:  # already flagged by an earlier note, which stays the first
-            continue
-        for hit in named:
-            if _says(hit[1], pattern):
-                lasting[key] = (None, hit)
-                out[pos] = (0.0, f"note {hit[0]}{tail}{_snippet(hit[1])}", {})
-                decided = True
-                break
-    return decided
+        kept[1] = hit
+        out[pos] = (0.0, f"note {hit[0]}{tail}{_snippet(hit[1])}", _NO_DETAILS)
+        if left is None:
+            left = entries[:n]
+    return left
 
 
 def _spares_step(ctx: GradingContext, rows: list[ChangeRow], params: list[dict[str, Any]]) -> Verdicts:
@@ -438,7 +534,8 @@ def _spares_step(ctx: GradingContext, rows: list[ChangeRow], params: list[dict[s
 def merge_request_note_spares(ctx: GradingContext, mr_id: int, file: str, pattern: Regex) -> CheckOutcome:
     """No note the agent left on request ``mr_id`` names ``file`` (any, when empty) with ``pattern``: a false flag."""
     hit = next(((n.id, n.body or "") for n in _notes(ctx, mr_id) if _flags(n.body or "", file, pattern)), None)
-    ctx.lasting[("note_spares", mr_id, file, pattern)] = (None, hit)
+    ctx.lasting[_spares_key(mr_id, file, pattern)] = [None, hit]
+    _ran(ctx)
     score, evidence, _ = _spares_verdict(hit, file, pattern)
     return CheckOutcome.of(score == 1.0, evidence)
 
@@ -446,7 +543,7 @@ def merge_request_note_spares(ctx: GradingContext, mr_id: int, file: str, patter
 def _verdicts_verdict(mr_id: int, verdict: str, given: tuple[str, ...]) -> tuple[float, str, dict[str, Any]]:
     if not given:
         return 0.0, f"the agent gave no verdict on request {mr_id}", {}
-    ok = all(k == verdict for k in given)
+    ok = given.count(verdict) == len(given)  # every one is the wanted verdict (no generator: a frame less)
     return float(ok), f"the agent's verdicts on request {mr_id}: {', '.join(given)} (wanted {verdict})", {}
 
 
@@ -479,17 +576,22 @@ def _verdict_step(ctx: GradingContext, rows: list[ChangeRow], params: list[dict[
     The new notes are the step's, read once (``_agent_notes``); the kept verdicts so far are extended in id
     order as ``_verdict_on_changes`` does, a note counted once however many checks share the request.
     """
-    new = _agent_notes(ctx, rows)
+    _, new, verdict = _step_notes(ctx, rows)
     if new is None:
         return dict.fromkeys(range(len(params)))
     out: Verdicts = {}
-    if not new or _step_kinds(ctx).isdisjoint(_VERDICTS):
+    if not verdict:  # a step of comments: no verdict moves
         return out
     lasting = ctx.lasting
     for pos, kw in enumerate(params):
         mr_id = kw["mr_id"]
         notes = new.get(mr_id)
-        if not notes or all(kind not in _VERDICTS for _, kind, _ in notes):
+        if not notes:
+            continue
+        for _, _, kind in notes:
+            if kind in _VERDICTS:
+                break
+        else:
             continue
         key = ("note_verdicts", mr_id)
         found = lasting.get(key)
@@ -497,7 +599,7 @@ def _verdict_step(ctx: GradingContext, rows: list[ChangeRow], params: list[dict[
             out[pos] = None
             continue
         last, given = found[1]
-        for i, kind, _ in notes:
+        for i, _, kind in notes:
             if i > last:
                 last, given = i, (*given, kind) if kind in _VERDICTS else given
         lasting[key] = (None, (last, given))
@@ -524,13 +626,16 @@ def merge_request_verdict(
 
 
 def _says_all(body: str, patterns: list[str]) -> bool:
-    return all(_says(body, p) for p in patterns)
+    for p in patterns:  # a loop: ``all`` over a generator costs a frame, on a step that runs once an episode
+        if not _says(body, p):
+            return False
+    return True
 
 
 def _review_verdict(
     hit: tuple[int, str] | None, verdict: str, patterns: list[str]
 ) -> tuple[float, str, dict[str, Any]]:
-    said = ", ".join(f"/{p}/" for p in patterns)
+    said = "/" + "/, /".join(patterns) + "/" if patterns else ""  # each as /pattern/, comma-separated
     if hit is not None:
         return 1.0, f"the agent's {verdict} review (note {hit[0]}) says {said}: {_snippet(hit[1])}", {}
     return 0.0, f"no {verdict} review by the agent says all of {said}", {}
@@ -563,11 +668,11 @@ def _review_step(ctx: GradingContext, rows: list[ChangeRow], params: list[dict[s
     A check whose first fitting review is kept stands; one still waiting is answered only when a new review
     fits (until then its "no review says" verdict stands as it is).
     """
-    new = _agent_notes(ctx, rows)
+    _, new, verdict = _step_notes(ctx, rows)
     if new is None:
         return dict.fromkeys(range(len(params)))
     out: Verdicts = {}
-    if not new or _step_kinds(ctx).isdisjoint(_VERDICTS):
+    if not verdict:  # a step of comments: no review moves
         return out
     lasting = ctx.lasting
     for pos, kw in enumerate(params):
@@ -583,9 +688,9 @@ def _review_step(ctx: GradingContext, rows: list[ChangeRow], params: list[dict[s
         if found[1] is not None:  # the first fitting review stays the first
             continue
         for hit in notes:
-            if hit[1] == verdict and _says_all(hit[2], patterns):
-                lasting[key] = (patterns, (hit[0], hit[2]))
-                out[pos] = _review_verdict((hit[0], hit[2]), verdict, patterns)
+            if hit[2] == verdict and _says_all(hit[1], patterns):
+                lasting[key] = (patterns, hit)
+                out[pos] = _review_verdict(hit, verdict, patterns)
                 break
     return out
 
