@@ -315,13 +315,19 @@ def _case_touches(
     return True
 
 
-def _case_reads(reply_to: str | None = None, incident_channel: str | None = None, **_: Any) -> tuple[str, ...]:
-    """What one part of a case reads: its ticket, and the mail or the post when the part asks for one."""
-    return (
-        ("tickets",)
-        + ("mail_messages", "mail_recipients") * (reply_to is not None)
-        + ("posts",) * (incident_channel is not None)
-    )
+_CASE_TABLES = ("mail_messages", "mail_recipients", "posts", "tickets")
+
+
+def _case_reads(**_: Any) -> tuple[str, ...]:
+    """Every table a case reads (its ticket, the replies, the posts), whichever part of it a check asks about.
+
+    Why every check names all of them: ``graders.progress`` asks an ``on_step`` function once per step for each
+    distinct set of tables its checks read, and a case's parts read different ones (a plain filing its ticket, a
+    reply the mail too, an incident check the posts). With one set a step is one call for every part of every
+    case (the step that files a ticket reads the case's tickets once, not once per set, and decides its parts
+    together); ``_case_moved`` routes each row to the parts it may move, so a mail reaches only the reply checks.
+    """
+    return _CASE_TABLES
 
 
 _FIELD_COLUMN = {"status": "status", "priority": "priority", "type": "type", "title": "title"}
@@ -625,10 +631,14 @@ def _case_moved(ctx: GradingContext, index: _CaseIndex, rows: list[ChangeRow]) -
                     if any(t.id == row.key[0] for t in filed):
                         moved.add(pos)
         elif table == "posts":
+            if not index.posts:
+                continue  # no check of this rubric's cases reads a post
             if row.op == "insert" and post_log(ctx) is not None:
                 moved |= index.keyed(index.posts, str(row.changes.get("message")).lower())
             elif row.op != "update" or not _POST_COLUMNS.isdisjoint(row.changes):
                 moved.update(index.posts)
+        elif not index.replies:
+            continue  # a mail: no check of this rubric's cases reads one
         elif table == "mail_messages" and row.op == "insert" and mail_log(ctx) is not None:
             sent.add(row.key[0])
             moved |= index.keyed(index.replies, str(row.changes.get("body")).lower())
@@ -684,6 +694,9 @@ def _case_step(
         index = ctx.lasting[("case_step", id(params))] = _CaseIndex(ctx, params, rows)
     index.busy = True
     found = _case_moved(ctx, index, rows)
+    if found is not None and not found:  # most steps: a row no part of any case reads (a reply already counted)
+        index.busy = False
+        return {}
     out = _case_decide(ctx, index, range(len(params)) if found is None else sorted(found))
     index.busy = False
     return out

@@ -271,7 +271,16 @@ def _mail_positions(
 def _mail_sent_step(
     ctx: GradingContext, rows: list[ChangeRow], params: list[Mapping[str, Any]]
 ) -> dict[int, Verdict | Later | None]:
-    """``mail_sent``'s ``on_step``: the verdicts of the checks whose sender sent a mail this step."""
+    """``mail_sent``'s ``on_step``: the verdicts of the checks whose sender sent a mail this step.
+
+    Once every check passes, a mail cannot move one (each names the first mail that fits, and later ones
+    have higher ids) until the log starts a new generation or stops folding: the step is then one look.
+    """
+    kept = ctx.lasting.get(("mail_sent_checks", id(params)))
+    if kept is not None and kept[3] and kept[0] is params:
+        log = mail_log(ctx)
+        if log is not None and kept[1] == log.generation and all(c[2].marks for c in kept[3]):
+            return {}
     log, positions = _mail_positions(ctx, params, rows, "mail_sent_step")
     if log is None:
         return dict.fromkeys(positions)
@@ -352,7 +361,10 @@ def _sent_checks(
         # -1: mails were read with lookups that may have moved (a new generation), so the first step decides it
         tried = [-1 if log.mails else 0]
         checks[pos] = (spec, sender_id, followed(ctx, spec.key, (log.generation, sender_id)), tried)
-    ctx.lasting[("mail_sent_checks", id(params))] = (params, log.generation, checks)
+    # and the checks' entries when every check has a known sender (None: some verdict says the sender is unknown,
+    # or that nothing was sent yet, so the step cannot be skipped when all the others pass)
+    every = list(checks.values()) if len(checks) == len(params) else None
+    ctx.lasting[("mail_sent_checks", id(params))] = (params, log.generation, checks, every)
     return checks
 
 
