@@ -271,16 +271,12 @@ def _mail_positions(
 def _mail_sent_step(
     ctx: GradingContext, rows: list[ChangeRow], params: list[Mapping[str, Any]]
 ) -> dict[int, Verdict | Later | None]:
-    """``mail_sent``'s ``on_step``: the verdicts of the checks whose sender sent a mail this step.
-
-    Once every check passes, a mail cannot move one (each names the first mail that fits, and later ones
-    have higher ids) until the log starts a new generation or stops folding: the step is then one look.
-    """
-    kept = ctx.lasting.get(("mail_sent_checks", id(params)))
-    if kept is not None and kept[3] and kept[0] is params:
-        log = mail_log(ctx)
-        if log is not None and kept[1] == log.generation and all(c[2].marks for c in kept[3]):
-            return {}
+    """``mail_sent``'s ``on_step``: the verdicts of the checks whose sender sent a mail this step."""
+    log = mail_log(ctx)
+    if log is not None:
+        fast = _sent_fast(ctx, log, params)
+        if fast is not None:
+            return fast
     log, positions = _mail_positions(ctx, params, rows, "mail_sent_step")
     if log is None:
         return dict.fromkeys(positions)
@@ -314,6 +310,80 @@ def _mail_sent_step(
             f"mail #{fits.id} {show_mail(log, fits)}{spec.reaches}",
             {"message_id": fits.id},
         )
+    return out
+
+
+_UNSEEN = object()
+
+
+def _sent_fast(ctx: GradingContext, log: MailLog, params: list[Mapping[str, Any]]) -> dict[int, Any] | None:
+    """``_mail_sent_step``'s verdicts in one loop over the step's mails, once its index and checks are built.
+
+    Why: a reply step asks every ``mail_sent`` check of the rubric, most of which fail and stay failing (a mail
+    to someone else); through ``_mail_positions``, ``_MailIndex.moved`` and ``_fits_any`` that was a dozen frames
+    a step for two checks. The same verdicts: a check whose sender sent none of the step's mails is left out, a
+    passing one too (the first mail that fits stays the one named), a failing one tries the mails since it last
+    did and is ``LATER`` while none fits. None when the general path must run (the first step, a check whose
+    sender is unknown or whose mails were read with lookups of an earlier generation).
+    """
+    kept = ctx.lasting.get(("mail_sent_checks", id(params)))
+    index: _MailIndex | None = ctx.lasting.get(("mail_sent_step", id(params)))
+    generation = log.generation
+    if (
+        kept is None
+        or kept[3] is None
+        or kept[0] is not params
+        or kept[1] != generation
+        or index is None
+        or index.params is not params
+        or index.generation != generation
+        or index.seen == 0
+    ):
+        return None
+    every: list[tuple[int, tuple[_Sent, int | None, Followed, list[int]]]] = kept[3]
+    for _, (_, _, state, tried) in every:
+        if tried[0] < 0 and not state.marks:
+            return None  # its first verdict reads every mail (``_sent_fold``)
+    mails = log.mails
+    new = mails[index.seen :]
+    index.seen = n = len(mails)
+    box_of = log.box_of
+    out: dict[int, Any] = {}
+    sent: dict[int | None, bool] = {}  # whether each sender sent one of the step's mails
+    for pos, (spec, sender_id, state, tried) in every:
+        if state.marks:
+            continue  # a mail fits: the first one stays the one named
+        moved = sent.get(sender_id)
+        if moved is None:
+            moved = sent[sender_id] = any(sent_by(ctx, log, m, sender_id) for m in new)
+        if not moved:
+            continue
+        start, tried[0] = max(tried[0], state.seen), n
+        for m in mails[start:]:
+            box = box_of.get(sender_id, _UNSEEN) if sender_id is not None else _UNSEEN
+            if box is _UNSEEN:
+                if not sent_by(ctx, log, m, sender_id):
+                    continue
+            elif m.sender_box != box:
+                continue
+            to = reached(ctx, log, m)
+            for _, low in spec.lowered:
+                if low not in to:
+                    break
+            else:
+                for what, found in spec.tests:
+                    if not found(m.subject if what == "subject" else m.body):
+                        break
+                else:  # the first mail that fits: ``_sent_fold``'s verdict, as the general path gives it
+                    state.marks, state.seen = (m.id,), n
+                    state.outcome = out[pos] = (
+                        1.0,
+                        f"mail #{m.id} {show_mail(log, m)}{spec.reaches}",
+                        {"message_id": m.id},
+                    )
+                    break
+        else:
+            out[pos] = LATER  # still failing: only the list of mails in its evidence moved
     return out
 
 
@@ -361,9 +431,9 @@ def _sent_checks(
         # -1: mails were read with lookups that may have moved (a new generation), so the first step decides it
         tried = [-1 if log.mails else 0]
         checks[pos] = (spec, sender_id, followed(ctx, spec.key, (log.generation, sender_id)), tried)
-    # and the checks' entries when every check has a known sender (None: some verdict says the sender is unknown,
-    # or that nothing was sent yet, so the step cannot be skipped when all the others pass)
-    every = list(checks.values()) if len(checks) == len(params) else None
+    # and the checks by position when every check has a known sender (None: a verdict says the sender is unknown,
+    # or that nothing was sent yet: ``_sent_fast`` leaves such a rubric to the general path)
+    every = list(checks.items()) if len(checks) == len(params) else None
     ctx.lasting[("mail_sent_checks", id(params))] = (params, log.generation, checks, every)
     return checks
 
