@@ -524,7 +524,7 @@ class _CaseIndex:
     ``busy`` stays set if a call failed half-way (the progress then re-ran the checks): the index is rebuilt.
     """
 
-    __slots__ = ("busy", "by_ref", "columns", "filed", "params", "passed", "posts", "refs", "replies")
+    __slots__ = ("busy", "by_ref", "columns", "filed", "params", "passed", "posts", "refs", "replies", "specs")
 
     def __init__(self, ctx: GradingContext, params: list[Mapping[str, Any]], rows: list[ChangeRow]) -> None:
         self.params = params
@@ -535,8 +535,13 @@ class _CaseIndex:
         self.posts: list[int] = []  # the checks that read the posts
         self.passed: set[int] = set()
         self.refs: list[str] = []  # each check's reference in lower case (``filed``'s key), lowered once
+        # each check's params as ``_case_rest`` takes them, read out of its dict once (not at every step)
+        self.specs: list[tuple[str, str, Any, str | None, str | None, bool]] = []
         for pos, kw in enumerate(params):
             self.refs.append(kw["reference"].lower())
+            self.specs.append(
+                (kw["reference"], kw["project"], kw["fields"], kw["reply_to"], kw["incident_channel"], kw["in_title"])
+            )
             self.by_ref.setdefault(self.refs[-1], []).append(pos)
             if kw["fields"]:
                 self.columns[pos] = field_columns(kw["fields"])
@@ -653,30 +658,35 @@ def _case_decide(
     ctx: GradingContext, index: _CaseIndex, positions: Any
 ) -> dict[int, tuple[float, str, Mapping[str, Any]] | None]:
     """The verdicts of ``positions``, each case's tickets read once for all of its checks."""
-    params, passed = index.params, index.passed
+    specs, passed, filed, refs = index.specs, index.passed, index.filed, index.refs
     out: dict[int, tuple[float, str, Mapping[str, Any]] | None] = {}
     heads: dict[tuple[str, str], Any] = {}  # per case and project: its ticket, or the verdict all its checks give
     for pos in positions:
-        kw = params[pos]
-        ref = kw["reference"]
-        head = heads.get((ref, kw["project"]))
+        ref, project, fields, reply_to, incident_channel, in_title = specs[pos]
+        head = heads.get((ref, project))
         if head is None:
-            head = heads[ref, kw["project"]] = _case_head(index.filed[index.refs[pos]], kw["project"], ref)
+            head = heads[ref, project] = _case_head(filed[refs[pos]], project, ref)
         if not isinstance(head, CaseTicket):
             out[pos] = verdict = head
         else:
-            fields = kw["fields"]
+            logged = _no_fields
+            if fields:  # the ticket's row is read only for the fields compared (a closure only then)
 
-            def logged(ticket: CaseTicket, fields: Any = fields) -> Mapping[str, Any] | None:
-                return _logged_fields(ctx, ticket.id, fields or {})
+                def logged(ticket: CaseTicket, fields: Any = fields) -> Mapping[str, Any] | None:
+                    return _logged_fields(ctx, ticket.id, fields)
 
-            verdict = _case_rest(ctx, logged, head, ref, fields, kw["reply_to"], kw["incident_channel"], kw["in_title"])
+            verdict = _case_rest(ctx, logged, head, ref, fields, reply_to, incident_channel, in_title)
             out[pos] = verdict
         if verdict is not None and verdict[0] == 1.0:
             passed.add(pos)
         else:
             passed.discard(pos)
     return out
+
+
+def _no_fields(ticket: CaseTicket) -> Mapping[str, Any] | None:
+    """``_case_rest``'s ``ticket_row`` for a check without ``fields``, which never reads its ticket's row."""
+    return {}
 
 
 def _case_step(
@@ -753,8 +763,13 @@ def _no_ticket_step(
     moved: set[int] = set()
     for row in rows:
         if row.op == "insert":
-            text = f"{row.changes.get('title')}\n{row.changes.get('description')}".lower()
-            moved.update(pos for pos, ref in enumerate(refs) if ref in text)
+            if row.changes.keys() >= _TICKET_IMAGE:  # lowered once a step for every case check (``_filed_row``)
+                text = _filed_row(ctx, row)[0]
+            else:
+                text = f"{row.changes.get('title')}\n{row.changes.get('description')}".lower()
+            for pos, ref in enumerate(refs):
+                if ref in text:
+                    moved.add(pos)
         elif row.op == "delete" or not _CASE_COLUMNS.isdisjoint(row.changes):
             moved.update(range(len(params)))
             break
