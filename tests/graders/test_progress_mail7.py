@@ -1,0 +1,101 @@
+"""The mail and case paths of the sixth round, held to a full grade after every step (``_play`` of comms3's tests).
+
+What each test plays is what the path settles: every part of a case (a plain filing, a field, a reply, an
+incident post) asked in one ``on_step`` call a step, a mail routed to the reply checks only and a post to the
+incident checks only; ``mail_sent``'s one-loop step (``_sent_fast``) once its index is built, which leaves out a
+passing check and a coworker's mail and answers ``LATER`` for a failing check whose sender sent a mail that does
+not fit. ``_play`` compares the value and every check's verdict with a full grade after each step, and the
+answers the evaluators gave are asserted, so a path that decided the wrong checks fails one or the other.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import graders.comms_mail as comms_mail
+from tests.graders.conftest import employee
+from tests.graders.test_checks import post, send
+from tests.graders.test_progress_comms3 import _play
+from tests.graders.test_progress_pcomms import _file, _from_bob
+
+REF = {"project": "ENG", "reference": "REF-1234"}
+
+
+def test_every_part_of_a_case_is_one_call_and_each_row_reaches_only_its_parts(world):
+    checks = [
+        ("case", "ticket_for_reference", REF),
+        ("case-fields", "ticket_for_reference", {**REF, "fields": {"priority": "high"}}),
+        ("case-reply", "ticket_for_reference", {**REF, "reply_to": "buyer@client.test"}),
+        ("case-post", "ticket_for_reference", {**REF, "incident_channel": "eng"}),
+        ("other", "ticket_for_reference", {"project": "ENG", "reference": "REF-77"}),
+        ("no-dup", "no_ticket_for_reference", {"reference": "REF-1234"}),
+    ]
+    progress, said = _play(
+        world,
+        checks,
+        [
+            lambda: _file(world, 6, "Customer REF-1234 cannot log in", "from their mail", priority="high"),
+            lambda: send(world, "Re: REF-1234", "Tracked as ENG-6.", [9]),  # the reply check alone
+            lambda: post(world, 2, "ENG-6 filed for REF-1234"),  # the incident check alone
+            lambda: post(world, 1, "lunch?"),  # no key: no part moves
+            lambda: _file(world, 7, "REF-77 export is empty", "from their mail"),  # the other case only
+        ],
+    )
+    groups = [key for key in progress._grouped if key[0] == "ticket_for_reference"]
+    assert len(groups) == 1, "one call a step for every part of every case"
+    filed, reply, incident, lunch, other = said
+    assert filed == {"case": 1.0, "case-fields": 1.0, "case-reply": 0.0, "case-post": 0.0, "no-dup": 0.0}
+    assert reply == {"case-reply": 1.0}
+    assert incident == {"case-post": 1.0}
+    assert lunch == {}
+    assert other == {"other": 1.0}
+
+
+def test_a_case_rubric_without_replies_or_posts_lets_mail_and_posts_pass_by(world):
+    checks = [("case", "ticket_for_reference", REF), ("case-title", "ticket_for_reference", {**REF, "in_title": True})]
+    _, said = _play(
+        world,
+        checks,
+        [
+            lambda: _file(world, 6, "REF-1234 down", "from their mail"),
+            lambda: send(world, "Re: REF-1234", "Tracked as ENG-6.", [9]),
+            lambda: post(world, 2, "ENG-6 filed for REF-1234"),
+        ],
+    )
+    assert said == [{"case": 1.0, "case-title": 1.0}, {}, {}]
+
+
+def test_mail_sent_steps_fold_in_one_loop_once_the_index_is_built(world, monkeypatch):
+    tried: list[int] = []
+    real = comms_mail._fits_any
+
+    def spy(ctx, log, spec, sender_id, mails):
+        tried.append(len(mails))
+        return real(ctx, log, spec, sender_id, mails)
+
+    monkeypatch.setattr(comms_mail, "_fits_any", spy)
+    checks: list[tuple[str, str, dict[str, Any]]] = [
+        ("mail-bob", "mail_sent", {"to": "bob", "body_pattern": "ENG-1"}),
+        ("mail-carol", "mail_sent", {"to": "carol"}),
+        ("mail-both", "mail_sent", {"to": ["bob", "carol"], "subject_pattern": "Fix"}),
+    ]
+    _, said = _play(
+        world,
+        checks,
+        [
+            lambda: send(world, "Hi", "hello", [3]),  # the first mail: the general path builds the index
+            lambda: send(world, "Lunch", "anyone?", [4]),  # to dave: the failing checks try it, LATER
+            lambda: _from_bob(world, "Re: Lunch", "ENG-1 yes", [1]),  # a coworker's: no check of the agent's moves
+            lambda: send(world, "Fix", "ENG-1 is fixed", [2, 3]),  # to bob and carol: both pass
+            lambda: send(world, "Fix", "ENG-1 again", [2]),  # every check passes: nothing to decide
+            lambda: setattr(employee(world.session, "bob"), "username", "bobby"),  # a new generation: in full
+        ],
+    )
+    first, lunch, coworker, fixed, again, renamed = said
+    assert first == {"mail-bob": "LATER", "mail-carol": 1.0, "mail-both": "LATER"}
+    assert lunch == {"mail-bob": "LATER", "mail-both": "LATER"}, "mail-carol passes: left out"
+    assert coworker == {}
+    assert fixed == {"mail-bob": 1.0, "mail-both": 1.0}
+    assert again == {}
+    assert renamed == {"mail-bob": 0.0, "mail-carol": 1.0, "mail-both": 0.0}
+    assert tried == [1, 1, 1], "only the first mail's step took the general path (one try per check)"
