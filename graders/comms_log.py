@@ -360,7 +360,8 @@ def warm_mailboxes(ctx: GradingContext, terms: list[str]) -> None:
     """Put the mailboxes of ``terms`` (addresses, usernames) and of the agent in ``mailboxes``' kept answers.
 
     Called by a mail check while nothing has been sent (the first step): the step that sends the first mail
-    to one of them then folds it without a lookup. Only a cache of rows as they are (kept until a mailbox or
+    to one of them then folds it without a lookup, and tells whose it is (``sent_by``: the agent's mailbox, a
+    sender's) without one. Only a cache of rows as they are (kept until a mailbox or
     employee changes); a term whose case differs from the row's is simply looked up later.
     """
     done: set[str] = ctx.lasting.setdefault("warm_mailboxes", set())
@@ -375,6 +376,8 @@ def warm_mailboxes(ctx: GradingContext, terms: list[str]) -> None:
         known.setdefault(box, (address, employee, username))
         if log is not None:
             log.boxes.setdefault(box, (address, employee, username))
+            if employee is not None:  # an employee's one mailbox (a unique column): ``sent_by`` asks no query
+                log.box_of.setdefault(employee, box)
 
 
 class Followed:

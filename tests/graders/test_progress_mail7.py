@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 import graders.comms_mail as comms_mail
+from graders.comms_log import mail_log
 from tests.graders.conftest import employee
 from tests.graders.test_checks import post, send
 from tests.graders.test_progress_comms3 import _play
@@ -99,3 +100,17 @@ def test_mail_sent_steps_fold_in_one_loop_once_the_index_is_built(world, monkeyp
     assert again == {}
     assert renamed == {"mail-bob": 0.0, "mail-carol": 1.0, "mail-both": 0.0}
     assert tried == [1, 1, 1], "only the first mail's step took the general path (one try per check)"
+
+
+def test_the_agents_mailbox_is_known_from_the_first_grade(world):
+    # warmed with the recipients' mailboxes at the first grade: the step of the first mail asks no query of whose
+    # mailbox sent it (``sent_by``)
+    progress, _ = _play(
+        world,
+        [("mail-bob", "mail_sent", {"to": "bob"}), ("mail-buyer", "mail_sent", {"to": "buyer@client.test"})],
+        [],
+    )
+    log = mail_log(progress.ctx)
+    assert log is not None and log.box_of == {1: 1, 2: 2}, "alice's mailbox and bob's, from the warming query"
+    _, said = _play(world, [("mail-bob", "mail_sent", {"to": "bob"})], [lambda: send(world, "Hi", "hello", [2])])
+    assert said == [{"mail-bob": 1.0}]
