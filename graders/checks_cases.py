@@ -128,9 +128,10 @@ class _TicketFold:
     ``gone`` the ids the log saw deleted or edited before an insert, whose fields the log cannot give.
     """
 
-    __slots__ = ("bad", "gone", "images", "lowered", "out", "projects_seen", "seen")
+    __slots__ = ("at", "bad", "gone", "images", "lowered", "out", "projects_seen", "seen")
 
     def __init__(self) -> None:
+        self.at = -1  # how long the context's change log was when the fold was last brought up to date
         self.seen = 0
         self.projects_seen = 0
         self.bad = False  # an insert image without a case column, or a project's key changed: read the database
@@ -145,6 +146,8 @@ def _ticket_fold(ctx: GradingContext) -> _TicketFold:
     fold: _TicketFold | None = ctx.lasting.get("ticket_fold")
     if fold is None:
         fold = ctx.lasting["ticket_fold"] = _TicketFold()
+    elif fold.at == len(ctx.log):  # asked again in the same step (a filed row, then its fields): nothing new
+        return fold
     rows = ctx.changed_rows("tickets")
     if len(rows) != fold.seen:
         images, gone = fold.images, fold.gone
@@ -183,6 +186,7 @@ def _ticket_fold(ctx: GradingContext) -> _TicketFold:
                     keys[row.key[0]] = row.changes["key"]
                     fold.out = None
         fold.projects_seen = len(projects)
+    fold.at = len(ctx.log)
     return fold
 
 

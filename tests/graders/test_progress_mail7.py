@@ -50,6 +50,8 @@ def test_every_part_of_a_case_is_one_call_and_each_row_reaches_only_its_parts(wo
     assert incident == {"case-post": 1.0}
     assert lunch == {}
     assert other == {"other": 1.0}
+    # the ticket fold was brought up to date once in the last step (the filed row, then no_ticket's text)
+    assert progress.ctx.lasting["ticket_fold"].at == len(progress.ctx.log)
 
 
 def test_a_case_rubric_without_replies_or_posts_lets_mail_and_posts_pass_by(world):
