@@ -344,8 +344,12 @@ def _reached(ctx: GradingContext, log: MailLog, mail: LoggedMail) -> set[str]:
     out: set[str] = set()
     for box in mail.to_boxes:
         found = boxes.get(box)
-        if found is not None:
-            out.update(x.lower() for x in (found[0], found[2]) if x)
+        if found is not None:  # its address, and its owner's username if an employee's (no generator: one a mail)
+            address, _, username = found
+            if address:
+                out.add(address.lower())
+            if username:
+                out.add(username.lower())
     return out
 
 

@@ -355,7 +355,12 @@ def _sent_fast(ctx: GradingContext, log: MailLog, params: list[Mapping[str, Any]
             continue  # a mail fits: the first one stays the one named
         moved = sent.get(sender_id)
         if moved is None:
-            moved = sent[sender_id] = any(sent_by(ctx, log, m, sender_id) for m in new)
+            moved = False
+            for m in new:  # a loop, not ``any`` over a generator: a frame less per mail
+                if sent_by(ctx, log, m, sender_id):
+                    moved = True
+                    break
+            sent[sender_id] = moved
         if not moved:
             continue
         start, tried[0] = max(tried[0], state.seen), n
