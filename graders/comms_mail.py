@@ -447,6 +447,11 @@ def _mail_not_sent_step(
     ctx: GradingContext, rows: list[ChangeRow], params: list[Mapping[str, Any]]
 ) -> dict[int, Verdict | Later | None]:
     """``mail_not_sent``'s ``on_step``: the verdicts of the checks whose sender sent a mail this step."""
+    log = mail_log(ctx)
+    if log is not None:
+        fast = _not_sent_fast(ctx, log, params)
+        if fast is not None:
+            return fast
     log, positions = _mail_positions(ctx, params, rows, "mail_not_sent_step")
     if log is None:
         return dict.fromkeys(positions)
@@ -480,4 +485,60 @@ def _mail_not_sent_step(
             continue
         entry[5] = True
         out[pos] = _mail_not_sent_verdict(ctx, log, banned, kw["sender"])
+    return out
+
+
+def _not_sent_fast(ctx: GradingContext, log: MailLog, params: list[Mapping[str, Any]]) -> dict[int, Any] | None:
+    """``_mail_not_sent_step``'s verdicts in one loop over the step's mails, once its index and entries are built.
+
+    The same verdicts as the general path (``_mail_positions`` and a loop per check), without its frames: a check
+    whose sender sent none of the step's mails is left out; one that fails already, or whose sender's new mails
+    reach none of its addresses, is ``LATER``; one that a new mail makes fail is decided. None when the general
+    path must run (the first step, an entry of an earlier generation, a check whose sender is unknown).
+    """
+    index: _MailIndex | None = ctx.lasting.get(("mail_not_sent_step", id(params)))
+    kept: dict[int, list[Any]] | None = ctx.lasting.get(("mail_not_sent_kept", id(params)))
+    generation = log.generation
+    if (
+        index is None
+        or index.params is not params
+        or index.generation != generation
+        or index.seen == 0
+        or kept is None
+        or len(kept) != len(params)
+    ):
+        return None
+    for entry in kept.values():
+        if entry[0] != generation or entry[3]:
+            return None
+    mails = log.mails
+    new = mails[index.seen :]
+    index.seen = n = len(mails)
+    out: dict[int, Any] = {}
+    sent: dict[int | None, bool] = {}  # whether each sender sent one of the step's mails
+    for pos in range(len(params)):
+        entry = kept[pos]
+        _, banned, sender_id, _, tried, failing = entry
+        moved = sent.get(sender_id)
+        if moved is None:
+            moved = False
+            for m in new:
+                if sent_by(ctx, log, m, sender_id):
+                    moved = True
+                    break
+            sent[sender_id] = moved
+        if not moved:
+            continue
+        entry[4] = n
+        hit = False
+        if not failing:
+            for m in mails[tried:]:
+                if sent_by(ctx, log, m, sender_id) and not banned.isdisjoint(reached(ctx, log, m)):
+                    hit = True
+                    break
+        if not hit:
+            out[pos] = LATER  # fails already, or still reaches none of them: only the count of mails moved
+            continue
+        entry[5] = True
+        out[pos] = _mail_not_sent_verdict(ctx, log, banned, params[pos]["sender"])
     return out

@@ -116,3 +116,37 @@ def test_the_agents_mailbox_is_known_from_the_first_grade(world):
     assert log is not None and log.box_of == {1: 1, 2: 2}, "alice's mailbox and bob's, from the warming query"
     _, said = _play(world, [("mail-bob", "mail_sent", {"to": "bob"})], [lambda: send(world, "Hi", "hello", [2])])
     assert said == [{"mail-bob": 1.0}]
+
+
+def test_mail_not_sent_steps_fold_in_one_loop_once_its_entries_are_built(world, monkeypatch):
+    asked: list[str] = []
+    real = comms_mail._mail_positions
+
+    def spy(ctx, params, rows, name):
+        asked.append(name)
+        return real(ctx, params, rows, name)
+
+    monkeypatch.setattr(comms_mail, "_mail_positions", spy)
+    checks: list[tuple[str, str, dict[str, Any]]] = [
+        ("no-buyer", "mail_not_sent", {"to": "buyer@client.test"}),
+        ("no-bob", "mail_not_sent", {"to": "bob"}),
+    ]
+    _, said = _play(
+        world,
+        checks,
+        [
+            lambda: send(world, "Hi", "hello", [3]),  # the first mail: the general path builds the entries
+            lambda: send(world, "Lunch", "anyone?", [4]),  # reaches neither: LATER
+            lambda: _from_bob(world, "Re: Lunch", "yes", [1]),  # a coworker's: no check moves
+            lambda: send(world, "Quote", "ENG-1", [9]),  # to the buyer: that score falls
+            lambda: send(world, "Fix", "ENG-1", [2, 9]),  # no-buyer fails already; no-bob's falls
+            lambda: setattr(employee(world.session, "bob"), "username", "bobby"),  # a new generation: in full
+        ],
+    )
+    first, lunch, coworker, buyer, bob, renamed = said
+    assert first == lunch == {"no-buyer": "LATER", "no-bob": "LATER"}
+    assert coworker == {}
+    assert buyer == {"no-buyer": 0.0, "no-bob": "LATER"}
+    assert bob == {"no-buyer": "LATER", "no-bob": 0.0}
+    assert renamed == {"no-buyer": 0.0, "no-bob": 1.0}
+    assert len(asked) == 3, "the general path at the start, the first mail and the new generation only"
