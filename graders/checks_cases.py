@@ -421,7 +421,10 @@ def _case_rest(
         row = ticket_row(ticket)
         if row is None:
             return None
-        wrong = [m for f, v in sorted(fields.items()) if (m := _mismatch(ticket.key, row, f, v))]
+        for f, v in sorted(fields.items()) if len(fields) > 1 else fields.items():  # a loop: no frame of its own
+            m = _mismatch(ticket.key, row, f, v)
+            if m:
+                wrong.append(m)
     if wrong:
         return 0.0, listing(wrong), {}
     said = [f"{ticket.key} filed for {reference}"]
@@ -488,13 +491,18 @@ def _reply(ctx: GradingContext, key: str, reply_to: str) -> int | None:
     if kept is None or kept[0] != log.generation:
         kept = ctx.lasting["case_reply", key, to] = [log.generation, 0, None]
     if kept[2] is None:
+        hit: int | None = None
         for mail in log.mails[kept[1] :]:
             if key in mail.text:
                 boxes = boxes_of(ctx, log, mail.to_boxes)
-                if any((found := boxes.get(b)) is not None and found[0].lower() == to for b in mail.to_boxes):
-                    kept[2] = mail.id
+                for b in mail.to_boxes:  # a loop, not ``any`` over a generator: a frame less per mail
+                    found = boxes.get(b)
+                    if found is not None and found[0].lower() == to:
+                        hit = mail.id
+                        break
+                if hit is not None:
                     break
-        kept[1] = len(log.mails)
+        kept[1], kept[2] = len(log.mails), hit
     found_id: int | None = kept[2]
     return found_id
 
@@ -777,6 +785,8 @@ def _no_ticket_step(
         elif row.op == "delete" or not _CASE_COLUMNS.isdisjoint(row.changes):
             moved.update(range(len(params)))
             break
+    if not moved:  # most steps: a ticket that names none of the references
+        return {}
     return {pos: _no_ticket_verdict(ctx, rows, params[pos]["reference"]) for pos in sorted(moved)}
 
 

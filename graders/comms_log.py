@@ -269,6 +269,11 @@ def boxes_of(
     before, so they are not looked up again.
     """
     known = log.boxes
+    for i in ids:  # most asks find every mailbox known: a loop, not a list built to be empty
+        if i not in known:
+            break
+    else:
+        return known
     missing = [i for i in ids if i not in known]
     if missing:
         found = mailboxes(ctx, missing)
