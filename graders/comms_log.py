@@ -210,6 +210,12 @@ def show_mail(log: MailLog, mail: LoggedMail) -> str:
     return found
 
 
+_new = tuple.__new__
+"""Builds a ``LoggedMail`` from its fields in one call (as ``graders.changes`` builds a ``ChangeRow``)."""
+_NO_ROWS: list[ChangeRow] = []
+"""What ``ctx.changed_rows`` gives a table with no changes (read only: never appended to)."""
+
+
 def mail_log(ctx: GradingContext) -> MailLog | None:
     """The episode's sent mails so far (``_sent_mail``'s rows), or None once a logged change makes the log unsure.
 
@@ -223,8 +229,10 @@ def mail_log(ctx: GradingContext) -> MailLog | None:
         return None
     elif log.at == len(ctx.log):  # asked again in the same step (every mail check asks): nothing to fold
         return log
-    messages, recipients = ctx.changed_rows("mail_messages"), ctx.changed_rows("mail_recipients")
-    boxes = (len(ctx.changed_rows("mailboxes")), len(ctx.changed_rows("employees")))
+    # ``ctx.changed_rows`` of the four tables, read from its index directly: four frames a write step less
+    by_table, none = ctx._by_table, _NO_ROWS
+    messages, recipients = by_table.get("mail_messages", none), by_table.get("mail_recipients", none)
+    boxes = (len(by_table.get("mailboxes", none)), len(by_table.get("employees", none)))
     if boxes != log.boxes_seen:
         if not _outside_boxes(ctx, log, boxes):
             log.reach, log.box_of, log.boxes = {}, {}, {}
@@ -303,7 +311,7 @@ def _fold_mail(ctx: GradingContext, log: MailLog, messages: list[ChangeRow], rec
         boxes.append(row.changes["mailbox_id"])
     for row in new:
         image = row.changes
-        mail = LoggedMail(
+        fields = (
             row.key[0],
             image["subject"],
             image["body"],
@@ -311,7 +319,7 @@ def _fold_mail(ctx: GradingContext, log: MailLog, messages: list[ChangeRow], rec
             tuple(to[row.key[0]]),
             str(image["body"]).lower(),
         )
-        log.mails.append(mail)
+        log.mails.append(_new(LoggedMail, fields))  # ``LoggedMail(*fields)`` without its generated ``__new__``'s frame
     log.messages_seen, log.recipients_seen = len(messages), len(recipients)
     return True
 

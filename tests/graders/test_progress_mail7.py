@@ -12,8 +12,9 @@ from __future__ import annotations
 
 from typing import Any
 
+import graders.checks_cases as checks_cases
+import graders.comms_log as comms_log
 import graders.comms_mail as comms_mail
-from graders.comms_log import mail_log
 from tests.graders.conftest import employee
 from tests.graders.test_checks import post, send
 from tests.graders.test_progress_comms3 import _play
@@ -52,6 +53,8 @@ def test_every_part_of_a_case_is_one_call_and_each_row_reaches_only_its_parts(wo
     assert other == {"other": 1.0}
     # the ticket fold was brought up to date once in the last step (the filed row, then no_ticket's text)
     assert progress.ctx.lasting["ticket_fold"].at == len(progress.ctx.log)
+    # the shared empty lists the folds read for a table with no changes are never written to
+    assert comms_log._NO_ROWS == [] and checks_cases._NO_ROWS == []
 
 
 def test_a_case_rubric_without_replies_or_posts_lets_mail_and_posts_pass_by(world):
@@ -112,7 +115,7 @@ def test_the_agents_mailbox_is_known_from_the_first_grade(world):
         [("mail-bob", "mail_sent", {"to": "bob"}), ("mail-buyer", "mail_sent", {"to": "buyer@client.test"})],
         [],
     )
-    log = mail_log(progress.ctx)
+    log = comms_log.mail_log(progress.ctx)
     assert log is not None and log.box_of == {1: 1, 2: 2}, "alice's mailbox and bob's, from the warming query"
     _, said = _play(world, [("mail-bob", "mail_sent", {"to": "bob"})], [lambda: send(world, "Hi", "hello", [2])])
     assert said == [{"mail-bob": 1.0}]
