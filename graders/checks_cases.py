@@ -141,6 +141,8 @@ class _TicketFold:
         self.lowered: list[str] = []  # each of ``out``'s title and description in lower case, as the case reads it
 
 
+_new = tuple.__new__
+"""Builds a named tuple from its fields in one call (as ``graders.changes`` builds a ``ChangeRow``)."""
 _NO_ROWS: list[ChangeRow] = []
 """What ``ctx.changed_rows`` gives a table with no changes (read only: never appended to)."""
 
@@ -412,7 +414,7 @@ def _case_head(found: list[CaseTicket], project: str, reference: str) -> CaseTic
 
 def _case_rest(
     ctx: GradingContext,
-    ticket_row: Callable[[CaseTicket], Mapping[str, Any] | None],
+    ticket_row: Callable[[CaseTicket], Mapping[str, Any] | None] | None,
     ticket: CaseTicket,
     reference: str,
     fields: dict[TicketField, FieldValue] | None,
@@ -420,10 +422,13 @@ def _case_rest(
     incident_channel: str | None,
     in_title: bool,
 ) -> tuple[float, str, dict[str, Any]] | None:
-    """The rest of ``_case_verdict`` once the case has its one ticket: its fields, title, reply and post."""
+    """The rest of ``_case_verdict`` once the case has its one ticket: its fields, title, reply and post.
+
+    ``ticket_row`` None reads the fields from the log (``_logged_fields``, the per-step path: no closure a check).
+    """
     wrong = []
     if fields:  # the ticket exists (it was found above): its row is read only for the fields compared
-        row = ticket_row(ticket)
+        row = _logged_fields(ctx, ticket.id, fields) if ticket_row is None else ticket_row(ticket)
         if row is None:
             return None
         for f, v in sorted(fields.items()) if len(fields) > 1 else fields.items():  # a loop: no frame of its own
@@ -609,8 +614,8 @@ def _filed_row(ctx: GradingContext, row: ChangeRow) -> tuple[str, CaseTicket | N
         fold = _ticket_fold(ctx)  # first: it folds in a project the step created (its key)
         project = ctx.lasting.get("project_keys", {}).get(image["project_id"])
         ticket = None
-        if project is not None and not fold.bad:
-            ticket = CaseTicket(row.key[0], image["key"], image["title"], image["description"], project)
+        if project is not None and not fold.bad:  # ``CaseTicket(...)`` without its generated ``__new__``'s frame
+            ticket = _new(CaseTicket, (row.key[0], image["key"], image["title"], image["description"], project))
         found = cache[1][row.seq] = (text, ticket)
     return found
 
@@ -685,25 +690,13 @@ def _case_decide(
             head = heads[ref, project] = _case_head(filed[refs[pos]], project, ref)
         if not isinstance(head, CaseTicket):
             out[pos] = verdict = head
-        else:
-            logged = _no_fields
-            if fields:  # the ticket's row is read only for the fields compared (a closure only then)
-
-                def logged(ticket: CaseTicket, fields: Any = fields) -> Mapping[str, Any] | None:
-                    return _logged_fields(ctx, ticket.id, fields)
-
-            verdict = _case_rest(ctx, logged, head, ref, fields, reply_to, incident_channel, in_title)
-            out[pos] = verdict
+        else:  # its fields (if any) from the log
+            out[pos] = verdict = _case_rest(ctx, None, head, ref, fields, reply_to, incident_channel, in_title)
         if verdict is not None and verdict[0] == 1.0:
             passed.add(pos)
         else:
             passed.discard(pos)
     return out
-
-
-def _no_fields(ticket: CaseTicket) -> Mapping[str, Any] | None:
-    """``_case_rest``'s ``ticket_row`` for a check without ``fields``, which never reads its ticket's row."""
-    return {}
 
 
 def _case_step(
