@@ -323,8 +323,8 @@ def _sent_fast(ctx: GradingContext, log: MailLog, params: list[Mapping[str, Any]
     to someone else); through ``_mail_positions``, ``_MailIndex.moved`` and ``_fits_any`` that was a dozen frames
     a step for two checks. The same verdicts: a check whose sender sent none of the step's mails is left out, a
     passing one too (the first mail that fits stays the one named), a failing one tries the mails since it last
-    did and is ``LATER`` while none fits. None when the general path must run (the first step, a check whose
-    sender is unknown or whose mails were read with lookups of an earlier generation).
+    did and is ``LATER`` while none fits. None when the general path must run (an index or checks not built yet,
+    a check whose sender is unknown or whose mails were read with lookups of an earlier generation).
     """
     kept = ctx.lasting.get(("mail_sent_checks", id(params)))
     index: _MailIndex | None = ctx.lasting.get(("mail_sent_step", id(params)))
@@ -337,7 +337,6 @@ def _sent_fast(ctx: GradingContext, log: MailLog, params: list[Mapping[str, Any]
         or index is None
         or index.params is not params
         or index.generation != generation
-        or index.seen == 0
     ):
         return None
     every: list[tuple[int, tuple[_Sent, int | None, Followed, list[int]]]] = kept[3]
@@ -345,6 +344,9 @@ def _sent_fast(ctx: GradingContext, log: MailLog, params: list[Mapping[str, Any]
         if tried[0] < 0 and not state.marks:
             return None  # its first verdict reads every mail (``_sent_fold``)
     mails = log.mails
+    # the episode's first mail, whoever sent it, moves every check ("no mail was sent" no more), as
+    # ``_MailIndex.moved`` says: each is tried (a failing one is LATER: its score stands)
+    first = index.seen == 0 and bool(mails)
     new = mails[index.seen :]
     index.seen = n = len(mails)
     box_of = log.box_of
@@ -353,7 +355,7 @@ def _sent_fast(ctx: GradingContext, log: MailLog, params: list[Mapping[str, Any]
     for pos, (spec, sender_id, state, tried) in every:
         if state.marks:
             continue  # a mail fits: the first one stays the one named
-        moved = sent.get(sender_id)
+        moved = True if first else sent.get(sender_id)
         if moved is None:
             moved = False
             for m in new:  # a loop, not ``any`` over a generator: a frame less per mail

@@ -104,7 +104,23 @@ def test_mail_sent_steps_fold_in_one_loop_once_the_index_is_built(world, monkeyp
     assert fixed == {"mail-bob": 1.0, "mail-both": 1.0}
     assert again == {}
     assert renamed == {"mail-bob": 0.0, "mail-carol": 1.0, "mail-both": 0.0}
-    assert tried == [1, 1, 1], "only the first mail's step took the general path (one try per check)"
+    assert tried == [], "the index and checks were built as progress started: every step took the one loop"
+
+
+def test_the_first_mail_moves_every_mail_sent_check_whoever_sent_it(world):
+    checks: list[tuple[str, str, dict[str, Any]]] = [
+        ("mail-bob", "mail_sent", {"to": "bob"}),
+        ("mail-carol", "mail_sent", {"to": "carol", "sender": "bob"}),
+    ]
+    _, said = _play(
+        world,
+        checks,
+        [
+            lambda: _from_bob(world, "Hi", "hello", [1]),  # bob's, to alice: no "no mail was sent" any more
+            lambda: _from_bob(world, "Hi", "hello", [3]),  # bob's, to carol: his check passes
+        ],
+    )
+    assert said == [{"mail-bob": "LATER", "mail-carol": "LATER"}, {"mail-carol": 1.0}]
 
 
 def test_the_agents_mailbox_is_known_from_the_first_grade(world):
