@@ -128,9 +128,10 @@ class _TicketFold:
     ``gone`` the ids the log saw deleted or edited before an insert, whose fields the log cannot give.
     """
 
-    __slots__ = ("bad", "gone", "images", "lowered", "out", "projects_seen", "seen")
+    __slots__ = ("at", "bad", "gone", "images", "lowered", "out", "projects_seen", "seen")
 
     def __init__(self) -> None:
+        self.at = -1  # how long the context's change log was when the fold was last brought up to date
         self.seen = 0
         self.projects_seen = 0
         self.bad = False  # an insert image without a case column, or a project's key changed: read the database
@@ -140,12 +141,21 @@ class _TicketFold:
         self.lowered: list[str] = []  # each of ``out``'s title and description in lower case, as the case reads it
 
 
+_new = tuple.__new__
+"""Builds a named tuple from its fields in one call (as ``graders.changes`` builds a ``ChangeRow``)."""
+_NO_ROWS: list[ChangeRow] = []
+"""What ``ctx.changed_rows`` gives a table with no changes (read only: never appended to)."""
+
+
 def _ticket_fold(ctx: GradingContext) -> _TicketFold:
     """The kept fold with the ticket and project rows logged since the last call folded in."""
     fold: _TicketFold | None = ctx.lasting.get("ticket_fold")
     if fold is None:
         fold = ctx.lasting["ticket_fold"] = _TicketFold()
-    rows = ctx.changed_rows("tickets")
+    elif fold.at == len(ctx.log):  # asked again in the same step (a filed row, then its fields): nothing new
+        return fold
+    by_table = ctx._by_table  # ``ctx.changed_rows``, read from its index directly (two frames a ticket step less)
+    rows = by_table.get("tickets", _NO_ROWS)
     if len(rows) != fold.seen:
         images, gone = fold.images, fold.gone
         for row in rows[fold.seen :]:
@@ -170,7 +180,7 @@ def _ticket_fold(ctx: GradingContext) -> _TicketFold:
                         if column in _TICKET_IMAGE:
                             fold.out = None
         fold.seen = len(rows)
-    projects = ctx.changed_rows("projects")
+    projects = by_table.get("projects", _NO_ROWS)
     if len(projects) != fold.projects_seen:
         keys: dict[int, str | None] = ctx.lasting.setdefault("project_keys", {})
         for row in projects[fold.projects_seen :]:
@@ -183,6 +193,7 @@ def _ticket_fold(ctx: GradingContext) -> _TicketFold:
                     keys[row.key[0]] = row.changes["key"]
                     fold.out = None
         fold.projects_seen = len(projects)
+    fold.at = len(ctx.log)
     return fold
 
 
@@ -315,13 +326,19 @@ def _case_touches(
     return True
 
 
-def _case_reads(reply_to: str | None = None, incident_channel: str | None = None, **_: Any) -> tuple[str, ...]:
-    """What one part of a case reads: its ticket, and the mail or the post when the part asks for one."""
-    return (
-        ("tickets",)
-        + ("mail_messages", "mail_recipients") * (reply_to is not None)
-        + ("posts",) * (incident_channel is not None)
-    )
+_CASE_TABLES = ("mail_messages", "mail_recipients", "posts", "tickets")
+
+
+def _case_reads(**_: Any) -> tuple[str, ...]:
+    """Every table a case reads (its ticket, the replies, the posts), whichever part of it a check asks about.
+
+    Why every check names all of them: ``graders.progress`` asks an ``on_step`` function once per step for each
+    distinct set of tables its checks read, and a case's parts read different ones (a plain filing its ticket, a
+    reply the mail too, an incident check the posts). With one set a step is one call for every part of every
+    case (the step that files a ticket reads the case's tickets once, not once per set, and decides its parts
+    together); ``_case_moved`` routes each row to the parts it may move, so a mail reaches only the reply checks.
+    """
+    return _CASE_TABLES
 
 
 _FIELD_COLUMN = {"status": "status", "priority": "priority", "type": "type", "title": "title"}
@@ -397,7 +414,7 @@ def _case_head(found: list[CaseTicket], project: str, reference: str) -> CaseTic
 
 def _case_rest(
     ctx: GradingContext,
-    ticket_row: Callable[[CaseTicket], Mapping[str, Any] | None],
+    ticket_row: Callable[[CaseTicket], Mapping[str, Any] | None] | None,
     ticket: CaseTicket,
     reference: str,
     fields: dict[TicketField, FieldValue] | None,
@@ -405,13 +422,19 @@ def _case_rest(
     incident_channel: str | None,
     in_title: bool,
 ) -> tuple[float, str, dict[str, Any]] | None:
-    """The rest of ``_case_verdict`` once the case has its one ticket: its fields, title, reply and post."""
+    """The rest of ``_case_verdict`` once the case has its one ticket: its fields, title, reply and post.
+
+    ``ticket_row`` None reads the fields from the log (``_logged_fields``, the per-step path: no closure a check).
+    """
     wrong = []
     if fields:  # the ticket exists (it was found above): its row is read only for the fields compared
-        row = ticket_row(ticket)
+        row = _logged_fields(ctx, ticket.id, fields) if ticket_row is None else ticket_row(ticket)
         if row is None:
             return None
-        wrong = [m for f, v in sorted(fields.items()) if (m := _mismatch(ticket.key, row, f, v))]
+        for f, v in sorted(fields.items()) if len(fields) > 1 else fields.items():  # a loop: no frame of its own
+            m = _mismatch(ticket.key, row, f, v)
+            if m:
+                wrong.append(m)
     if wrong:
         return 0.0, listing(wrong), {}
     said = [f"{ticket.key} filed for {reference}"]
@@ -478,13 +501,18 @@ def _reply(ctx: GradingContext, key: str, reply_to: str) -> int | None:
     if kept is None or kept[0] != log.generation:
         kept = ctx.lasting["case_reply", key, to] = [log.generation, 0, None]
     if kept[2] is None:
+        hit: int | None = None
         for mail in log.mails[kept[1] :]:
             if key in mail.text:
                 boxes = boxes_of(ctx, log, mail.to_boxes)
-                if any((found := boxes.get(b)) is not None and found[0].lower() == to for b in mail.to_boxes):
-                    kept[2] = mail.id
+                for b in mail.to_boxes:  # a loop, not ``any`` over a generator: a frame less per mail
+                    found = boxes.get(b)
+                    if found is not None and found[0].lower() == to:
+                        hit = mail.id
+                        break
+                if hit is not None:
                     break
-        kept[1] = len(log.mails)
+        kept[1], kept[2] = len(log.mails), hit
     found_id: int | None = kept[2]
     return found_id
 
@@ -518,7 +546,7 @@ class _CaseIndex:
     ``busy`` stays set if a call failed half-way (the progress then re-ran the checks): the index is rebuilt.
     """
 
-    __slots__ = ("busy", "by_ref", "columns", "filed", "params", "passed", "posts", "refs", "replies")
+    __slots__ = ("busy", "by_ref", "columns", "filed", "params", "passed", "posts", "refs", "replies", "specs")
 
     def __init__(self, ctx: GradingContext, params: list[Mapping[str, Any]], rows: list[ChangeRow]) -> None:
         self.params = params
@@ -529,8 +557,13 @@ class _CaseIndex:
         self.posts: list[int] = []  # the checks that read the posts
         self.passed: set[int] = set()
         self.refs: list[str] = []  # each check's reference in lower case (``filed``'s key), lowered once
+        # each check's params as ``_case_rest`` takes them, read out of its dict once (not at every step)
+        self.specs: list[tuple[str, str, Any, str | None, str | None, bool]] = []
         for pos, kw in enumerate(params):
             self.refs.append(kw["reference"].lower())
+            self.specs.append(
+                (kw["reference"], kw["project"], kw["fields"], kw["reply_to"], kw["incident_channel"], kw["in_title"])
+            )
             self.by_ref.setdefault(self.refs[-1], []).append(pos)
             if kw["fields"]:
                 self.columns[pos] = field_columns(kw["fields"])
@@ -581,8 +614,8 @@ def _filed_row(ctx: GradingContext, row: ChangeRow) -> tuple[str, CaseTicket | N
         fold = _ticket_fold(ctx)  # first: it folds in a project the step created (its key)
         project = ctx.lasting.get("project_keys", {}).get(image["project_id"])
         ticket = None
-        if project is not None and not fold.bad:
-            ticket = CaseTicket(row.key[0], image["key"], image["title"], image["description"], project)
+        if project is not None and not fold.bad:  # ``CaseTicket(...)`` without its generated ``__new__``'s frame
+            ticket = _new(CaseTicket, (row.key[0], image["key"], image["title"], image["description"], project))
         found = cache[1][row.seq] = (text, ticket)
     return found
 
@@ -625,10 +658,14 @@ def _case_moved(ctx: GradingContext, index: _CaseIndex, rows: list[ChangeRow]) -
                     if any(t.id == row.key[0] for t in filed):
                         moved.add(pos)
         elif table == "posts":
+            if not index.posts:
+                continue  # no check of this rubric's cases reads a post
             if row.op == "insert" and post_log(ctx) is not None:
                 moved |= index.keyed(index.posts, str(row.changes.get("message")).lower())
             elif row.op != "update" or not _POST_COLUMNS.isdisjoint(row.changes):
                 moved.update(index.posts)
+        elif not index.replies:
+            continue  # a mail: no check of this rubric's cases reads one
         elif table == "mail_messages" and row.op == "insert" and mail_log(ctx) is not None:
             sent.add(row.key[0])
             moved |= index.keyed(index.replies, str(row.changes.get("body")).lower())
@@ -643,25 +680,18 @@ def _case_decide(
     ctx: GradingContext, index: _CaseIndex, positions: Any
 ) -> dict[int, tuple[float, str, Mapping[str, Any]] | None]:
     """The verdicts of ``positions``, each case's tickets read once for all of its checks."""
-    params, passed = index.params, index.passed
+    specs, passed, filed, refs = index.specs, index.passed, index.filed, index.refs
     out: dict[int, tuple[float, str, Mapping[str, Any]] | None] = {}
     heads: dict[tuple[str, str], Any] = {}  # per case and project: its ticket, or the verdict all its checks give
     for pos in positions:
-        kw = params[pos]
-        ref = kw["reference"]
-        head = heads.get((ref, kw["project"]))
+        ref, project, fields, reply_to, incident_channel, in_title = specs[pos]
+        head = heads.get((ref, project))
         if head is None:
-            head = heads[ref, kw["project"]] = _case_head(index.filed[index.refs[pos]], kw["project"], ref)
+            head = heads[ref, project] = _case_head(filed[refs[pos]], project, ref)
         if not isinstance(head, CaseTicket):
             out[pos] = verdict = head
-        else:
-            fields = kw["fields"]
-
-            def logged(ticket: CaseTicket, fields: Any = fields) -> Mapping[str, Any] | None:
-                return _logged_fields(ctx, ticket.id, fields or {})
-
-            verdict = _case_rest(ctx, logged, head, ref, fields, kw["reply_to"], kw["incident_channel"], kw["in_title"])
-            out[pos] = verdict
+        else:  # its fields (if any) from the log
+            out[pos] = verdict = _case_rest(ctx, None, head, ref, fields, reply_to, incident_channel, in_title)
         if verdict is not None and verdict[0] == 1.0:
             passed.add(pos)
         else:
@@ -684,6 +714,9 @@ def _case_step(
         index = ctx.lasting[("case_step", id(params))] = _CaseIndex(ctx, params, rows)
     index.busy = True
     found = _case_moved(ctx, index, rows)
+    if found is not None and not found:  # most steps: a row no part of any case reads (a reply already counted)
+        index.busy = False
+        return {}
     out = _case_decide(ctx, index, range(len(params)) if found is None else sorted(found))
     index.busy = False
     return out
@@ -740,11 +773,18 @@ def _no_ticket_step(
     moved: set[int] = set()
     for row in rows:
         if row.op == "insert":
-            text = f"{row.changes.get('title')}\n{row.changes.get('description')}".lower()
-            moved.update(pos for pos, ref in enumerate(refs) if ref in text)
+            if row.changes.keys() >= _TICKET_IMAGE:  # lowered once a step for every case check (``_filed_row``)
+                text = _filed_row(ctx, row)[0]
+            else:
+                text = f"{row.changes.get('title')}\n{row.changes.get('description')}".lower()
+            for pos, ref in enumerate(refs):
+                if ref in text:
+                    moved.add(pos)
         elif row.op == "delete" or not _CASE_COLUMNS.isdisjoint(row.changes):
             moved.update(range(len(params)))
             break
+    if not moved:  # most steps: a ticket that names none of the references
+        return {}
     return {pos: _no_ticket_verdict(ctx, rows, params[pos]["reference"]) for pos in sorted(moved)}
 
 

@@ -272,6 +272,11 @@ def _mail_sent_step(
     ctx: GradingContext, rows: list[ChangeRow], params: list[Mapping[str, Any]]
 ) -> dict[int, Verdict | Later | None]:
     """``mail_sent``'s ``on_step``: the verdicts of the checks whose sender sent a mail this step."""
+    log = mail_log(ctx)
+    if log is not None:
+        fast = _sent_fast(ctx, log, params)
+        if fast is not None:
+            return fast
     log, positions = _mail_positions(ctx, params, rows, "mail_sent_step")
     if log is None:
         return dict.fromkeys(positions)
@@ -305,6 +310,87 @@ def _mail_sent_step(
             f"mail #{fits.id} {show_mail(log, fits)}{spec.reaches}",
             {"message_id": fits.id},
         )
+    return out
+
+
+_UNSEEN = object()
+
+
+def _sent_fast(ctx: GradingContext, log: MailLog, params: list[Mapping[str, Any]]) -> dict[int, Any] | None:
+    """``_mail_sent_step``'s verdicts in one loop over the step's mails, once its index and checks are built.
+
+    Why: a reply step asks every ``mail_sent`` check of the rubric, most of which fail and stay failing (a mail
+    to someone else); through ``_mail_positions``, ``_MailIndex.moved`` and ``_fits_any`` that was a dozen frames
+    a step for two checks. The same verdicts: a check whose sender sent none of the step's mails is left out, a
+    passing one too (the first mail that fits stays the one named), a failing one tries the mails since it last
+    did and is ``LATER`` while none fits. None when the general path must run (an index or checks not built yet,
+    a check whose sender is unknown or whose mails were read with lookups of an earlier generation).
+    """
+    kept = ctx.lasting.get(("mail_sent_checks", id(params)))
+    index: _MailIndex | None = ctx.lasting.get(("mail_sent_step", id(params)))
+    generation = log.generation
+    if (
+        kept is None
+        or kept[3] is None
+        or kept[0] is not params
+        or kept[1] != generation
+        or index is None
+        or index.params is not params
+        or index.generation != generation
+    ):
+        return None
+    every: list[tuple[int, tuple[_Sent, int | None, Followed, list[int]]]] = kept[3]
+    for _, (_, _, state, tried) in every:
+        if tried[0] < 0 and not state.marks:
+            return None  # its first verdict reads every mail (``_sent_fold``)
+    mails = log.mails
+    # the episode's first mail, whoever sent it, moves every check ("no mail was sent" no more), as
+    # ``_MailIndex.moved`` says: each is tried (a failing one is LATER: its score stands)
+    first = index.seen == 0 and bool(mails)
+    new = mails[index.seen :]
+    index.seen = n = len(mails)
+    box_of = log.box_of
+    out: dict[int, Any] = {}
+    sent: dict[int | None, bool] = {}  # whether each sender sent one of the step's mails
+    for pos, (spec, sender_id, state, tried) in every:
+        if state.marks:
+            continue  # a mail fits: the first one stays the one named
+        moved = True if first else sent.get(sender_id)
+        if moved is None:
+            moved = False
+            for m in new:  # a loop, not ``any`` over a generator: a frame less per mail
+                if sent_by(ctx, log, m, sender_id):
+                    moved = True
+                    break
+            sent[sender_id] = moved
+        if not moved:
+            continue
+        start, tried[0] = max(tried[0], state.seen), n
+        for m in mails[start:]:
+            box = box_of.get(sender_id, _UNSEEN) if sender_id is not None else _UNSEEN
+            if box is _UNSEEN:
+                if not sent_by(ctx, log, m, sender_id):
+                    continue
+            elif m.sender_box != box:
+                continue
+            to = log.reach.get(m.id) or reached(ctx, log, m)  # kept after the first check asked: no frame
+            for _, low in spec.lowered:
+                if low not in to:
+                    break
+            else:
+                for what, found in spec.tests:
+                    if not found(m.subject if what == "subject" else m.body):
+                        break
+                else:  # the first mail that fits: ``_sent_fold``'s verdict, as the general path gives it
+                    state.marks, state.seen = (m.id,), n
+                    state.outcome = out[pos] = (
+                        1.0,
+                        f"mail #{m.id} {show_mail(log, m)}{spec.reaches}",
+                        {"message_id": m.id},
+                    )
+                    break
+        else:
+            out[pos] = LATER  # still failing: only the list of mails in its evidence moved
     return out
 
 
@@ -352,7 +438,10 @@ def _sent_checks(
         # -1: mails were read with lookups that may have moved (a new generation), so the first step decides it
         tried = [-1 if log.mails else 0]
         checks[pos] = (spec, sender_id, followed(ctx, spec.key, (log.generation, sender_id)), tried)
-    ctx.lasting[("mail_sent_checks", id(params))] = (params, log.generation, checks)
+    # and the checks by position when every check has a known sender (None: a verdict says the sender is unknown,
+    # or that nothing was sent yet: ``_sent_fast`` leaves such a rubric to the general path)
+    every = list(checks.items()) if len(checks) == len(params) else None
+    ctx.lasting[("mail_sent_checks", id(params))] = (params, log.generation, checks, every)
     return checks
 
 
@@ -360,6 +449,11 @@ def _mail_not_sent_step(
     ctx: GradingContext, rows: list[ChangeRow], params: list[Mapping[str, Any]]
 ) -> dict[int, Verdict | Later | None]:
     """``mail_not_sent``'s ``on_step``: the verdicts of the checks whose sender sent a mail this step."""
+    log = mail_log(ctx)
+    if log is not None:
+        fast = _not_sent_fast(ctx, log, params)
+        if fast is not None:
+            return fast
     log, positions = _mail_positions(ctx, params, rows, "mail_not_sent_step")
     if log is None:
         return dict.fromkeys(positions)
@@ -393,4 +487,60 @@ def _mail_not_sent_step(
             continue
         entry[5] = True
         out[pos] = _mail_not_sent_verdict(ctx, log, banned, kw["sender"])
+    return out
+
+
+def _not_sent_fast(ctx: GradingContext, log: MailLog, params: list[Mapping[str, Any]]) -> dict[int, Any] | None:
+    """``_mail_not_sent_step``'s verdicts in one loop over the step's mails, once its index and entries are built.
+
+    The same verdicts as the general path (``_mail_positions`` and a loop per check), without its frames: a check
+    whose sender sent none of the step's mails is left out; one that fails already, or whose sender's new mails
+    reach none of its addresses, is ``LATER``; one that a new mail makes fail is decided. None when the general
+    path must run (the first step, an entry of an earlier generation, a check whose sender is unknown).
+    """
+    index: _MailIndex | None = ctx.lasting.get(("mail_not_sent_step", id(params)))
+    kept: dict[int, list[Any]] | None = ctx.lasting.get(("mail_not_sent_kept", id(params)))
+    generation = log.generation
+    if (
+        index is None
+        or index.params is not params
+        or index.generation != generation
+        or index.seen == 0
+        or kept is None
+        or len(kept) != len(params)
+    ):
+        return None
+    for entry in kept.values():
+        if entry[0] != generation or entry[3]:
+            return None
+    mails = log.mails
+    new = mails[index.seen :]
+    index.seen = n = len(mails)
+    out: dict[int, Any] = {}
+    sent: dict[int | None, bool] = {}  # whether each sender sent one of the step's mails
+    for pos in range(len(params)):
+        entry = kept[pos]
+        _, banned, sender_id, _, tried, failing = entry
+        moved = sent.get(sender_id)
+        if moved is None:
+            moved = False
+            for m in new:
+                if sent_by(ctx, log, m, sender_id):
+                    moved = True
+                    break
+            sent[sender_id] = moved
+        if not moved:
+            continue
+        entry[4] = n
+        hit = False
+        if not failing:
+            for m in mails[tried:]:
+                if sent_by(ctx, log, m, sender_id) and not banned.isdisjoint(reached(ctx, log, m)):
+                    hit = True
+                    break
+        if not hit:
+            out[pos] = LATER  # fails already, or still reaches none of them: only the count of mails moved
+            continue
+        entry[5] = True
+        out[pos] = _mail_not_sent_verdict(ctx, log, banned, params[pos]["sender"])
     return out
