@@ -352,8 +352,11 @@ def _sent_fast(ctx: GradingContext, log: MailLog, params: list[Mapping[str, Any]
     box_of = log.box_of
     out: dict[int, Any] = {}
     sent: dict[int | None, bool] = {}  # whether each sender sent one of the step's mails
+    fitted: set[int] = set()  # the states a mail of this step fitted (by id): checks of the same params share one
     for pos, (spec, sender_id, state, tried) in every:
         if state.marks:
+            if id(state) in fitted:  # an earlier check of the same params just passed: so does this one
+                out[pos] = state.outcome
             continue  # a mail fits: the first one stays the one named
         moved = True if first else sent.get(sender_id)
         if moved is None:
@@ -383,6 +386,7 @@ def _sent_fast(ctx: GradingContext, log: MailLog, params: list[Mapping[str, Any]
                         break
                 else:  # the first mail that fits: ``_sent_fold``'s verdict, as the general path gives it
                     state.marks, state.seen = (m.id,), n
+                    fitted.add(id(state))
                     state.outcome = out[pos] = (
                         1.0,
                         f"mail #{m.id} {show_mail(log, m)}{spec.reaches}",

@@ -169,3 +169,25 @@ def test_mail_not_sent_steps_fold_in_one_loop_once_its_entries_are_built(world, 
     assert bob == {"no-buyer": "LATER", "no-bob": 0.0}
     assert renamed == {"no-buyer": 0.0, "no-bob": 1.0}
     assert len(asked) == 3, "the general path at the start, the first mail and the new generation only"
+
+
+def test_two_mail_sent_checks_with_the_same_params_both_pass_on_the_mail_that_fits(world):
+    # they share one followed state: the second must read the verdict the first just built, not skip it as
+    # already passed (its score stayed 0: progress 0.5 where a full grade gives 1.0)
+    same = {"to": "bob", "body_pattern": "ENG-1"}
+    checks: list[tuple[str, str, dict[str, Any]]] = [
+        ("first", "mail_sent", dict(same)),
+        ("other", "mail_sent", {"to": "carol"}),
+        ("second", "mail_sent", dict(same)),
+    ]
+    _, said = _play(
+        world,
+        checks,
+        [
+            lambda: send(world, "Hi", "hello", [3]),  # to carol: the first mail, the general path
+            lambda: send(world, "Fix", "ENG-1 is fixed", [2]),  # to bob: the one loop passes both
+            lambda: send(world, "More", "ENG-1 again", [2]),  # both passed already: nothing to decide
+        ],
+    )
+    assert said[1] == {"first": 1.0, "second": 1.0}
+    assert said[2] == {}
