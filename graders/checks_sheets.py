@@ -22,9 +22,9 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
-from itertools import compress
+from itertools import compress, repeat
 from operator import itemgetter, ne
 from typing import Annotated, Any
 
@@ -185,19 +185,30 @@ _EMPTY: frozenset[int] = frozenset()
 
 
 def _diff(
-    ctx: GradingContext, doc_id: int, old: dict[str, Any], new: dict[str, Any]
+    ctx: GradingContext, doc_id: int, old: dict[str, Any], new: dict[str, Any], settled: dict[str, Any]
 ) -> tuple[list[_Cells], list[_Moved]] | None:
-    """``_cells_moved(old, new)``, worked out once per write for every sheet function (``ctx.lasting``)."""
+    """``_cells_moved(old, new)``, worked out once per write for every sheet function (``ctx.lasting``).
+
+    ``settled``: the content the caller's checks were settled on, which ``old`` is or equals cell for cell. When
+    it is the content the last diff ended on, that diff's flags say which of its sheets hold no value equal to
+    a boolean, and so which of ``old``'s do (equal cells are equal to the same booleans).
+    """
     kept = ctx.lasting.get(("sheet_diff", doc_id))
-    if kept is not None and kept[0] is old and kept[1] is new:
-        found: tuple[list[_Cells], list[_Moved]] | None = kept[2]
-        return found
-    found = _cells_moved(old, new)
-    ctx.lasting[("sheet_diff", doc_id)] = (old, new, found)
+    safe = None
+    if kept is not None:
+        if kept[0] is old and kept[1] is new:
+            found: tuple[list[_Cells], list[_Moved]] | None = kept[2]
+            return found
+        if kept[1] is settled:
+            safe = kept[3]
+    found, flags = _cells_moved(old, new, safe)
+    ctx.lasting[("sheet_diff", doc_id)] = (old, new, found, flags if found is not None else None)
     return found
 
 
-def _cells_moved(old: dict[str, Any], new: dict[str, Any]) -> tuple[list[_Cells], list[_Moved]] | None:
+def _cells_moved(
+    old: dict[str, Any], new: dict[str, Any], safe: list[bool] | None = None
+) -> tuple[tuple[list[_Cells], list[_Moved]] | None, list[bool]]:
     """The cells of each sheet of content ``new`` and those that differ from ``old``'s, or None if not all can tell.
 
     ``old`` (the content the checks were settled on, or the write's before-image, equal to it) has been read by
@@ -206,37 +217,56 @@ def _cells_moved(old: dict[str, Any], new: dict[str, Any]) -> tuple[list[_Cells]
     sheets or defined names differ, or a written cell is named or shaped otherwise (the checks are filed again
     on ``new``). The cells are compared and the written ones checked in C (``map``, sets): a write changes a
     few of a sheet's hundreds, and a budget's one write most of its cells, too many for a Python loop.
+
+    Also per sheet of ``new`` whether it holds no value equal to a boolean (``_safe``), given ``safe``, the
+    same of ``old`` (None: not known, worked out here once). ``1.0 == True``, so the diff misses a value turning
+    from number to boolean or back; such a cell equals a boolean on both sides, so a sheet of ``old`` holding
+    no value equal to one cannot have it among the cells the diff calls unchanged, and only the written cells
+    are looked at; a sheet that holds one (a 0 or 1 anywhere) scans every cell's type each write (``_flips``)
+    and stays flagged so.
     """
     sheets, old_sheets = new.get("sheets", []), old.get("sheets", [])
     if type(sheets) is not list or len(sheets) != len(old_sheets) or new.get("names", {}) != old.get("names", {}):
-        return None
+        return None, []
     cells_of: list[_Cells] = []
     moved: list[_Moved] = []
-    for raw, was in zip(sheets, old_sheets, strict=True):
+    flags: list[bool] = []
+    for index, (raw, was) in enumerate(zip(sheets, old_sheets, strict=True)):
         if type(raw) is not dict or raw.get("name") != was.get("name"):
-            return None
+            return None, []
         now, had = raw.get("cells", {}), was.get("cells", {})
         if type(now) is not dict:
-            return None
+            return None, []
         changed: _Moved = list(compress(now, map(ne, now.values(), map(had.get, now))))
         added: Any = ()
         if changed:
             added = set(changed).difference(had)
             if added and None in map(_plain, added):
-                return None
+                return None, []
             cells = list(map(now.__getitem__, changed))
             if set(map(type, cells)) != {list} or set(map(len, cells)) != {2}:
-                return None
-        if bool in set(map(type, map(_first, now.values()))) or bool in set(map(type, map(_first, had.values()))):
+                return None, []
+        clean = _safe(had.values()) if safe is None else safe[index]
+        if clean:
+            clean = not changed or _safe(map(now.__getitem__, changed))
+        elif bool in set(map(type, map(_first, now.values()))) or bool in set(map(type, map(_first, had.values()))):
             changed = _flips(now, had, changed)
         if len(had) + len(added) != len(now):  # some were cleared (a loop over the old cells only then)
             changed += [ref for ref in had if ref not in now]
         cells_of.append(now)
         moved.append(changed)
-    return cells_of, moved
+        flags.append(clean)
+    return (cells_of, moved), flags
+
+
+def _safe(cells: Iterable[list[Any]]) -> bool:
+    """Whether none of ``cells`` ([value, formula]) holds a value equal to a boolean (``True``, ``1.0``, ``0``...)."""
+    values = list(map(_first, cells))
+    return True not in values and False not in values
 
 
 _first = itemgetter(0)
+_isfinite, _isclose = math.isfinite, math.isclose
 
 
 def _flips(now: _Cells, had: _Cells, changed: _Moved) -> _Moved:
@@ -539,11 +569,29 @@ class _RowCheck:
 
     ``wants``: per expected column (in ``_letters`` order) its letter, where it is, how it compares and with
     what, and the expected value as evidence shows it. ``rows``: the rows holding the key when it was last
-    decided; ``refs``: while that is one row, the names of the cells it compares there, indexed in
-    ``_Doc.reads``.
+    decided; ``refs``: while that is one row (``line``, 1-based), the names of the cells it compares there,
+    indexed in ``_Doc.reads``. ``hit``: the passing verdict on ``line``, built once and handed back by identity
+    while the row passes (progress stores nothing then). ``decide`` is one frame for the common case, the key on
+    one row and each cell as expected: a write step decides a check per column group of the row it wrote, with
+    code the tool call in between has pushed out of the caches, so every call and lookup saved counts.
     """
 
-    __slots__ = ("check", "column", "key", "needle", "p", "refs", "rows", "sheet", "tolerance", "wants")
+    __slots__ = (
+        "check",
+        "column",
+        "columns",
+        "hit",
+        "key",
+        "line",
+        "needle",
+        "p",
+        "passed",
+        "refs",
+        "rows",
+        "sheet",
+        "tolerance",
+        "wants",
+    )
 
     def __init__(self, check: int, sheet: int, p: Mapping[str, Any]) -> None:
         self.check, self.sheet, self.p = check, sheet, p
@@ -553,21 +601,26 @@ class _RowCheck:
         self.wants = tuple(
             (letter, column, *_want(expected[letter]), _show(expected[letter])) for letter, column in _letters(expected)
         )
+        self.columns = tuple(want[1] for want in self.wants)
         self.key: str = p["key"]
         self.needle = self.key.strip().casefold()
         self.tolerance: float = p.get("tolerance", _TOLERANCE)
+        self.passed = f": {len(self.wants)}/{len(self.wants)} columns match"  # ``_row_outcome``'s, no problems
         self.rows: frozenset[int] = _EMPTY
         self.refs: tuple[str, ...] = ()
+        self.line = 0
+        self.hit: Verdict | None = None
 
     def hold(self, doc: _Doc, rows: frozenset[int]) -> None:
         """Index the check by the cells it reads now that ``rows`` hold its key (instead of the ones before)."""
         reads, check = doc.reads[self.sheet], self.check
         for ref in self.refs:
             reads[ref].discard(check)
-        self.rows, self.refs = rows, ()
+        self.rows, self.refs, self.hit = rows, (), None
         if len(rows) == 1:
             (line,) = rows
-            self.refs = tuple(_cell_at(line, want[1]) for want in self.wants)
+            self.line = line + 1
+            self.refs = tuple(map(_cell_at, repeat(line), self.columns))
             for ref in self.refs:
                 found = reads.get(ref)
                 if found is None:
@@ -580,23 +633,33 @@ class _RowCheck:
         rows = doc.keys[self.sheet][self.column].get(self.needle, _EMPTY)
         if rows != self.rows:
             self.hold(doc, frozenset(rows))
-        if len(rows) != 1:
+        if not self.refs:  # the key on no row or on several (a check compares one column at least)
             p = self.p
             return _row_verdict({}, p["document"], p["key_column"], self.key, p["expected"], 0, sorted(rows), ())
-        cells, tolerance = doc.sheets[self.sheet], self.tolerance
-        line = next(iter(rows)) + 1
-        problems: list[str] = []
+        cells, line = doc.sheets[self.sheet], self.line
+        problems: list[str] | None = None
         for ref, (letter, _, kind, want, shown) in zip(self.refs, self.wants, strict=False):  # one ref a want
             cell = cells.get(ref)
-            actual = None if cell is None else cell[0]
-            if type(actual) is str:
+            actual: Any = None if cell is None else cell[0]
+            kind_of = type(actual)
+            if kind_of is str:
                 if kind == _TEXT and actual.strip().casefold() == want:
+                    continue
+            elif kind_of is float and kind == _NUMBER and _isfinite(actual):  # ``value_from_json`` keeps it
+                if _isclose(actual, want, abs_tol=self.tolerance):
                     continue
             elif actual is not None:
                 actual = value_from_json(actual)
-            if not _holds(kind, want, tolerance, actual):
+            if not _holds(kind, want, self.tolerance, actual):
+                if problems is None:
+                    problems = []
                 problems.append(f"{letter}{line} is {_show(actual)} (expected {shown})")
-        return _row_outcome(self.key, line, len(self.wants), problems)
+        if problems is not None:
+            return _row_outcome(self.key, line, len(self.wants), problems)
+        hit = self.hit
+        if hit is None:
+            hit = self.hit = (1.0, f"{self.key} on row {line}{self.passed}", {"row": line})
+        return hit
 
 
 def _step_rows(doc: _Doc, old: list[_Cells], moved: list[_Moved], verdicts: dict[int, Verdict | None]) -> None:
@@ -683,7 +746,7 @@ class _Watch:
         found = None
         if doc.content is not None:
             before = _before(rows, row, doc.version, content)
-            found = _diff(ctx, int(row[0]), doc.content if before is None else before, content)
+            found = _diff(ctx, int(row[0]), doc.content if before is None else before, content, doc.content)
         if found is None:
             self._file(ctx, doc, row, content, params, verdicts)
         else:
