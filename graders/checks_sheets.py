@@ -10,11 +10,14 @@ O(checks): each function has an ``on_step`` evaluator that settles all of a rubr
 the content's JSON rather than a parsed workbook. A write's cells are diffed once against the content the
 checks were last settled on (``_cells_moved``, shared by both functions), and an index built when a document is
 first seen (``_Doc``) maps those cells to the checks that read them: a cell check's cell, a row check's key (a key
-written or cleared in its column) and the cells of the row holding its key. Only those checks are decided again,
-each by an object that holds what it compares and says, worked out once (``_CellCheck``, ``_RowCheck``); the
-others are left out, so their verdicts stand at no cost. A change the diff cannot describe (a sheet added or
-renamed, a cell named otherwise than ``workbook_json`` names it, content from the file store) files the document's
-checks again on the new content, or leaves them to their functions when the JSON cannot be read as they read it.
+written or cleared in its column) and the row holding its key. Only those checks are decided again, each by an
+object that holds what it compares and says, worked out once (``_CellCheck``, ``_RowCheck``; the row checks of
+one key together, ``_KeyRows``), a passing verdict handed back by identity while it stands; the others are left
+out, so their verdicts stand at no cost. The diff keeps which sheets hold no value equal to a boolean, so the
+next write looks for a number turned boolean (``1.0 == True``) among its written cells alone. A change the diff
+cannot describe (a sheet added or renamed, a cell named otherwise than ``workbook_json`` names it, content from the
+file store) files the document's checks again on the new content, or leaves them to their functions when the
+JSON cannot be read as they read it.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
-from itertools import compress, repeat
+from itertools import compress
 from operator import itemgetter, ne
 from typing import Annotated, Any
 
@@ -322,21 +325,23 @@ class _Doc:
     ``row`` is the document row the verdicts were settled on (a step that leaves it the same object wrote
     nothing), ``source``/``blob``/``version`` its content, blob hash and version; ``content`` the JSON the index
     is of (None: file the checks afresh at the next write) and ``sheets`` its cells per sheet, the content's own
-    dicts (read, never changed). The index: ``reads`` maps per sheet a cell name to the checks reading that cell
-    (a cell check's cell, the cells a row check compares on the row holding its key); ``keys`` holds per sheet
-    and key column the rows by key text, kept up to date from each diff; ``by_key`` maps (sheet, column, key
-    text) to the row checks of that key. ``filed``: each indexed check, compiled; ``always``: checks whose
-    params cannot be read (a bad cell name), left to their function on every write. A check in neither (its
-    sheet is missing) keeps its verdict while the sheets stay as they are.
+    dicts (read, never changed). The index: ``reads`` maps per sheet a cell name to the cell checks reading that
+    cell; ``keys`` holds per sheet and key column the rows by key text, kept up to date from each diff;
+    ``groups`` maps (sheet, column, key text) to the row checks of that key (``_KeyRows``) and ``lines`` per
+    sheet a row to the groups whose key is on that row alone (a write to the row may move them). ``filed``:
+    each indexed check, compiled; ``always``: checks whose params cannot be read (a bad cell name), left to
+    their function on every write. A check in neither (its sheet is missing) keeps its verdict while the sheets
+    stay as they are.
     """
 
     __slots__ = (
         "always",
         "blob",
-        "by_key",
         "content",
         "filed",
+        "groups",
         "keys",
+        "lines",
         "positions",
         "reads",
         "row",
@@ -359,7 +364,8 @@ class _Doc:
         self.sheets: list[_Cells] = []
         self.reads: list[dict[str, set[int]]] = []
         self.keys: list[dict[int, dict[str, set[int]]]] = []
-        self.by_key: dict[tuple[int, int, str], list[int]] = {}
+        self.groups: dict[tuple[int, int, str], _KeyRows] = {}
+        self.lines: list[dict[int, dict[_KeyRows, None]]] = []
         self.filed: dict[int, Any] = {}  # a _CellCheck or _RowCheck (one kind per function)
         self.always: list[int] = []
 
@@ -385,6 +391,7 @@ class _Doc:
             cells_of.append(cells)
         self.content, self.sheets = content, cells_of
         self.reads = [{} for _ in cells_of]
+        self.lines = [{} for _ in cells_of]
         self.keys = [{} for _ in cells_of]
         return [s.name for s in book.sheets]
 
@@ -399,40 +406,41 @@ class _Doc:
                     found.setdefault(value.strip().casefold(), set()).add(pos[0])
         return found
 
-    def moved(self, old: list[_Cells], moved: list[_Moved]) -> set[int]:
-        """The checks that read a cell a write changed (``moved``: per sheet, from ``old``'s cells to ``sheets``').
+    def moved(self, old: list[_Cells], moved: list[_Moved]) -> dict[_KeyRows, None]:
+        """The row checks' key groups a write may have moved (``moved``: per sheet, from ``old``'s cells to ours).
 
-        The key indexes are brought up to date on the way: a key cell written or cleared moves its row from
-        the old key's rows to the new key's, and wakes the row checks of both keys.
+        A group wakes when a cell of the row holding its key changed, or its key was written or cleared in its
+        column: the key indexes are brought up to date on the way (the row moves from the old key's rows to the
+        new key's). In the order the cells were written (a dict, not a set of objects: the same order every run).
         """
-        woken: set[int] = set()
+        woken: dict[_KeyRows, None] = {}
+        groups = self.groups
         for index, changed in enumerate(moved):
             if not changed:
                 continue
-            reads, keys = self.reads[index], self.keys[index]
+            lines, keys = self.lines[index], self.keys[index]
             for ref in changed:
-                found = reads.get(ref)
+                line, column = _ref_pos(ref)
+                found = lines.get(line)
                 if found:
-                    woken |= found
-                if keys:
-                    pos = _ref_pos(ref)
-                    rows = keys.get(pos[1])
-                    if rows is not None:
-                        self._rekey(index, pos, rows, old[index].get(ref), self.sheets[index].get(ref), woken)
+                    woken.update(found)
+                rows = keys.get(column)
+                if rows is None:
+                    continue
+                was, now = old[index].get(ref), self.sheets[index].get(ref)
+                if was is not None and type(was[0]) is str:
+                    key = was[0].strip().casefold()
+                    rows.get(key, set()).discard(line)
+                    group = groups.get((index, column, key))
+                    if group is not None:
+                        woken[group] = None
+                if now is not None and type(now[0]) is str:
+                    key = now[0].strip().casefold()
+                    rows.setdefault(key, set()).add(line)
+                    group = groups.get((index, column, key))
+                    if group is not None:
+                        woken[group] = None
         return woken
-
-    def _rekey(
-        self, index: int, pos: tuple[int, int], rows: dict[str, set[int]], was: Any, now: Any, woken: set[int]
-    ) -> None:
-        """Move row ``pos[0]`` of key column ``pos[1]`` from key cell ``was``'s key to ``now``'s; wake both keys."""
-        for cell, add in ((was, False), (now, True)):
-            if cell is not None and isinstance(cell[0], str):
-                key = cell[0].strip().casefold()
-                if add:
-                    rows.setdefault(key, set()).add(pos[0])
-                else:
-                    rows.get(key, set()).discard(pos[0])
-                woken.update(self.by_key.get((index, pos[1], key), ()))
 
 
 _NUMBER, _TEXT, _EXACT = 1, 2, 3
@@ -565,33 +573,14 @@ def _cell_at(row: int, column: int) -> str:
 
 
 class _RowCheck:
-    """A ``sheet_row_matches`` check as ``_Watch`` decides it: its key, and the cells it compares on its row.
+    """A ``sheet_row_matches`` check as ``_Watch`` decides it: what it compares on the row holding its key.
 
     ``wants``: per expected column (in ``_letters`` order) its letter, where it is, how it compares and with
-    what, and the expected value as evidence shows it. ``rows``: the rows holding the key when it was last
-    decided; ``refs``: while that is one row (``line``, 1-based), the names of the cells it compares there,
-    indexed in ``_Doc.reads``. ``hit``: the passing verdict on ``line``, built once and handed back by identity
-    while the row passes (progress stores nothing then). ``decide`` is one frame for the common case, the key on
-    one row and each cell as expected: a write step decides a check per column group of the row it wrote, with
-    code the tool call in between has pushed out of the caches, so every call and lookup saved counts.
+    what, and the expected value as evidence shows it. ``hit``: the passing verdict on its group's row, built
+    once and handed back by identity while the row passes (progress stores nothing then).
     """
 
-    __slots__ = (
-        "check",
-        "column",
-        "columns",
-        "hit",
-        "key",
-        "line",
-        "needle",
-        "p",
-        "passed",
-        "refs",
-        "rows",
-        "sheet",
-        "tolerance",
-        "wants",
-    )
+    __slots__ = ("check", "column", "group", "hit", "key", "needle", "p", "passed", "sheet", "tolerance", "wants")
 
     def __init__(self, check: int, sheet: int, p: Mapping[str, Any]) -> None:
         self.check, self.sheet, self.p = check, sheet, p
@@ -601,82 +590,110 @@ class _RowCheck:
         self.wants = tuple(
             (letter, column, *_want(expected[letter]), _show(expected[letter])) for letter, column in _letters(expected)
         )
-        self.columns = tuple(want[1] for want in self.wants)
         self.key: str = p["key"]
         self.needle = self.key.strip().casefold()
         self.tolerance: float = p.get("tolerance", _TOLERANCE)
         self.passed = f": {len(self.wants)}/{len(self.wants)} columns match"  # ``_row_outcome``'s, no problems
-        self.rows: frozenset[int] = _EMPTY
-        self.refs: tuple[str, ...] = ()
-        self.line = 0
         self.hit: Verdict | None = None
-
-    def hold(self, doc: _Doc, rows: frozenset[int]) -> None:
-        """Index the check by the cells it reads now that ``rows`` hold its key (instead of the ones before)."""
-        reads, check = doc.reads[self.sheet], self.check
-        for ref in self.refs:
-            reads[ref].discard(check)
-        self.rows, self.refs, self.hit = rows, (), None
-        if len(rows) == 1:
-            (line,) = rows
-            self.line = line + 1
-            self.refs = tuple(map(_cell_at, repeat(line), self.columns))
-            for ref in self.refs:
-                found = reads.get(ref)
-                if found is None:
-                    reads[ref] = {check}
-                else:
-                    found.add(check)
+        self.group: _KeyRows | None = None
 
     def decide(self, doc: _Doc) -> Verdict:
-        """The check's verdict on ``doc``'s cells (``_row_verdict``'s), its key's rows read from the kept index."""
+        """The check's verdict on ``doc``'s cells (when it is filed; a write decides its whole group at once)."""
+        verdicts: dict[int, Verdict | None] = {}
+        assert self.group is not None  # filed by ``_file_row``
+        self.group.decide(doc, verdicts, (self,))
+        found = verdicts[self.check]
+        assert found is not None
+        return found
+
+
+class _KeyRows:
+    """The row checks of one key (sheet, key column, key text), decided together: they read the same row.
+
+    A receipt's row is checked as a few checks of a few columns each, and a write fills the row at once, so the
+    key's rows are looked up and the row indexed once for all of them, and each is decided in the same frame
+    (``decide``): a write step runs with code the tool call in between has pushed out of the caches, so every
+    call saved counts. ``rows``: the rows holding the key when last decided; ``line``: while that is one row,
+    it (0-based), indexed in ``_Doc.lines``, else -1.
+    """
+
+    __slots__ = ("checks", "column", "line", "needle", "rows", "sheet")
+
+    def __init__(self, sheet: int, column: int, needle: str) -> None:
+        self.sheet, self.column, self.needle = sheet, column, needle
+        self.checks: list[_RowCheck] = []
+        self.rows: frozenset[int] = _EMPTY
+        self.line = -1
+
+    def decide(self, doc: _Doc, verdicts: dict[int, Verdict | None], checks: Sequence[_RowCheck] = ()) -> None:
+        """Put in ``verdicts`` the verdict (``_row_verdict``'s) of each of ``checks`` (default: all of the group's)."""
         rows = doc.keys[self.sheet][self.column].get(self.needle, _EMPTY)
-        if rows != self.rows:
-            self.hold(doc, frozenset(rows))
-        if not self.refs:  # the key on no row or on several (a check compares one column at least)
-            p = self.p
-            return _row_verdict({}, p["document"], p["key_column"], self.key, p["expected"], 0, sorted(rows), ())
-        cells, line = doc.sheets[self.sheet], self.line
-        problems: list[str] | None = None
-        for ref, (letter, _, kind, want, shown) in zip(self.refs, self.wants, strict=False):  # one ref a want
-            cell = cells.get(ref)
-            actual: Any = None if cell is None else cell[0]
-            kind_of = type(actual)
-            if kind_of is str:
-                if kind == _TEXT and actual.strip().casefold() == want:
-                    continue
-            elif kind_of is float and kind == _NUMBER and _isfinite(actual):  # ``value_from_json`` keeps it
-                if _isclose(actual, want, abs_tol=self.tolerance):
-                    continue
-            elif actual is not None:
-                actual = value_from_json(actual)
-            if not _holds(kind, want, self.tolerance, actual):
-                if problems is None:
-                    problems = []
-                problems.append(f"{letter}{line} is {_show(actual)} (expected {shown})")
-        if problems is not None:
-            return _row_outcome(self.key, line, len(self.wants), problems)
-        hit = self.hit
-        if hit is None:
-            hit = self.hit = (1.0, f"{self.key} on row {line}{self.passed}", {"row": line})
-        return hit
+        if rows != self.rows:  # the key moved: index the group under the row that holds it now, if one does
+            lines = doc.lines[self.sheet]
+            if self.line >= 0:
+                del lines[self.line][self]
+            self.rows, self.line = frozenset(rows), -1
+            if len(rows) == 1:
+                (self.line,) = rows
+                lines.setdefault(self.line, {})[self] = None
+            for check in self.checks:
+                check.hit = None
+        line = self.line
+        if line < 0:  # the key on no row or on several
+            hits = sorted(rows)
+            for check in checks or self.checks:
+                p = check.p
+                found = _row_verdict({}, p["document"], p["key_column"], check.key, p["expected"], 0, hits, ())
+                verdicts[check.check] = found
+            return
+        cells, shown_line = doc.sheets[self.sheet], line + 1
+        for check in checks or self.checks:
+            problems: list[str] | None = None
+            tolerance = check.tolerance
+            for letter, column, kind, want, shown in check.wants:
+                cell = cells.get(_cell_at(line, column))
+                actual: Any = None if cell is None else cell[0]
+                kind_of = type(actual)
+                if kind_of is str:
+                    if kind == _TEXT and actual.strip().casefold() == want:
+                        continue
+                elif kind_of is float and kind == _NUMBER and _isfinite(actual):  # ``value_from_json`` keeps it
+                    if _isclose(actual, want, abs_tol=tolerance):
+                        continue
+                elif actual is not None:
+                    actual = value_from_json(actual)
+                if not _holds(kind, want, tolerance, actual):
+                    if problems is None:
+                        problems = []
+                    problems.append(f"{letter}{shown_line} is {_show(actual)} (expected {shown})")
+            if problems is not None:
+                verdicts[check.check] = _row_outcome(check.key, shown_line, len(check.wants), problems)
+                continue
+            hit = check.hit
+            if hit is None:
+                hit = check.hit = (1.0, f"{check.key} on row {shown_line}{check.passed}", {"row": shown_line})
+            verdicts[check.check] = hit
 
 
 def _step_rows(doc: _Doc, old: list[_Cells], moved: list[_Moved], verdicts: dict[int, Verdict | None]) -> None:
-    """Decide the row checks a write moved: a key of theirs written or cleared, or a cell they compare changed."""
-    filed = doc.filed
-    for check in doc.moved(old, moved):
-        verdicts[check] = filed[check].decide(doc)
+    """Decide the row checks a write moved: a key of theirs written or cleared, or a cell of their row changed."""
+    for group in doc.moved(old, moved):
+        group.decide(doc, verdicts)
 
 
 def _file_row(doc: _Doc, names: list[str], p: Mapping[str, Any], check: int) -> _RowCheck | None:
-    """Index row check ``check`` by its key and the cells it reads; None if its sheet is missing."""
+    """File row check ``check`` with the other checks of its key (``_KeyRows``); None if its sheet is missing."""
     index = _sheet_at(names, p.get("sheet"))
     if index is None:
         return None
     found = _RowCheck(check, index, p)
-    doc.by_key.setdefault((index, found.column, found.needle), []).append(check)
-    found.hold(doc, frozenset(doc.key_rows(index, found.column).get(found.needle, _EMPTY)))
+    where = (index, found.column, found.needle)
+    group = doc.groups.get(where)
+    if group is None:
+        group = doc.groups[where] = _KeyRows(*where)
+        doc.key_rows(index, found.column)  # the key column's index, kept up to date from each diff from now on
+    group.checks.append(found)
+    found.group = group
     return found
 
 

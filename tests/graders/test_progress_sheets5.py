@@ -93,3 +93,24 @@ def test_the_boolean_flags_of_a_diff_are_not_read_for_content_the_checks_were_fi
     assert play.kept[("sheet_cell_equals", 0)][0] == 1.0
     play.write("the 1.0 turned to True", _book({**_BASE, "D2": [True, None]}))
     assert play.kept[("sheet_cell_equals", 0)][0] == 0.0
+
+
+def test_the_checks_of_one_key_follow_it_to_two_rows_to_none_and_back_together():
+    asks: list[tuple[str, dict[str, Any]]] = [
+        ("sheet_row_matches", {"key_column": "A", "key": "RC-1", "expected": {"B": "Travel"}}),
+        ("sheet_row_matches", {"key_column": "A", "key": " rc-1", "expected": {"C": 40, "D": None}}),
+        ("sheet_row_matches", {"key_column": "A", "key": "RC-2", "expected": {"C": 12.5}}),
+    ]
+    play = _Play(asks, _book(_BASE))
+    twice = {**_BASE, "A7": ["RC-1", None], "C2": [12.5, None]}
+    decided = play.write("the key on a second row, RC-2's amount filled", _book(twice))
+    assert set(decided) == {("sheet_row_matches", 0), ("sheet_row_matches", 1), ("sheet_row_matches", 2)}
+    assert [play.kept[("sheet_row_matches", n)][0] for n in range(3)] == [0.0, 0.0, 1.0]
+    cleared = {k: v for k, v in twice.items() if k not in ("A1", "A7")}
+    play.write("the key cleared from both rows", _book(cleared))
+    assert "no row" in play.kept[("sheet_row_matches", 1)][1]
+    play.write("the key back on its first row", _book({**cleared, "A1": ["RC-1", None]}))
+    assert [play.kept[("sheet_row_matches", n)][0] for n in range(3)] == [1.0, 1.0, 1.0]
+    kept = dict(play.kept)
+    decided = play.write("a note beside RC-1's row", _book({**cleared, "A1": ["RC-1", None], "H1": ["ok", None]}))
+    assert all(play.kept[w] is kept[w] for w in decided), "a passing row woken again is handed back by identity"
