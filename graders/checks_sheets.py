@@ -122,19 +122,35 @@ def _book_from_base(content: dict[str, Any], base: tuple[dict[str, Any], Workboo
     return book
 
 
-@lru_cache(maxsize=1 << 16)
+_POSITIONS: dict[str, tuple[int, int]] = {}
+"""``_plain``'s answer for each plain name seen, read on a write's path with ``dict.get`` (in C, through ``map``):
+an ``lru_cache`` hit also moves its entry in a linked list, memory that a write step finds cold."""
+_NAMES: dict[tuple[int, int], str] = {}
+"""``_cell_at``'s answers, read likewise (a row check reads the same few cells of each row an episode fills)."""
+_CAP = 1 << 16
+"""How many answers each of those caches keeps before it starts again (a cache, not a leak)."""
+
+
 def _plain(ref: str) -> tuple[int, int] | None:
     """Where cell ``ref`` is if it is a plain name (``B7``, what ``workbook_json`` writes), else None.
 
-    Cached, as every episode writes the same few cells. The ``on_step`` evaluators look cells up by name in
-    the content's JSON, which finds what a parse finds only while every name is plain (``$B$7`` and ``B7``
-    are one cell to a parse), so content with any other name is left to the functions.
+    Cached (``_POSITIONS``), as every episode writes the same few cells. The ``on_step`` evaluators look cells
+    up by name in the content's JSON, which finds what a parse finds only while every name is plain (``$B$7``
+    and ``B7`` are one cell to a parse), so content with any other name is left to the functions.
     """
+    pos = _POSITIONS.get(ref)
+    if pos is not None:
+        return pos
     m = _PLAIN_CELL.fullmatch(ref)
     if m is None:
         return None
     row, col = int(m.group(2)) - 1, col_index(m.group(1))
-    return (row, col) if row < MAX_ROWS and col < MAX_COLS else None
+    if row >= MAX_ROWS or col >= MAX_COLS:
+        return None
+    if len(_POSITIONS) >= _CAP:
+        _POSITIONS.clear()
+    pos = _POSITIONS[ref] = (row, col)
+    return pos
 
 
 @lru_cache(maxsize=1 << 16)
@@ -241,20 +257,22 @@ def _cells_moved(
         if type(now) is not dict:
             return None, []
         changed: _Moved = list(compress(now, map(ne, now.values(), map(had.get, now))))
-        added: Any = ()
+        added = 0
+        cells: list[Any] = []
         if changed:
-            added = set(changed).difference(had)
-            if added and None in map(_plain, added):
+            # every written name plain (the cache knows most; ``had``'s are, so only an added one may not be)
+            if None in map(_POSITIONS.get, changed) and None in map(_plain, changed):
                 return None, []
             cells = list(map(now.__getitem__, changed))
-            if set(map(type, cells)) != {list} or set(map(len, cells)) != {2}:
+            if set(map(type, cells)) != _LISTS or set(map(len, cells)) != _PAIRS:
                 return None, []
+            added = len(changed) - sum(map(had.__contains__, changed))
         clean = _safe(had.values()) if safe is None else safe[index]
         if clean:
-            clean = not changed or _safe(map(now.__getitem__, changed))
+            clean = _safe(cells)
         elif bool in set(map(type, map(_first, now.values()))) or bool in set(map(type, map(_first, had.values()))):
             changed = _flips(now, had, changed)
-        if len(had) + len(added) != len(now):  # some were cleared (a loop over the old cells only then)
+        if len(had) + added != len(now):  # some were cleared (a loop over the old cells only then)
             changed += [ref for ref in had if ref not in now]
         cells_of.append(now)
         moved.append(changed)
@@ -269,6 +287,7 @@ def _safe(cells: Iterable[list[Any]]) -> bool:
 
 
 _first = itemgetter(0)
+_LISTS, _PAIRS = {list}, {2}
 _isfinite, _isclose = math.isfinite, math.isclose
 
 
@@ -420,7 +439,7 @@ class _Doc:
                 continue
             lines, keys = self.lines[index], self.keys[index]
             for ref in changed:
-                line, column = _ref_pos(ref)
+                line, column = _POSITIONS.get(ref) or _ref_pos(ref)
                 found = lines.get(line)
                 if found:
                     woken.update(found)
@@ -563,13 +582,16 @@ def _file_cell(doc: _Doc, names: list[str], p: Mapping[str, Any], check: int) ->
     return found
 
 
-@lru_cache(maxsize=1 << 14)
 def _cell_at(row: int, column: int) -> str:
     """The plain name of cell (``row``, ``column``); "" (no cell has it) for a column off the sheet (``??``).
 
-    Cached: a row check reads the same few cells of each row an episode fills.
+    Cached (``_NAMES``; ``_KeyRows.decide`` reads the cache itself and calls this on a miss).
     """
-    return cell_name(row, column) if 0 <= column < MAX_COLS else ""
+    name = cell_name(row, column) if 0 <= column < MAX_COLS else ""
+    if len(_NAMES) >= _CAP:
+        _NAMES.clear()
+    _NAMES[(row, column)] = name
+    return name
 
 
 class _RowCheck:
@@ -646,12 +668,12 @@ class _KeyRows:
                 found = _row_verdict({}, p["document"], p["key_column"], check.key, p["expected"], 0, hits, ())
                 verdicts[check.check] = found
             return
-        cells, shown_line = doc.sheets[self.sheet], line + 1
+        cells, shown_line, names = doc.sheets[self.sheet], line + 1, _NAMES
         for check in checks or self.checks:
             problems: list[str] | None = None
             tolerance = check.tolerance
             for letter, column, kind, want, shown in check.wants:
-                cell = cells.get(_cell_at(line, column))
+                cell = cells.get(names.get((line, column)) or _cell_at(line, column))
                 actual: Any = None if cell is None else cell[0]
                 kind_of = type(actual)
                 if kind_of is str:
