@@ -66,6 +66,7 @@ def test_json_values_of_every_kind_in_a_compared_cell_read_as_the_function_reads
     asks: list[tuple[str, dict[str, Any]]] = [
         ("sheet_row_matches", {"key_column": "A", "key": "RC-1", "expected": {"B": "Travel", "C": 40}}),
         ("sheet_row_matches", {"key_column": "A", "key": "RC-1", "expected": {"C": 40}, "tolerance": 0}),
+        ("sheet_row_matches", {"key_column": "A", "key": "RC-1", "expected": {"C": float("inf"), "B": "40"}}),
     ]
     play = _Play(asks, _book(_BASE))
     for what, value in [
@@ -81,6 +82,8 @@ def test_json_values_of_every_kind_in_a_compared_cell_read_as_the_function_reads
     ]:
         play.write(what, _book({**_BASE, "B1": [value, None], "C1": [value, None]}))
     assert play.kept[("sheet_row_matches", 0)][0] == 0.5  # B holds 40.0, not the text
+    play.write("infinity, and the text", _book({**_BASE, "B1": ["40", None], "C1": [float("inf"), None]}))
+    assert play.kept[("sheet_row_matches", 2)][0] == 0.5  # an infinite cell reads as empty
 
 
 def test_the_boolean_flags_of_a_diff_are_not_read_for_content_the_checks_were_filed_on_since():
