@@ -204,24 +204,30 @@ _EMPTY: frozenset[int] = frozenset()
 
 
 def _diff(
-    ctx: GradingContext, doc_id: int, old: dict[str, Any], new: dict[str, Any], settled: dict[str, Any]
+    ctx: GradingContext, doc: _Doc, row: tuple[Any, ...], rows: list[ChangeRow], new: dict[str, Any]
 ) -> tuple[list[_Cells], list[_Moved]] | None:
-    """``_cells_moved(old, new)``, worked out once per write for every sheet function (``ctx.lasting``).
+    """``_cells_moved`` from what ``doc``'s checks were settled on to ``new``, once per write for every function.
 
-    ``settled``: the content the caller's checks were settled on, which ``old`` is or equals cell for cell. When
-    it is the content the last diff ended on, that diff's flags say which of its sheets hold no value equal to
-    a boolean, and so which of ``old``'s do (equal cells are equal to the same booleans).
+    The old side is the step's before-image of the document (``_before``) when the step wrote it once from the
+    version the checks were settled at, else the content they were settled on (``doc.content``). Kept in
+    ``ctx.lasting`` by document: the next function asking in the same step (the same ``rows`` list, row and
+    settled content) gets the same answer with no second look at the rows. When the settled content is the
+    one the last diff ended on, that diff's flags say which of its sheets hold no value equal to a boolean,
+    and so which of the old side's do (it equals the settled content cell for cell).
     """
-    kept = ctx.lasting.get(("sheet_diff", doc_id))
-    safe = None
-    if kept is not None:
-        if kept[0] is old and kept[1] is new:
+    settled = doc.content
+    assert settled is not None
+    key = ("sheet_diff", row[0])
+    kept = ctx.lasting.get(key)
+    if kept is not None and kept[4] is rows and kept[5] is row and kept[1] is new and kept[6] is settled:
+        if kept[7] == doc.version:
             found: tuple[list[_Cells], list[_Moved]] | None = kept[2]
             return found
-        if kept[1] is settled:
-            safe = kept[3]
+    before = _before(rows, row, doc.version, new)
+    old = settled if before is None else before
+    safe = kept[3] if kept is not None and kept[1] is settled else None
     found, flags = _cells_moved(old, new, safe)
-    ctx.lasting[("sheet_diff", doc_id)] = (old, new, found, flags if found is not None else None)
+    ctx.lasting[key] = (old, new, found, flags if found is not None else None, rows, row, settled, doc.version)
     return found
 
 
@@ -261,7 +267,7 @@ def _cells_moved(
         cells: list[Any] = []
         if changed:
             # every written name plain (the cache knows most; ``had``'s are, so only an added one may not be)
-            if None in map(_POSITIONS.get, changed) and None in map(_plain, changed):
+            if not all(map(_POSITIONS.__contains__, changed)) and not all(map(_plain, changed)):
                 return None, []
             cells = list(map(now.__getitem__, changed))
             if set(map(type, cells)) != _LISTS or set(map(len, cells)) != _PAIRS:
@@ -281,9 +287,20 @@ def _cells_moved(
 
 
 def _safe(cells: Iterable[list[Any]]) -> bool:
-    """Whether none of ``cells`` ([value, formula]) holds a value equal to a boolean (``True``, ``1.0``, ``0``...)."""
+    """Whether none of ``cells`` ([value, formula]) holds a value equal to a boolean (``True``, ``1.0``, ``0``...).
+
+    By hash when every value is text, a number or empty (what a sheet holds): ``0`` and ``1`` are in a set, so
+    each value is one probe, and a number equal to either hashes as it does. ``True in values`` would compare
+    each text with ``True`` through both types' comparisons, which costs more than the rest of the diff.
+    """
     values = list(map(_first, cells))
+    if set(map(type, values)) <= _HASHED:
+        return _BOOLISH.isdisjoint(values)
     return True not in values and False not in values
+
+
+_HASHED = frozenset({str, float, int, type(None)})
+_BOOLISH = frozenset({0, 1})
 
 
 _first = itemgetter(0)
@@ -565,6 +582,8 @@ class _CellCheck:
             actual, formula = cell
             if type(actual) is float and actual.is_integer():  # what the value of most checked cells is
                 shown = str(int(actual))
+            elif type(actual) is float and _isfinite(actual):  # a total: ``value_from_json`` keeps it
+                shown = repr(actual)
             elif type(actual) is str:
                 shown = repr(actual)
             else:
@@ -760,16 +779,17 @@ class _Watch:
 
     def __init__(self, name: str, file: Any, step: Any) -> None:
         self.name, self.file, self.step = name, file, step
+        self.key = ("sheet_watch", name)
 
     def __call__(
         self, ctx: GradingContext, rows: list[ChangeRow], params: Sequence[Mapping[str, Any]]
     ) -> dict[int, Verdict | None]:
-        kept = ctx.lasting.get(("sheet_watch", self.name))
+        kept = ctx.lasting.get(self.key)
         if kept is None or kept[0] is not params:
             by_document: dict[str, list[int]] = {}
             for check, p in enumerate(params):
                 by_document.setdefault(str(p["document"]), []).append(check)
-            kept = ctx.lasting[("sheet_watch", self.name)] = (params, {d: _Doc(c) for d, c in by_document.items()})
+            kept = ctx.lasting[self.key] = (params, {d: _Doc(c) for d, c in by_document.items()})
         verdicts: dict[int, Verdict | None] = {}
         for document, doc in kept[1].items():
             row = _document(ctx, document, query=False)
@@ -814,14 +834,14 @@ class _Watch:
             return
         found = None
         if doc.content is not None:
-            before = _before(rows, row, doc.version, content)
-            found = _diff(ctx, int(row[0]), doc.content if before is None else before, content, doc.content)
+            found = _diff(ctx, doc, row, rows, content)
         if found is None:
             self._file(ctx, doc, row, content, params, verdicts)
         else:
             old, doc.content, doc.sheets = doc.sheets, content, found[0]
             self.step(doc, old, found[1], verdicts)
-            verdicts.update(dict.fromkeys(doc.always))
+            if doc.always:
+                verdicts.update(dict.fromkeys(doc.always))
         doc.source, doc.blob, doc.version = source, blob, row[6]
 
     def _file(

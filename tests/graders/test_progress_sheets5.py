@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from graders.checks_sheets import _safe
 from tests.graders.test_progress_sheets3 import _book, _Play, _row
 
 _BASE = {"A1": ["RC-1", None], "B1": ["Travel", None], "C1": [40.0, None], "A2": ["RC-2", None]}
@@ -117,3 +118,12 @@ def test_the_checks_of_one_key_follow_it_to_two_rows_to_none_and_back_together()
     kept = dict(play.kept)
     decided = play.write("a note beside RC-1's row", _book({**cleared, "A1": ["RC-1", None], "H1": ["ok", None]}))
     assert all(play.kept[w] is kept[w] for w in decided), "a passing row woken again is handed back by identity"
+
+
+def test_the_boolean_scan_says_what_equality_with_a_boolean_says_for_every_kind_of_value():
+    values: list[Any] = [0, 1, 0.0, -0.0, 1.0, 2.0, 0.5, float("nan"), 10**400, "1", "", None, "True"]
+    values += [True, False, {"error": "#N/A"}]
+    for value in values:
+        for others in ([], ["text", 3.5, None], [{"error": "#REF!"}]):  # by hash, and by comparison (a dict)
+            cells = [[v, None] for v in [*others, value]]
+            assert _safe(cells) is not (value == True or value == False), (value, others)  # noqa: E712
