@@ -569,8 +569,8 @@ class _CellCheck:
         if cell is not None:
             exact = self.exact
             if (
-                cell[0] == exact
-                and type(cell[0]) is type(exact)
+                type(cell[0]) is type(exact)
+                and cell[0] == exact
                 and (cell[1] is not None or not self.formula)
                 and self.hit is not None
             ):
@@ -723,7 +723,7 @@ class _KeyRows:
                 cell = cells.get(names.get((line, column)) or _cell_at(line, column))
                 actual: Any = None if cell is None else cell[0]
                 kind_of = type(actual)
-                if actual == exact and kind_of is type(exact):  # what a write of the expected value holds
+                if kind_of is type(exact) and actual == exact:  # what a write of the expected value holds
                     continue
                 if kind_of is str:
                     if kind == _TEXT and actual.strip().casefold() == want:
