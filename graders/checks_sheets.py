@@ -240,8 +240,9 @@ def _cells_moved(
     ``_Doc.file`` or an earlier diff, so its cells are known to be plain names and [value, formula] pairs; the
     written ones of ``new`` are checked here (the others equal ``old``'s). None: the
     sheets or defined names differ, or a written cell is named or shaped otherwise (the checks are filed again
-    on ``new``). The cells are compared and the written ones checked in C (``map``, sets): a write changes a
-    few of a sheet's hundreds, and a budget's one write most of its cells, too many for a Python loop.
+    on ``new``). The cells are compared in C (``map``): a write changes a few of a sheet's hundreds. The written
+    ones are checked in one Python pass (shape, added name, boolean flag): that is a row's few cells for an
+    expense write, and four passes in C over them cost more (a budget's one write, most of its cells, once).
 
     Also per sheet of ``new`` whether it holds no value equal to a boolean (``_safe``), given ``safe``, the
     same of ``old`` (None: not known, worked out here once). ``1.0 == True``, so the diff misses a value turning
@@ -264,19 +265,20 @@ def _cells_moved(
             return None, []
         changed: _Moved = list(compress(now, map(ne, now.values(), map(had.get, now))))
         added = 0
-        cells: list[Any] = []
-        if changed:
-            # every written name plain (the cache knows most; ``had``'s are, so only an added one may not be)
-            if not all(map(_POSITIONS.__contains__, changed)) and not all(map(_plain, changed)):
+        clean = had_clean = _safe(had.values()) if safe is None else safe[index]
+        for ref in changed:  # a write's few cells, each checked in one pass as the rest of the diff needs it
+            cell = now[ref]
+            if type(cell) is not list or len(cell) != 2:
                 return None, []
-            cells = list(map(now.__getitem__, changed))
-            if set(map(type, cells)) != _LISTS or set(map(len, cells)) != _PAIRS:
-                return None, []
-            added = len(changed) - sum(map(had.__contains__, changed))
-        clean = _safe(had.values()) if safe is None else safe[index]
-        if clean:
-            clean = _safe(cells)
-        elif bool in set(map(type, map(_first, now.values()))) or bool in set(map(type, map(_first, had.values()))):
+            if ref not in had:  # ``had``'s names are plain; an added one must be too
+                added += 1
+                if ref not in _POSITIONS and _plain(ref) is None:
+                    return None, []
+            if clean and type(cell[0]) is not str and not _safe((cell,)):  # text equals no boolean
+                clean = False
+        if not had_clean and (
+            bool in set(map(type, map(_first, now.values()))) or bool in set(map(type, map(_first, had.values())))
+        ):
             changed = _flips(now, had, changed)
         if len(had) + added != len(now):  # some were cleared (a loop over the old cells only then)
             changed += [ref for ref in had if ref not in now]
@@ -304,7 +306,6 @@ _BOOLISH = frozenset({0, 1})
 
 
 _first = itemgetter(0)
-_LISTS, _PAIRS = {list}, {2}
 _isfinite, _isclose = math.isfinite, math.isclose
 
 
