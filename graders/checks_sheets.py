@@ -274,8 +274,9 @@ def _cells_moved(
                 added += 1
                 if ref not in _POSITIONS and _plain(ref) is None:
                     return None, []
-            if clean and type(cell[0]) is not str and not _safe((cell,)):  # text equals no boolean
-                clean = False
+            if clean and cell[0] is not None and type(cell[0]) is not str:  # text or nothing equals no boolean
+                kind = type(cell[0])
+                clean = cell[0] not in _BOOLISH if kind is float or kind is int else _safe((cell,))
         if not had_clean and (
             bool in set(map(type, map(_first, now.values()))) or bool in set(map(type, map(_first, had.values())))
         ):
@@ -497,13 +498,8 @@ def _want(expected: Primitive) -> tuple[int, Any]:
     return _TEXT, expected.strip().casefold()
 
 
-class _Never:
-    """A value no cell's JSON equals (``_exact``'s answer when no JSON value passes a check to the letter)."""
-
-    __slots__ = ()
-
-
-_NEVER = _Never()
+_NEVER: Any = object()
+"""A value no cell's JSON is of the type of (``_exact``'s answer when no JSON value passes a check to the letter)."""
 
 
 def _exact(expected: Primitive) -> Any:
