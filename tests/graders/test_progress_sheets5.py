@@ -2,11 +2,13 @@
 
 ``graders.checks_sheets`` now keeps, with the content a diff ended on, whether each sheet holds a value equal
 to a boolean (``1.0 == True``): while a sheet holds none, the next write's diff looks only at its written cells
-for one instead of scanning every cell's type. A row check decides itself in one frame and hands its passing
-verdict back by identity while its row passes. These tests play writes as ``graders.progress`` does (through
-``test_progress_sheets3._Play``: the functions are run on a fresh context after every step and must agree) on
-the cases those shortcuts could get wrong: a sheet that takes in its first 1.0 and flips it to ``True`` a write
-later, a key moving rows, and JSON values the one-frame comparison must read as ``value_from_json`` does.
+for one instead of scanning every cell's type (``_safe``, by hash). The row checks of one key are decided
+together in one frame (``_KeyRows``), each cell compared first with the value that passes it to the letter, and
+a passing verdict is handed back by identity while its row passes. These tests play writes as
+``graders.progress`` does (through ``test_progress_sheets3._Play``: the functions are run on a fresh context
+after every step and must agree) on the cases those shortcuts could get wrong: a sheet that takes in its first
+1.0 and flips it to ``True`` a write later, flags kept for content the checks were filed on since, a key on two
+rows, on none and back, a key moving rows, and JSON values the comparison must read as ``value_from_json`` does.
 """
 
 from __future__ import annotations
