@@ -10,11 +10,14 @@ O(checks): each function has an ``on_step`` evaluator that settles all of a rubr
 the content's JSON rather than a parsed workbook. A write's cells are diffed once against the content the
 checks were last settled on (``_cells_moved``, shared by both functions), and an index built when a document is
 first seen (``_Doc``) maps those cells to the checks that read them: a cell check's cell, a row check's key (a key
-written or cleared in its column) and the cells of the row holding its key. Only those checks are decided again,
-each by an object that holds what it compares and says, worked out once (``_CellCheck``, ``_RowCheck``); the
-others are left out, so their verdicts stand at no cost. A change the diff cannot describe (a sheet added or
-renamed, a cell named otherwise than ``workbook_json`` names it, content from the file store) files the document's
-checks again on the new content, or leaves them to their functions when the JSON cannot be read as they read it.
+written or cleared in its column) and the row holding its key. Only those checks are decided again, each by an
+object that holds what it compares and says, worked out once (``_CellCheck``, ``_RowCheck``; the row checks of
+one key together, ``_KeyRows``), a passing verdict handed back by identity while it stands; the others are left
+out, so their verdicts stand at no cost. The diff keeps which sheets hold no value equal to a boolean, so the
+next write looks for a number turned boolean (``1.0 == True``) among its written cells alone. A change the diff
+cannot describe (a sheet added or renamed, a cell named otherwise than ``workbook_json`` names it, content from the
+file store) files the document's checks again on the new content, or leaves them to their functions when the
+JSON cannot be read as they read it.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
 from itertools import compress
 from operator import itemgetter, ne
@@ -119,19 +122,35 @@ def _book_from_base(content: dict[str, Any], base: tuple[dict[str, Any], Workboo
     return book
 
 
-@lru_cache(maxsize=1 << 16)
+_POSITIONS: dict[str, tuple[int, int]] = {}
+"""``_plain``'s answer for each plain name seen, read on a write's path with ``dict.get`` (in C, through ``map``):
+an ``lru_cache`` hit also moves its entry in a linked list, memory that a write step finds cold."""
+_NAMES: dict[tuple[int, int], str] = {}
+"""``_cell_at``'s answers, read likewise (a row check reads the same few cells of each row an episode fills)."""
+_CAP = 1 << 16
+"""How many answers each of those caches keeps before it starts again (a cache, not a leak)."""
+
+
 def _plain(ref: str) -> tuple[int, int] | None:
     """Where cell ``ref`` is if it is a plain name (``B7``, what ``workbook_json`` writes), else None.
 
-    Cached, as every episode writes the same few cells. The ``on_step`` evaluators look cells up by name in
-    the content's JSON, which finds what a parse finds only while every name is plain (``$B$7`` and ``B7``
-    are one cell to a parse), so content with any other name is left to the functions.
+    Cached (``_POSITIONS``), as every episode writes the same few cells. The ``on_step`` evaluators look cells
+    up by name in the content's JSON, which finds what a parse finds only while every name is plain (``$B$7``
+    and ``B7`` are one cell to a parse), so content with any other name is left to the functions.
     """
+    pos = _POSITIONS.get(ref)
+    if pos is not None:
+        return pos
     m = _PLAIN_CELL.fullmatch(ref)
     if m is None:
         return None
     row, col = int(m.group(2)) - 1, col_index(m.group(1))
-    return (row, col) if row < MAX_ROWS and col < MAX_COLS else None
+    if row >= MAX_ROWS or col >= MAX_COLS:
+        return None
+    if len(_POSITIONS) >= _CAP:
+        _POSITIONS.clear()
+    pos = _POSITIONS[ref] = (row, col)
+    return pos
 
 
 @lru_cache(maxsize=1 << 16)
@@ -185,58 +204,110 @@ _EMPTY: frozenset[int] = frozenset()
 
 
 def _diff(
-    ctx: GradingContext, doc_id: int, old: dict[str, Any], new: dict[str, Any]
+    ctx: GradingContext, doc: _Doc, row: tuple[Any, ...], rows: list[ChangeRow], new: dict[str, Any]
 ) -> tuple[list[_Cells], list[_Moved]] | None:
-    """``_cells_moved(old, new)``, worked out once per write for every sheet function (``ctx.lasting``)."""
-    kept = ctx.lasting.get(("sheet_diff", doc_id))
-    if kept is not None and kept[0] is old and kept[1] is new:
-        found: tuple[list[_Cells], list[_Moved]] | None = kept[2]
-        return found
-    found = _cells_moved(old, new)
-    ctx.lasting[("sheet_diff", doc_id)] = (old, new, found)
+    """``_cells_moved`` from what ``doc``'s checks were settled on to ``new``, once per write for every function.
+
+    The old side is the step's before-image of the document (``_before``) when the step wrote it once from the
+    version the checks were settled at, else the content they were settled on (``doc.content``). Kept in
+    ``ctx.lasting`` by document: the next function asking in the same step (the same ``rows`` list, row and
+    settled content) gets the same answer with no second look at the rows. When the settled content is the
+    one the last diff ended on, that diff's flags say which of its sheets hold no value equal to a boolean,
+    and so which of the old side's do (it equals the settled content cell for cell).
+    """
+    settled = doc.content
+    assert settled is not None
+    key = ("sheet_diff", row[0])
+    kept = ctx.lasting.get(key)
+    if kept is not None and kept[4] is rows and kept[5] is row and kept[1] is new and kept[6] is settled:
+        if kept[7] == doc.version:
+            found: tuple[list[_Cells], list[_Moved]] | None = kept[2]
+            return found
+    before = _before(rows, row, doc.version, new)
+    old = settled if before is None else before
+    safe = kept[3] if kept is not None and kept[1] is settled else None
+    found, flags = _cells_moved(old, new, safe)
+    ctx.lasting[key] = (old, new, found, flags if found is not None else None, rows, row, settled, doc.version)
     return found
 
 
-def _cells_moved(old: dict[str, Any], new: dict[str, Any]) -> tuple[list[_Cells], list[_Moved]] | None:
+def _cells_moved(
+    old: dict[str, Any], new: dict[str, Any], safe: list[bool] | None = None
+) -> tuple[tuple[list[_Cells], list[_Moved]] | None, list[bool]]:
     """The cells of each sheet of content ``new`` and those that differ from ``old``'s, or None if not all can tell.
 
     ``old`` (the content the checks were settled on, or the write's before-image, equal to it) has been read by
     ``_Doc.file`` or an earlier diff, so its cells are known to be plain names and [value, formula] pairs; the
     written ones of ``new`` are checked here (the others equal ``old``'s). None: the
     sheets or defined names differ, or a written cell is named or shaped otherwise (the checks are filed again
-    on ``new``). The cells are compared and the written ones checked in C (``map``, sets): a write changes a
-    few of a sheet's hundreds, and a budget's one write most of its cells, too many for a Python loop.
+    on ``new``). The cells are compared in C (``map``): a write changes a few of a sheet's hundreds. The written
+    ones are checked in one Python pass (shape, added name, boolean flag): that is a row's few cells for an
+    expense write, and four passes in C over them cost more (a budget's one write, most of its cells, once).
+
+    Also per sheet of ``new`` whether it holds no value equal to a boolean (``_safe``), given ``safe``, the
+    same of ``old`` (None: not known, worked out here once). ``1.0 == True``, so the diff misses a value turning
+    from number to boolean or back; such a cell equals a boolean on both sides, so a sheet of ``old`` holding
+    no value equal to one cannot have it among the cells the diff calls unchanged, and only the written cells
+    are looked at; a sheet that holds one (a 0 or 1 anywhere) scans every cell's type each write (``_flips``)
+    and stays flagged so.
     """
     sheets, old_sheets = new.get("sheets", []), old.get("sheets", [])
     if type(sheets) is not list or len(sheets) != len(old_sheets) or new.get("names", {}) != old.get("names", {}):
-        return None
+        return None, []
     cells_of: list[_Cells] = []
     moved: list[_Moved] = []
-    for raw, was in zip(sheets, old_sheets, strict=True):
+    flags: list[bool] = []
+    for index, (raw, was) in enumerate(zip(sheets, old_sheets, strict=True)):
         if type(raw) is not dict or raw.get("name") != was.get("name"):
-            return None
+            return None, []
         now, had = raw.get("cells", {}), was.get("cells", {})
         if type(now) is not dict:
-            return None
+            return None, []
         changed: _Moved = list(compress(now, map(ne, now.values(), map(had.get, now))))
-        added: Any = ()
-        if changed:
-            added = set(changed).difference(had)
-            if added and None in map(_plain, added):
-                return None
-            cells = list(map(now.__getitem__, changed))
-            if set(map(type, cells)) != {list} or set(map(len, cells)) != {2}:
-                return None
-        if bool in set(map(type, map(_first, now.values()))) or bool in set(map(type, map(_first, had.values()))):
+        added = 0
+        clean = had_clean = _safe(had.values()) if safe is None else safe[index]
+        for ref in changed:  # a write's few cells, each checked in one pass as the rest of the diff needs it
+            cell = now[ref]
+            if type(cell) is not list or len(cell) != 2:
+                return None, []
+            if ref not in had:  # ``had``'s names are plain; an added one must be too
+                added += 1
+                if ref not in _POSITIONS and _plain(ref) is None:
+                    return None, []
+            if clean and cell[0] is not None and type(cell[0]) is not str:  # text or nothing equals no boolean
+                kind = type(cell[0])
+                clean = cell[0] not in _BOOLISH if kind is float or kind is int else _safe((cell,))
+        if not had_clean and (
+            bool in set(map(type, map(_first, now.values()))) or bool in set(map(type, map(_first, had.values())))
+        ):
             changed = _flips(now, had, changed)
-        if len(had) + len(added) != len(now):  # some were cleared (a loop over the old cells only then)
+        if len(had) + added != len(now):  # some were cleared (a loop over the old cells only then)
             changed += [ref for ref in had if ref not in now]
         cells_of.append(now)
         moved.append(changed)
-    return cells_of, moved
+        flags.append(clean)
+    return (cells_of, moved), flags
+
+
+def _safe(cells: Iterable[list[Any]]) -> bool:
+    """Whether none of ``cells`` ([value, formula]) holds a value equal to a boolean (``True``, ``1.0``, ``0``...).
+
+    By hash when every value is text, a number or empty (what a sheet holds): ``0`` and ``1`` are in a set, so
+    each value is one probe, and a number equal to either hashes as it does. ``True in values`` would compare
+    each text with ``True`` through both types' comparisons, which costs more than the rest of the diff.
+    """
+    values = list(map(_first, cells))
+    if set(map(type, values)) <= _HASHED:
+        return _BOOLISH.isdisjoint(values)
+    return True not in values and False not in values
+
+
+_HASHED = frozenset({str, float, int, type(None)})
+_BOOLISH = frozenset({0, 1})
 
 
 _first = itemgetter(0)
+_isfinite, _isclose = math.isfinite, math.isclose
 
 
 def _flips(now: _Cells, had: _Cells, changed: _Moved) -> _Moved:
@@ -292,21 +363,23 @@ class _Doc:
     ``row`` is the document row the verdicts were settled on (a step that leaves it the same object wrote
     nothing), ``source``/``blob``/``version`` its content, blob hash and version; ``content`` the JSON the index
     is of (None: file the checks afresh at the next write) and ``sheets`` its cells per sheet, the content's own
-    dicts (read, never changed). The index: ``reads`` maps per sheet a cell name to the checks reading that cell
-    (a cell check's cell, the cells a row check compares on the row holding its key); ``keys`` holds per sheet
-    and key column the rows by key text, kept up to date from each diff; ``by_key`` maps (sheet, column, key
-    text) to the row checks of that key. ``filed``: each indexed check, compiled; ``always``: checks whose
-    params cannot be read (a bad cell name), left to their function on every write. A check in neither (its
-    sheet is missing) keeps its verdict while the sheets stay as they are.
+    dicts (read, never changed). The index: ``reads`` maps per sheet a cell name to the cell checks reading that
+    cell; ``keys`` holds per sheet and key column the rows by key text, kept up to date from each diff;
+    ``groups`` maps (sheet, column, key text) to the row checks of that key (``_KeyRows``) and ``lines`` per
+    sheet a row to the groups whose key is on that row alone (a write to the row may move them). ``filed``:
+    each indexed check, compiled; ``always``: checks whose params cannot be read (a bad cell name), left to
+    their function on every write. A check in neither (its sheet is missing) keeps its verdict while the sheets
+    stay as they are.
     """
 
     __slots__ = (
         "always",
         "blob",
-        "by_key",
         "content",
         "filed",
+        "groups",
         "keys",
+        "lines",
         "positions",
         "reads",
         "row",
@@ -329,7 +402,8 @@ class _Doc:
         self.sheets: list[_Cells] = []
         self.reads: list[dict[str, set[int]]] = []
         self.keys: list[dict[int, dict[str, set[int]]]] = []
-        self.by_key: dict[tuple[int, int, str], list[int]] = {}
+        self.groups: dict[tuple[int, int, str], _KeyRows] = {}
+        self.lines: list[dict[int, dict[_KeyRows, None]]] = []
         self.filed: dict[int, Any] = {}  # a _CellCheck or _RowCheck (one kind per function)
         self.always: list[int] = []
 
@@ -355,6 +429,7 @@ class _Doc:
             cells_of.append(cells)
         self.content, self.sheets = content, cells_of
         self.reads = [{} for _ in cells_of]
+        self.lines = [{} for _ in cells_of]
         self.keys = [{} for _ in cells_of]
         return [s.name for s in book.sheets]
 
@@ -369,40 +444,41 @@ class _Doc:
                     found.setdefault(value.strip().casefold(), set()).add(pos[0])
         return found
 
-    def moved(self, old: list[_Cells], moved: list[_Moved]) -> set[int]:
-        """The checks that read a cell a write changed (``moved``: per sheet, from ``old``'s cells to ``sheets``').
+    def moved(self, old: list[_Cells], moved: list[_Moved]) -> dict[_KeyRows, None]:
+        """The row checks' key groups a write may have moved (``moved``: per sheet, from ``old``'s cells to ours).
 
-        The key indexes are brought up to date on the way: a key cell written or cleared moves its row from
-        the old key's rows to the new key's, and wakes the row checks of both keys.
+        A group wakes when a cell of the row holding its key changed, or its key was written or cleared in its
+        column: the key indexes are brought up to date on the way (the row moves from the old key's rows to the
+        new key's). In the order the cells were written (a dict, not a set of objects: the same order every run).
         """
-        woken: set[int] = set()
+        woken: dict[_KeyRows, None] = {}
+        groups = self.groups
         for index, changed in enumerate(moved):
             if not changed:
                 continue
-            reads, keys = self.reads[index], self.keys[index]
+            lines, keys = self.lines[index], self.keys[index]
             for ref in changed:
-                found = reads.get(ref)
+                line, column = _POSITIONS.get(ref) or _ref_pos(ref)
+                found = lines.get(line)
                 if found:
-                    woken |= found
-                if keys:
-                    pos = _ref_pos(ref)
-                    rows = keys.get(pos[1])
-                    if rows is not None:
-                        self._rekey(index, pos, rows, old[index].get(ref), self.sheets[index].get(ref), woken)
+                    woken.update(found)
+                rows = keys.get(column)
+                if rows is None:
+                    continue
+                was, now = old[index].get(ref), self.sheets[index].get(ref)
+                if was is not None and type(was[0]) is str:
+                    key = was[0].strip().casefold()
+                    rows.get(key, set()).discard(line)
+                    group = groups.get((index, column, key))
+                    if group is not None:
+                        woken[group] = None
+                if now is not None and type(now[0]) is str:
+                    key = now[0].strip().casefold()
+                    rows.setdefault(key, set()).add(line)
+                    group = groups.get((index, column, key))
+                    if group is not None:
+                        woken[group] = None
         return woken
-
-    def _rekey(
-        self, index: int, pos: tuple[int, int], rows: dict[str, set[int]], was: Any, now: Any, woken: set[int]
-    ) -> None:
-        """Move row ``pos[0]`` of key column ``pos[1]`` from key cell ``was``'s key to ``now``'s; wake both keys."""
-        for cell, add in ((was, False), (now, True)):
-            if cell is not None and isinstance(cell[0], str):
-                key = cell[0].strip().casefold()
-                if add:
-                    rows.setdefault(key, set()).add(pos[0])
-                else:
-                    rows.get(key, set()).discard(pos[0])
-                woken.update(self.by_key.get((index, pos[1], key), ()))
 
 
 _NUMBER, _TEXT, _EXACT = 1, 2, 3
@@ -420,6 +496,28 @@ def _want(expected: Primitive) -> tuple[int, Any]:
     if isinstance(expected, int | float):
         return _NUMBER, float(expected)
     return _TEXT, expected.strip().casefold()
+
+
+_NEVER: Any = object()
+"""A value no cell's JSON is of the type of (``_exact``'s answer when no JSON value passes a check to the letter)."""
+
+
+def _exact(expected: Primitive) -> Any:
+    """The JSON value a cell holding exactly ``expected`` has, if ``_same`` passes it; else ``_NEVER``.
+
+    That is a finite number as a float, or the very text. A row check compares it first, with ``==`` and the
+    type: one comparison for the cells a write of the expected values fills, where trimming and case-folding
+    allocate two strings and a number takes two calls.
+    """
+    if isinstance(expected, bool) or expected is None:
+        return _NEVER  # ``bool(actual == expected)``: 1.0 == True, so no shortcut on equality alone
+    if isinstance(expected, int | float):
+        try:
+            value = float(expected)
+        except OverflowError:
+            return _NEVER
+        return value if math.isfinite(value) else _NEVER
+    return expected
 
 
 def _holds(kind: int, want: Any, tolerance: float, actual: Any) -> bool:
@@ -468,8 +566,8 @@ class _CellCheck:
         if cell is not None:
             exact = self.exact
             if (
-                cell[0] == exact
-                and type(cell[0]) is type(exact)
+                type(cell[0]) is type(exact)
+                and cell[0] == exact
                 and (cell[1] is not None or not self.formula)
                 and self.hit is not None
             ):
@@ -481,6 +579,8 @@ class _CellCheck:
             actual, formula = cell
             if type(actual) is float and actual.is_integer():  # what the value of most checked cells is
                 shown = str(int(actual))
+            elif type(actual) is float and _isfinite(actual):  # a total: ``value_from_json`` keeps it
+                shown = repr(actual)
             elif type(actual) is str:
                 shown = repr(actual)
             else:
@@ -525,25 +625,27 @@ def _file_cell(doc: _Doc, names: list[str], p: Mapping[str, Any], check: int) ->
     return found
 
 
-@lru_cache(maxsize=1 << 14)
 def _cell_at(row: int, column: int) -> str:
     """The plain name of cell (``row``, ``column``); "" (no cell has it) for a column off the sheet (``??``).
 
-    Cached: a row check reads the same few cells of each row an episode fills.
+    Cached (``_NAMES``; ``_KeyRows.decide`` reads the cache itself and calls this on a miss).
     """
-    return cell_name(row, column) if 0 <= column < MAX_COLS else ""
+    name = cell_name(row, column) if 0 <= column < MAX_COLS else ""
+    if len(_NAMES) >= _CAP:
+        _NAMES.clear()
+    _NAMES[(row, column)] = name
+    return name
 
 
 class _RowCheck:
-    """A ``sheet_row_matches`` check as ``_Watch`` decides it: its key, and the cells it compares on its row.
+    """A ``sheet_row_matches`` check as ``_Watch`` decides it: what it compares on the row holding its key.
 
     ``wants``: per expected column (in ``_letters`` order) its letter, where it is, how it compares and with
-    what, and the expected value as evidence shows it. ``rows``: the rows holding the key when it was last
-    decided; ``refs``: while that is one row, the names of the cells it compares there, indexed in
-    ``_Doc.reads``.
+    what, and the expected value as evidence shows it. ``hit``: the passing verdict on its group's row, built
+    once and handed back by identity while the row passes (progress stores nothing then).
     """
 
-    __slots__ = ("check", "column", "key", "needle", "p", "refs", "rows", "sheet", "tolerance", "wants")
+    __slots__ = ("check", "column", "group", "hit", "key", "needle", "p", "passed", "sheet", "tolerance", "wants")
 
     def __init__(self, check: int, sheet: int, p: Mapping[str, Any]) -> None:
         self.check, self.sheet, self.p = check, sheet, p
@@ -551,69 +653,115 @@ class _RowCheck:
         expected = p["expected"]
         # a bad column raises now, not only once the key is on one row
         self.wants = tuple(
-            (letter, column, *_want(expected[letter]), _show(expected[letter])) for letter, column in _letters(expected)
+            (letter, column, *_want(expected[letter]), _show(expected[letter]), _exact(expected[letter]))
+            for letter, column in _letters(expected)
         )
         self.key: str = p["key"]
         self.needle = self.key.strip().casefold()
         self.tolerance: float = p.get("tolerance", _TOLERANCE)
-        self.rows: frozenset[int] = _EMPTY
-        self.refs: tuple[str, ...] = ()
-
-    def hold(self, doc: _Doc, rows: frozenset[int]) -> None:
-        """Index the check by the cells it reads now that ``rows`` hold its key (instead of the ones before)."""
-        reads, check = doc.reads[self.sheet], self.check
-        for ref in self.refs:
-            reads[ref].discard(check)
-        self.rows, self.refs = rows, ()
-        if len(rows) == 1:
-            (line,) = rows
-            self.refs = tuple(_cell_at(line, want[1]) for want in self.wants)
-            for ref in self.refs:
-                found = reads.get(ref)
-                if found is None:
-                    reads[ref] = {check}
-                else:
-                    found.add(check)
+        self.passed = f": {len(self.wants)}/{len(self.wants)} columns match"  # ``_row_outcome``'s, no problems
+        self.hit: Verdict | None = None
+        self.group: _KeyRows | None = None
 
     def decide(self, doc: _Doc) -> Verdict:
-        """The check's verdict on ``doc``'s cells (``_row_verdict``'s), its key's rows read from the kept index."""
+        """The check's verdict on ``doc``'s cells (when it is filed; a write decides its whole group at once)."""
+        verdicts: dict[int, Verdict | None] = {}
+        assert self.group is not None  # filed by ``_file_row``
+        self.group.decide(doc, verdicts, (self,))
+        found = verdicts[self.check]
+        assert found is not None
+        return found
+
+
+class _KeyRows:
+    """The row checks of one key (sheet, key column, key text), decided together: they read the same row.
+
+    A receipt's row is checked as a few checks of a few columns each, and a write fills the row at once, so the
+    key's rows are looked up and the row indexed once for all of them, and each is decided in the same frame
+    (``decide``): a write step runs with code the tool call in between has pushed out of the caches, so every
+    call saved counts. ``rows``: the rows holding the key when last decided; ``line``: while that is one row,
+    it (0-based), indexed in ``_Doc.lines``, else -1.
+    """
+
+    __slots__ = ("checks", "column", "line", "needle", "rows", "sheet")
+
+    def __init__(self, sheet: int, column: int, needle: str) -> None:
+        self.sheet, self.column, self.needle = sheet, column, needle
+        self.checks: list[_RowCheck] = []
+        self.rows: frozenset[int] = _EMPTY
+        self.line = -1
+
+    def decide(self, doc: _Doc, verdicts: dict[int, Verdict | None], checks: Sequence[_RowCheck] = ()) -> None:
+        """Put in ``verdicts`` the verdict (``_row_verdict``'s) of each of ``checks`` (default: all of the group's)."""
         rows = doc.keys[self.sheet][self.column].get(self.needle, _EMPTY)
-        if rows != self.rows:
-            self.hold(doc, frozenset(rows))
-        if len(rows) != 1:
-            p = self.p
-            return _row_verdict({}, p["document"], p["key_column"], self.key, p["expected"], 0, sorted(rows), ())
-        cells, tolerance = doc.sheets[self.sheet], self.tolerance
-        line = next(iter(rows)) + 1
-        problems: list[str] = []
-        for ref, (letter, _, kind, want, shown) in zip(self.refs, self.wants, strict=False):  # one ref a want
-            cell = cells.get(ref)
-            actual = None if cell is None else cell[0]
-            if type(actual) is str:
-                if kind == _TEXT and actual.strip().casefold() == want:
+        if rows != self.rows:  # the key moved: index the group under the row that holds it now, if one does
+            lines = doc.lines[self.sheet]
+            if self.line >= 0:
+                del lines[self.line][self]
+            self.rows, self.line = frozenset(rows), -1
+            if len(rows) == 1:
+                (self.line,) = rows
+                lines.setdefault(self.line, {})[self] = None
+            for check in self.checks:
+                check.hit = None
+        line = self.line
+        if line < 0:  # the key on no row or on several
+            hits = sorted(rows)
+            for check in checks or self.checks:
+                p = check.p
+                found = _row_verdict({}, p["document"], p["key_column"], check.key, p["expected"], 0, hits, ())
+                verdicts[check.check] = found
+            return
+        cells, shown_line, names = doc.sheets[self.sheet], line + 1, _NAMES
+        for check in checks or self.checks:
+            problems: list[str] | None = None
+            tolerance = check.tolerance
+            for letter, column, kind, want, shown, exact in check.wants:
+                cell = cells.get(names.get((line, column)) or _cell_at(line, column))
+                actual: Any = None if cell is None else cell[0]
+                kind_of = type(actual)
+                if kind_of is type(exact) and actual == exact:  # what a write of the expected value holds
                     continue
-            elif actual is not None:
-                actual = value_from_json(actual)
-            if not _holds(kind, want, tolerance, actual):
-                problems.append(f"{letter}{line} is {_show(actual)} (expected {shown})")
-        return _row_outcome(self.key, line, len(self.wants), problems)
+                if kind_of is str:
+                    if kind == _TEXT and actual.strip().casefold() == want:
+                        continue
+                elif kind_of is float and kind == _NUMBER and _isfinite(actual):  # ``value_from_json`` keeps it
+                    if _isclose(actual, want, abs_tol=tolerance):
+                        continue
+                elif actual is not None:
+                    actual = value_from_json(actual)
+                if not _holds(kind, want, tolerance, actual):
+                    if problems is None:
+                        problems = []
+                    problems.append(f"{letter}{shown_line} is {_show(actual)} (expected {shown})")
+            if problems is not None:
+                verdicts[check.check] = _row_outcome(check.key, shown_line, len(check.wants), problems)
+                continue
+            hit = check.hit
+            if hit is None:
+                hit = check.hit = (1.0, f"{check.key} on row {shown_line}{check.passed}", {"row": shown_line})
+            verdicts[check.check] = hit
 
 
 def _step_rows(doc: _Doc, old: list[_Cells], moved: list[_Moved], verdicts: dict[int, Verdict | None]) -> None:
-    """Decide the row checks a write moved: a key of theirs written or cleared, or a cell they compare changed."""
-    filed = doc.filed
-    for check in doc.moved(old, moved):
-        verdicts[check] = filed[check].decide(doc)
+    """Decide the row checks a write moved: a key of theirs written or cleared, or a cell of their row changed."""
+    for group in doc.moved(old, moved):
+        group.decide(doc, verdicts)
 
 
 def _file_row(doc: _Doc, names: list[str], p: Mapping[str, Any], check: int) -> _RowCheck | None:
-    """Index row check ``check`` by its key and the cells it reads; None if its sheet is missing."""
+    """File row check ``check`` with the other checks of its key (``_KeyRows``); None if its sheet is missing."""
     index = _sheet_at(names, p.get("sheet"))
     if index is None:
         return None
     found = _RowCheck(check, index, p)
-    doc.by_key.setdefault((index, found.column, found.needle), []).append(check)
-    found.hold(doc, frozenset(doc.key_rows(index, found.column).get(found.needle, _EMPTY)))
+    where = (index, found.column, found.needle)
+    group = doc.groups.get(where)
+    if group is None:
+        group = doc.groups[where] = _KeyRows(*where)
+        doc.key_rows(index, found.column)  # the key column's index, kept up to date from each diff from now on
+    group.checks.append(found)
+    found.group = group
     return found
 
 
@@ -628,16 +776,17 @@ class _Watch:
 
     def __init__(self, name: str, file: Any, step: Any) -> None:
         self.name, self.file, self.step = name, file, step
+        self.key = ("sheet_watch", name)
 
     def __call__(
         self, ctx: GradingContext, rows: list[ChangeRow], params: Sequence[Mapping[str, Any]]
     ) -> dict[int, Verdict | None]:
-        kept = ctx.lasting.get(("sheet_watch", self.name))
+        kept = ctx.lasting.get(self.key)
         if kept is None or kept[0] is not params:
             by_document: dict[str, list[int]] = {}
             for check, p in enumerate(params):
                 by_document.setdefault(str(p["document"]), []).append(check)
-            kept = ctx.lasting[("sheet_watch", self.name)] = (params, {d: _Doc(c) for d, c in by_document.items()})
+            kept = ctx.lasting[self.key] = (params, {d: _Doc(c) for d, c in by_document.items()})
         verdicts: dict[int, Verdict | None] = {}
         for document, doc in kept[1].items():
             row = _document(ctx, document, query=False)
@@ -682,14 +831,14 @@ class _Watch:
             return
         found = None
         if doc.content is not None:
-            before = _before(rows, row, doc.version, content)
-            found = _diff(ctx, int(row[0]), doc.content if before is None else before, content)
+            found = _diff(ctx, doc, row, rows, content)
         if found is None:
             self._file(ctx, doc, row, content, params, verdicts)
         else:
             old, doc.content, doc.sheets = doc.sheets, content, found[0]
             self.step(doc, old, found[1], verdicts)
-            verdicts.update(dict.fromkeys(doc.always))
+            if doc.always:
+                verdicts.update(dict.fromkeys(doc.always))
         doc.source, doc.blob, doc.version = source, blob, row[6]
 
     def _file(
