@@ -675,6 +675,7 @@ def _review_step(ctx: GradingContext, rows: list[ChangeRow], params: list[dict[s
     if not verdict:  # a step of comments: no review moves
         return out
     lasting = ctx.lasting
+    fitted: dict[Any, Any] = {}  # the states a review of this step fitted: checks of the same params share one
     for pos, kw in enumerate(params):
         notes = new.get(kw["mr_id"])
         if not notes:
@@ -686,11 +687,13 @@ def _review_step(ctx: GradingContext, rows: list[ChangeRow], params: list[dict[s
             out[pos] = None
             continue
         if found[1] is not None:  # the first fitting review stays the first
+            if key in fitted:  # an earlier check of the same params just passed on it: so does this one
+                out[pos] = fitted[key]
             continue
         for hit in notes:
             if hit[2] == verdict and _says_all(hit[1], patterns):
                 lasting[key] = (patterns, hit)
-                out[pos] = _review_verdict(hit, verdict, patterns)
+                out[pos] = fitted[key] = _review_verdict(hit, verdict, patterns)
                 break
     return out
 
