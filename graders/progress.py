@@ -53,7 +53,7 @@ from __future__ import annotations
 
 import contextlib
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Container, Iterable, Mapping, Sequence
 from typing import Any
 
 from graders.base import (
@@ -172,6 +172,9 @@ class Progress:
         self._wake_rows: dict[Any, set[int]] = {}
         self._wake_inserts: dict[Any, set[int]] = {}
         self._wake_columns: dict[Any, set[int]] = {}
+        self._lag_tables: dict[Any, set[int]] = {}  # held checks whose evidence any change of a table moves
+        # checks on every table with a ``quiet`` hook: the row shapes that move only their evidence, and by whom
+        self._quiet: dict[int, tuple[Container[tuple[Any, ...]], int | None]] = {}
         self._by_table: dict[str, list[int]] = {}
         self._by_row: dict[tuple[str, tuple[Any, ...]], list[int]] = {}
         self._touches: dict[int, Callable[..., bool]] = {}
@@ -239,6 +242,12 @@ class Progress:
         on_rows, on_changes, touches, held = self._on_rows, self._on_changes, self._touches, self._held
         if held:
             self._wake(changed)
+            lag = self._lag_tables
+            if lag:  # held checks whose evidence counts the table's changes: asked again for the results
+                for table in by_table:
+                    found = lag.get(table)
+                    if found:
+                        self._lagging |= found
         if by_row:
             for i, check_rows in by_check.items():
                 if i in stale:
@@ -265,8 +274,21 @@ class Progress:
                     deciding.setdefault(i, []).extend(table_rows)
                 else:
                     stale.add(i)
+        quiet = self._quiet
         for i in self._any_deciding:
-            if i not in stale and (i not in touches or self._touched(i, changed)):
+            if i in stale:
+                continue
+            if i in quiet:  # rows that move only its evidence (``check_fn(quiet=)``): not asked, lagging instead
+                shapes, actor = quiet[i]
+                for r in changed:
+                    if (actor is not None and r.actor_id != actor) or (
+                        ((r.table, r.op, *r.changes) if r.op == "update" else (r.table, r.op)) not in shapes
+                    ):
+                        break
+                else:
+                    self._lagging.add(i)
+                    continue
+            if i not in touches or self._touched(i, changed):
                 asking.append((i, on_changes[i], changed))
         for i, check_rows in deciding.items():
             if len(by_table) > 1:
@@ -389,9 +411,16 @@ class Progress:
             return
         if found is None:
             return
-        rows, inserts, columns = found
+        rows, inserts, columns = found[:3]
+        lags = found[3] if len(found) > 3 else ()  # tables whose changes leave its evidence behind (not its score)
         keys: list[tuple[dict[Any, set[int]], Any]] = []
-        for index, names in ((self._wake_rows, rows), (self._wake_inserts, inserts), (self._wake_columns, columns)):
+        indexes = (
+            (self._wake_rows, rows),
+            (self._wake_inserts, inserts),
+            (self._wake_columns, columns),
+            (self._lag_tables, lags),
+        )
+        for index, names in indexes:
             for name in names:
                 index.setdefault(name, set()).add(i)
                 keys.append((index, name))
@@ -624,6 +653,11 @@ class Progress:
                 self._on_changes[i] = spec.on_changes
                 if spec.touches is not None:
                     self._touches[i] = spec.touches
+                if spec.quiet is not None:
+                    with contextlib.suppress(Exception):  # a hook that cannot tell: the evaluator asked every step
+                        found = spec.quiet(self.ctx, **kwargs)
+                        if found is not None:
+                            self._quiet[i] = found
             else:
                 self._any.append(i)
         # every step that changed a row re-runs these (trace checks with an evaluator are asked it instead)
