@@ -21,6 +21,7 @@ from graders.registry import LATER, Later
 
 Scope = Literal["actor", "all"]
 
+
 class AllowedChange(BaseModel):
     """Changes a task may make: to ``table``, optionally only ``fields`` (updates), ``keys`` and ``ops``.
 
