@@ -164,6 +164,9 @@ class Progress:
         self._any_deciding: list[int] = []  # state checks on every table with an ``on_changes`` evaluator
         self._stale: frozenset[int] = frozenset()  # the checks every step that changed a row re-runs
         self._group_tables: frozenset[str] = frozenset()  # the tables some ``on_step`` function reads
+        # by table, the ``on_step`` groups that read it as (position in ``_grouped``, key in it), so a step that
+        # wrote one table asks its groups without looking at every other one
+        self._groups_of: dict[str, list[tuple[int, tuple[str, tuple[str, ...]]]]] = {}
         # table checks whose last verdict stands until a step changes what their ``holds`` hook named: the
         # hook, the index entries each held check is under, and the indexes (rows, inserts into a table,
         # updates of a column)
@@ -219,9 +222,20 @@ class Progress:
                     return self._combine()
             return self.value  # nothing changed and nothing reads the steps: the verdicts stand
         self._moved = False
-        changed = [_of(rows[0])] if len(rows) == 1 else list(map(_of, rows))  # most steps write one row
         ctx = self.ctx
-        by_table = ctx.extend(changed)  # the step's rows by table, as the context files them
+        if len(rows) == 1:  # most steps write one row: ``ctx.extend`` inlined (a frame and a list a write step)
+            row = _of(rows[0])
+            changed = [row]
+            ctx.log.append(row)
+            logged = ctx._by_table.get(row.table)
+            if logged is None:
+                ctx._by_table[row.table] = [row]
+            else:
+                logged.append(row)
+            by_table = {row.table: changed}  # the one list: no evaluator changes the rows it is given
+        else:
+            changed = list(map(_of, rows))
+            by_table = ctx.extend(changed)  # the step's rows by table, as the context files them
         stale = set(self._stale)
         # the checks an evaluator may settle from the rows: (check, evaluator, its rows), asked in one loop below
         # rather than through a method per check (the frames cost as much as most evaluators do)
@@ -245,9 +259,9 @@ class Progress:
             lag = self._lag_tables
             if lag:  # held checks whose evidence counts the table's changes: asked again for the results
                 for table in by_table:
-                    found = lag.get(table)
-                    if found:
-                        self._lagging |= found
+                    lags = lag.get(table)
+                    if lags:
+                        self._lagging |= lags
         if by_row:
             for i, check_rows in by_check.items():
                 if i in stale:
@@ -448,22 +462,30 @@ class Progress:
                 index[name].discard(i)
 
     def _step_groups(self, by_table: dict[str, list[ChangeRow]], stale: set[int]) -> None:
-        """Settle the checks of each ``on_step`` function whose tables the step changed, one call per function."""
-        for (_, tables), (on_step, checks, params) in self._grouped.items():
-            if len(tables) == 1:  # most functions read one table: its rows as they are
-                rows = by_table.get(tables[0])
-                if rows is None:
-                    continue
+        """Settle the checks of each ``on_step`` function whose tables the step changed, one call per function.
+
+        A step that wrote one table (most do) asks the groups filed under it with its rows as they are; else
+        every group reading one of the step's tables, in ``_grouped`` order, with its tables' rows in seq order.
+        """
+        groups_of, grouped = self._groups_of, self._grouped
+        step_rows: list[ChangeRow] = []
+        if len(by_table) == 1:
+            ((table, step_rows),) = by_table.items()
+            groups = groups_of.get(table, ())
+        else:
+            groups = sorted({g[0]: g for t in by_table for g in groups_of.get(t, ())}.values())
+        outcomes = self._outcomes
+        for _, key in groups:
+            on_step, checks, params = grouped[key]
+            if step_rows:  # one table written: its rows as they are
+                rows = step_rows
             else:
-                found = [by_table[t] for t in tables if t in by_table]
-                if not found:
-                    continue
+                found = [by_table[t] for t in key[1] if t in by_table]
                 rows = found[0] if len(found) == 1 else sorted((r for f in found for r in f), key=_seq)
             try:
                 verdicts = on_step(self.ctx, rows, params)
             except Exception:  # an evaluator that fails re-runs every check of it: exactness first
                 verdicts = dict.fromkeys(range(len(checks)))
-            outcomes = self._outcomes
             for pos, out in verdicts.items():
                 i = checks[pos]
                 if out is None:
@@ -663,6 +685,9 @@ class Progress:
         # every step that changed a row re-runs these (trace checks with an evaluator are asked it instead)
         self._stale = frozenset(self._always).difference(self._traced) | frozenset(self._any)
         self._group_tables = frozenset(t for _, tables in self._grouped for t in tables)
+        for n, key in enumerate(self._grouped):
+            for table in key[1]:
+                self._groups_of.setdefault(table, []).append((n, key))
         self._gate_names = frozenset(n for names in self._gated.values() for n in names)
         self._all_gated = bool(self._always) and all(i in self._gated for i in self._always)
         for on_step, _, params in self._grouped.values():  # asked once with no rows: what it keeps is built now,
