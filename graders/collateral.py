@@ -163,10 +163,15 @@ def _collateral_on_changes(
         verdict: tuple[float, str, dict[str, Any]] = seen[4]
         return verdict
     elif rows and seen[0] == len(log) - 1:  # a step that wrote one row (most do): what the loop below does for
-        row = log[-1]  # the agent's row that a rule without keys admits, in a few lookups
+        row = log[-1]  # the agent's row that a rule admits without a natural key, in a few lookups
         if scope == "all" or row.actor_id == ctx.actor_id:
             shape = (row.table, row.op, *row.changes) if row.op == "update" else (row.table, row.op)
-            if shape in seen[9]:
+            # a row of a table with a natural key is left to the loop (it may rename a row read ahead)
+            rule = True if shape in seen[9] else None if row.table in _NATURAL else seen[3].get(shape)
+            if type(rule) is tuple and len(row.key) == 1:
+                name = str(row.key[0])  # keyed rules, a row with no natural key: its primary key names it
+                rule = any(name in ks for ks in rule)
+            if rule is True:
                 seen[0], seen[1], seen[4] = seen[0] + 1, seen[1] + 1, None
                 return LATER
     shapes: dict[tuple[Any, ...], bool | tuple[frozenset[str], ...]] = seen[3]
