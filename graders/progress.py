@@ -16,8 +16,10 @@ do (``row_exists`` on a row named by its key); a check that reads every table ma
 reads only the new steps). A table check with a ``holds`` hook is not asked at all while its verdict stands:
 the hook names what must change first (its row, an insert into its table, an update of a key column), and a
 step that changes none of it skips the check (``row_exists``; asked once at the start, so it is held from the
-first step). A table check whose ``rows`` did not exist yet (a document the agent creates) moves to its rows
-once a re-run finds them. Trace checks read the steps, so they re-run after every step unless they have an
+first step); a failing ``row_exists`` that counts the changed rows is held too, its hook naming the table as
+one whose every change moves only the evidence, so such a change marks it lagging (asked again, with no rows,
+when ``results`` is) instead of asking it. A table check whose ``rows`` did not exist yet (a document the agent
+creates) moves to its rows once a re-run finds them. Trace checks read the steps, so they re-run after every step unless they have an
 evaluator. Judge checks are never asked mid-episode (a model
 call per step would cost more than the episode); they are left out of the value, as an unjudged check is in
 ``grade``.
@@ -29,7 +31,9 @@ whose score the step cannot move but whose evidence it did (a failing check list
 is run again only when ``results`` asks, as a trace check no new step could move is. An ``on_step`` function is
 asked once with no rows when progress starts, so what it keeps for the episode (the note checks' groups by file)
 is built in the step that grades everything rather than in the first write. An ``on_changes`` evaluator asked
-with rows may answer ``LATER`` too (``no_collateral_changes`` after rows its rules admit: only its count moved).
+with rows may answer ``LATER`` too (``no_collateral_changes`` after rows its rules admit: only its count moved);
+and one on every table with a ``quiet`` hook is not asked at all after a step whose every row is of a shape the
+hook names (the agent's mail marked read): it is marked lagging and folds those rows in when next asked.
 
 What keeps a step cheap: lookups are kept across steps until a table they read changes
 (``GradingContext.kept``/``forget``), answers that cannot change during an episode are kept for it
@@ -39,7 +43,9 @@ check's outcome is kept as (score, evidence, details); the ``CheckResult`` model
 ``results`` asks (validating a pydantic model costs more than most checks do; a check whose details or evidence
 need validation is built at once, so a failing validation scores 0 as in ``grade``). The value is kept as
 running parts (each check's weighted share, the failing must checks) and combined again only when a score
-moved. A step that changed nothing costs a lookup when the rubric has no trace checks.
+moved. A step that changed nothing costs a lookup when the rubric has no trace checks; a step that wrote one row
+files it into the context's log itself (``GradingContext.extend`` inlined) and asks only the ``on_step`` groups
+filed under its table.
 
 The value follows ``grade``'s rule (``graders.base.combine`` after ``apply_needs``), adding the same shares in
 the same order, so after the last step it is the final reward of a rubric without judge checks, to the bit;
