@@ -19,10 +19,9 @@ step that changes none of it skips the check (``row_exists``; asked once at the 
 first step); a failing ``row_exists`` that counts the changed rows is held too, its hook naming the table as
 one whose every change moves only the evidence, so such a change marks it lagging (asked again, with no rows,
 when ``results`` is) instead of asking it. A table check whose ``rows`` did not exist yet (a document the agent
-creates) moves to its rows once a re-run finds them. Trace checks read the steps, so they re-run after every step unless they have an
-evaluator. Judge checks are never asked mid-episode (a model
-call per step would cost more than the episode); they are left out of the value, as an unjudged check is in
-``grade``.
+creates) moves to its rows once a re-run finds them. Trace checks read the steps, so they re-run after every
+step unless they have an evaluator. Judge checks are never asked mid-episode (a model call per step would
+cost more than the episode); they are left out of the value, as an unjudged check is in ``grade``.
 
 A function with an ``on_step`` evaluator settles all of its table checks with one call a step instead of a
 ``touches`` and an ``on_changes`` call per check (a review rubric has a check per comment it expects; asking each

@@ -170,3 +170,56 @@ def test_on_step_groups_are_asked_by_the_tables_a_step_wrote_with_only_their_row
     assert said[1] == [("post_in_channel", ["posts"])]
     assert said[2] == [("mail_sent", [t for t in mail_tables if t != "mail_threads"])]
     assert said[3] == [("post_in_channel", ["posts"]), ("mail_sent", ["mail_messages", "mail_recipients"])]
+
+
+def test_collateral_skips_rows_that_rename_a_keyed_rules_row_and_judges_the_row_after_them_as_at_once(
+    world, evaluated, monkeypatch
+):
+    monkeypatch.setattr(collateral, "_SHAPES", {})
+    allowed = [
+        {"table": "tickets", "fields": ["priority"], "keys": ["ENG-3", "ENG-4"]},  # read ahead by natural key
+        {"table": "tickets", "fields": ["key"]},  # renames: counted, and noted for the keyed rule's later rows
+        {"table": "tickets", "fields": ["title"]},
+    ]
+    rubric = _rubric(("collateral", "no_collateral_changes", {"allowed": allowed}))
+
+    def seen(live: Progress) -> tuple[int, bool]:
+        return len(evaluated), 0 in live._lagging
+
+    def rename(key: str, new: str) -> Callable[[], Any]:
+        return lambda: setattr(world.ticket(key), "key", new)
+
+    edits: list[Callable[[], Any]] = [
+        lambda: setattr(world.ticket("ENG-5"), "title", "Five"),  # learned
+        rename("ENG-3", "ENG-33"),  # learned: renames a row the keyed rule named
+        lambda: setattr(world.ticket("ENG-2"), "title", "Two"),  # not asked
+        rename("ENG-1", "ENG-3"),  # not asked: gives another row the keyed rule's name
+        lambda: setattr(world.ticket("ENG-4"), "priority", "high"),  # keyed, asked: within the rules
+        lambda: setattr(world.ticket("ENG-33"), "priority", "high"),  # asked: its old name no longer admits it
+        lambda: setattr(world.ticket("ENG-3"), "priority", "low"),  # asked: the renamed row 1 is admitted
+    ]
+    said = _play(world, rubric, edits, seen, evaluated)
+    assert said == [(1, True), (1, True), (0, True), (0, True), (1, True), (1, False), (1, False)]
+
+
+def test_the_one_row_path_leaves_a_renaming_row_to_the_loop_when_rows_were_read_ahead(world):
+    rules = [
+        AllowedChange(table="tickets", fields=("priority",), keys=("ENG-3",)),
+        AllowedChange(table="tickets", fields=("key",)),
+    ]
+    ctx, seq = GradingContext(session=world.session, trace=[], actor_id=1), world.start_seq
+    _collateral(ctx, rules, "actor")  # progress's first grade: reads the keyed rule's rows ahead
+    for n, (key, field, value) in enumerate(
+        [("ENG-3", "key", "ENG-33"), ("ENG-1", "key", "ENG-3"), ("ENG-3", "priority", "low")]
+    ):
+        setattr(world.ticket(key), field, value)
+        world.session.flush()
+        rows = list(read_changes(world.session, after_seq=seq))
+        seq = rows[-1].seq
+        ctx.extend(rows)
+        got = _collateral_on_changes(ctx, rows, rules, "actor")  # each a one-row step: the one-row path first
+        if got is LATER:
+            got = _collateral_on_changes(ctx, [], rules, "actor")
+        fresh = _collateral(GradingContext(session=world.session, changes=list(ctx.log), actor_id=1), rules, "actor")
+        assert got == fresh, n
+    assert got[0] == 1.0, "row 1, renamed ENG-3 after the episode began, is the one the keyed rule admits"
