@@ -169,9 +169,9 @@ def _collateral_on_changes(
             # a row of a table with a natural key is left to the loop when rows were read ahead by it (it may
             # rename one); a row without one is judged by its shape, or by its primary key for keyed rules
             rule = None if seen[7] is not None and row.table in _NATURAL else seen[3].get(shape)
-            if type(rule) is tuple:  # keyed rules: a row of a table with no natural key is named by its key alone
-                name = str(row.key[0]) if len(row.key) == 1 and row.table not in _NATURAL else None
-                rule = name is not None and any(name in ks for ks in rule)
+            if row.table not in _NATURAL and type(rule) is tuple and len(row.key) == 1:
+                name = str(row.key[0])  # keyed rules, a row of a table with no natural key: named by its key alone
+                rule = any(name in ks for ks in rule)
             if rule is True:
                 seen[0], seen[1], seen[4] = seen[0] + 1, seen[1] + 1, None
                 return LATER

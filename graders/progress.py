@@ -470,15 +470,16 @@ class Progress:
         """Settle the checks of each ``on_step`` function whose tables the step changed, one call per function.
 
         A step that wrote one table (most do) asks the groups filed under it with its rows as they are; else
-        every group reading one of the step's tables, in ``_grouped`` order, with its tables' rows in seq order.
+        every group reading one of the step's tables, in ``_grouped`` order, with its tables' rows in seq order
+        (going through the groups costs less than gathering them from the tables' lists).
         """
-        groups_of, grouped = self._groups_of, self._grouped
+        grouped = self._grouped
         step_rows: list[ChangeRow] = []
         if len(by_table) == 1:
             ((table, step_rows),) = by_table.items()
-            groups = groups_of.get(table, ())
+            groups: Iterable[Any] = self._groups_of.get(table, ())
         else:
-            groups = sorted({g[0]: g for t in by_table for g in groups_of.get(t, ())}.values())
+            groups = enumerate(grouped)  # every group in order, each skipped unless it reads one of the tables
         outcomes = self._outcomes
         for _, key in groups:
             on_step, checks, params = grouped[key]
@@ -486,6 +487,8 @@ class Progress:
                 rows = step_rows
             else:
                 found = [by_table[t] for t in key[1] if t in by_table]
+                if not found:
+                    continue
                 rows = found[0] if len(found) == 1 else sorted((r for f in found for r in f), key=_seq)
             try:
                 verdicts = on_step(self.ctx, rows, params)
