@@ -157,22 +157,25 @@ def _collateral_on_changes(
     if seen is None or seen[0] > len(log):
         fresh = True
         shapes_now, named_now = _shapes(allowed), _named_rows(ctx, allowed)
-        quiet = {s for s, rule in shapes_now.items() if rule is True}
+        quiet: dict[str, set[tuple[Any, ...]]] = {}
+        for known, answer in shapes_now.items():
+            if answer is True:
+                quiet.setdefault(known[0], set()).add(known)
         seen = ctx.lasting[key] = [0, 0, [], shapes_now, None, "", -1, named_now, set(), quiet]
     elif seen[0] == len(log) and seen[4] is not None:
         verdict: tuple[float, str, dict[str, Any]] = seen[4]
         return verdict
     elif rows and seen[0] == len(log) - 1:  # a step that wrote one row (most do): what the loop below does for
         row = log[-1]  # the agent's row that a rule admits, in a few lookups
-        if scope == "all" or row.actor_id == ctx.actor_id:
+        # a row of a table with a natural key is left to the loop when rows were read ahead by it (it may rename
+        # one); any other is judged by its shape, or by its primary key for keyed rules on a table without one
+        if (scope == "all" or row.actor_id == ctx.actor_id) and (seen[7] is None or row.table not in _NATURAL):
             shape = (row.table, row.op, *row.changes) if row.op == "update" else (row.table, row.op)
-            # a row of a table with a natural key is left to the loop when rows were read ahead by it (it may
-            # rename one); a row without one is judged by its shape, or by its primary key for keyed rules
-            rule = None if seen[7] is not None and row.table in _NATURAL else seen[3].get(shape)
-            if row.table not in _NATURAL and type(rule) is tuple and len(row.key) == 1:
+            fits = seen[3].get(shape)
+            if row.table not in _NATURAL and type(fits) is tuple and len(row.key) == 1:
                 name = str(row.key[0])  # keyed rules, a row of a table with no natural key: named by its key alone
-                rule = any(name in ks for ks in rule)
-            if rule is True:
+                fits = any(name in ks for ks in fits)
+            if fits is True:
                 seen[0], seen[1], seen[4] = seen[0] + 1, seen[1] + 1, None
                 return LATER
     shapes: dict[tuple[Any, ...], bool | tuple[frozenset[str], ...]] = seen[3]
@@ -194,7 +197,7 @@ def _collateral_on_changes(
         if rule is None:
             rule = shapes[shape] = _rule_for(allowed, row)
             if rule is True:
-                seen[9].add(shape)  # a shape first judged now: its next rows only count
+                seen[9].setdefault(row.table, set()).add(shape)  # a shape first judged now: its next rows only count
         if rule is True:  # a rule without keys admits it
             admitted += 1
             continue
@@ -313,15 +316,15 @@ def _rule_for(allowed: list[AllowedChange], row: ChangeRow) -> bool | tuple[froz
 
 def _collateral_quiet(
     ctx: GradingContext, allowed: list[AllowedChange], scope: Scope = "actor"
-) -> tuple[set[tuple[Any, ...]], int | None] | None:
+) -> tuple[dict[str, set[tuple[Any, ...]]], int | None] | None:
     """The row shapes that move only the count in the evidence, and whose rows (``check_fn(quiet=)``).
 
     A row of the agent (anyone's with ``scope='all'``) that a rule without keys admits is counted and, if it
     may rename a row a keyed rule names, noted as renamed, which only later rows' verdicts read: the evaluator
     folds the log in order from where it stopped, so a row it is asked about late is judged as it would have
     been at once. So ``graders.progress`` need not ask the evaluator after a step of only such rows (a mail
-    marked read, a member added, a ticket filed): it folds them in when it is next asked. The set is the one
-    the evaluator keeps and grows as it judges new shapes; None before the check has run.
+    marked read, a member added, a ticket filed): it folds them in when it is next asked. The shapes, by table,
+    are the ones the evaluator keeps and grows as it judges new shapes; None before the check has run.
     """
     seen: list[Any] | None = ctx.lasting.get(("collateral", id(allowed), scope))
     if seen is None:

@@ -182,7 +182,7 @@ class Progress:
         self._wake_columns: dict[Any, set[int]] = {}
         self._lag_tables: dict[Any, set[int]] = {}  # held checks whose evidence any change of a table moves
         # checks on every table with a ``quiet`` hook: the row shapes that move only their evidence, and by whom
-        self._quiet: dict[int, tuple[Container[tuple[Any, ...]], int | None]] = {}
+        self._quiet: dict[int, tuple[Mapping[str, Container[tuple[Any, ...]]], int | None]] = {}
         self._by_table: dict[str, list[int]] = {}
         self._by_row: dict[tuple[str, tuple[Any, ...]], list[int]] = {}
         self._touches: dict[int, Callable[..., bool]] = {}
@@ -300,8 +300,11 @@ class Progress:
             if i in quiet:  # rows that move only its evidence (``check_fn(quiet=)``): not asked, lagging instead
                 shapes, actor = quiet[i]
                 for r in changed:
-                    if (actor is not None and r.actor_id != actor) or (
-                        ((r.table, r.op, *r.changes) if r.op == "update" else (r.table, r.op)) not in shapes
+                    if actor is not None and r.actor_id != actor:
+                        break
+                    of_table = shapes.get(r.table)  # most rows' tables have none: no shape built for them
+                    if of_table is None or (
+                        ((r.table, r.op, *r.changes) if r.op == "update" else (r.table, r.op)) not in of_table
                     ):
                         break
                 else:

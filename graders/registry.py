@@ -117,11 +117,11 @@ class CheckFnSpec:
     rows): the held check is then asked again, with no rows, when the results are. Such a check's evaluator is
     also asked once when progress starts, with no rows (its one-off reads done in the step that grades every
     check), and held from then if its verdict is the grade's."""
-    quiet: Callable[..., tuple[Container[tuple[Any, ...]], int | None] | None] | None = None
+    quiet: Callable[..., tuple[Mapping[str, Container[tuple[Any, ...]]], int | None] | None] | None = None
     """``quiet(ctx, **params)``: for a check with ``on_changes`` that reads every table, asked once when progress
-    starts: ``(shapes, actor)`` such that a row by ``actor`` (None: anyone) whose shape is in ``shapes`` moves
-    only the check's evidence: (table, op) for an insert or delete, (table, "update", *changed columns) for an
-    update. ``shapes`` may grow as the episode goes. After a step whose every row is such a row
+    starts: ``(shapes, actor)`` such that a row by ``actor`` (None: anyone) whose shape is in ``shapes[table]``
+    moves only the check's evidence: (table, op) for an insert or delete, (table, "update", *changed columns)
+    for an update. ``shapes`` may grow as the episode goes. After a step whose every row is such a row
     ``graders.progress`` does not ask the evaluator (which reads the log from where it stopped, so it folds the
     rows in when next asked) and asks it again for the results. None: ask it after every step, as without."""
     on_step: Callable[..., Mapping[int, tuple[float, str, Mapping[str, Any]] | Later | None]] | None = None
@@ -206,7 +206,7 @@ def check_fn(
     on_rows: Callable[..., tuple[float, str, Mapping[str, Any]] | None] | None = None,
     on_changes: Callable[..., tuple[float, str, Mapping[str, Any]] | Later | None] | None = None,
     holds: Callable[..., tuple[Any, ...] | None] | None = None,
-    quiet: Callable[..., tuple[Container[tuple[Any, ...]], int | None] | None] | None = None,
+    quiet: Callable[..., tuple[Mapping[str, Container[tuple[Any, ...]]], int | None] | None] | None = None,
     on_step: Callable[..., Mapping[int, tuple[float, str, Mapping[str, Any]] | Later | None]] | None = None,
     moved_by: tuple[str, ...] | None = None,
 ) -> Callable[[_Fn], _Fn]:
