@@ -223,3 +223,19 @@ def test_the_one_row_path_leaves_a_renaming_row_to_the_loop_when_rows_were_read_
         fresh = _collateral(GradingContext(session=world.session, changes=list(ctx.log), actor_id=1), rules, "actor")
         assert got == fresh, n
     assert got[0] == 1.0, "row 1, renamed ENG-3 after the episode began, is the one the keyed rule admits"
+
+
+def test_a_change_row_reads_each_spelling_of_a_logged_row_alike():
+    """``ChangeRow.of`` reads a step's dict key by key once; each spelling the log and the ORM use gives one row."""
+    want = ChangeRow(seq=5, table="posts", key=(1, "a"), op="insert", changes={}, actor_id=4, at="t", tag=None)
+    spellings = [
+        {"seq": 5, "table": "posts", "key": '[1, "a"]', "op": "insert", "actor": 4, "at": "t"},
+        {"seq": "5", "table_name": "posts", "row_key": '[1, "a"]', "op": "insert", "actor_id": 4, "at": "t"},
+        {"seq": 5, "table": "posts", "key": [1, "a"], "op": "insert", "changes": None, "actor_id": 4, "at": "t"},
+        {"seq": 5, "table": "posts", "row_key": (1, "a"), "op": "insert", "actor": 4, "at": "t", "tag": None},
+    ]
+    for n, logged in enumerate(spellings):
+        assert ChangeRow.of(logged) == want, n
+    one = {"seq": 6, "table": "posts", "key": "[7]", "op": "delete", "actor_id": None, "actor": 4}
+    assert ChangeRow.of(one).key == (7,) and ChangeRow.of(one).actor_id is None, "actor_id given (None) wins"
+    assert ChangeRow.of({"seq": 7, "op": "delete", "key": 9}).key == (9,)
