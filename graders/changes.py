@@ -38,21 +38,29 @@ class ChangeRow(NamedTuple):
     def of(cls, row: ChangeRow | ChangeLog | Mapping[str, Any]) -> ChangeRow:
         """Normalise a ChangeLog ORM row or a dict (``table``/``table_name``, ``key``/``row_key``...)."""
         if type(row) is dict:  # a step's rows (the per-step progress path): the keys the change log writes
-            key = row["key"] if "key" in row else row.get("row_key")
+            # each read once, a missing one told by ``_ABSENT`` (a membership test and a read cost two lookups)
+            key, seq, table, actor, at = (
+                row.get("key", _ABSENT),
+                row["seq"],
+                row.get("table", _ABSENT),
+                row.get("actor_id", _ABSENT),
+                row.get("at"),
+            )
+            if key is _ABSENT:
+                key = row.get("row_key")
             if type(key) is str:  # JSON text: a key seen before is one lookup
                 key = _KEYS.get(key) or _key(key)
             elif type(key) is not tuple:
                 key = tuple(key) if isinstance(key, list) else (key,)
-            seq, at = row["seq"], row.get("at")
             return _new(
                 cls,
                 (
                     seq if type(seq) is int else int(seq),
-                    row["table"] if "table" in row else str(row.get("table_name")),
+                    table if table is not _ABSENT else str(row.get("table_name")),
                     key,
                     row["op"],
                     row.get("changes") or {},
-                    row["actor_id"] if "actor_id" in row else row.get("actor"),
+                    actor if actor is not _ABSENT else row.get("actor"),
                     at if at is None or type(at) is str else at.isoformat(),
                     row.get("tag"),
                 ),
@@ -72,6 +80,9 @@ class ChangeRow(NamedTuple):
             }
         return cls.of(dict(row))
 
+
+_ABSENT: Any = object()
+"""What ``ChangeRow.of`` reads for a key a row does not have."""
 
 _new = tuple.__new__
 """Builds a ``ChangeRow`` from its fields in one call (its generated ``__new__`` takes them as arguments)."""

@@ -11,12 +11,12 @@ from __future__ import annotations
 import json
 from bisect import bisect_right
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from datetime import date, datetime
-from functools import cached_property, lru_cache
+from functools import lru_cache
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field
 from sqlalchemy import (
     Boolean,
     Date,
@@ -42,12 +42,13 @@ from graders.checks_common import (
     listing,
     name_ahead,
     named_ahead,
-    rows_in,
     rx,
     snippet,
     usernames,
 )
 from graders.checks_common import table as schema_table
+from graders.collateral import AllowedChange as AllowedChange  # where rubrics and tests have always found it
+from graders.collateral import no_collateral_changes as no_collateral_changes
 from graders.registry import LATER, Later
 from worlds.rawsql import Sql
 from worlds.schema import TicketComment, TicketLabel
@@ -482,14 +483,17 @@ def _row_exists_on_changes(
     table: str,
     where: dict[str, Primitive],
     scope: Literal["changed", "any"] = "changed",
-) -> tuple[float, str, dict[str, Any]] | None:
+) -> tuple[float, str, dict[str, Any]] | Later | None:
     """``row_exists``' verdict from the log, for a ``where`` that names its row by primary key or unique columns.
 
     A decision on one of many requests updates one row; each other request's check only needs to know that
     its own row did not change and how many rows the episode changed, which the log tells. So the verdict it
     gave is kept with the row it names and how many changes of the table it saw, and stands when the table's
     changes since (``rows`` and any a held check was not asked about) neither touch that row nor give its
-    unique value to another; a failing ``scope='changed'`` verdict then only counts the changed rows anew.
+    unique value to another; a failing ``scope='changed'`` verdict then only counts the changed rows anew, and
+    asked with a step's rows it answers ``LATER`` instead (its score stands; a decision on one of ten requests
+    would otherwise rebuild and store the text of every undecided one), so ``graders.progress`` asks it again
+    with no rows only when the results are asked for.
     """
     memo_key = ("row_verdict", table, id(where), scope)
     kept = ctx.lasting.get(memo_key)
@@ -509,6 +513,9 @@ def _row_exists_on_changes(
         else:
             if scope == "changed" and verdict[0] < 1.0 and len(_changed_ids(ctx, table)) != changed:
                 # its row is as it was, so it still fails: only the count of changed rows checked moved
+                if rows:  # a step (progress): the score stands; the kept count is behind, so asked with none
+                    ctx.lasting[memo_key] = (where, logged, key, unique, value, verdict, changed)  # it rebuilds
+                    return LATER
                 changed = len(_changed_ids(ctx, table))
                 shown = ctx.lasting[("row_plan", table, id(where))][4]
                 verdict = (0.0, f"no changed row of {table} matches {shown} ({changed} changed rows checked)", {})
@@ -625,23 +632,24 @@ def _row_scan(
 
 def _row_exists_holds(
     ctx: GradingContext, table: str, where: dict[str, Primitive], scope: Literal["changed", "any"] = "changed"
-) -> tuple[list[tuple[str, tuple[Any, ...]]], tuple[str, ...], list[tuple[str, str]]] | None:
+) -> tuple[list[tuple[str, tuple[Any, ...]]], tuple[str, ...], list[tuple[str, str]], tuple[str, ...]] | None:
     """What must change before the verdict ``_row_exists_on_changes`` just gave can (``check_fn(holds=)``).
 
     The row it names; and, for a row named by unique columns, an insert into the table (it may carry the key)
     or an update of one of those columns (it may move the key). None while the verdict counts the changed rows
-    (a failing ``scope='changed'`` one: any newly changed row moves it) or was not given on the latest log.
+    None when the verdict was not given on the latest log. A failing ``scope='changed'`` verdict counts the
+    changed rows, so any change of the table moves its evidence (not its score): it names the table a fourth
+    time, as one whose every change leaves its evidence behind (``graders.progress`` asks it for results).
     """
     kept = ctx.lasting.get(("row_verdict", table, id(where), scope))
     if kept is None or kept[0] is not where or kept[1] != len(ctx.changed_rows(table)):
         return None
     _, _, key, unique, _, verdict, _ = kept
-    if scope == "changed" and verdict[0] < 1.0:
-        return None
     rows = [(table, (key,))] if key is not None else []
+    lags = (table,) if scope == "changed" and verdict[0] < 1.0 else ()
     if unique is None:
-        return rows, (), []
-    return rows, (table,), [(table, c) for c in unique]
+        return rows, (), [], lags
+    return rows, (table,), [(table, c) for c in unique], lags
 
 
 @check_fn(
@@ -687,299 +695,9 @@ def row_exists(
     return CheckOutcome.of(True, f"{table} row {list(found)} matches {shown}", key=list(found))
 
 
-class AllowedChange(BaseModel):
-    """Changes a task may make: to ``table``, optionally only ``fields`` (updates), ``keys`` and ``ops``.
-
-    ``keys`` match a row's primary key (as text) or its natural key: ``tickets.key``, ``projects.key``,
-    ``employees.username``, ``mailboxes.address``, ``channels.name``; ticket children (labels, comments,
-    status changes) match their ticket's key. Without ``ops``, a rule with ``fields`` allows only updates.
-    """
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-    table: TableName
-    fields: tuple[str, ...] | None = None
-    keys: tuple[str | int, ...] | None = None
-    ops: tuple[Literal["insert", "update", "delete"], ...] | None = None
-
-    @model_validator(mode="after")
-    def _fields_exist(self) -> AllowedChange:
-        unknown = sorted(set(self.fields or ()) - set(schema_table(self.table).c.keys()))
-        if unknown:
-            raise ValueError(f"field {unknown[0]!r} is not a column of {self.table!r}")
-        return self
-
-    @cached_property
-    def _ops(self) -> tuple[str, ...] | None:
-        return self.ops if self.ops is not None else (("update",) if self.fields is not None else None)
-
-    @cached_property
-    def _fields(self) -> frozenset[str] | None:
-        return None if self.fields is None else frozenset(self.fields)
-
-    @cached_property
-    def key_names(self) -> frozenset[str] | None:
-        """``keys`` as text, what a row's primary or natural key is compared with (None: any row)."""
-        return None if self.keys is None else frozenset(str(k) for k in self.keys)
-
-    def admits(self, row: ChangeRow) -> bool:
-        """Whether the table, op and changed fields fit (keys are checked separately)."""
-        ops = self._ops
-        if row.table != self.table or (ops is not None and row.op not in ops):
-            return False
-        return row.op != "update" or self._fields is None or self._fields.issuperset(row.changes)
-
-
-_NATURAL = {
-    "tickets": "key",
-    "projects": "key",
-    "employees": "username",
-    "mailboxes": "address",
-    "channels": "name",
-    "ticket_labels": "ticket_id",
-    "ticket_comments": "ticket_id",
-    "ticket_status_changes": "ticket_id",
-}
-
-
-def _natural_sql(table_name: str) -> str:
-    """The raw lookup of natural keys by id (``rows_in``: a Core expanding IN compiles for ~100 us a run)."""
-    return f"SELECT id, {_NATURAL[table_name]} FROM {table_name} WHERE id IN ({{}})"  # noqa: S608 - _NATURAL's names
-
-
-def _natural_keys(ctx: GradingContext, rows: list[ChangeRow]) -> dict[int, str]:
-    """Map seq to the natural key of each row: from the log (insert/delete) or one PK query per table.
-
-    A logged row's natural key never changes (a ticket keeps its key, a comment its ticket), so answers are
-    kept in ``ctx.lasting`` and the per-step progress score asks only about the step's new rows.
-    """
-    known: dict[int, str] = ctx.lasting.setdefault("natural_keys", {})
-    fresh = _natural_keys_of(ctx, [r for r in rows if r.seq not in known])
-    known.update(fresh)
-    return {r.seq: known[r.seq] for r in rows if r.seq in known}
-
-
-def _natural_keys_of(ctx: GradingContext, rows: list[ChangeRow]) -> dict[int, str]:
-    if not rows:
-        return {}
-    raw: dict[int, Any] = {r.seq: r.changes.get(_NATURAL[r.table]) for r in rows if r.op != "update"}
-    updates: dict[str, list[ChangeRow]] = {}
-    for r in rows:
-        if r.op == "update":
-            updates.setdefault(r.table, []).append(r)
-    by_id: dict[tuple[str, Any], Any] = ctx.lasting.setdefault("natural_by_id", {})
-    for name in sorted(updates):
-        ids = sorted({r.key[0] for r in updates[name] if (name, r.key[0]) not in by_id})
-        if ids:
-            by_id.update({(name, pk): value for pk, value in rows_in(ctx, _natural_sql(name), ids)})
-        raw.update({r.seq: by_id.get((name, r.key[0])) for r in updates[name]})
-    via = {r.seq: raw[r.seq] for r in rows if _NATURAL[r.table] == "ticket_id" and raw.get(r.seq) is not None}
-    if via:  # a ticket keeps its key: ask only about tickets no lookup has named yet
-        ids = sorted({t for t in via.values() if ("tickets", t) not in by_id})
-        if ids:
-            by_id.update({("tickets", tid): key for tid, key in rows_in(ctx, _natural_sql("tickets"), ids)})
-        raw.update({seq: by_id.get(("tickets", ticket_id)) for seq, ticket_id in via.items()})
-    return {seq: str(v) for seq, v in raw.items() if v is not None}
-
-
-def _describe_change(row: ChangeRow, natural: dict[int, str]) -> str:
-    name = natural.get(row.seq, json.dumps(list(row.key)))
-    fields = f" {{{', '.join(sorted(row.changes))}}}" if row.op == "update" else ""
-    return f"#{row.seq} {row.op} {row.table} {name}{fields}"
-
-
 def _scoped(ctx: GradingContext, scope: Scope, table_name: str | None = None) -> list[ChangeRow]:
     rows = ctx.log if table_name is None else ctx.changed_rows(table_name)
     return [r for r in rows if scope == "all" or r.actor_id == ctx.actor_id]
-
-
-def _collateral(ctx: GradingContext, allowed: list[AllowedChange], scope: Scope) -> tuple[float, str, dict[str, Any]]:
-    """``no_collateral_changes``' verdict as (score, evidence, details): ``_collateral_on_changes`` (no rows given)."""
-    verdict = _collateral_on_changes(ctx, (), allowed, scope)
-    if isinstance(verdict, Later):  # asked with no rows it always gives the verdict
-        raise TypeError("no_collateral_changes: no verdict without rows")
-    return verdict
-
-
-def _collateral_on_changes(
-    ctx: GradingContext, rows: Sequence[ChangeRow], allowed: list[AllowedChange], scope: Scope = "actor"
-) -> tuple[float, str, dict[str, Any]] | Later:
-    """``no_collateral_changes``' verdict as (score, evidence, details), folding in only the log's new rows.
-
-    The ``on_changes`` evaluator of ``graders.progress`` itself (``rows`` are in the log, which it reads from
-    where it stopped), so a step asks it in one frame and skips building a ``CheckOutcome``; a step that added
-    none of the agent's rows hands back the very verdict of the step before, which ``graders.progress`` then
-    does not compare (nothing mutates a verdict: a new one is built when it moves).
-
-    A logged row and the rules never change, and the log only grows, so the rows judged so far and their
-    violations are kept (``ctx.lasting``): the per-step progress score judges only the rows the step added,
-    and the verdict of a step that added none of the agent's rows is the very one before it. How the rules
-    judge a row depends only on its table, op and (for an update) the columns it changed, so that is worked
-    out once per shape: a row costs a dict lookup unless only rules with ``keys`` admit it. The listing of the
-    violations is kept until a new one is found (a row within the rules moves only the count).
-    """
-    key = ("collateral", id(allowed), scope)
-    # seen: [rows of the log looked at, rows judged, violations, the rules' answer by row shape, the verdict,
-    # the violations' listing and how many violations it lists]
-    seen: list[Any] | None = ctx.lasting.get(key)
-    log = ctx.log
-    fresh = False  # a state built now (a grade, not a step): no verdict before it to let stand
-    if seen is None or seen[0] > len(log):
-        fresh = True
-        seen = ctx.lasting[key] = [0, 0, [], _shapes(allowed), None, "", -1, _named_rows(ctx, allowed), set()]
-    elif seen[0] == len(log) and seen[4] is not None:
-        verdict: tuple[float, str, dict[str, Any]] = seen[4]
-        return verdict
-    elif rows and seen[0] == len(log) - 1:  # a step that wrote one row (most do): what the loop below does for
-        row = log[-1]  # the agent's row that a rule without keys admits, in a few lookups
-        if (scope == "all" or row.actor_id == ctx.actor_id) and (seen[7] is None or row.table not in _NATURAL):
-            shape = (row.table, row.op, *row.changes) if row.op == "update" else (row.table, row.op)
-            if seen[3].get(shape) is True:
-                seen[0], seen[1], seen[4] = seen[0] + 1, seen[1] + 1, None
-                return LATER
-    shapes: dict[tuple[Any, ...], bool | tuple[frozenset[str], ...]] = seen[3]
-    judged: list[tuple[ChangeRow, bool | None]] = []  # rows not admitted yet; None: only keyed rules may admit it
-    admitted = 0  # rows the rules admit (counted, not listed: most rows are)
-    keyed: dict[int, tuple[frozenset[str], ...]] = {}
-    by_id: dict[tuple[str, Any], Any] = ctx.lasting.get("natural_by_id", {})
-    named: dict[tuple[str, Any], str] | None = seen[7]
-    renamed: set[tuple[str, Any]] = seen[8]
-    actor = None if scope == "all" else ctx.actor_id
-    for n in range(seen[0], len(log)):
-        row = log[n]
-        if named is not None and (column := _NATURAL.get(row.table)) and (row.op != "update" or column in row.changes):
-            renamed.add((row.table, row.key[0]))  # born, gone or renamed since: what was read ahead may not name it
-        if actor is not None and row.actor_id != actor:
-            continue
-        shape = (row.table, row.op, *row.changes) if row.op == "update" else (row.table, row.op)
-        rule = shapes.get(shape)
-        if rule is None:
-            rule = shapes[shape] = _rule_for(allowed, row)
-        if rule is True:  # a rule without keys admits it
-            admitted += 1
-            continue
-        if rule is False:  # no rule does
-            judged.append((row, False))
-            continue
-        names: list[str | None] = [str(row.key[0]) if len(row.key) == 1 else json.dumps(list(row.key))]
-        natural_column = _NATURAL.get(row.table)
-        if row.op == "update" and natural_column is not None and natural_column != "ticket_id":
-            known = by_id.get((row.table, row.key[0]), by_id)  # an update's natural key, if a lookup named it
-            if known is not by_id:
-                names.append("" if known is None else str(known))
-            elif named is not None and (row.table, row.key[0]) not in renamed:
-                names.append(named.get((row.table, row.key[0])))  # None: its key is none of the rules' keys
-        elif natural_column == "ticket_id" and row.op != "update" and named is not None:
-            ticket = ("tickets", row.changes.get("ticket_id"))
-            if ticket[1] is not None and ticket not in renamed:
-                names.append(named.get(ticket))
-        matched = False  # whether one of its names is in a keyed rule's keys (a loop: a generator costs more)
-        for ks in rule:
-            if names[0] in ks or (len(names) > 1 and names[1] in ks):
-                matched = True
-                break
-        if matched:
-            admitted += 1
-        elif len(names) > 1:
-            judged.append((row, False))
-        else:  # its natural key may match: looked up below, for all such rows at once
-            judged.append((row, None))
-            keyed[row.seq] = rule
-    seen[0] = len(log)
-    if not judged:
-        if rows and not fresh and (admitted or seen[4] is None):
-            # asked with rows (progress): none is a violation, so the score stands and only the count in the
-            # evidence moved; the verdict is built when the results are asked for (``_collateral`` asks with none)
-            seen[1] += admitted
-            seen[4] = None
-            return LATER
-        if not admitted and seen[4] is not None:
-            verdict = seen[4]  # none of the new rows is judged: the verdict stands, the very same tuple
-            return verdict
-    natural = _natural_keys(ctx, [r for r, ok in judged if ok is None and r.table in _NATURAL]) if keyed else {}
-    seen[1] += admitted + len(judged)
-    violations: list[ChangeRow] = seen[2]
-    for row, ok in judged:  # in seq order
-        if not (ok if ok is not None else any(natural.get(row.seq, "") in ks for ks in keyed[row.seq])):
-            violations.append(row)
-    if not violations:
-        verdict = (1.0, f"all {seen[1]} changes are within the allowed set", {})
-    else:
-        if seen[6] != len(violations):  # the listing names the first five and how many more: it moved
-            natural |= _natural_keys(ctx, [r for r in violations[:5] if r.table in _NATURAL and r.seq not in natural])
-            shown = [_describe_change(r, natural) for r in violations[:5]]  # ``listing`` shows only these
-            seen[5], seen[6] = listing(shown + [""] * (len(violations) - len(shown)), 5), len(violations)
-        head = f"{len(violations)} of {seen[1]} changes are outside the allowed set"
-        verdict = (0.0, f"{head}: {seen[5]}", {"violations": [r.seq for r in violations]})
-    seen[4] = verdict
-    return verdict
-
-
-def _named_rows(ctx: GradingContext, allowed: list[AllowedChange]) -> dict[tuple[str, Any], str] | None:
-    """The rows the keyed rules name by natural key, read once when the check first runs: (table, id) -> key.
-
-    A rule with ``keys`` on a table with a natural key (a ticket's key, a project's) names rows the episode may
-    update; reading them ahead, in one statement, spares the per-step progress score a lookup of each row the
-    first time the agent changes it. A row missing here has none of the rules' keys, unless a logged update
-    changed its natural key since, or was inserted or deleted since (``_collateral`` then looks it up as
-    before). None when no rule needs it or there is no database (every keyed row is looked up as before).
-    """
-    wanted: dict[str, set[str]] = {}
-    for rule in allowed:
-        column = _NATURAL.get(rule.table)
-        if rule.key_names and column is not None:
-            wanted.setdefault("tickets" if column == "ticket_id" else rule.table, set()).update(rule.key_names)
-    session: Any = ctx.session  # None in a context built from rows alone (tests): every keyed row looked up
-    if not wanted or session is None:
-        return None
-    out: dict[tuple[str, Any], str] = {}
-    for name in sorted(wanted):
-        sql = f"SELECT id, {_NATURAL[name]} FROM {name} WHERE {_NATURAL[name]} IN ({{}})"  # noqa: S608 - _NATURAL
-        out.update({(name, pk): str(value) for pk, value in rows_in(ctx, sql, sorted(wanted[name]))})
-    return out
-
-
-_SHAPES: dict[tuple[AllowedChange, ...], dict[tuple[Any, ...], bool | tuple[frozenset[str], ...]]] = {}
-"""The rules' answer by row shape, for each set of rules seen (a task's rules are the same every episode)."""
-
-
-def _shapes(allowed: list[AllowedChange]) -> dict[tuple[Any, ...], bool | tuple[frozenset[str], ...]]:
-    """The answers by row shape of rules equal to ``allowed`` (shared: an answer depends only on the rules).
-
-    Asked once an episode, when the check first runs (the step that grades everything), so an episode's first
-    write of a shape seen in an earlier episode costs a lookup instead of asking every rule.
-    """
-    rules = tuple(allowed)
-    found = _SHAPES.get(rules)
-    if found is None:
-        if len(_SHAPES) >= 256:  # many tasks' rules in one process: start over rather than grow without bound
-            _SHAPES.clear()
-        found = _SHAPES[rules] = {}
-    return found
-
-
-def _rule_for(allowed: list[AllowedChange], row: ChangeRow) -> bool | tuple[frozenset[str], ...]:
-    """How ``allowed`` judges rows of ``row``'s table, op and changed columns.
-
-    True: a rule without keys admits them; False: no rule does; else the key sets of the keyed rules that admit
-    them (the row's key decides).
-    """
-    fits = [a for a in allowed if a.admits(row)]
-    key_sets = tuple(a.key_names for a in fits if a.key_names is not None)
-    if len(key_sets) < len(fits) or not fits:
-        return bool(fits)
-    return key_sets
-
-
-@check_fn("no_collateral_changes", on_changes=_collateral_on_changes)
-def no_collateral_changes(ctx: GradingContext, allowed: list[AllowedChange], scope: Scope = "actor") -> CheckOutcome:
-    """Every change of the episode (by the agent, or by anyone with ``scope='all'``) is in ``allowed``.
-
-    Another employee's rows (a coworker's reply) are not judged with ``scope='actor'``: a step that logged
-    only such rows keeps the verdict before it, at the cost of a dict lookup (no ``touches`` hook: asking it
-    row by row costs more than folding the rows in).
-    """
-    score, evidence, details = _collateral(ctx, allowed, scope)
-    return CheckOutcome(score=score, evidence=evidence, details=dict(details))
 
 
 @check_fn("change_count_at_most")

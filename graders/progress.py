@@ -16,11 +16,12 @@ do (``row_exists`` on a row named by its key); a check that reads every table ma
 reads only the new steps). A table check with a ``holds`` hook is not asked at all while its verdict stands:
 the hook names what must change first (its row, an insert into its table, an update of a key column), and a
 step that changes none of it skips the check (``row_exists``; asked once at the start, so it is held from the
-first step). A table check whose ``rows`` did not exist yet (a document the agent creates) moves to its rows
-once a re-run finds them. Trace checks read the steps, so they re-run after every step unless they have an
-evaluator. Judge checks are never asked mid-episode (a model
-call per step would cost more than the episode); they are left out of the value, as an unjudged check is in
-``grade``.
+first step); a failing ``row_exists`` that counts the changed rows is held too, its hook naming the table as
+one whose every change moves only the evidence, so such a change marks it lagging (asked again, with no rows,
+when ``results`` is) instead of asking it. A table check whose ``rows`` did not exist yet (a document the agent
+creates) moves to its rows once a re-run finds them. Trace checks read the steps, so they re-run after every
+step unless they have an evaluator. Judge checks are never asked mid-episode (a model call per step would
+cost more than the episode); they are left out of the value, as an unjudged check is in ``grade``.
 
 A function with an ``on_step`` evaluator settles all of its table checks with one call a step instead of a
 ``touches`` and an ``on_changes`` call per check (a review rubric has a check per comment it expects; asking each
@@ -29,7 +30,9 @@ whose score the step cannot move but whose evidence it did (a failing check list
 is run again only when ``results`` asks, as a trace check no new step could move is. An ``on_step`` function is
 asked once with no rows when progress starts, so what it keeps for the episode (the note checks' groups by file)
 is built in the step that grades everything rather than in the first write. An ``on_changes`` evaluator asked
-with rows may answer ``LATER`` too (``no_collateral_changes`` after rows its rules admit: only its count moved).
+with rows may answer ``LATER`` too (``no_collateral_changes`` after rows its rules admit: only its count moved);
+and one on every table with a ``quiet`` hook is not asked at all after a step whose every row is of a shape the
+hook names (the agent's mail marked read): it is marked lagging and folds those rows in when next asked.
 
 What keeps a step cheap: lookups are kept across steps until a table they read changes
 (``GradingContext.kept``/``forget``), answers that cannot change during an episode are kept for it
@@ -39,7 +42,9 @@ check's outcome is kept as (score, evidence, details); the ``CheckResult`` model
 ``results`` asks (validating a pydantic model costs more than most checks do; a check whose details or evidence
 need validation is built at once, so a failing validation scores 0 as in ``grade``). The value is kept as
 running parts (each check's weighted share, the failing must checks) and combined again only when a score
-moved. A step that changed nothing costs a lookup when the rubric has no trace checks.
+moved. A step that changed nothing costs a lookup when the rubric has no trace checks; a step that wrote one row
+files it into the context's log itself (``GradingContext.extend`` inlined) and asks only the ``on_step`` groups
+filed under its table.
 
 The value follows ``grade``'s rule (``graders.base.combine`` after ``apply_needs``), adding the same shares in
 the same order, so after the last step it is the final reward of a rubric without judge checks, to the bit;
@@ -53,7 +58,7 @@ from __future__ import annotations
 
 import contextlib
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Container, Iterable, Mapping, Sequence
 from typing import Any
 
 from graders.base import (
@@ -164,6 +169,9 @@ class Progress:
         self._any_deciding: list[int] = []  # state checks on every table with an ``on_changes`` evaluator
         self._stale: frozenset[int] = frozenset()  # the checks every step that changed a row re-runs
         self._group_tables: frozenset[str] = frozenset()  # the tables some ``on_step`` function reads
+        # by table, the ``on_step`` groups that read it as (position in ``_grouped``, key in it), so a step that
+        # wrote one table asks its groups without looking at every other one
+        self._groups_of: dict[str, list[tuple[int, tuple[str, tuple[str, ...]]]]] = {}
         # table checks whose last verdict stands until a step changes what their ``holds`` hook named: the
         # hook, the index entries each held check is under, and the indexes (rows, inserts into a table,
         # updates of a column)
@@ -172,6 +180,9 @@ class Progress:
         self._wake_rows: dict[Any, set[int]] = {}
         self._wake_inserts: dict[Any, set[int]] = {}
         self._wake_columns: dict[Any, set[int]] = {}
+        self._lag_tables: dict[Any, set[int]] = {}  # held checks whose evidence any change of a table moves
+        # checks on every table with a ``quiet`` hook: the row shapes that move only their evidence, and by whom
+        self._quiet: dict[int, tuple[Mapping[str, Container[tuple[Any, ...]]], int | None]] = {}
         self._by_table: dict[str, list[int]] = {}
         self._by_row: dict[tuple[str, tuple[Any, ...]], list[int]] = {}
         self._touches: dict[int, Callable[..., bool]] = {}
@@ -216,9 +227,20 @@ class Progress:
                     return self._combine()
             return self.value  # nothing changed and nothing reads the steps: the verdicts stand
         self._moved = False
-        changed = [_of(rows[0])] if len(rows) == 1 else list(map(_of, rows))  # most steps write one row
         ctx = self.ctx
-        by_table = ctx.extend(changed)  # the step's rows by table, as the context files them
+        if len(rows) == 1:  # most steps write one row: ``ctx.extend`` inlined (a frame and a list a write step)
+            row = _of(rows[0])
+            changed = [row]
+            ctx.log.append(row)
+            logged = ctx._by_table.get(row.table)
+            if logged is None:
+                ctx._by_table[row.table] = [row]
+            else:
+                logged.append(row)
+            by_table = {row.table: changed}  # the one list: no evaluator changes the rows it is given
+        else:
+            changed = list(map(_of, rows))
+            by_table = ctx.extend(changed)  # the step's rows by table, as the context files them
         stale = set(self._stale)
         # the checks an evaluator may settle from the rows: (check, evaluator, its rows), asked in one loop below
         # rather than through a method per check (the frames cost as much as most evaluators do)
@@ -239,6 +261,12 @@ class Progress:
         on_rows, on_changes, touches, held = self._on_rows, self._on_changes, self._touches, self._held
         if held:
             self._wake(changed)
+            lag = self._lag_tables
+            if lag:  # held checks whose evidence counts the table's changes: asked again for the results
+                for table in by_table:
+                    lags = lag.get(table)
+                    if lags:
+                        self._lagging |= lags
         if by_row:
             for i, check_rows in by_check.items():
                 if i in stale:
@@ -265,8 +293,24 @@ class Progress:
                     deciding.setdefault(i, []).extend(table_rows)
                 else:
                     stale.add(i)
+        quiet = self._quiet
         for i in self._any_deciding:
-            if i not in stale and (i not in touches or self._touched(i, changed)):
+            if i in stale:
+                continue
+            if i in quiet:  # rows that move only its evidence (``check_fn(quiet=)``): not asked, lagging instead
+                shapes, actor = quiet[i]
+                for r in changed:
+                    if actor is not None and r.actor_id != actor:
+                        break
+                    of_table = shapes.get(r.table)  # most rows' tables have none: no shape built for them
+                    if of_table is None or (
+                        ((r.table, r.op, *r.changes) if r.op == "update" else (r.table, r.op)) not in of_table
+                    ):
+                        break
+                else:
+                    self._lagging.add(i)
+                    continue
+            if i not in touches or self._touched(i, changed):
                 asking.append((i, on_changes[i], changed))
         for i, check_rows in deciding.items():
             if len(by_table) > 1:
@@ -389,9 +433,16 @@ class Progress:
             return
         if found is None:
             return
-        rows, inserts, columns = found
+        rows, inserts, columns = found[:3]
+        lags = found[3] if len(found) > 3 else ()  # tables whose changes leave its evidence behind (not its score)
         keys: list[tuple[dict[Any, set[int]], Any]] = []
-        for index, names in ((self._wake_rows, rows), (self._wake_inserts, inserts), (self._wake_columns, columns)):
+        indexes = (
+            (self._wake_rows, rows),
+            (self._wake_inserts, inserts),
+            (self._wake_columns, columns),
+            (self._lag_tables, lags),
+        )
+        for index, names in indexes:
             for name in names:
                 index.setdefault(name, set()).add(i)
                 keys.append((index, name))
@@ -419,14 +470,26 @@ class Progress:
                 index[name].discard(i)
 
     def _step_groups(self, by_table: dict[str, list[ChangeRow]], stale: set[int]) -> None:
-        """Settle the checks of each ``on_step`` function whose tables the step changed, one call per function."""
-        for (_, tables), (on_step, checks, params) in self._grouped.items():
-            if len(tables) == 1:  # most functions read one table: its rows as they are
-                rows = by_table.get(tables[0])
-                if rows is None:
-                    continue
+        """Settle the checks of each ``on_step`` function whose tables the step changed, one call per function.
+
+        A step that wrote one table (most do) asks the groups filed under it with its rows as they are; else
+        every group reading one of the step's tables, in ``_grouped`` order, with its tables' rows in seq order
+        (going through the groups costs less than gathering them from the tables' lists).
+        """
+        grouped = self._grouped
+        step_rows: list[ChangeRow] = []
+        if len(by_table) == 1:
+            ((table, step_rows),) = by_table.items()
+            groups: Iterable[Any] = self._groups_of.get(table, ())
+        else:
+            groups = enumerate(grouped)  # every group in order, each skipped unless it reads one of the tables
+        outcomes = self._outcomes
+        for _, key in groups:
+            on_step, checks, params = grouped[key]
+            if step_rows:  # one table written: its rows as they are
+                rows = step_rows
             else:
-                found = [by_table[t] for t in tables if t in by_table]
+                found = [by_table[t] for t in key[1] if t in by_table]
                 if not found:
                     continue
                 rows = found[0] if len(found) == 1 else sorted((r for f in found for r in f), key=_seq)
@@ -434,7 +497,6 @@ class Progress:
                 verdicts = on_step(self.ctx, rows, params)
             except Exception:  # an evaluator that fails re-runs every check of it: exactness first
                 verdicts = dict.fromkeys(range(len(checks)))
-            outcomes = self._outcomes
             for pos, out in verdicts.items():
                 i = checks[pos]
                 if out is None:
@@ -624,11 +686,19 @@ class Progress:
                 self._on_changes[i] = spec.on_changes
                 if spec.touches is not None:
                     self._touches[i] = spec.touches
+                if spec.quiet is not None:
+                    with contextlib.suppress(Exception):  # a hook that cannot tell: the evaluator asked every step
+                        found = spec.quiet(self.ctx, **kwargs)
+                        if found is not None:
+                            self._quiet[i] = found
             else:
                 self._any.append(i)
         # every step that changed a row re-runs these (trace checks with an evaluator are asked it instead)
         self._stale = frozenset(self._always).difference(self._traced) | frozenset(self._any)
         self._group_tables = frozenset(t for _, tables in self._grouped for t in tables)
+        for n, key in enumerate(self._grouped):
+            for table in key[1]:
+                self._groups_of.setdefault(table, []).append((n, key))
         self._gate_names = frozenset(n for names in self._gated.values() for n in names)
         self._all_gated = bool(self._always) and all(i in self._gated for i in self._always)
         for on_step, _, params in self._grouped.values():  # asked once with no rows: what it keeps is built now,

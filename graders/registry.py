@@ -12,7 +12,7 @@ import functools
 import importlib
 import inspect
 import typing
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Container, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -107,14 +107,23 @@ class CheckFnSpec:
     so may a trace check, asked after every step instead of re-running (``no_tool_errors`` reads the new steps).
     Asked with rows it may answer ``LATER`` as ``on_step`` may (``no_collateral_changes`` after rows the rules
     admit: only the count in its evidence moved); asked with none it must give the verdict."""
-    holds: Callable[..., tuple[Any, Any, Any] | None] | None = None
+    holds: Callable[..., tuple[Any, ...] | None] | None = None
     """``holds(ctx, **params)``: for a ``reads`` check with ``on_changes``, asked right after the evaluator gave
-    a verdict: ``(rows, tables, columns)`` such that the verdict stands until a step changes one of ``rows``
-    ((table, primary key)), inserts into one of ``tables`` or updates one of ``columns`` ((table, column)),
-    so ``graders.progress`` does not ask the check at all until then; None: ask it after every change to its
-    tables. It must never let a verdict stand that a change could move. Such a check's evaluator is also asked
-    once when progress starts, with no rows (its one-off reads done in the step that grades every check), and
-    held from then if its verdict is the grade's."""
+    a verdict (or ``LATER``): ``(rows, tables, columns)`` such that the verdict stands until a step changes one
+    of ``rows`` ((table, primary key)), inserts into one of ``tables`` or updates one of ``columns`` ((table,
+    column)), so ``graders.progress`` does not ask the check at all until then; None: ask it after every change
+    to its tables. It must never let a verdict stand that a change could move. A fourth item, if given, names
+    tables whose every change moves the evidence but not the score (a failing ``row_exists`` counts the changed
+    rows): the held check is then asked again, with no rows, when the results are. Such a check's evaluator is
+    also asked once when progress starts, with no rows (its one-off reads done in the step that grades every
+    check), and held from then if its verdict is the grade's."""
+    quiet: Callable[..., tuple[Mapping[str, Container[tuple[Any, ...]]], int | None] | None] | None = None
+    """``quiet(ctx, **params)``: for a check with ``on_changes`` that reads every table, asked once when progress
+    starts: ``(shapes, actor)`` such that a row by ``actor`` (None: anyone) whose shape is in ``shapes[table]``
+    moves only the check's evidence: (table, op) for an insert or delete, (table, "update", *changed columns)
+    for an update. ``shapes`` may grow as the episode goes. After a step whose every row is such a row
+    ``graders.progress`` does not ask the evaluator (which reads the log from where it stopped, so it folds the
+    rows in when next asked) and asks it again for the results. None: ask it after every step, as without."""
     on_step: Callable[..., Mapping[int, tuple[float, str, Mapping[str, Any]] | Later | None]] | None = None
     """``on_step(ctx, rows, params)``: for a ``reads`` function (no ``rows``), every check of the rubric that uses
     it at once: ``params`` lists their params (the same list, in rubric order, on every step) and ``rows`` are
@@ -196,7 +205,8 @@ def check_fn(
     columns: Callable[..., frozenset[str]] | None = None,
     on_rows: Callable[..., tuple[float, str, Mapping[str, Any]] | None] | None = None,
     on_changes: Callable[..., tuple[float, str, Mapping[str, Any]] | Later | None] | None = None,
-    holds: Callable[..., tuple[Any, Any, Any] | None] | None = None,
+    holds: Callable[..., tuple[Any, ...] | None] | None = None,
+    quiet: Callable[..., tuple[Mapping[str, Container[tuple[Any, ...]]], int | None] | None] | None = None,
     on_step: Callable[..., Mapping[int, tuple[float, str, Mapping[str, Any]] | Later | None]] | None = None,
     moved_by: tuple[str, ...] | None = None,
 ) -> Callable[[_Fn], _Fn]:
@@ -207,7 +217,8 @@ def check_fn(
     per-step progress score re-runs a check only after a step that changed it (see ``CheckFnSpec``); a state
     check that declares neither is re-run after every step that changed anything. ``columns`` narrows ``rows``
     to the columns read, and ``on_rows`` (``on_changes`` for a ``reads`` check) decides the verdict from the
-    changed rows alone when it can, ``holds`` what must change before its verdict can, and ``on_step`` decides
+    changed rows alone when it can, ``holds`` what must change before its verdict can, ``quiet`` which rows
+    move only its evidence, and ``on_step`` decides
     for all of a rubric's checks of the function at once; ``moved_by`` names the steps that can move a trace
     check that reads only the last step.
     """
@@ -231,6 +242,7 @@ def check_fn(
             on_rows=on_rows,
             on_changes=on_changes,
             holds=holds,
+            quiet=quiet,
             on_step=on_step,
             moved_by=frozenset(moved_by) if moved_by is not None else None,
         )

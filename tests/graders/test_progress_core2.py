@@ -15,10 +15,10 @@ import pytest
 import graders.progress as progress
 from graders.base import Check, GradingContext, Rubric, apply_needs, grade
 from graders.changes import ChangeRow, read_changes
-from graders.checks import AllowedChange, _collateral, _shapes
 from graders.checks_code import _snippet
 from graders.checks_common import snippet
 from graders.checks_trace import _tool_errors
+from graders.collateral import AllowedChange, _collateral, _shapes
 from sim.agents import run_agent
 from tests.graders.test_progress import Checked
 from worlds.schema import TicketLabel

@@ -14,7 +14,7 @@ import pytest
 
 from graders.base import Check, GradingContext, Rubric, grade, read_changes
 from graders.changes import ChangeRow
-from graders.checks import AllowedChange, _collateral, _collateral_on_changes
+from graders.collateral import AllowedChange, _collateral, _collateral_on_changes
 from graders.progress import Progress
 from graders.registry import LATER
 

@@ -270,6 +270,8 @@ def test_row_exists_names_a_row_by_a_composite_unique_key_from_the_log(world):
         for where, scope in asks:
             kwargs = {"table": "ticket_labels", "where": where, "scope": scope}
             fast = spec.on_changes(ctx, list(ctx.changed_rows("ticket_labels")[-1:]), **kwargs)
+            if fast is LATER:  # a failing count moved (its score stands): asked with no rows it gives the verdict
+                fast = spec.on_changes(ctx, [], **kwargs)
             slow = spec.fn(world.ctx(), **kwargs)
             assert fast is None or fast == (slow.score, slow.evidence, dict(slow.details)), (where, scope)
             step.append(None if fast is None else fast[0])
@@ -318,7 +320,7 @@ def test_a_held_row_verdict_is_not_asked_until_its_row_or_key_can_move(world, ev
         "eng4": ({"key": "ENG-4", "status": "backlog"}, "any"),
         "id5": ({"id": 5, "status": "done"}, "any"),
         "eng9": ({"key": "ENG-9", "status": "todo"}, "any"),
-        "changed": ({"id": 2, "priority": "low"}, "changed"),  # fails and counts changed rows: asked every time
+        "changed": ({"id": 2, "priority": "low"}, "changed"),  # fails, counts changed rows: held, its evidence lags
     }
     rubric = Rubric(
         id="t",
@@ -332,8 +334,8 @@ def test_a_held_row_verdict_is_not_asked_until_its_row_or_key_can_move(world, ev
     progress = Progress(rubric, GradingContext(session=world.session, trace=[], actor_id=1))
     progress.update([])
     edits: list[Callable[[], Any]] = [
-        lambda: setattr(world.ticket("ENG-1"), "title", "One"),  # held from the start: only the counting one
-        lambda: setattr(world.ticket("ENG-1"), "title", "Two"),  # only the counting one
+        lambda: setattr(world.ticket("ENG-1"), "title", "One"),  # held from the start: none asked
+        lambda: setattr(world.ticket("ENG-1"), "title", "Two"),  # none (the counting one's count is asked later)
         lambda: setattr(world.ticket("ENG-3"), "status", "todo"),  # ENG-3's row
         lambda: setattr(world.ticket("ENG-5"), "status", "todo"),  # row 5
         lambda: world.add(Ticket(**{**_ticket_row(world, "ENG-1"), "id": 9, "key": "ENG-9", "status": "todo"})),
@@ -351,8 +353,8 @@ def test_a_held_row_verdict_is_not_asked_until_its_row_or_key_can_move(world, ev
         by_step.append(sorted(cid for cid, _, _ in evaluated))
         full = grade(rubric, world.ctx())
         assert progress.results() == full.checks, n
-    assert by_step[0] == by_step[1] == ["changed"]
-    assert by_step[2] == ["changed", "eng3"] and by_step[3] == ["changed", "id5"]
-    assert by_step[4] == ["changed", "eng3", "eng4", "eng9"], "an insert may carry a key"
-    assert by_step[5] == ["changed", "eng3", "eng4", "eng9"], "an update of the key column may move one"
+    assert by_step[0] == by_step[1] == []
+    assert by_step[2] == ["eng3"] and by_step[3] == ["id5"]
+    assert by_step[4] == ["eng3", "eng4", "eng9"], "an insert may carry a key"
+    assert by_step[5] == ["changed", "eng3", "eng4", "eng9"], "an update of the key column (row 2's) may move one"
     assert [c.score for c in full.checks] == [0.0, 1.0, 0.0, 1.0, 0.0]

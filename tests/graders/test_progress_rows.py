@@ -15,7 +15,7 @@ from graders.checks_cases import _QUERIES, CaseMail, _logged_mails
 from graders.checks_common import inserted_ids, logged_mail, rows_in
 from graders.checks_comms import _sent_mail, _sent_mail_read
 from graders.progress import Progress
-from graders.registry import check_fn_spec
+from graders.registry import LATER, check_fn_spec
 from tests.graders.test_checks import send
 from worlds.schema import MailMessage
 
@@ -195,17 +195,23 @@ def test_row_exists_from_the_log_is_what_the_query_finds(world):
         lambda: world.session.delete(world.session.get(TicketLabel, 2)),
     ]
     ctx, seq = GradingContext(session=world.session, trace=[], actor_id=1), world.start_seq
-    decided = passed = 0
+    decided = passed = later = 0
+    scores: dict[int, float] = {}
     for edit in edits:
         edit()
         ctx, seq = _step_ctx(world, ctx, seq)
-        for table, where, scope in asks:
+        for n, (table, where, scope) in enumerate(asks):
             fast = spec.on_changes(ctx, list(ctx.changed_rows(table)[-1:]), table=table, where=where, scope=scope)
             slow = spec.fn(world.ctx(), table=table, where=where, scope=scope)
+            if fast is LATER:  # only the count of a failing verdict moved: the score stands, asked with none it says
+                later += 1
+                assert scores[n] == slow.score < 1.0, (table, where, scope)
+                fast = spec.on_changes(ctx, [], table=table, where=where, scope=scope)
             assert fast == (slow.score, slow.evidence, dict(slow.details)), (table, where, scope)
+            scores[n] = slow.score
             decided += 1
             passed += fast is not None and fast[0] == 1.0
-    assert decided == len(edits) * len(asks) and passed >= 10
+    assert decided == len(edits) * len(asks) and passed >= 10 and later >= 1
     assert spec.on_changes(ctx, [], table="tickets", where={"title": "Bug 3"}, scope="any") is None, "no key"
 
 
