@@ -3,7 +3,7 @@
 Families: issue 14's three (triage, escalation, schedule), fix-failing-test, and every other dense family
 (impossible variants included) whose oracle runs without the code sandbox at each step (``FAMILIES`` says which
 are left out and why). The target is the same for all: <= 20 us a step. Per
-family, the oracle plays several seeds and difficulties (twice: the first pass warms the caches). For each
+family, the oracle plays several seeds and difficulties (a pass to warm the caches, then ``PASSES`` timed ones). For each
 task: how many checks its rubric has, and the p50 of a full ``grade`` of the final state. Every call of
 ``graders.progress.Progress.update`` is timed where it runs, inside the step, so the figure is the progress
 score's own cost: per step over the oracle's real mix of reads and writes (mean and p50), per step that
@@ -18,6 +18,7 @@ and those runs are excluded from the 20 us target, which is for rule checks.
 
 from __future__ import annotations
 
+import gc
 import statistics
 import tempfile
 import time
@@ -63,6 +64,10 @@ FAMILIES = (
 fix-failing-test's do, which stands for them); cross-source-question, history-*, one-on-ones-ask (3 to 10
 checks a task: not dense) and the impossible variants with fewer than 20 checks a task on average."""
 SEEDS = range(6)
+PASSES = 3
+"""Timed passes over the seeds after the warm one. A pass's CPU mean moves by up to a fifth between passes on a
+shared VM (other tenants' load on the host, a garbage collection); the per-step figure is the least of the
+passes' means, as ``timeit`` reports the least of its repeats, and its note lists all of them."""
 
 
 class _Timed(progress.Progress):
@@ -126,20 +131,31 @@ def _family(figures: dict[str, Any], family: str, store: WorldStore) -> None:
     short = family.removesuffix("-v0").replace("-", "_")
     checks: list[int] = []
     grades: list[tuple[float, float]] = []
+    passes: list[list[tuple[float, bool, bool, float, float]]] = []
     with Episode(family, store=store) as ep:
-        for warm in (True, False):
+        for n in range(1 + PASSES):  # the first warms the caches
+            if n:
+                # The families measured before leave garbage behind; collected here, it is not collected inside
+                # this family's updates (one full collection, ~0.4 s with six families' worlds behind it, once
+                # landed in a customer-escalation update: 800 us a step over its 552).
+                gc.collect()
             _Timed.samples = []
             for seed in SEEDS:
                 run_agent(ep, "oracle", seed, {"difficulty": 1 + seed % 3, "progress": True})
-                if not warm:
+                if n == 1:  # a full grade of each task's final state, once
                     checks.append(len(ep.instance.rubric.checks))
                     live = ep._live
                     assert live is not None
                     grades += _cpu_repeat(live.grade, 3 if family.startswith("fix") else 30)
-    steps = [(t, cpu) for t, _, first, cpu, _ in _Timed.samples if not first]
-    writes = [t for t, changed, first, _, _ in _Timed.samples if changed and not first]
-    firsts = [t for t, _, first, _, _ in _Timed.samples if first]
-    rule_only = [t - box for t, _, first, _, box in _Timed.samples if not first]
+            if n:
+                passes.append(_Timed.samples)
+    samples = [s for one in passes for s in one]
+    steps = [(t, cpu) for t, _, first, cpu, _ in samples if not first]
+    writes = [t for t, changed, first, _, _ in samples if changed and not first]
+    firsts = [t for t, _, first, _, _ in samples if first]
+    rule_only = [t - box for t, _, first, _, box in samples if not first]
+    # each pass's CPU mean per step: the figure is the least (as timeit's), the note gives all of them
+    cpu_means = [statistics.mean(cpu for _, _, first, cpu, _ in one if not first) * 1e6 for one in passes]
     sandbox = family.startswith("fix")
     target = "<= 20 (sandbox runs excluded: once per request head)" if sandbox else "<= 20"
     figures[f"{short}_checks_per_task"] = fig(statistics.mean(checks), "checks", "typical >= 20")
@@ -150,7 +166,10 @@ def _family(figures: dict[str, Any], family: str, store: WorldStore) -> None:
         percentile([c for _, c in grades], 50) * 1e3, "ms", "sandbox processes not counted" if sandbox else "<= 2"
     )
     figures[f"{short}_progress_mean_us_per_step"] = fig(statistics.mean(t for t, _ in steps) * 1e6, "us", target)
-    figures[f"{short}_progress_cpu_mean_us_per_step"] = fig(statistics.mean(c for _, c in steps) * 1e6, "us", target)
+    passes_said = ", ".join(f"{m:.1f}" for m in cpu_means)
+    figures[f"{short}_progress_cpu_mean_us_per_step"] = fig(
+        min(cpu_means), "us", f"{target}; the least of {PASSES} passes' means ({passes_said})"
+    )
     if sandbox:
         figures[f"{short}_progress_mean_us_per_step_without_sandbox"] = fig(
             statistics.mean(rule_only) * 1e6, "us", "<= 20 (wall clock less the hidden-case runs)"

@@ -15,6 +15,7 @@ unknown family is one error line and exit 2 before any world is built.
 
 from __future__ import annotations
 
+import gc
 import sys
 import tempfile
 import time
@@ -61,6 +62,8 @@ def measure(family: str, store: WorldStore) -> dict[str, list[float]]:
     try:
         with Episode(family, store=store) as ep:
             for timed in (False, *([True] * ROUNDS)):
+                if timed:
+                    gc.collect()  # the garbage of what ran before is not collected inside the timed updates
                 _ByTool.samples = samples if timed else None
                 for seed in SEEDS:
                     run_agent(ep, "oracle", seed, {"difficulty": 1 + seed % 3, "progress": True})
