@@ -98,7 +98,8 @@ def test_control__sigterm_drains_and_exits(server_data: Path) -> None:
             c.post("/reset", json={"seed": 1}).raise_for_status()
         pids = [w["pid"] for w in s.admin("/workers")]
         s.proc.send_signal(signal.SIGTERM)
-        assert s.proc.wait(timeout=30) in (0, -signal.SIGTERM)  # uvicorn re-raises the signal once drained
+        # uvicorn re-raises the signal once drained, and the CLI ends a SIGTERM as exit 143 (sim/cli/__init__.py)
+        assert s.proc.wait(timeout=30) in (0, 143)
         for pid in pids:
             with pytest.raises(ProcessLookupError):
                 os.kill(pid, 0)

@@ -65,7 +65,7 @@ def test_resume__sigterm_snapshots_live_episodes_and_a_restart_continues_them(
             for eid, token in (http_ep, mcp_ep):
                 assert [_step(c, eid, token, a) for a in ACTIONS[:CUT]] == expected[:CUT]
         s.proc.send_signal(signal.SIGTERM)
-        assert s.proc.wait(timeout=60) in (0, -signal.SIGTERM)
+        assert s.proc.wait(timeout=60) in (0, 143)  # drained; uvicorn re-raises SIGTERM, the CLI exits 143
     saved = sorted(p.name for p in (state_dir / "episodes").iterdir())
     assert saved == [f"{e}.{k}" for e in sorted([http_ep[0], mcp_ep[0]]) for k in ("json", "snapshot")]
     assert json.loads((state_dir / "episodes" / f"{http_ep[0]}.json").read_text())["steps"] == CUT
