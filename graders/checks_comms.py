@@ -459,8 +459,9 @@ def _event_step(
 
     Why: a booking re-ran each check of an event the agent had not booked yet (onboarding has one per meeting),
     paying the check machinery on top of the verdict; here each is decided by the function's own decision
-    (``_fits``). Every check's hook is asked before any is decided, as when they were re-run (deciding one
-    moves the passing event its hook reads). A hook or a decision that raises re-runs the check.
+    (``_fits_all``, once for the checks that differ only by their attendees). Every check's hook is asked before
+    any is decided, as when they were re-run (deciding one moves the passing event its hook reads). A hook or a
+    decision that raises re-runs the check (a decision shared by several, each of them).
 
     A failing check that a step touches only with new events whose titles it does not match, and invitations
     to such events, still fails (no event can fit it that did not before): only its evidence, which lists
@@ -477,6 +478,7 @@ def _event_step(
             touched.append(pos)
     out: dict[int, tuple[float, str, dict[str, Any]] | Later | None] = {}
     titles: dict[Any, Any] | None = None  # the titles of the step's new events and invitations (None: not all new)
+    groups: dict[tuple[Any, ...], list[int]] = {}  # the checks to decide, by what they share but the attendees
     for pos in touched:
         try:
             kw = params[pos]
@@ -485,9 +487,22 @@ def _event_step(
             if titles and ctx.lasting.get(_fits_key(**kw)) is None and not _any_match(kw["title_pattern"], titles):
                 out[pos] = LATER  # failing, and none of the step's events can fit it
                 continue
-            out[pos] = _fits(ctx, **kw)
+            shared = (
+                kw["title_pattern"],
+                kw.get("organizer", "actor"),
+                kw.get("start_after"),
+                kw.get("start_before"),
+                kw.get("room"),
+            )
+            groups.setdefault(shared, []).append(pos)
         except Exception:
             out[pos] = None
+    for shared, positions in groups.items():  # a kickoff's checks differ only by attendees: decided together
+        try:
+            verdicts = _fits_all(ctx, *shared, [params[pos].get("attendees", ()) for pos in positions])
+            out.update(zip(positions, verdicts, strict=True))
+        except Exception:
+            out.update(dict.fromkeys(positions))
     return out
 
 
@@ -535,50 +550,83 @@ def _fits(
     start_before: datetime | None = None,
     room: str | None = None,
 ) -> tuple[float, str, dict[str, Any]]:
-    """``event_exists``'s verdict as (score, evidence, details) (also its ``on_step``'s)."""
-    key = _fits_key(title_pattern, attendees, organizer, start_after, start_before, room)
-    ctx.lasting.pop(key, None)  # kept again only if an event fits (see _event_touches)
-    named = [a for a in (*attendees, organizer or "actor") if a != "actor"]
+    """``event_exists``'s verdict as (score, evidence, details): ``_fits_all`` for one attendee list."""
+    return _fits_all(ctx, title_pattern, organizer, start_after, start_before, room, [attendees])[0]
+
+
+def _fits_all(
+    ctx: GradingContext,
+    title_pattern: str,
+    organizer: str | None,
+    start_after: datetime | None,
+    start_before: datetime | None,
+    room: str | None,
+    attendee_lists: Sequence[Sequence[str]],
+) -> list[tuple[float, str, dict[str, Any]]]:
+    """``event_exists``'s verdicts of checks alike but for their attendees, in the order of ``attendee_lists``.
+
+    Why together: a kickoff has a check for the whole team and one per teammate, all of the same title, window
+    and organizer; a booking decided each apart, reading the organizer, the new events and which of them fit
+    the title, window and room once per check. Here those are read once and only the invitees are tested per
+    check; a failing check's note on each event is the same words in the same order as when decided alone.
+    """
+    keys = [_fits_key(title_pattern, a, organizer, start_after, start_before, room) for a in attendee_lists]
+    for key in keys:
+        ctx.lasting.pop(key, None)  # kept again only if an event fits (see _event_touches)
+    me_name = organizer or "actor"
+    named = [a for attendees in attendee_lists for a in (*attendees, me_name) if a != "actor"]
     _expect(ctx, named)  # the meeting checks' calendar reads them before a booking
     _named(ctx, named)  # one query for every name, kept for the episode (at the first step, before any booking)
     if not any(r.op == "insert" for r in ctx.changed_rows("events")):
-        return (0.0, "no calendar event was created during the episode", {})
+        return [(0.0, "no calendar event was created during the episode", {}) for _ in attendee_lists]
     organizer_id = _employee(ctx, organizer) if organizer is not None else None
     if organizer is not None and organizer_id is None:
-        return (0.0, f"unknown employee {organizer!r}", {})
+        return [(0.0, f"unknown employee {organizer!r}", {}) for _ in attendee_lists]
     events, invited = ctx.kept(("new_events",), ("events", "event_attendees", "rooms", "employees"), _new_events(ctx))
-    me = _people(ctx, [ctx.actor_id]).get(ctx.actor_id)
-    # compared by id (usernames are unique): the invitees need no lookup of their names
-    wanted = [
-        (me.username if me else "actor", ctx.actor_id) if a == "actor" else (a, _employee(ctx, a)) for a in attendees
-    ]
     title_rx = rx(title_pattern)
     mine = [e for e in events if not e.cancelled and (organizer_id is None or e.organizer_id == organizer_id)]
-    for e in mine:  # the first that fits, tested without writing why the others do not (a pass lists none)
-        if (
-            title_rx.search(e.title)
-            and not ((start_after and e.start_at < start_after) or (start_before and e.start_at > start_before))
-            and (room is None or e.room == room)
-            and all(i == e.organizer_id or i in invited.get(e.id, ()) for _, i in wanted)
-        ):
-            title, start = _event_text(e.title, e.start_at)
-            ctx.lasting[key] = e.id
-            return (1.0, f"event #{e.id} {title} at {start} fits", {"event_id": e.id})
-    notes = []
-    for e in mine:
-        present = invited.get(e.id, set()) | {e.organizer_id}
-        missing = [a for a, i in wanted if i not in present]
-        problems = [f"missing {', '.join(missing)}"] if missing else []
-        if not title_rx.search(e.title):
-            problems.append("title does not match")
-        title, start = _event_text(e.title, e.start_at)
-        if (start_after and e.start_at < start_after) or (start_before and e.start_at > start_before):
-            problems.append(f"starts {start}")
-        if room is not None and e.room != room:
-            problems.append(f"room is {e.room!r}")
-        notes.append(f"#{e.id} {title}: {', '.join(problems)}")
-    head = f"none of {len(notes)} live events organised by {who_label(organizer)} fits /{title_pattern}/"
-    return (0.0, head + (f": {listing(notes)}" if notes else ""), {})
+    # the events that fit but for their invitees, in id order (the first of them with every invitee passes)
+    near = [
+        e
+        for e in mine
+        if title_rx.search(e.title)
+        and not ((start_after and e.start_at < start_after) or (start_before and e.start_at > start_before))
+        and (room is None or e.room == room)
+    ]
+    me = _people(ctx, [ctx.actor_id]).get(ctx.actor_id)
+    notes: list[tuple[Any, str, list[str]]] | None = None  # per live event: its id, label and other problems
+    out: list[tuple[float, str, dict[str, Any]]] = []
+    for key, attendees in zip(keys, attendee_lists, strict=True):
+        # compared by id (usernames are unique): the invitees need no lookup of their names
+        wanted = [
+            (me.username if me else "actor", ctx.actor_id) if a == "actor" else (a, _employee(ctx, a))
+            for a in attendees
+        ]
+        hit = next((e for e in near if all(i == e.organizer_id or i in invited.get(e.id, ()) for _, i in wanted)), None)
+        if hit is not None:
+            title, start = _event_text(hit.title, hit.start_at)
+            ctx.lasting[key] = hit.id
+            out.append((1.0, f"event #{hit.id} {title} at {start} fits", {"event_id": hit.id}))
+            continue
+        if notes is None:
+            notes = []
+            for e in mine:
+                title, start = _event_text(e.title, e.start_at)
+                problems = [] if title_rx.search(e.title) else ["title does not match"]
+                if (start_after and e.start_at < start_after) or (start_before and e.start_at > start_before):
+                    problems.append(f"starts {start}")
+                if room is not None and e.room != room:
+                    problems.append(f"room is {e.room!r}")
+                notes.append((e, f"#{e.id} {title}", problems))
+        lines = []
+        for e, label, problems in notes:
+            present = invited.get(e.id, set()) | {e.organizer_id}
+            missing = [a for a, i in wanted if i not in present]
+            said = [f"missing {', '.join(missing)}", *problems] if missing else problems
+            lines.append(f"{label}: {', '.join(said)}")
+        head = f"none of {len(lines)} live events organised by {who_label(organizer)} fits /{title_pattern}/"
+        out.append((0.0, head + (f": {listing(lines)}" if lines else ""), {}))
+    return out
 
 
 @check_fn(
