@@ -468,41 +468,45 @@ def _event_step(
     every event it saw, moves, so it answers ``LATER`` (onboarding books one meeting after another, and each
     booking re-decided every meeting's check not booked yet, listing every event each time).
     """
-    touched: list[int] = []
+    touched: list[tuple[int, tuple[Any, ...] | None, int | None]] = []  # (position, its key, its passing event)
     for pos, kw in enumerate(params):
         try:
-            passing = ctx.lasting.get(_fits_key(**kw))  # looked up once per check, not once per row
-            if any(_event_touched(passing, r) for r in rows):
-                touched.append(pos)
+            made = _fits_key(**kw)  # built once per check: the hook, the wait and the decision read it
         except Exception:
-            touched.append(pos)
+            touched.append((pos, None, None))
+            continue
+        passing = ctx.lasting.get(made)
+        try:
+            if any(_event_touched(passing, r) for r in rows):
+                touched.append((pos, made, passing))
+        except Exception:
+            touched.append((pos, made, passing))
     out: dict[int, tuple[float, str, dict[str, Any]] | Later | None] = {}
     titles: dict[Any, Any] | None = None  # the titles of the step's new events and invitations (None: not all new)
-    groups: dict[tuple[Any, ...], list[int]] = {}  # the checks to decide, by what they share but the attendees
-    for pos in touched:
+    matched: dict[str, bool] = {}  # by title pattern: whether one of those titles matches it
+    groups: dict[tuple[Any, ...], list[tuple[int, tuple[Any, ...]]]] = {}  # to decide, by all but the attendees
+    for pos, key, passing in touched:
+        if key is None:
+            out[pos] = None  # params _fits_key cannot take: the check re-runs (and says why)
+            continue
         try:
-            kw = params[pos]
             if titles is None:
                 titles = _new_titles(ctx, rows)
-            if titles and ctx.lasting.get(_fits_key(**kw)) is None and not _any_match(kw["title_pattern"], titles):
-                out[pos] = LATER  # failing, and none of the step's events can fit it
-                continue
-            shared = (
-                kw["title_pattern"],
-                kw.get("organizer", "actor"),
-                kw.get("start_after"),
-                kw.get("start_before"),
-                kw.get("room"),
-            )
-            groups.setdefault(shared, []).append(pos)
+            if titles and passing is None:
+                found = matched.get(key[1])
+                if found is None:
+                    found = matched[key[1]] = _any_match(key[1], titles)
+                if not found:
+                    out[pos] = LATER  # failing, and none of the step's events can fit it
+                    continue
+            groups.setdefault((key[1], *key[3:]), []).append((pos, key))
         except Exception:
             out[pos] = None
-    for shared, positions in groups.items():  # a kickoff's checks differ only by attendees: decided together
+    for group in groups.values():  # a kickoff's checks differ only by attendees: decided together
         try:
-            verdicts = _fits_all(ctx, *shared, [params[pos].get("attendees", ()) for pos in positions])
-            out.update(zip(positions, verdicts, strict=True))
+            out.update(zip([pos for pos, _ in group], _fits_all(ctx, [key for _, key in group]), strict=True))
         except Exception:
-            out.update(dict.fromkeys(positions))
+            out.update(dict.fromkeys(pos for pos, _ in group))
     return out
 
 
@@ -550,27 +554,20 @@ def _fits(
     start_before: datetime | None = None,
     room: str | None = None,
 ) -> tuple[float, str, dict[str, Any]]:
-    """``event_exists``'s verdict as (score, evidence, details): ``_fits_all`` for one attendee list."""
-    return _fits_all(ctx, title_pattern, organizer, start_after, start_before, room, [attendees])[0]
+    """``event_exists``'s verdict as (score, evidence, details): ``_fits_all`` for one check."""
+    return _fits_all(ctx, [_fits_key(title_pattern, attendees, organizer, start_after, start_before, room)])[0]
 
 
-def _fits_all(
-    ctx: GradingContext,
-    title_pattern: str,
-    organizer: str | None,
-    start_after: datetime | None,
-    start_before: datetime | None,
-    room: str | None,
-    attendee_lists: Sequence[Sequence[str]],
-) -> list[tuple[float, str, dict[str, Any]]]:
-    """``event_exists``'s verdicts of checks alike but for their attendees, in the order of ``attendee_lists``.
+def _fits_all(ctx: GradingContext, keys: Sequence[tuple[Any, ...]]) -> list[tuple[float, str, dict[str, Any]]]:
+    """``event_exists``'s verdicts of checks alike but for their attendees, by their ``_fits_key``, in that order.
 
     Why together: a kickoff has a check for the whole team and one per teammate, all of the same title, window
     and organizer; a booking decided each apart, reading the organizer, the new events and which of them fit
     the title, window and room once per check. Here those are read once and only the invitees are tested per
     check; a failing check's note on each event is the same words in the same order as when decided alone.
     """
-    keys = [_fits_key(title_pattern, a, organizer, start_after, start_before, room) for a in attendee_lists]
+    _, title_pattern, _, organizer, start_after, start_before, room = keys[0]
+    attendee_lists = [key[2] for key in keys]
     for key in keys:
         ctx.lasting.pop(key, None)  # kept again only if an event fits (see _event_touches)
     me_name = organizer or "actor"
