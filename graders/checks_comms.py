@@ -469,6 +469,7 @@ def _event_step(
     booking re-decided every meeting's check not booked yet, listing every event each time).
     """
     touched: list[tuple[int, tuple[Any, ...] | None, int | None]] = []  # (position, its key, its passing event)
+    hooked: dict[int | None, bool] = {}  # by passing event (None: none fits): whether the rows touch its checks
     for pos, kw in enumerate(params):
         try:
             made = _fits_key(**kw)  # built once per check: the hook, the wait and the decision read it
@@ -476,10 +477,14 @@ def _event_step(
             touched.append((pos, None, None))
             continue
         passing = ctx.lasting.get(made)
-        try:
-            if any(_event_touched(passing, r) for r in rows):
-                touched.append((pos, made, passing))
-        except Exception:
+        hit = hooked.get(passing)
+        if hit is None:  # the hook reads only the passing event and the rows: asked once per passing event
+            try:
+                hit = any(_event_touched(passing, r) for r in rows)
+            except Exception:
+                hit = True
+            hooked[passing] = hit
+        if hit:
             touched.append((pos, made, passing))
     out: dict[int, tuple[float, str, dict[str, Any]] | Later | None] = {}
     titles: dict[Any, Any] | None = None  # the titles of the step's new events and invitations (None: not all new)
@@ -590,6 +595,8 @@ def _fits_all(ctx: GradingContext, keys: Sequence[tuple[Any, ...]]) -> list[tupl
         and not ((start_after and e.start_at < start_after) or (start_before and e.start_at > start_before))
         and (room is None or e.room == room)
     ]
+    # who each of them has (invited or organising): a check passes with the first holding all of its invitees
+    holders = [(e, invited.get(e.id, set()) | {e.organizer_id}) for e in near]
     me = _people(ctx, [ctx.actor_id]).get(ctx.actor_id)
     notes: list[tuple[Any, str, list[str]]] | None = None  # per live event: its id, label and other problems
     out: list[tuple[float, str, dict[str, Any]]] = []
@@ -599,7 +606,8 @@ def _fits_all(ctx: GradingContext, keys: Sequence[tuple[Any, ...]]) -> list[tupl
             (me.username if me else "actor", ctx.actor_id) if a == "actor" else (a, _employee(ctx, a))
             for a in attendees
         ]
-        hit = next((e for e in near if all(i == e.organizer_id or i in invited.get(e.id, ()) for _, i in wanted)), None)
+        ids = {i for _, i in wanted}  # an unknown name's None is in no event's set: no event fits
+        hit = next((e for e, there in holders if ids <= there), None)
         if hit is not None:
             title, start = _event_text(hit.title, hit.start_at)
             ctx.lasting[key] = hit.id
