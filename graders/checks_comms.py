@@ -489,7 +489,8 @@ def _event_step(
     out: dict[int, tuple[float, str, dict[str, Any]] | Later | None] = {}
     titles: dict[Any, Any] | None = None  # the titles of the step's new events and invitations (None: not all new)
     matched: dict[str, bool] = {}  # by title pattern: whether one of those titles matches it
-    groups: dict[tuple[Any, ...], list[tuple[int, tuple[Any, ...]]]] = {}  # to decide, by all but the attendees
+    # to decide, by all of their key but the attendees: their positions and keys
+    groups: dict[tuple[Any, ...], tuple[list[int], list[tuple[Any, ...]]]] = {}
     for pos, key, passing in touched:
         if key is None:
             out[pos] = None  # params _fits_key cannot take: the check re-runs (and says why)
@@ -504,14 +505,18 @@ def _event_step(
                 if not found:
                     out[pos] = LATER  # failing, and none of the step's events can fit it
                     continue
-            groups.setdefault((key[1], *key[3:]), []).append((pos, key))
+            group = groups.get(shared := (key[1], *key[3:]))
+            if group is None:
+                group = groups[shared] = ([], [])
+            group[0].append(pos)
+            group[1].append(key)
         except Exception:
             out[pos] = None
-    for group in groups.values():  # a kickoff's checks differ only by attendees: decided together
+    for positions, keys in groups.values():  # a kickoff's checks differ only by attendees: decided together
         try:
-            out.update(zip([pos for pos, _ in group], _fits_all(ctx, [key for _, key in group]), strict=True))
+            out.update(zip(positions, _fits_all(ctx, keys), strict=True))
         except Exception:
-            out.update(dict.fromkeys(pos for pos, _ in group))
+            out.update(dict.fromkeys(positions))
     return out
 
 
@@ -572,42 +577,45 @@ def _fits_all(ctx: GradingContext, keys: Sequence[tuple[Any, ...]]) -> list[tupl
     check; a failing check's note on each event is the same words in the same order as when decided alone.
     """
     _, title_pattern, _, organizer, start_after, start_before, room = keys[0]
-    attendee_lists = [key[2] for key in keys]
     for key in keys:
         ctx.lasting.pop(key, None)  # kept again only if an event fits (see _event_touches)
     me_name = organizer or "actor"
-    named = [a for attendees in attendee_lists for a in (*attendees, me_name) if a != "actor"]
+    named = [a for key in keys for a in (*key[2], me_name) if a != "actor"]
     _expect(ctx, named)  # the meeting checks' calendar reads them before a booking
     _named(ctx, named)  # one query for every name, kept for the episode (at the first step, before any booking)
     if not any(r.op == "insert" for r in ctx.changed_rows("events")):
-        return [(0.0, "no calendar event was created during the episode", {}) for _ in attendee_lists]
+        return [(0.0, "no calendar event was created during the episode", {}) for _ in keys]
     organizer_id = _employee(ctx, organizer) if organizer is not None else None
     if organizer is not None and organizer_id is None:
-        return [(0.0, f"unknown employee {organizer!r}", {}) for _ in attendee_lists]
+        return [(0.0, f"unknown employee {organizer!r}", {}) for _ in keys]
     events, invited = ctx.kept(("new_events",), ("events", "event_attendees", "rooms", "employees"), _new_events(ctx))
     title_rx = rx(title_pattern)
     mine = [e for e in events if not e.cancelled and (organizer_id is None or e.organizer_id == organizer_id)]
-    # the events that fit but for their invitees, in id order (the first of them with every invitee passes)
-    near = [
-        e
+    # the events that fit but for their invitees, in id order, with who each has (invited or organising): a
+    # check passes with the first holding all of its invitees
+    holders = [
+        (e, invited.get(e.id, set()) | {e.organizer_id})
         for e in mine
         if title_rx.search(e.title)
         and not ((start_after and e.start_at < start_after) or (start_before and e.start_at > start_before))
         and (room is None or e.room == room)
     ]
-    # who each of them has (invited or organising): a check passes with the first holding all of its invitees
-    holders = [(e, invited.get(e.id, set()) | {e.organizer_id}) for e in near]
     me = _people(ctx, [ctx.actor_id]).get(ctx.actor_id)
     notes: list[tuple[Any, str, list[str]]] | None = None  # per live event: its id, label and other problems
     out: list[tuple[float, str, dict[str, Any]]] = []
-    for key, attendees in zip(keys, attendee_lists, strict=True):
+    for key in keys:
+        attendees = key[2]
         # compared by id (usernames are unique): the invitees need no lookup of their names
         wanted = [
             (me.username if me else "actor", ctx.actor_id) if a == "actor" else (a, _employee(ctx, a))
             for a in attendees
         ]
         ids = {i for _, i in wanted}  # an unknown name's None is in no event's set: no event fits
-        hit = next((e for e, there in holders if ids <= there), None)
+        hit = None
+        for e, there in holders:  # a loop, not ``next`` over a generator: a frame fewer a check
+            if ids <= there:
+                hit = e
+                break
         if hit is not None:
             title, start = _event_text(hit.title, hit.start_at)
             ctx.lasting[key] = hit.id
