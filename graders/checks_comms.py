@@ -459,35 +459,64 @@ def _event_step(
 
     Why: a booking re-ran each check of an event the agent had not booked yet (onboarding has one per meeting),
     paying the check machinery on top of the verdict; here each is decided by the function's own decision
-    (``_fits``). Every check's hook is asked before any is decided, as when they were re-run (deciding one
-    moves the passing event its hook reads). A hook or a decision that raises re-runs the check.
+    (``_fits_all``, once for the checks that differ only by their attendees). Every check's hook is asked before
+    any is decided, as when they were re-run (deciding one moves the passing event its hook reads). A hook or a
+    decision that raises re-runs the check (a decision shared by several, each of them).
 
     A failing check that a step touches only with new events whose titles it does not match, and invitations
     to such events, still fails (no event can fit it that did not before): only its evidence, which lists
     every event it saw, moves, so it answers ``LATER`` (onboarding books one meeting after another, and each
     booking re-decided every meeting's check not booked yet, listing every event each time).
     """
-    touched: list[int] = []
+    touched: list[tuple[int, tuple[Any, ...] | None, int | None]] = []  # (position, its key, its passing event)
+    hooked: dict[int | None, bool] = {}  # by passing event (None: none fits): whether the rows touch its checks
     for pos, kw in enumerate(params):
         try:
-            passing = ctx.lasting.get(_fits_key(**kw))  # looked up once per check, not once per row
-            if any(_event_touched(passing, r) for r in rows):
-                touched.append(pos)
+            made = _fits_key(**kw)  # built once per check: the hook, the wait and the decision read it
         except Exception:
-            touched.append(pos)
+            touched.append((pos, None, None))
+            continue
+        passing = ctx.lasting.get(made)
+        hit = hooked.get(passing)
+        if hit is None:  # the hook reads only the passing event and the rows: asked once per passing event
+            try:
+                hit = any(_event_touched(passing, r) for r in rows)
+            except Exception:
+                hit = True
+            hooked[passing] = hit
+        if hit:
+            touched.append((pos, made, passing))
     out: dict[int, tuple[float, str, dict[str, Any]] | Later | None] = {}
     titles: dict[Any, Any] | None = None  # the titles of the step's new events and invitations (None: not all new)
-    for pos in touched:
+    matched: dict[str, bool] = {}  # by title pattern: whether one of those titles matches it
+    # to decide, by all of their key but the attendees: their positions and keys
+    groups: dict[tuple[Any, ...], tuple[list[int], list[tuple[Any, ...]]]] = {}
+    for pos, key, passing in touched:
+        if key is None:
+            out[pos] = None  # params _fits_key cannot take: the check re-runs (and says why)
+            continue
         try:
-            kw = params[pos]
             if titles is None:
                 titles = _new_titles(ctx, rows)
-            if titles and ctx.lasting.get(_fits_key(**kw)) is None and not _any_match(kw["title_pattern"], titles):
-                out[pos] = LATER  # failing, and none of the step's events can fit it
-                continue
-            out[pos] = _fits(ctx, **kw)
+            if titles and passing is None:
+                found = matched.get(key[1])
+                if found is None:
+                    found = matched[key[1]] = _any_match(key[1], titles)
+                if not found:
+                    out[pos] = LATER  # failing, and none of the step's events can fit it
+                    continue
+            group = groups.get(shared := (key[1], *key[3:]))
+            if group is None:
+                group = groups[shared] = ([], [])
+            group[0].append(pos)
+            group[1].append(key)
         except Exception:
             out[pos] = None
+    for positions, keys in groups.values():  # a kickoff's checks differ only by attendees: decided together
+        try:
+            out.update(zip(positions, _fits_all(ctx, keys), strict=True))
+        except Exception:
+            out.update(dict.fromkeys(positions))
     return out
 
 
@@ -535,50 +564,82 @@ def _fits(
     start_before: datetime | None = None,
     room: str | None = None,
 ) -> tuple[float, str, dict[str, Any]]:
-    """``event_exists``'s verdict as (score, evidence, details) (also its ``on_step``'s)."""
-    key = _fits_key(title_pattern, attendees, organizer, start_after, start_before, room)
-    ctx.lasting.pop(key, None)  # kept again only if an event fits (see _event_touches)
-    named = [a for a in (*attendees, organizer or "actor") if a != "actor"]
+    """``event_exists``'s verdict as (score, evidence, details): ``_fits_all`` for one check."""
+    return _fits_all(ctx, [_fits_key(title_pattern, attendees, organizer, start_after, start_before, room)])[0]
+
+
+def _fits_all(ctx: GradingContext, keys: Sequence[tuple[Any, ...]]) -> list[tuple[float, str, dict[str, Any]]]:
+    """``event_exists``'s verdicts of checks alike but for their attendees, by their ``_fits_key``, in that order.
+
+    Why together: a kickoff has a check for the whole team and one per teammate, all of the same title, window
+    and organizer; a booking decided each apart, reading the organizer, the new events and which of them fit
+    the title, window and room once per check. Here those are read once and only the invitees are tested per
+    check; a failing check's note on each event is the same words in the same order as when decided alone.
+    """
+    _, title_pattern, _, organizer, start_after, start_before, room = keys[0]
+    for key in keys:
+        ctx.lasting.pop(key, None)  # kept again only if an event fits (see _event_touches)
+    me_name = organizer or "actor"
+    named = [a for key in keys for a in (*key[2], me_name) if a != "actor"]
     _expect(ctx, named)  # the meeting checks' calendar reads them before a booking
     _named(ctx, named)  # one query for every name, kept for the episode (at the first step, before any booking)
     if not any(r.op == "insert" for r in ctx.changed_rows("events")):
-        return (0.0, "no calendar event was created during the episode", {})
+        return [(0.0, "no calendar event was created during the episode", {}) for _ in keys]
     organizer_id = _employee(ctx, organizer) if organizer is not None else None
     if organizer is not None and organizer_id is None:
-        return (0.0, f"unknown employee {organizer!r}", {})
+        return [(0.0, f"unknown employee {organizer!r}", {}) for _ in keys]
     events, invited = ctx.kept(("new_events",), ("events", "event_attendees", "rooms", "employees"), _new_events(ctx))
-    me = _people(ctx, [ctx.actor_id]).get(ctx.actor_id)
-    # compared by id (usernames are unique): the invitees need no lookup of their names
-    wanted = [
-        (me.username if me else "actor", ctx.actor_id) if a == "actor" else (a, _employee(ctx, a)) for a in attendees
-    ]
     title_rx = rx(title_pattern)
     mine = [e for e in events if not e.cancelled and (organizer_id is None or e.organizer_id == organizer_id)]
-    for e in mine:  # the first that fits, tested without writing why the others do not (a pass lists none)
-        if (
-            title_rx.search(e.title)
-            and not ((start_after and e.start_at < start_after) or (start_before and e.start_at > start_before))
-            and (room is None or e.room == room)
-            and all(i == e.organizer_id or i in invited.get(e.id, ()) for _, i in wanted)
-        ):
-            title, start = _event_text(e.title, e.start_at)
-            ctx.lasting[key] = e.id
-            return (1.0, f"event #{e.id} {title} at {start} fits", {"event_id": e.id})
-    notes = []
-    for e in mine:
-        present = invited.get(e.id, set()) | {e.organizer_id}
-        missing = [a for a, i in wanted if i not in present]
-        problems = [f"missing {', '.join(missing)}"] if missing else []
-        if not title_rx.search(e.title):
-            problems.append("title does not match")
-        title, start = _event_text(e.title, e.start_at)
-        if (start_after and e.start_at < start_after) or (start_before and e.start_at > start_before):
-            problems.append(f"starts {start}")
-        if room is not None and e.room != room:
-            problems.append(f"room is {e.room!r}")
-        notes.append(f"#{e.id} {title}: {', '.join(problems)}")
-    head = f"none of {len(notes)} live events organised by {who_label(organizer)} fits /{title_pattern}/"
-    return (0.0, head + (f": {listing(notes)}" if notes else ""), {})
+    # the events that fit but for their invitees, in id order, with who each has (invited or organising): a
+    # check passes with the first holding all of its invitees
+    holders = [
+        (e, invited.get(e.id, set()) | {e.organizer_id})
+        for e in mine
+        if title_rx.search(e.title)
+        and not ((start_after and e.start_at < start_after) or (start_before and e.start_at > start_before))
+        and (room is None or e.room == room)
+    ]
+    me = _people(ctx, [ctx.actor_id]).get(ctx.actor_id)
+    notes: list[tuple[Any, str, list[str]]] | None = None  # per live event: its id, label and other problems
+    out: list[tuple[float, str, dict[str, Any]]] = []
+    for key in keys:
+        attendees = key[2]
+        # compared by id (usernames are unique): the invitees need no lookup of their names
+        wanted = [
+            (me.username if me else "actor", ctx.actor_id) if a == "actor" else (a, _employee(ctx, a))
+            for a in attendees
+        ]
+        ids = {i for _, i in wanted}  # an unknown name's None is in no event's set: no event fits
+        hit = None
+        for e, there in holders:  # a loop, not ``next`` over a generator: a frame fewer a check
+            if ids <= there:
+                hit = e
+                break
+        if hit is not None:
+            title, start = _event_text(hit.title, hit.start_at)
+            ctx.lasting[key] = hit.id
+            out.append((1.0, f"event #{hit.id} {title} at {start} fits", {"event_id": hit.id}))
+            continue
+        if notes is None:
+            notes = []
+            for e in mine:
+                title, start = _event_text(e.title, e.start_at)
+                problems = [] if title_rx.search(e.title) else ["title does not match"]
+                if (start_after and e.start_at < start_after) or (start_before and e.start_at > start_before):
+                    problems.append(f"starts {start}")
+                if room is not None and e.room != room:
+                    problems.append(f"room is {e.room!r}")
+                notes.append((e, f"#{e.id} {title}", problems))
+        lines = []
+        for e, label, problems in notes:
+            present = invited.get(e.id, set()) | {e.organizer_id}
+            missing = [a for a, i in wanted if i not in present]
+            said = [f"missing {', '.join(missing)}", *problems] if missing else problems
+            lines.append(f"{label}: {', '.join(said)}")
+        head = f"none of {len(lines)} live events organised by {who_label(organizer)} fits /{title_pattern}/"
+        out.append((0.0, head + (f": {listing(lines)}" if lines else ""), {}))
+    return out
 
 
 @check_fn(
