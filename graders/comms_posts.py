@@ -536,16 +536,20 @@ def _post_step(
     before = index.seen
     own, elsewhere = index.moved(ctx, log)
     out: dict[int, Verdict | Later | None] = dict.fromkeys(elsewhere, LATER) if elsewhere else {}
-    plain, redo = index.plain, index.redo
+    plain, redo, seen = index.plain, index.redo, index.seen  # ``moved`` has just set it to ``len(log.posts)``
     for pos, posts in own.items():
-        found = plain.get(pos) if posts else None
-        if found is None or pos in redo or found[0].seen > before or found[0].searched != len(found[0].items):
+        found = plain.get(pos) if posts and pos not in redo else None
+        if found is not None:
+            state, search, tail, min_count, who = found
+            items = state.items
+            if state.seen > before or state.searched != len(items):
+                found = None  # it has seen this step's posts already, or left some unsearched: the generic pass
+        if found is None:
             out[pos] = _post_verdict(ctx, log, **params[pos])
             continue
-        state, search, tail, min_count, who = found
         hits = state.hits
-        state.items += posts  # ``_followed_posts``' fold: the posts after ``before`` that are the check's
-        state.seen = len(log.posts)
+        items += posts  # ``_followed_posts``' fold: the posts after ``before`` that are the check's
+        state.seen = seen
         state.outcome = None
         matched = len(hits)
         if who is None:
@@ -564,7 +568,7 @@ def _post_step(
                     or said(p.message)
                 ):
                     hits.append(p)
-        state.searched = len(state.items)
+        state.searched = len(items)
         # no new match: the score stands, only the posts its evidence lists moved
         if len(hits) == matched:
             out[pos] = LATER
