@@ -206,7 +206,9 @@ def _post_verdict(
     """``post_in_channel``'s outcome from the post log, rebuilt only when its posts, mentions or channels moved.
 
     ``state`` is the check's followed posts when ``_post_step`` has just folded them (its target then stands).
+    Every call is counted in ``log.asked`` (it may move the state's ``marks``, which ``_PostIndex.moved`` reads).
     """
+    log.asked += 1
     if state is None:
         target = _target(ctx, channel, author)
         if isinstance(target, str):
@@ -319,6 +321,8 @@ class _PostIndex:
     """
 
     __slots__ = (
+        "again",
+        "asked",
         "authors",
         "bare",
         "by_name",
@@ -348,6 +352,10 @@ class _PostIndex:
         self.redo: AbstractSet[int] = _NONE
         self.fresh: Sequence[ChangeRow] = ()
         self.states: dict[int, Followed] = {}  # each ``post_in_channel`` check's followed state
+        # ``log.asked`` when ``moved`` last read the bare checks' marks (-1: never), and the bare checks it told
+        # whatever their marks say (no verdict of the two marks ``moved`` compares)
+        self.asked = -1
+        self.again: list[int] = []
         self.plain: dict[
             int, tuple[Followed, Callable[[str], Any], str, int, tuple[int, Callable[[str], Any]] | None]
         ] = {}
@@ -446,14 +454,26 @@ class _PostIndex:
             return moved, ()
         # a check told ``LATER`` at an earlier new channel and not asked since (its verdict counts fewer channels
         # than there were before this step) is still lagging in the progress: telling it again costs, moves nothing
+        if log.asked == self.asked:
+            # no verdict built since the bare checks' marks were last read (at the last new channel, ``had`` then
+            # fewer than now): each was told then (its marks count the channels before that step, fewer than
+            # ``had``) or skipped as lagging (fewer still), and no marks moved since, so each is skipped now;
+            # only one told whatever its marks say is told again. A DM to a new person per step reads no marks.
+            again = self.again
+            return moved, [pos for pos in again if pos in bare and pos not in moved] if again else ()
         states = self.states
-        elsewhere = []
+        elsewhere: list[int] = []
+        again = self.again = []
         for pos in bare:
             if pos in moved:
                 continue
             marks = states[pos].marks if pos in states else ()
-            if len(marks) != 2 or marks[1] >= had:  # its verdict counts every channel there was: tell it
+            if len(marks) != 2:
                 elsewhere.append(pos)
+                again.append(pos)
+            elif marks[1] >= had:  # its verdict counts every channel there was: tell it
+                elsewhere.append(pos)
+        self.asked = log.asked
         return moved, elsewhere
 
 
@@ -464,7 +484,8 @@ def _index(
     index: _PostIndex | None = ctx.lasting.get((name, id(params)))
     if index is not None and index.params is params:
         targets = index.targets  # ``_targets(ctx)`` is this very dict while no employee changed: no frame to ask
-        if targets is ctx.lasting.get("post_targets") and targets[None] == len(ctx.changed_rows("employees")):
+        employees = ctx._by_table.get("employees")  # ``ctx.changed_rows``, read from its index: no frame
+        if targets is ctx.lasting.get("post_targets") and targets[None] == (len(employees) if employees else 0):
             return index
     ctx.lasting[(name, id(params))] = fresh = _PostIndex(ctx, log, params, rows)
     return fresh if index is None and not ctx.changed_rows("employees") else None
@@ -515,16 +536,20 @@ def _post_step(
     before = index.seen
     own, elsewhere = index.moved(ctx, log)
     out: dict[int, Verdict | Later | None] = dict.fromkeys(elsewhere, LATER) if elsewhere else {}
-    plain, redo = index.plain, index.redo
+    plain, redo, seen = index.plain, index.redo, index.seen  # ``moved`` has just set it to ``len(log.posts)``
     for pos, posts in own.items():
-        found = plain.get(pos) if posts else None
-        if found is None or pos in redo or found[0].seen > before or found[0].searched != len(found[0].items):
+        found = plain.get(pos) if posts and pos not in redo else None
+        if found is not None:
+            state, search, tail, min_count, who = found
+            items = state.items
+            if state.seen > before or state.searched != len(items):
+                found = None  # it has seen this step's posts already, or left some unsearched: the generic pass
+        if found is None:
             out[pos] = _post_verdict(ctx, log, **params[pos])
             continue
-        state, search, tail, min_count, who = found
         hits = state.hits
-        state.items += posts  # ``_followed_posts``' fold: the posts after ``before`` that are the check's
-        state.seen = len(log.posts)
+        items += posts  # ``_followed_posts``' fold: the posts after ``before`` that are the check's
+        state.seen = seen
         state.outcome = None
         matched = len(hits)
         if who is None:
@@ -543,7 +568,7 @@ def _post_step(
                     or said(p.message)
                 ):
                     hits.append(p)
-        state.searched = len(state.items)
+        state.searched = len(items)
         # no new match: the score stands, only the posts its evidence lists moved
         if len(hits) == matched:
             out[pos] = LATER
