@@ -21,6 +21,9 @@ from graders.registry import LATER, Later
 
 Scope = Literal["actor", "all"]
 
+_NO_KEYS: dict[Any, Any] = {}
+"""No natural key looked up yet: what ``_collateral_on_changes`` reads when nothing is kept (never written)."""
+
 
 class AllowedChange(BaseModel):
     """Changes a task may make: to ``table``, optionally only ``fields`` (updates), ``keys`` and ``ops``.
@@ -165,19 +168,65 @@ def _collateral_on_changes(
     elif seen[0] == len(log) and seen[4] is not None:
         verdict: tuple[float, str, dict[str, Any]] = seen[4]
         return verdict
-    elif rows and seen[0] == len(log) - 1:  # a step that wrote one row (most do): what the loop below does for
-        row = log[-1]  # the agent's row that a rule admits, in a few lookups
-        # a row of a table with a natural key is left to the loop when rows were read ahead by it (it may rename
-        # one); any other is judged by its shape, or by its primary key for keyed rules on a table without one
-        if (scope == "all" or row.actor_id == ctx.actor_id) and (seen[7] is None or row.table not in _NATURAL):
-            shape = (row.table, row.op, *row.changes) if row.op == "update" else (row.table, row.op)
-            fits = seen[3].get(shape)
-            if row.table not in _NATURAL and type(fits) is tuple and len(row.key) == 1:
-                name = str(row.key[0])  # keyed rules, a row of a table with no natural key: named by its key alone
-                fits = any(name in ks for ks in fits)
+    elif rows and seen[0] < len(log):
+        # a step's new rows (one to a few) that the loop below would each admit or pass over, judged here without
+        # the loop's lists and dicts: a row by its shape, a keyed rule's row by its primary key or its natural key
+        # as the loop names it (a lookup's answer or the rows read ahead). The first row this cannot admit leaves
+        # every row to the loop, untouched: the rows it notes as renamed are kept aside (``born``) until all pass
+        shapes_known: dict[tuple[Any, ...], bool | tuple[frozenset[str], ...]] = seen[3]
+        named_ahead: dict[tuple[str, Any], str] | None = seen[7]
+        renamed_so_far: set[tuple[str, Any]] = seen[8]
+        mine = None if scope == "all" else ctx.actor_id
+        born: list[tuple[str, Any]] = []
+        count = 0
+        for n in range(seen[0], len(log)):
+            row = log[n]
+            table, op = row.table, row.op
+            column = _NATURAL.get(table)
+            if column is not None and named_ahead is not None and (op != "update" or column in row.changes):
+                born.append((table, row.key[0]))
+            if mine is not None and row.actor_id != mine:
+                continue
+            fits = shapes_known.get((table, op, *row.changes) if op == "update" else (table, op))
             if fits is True:
-                seen[0], seen[1], seen[4] = seen[0] + 1, seen[1] + 1, None
+                count += 1
+                continue
+            if fits is None or fits is False:
+                break
+            name: str | None = str(row.key[0]) if len(row.key) == 1 else json.dumps(list(row.key))
+            for ks in fits:
+                if name in ks:
+                    break
+            else:  # not by its primary key: by its natural key, if the loop would know it without a lookup
+                name = None
+                if op == "update" and column is not None and column != "ticket_id":
+                    pk = (table, row.key[0])
+                    looked = ctx.lasting.get("natural_by_id", _NO_KEYS).get(pk, _NO_KEYS)
+                    if looked is not _NO_KEYS:
+                        name = "" if looked is None else str(looked)
+                    elif named_ahead is not None and pk not in renamed_so_far and pk not in born:
+                        name = named_ahead.get(pk)
+                elif column == "ticket_id" and op != "update" and named_ahead is not None:
+                    ticket = ("tickets", row.changes.get("ticket_id"))
+                    if ticket[1] is not None and ticket not in renamed_so_far and ticket not in born:
+                        name = named_ahead.get(ticket)
+                if name is None:
+                    break
+                for ks in fits:
+                    if name in ks:
+                        break
+                else:
+                    break
+            count += 1
+        else:
+            renamed_so_far.update(born)
+            seen[0] = len(log)
+            if count or seen[4] is None:  # the score stands, only the count in the evidence moved
+                seen[1] += count
+                seen[4] = None
                 return LATER
+            verdict = seen[4]  # none of the agent's rows: the verdict stands, the very same tuple
+            return verdict
     shapes: dict[tuple[Any, ...], bool | tuple[frozenset[str], ...]] = seen[3]
     judged: list[tuple[ChangeRow, bool | None]] = []  # rows not admitted yet; None: only keyed rules may admit it
     admitted = 0  # rows the rules admit (counted, not listed: most rows are)
