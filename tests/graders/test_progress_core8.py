@@ -22,11 +22,12 @@ def _status(world: Any, key: str, status: str) -> None:
     """A transition as the tool writes it: the ticket's status and a status-history row, two rows in one step."""
     ticket = world.ticket(key)
     before, ticket.status = ticket.status, status
-    world.add(TicketStatusChange(ticket_id=ticket.id, from_status=before, to_status=status, actor_id=1, changed_at=world.clock.now()))
+    at = world.clock.now()
+    world.add(TicketStatusChange(ticket_id=ticket.id, from_status=before, to_status=status, actor_id=1, changed_at=at))
 
 
 def _steps(world: Any, rules: list[AllowedChange], steps: list[list[Callable[[], Any]]]) -> list[tuple[Any, ...]]:
-    """Each step's edits (flushed one by one), folded as progress asks; after each (its answer, the verdict, the loop's).
+    """Each step's edits (flushed one by one), folded as progress asks; after each: answer, verdict, the loop's.
 
     The verdict is the evaluator's after the step, brought up to date by asking it with no rows when it
     answered ``LATER``, as ``Progress.results`` does; the loop's is a second context fed the same rows and asked
