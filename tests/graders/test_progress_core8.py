@@ -12,9 +12,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import graders.collateral as collateral
 from graders.base import GradingContext, read_changes
 from graders.collateral import AllowedChange, _collateral, _collateral_on_changes
+from graders.progress import Progress
 from graders.registry import LATER
+from tests.graders.test_progress_core6 import _play, _rubric
 from worlds.schema import TicketStatusChange
 
 
@@ -92,3 +95,33 @@ def test_the_pass_leaves_a_step_to_the_loop_untouched_at_its_first_row_outside_t
     assert [verdict for _, verdict, _ in said] == [loop for _, _, loop in said]
     assert said[2][1][1].startswith("2 of 5 changes")  # the priority row before the rename is within the rules
     assert said[3][1][1].startswith("3 of 6 changes")  # the one after it is not
+
+
+def test_a_keyed_rules_row_updated_within_its_columns_is_not_asked_until_a_rename_drops_it(
+    world, evaluated, monkeypatch
+):
+    """``_quiet_rows``: progress skips the evaluator for a named row's update; a rename or delete is asked at once."""
+    monkeypatch.setattr(collateral, "_SHAPES", {})  # no shape learned by another test's episode
+    allowed = [
+        {"table": "tickets", "fields": ["status", "sprint_id"], "keys": ["ENG-1", "ENG-3", "ENG-4"]},
+        {"table": "tickets", "fields": ["key"]},  # renames: admitted without keys, yet never quiet
+        {"table": "ticket_status_changes", "ops": ["insert"]},
+    ]
+    rubric = _rubric(("collateral", "no_collateral_changes", {"allowed": allowed}))
+
+    def seen(live: Progress) -> tuple[int, bool]:
+        return len(evaluated), 0 in live._lagging
+
+    edits: list[Callable[[], Any]] = [
+        lambda: setattr(world.ticket("ENG-3"), "status", "in_progress"),  # a named row, its columns: not asked
+        lambda: _status(world, "ENG-4", "done"),  # with its history row (a shape not learned yet): asked
+        lambda: _status(world, "ENG-4", "in_progress"),  # both quiet now: not asked
+        lambda: setattr(world.ticket("ENG-3"), "title", "Three"),  # a column no rule allows: asked, a violation
+        lambda: setattr(world.ticket("ENG-2"), "key", "ENG-22"),  # a rename's shape, learned: asked
+        lambda: setattr(world.ticket("ENG-5"), "key", "ENG-55"),  # a row no rule names: quiet by its shape
+        lambda: setattr(world.ticket("ENG-1"), "key", "ENG-11"),  # a named row's rename: asked, and drops it
+        lambda: setattr(world.ticket("ENG-11"), "status", "done"),  # no longer named: asked, a violation
+        lambda: setattr(world.ticket("ENG-55"), "status", "todo"),  # never named: asked, a violation
+    ]
+    said = _play(world, rubric, edits, seen, evaluated)
+    assert said == [(0, True), (1, True), (0, True), (1, False), (1, True), (0, True), (1, True), (1, False), (1, False)]
