@@ -124,4 +124,14 @@ def test_a_keyed_rules_row_updated_within_its_columns_is_not_asked_until_a_renam
         lambda: setattr(world.ticket("ENG-55"), "status", "todo"),  # never named: asked, a violation
     ]
     said = _play(world, rubric, edits, seen, evaluated)
-    assert said == [(0, True), (1, True), (0, True), (1, False), (1, True), (0, True), (1, True), (1, False), (1, False)]
+    assert said == [
+        (0, True),
+        (1, True),
+        (0, True),
+        (1, False),
+        (1, True),
+        (0, True),
+        (1, True),
+        (1, False),
+        (1, False),
+    ]
