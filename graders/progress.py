@@ -32,7 +32,9 @@ asked once with no rows when progress starts, so what it keeps for the episode (
 is built in the step that grades everything rather than in the first write. An ``on_changes`` evaluator asked
 with rows may answer ``LATER`` too (``no_collateral_changes`` after rows its rules admit: only its count moved);
 and one on every table with a ``quiet`` hook is not asked at all after a step whose every row is of a shape the
-hook names (the agent's mail marked read): it is marked lagging and folds those rows in when next asked.
+hook names (the agent's mail marked read), or an update of a row the hook names that changes only columns it
+names for that row (a ticket a keyed rule names moved to a sprint): it is marked lagging and folds those rows
+in when next asked.
 
 What keeps a step cheap: lookups are kept across steps until a table they read changes
 (``GradingContext.kept``/``forget``), answers that cannot change during an episode are kept for it
