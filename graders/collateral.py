@@ -17,9 +17,12 @@ from pydantic import BaseModel, ConfigDict, model_validator
 from graders.base import ChangeRow, CheckOutcome, GradingContext, check_fn
 from graders.checks_common import TableName, listing, rows_in
 from graders.checks_common import table as schema_table
-from graders.registry import LATER, Later
+from graders.registry import LATER, Later, QuietRows
 
 Scope = Literal["actor", "all"]
+
+_NO_KEYS: dict[Any, Any] = {}
+"""No natural key looked up yet: what ``_collateral_on_changes`` reads when nothing is kept (never written)."""
 
 
 class AllowedChange(BaseModel):
@@ -150,7 +153,8 @@ def _collateral_on_changes(
     key = ("collateral", id(allowed), scope)
     # seen: [rows of the log looked at, rows judged, violations, the rules' answer by row shape, the verdict,
     # the violations' listing and how many violations it lists, the rows read ahead by natural key, the rows
-    # renamed since, the shapes of the agent's rows that only count (``_collateral_quiet``)]
+    # renamed since, the shapes of the agent's rows that only count and the keyed rules' rows whose updates only
+    # count (``_collateral_quiet``)]
     seen: list[Any] | None = ctx.lasting.get(key)
     log = ctx.log
     fresh = False  # a state built now (a grade, not a step): no verdict before it to let stand
@@ -161,23 +165,72 @@ def _collateral_on_changes(
         for known, answer in shapes_now.items():
             if answer is True:
                 quiet.setdefault(known[0], set()).add(known)
-        seen = ctx.lasting[key] = [0, 0, [], shapes_now, None, "", -1, named_now, set(), quiet]
+        by_row = _quiet_rows(allowed, named_now)
+        seen = ctx.lasting[key] = [0, 0, [], shapes_now, None, "", -1, named_now, set(), quiet, by_row]
     elif seen[0] == len(log) and seen[4] is not None:
         verdict: tuple[float, str, dict[str, Any]] = seen[4]
         return verdict
-    elif rows and seen[0] == len(log) - 1:  # a step that wrote one row (most do): what the loop below does for
-        row = log[-1]  # the agent's row that a rule admits, in a few lookups
-        # a row of a table with a natural key is left to the loop when rows were read ahead by it (it may rename
-        # one); any other is judged by its shape, or by its primary key for keyed rules on a table without one
-        if (scope == "all" or row.actor_id == ctx.actor_id) and (seen[7] is None or row.table not in _NATURAL):
-            shape = (row.table, row.op, *row.changes) if row.op == "update" else (row.table, row.op)
-            fits = seen[3].get(shape)
-            if row.table not in _NATURAL and type(fits) is tuple and len(row.key) == 1:
-                name = str(row.key[0])  # keyed rules, a row of a table with no natural key: named by its key alone
-                fits = any(name in ks for ks in fits)
+    elif rows and seen[0] < len(log):
+        # a step's new rows (one to a few) that the loop below would each admit or pass over, judged here without
+        # the loop's lists and dicts: a row by its shape, a keyed rule's row by its primary key or its natural key
+        # as the loop names it (a lookup's answer or the rows read ahead). The first row this cannot admit leaves
+        # every row to the loop, untouched: the rows it notes as renamed are kept aside (``born``) until all pass
+        shapes_known: dict[tuple[Any, ...], bool | tuple[frozenset[str], ...]] = seen[3]
+        named_ahead: dict[tuple[str, Any], str] | None = seen[7]
+        renamed_so_far: set[tuple[str, Any]] = seen[8]
+        mine = None if scope == "all" else ctx.actor_id
+        born: list[tuple[str, Any]] = []
+        count = 0
+        for n in range(seen[0], len(log)):
+            row = log[n]
+            table, op = row.table, row.op
+            column = _NATURAL.get(table)
+            if column is not None and (op != "update" or column in row.changes):
+                seen[10].pop((table, row.key), None)  # born, gone or renamed: no longer a keyed rule's quiet row
+                if named_ahead is not None:
+                    born.append((table, row.key[0]))
+            if mine is not None and row.actor_id != mine:
+                continue
+            fits = shapes_known.get((table, op, *row.changes) if op == "update" else (table, op))
             if fits is True:
-                seen[0], seen[1], seen[4] = seen[0] + 1, seen[1] + 1, None
+                count += 1
+                continue
+            if fits is None or fits is False:
+                break
+            name: str | None = str(row.key[0]) if len(row.key) == 1 else json.dumps(list(row.key))
+            for ks in fits:
+                if name in ks:
+                    break
+            else:  # not by its primary key: by its natural key, if the loop would know it without a lookup
+                name = None
+                if op == "update" and column is not None and column != "ticket_id":
+                    pk = (table, row.key[0])
+                    looked = ctx.lasting.get("natural_by_id", _NO_KEYS).get(pk, _NO_KEYS)
+                    if looked is not _NO_KEYS:
+                        name = "" if looked is None else str(looked)
+                    elif named_ahead is not None and pk not in renamed_so_far and pk not in born:
+                        name = named_ahead.get(pk)
+                elif column == "ticket_id" and op != "update" and named_ahead is not None:
+                    ticket = ("tickets", row.changes.get("ticket_id"))
+                    if ticket[1] is not None and ticket not in renamed_so_far and ticket not in born:
+                        name = named_ahead.get(ticket)
+                if name is None:
+                    break
+                for ks in fits:
+                    if name in ks:
+                        break
+                else:
+                    break
+            count += 1
+        else:
+            renamed_so_far.update(born)
+            seen[0] = len(log)
+            if count or seen[4] is None:  # the score stands, only the count in the evidence moved
+                seen[1] += count
+                seen[4] = None
                 return LATER
+            verdict = seen[4]  # none of the agent's rows: the verdict stands, the very same tuple
+            return verdict
     shapes: dict[tuple[Any, ...], bool | tuple[frozenset[str], ...]] = seen[3]
     judged: list[tuple[ChangeRow, bool | None]] = []  # rows not admitted yet; None: only keyed rules may admit it
     admitted = 0  # rows the rules admit (counted, not listed: most rows are)
@@ -188,8 +241,10 @@ def _collateral_on_changes(
     actor = None if scope == "all" else ctx.actor_id
     for n in range(seen[0], len(log)):
         row = log[n]
-        if named is not None and (column := _NATURAL.get(row.table)) and (row.op != "update" or column in row.changes):
-            renamed.add((row.table, row.key[0]))  # born, gone or renamed since: what was read ahead may not name it
+        if (column := _NATURAL.get(row.table)) and (row.op != "update" or column in row.changes):
+            seen[10].pop((row.table, row.key), None)  # no longer a keyed rule's quiet row (``_quiet_rows``)
+            if named is not None:
+                renamed.add((row.table, row.key[0]))  # born, gone or renamed since: what was read ahead may not name it
         if actor is not None and row.actor_id != actor:
             continue
         shape = (row.table, row.op, *row.changes) if row.op == "update" else (row.table, row.op)
@@ -314,9 +369,7 @@ def _rule_for(allowed: list[AllowedChange], row: ChangeRow) -> bool | tuple[froz
     return key_sets
 
 
-def _collateral_quiet(
-    ctx: GradingContext, allowed: list[AllowedChange], scope: Scope = "actor"
-) -> tuple[dict[str, set[tuple[Any, ...]]], int | None] | None:
+def _collateral_quiet(ctx: GradingContext, allowed: list[AllowedChange], scope: Scope = "actor") -> QuietRows | None:
     """The row shapes that move only the count in the evidence, and whose rows (``check_fn(quiet=)``).
 
     A row of the agent (anyone's with ``scope='all'``) that a rule without keys admits is counted and, if it
@@ -329,7 +382,41 @@ def _collateral_quiet(
     seen: list[Any] | None = ctx.lasting.get(("collateral", id(allowed), scope))
     if seen is None:
         return None
-    return seen[9], None if scope == "all" else ctx.actor_id
+    return seen[9], None if scope == "all" else ctx.actor_id, seen[10]
+
+
+def _quiet_rows(
+    allowed: list[AllowedChange], named: dict[tuple[str, Any], str] | None
+) -> dict[tuple[str, tuple[Any, ...]], tuple[frozenset[str], ...]]:
+    """The rows a keyed rule names ahead, by (table, key), with the column sets an update of each may change.
+
+    An update by the agent that fits one is admitted by that rule whenever the evaluator folds it in (it names
+    the row by the natural key read ahead, or by a lookup that gives the same key), so ``graders.progress``
+    need not ask the evaluator after a step of such rows (a ticket moved to a sprint, reassigned, a project's
+    counter bumped): the keyed rule's row then counts like a row a rule without keys admits. The natural key
+    itself is left out of each set, and a row born, deleted or renamed is dropped by the evaluator when it
+    folds that row in; deletes and renames of such a table are never quiet (``_collateral_on_changes``), so
+    that happens in the step that writes them, before a later update of the row could be skipped.
+    """
+    out: dict[tuple[str, tuple[Any, ...]], tuple[frozenset[str], ...]] = {}
+    if named is None:
+        return out
+    for rule in allowed:
+        column = _NATURAL.get(rule.table)
+        ops = rule._ops
+        if (
+            column is None
+            or column == "ticket_id"
+            or rule.key_names is None
+            or (ops is not None and "update" not in ops)
+        ):
+            continue
+        fields = rule._fields if rule._fields is not None else frozenset(schema_table(rule.table).c.keys())
+        fields = fields - {column}
+        for (table, pk), name in named.items():
+            if table == rule.table and name in rule.key_names:
+                out[(table, (pk,))] = (*out.get((table, (pk,)), ()), fields)
+    return out
 
 
 @check_fn("no_collateral_changes", on_changes=_collateral_on_changes, quiet=_collateral_quiet)

@@ -32,7 +32,9 @@ asked once with no rows when progress starts, so what it keeps for the episode (
 is built in the step that grades everything rather than in the first write. An ``on_changes`` evaluator asked
 with rows may answer ``LATER`` too (``no_collateral_changes`` after rows its rules admit: only its count moved);
 and one on every table with a ``quiet`` hook is not asked at all after a step whose every row is of a shape the
-hook names (the agent's mail marked read): it is marked lagging and folds those rows in when next asked.
+hook names (the agent's mail marked read), or an update of a row the hook names that changes only columns it
+names for that row (a ticket a keyed rule names moved to a sprint): it is marked lagging and folds those rows
+in when next asked.
 
 What keeps a step cheap: lookups are kept across steps until a table they read changes
 (``GradingContext.kept``/``forget``), answers that cannot change during an episode are kept for it
@@ -182,7 +184,15 @@ class Progress:
         self._wake_columns: dict[Any, set[int]] = {}
         self._lag_tables: dict[Any, set[int]] = {}  # held checks whose evidence any change of a table moves
         # checks on every table with a ``quiet`` hook: the row shapes that move only their evidence, and by whom
-        self._quiet: dict[int, tuple[Mapping[str, Container[tuple[Any, ...]]], int | None]] = {}
+        # (and the rows, by table and key, whose updates of some columns do the same)
+        self._quiet: dict[
+            int,
+            tuple[
+                Mapping[str, Container[tuple[Any, ...]]],
+                int | None,
+                Mapping[tuple[str, tuple[Any, ...]], tuple[frozenset[str], ...]] | None,
+            ],
+        ] = {}
         self._by_table: dict[str, list[int]] = {}
         self._by_row: dict[tuple[str, tuple[Any, ...]], list[int]] = {}
         self._touches: dict[int, Callable[..., bool]] = {}
@@ -298,10 +308,21 @@ class Progress:
             if i in stale:
                 continue
             if i in quiet:  # rows that move only its evidence (``check_fn(quiet=)``): not asked, lagging instead
-                shapes, actor = quiet[i]
+                shapes, actor, quiet_rows = quiet[i]
                 for r in changed:
                     if actor is not None and r.actor_id != actor:
                         break
+                    if quiet_rows:  # a row the hook names (a keyed rule's): quiet only as an update of its columns
+                        fits = quiet_rows.get((r.table, r.key))
+                        if fits is not None:
+                            if r.op != "update":
+                                break
+                            for columns in fits:
+                                if columns.issuperset(r.changes):
+                                    break
+                            else:
+                                break
+                            continue
                     of_table = shapes.get(r.table)  # most rows' tables have none: no shape built for them
                     if of_table is None or (
                         ((r.table, r.op, *r.changes) if r.op == "update" else (r.table, r.op)) not in of_table
@@ -690,7 +711,7 @@ class Progress:
                     with contextlib.suppress(Exception):  # a hook that cannot tell: the evaluator asked every step
                         found = spec.quiet(self.ctx, **kwargs)
                         if found is not None:
-                            self._quiet[i] = found
+                            self._quiet[i] = (found[0], found[1], found[2] if len(found) > 2 else None)
             else:
                 self._any.append(i)
         # every step that changed a row re-runs these (trace checks with an evaluator are asked it instead)

@@ -64,6 +64,17 @@ class CheckOutcome:
 CheckReturn = CheckOutcome | tuple[bool | float, str]
 
 
+QuietRows = (
+    tuple[Mapping[str, Container[tuple[Any, ...]]], int | None]
+    | tuple[
+        Mapping[str, Container[tuple[Any, ...]]],
+        int | None,
+        Mapping[tuple[str, tuple[Any, ...]], tuple[frozenset[str], ...]],
+    ]
+)
+"""What a ``quiet`` hook answers: (shapes by table, actor) or (shapes by table, actor, update column sets by row)."""
+
+
 @dataclass(frozen=True, kw_only=True)
 class CheckFnSpec:
     """A registered check function; the params model is built from its signature on first use.
@@ -117,13 +128,17 @@ class CheckFnSpec:
     rows): the held check is then asked again, with no rows, when the results are. Such a check's evaluator is
     also asked once when progress starts, with no rows (its one-off reads done in the step that grades every
     check), and held from then if its verdict is the grade's."""
-    quiet: Callable[..., tuple[Mapping[str, Container[tuple[Any, ...]]], int | None] | None] | None = None
+    quiet: Callable[..., QuietRows | None] | None = None
     """``quiet(ctx, **params)``: for a check with ``on_changes`` that reads every table, asked once when progress
     starts: ``(shapes, actor)`` such that a row by ``actor`` (None: anyone) whose shape is in ``shapes[table]``
     moves only the check's evidence: (table, op) for an insert or delete, (table, "update", *changed columns)
     for an update. ``shapes`` may grow as the episode goes. After a step whose every row is such a row
     ``graders.progress`` does not ask the evaluator (which reads the log from where it stopped, so it folds the
-    rows in when next asked) and asks it again for the results. None: ask it after every step, as without."""
+    rows in when next asked) and asks it again for the results. An optional third part, ``rows``, maps a
+    (table, key) to the column sets an update of that row may change and move only the evidence (a row a keyed
+    rule names): an update by ``actor`` whose changed columns fit one of them is such a row too, and a row it
+    names is such a row only so (its delete or rename is asked at once). None: ask it after every step, as
+    without."""
     on_step: Callable[..., Mapping[int, tuple[float, str, Mapping[str, Any]] | Later | None]] | None = None
     """``on_step(ctx, rows, params)``: for a ``reads`` function (no ``rows``), every check of the rubric that uses
     it at once: ``params`` lists their params (the same list, in rubric order, on every step) and ``rows`` are
@@ -206,7 +221,7 @@ def check_fn(
     on_rows: Callable[..., tuple[float, str, Mapping[str, Any]] | None] | None = None,
     on_changes: Callable[..., tuple[float, str, Mapping[str, Any]] | Later | None] | None = None,
     holds: Callable[..., tuple[Any, ...] | None] | None = None,
-    quiet: Callable[..., tuple[Mapping[str, Container[tuple[Any, ...]]], int | None] | None] | None = None,
+    quiet: Callable[..., QuietRows | None] | None = None,
     on_step: Callable[..., Mapping[int, tuple[float, str, Mapping[str, Any]] | Later | None]] | None = None,
     moved_by: tuple[str, ...] | None = None,
 ) -> Callable[[_Fn], _Fn]:
