@@ -43,6 +43,7 @@ from graders.sheets_diff import (
     _Moved,
     _plain,
     _ref_pos,
+    _safe,
 )
 from worlds.office import files
 from worlds.office.a1 import MAX_COLS, cell_name, col_index, parse_cell, split_sheet
@@ -115,7 +116,9 @@ def _diff(
     ``ctx.lasting`` by document: the next function asking in the same step (the same ``rows`` list, row and
     settled content) gets the same answer with no second look at the rows. When the settled content is the
     one the last diff ended on, that diff's flags say which of its sheets hold no value equal to a boolean,
-    and so which of the old side's do (it equals the settled content cell for cell).
+    and so which of the old side's do (it equals the settled content cell for cell); when it is the content
+    the checks were filed on, the flags ``_Doc.file`` worked out say it (the first write of an episode then
+    scans no cell it did not write).
     """
     settled = doc.content
     assert settled is not None
@@ -127,7 +130,10 @@ def _diff(
             return found
     before = _before(rows, row, doc.version, new)
     old = settled if before is None else before
-    safe = kept[3] if kept is not None and kept[1] is settled else None
+    if kept is not None and kept[1] is settled:
+        safe = kept[3]
+    else:
+        safe = doc.safe if doc.safe_of is settled else None  # the flags worked out when the checks were filed
     found, flags = _cells_moved(old, new, safe)
     ctx.lasting[key] = (old, new, found, flags if found is not None else None, rows, row, settled, doc.version)
     return found
@@ -149,13 +155,14 @@ class _Doc:
     ``row`` is the document row the verdicts were settled on (a step that leaves it the same object wrote
     nothing), ``source``/``blob``/``version`` its content, blob hash and version; ``content`` the JSON the index
     is of (None: file the checks afresh at the next write) and ``sheets`` its cells per sheet, the content's own
-    dicts (read, never changed). The index: ``reads`` maps per sheet a cell name to the cell checks reading that
-    cell; ``keys`` holds per sheet and key column the rows by key text, kept up to date from each diff;
-    ``groups`` maps (sheet, column, key text) to the row checks of that key (``_KeyRows``) and ``lines`` per
-    sheet a row to the groups whose key is on that row alone (a write to the row may move them). ``filed``:
-    each indexed check, compiled; ``always``: checks whose params cannot be read (a bad cell name), left to
-    their function on every write. A check in neither (its sheet is missing) keeps its verdict while the sheets
-    stay as they are.
+    dicts (read, never changed); ``safe`` per sheet of ``safe_of`` (the content filed) whether it holds no value
+    equal to a boolean (``sheets_diff._safe``, for the first diff). The index: ``reads`` maps per sheet a cell
+    name to the cell checks reading that cell, each as (position, ``_CellCheck``) in filing order; ``keys`` holds
+    per sheet and key column the rows by key text, kept up to date from each diff; ``groups`` maps (sheet, column,
+    key text) to the row checks of that key (``_KeyRows``) and ``lines`` per sheet a row to the groups whose key
+    is on that row alone (a write to the row may move them). ``filed``: each indexed check, compiled; ``always``:
+    checks whose params cannot be read (a bad cell name), left to their function on every write. A check in
+    neither (its sheet is missing) keeps its verdict while the sheets stay as they are.
     """
 
     __slots__ = (
@@ -169,6 +176,8 @@ class _Doc:
         "positions",
         "reads",
         "row",
+        "safe",
+        "safe_of",
         "sheets",
         "source",
         "version",
@@ -186,7 +195,9 @@ class _Doc:
         self.version: Any = _UNKNOWN
         self.content: dict[str, Any] | None = None
         self.sheets: list[_Cells] = []
-        self.reads: list[dict[str, set[int]]] = []
+        self.safe: list[bool] = []
+        self.safe_of: dict[str, Any] | None = None
+        self.reads: list[dict[str, list[tuple[int, _CellCheck]]]] = []
         self.keys: list[dict[int, dict[str, set[int]]]] = []
         self.groups: dict[tuple[int, int, str], _KeyRows] = {}
         self.lines: list[dict[int, dict[_KeyRows, None]]] = []
@@ -214,6 +225,7 @@ class _Doc:
                     return None
             cells_of.append(cells)
         self.content, self.sheets = content, cells_of
+        self.safe, self.safe_of = [_safe(cells.values()) for cells in cells_of], content
         self.reads = [{} for _ in cells_of]
         self.lines = [{} for _ in cells_of]
         self.keys = [{} for _ in cells_of]
@@ -386,17 +398,30 @@ class _CellCheck:
 
 
 def _step_cells(doc: _Doc, old: list[_Cells], moved: list[_Moved], verdicts: dict[int, Verdict | None]) -> None:
-    """Decide the cell checks of the cells a write changed (``moved``, per sheet), each with its cell in hand."""
-    filed = doc.filed
+    """Decide the cell checks of the cells a write changed (``moved``, per sheet), each with its cell in hand.
+
+    The cells are looked up in the index in C (``map``), and a cell holding exactly what its check expects
+    gets the check's passing verdict here (``_CellCheck.verdict``'s first test, inlined): a budget's one
+    write fills a cell per check, so a call per check would cost a frame each for that one comparison.
+    """
     for index, changed in enumerate(moved):
         if changed:
-            reads, cells = doc.reads[index], doc.sheets[index]
-            for ref in changed:
-                found = reads.get(ref)
+            cells = doc.sheets[index]
+            for ref, found in zip(changed, map(doc.reads[index].get, changed), strict=True):
                 if found:
                     cell = cells.get(ref)
-                    for check in found:
-                        verdicts[check] = filed[check].verdict(cell)
+                    for check, compiled in found:
+                        hit = compiled.hit
+                        if (
+                            hit is not None
+                            and cell is not None
+                            and type(cell[0]) is type(compiled.exact)
+                            and cell[0] == compiled.exact
+                            and (cell[1] is not None or not compiled.formula)
+                        ):
+                            verdicts[check] = hit
+                        else:
+                            verdicts[check] = compiled.verdict(cell)
 
 
 def _file_cell(doc: _Doc, names: list[str], p: Mapping[str, Any], check: int) -> _CellCheck | None:
@@ -407,7 +432,7 @@ def _file_cell(doc: _Doc, names: list[str], p: Mapping[str, Any], check: int) ->
     if index is None:
         return None
     found = _CellCheck(index, cell_name(*pos), p)
-    doc.reads[index].setdefault(found.ref, set()).add(check)
+    doc.reads[index].setdefault(found.ref, []).append((check, found))
     return found
 
 
