@@ -1,0 +1,65 @@
+"""The spreadsheet checks' ``on_step`` paths of the sixth round, each held to the functions after every write.
+
+``graders.checks_sheets`` now decides a cell check whose cell holds exactly the expected value inside
+``_step_cells`` (the index holds each check compiled, so no call per check), and the first diff after the checks
+are filed reads the boolean flags ``_Doc.file`` worked out instead of scanning the old sheet. These tests play
+writes as ``graders.progress`` does (``test_progress_sheets3._Play``: the functions are run on a fresh context
+after every step and must agree) on what those shortcuts could get wrong: a cell equal to the expected value
+but of another type (``True == 1.0``), a formula check whose cell is typed over, two checks on one cell, and a
+sheet filed holding a 1.0 that the first write turns into ``True``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import graders.sheets_diff
+from tests.graders.test_progress_sheets3 import _book, _Play
+
+_BASE = {"A1": ["Engineering", None], "B1": [None, None], "C1": [0.0, "=B1*2"]}
+
+
+def test_a_cell_holding_the_expected_value_passes_in_the_step_only_when_its_type_and_formula_say_so():
+    asks: list[tuple[str, dict[str, Any]]] = [
+        ("sheet_cell_equals", {"cell": "B1", "value": 1, "label": "headcount"}),
+        ("sheet_cell_equals", {"cell": "B1", "value": 1, "formula": True}),
+        ("sheet_cell_equals", {"cell": "C1", "value": 2, "formula": True, "label": "cost"}),
+        ("sheet_cell_equals", {"cell": "A1", "value": " engineering "}),
+    ]
+    play = _Play(asks, _book(_BASE))
+    play.write("B1 set to True, C1 recalculated", _book({**_BASE, "B1": [True, None], "C1": [2.0, "=B1*2"]}))
+    assert play.kept[("sheet_cell_equals", 0)][0] == 0.0, "True equals 1.0, yet it is no number"
+    cost = play.kept[("sheet_cell_equals", 2)]
+    assert cost[0] == 1.0
+    play.write("B1 set to 1", _book({**_BASE, "B1": [1.0, None], "C1": [2.0, "=B1*2"], "A1": ["Sales", None]}))
+    headcount = play.kept[("sheet_cell_equals", 0)]
+    assert headcount[0] == 1.0 and play.kept[("sheet_cell_equals", 1)][0] == 0.0, "1 typed in holds no formula"
+    assert "holds no formula" in play.kept[("sheet_cell_equals", 1)][1]
+    play.write("C1 typed over", _book({**_BASE, "B1": [1.0, None], "C1": [2.0, None], "D1": [5.0, None]}))
+    assert play.kept[("sheet_cell_equals", 2)][0] == 0.0, "the total typed over as a number fails its formula"
+    play.write("B1 and C1 back", _book({**_BASE, "B1": [1.0, "=0+1"], "C1": [2.0, "=B1*2"]}))
+    assert play.kept[("sheet_cell_equals", 0)] is headcount, "the passing verdict is handed back by identity"
+    assert play.kept[("sheet_cell_equals", 1)][0] == 1.0 and play.kept[("sheet_cell_equals", 2)] is cost
+    assert play.kept[("sheet_cell_equals", 3)][0] == 1.0
+
+
+def test_the_first_write_reads_the_flags_of_the_filed_sheet_and_still_sees_a_one_turn_true(monkeypatch):
+    """Filed holding a 1.0 (a value equal to a boolean), the sheet's first write turns it into ``True``."""
+    asks: list[tuple[str, dict[str, Any]]] = [("sheet_cell_equals", {"cell": "D2", "value": 1})]
+    filed = {**_BASE, "D2": [1.0, None]}
+    play = _Play(asks, _book(filed))
+    assert play.kept[("sheet_cell_equals", 0)][0] == 1.0
+    scanned: list[int] = []
+    real = graders.sheets_diff._safe
+
+    def counting(cells: Any) -> bool:
+        cells = list(cells)
+        scanned.append(len(cells))
+        return real(cells)
+
+    monkeypatch.setattr(graders.sheets_diff, "_safe", counting)
+    play.write("D2 turned True beside a written cell", _book({**filed, "D2": [True, None], "B1": [3.0, None]}))
+    assert play.kept[("sheet_cell_equals", 0)][0] == 0.0
+    assert scanned == [], "the first diff reads the flags worked out when the checks were filed"
+    play.write("D2 back to 1.0", _book({**filed, "B1": [3.0, None]}))
+    assert play.kept[("sheet_cell_equals", 0)][0] == 1.0
