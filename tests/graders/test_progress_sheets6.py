@@ -63,3 +63,34 @@ def test_the_first_write_reads_the_flags_of_the_filed_sheet_and_still_sees_a_one
     assert scanned == [], "the first diff reads the flags worked out when the checks were filed"
     play.write("D2 back to 1.0", _book({**filed, "B1": [3.0, None]}))
     assert play.kept[("sheet_cell_equals", 0)][0] == 1.0
+
+
+def _filled(rows: int, **extra: list[Any]) -> dict[str, Any]:
+    """A budget of ``rows`` lines (department, headcount, cost a head, their product) and ``extra`` cells."""
+    cells: dict[str, Any] = {"A1": ["Department", None]}
+    for n in range(2, rows + 2):
+        cells |= {f"A{n}": [f"Team {n}", None], f"B{n}": [float(n), None], f"C{n}": [2.5 * n, None]}
+        cells[f"D{n}"] = [2.5 * n * n, f"=B{n}*C{n}"]
+    return _book(cells | extra)
+
+
+def test_a_write_of_many_cells_is_checked_in_c_as_the_loop_checks_a_few():
+    """More than ``_MANY`` written cells: shape, added names and the boolean flag, each a pass over them all."""
+    assert graders.sheets_diff._MANY < 12
+    asks: list[tuple[str, dict[str, Any]]] = [
+        ("sheet_cell_equals", {"cell": "D5", "value": 62.5, "formula": True}),
+        ("sheet_cell_equals", {"cell": "F1", "value": 1}),
+        ("sheet_row_matches", {"key_column": "A", "key": "team 3", "expected": {"B": 3, "D": 22.5}}),
+    ]
+    play = _Play(asks, _book({"A1": ["Department", None], "E9": ["draft", None]}))
+    decided = play.write("the budget filled, a one beside it", _filled(4, F1=[1.0, None]))
+    assert all(decided.values()), "a plain fill is diffed, not left to the functions"
+    assert [play.kept[("sheet_cell_equals", i)][0] for i in (0, 1)] == [1.0, 1.0]
+    decided = play.write("F1 turned True as the rows are written again", _filled(3, F1=[True, None], B4=[9.0, None]))
+    assert play.kept[("sheet_cell_equals", 1)][0] == 0.0, "the 1.0 a many-cell write brought in flags the sheet"
+    assert play.kept[("sheet_cell_equals", 0)][0] == 0.0, "row 5 was cleared"
+    decided = play.write("a cell named otherwise among many", _filled(5, **{"$F$1": [1.0, None]}))
+    assert not any(decided.values()), "a name the JSON lookup cannot stand for leaves the checks to the functions"
+    play.write("refiled, then many cells and one malformed", _filled(4))
+    decided = play.write("one written cell is no pair", _filled(5, D6=[3.0]))
+    assert not any(decided.values())
