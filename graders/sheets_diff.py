@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from functools import lru_cache
-from itertools import compress, filterfalse
+from itertools import compress
 from operator import itemgetter, ne
 from typing import Any
 
@@ -144,9 +144,8 @@ def _cells_moved(
     written ones of ``new`` are checked here (the others equal ``old``'s). None: the
     sheets or defined names differ, or a written cell is named or shaped otherwise (the checks are filed again
     on ``new``). The cells are compared in C (``map``): a write changes a few of a sheet's hundreds. The written
-    ones are checked in one Python pass (shape, added name, boolean flag) when they are few (a row's, an
-    expense write: four passes in C over them cost more), and in those four passes when there are more than
-    ``_MANY`` (a budget's one write, most of its cells: a Python pass costs a few bytecodes a cell).
+    ones are checked in one Python pass (shape, added name, boolean flag): that is a row's few cells for an
+    expense write, and four passes in C over them cost more (a budget's one write, most of its cells, once).
 
     Also per sheet of ``new`` whether it holds no value equal to a boolean (``_safe``), given ``safe``, the
     same of ``old`` (None: not known, worked out here once). ``1.0 == True``, so the diff misses a value turning
@@ -170,27 +169,17 @@ def _cells_moved(
         changed: _Moved = list(compress(now, map(ne, now.values(), map(had.get, now))))
         added = 0
         clean = had_clean = _safe(had.values()) if safe is None else safe[index]
-        if len(changed) > _MANY:  # a write filling a table: the same questions, a pass in C each
-            written = list(map(now.__getitem__, changed))
-            if set(map(type, written)) != _LIST or set(map(len, written)) != _PAIR:
+        for ref in changed:  # a write's few cells, each checked in one pass as the rest of the diff needs it
+            cell = now[ref]
+            if type(cell) is not list or len(cell) != 2:
                 return None, []
-            fresh = list(filterfalse(had.__contains__, changed))  # ``had``'s names are plain; added ones must be
-            if not all(map(_POSITIONS.__contains__, fresh)) and None in map(_plain, fresh):
-                return None, []
-            added = len(fresh)
-            clean = had_clean and _safe(written)
-        else:
-            for ref in changed:  # a write's few cells, each checked in one pass as the rest of the diff needs it
-                cell = now[ref]
-                if type(cell) is not list or len(cell) != 2:
+            if ref not in had:  # ``had``'s names are plain; an added one must be too
+                added += 1
+                if ref not in _POSITIONS and _plain(ref) is None:
                     return None, []
-                if ref not in had:  # ``had``'s names are plain; an added one must be too
-                    added += 1
-                    if ref not in _POSITIONS and _plain(ref) is None:
-                        return None, []
-                if clean and cell[0] is not None and type(cell[0]) is not str:  # text or nothing equals no boolean
-                    kind = type(cell[0])
-                    clean = cell[0] not in _BOOLISH if kind is float or kind is int else _safe((cell,))
+            if clean and cell[0] is not None and type(cell[0]) is not str:  # text or nothing equals no boolean
+                kind = type(cell[0])
+                clean = cell[0] not in _BOOLISH if kind is float or kind is int else _safe((cell,))
         if not had_clean and (
             bool in set(map(type, map(_first, now.values()))) or bool in set(map(type, map(_first, had.values())))
         ):
@@ -201,11 +190,6 @@ def _cells_moved(
         moved.append(changed)
         flags.append(clean)
     return (cells_of, moved), flags
-
-
-_MANY = 8
-"""How many written cells a sheet's diff checks in one Python pass; more are checked a pass in C each."""
-_LIST, _PAIR = {list}, {2}
 
 
 def _safe(cells: Iterable[list[Any]]) -> bool:
