@@ -6,29 +6,26 @@ recalculation (LibreOffice or the Python engine), so a formula whose inputs chan
 and a changed total shows up as a changed cell.
 
 In the per-step progress score (``graders.progress``) a write to a spreadsheet costs O(changed cells), not
-O(checks): each function has an ``on_step`` evaluator that settles all of a rubric's checks of it at once, on
-the content's JSON rather than a parsed workbook. A write's cells are diffed once against the content the
-checks were last settled on (``_cells_moved``, shared by both functions), and an index built when a document is
-first seen (``_Doc``) maps those cells to the checks that read them: a cell check's cell, a row check's key (a key
-written or cleared in its column) and the row holding its key. Only those checks are decided again, each by an
-object that holds what it compares and says, worked out once (``_CellCheck``, ``_RowCheck``; the row checks of
-one key together, ``_KeyRows``), a passing verdict handed back by identity while it stands; the others are left
-out, so their verdicts stand at no cost. The diff keeps which sheets hold no value equal to a boolean, so the
-next write looks for a number turned boolean (``1.0 == True``) among its written cells alone. A change the diff
-cannot describe (a sheet added or renamed, a cell named otherwise than ``workbook_json`` names it, content from the
-file store) files the document's checks again on the new content, or leaves them to their functions when the
-JSON cannot be read as they read it.
+O(checks): each function has an ``on_step`` evaluator that settles all of a rubric's checks of it at once, on the
+content's JSON rather than a parsed workbook. A write's cells are diffed once against the content the checks were
+last settled on (``graders.sheets_diff._cells_moved``, shared by both functions), and an index built when a
+document is first seen (``_Doc``) maps those cells to the checks that read them: a cell check's cell, a row check's
+key (a key written or cleared in its column) and the row holding its key. Only those checks are decided again, each
+by an object that holds what it compares and says, worked out once (``_CellCheck``, ``_RowCheck``; the row checks
+of one key together, ``_KeyRows``), a passing verdict handed back by identity while it stands; the others are left
+out, so their verdicts stand at no cost. The diff keeps which sheets hold no value equal to a boolean, so the next
+write looks for a number turned boolean (``1.0 == True``) among its written cells alone. A change the diff cannot
+describe (a sheet added or renamed, a cell named otherwise than ``workbook_json`` names it, content from the file
+store) files the document's checks again on the new content, or leaves them to their functions when the JSON cannot
+be read as they read it.
 """
 
 from __future__ import annotations
 
 import json
 import math
-import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from functools import lru_cache
-from itertools import compress
-from operator import itemgetter, ne
 from typing import Annotated, Any
 
 from pydantic import Field
@@ -36,11 +33,22 @@ from pydantic import Field
 from graders.base import ChangeRow, CheckOutcome, GradingContext, check_fn
 from graders.checks_common import listing
 from graders.checks_docs import _UNKNOWN, _content, _document
+from graders.sheets_diff import (
+    _CAP,
+    _POSITIONS,
+    _before,
+    _book_of,
+    _Cells,
+    _cells_moved,
+    _Moved,
+    _plain,
+    _ref_pos,
+    _safe,
+)
 from worlds.office import files
-from worlds.office.a1 import MAX_COLS, MAX_ROWS, cell_name, col_index, parse_cell, parse_range, split_sheet
-from worlds.office.model import Cell, Err, Sheet, Workbook, value_from_json, workbook_from_json
+from worlds.office.a1 import MAX_COLS, cell_name, col_index, parse_cell, split_sheet
+from worlds.office.model import Cell, Err, Sheet, Workbook, value_from_json
 
-_PLAIN_CELL = re.compile(r"([A-Z]{1,3})([1-9][0-9]{0,6})")
 Primitive = str | float | int | bool | None
 Verdict = tuple[float, str, dict[str, Any]]
 _TOLERANCE = 0.005
@@ -59,110 +67,9 @@ def _workbook(ctx: GradingContext, row: tuple[Any, ...]) -> Workbook:
     return book
 
 
-def _book_of(ctx: GradingContext, doc_id: int, content: dict[str, Any]) -> Workbook:
-    """``workbook_from_json(content)``, reusing the cells of the last one built for this document.
-
-    A check re-run during an episode (or a document's checks filed again by ``_Watch``) reads a workbook a few
-    writes newer than the last one built: cells whose JSON is the same as in that content keep their parsed
-    ``Cell``, and each cell name is parsed once per episode (``ctx.lasting``). Anything but the same sheets
-    (names, order) and defined names as before is parsed afresh, so the result always equals a fresh parse of
-    ``content``.
-    """
-    base = ctx.lasting.get(("workbook", doc_id))
-    book = None
-    if base is not None:
-        try:
-            book = _book_from_base(content, base)
-        except Exception:  # malformed content: the fresh parse raises what the check reports
-            book = None
-    if book is None:
-        book = workbook_from_json(content)
-        sheets = content.get("sheets", [])
-        if not all(
-            type(raw.get("cells")) is dict and len(s.cells) == len(raw["cells"])
-            for raw, s in zip(sheets, book.sheets, strict=True)
-        ):
-            ctx.lasting.pop(("workbook", doc_id), None)  # two names for one cell: no base to diff against
-            return book
-    ctx.lasting[("workbook", doc_id)] = (content, book)
-    return book
-
-
-def _book_from_base(content: dict[str, Any], base: tuple[dict[str, Any], Workbook]) -> Workbook | None:
-    """The workbook of ``content`` built from ``base`` (content and workbook), or None if the shapes differ.
-
-    The cells are compared in C (``map(ne, ...)``): a write changes a few of a sheet's hundreds, and a Python
-    loop over all of them would cost what reusing the cells saves. The cells dict holds the same cells as a
-    fresh parse's (its order may differ: graders only look cells up).
-    """
-    before, old = base
-    sheets, old_sheets = content.get("sheets", []), before.get("sheets", [])
-    if len(sheets) != len(old_sheets) or content.get("names", {}) != before.get("names", {}):
-        return None
-    for raw, was in zip(sheets, old_sheets, strict=True):
-        if raw.get("name") != was.get("name") or type(raw.get("cells", {})) is not dict:
-            return None
-        if type(was.get("cells", {})) is not dict:
-            return None
-    book = Workbook(names=dict(old.names))
-    for raw, was, old_sheet in zip(sheets, old_sheets, old.sheets, strict=True):
-        now, had = raw.get("cells", {}), was.get("cells", {})
-        written = list(compress(now, map(ne, now.values(), map(had.get, now))))
-        added = sum(1 for ref in written if ref not in had)
-        cleared = [ref for ref in had if ref not in now] if len(had) + added != len(now) else ()
-        cells = dict(old_sheet.cells)
-        for ref in cleared:
-            del cells[_ref_pos(ref)]
-        for ref in written:
-            v, f = now[ref]
-            cells[_ref_pos(ref)] = Cell(value=value_from_json(v), formula=f)
-        if len(cells) != len(now):
-            return None  # two names for one cell: which one wins depends on their order, parse afresh
-        book.sheets.append(Sheet(name=old_sheet.name, cells=cells))
-    return book
-
-
-_POSITIONS: dict[str, tuple[int, int]] = {}
-"""``_plain``'s answer for each plain name seen, read on a write's path with ``dict.get`` (in C, through ``map``):
-an ``lru_cache`` hit also moves its entry in a linked list, memory that a write step finds cold."""
 _NAMES: dict[tuple[int, int], str] = {}
-"""``_cell_at``'s answers, read likewise (a row check reads the same few cells of each row an episode fills)."""
-_CAP = 1 << 16
-"""How many answers each of those caches keeps before it starts again (a cache, not a leak)."""
-
-
-def _plain(ref: str) -> tuple[int, int] | None:
-    """Where cell ``ref`` is if it is a plain name (``B7``, what ``workbook_json`` writes), else None.
-
-    Cached (``_POSITIONS``), as every episode writes the same few cells. The ``on_step`` evaluators look cells
-    up by name in the content's JSON, which finds what a parse finds only while every name is plain (``$B$7``
-    and ``B7`` are one cell to a parse), so content with any other name is left to the functions.
-    """
-    pos = _POSITIONS.get(ref)
-    if pos is not None:
-        return pos
-    m = _PLAIN_CELL.fullmatch(ref)
-    if m is None:
-        return None
-    row, col = int(m.group(2)) - 1, col_index(m.group(1))
-    if row >= MAX_ROWS or col >= MAX_COLS:
-        return None
-    if len(_POSITIONS) >= _CAP:
-        _POSITIONS.clear()
-    pos = _POSITIONS[ref] = (row, col)
-    return pos
-
-
-@lru_cache(maxsize=1 << 16)
-def _ref_pos(ref: str) -> tuple[int, int]:
-    """Where ``workbook_from_json`` puts cell ``ref``: ``_plain``'s answer, else ``parse_range``'s (``$B$7``)."""
-    pos = _plain(ref)
-    if pos is None:
-        a = parse_range(ref)
-        pos = a.r1, a.c1
-    return pos
-
-
+"""``_cell_at``'s answers, read with ``dict.get`` as ``sheets_diff._POSITIONS`` is (a row check reads the same
+few cells of each row an episode fills)."""
 _split_sheet = lru_cache(maxsize=4096)(split_sheet)
 _parse_cell = lru_cache(maxsize=4096)(parse_cell)
 """``split_sheet`` and ``parse_cell``, cached: every write re-checks the same rubric cells (a bad name still raises)."""
@@ -196,10 +103,6 @@ def _same(actual: Any, expected: Primitive, tolerance: float) -> bool:
     return isinstance(actual, str) and actual.strip().casefold() == expected.strip().casefold()
 
 
-_Cells = dict[str, list[Any]]
-"""A sheet's cells as the content's JSON holds them: plain name (``B7``) -> [value, formula]."""
-_Moved = list[str]
-"""The names of the cells of a sheet a write changed (written, cleared or added)."""
 _EMPTY: frozenset[int] = frozenset()
 
 
@@ -213,7 +116,9 @@ def _diff(
     ``ctx.lasting`` by document: the next function asking in the same step (the same ``rows`` list, row and
     settled content) gets the same answer with no second look at the rows. When the settled content is the
     one the last diff ended on, that diff's flags say which of its sheets hold no value equal to a boolean,
-    and so which of the old side's do (it equals the settled content cell for cell).
+    and so which of the old side's do (it equals the settled content cell for cell); when it is the content
+    the checks were filed on, the flags ``_Doc.file`` worked out say it (the first write of an episode then
+    scans no cell it did not write).
     """
     settled = doc.content
     assert settled is not None
@@ -225,129 +130,16 @@ def _diff(
             return found
     before = _before(rows, row, doc.version, new)
     old = settled if before is None else before
-    safe = kept[3] if kept is not None and kept[1] is settled else None
+    if kept is not None and kept[1] is settled:
+        safe = kept[3]
+    else:
+        safe = doc.safe if doc.safe_of is settled else None  # the flags worked out when the checks were filed
     found, flags = _cells_moved(old, new, safe)
     ctx.lasting[key] = (old, new, found, flags if found is not None else None, rows, row, settled, doc.version)
     return found
 
 
-def _cells_moved(
-    old: dict[str, Any], new: dict[str, Any], safe: list[bool] | None = None
-) -> tuple[tuple[list[_Cells], list[_Moved]] | None, list[bool]]:
-    """The cells of each sheet of content ``new`` and those that differ from ``old``'s, or None if not all can tell.
-
-    ``old`` (the content the checks were settled on, or the write's before-image, equal to it) has been read by
-    ``_Doc.file`` or an earlier diff, so its cells are known to be plain names and [value, formula] pairs; the
-    written ones of ``new`` are checked here (the others equal ``old``'s). None: the
-    sheets or defined names differ, or a written cell is named or shaped otherwise (the checks are filed again
-    on ``new``). The cells are compared in C (``map``): a write changes a few of a sheet's hundreds. The written
-    ones are checked in one Python pass (shape, added name, boolean flag): that is a row's few cells for an
-    expense write, and four passes in C over them cost more (a budget's one write, most of its cells, once).
-
-    Also per sheet of ``new`` whether it holds no value equal to a boolean (``_safe``), given ``safe``, the
-    same of ``old`` (None: not known, worked out here once). ``1.0 == True``, so the diff misses a value turning
-    from number to boolean or back; such a cell equals a boolean on both sides, so a sheet of ``old`` holding
-    no value equal to one cannot have it among the cells the diff calls unchanged, and only the written cells
-    are looked at; a sheet that holds one (a 0 or 1 anywhere) scans every cell's type each write (``_flips``)
-    and stays flagged so.
-    """
-    sheets, old_sheets = new.get("sheets", []), old.get("sheets", [])
-    if type(sheets) is not list or len(sheets) != len(old_sheets) or new.get("names", {}) != old.get("names", {}):
-        return None, []
-    cells_of: list[_Cells] = []
-    moved: list[_Moved] = []
-    flags: list[bool] = []
-    for index, (raw, was) in enumerate(zip(sheets, old_sheets, strict=True)):
-        if type(raw) is not dict or raw.get("name") != was.get("name"):
-            return None, []
-        now, had = raw.get("cells", {}), was.get("cells", {})
-        if type(now) is not dict:
-            return None, []
-        changed: _Moved = list(compress(now, map(ne, now.values(), map(had.get, now))))
-        added = 0
-        clean = had_clean = _safe(had.values()) if safe is None else safe[index]
-        for ref in changed:  # a write's few cells, each checked in one pass as the rest of the diff needs it
-            cell = now[ref]
-            if type(cell) is not list or len(cell) != 2:
-                return None, []
-            if ref not in had:  # ``had``'s names are plain; an added one must be too
-                added += 1
-                if ref not in _POSITIONS and _plain(ref) is None:
-                    return None, []
-            if clean and cell[0] is not None and type(cell[0]) is not str:  # text or nothing equals no boolean
-                kind = type(cell[0])
-                clean = cell[0] not in _BOOLISH if kind is float or kind is int else _safe((cell,))
-        if not had_clean and (
-            bool in set(map(type, map(_first, now.values()))) or bool in set(map(type, map(_first, had.values())))
-        ):
-            changed = _flips(now, had, changed)
-        if len(had) + added != len(now):  # some were cleared (a loop over the old cells only then)
-            changed += [ref for ref in had if ref not in now]
-        cells_of.append(now)
-        moved.append(changed)
-        flags.append(clean)
-    return (cells_of, moved), flags
-
-
-def _safe(cells: Iterable[list[Any]]) -> bool:
-    """Whether none of ``cells`` ([value, formula]) holds a value equal to a boolean (``True``, ``1.0``, ``0``...).
-
-    By hash when every value is text, a number or empty (what a sheet holds): ``0`` and ``1`` are in a set, so
-    each value is one probe, and a number equal to either hashes as it does. ``True in values`` would compare
-    each text with ``True`` through both types' comparisons, which costs more than the rest of the diff.
-    """
-    values = list(map(_first, cells))
-    if set(map(type, values)) <= _HASHED:
-        return _BOOLISH.isdisjoint(values)
-    return True not in values and False not in values
-
-
-_HASHED = frozenset({str, float, int, type(None)})
-_BOOLISH = frozenset({0, 1})
-
-
-_first = itemgetter(0)
 _isfinite, _isclose = math.isfinite, math.isclose
-
-
-def _flips(now: _Cells, had: _Cells, changed: _Moved) -> _Moved:
-    """``changed`` and the cells whose value turned from a number to a boolean or back.
-
-    ``1.0 == True`` and ``0.0 == False`` to Python, so the diff calls such a cell unchanged, but to the checks it
-    is not (``True`` is no number). Asked only when a sheet holds a boolean (rare: the scan for one is in C).
-    """
-    moved = set(changed)
-    for ref, cell in now.items():
-        was = had.get(ref)
-        if ref not in moved and was is not None and (type(cell[0]) is bool) != (type(was[0]) is bool):
-            changed = [*changed, ref]
-    return changed
-
-
-def _before(rows: list[ChangeRow], row: tuple[Any, ...], version: Any, content: dict[str, Any]) -> Any:
-    """The content document ``row`` held before this step, from the step's one write to it; None if not so plain.
-
-    The write's before-image equals the content the checks were settled on (the log holds every write, and the
-    version it replaced is the one they were settled at), and the change log has just compared it with the
-    new content, so diffing the two reads memory that is still in the cache; the content kept from a write
-    steps ago is not (in an episode, where the steps between evict it, that diff costs more than the checks).
-    None (diff against the kept content) unless exactly one row of the step updated the document's content,
-    to ``content`` itself, from version ``version``.
-    """
-    found = None
-    for r in rows:
-        if r.key[0] != row[0] or r.op != "update":
-            continue
-        images = r.changes.get("content")
-        if images is None:
-            continue
-        if found is not None:
-            return None  # two writes in one step: the kept content is the one the checks were settled on
-        versions = r.changes.get("version")
-        if images[1] is not content or versions is None or versions[0] != version or versions[1] != row[6]:
-            return None
-        found = images[0]
-    return found if type(found) is dict else None
 
 
 def _sheet_at(names: list[str], name: str | None) -> int | None:
@@ -363,13 +155,14 @@ class _Doc:
     ``row`` is the document row the verdicts were settled on (a step that leaves it the same object wrote
     nothing), ``source``/``blob``/``version`` its content, blob hash and version; ``content`` the JSON the index
     is of (None: file the checks afresh at the next write) and ``sheets`` its cells per sheet, the content's own
-    dicts (read, never changed). The index: ``reads`` maps per sheet a cell name to the cell checks reading that
-    cell; ``keys`` holds per sheet and key column the rows by key text, kept up to date from each diff;
-    ``groups`` maps (sheet, column, key text) to the row checks of that key (``_KeyRows``) and ``lines`` per
-    sheet a row to the groups whose key is on that row alone (a write to the row may move them). ``filed``:
-    each indexed check, compiled; ``always``: checks whose params cannot be read (a bad cell name), left to
-    their function on every write. A check in neither (its sheet is missing) keeps its verdict while the sheets
-    stay as they are.
+    dicts (read, never changed); ``safe`` per sheet of ``safe_of`` (the content filed) whether it holds no value
+    equal to a boolean (``sheets_diff._safe``, for the first diff). The index: ``reads`` maps per sheet a cell
+    name to the cell checks reading that cell, each as (position, ``_CellCheck``) in filing order; ``keys`` holds
+    per sheet and key column the rows by key text, kept up to date from each diff; ``groups`` maps (sheet, column,
+    key text) to the row checks of that key (``_KeyRows``) and ``lines`` per sheet a row to the groups whose key
+    is on that row alone (a write to the row may move them). ``filed``: each indexed check, compiled; ``always``:
+    checks whose params cannot be read (a bad cell name), left to their function on every write. A check in
+    neither (its sheet is missing) keeps its verdict while the sheets stay as they are.
     """
 
     __slots__ = (
@@ -383,6 +176,8 @@ class _Doc:
         "positions",
         "reads",
         "row",
+        "safe",
+        "safe_of",
         "sheets",
         "source",
         "version",
@@ -400,7 +195,9 @@ class _Doc:
         self.version: Any = _UNKNOWN
         self.content: dict[str, Any] | None = None
         self.sheets: list[_Cells] = []
-        self.reads: list[dict[str, set[int]]] = []
+        self.safe: list[bool] = []
+        self.safe_of: dict[str, Any] | None = None
+        self.reads: list[dict[str, list[tuple[int, _CellCheck]]]] = []
         self.keys: list[dict[int, dict[str, set[int]]]] = []
         self.groups: dict[tuple[int, int, str], _KeyRows] = {}
         self.lines: list[dict[int, dict[_KeyRows, None]]] = []
@@ -428,6 +225,7 @@ class _Doc:
                     return None
             cells_of.append(cells)
         self.content, self.sheets = content, cells_of
+        self.safe, self.safe_of = [_safe(cells.values()) for cells in cells_of], content
         self.reads = [{} for _ in cells_of]
         self.lines = [{} for _ in cells_of]
         self.keys = [{} for _ in cells_of]
@@ -600,17 +398,30 @@ class _CellCheck:
 
 
 def _step_cells(doc: _Doc, old: list[_Cells], moved: list[_Moved], verdicts: dict[int, Verdict | None]) -> None:
-    """Decide the cell checks of the cells a write changed (``moved``, per sheet), each with its cell in hand."""
-    filed = doc.filed
+    """Decide the cell checks of the cells a write changed (``moved``, per sheet), each with its cell in hand.
+
+    The cells are looked up in the index in C (``map``), and a cell holding exactly what its check expects
+    gets the check's passing verdict here (``_CellCheck.verdict``'s first test, inlined): a budget's one
+    write fills a cell per check, so a call per check would cost a frame each for that one comparison.
+    """
     for index, changed in enumerate(moved):
         if changed:
-            reads, cells = doc.reads[index], doc.sheets[index]
-            for ref in changed:
-                found = reads.get(ref)
+            cells = doc.sheets[index]
+            for ref, found in zip(changed, map(doc.reads[index].get, changed), strict=True):
                 if found:
                     cell = cells.get(ref)
-                    for check in found:
-                        verdicts[check] = filed[check].verdict(cell)
+                    for check, compiled in found:
+                        hit = compiled.hit
+                        if (
+                            hit is not None
+                            and cell is not None
+                            and type(cell[0]) is type(compiled.exact)
+                            and cell[0] == compiled.exact
+                            and (cell[1] is not None or not compiled.formula)
+                        ):
+                            verdicts[check] = hit
+                        else:
+                            verdicts[check] = compiled.verdict(cell)
 
 
 def _file_cell(doc: _Doc, names: list[str], p: Mapping[str, Any], check: int) -> _CellCheck | None:
@@ -621,7 +432,7 @@ def _file_cell(doc: _Doc, names: list[str], p: Mapping[str, Any], check: int) ->
     if index is None:
         return None
     found = _CellCheck(index, cell_name(*pos), p)
-    doc.reads[index].setdefault(found.ref, set()).add(check)
+    doc.reads[index].setdefault(found.ref, []).append((check, found))
     return found
 
 

@@ -20,7 +20,7 @@ PATH = "Shared/Finance/Expenses.xlsx"
 
 
 def test_a_workbook_built_from_the_last_one_equals_a_fresh_parse():
-    from graders.checks_sheets import _book_of
+    from graders.sheets_diff import _book_of
     from worlds.office.model import workbook_from_json
 
     def book(cells: dict[str, list[Any]], sheets: tuple[str, ...] = ("Expenses",)) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from graders.checks_sheets import _safe
+from graders.sheets_diff import _safe
 from tests.graders.test_progress_sheets3 import _book, _Play, _row
 
 _BASE = {"A1": ["RC-1", None], "B1": ["Travel", None], "C1": [40.0, None], "A2": ["RC-2", None]}
