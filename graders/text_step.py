@@ -291,7 +291,8 @@ def share_step(verdict: Callable[[], Callable[..., Verdict]], scope: str) -> Cal
     says may move a check, besides a change of its document's row (``checks_docs._doc_touches``):
 
     - ``"grantee"`` (``doc_shared_with``): a share of its document given to its person (by employee id);
-    - ``"document"`` (``doc_shared_only_with``): any share of its document;
+    - ``"only"`` (``doc_shared_only_with``): any share of its document; a new one given to one of its
+      ``usernames`` adds a name its evidence lists and none its score reads (who else holds it): ``LATER``;
     - ``"episode"`` (``doc_not_shared``): a share of its document; a new share of another document moves only
       the count its evidence quotes (the shares of its own stand, so its score does): ``LATER``, read when
       ``results`` asks.
@@ -317,7 +318,7 @@ def share_step(verdict: Callable[[], Callable[..., Verdict]], scope: str) -> Cal
             return {}
         if any(r.table == "employees" for r in rows):
             return dict.fromkeys(range(len(params)))
-        decide = verdict()
+        decide: Callable[..., Verdict] | None = None  # the function's verdict code, fetched when a check is asked
         out: dict[int, Any] = {}
         for document, positions in plan[1].items():
             every = False  # every check of the document may move
@@ -336,7 +337,7 @@ def share_step(verdict: Callable[[], Callable[..., Verdict]], scope: str) -> Cal
                     every = r.changes["document_id"] == doc_id
                     counted = True
                 elif r.changes.get("document_id") == doc_id:
-                    if scope == "grantee" and "employee_id" in r.changes:
+                    if scope != "episode" and "employee_id" in r.changes:
                         grantees.add(r.changes["employee_id"])
                     else:
                         every = True
@@ -351,8 +352,16 @@ def share_step(verdict: Callable[[], Callable[..., Verdict]], scope: str) -> Cal
                 continue
             for pos in positions:
                 kw = params[pos]
-                if not every and _employee(ctx, kw["username"]) not in grantees:
+                if every:
+                    pass
+                elif scope == "grantee":
+                    if _employee(ctx, kw["username"]) not in grantees:
+                        continue
+                elif grantees <= {_employee(ctx, u) for u in kw["usernames"]}:
+                    out[pos] = LATER  # new shares, each to a person it names: nobody else holds it now than before
                     continue
+                if decide is None:
+                    decide = verdict()
                 out[pos] = decide(ctx, **kw)
         return out
 
