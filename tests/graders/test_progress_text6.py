@@ -14,11 +14,12 @@ from typing import Any
 from graders.base import Check, GradingContext, Rubric, grade, read_changes
 from graders.progress import Progress
 from graders.registry import LATER
+from graders.text_match import BATCHES, VERDICTS, Sections
 from tests.graders.conftest import employee
 from tests.graders.test_progress_pdocs import _doc
 from worlds.schema import DocFolder, DocumentShare
 
-PLAN, NOTES = "Shared/Plan.odt", "Shared/Notes.odt"
+PLAN, NOTES, DOC = "Shared/Plan.odt", "Shared/Notes.odt", "Doc.odt"
 CHECKS: list[tuple[str, str, dict[str, Any]]] = [
     ("plan-only", "doc_shared_only_with", {"document": PLAN, "usernames": ["bob", "carol"]}),
     ("notes-only", "doc_shared_only_with", {"document": NOTES, "usernames": ["dave"]}),
@@ -86,3 +87,25 @@ def test_a_share_to_a_named_person_leaves_the_only_with_score_and_any_other_shar
             scores.setdefault(c.id, []).append(c.score)
     assert scores["plan-only"] == [1.0, 0.0, 0.0, 0.0, 0.0, 0.0]
     assert scores["notes-only"] == [1.0] * 4 + [0.0, 0.0]
+
+
+def test_checks_on_a_new_parse_taken_together_find_matches_at_a_sections_edges() -> None:
+    """A start text at the very start or end of a section's text (``ends``, the one-start ``find``) counts."""
+    parse = [("", "ENG-1"), ("Done", "ENG-1 and ENG-2"), ("Next", "see ENG-2"), ("ENG-2", "ENG-3, or ENG-1")]
+    contains = [
+        {"document": DOC, "heading": "^Next$", "pattern": r"\bENG\-2\b"},
+        {"document": DOC, "heading": "^Done$", "pattern": r"\bENG\-1\b"},
+        {"document": DOC, "heading": "^ENG", "pattern": r"\bENG\-1\b|\bENG\-3\b", "only_there": False},
+    ]
+    once = [
+        {"document": DOC, "pattern": r"\bENG\-1\b"},
+        {"document": DOC, "pattern": r"\bENG\-2\b"},
+        {"document": DOC, "pattern": r"\bENG\-3\b|see"},
+    ]
+    for fn, params in (("doc_section_contains", contains), ("doc_mentions_once", once)):
+        plan, decide = BATCHES[fn]
+        out: dict[int, Any] = {}
+        decide(Sections.of(parse), plan(list(range(len(params))), params), out)
+        assert out == {i: VERDICTS[fn](Sections.of(parse), DOC, kw) for i, kw in enumerate(params)}, fn
+    verdicts = [VERDICTS["doc_mentions_once"](Sections.of(parse), DOC, kw)[1] for kw in once]
+    assert verdicts[0] == r"\bENG\-1\b: named 3 times in Doc.odt (under (before the first heading); Done; ENG-2)"
