@@ -198,7 +198,7 @@ def _share_touches(ctx: GradingContext, row: Any, document: str, **_: Any) -> bo
     reads=("documents", "document_shares", "employees"),
     touches=_share_touches,
     on_changes=shares_decided(lambda: globals()["doc_shared_only_with"]),
-    on_step=share_step(lambda: _shared_only_with, "document"),
+    on_step=share_step(lambda: _shared_only_with, "only"),
 )
 def doc_shared_only_with(ctx: GradingContext, document: str, usernames: list[str]) -> CheckOutcome:
     """Every share of ``document`` added or raised during the episode went to one of ``usernames``.

@@ -610,7 +610,10 @@ def contains_verdicts(sections: Sections, planned: list[Planned], out: dict[int,
     named_at: dict[str, list[int]] = {}  # by heading pattern: the sections it names, in order
     quoted = [repr(h) for h in heads]  # each heading as a passing evidence quotes it
     whole = sections.whole.get(False) or sections._whole(False)
-    last = len(texts) - 1
+    count = len(texts)
+    last, every = count - 1, range(count)
+    # where each section's text ends in the whole text: an occurrence past it runs into the NUL after it
+    ends = [at + len(t) for at, t in zip(whole[1], texts, strict=True)] if whole is not None else []
     for pos, key, heading, only_there, passing, search, starts, needles, name in planned:
         at = named_at.get(heading)
         if at is None:
@@ -624,22 +627,22 @@ def contains_verdicts(sections: Sections, planned: list[Planned], out: dict[int,
             said = found.get(key)
             if said is None and starts is not None and whole is not None:  # ``_scan_from``, inlined
                 text, offsets = whole
-                said = [False] * len(texts)
+                said = [False] * count
                 for start in starts:
+                    size = len(start)
                     p = text.find(start)
                     while p >= 0:
                         i = bisect_right(offsets, p) - 1
-                        local = p - offsets[i]
-                        if local + len(start) > len(texts[i]):  # across the NUL between two sections: look on
+                        if p + size > ends[i]:  # across the NUL between two sections: look on
                             p = text.find(start, p + 1)
                             continue
-                        if not said[i] and search(texts[i], local) is not None:
+                        if not said[i] and search(texts[i], p - offsets[i]) is not None:
                             said[i] = True
                         p = text.find(start, offsets[i + 1]) if i < last else -1
                 found[key] = said
             if said is not None:
                 first = -1
-                for i in compress(range(len(said)), said):
+                for i in compress(every, said):
                     if i not in at:
                         first = -1
                         break
@@ -755,7 +758,13 @@ def once_verdicts(sections: Sections, planned: list[tuple[Any, ...]], out: dict[
         where: list[str] = []
         for i in compress(range(len(hits)), hits):
             low = lows[i]
-            at = max(_earliest(starts, low), 0) if starts is not None and low is not None else 0
+            if starts is None or low is None:
+                at = 0
+            elif len(starts) == 1:  # ``_earliest`` of one start text, without its frame
+                at = low.find(starts[0])
+                at = at if at > 0 else 0
+            else:
+                at = max(_earliest(starts, low), 0)
             where += [heads[i] or "(before the first heading)"] * len(findall(texts[i], at))
         named = _heads_naming(key[0], heads)
         if named:

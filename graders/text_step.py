@@ -26,6 +26,7 @@ after a rename, say) decides every check of the document again on the new parse,
 from __future__ import annotations
 
 from collections.abc import Callable
+from collections.abc import Set as AbstractSet
 from typing import Any
 
 from graders.base import GradingContext
@@ -274,6 +275,9 @@ def shares_decided(function: Callable[[], Callable[..., Any]]) -> Callable[..., 
     return on_changes
 
 
+_NOBODY: frozenset[Any] = frozenset()
+"""No grantee: a document none of the step's new shares names."""
+
 _TEXT_ONLY = frozenset({"content", "blob_sha256", "version", "updated_at"})
 """The columns a write of a document's text changes: none of them is read by a share check."""
 
@@ -291,7 +295,8 @@ def share_step(verdict: Callable[[], Callable[..., Verdict]], scope: str) -> Cal
     says may move a check, besides a change of its document's row (``checks_docs._doc_touches``):
 
     - ``"grantee"`` (``doc_shared_with``): a share of its document given to its person (by employee id);
-    - ``"document"`` (``doc_shared_only_with``): any share of its document;
+    - ``"only"`` (``doc_shared_only_with``): any share of its document; a new one given to one of its
+      ``usernames`` adds a name its evidence lists and none its score reads (who else holds it): ``LATER``;
     - ``"episode"`` (``doc_not_shared``): a share of its document; a new share of another document moves only
       the count its evidence quotes (the shares of its own stand, so its score does): ``LATER``, read when
       ``results`` asks.
@@ -315,17 +320,35 @@ def share_step(verdict: Callable[[], Callable[..., Verdict]], scope: str) -> Cal
             plan = ctx.lasting[key] = (params, by_doc)
         if not rows:
             return {}
-        if any(r.table == "employees" for r in rows):
-            return dict.fromkeys(range(len(params)))
-        decide = verdict()
+        # read once for every document: when each row is a new share naming its document and person (a share
+        # step), the grantees by document id; else None, and each document reads the rows itself
+        shares: dict[Any, set[Any]] | None = {}
+        for r in rows:
+            if r.table == "employees":
+                return dict.fromkeys(range(len(params)))
+            if shares is not None:
+                ch = r.changes
+                if r.table == "document_shares" and r.op == "insert" and "document_id" in ch and "employee_id" in ch:
+                    shares.setdefault(ch["document_id"], set()).add(ch["employee_id"])
+                else:
+                    shares = None
+        decide: Callable[..., Verdict] | None = None  # the function's verdict code, fetched when a check is asked
         out: dict[int, Any] = {}
         for document, positions in plan[1].items():
             every = False  # every check of the document may move
-            grantees: set[Any] = set()  # else the checks of these employees (scope "grantee")
+            grantees: AbstractSet[Any] = _NOBODY  # else the checks of these employees (scopes "grantee", "only")
             counted = False  # a share of another document: only the count a "episode" check quotes moved
             lookup = ctx.lasting.get(("doc_lookup", document))
             doc_id = lookup[2][0] if lookup is not None and lookup[2] is not None else None
-            for r in rows:
+            if shares is not None and doc_id is not None:  # new shares only: the row loop's answer, by document
+                if scope == "episode":
+                    every, counted = doc_id in shares, True
+                else:
+                    grantees = shares.get(doc_id, _NOBODY)
+                rows_left: list[ChangeRow] = []
+            else:
+                rows_left, grantees = rows, (granted := set())
+            for r in rows_left:
                 if r.table == "documents":  # a write of its text moves no share check: its owner or place may
                     every = (r.op != "update" or not _TEXT_ONLY.issuperset(r.changes)) and _doc_touches(
                         ctx, r, document
@@ -336,8 +359,8 @@ def share_step(verdict: Callable[[], Callable[..., Verdict]], scope: str) -> Cal
                     every = r.changes["document_id"] == doc_id
                     counted = True
                 elif r.changes.get("document_id") == doc_id:
-                    if scope == "grantee" and "employee_id" in r.changes:
-                        grantees.add(r.changes["employee_id"])
+                    if "employee_id" in r.changes:
+                        granted.add(r.changes["employee_id"])
                     else:
                         every = True
                 if every:
@@ -351,8 +374,16 @@ def share_step(verdict: Callable[[], Callable[..., Verdict]], scope: str) -> Cal
                 continue
             for pos in positions:
                 kw = params[pos]
-                if not every and _employee(ctx, kw["username"]) not in grantees:
+                if every:
+                    pass
+                elif scope == "grantee":
+                    if _employee(ctx, kw["username"]) not in grantees:
+                        continue
+                elif grantees <= {_employee(ctx, u) for u in kw["usernames"]}:
+                    out[pos] = LATER  # new shares, each to a person it names: nobody else holds it now than before
                     continue
+                if decide is None:
+                    decide = verdict()
                 out[pos] = decide(ctx, **kw)
         return out
 
