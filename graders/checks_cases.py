@@ -23,7 +23,7 @@ from graders.checks_common import (
     usernames,
 )
 from graders.checks_comms import new_posts
-from graders.comms_log import boxes_of, mail_log, post_log, warm_channels, warm_mailboxes
+from graders.comms_log import MailLog, boxes_of, mail_log, post_log, warm_channels, warm_mailboxes
 from worlds.rawsql import Sql
 
 
@@ -490,7 +490,9 @@ def _reply(ctx: GradingContext, key: str, reply_to: str) -> int | None:
     the key are looked up, so a mail to a new outside address does not make every mail's recipients read
     again; else from ``case_mails``.
     """
-    log = mail_log(ctx)
+    log: MailLog | None = ctx.lasting.get("mail_log")
+    if log is None or log.at != len(ctx.log) or not log.clean:  # not folded this step yet (``mail_log``'s test)
+        log = mail_log(ctx)
     key, to = key.lower(), reply_to.lower()
     if log is None:
         hits = [m.id for m in _memo(ctx, "case_mails") if m.address.lower() == to and key in m.body.lower()]
