@@ -2,10 +2,10 @@
 
 Each path saves a frame or a lookup on a reply step; each test plays what the path settles and counts the calls
 it must no longer make, so a path that decided wrongly fails the grade comparison or the answers, and one that
-fell back to the old calls fails the count: ``mail_sent``'s step compares a sender's mailbox it knows instead of
-asking ``sent_by`` per mail; ``reached`` reads the log's kept mailboxes when it knows them all and asks
-``boxes_of`` only for a mail to one it does not; the case checks' reply part and ``mail_sent``'s step take the log
-as this step already folded it.
+fell back to the old calls fails the count: ``mail_sent``'s and ``mail_not_sent``'s steps compare a sender's
+mailbox they know instead of asking ``sent_by`` per mail; ``reached`` reads the log's kept mailboxes when it
+knows them all and asks ``boxes_of`` only for a mail to one it does not; the case checks' reply part and the mail
+checks' steps take the log as this step already folded it.
 """
 
 from __future__ import annotations
@@ -115,3 +115,36 @@ def test_a_reply_sent_with_its_ticket_in_one_step_is_read_from_the_log_that_step
         ],
     )
     assert said == [{"mail-buyer": "LATER"}, {"case-reply": 1.0, "mail-buyer": 1.0}, {}]
+
+
+def test_mail_not_sent_compares_a_known_senders_mailbox_without_asking_sent_by(world, monkeypatch):
+    checks: list[tuple[str, str, dict[str, Any]]] = [
+        ("no-buyer", "mail_not_sent", {"to": "buyer@client.test"}),
+        ("no-buyer-by-bob", "mail_not_sent", {"to": "buyer@client.test", "sender": "bob"}),
+    ]
+    asked: list[int | None] = []
+    real = comms_mail.sent_by
+
+    def spy(ctx, log, mail, employee):
+        if sys._getframe(1).f_code.co_name == "_mail_not_sent_step":  # its loop (a verdict it decides reads all)
+            asked.append(employee)
+        return real(ctx, log, mail, employee)
+
+    monkeypatch.setattr(comms_mail, "sent_by", spy)
+    _, said = _play(
+        world,
+        checks,
+        [
+            lambda: send(world, "Hi", "hello", [3]),  # the first mail: the general path builds the entries
+            lambda: asked.clear() or send(world, "Quote", "ENG-1", [9]),  # the agent's to the buyer: bob's waits
+            lambda: _from_bob(world, "Lunch", "anyone?", [3]),  # bob's, to carol: LATER (its count moved)
+            lambda: _from_bob(world, "Quote", "ENG-1", [9]),  # bob's, to the buyer: his check falls
+        ],
+    )
+    assert said == [
+        {"no-buyer": "LATER", "no-buyer-by-bob": "LATER"},
+        {"no-buyer": 0.0},
+        {"no-buyer-by-bob": "LATER"},
+        {"no-buyer-by-bob": 0.0},
+    ]
+    assert asked == [], "both senders' mailboxes were known after the first mail: the loop compared them"
