@@ -353,7 +353,9 @@ def _logged_fields(ctx: GradingContext, ticket_id: int, fields: Mapping[Any, Any
     a ticket changes) would be read again right after that write. Read from the ticket fold (its insert image
     with its edits applied); None when a field or column is not logged, or the ticket was deleted.
     """
-    fold = _ticket_fold(ctx)
+    fold: _TicketFold | None = ctx.lasting.get("ticket_fold")
+    if fold is None or fold.at != len(ctx.log):  # ``_ticket_fold``'s own test: the filed row folded it this step
+        fold = _ticket_fold(ctx)
     image = fold.images.get(ticket_id)
     if image is None or ticket_id in fold.gone:
         return None
@@ -432,9 +434,10 @@ def _case_rest(
         if row is None:
             return None
         for f, v in sorted(fields.items()) if len(fields) > 1 else fields.items():  # a loop: no frame of its own
-            m = _mismatch(ticket.key, row, f, v)
-            if m:
-                wrong.append(m)
+            if row[f] != v:  # ``_mismatch`` words only a field that differs: a frame less for each that matches
+                m = _mismatch(ticket.key, row, f, v)
+                if m:
+                    wrong.append(m)
     if wrong:
         return 0.0, listing(wrong), {}
     said = [f"{ticket.key} filed for {reference}"]

@@ -13,6 +13,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
+import graders.checks_cases as checks_cases
 import graders.comms_log as comms_log
 import graders.comms_mail as comms_mail
 from tests.graders.test_checks import send
@@ -148,3 +149,28 @@ def test_mail_not_sent_compares_a_known_senders_mailbox_without_asking_sent_by(w
         {"no-buyer-by-bob": 0.0},
     ]
     assert asked == [], "both senders' mailboxes were known after the first mail: the loop compared them"
+
+
+def test_a_filed_cases_fields_read_the_fold_once_and_word_only_a_field_that_differs(world, monkeypatch):
+    calls: list[str] = []
+    for name in ("_ticket_fold", "_mismatch"):
+        real = getattr(checks_cases, name)
+
+        def spy(*args, _real=real, _name=name):
+            if _in_progress():
+                calls.append(_name + ":" + sys._getframe(1).f_code.co_name)
+            return _real(*args)
+
+        monkeypatch.setattr(checks_cases, name, spy)
+    ref = {"project": "ENG", "reference": "REF-1234"}
+    checks: list[tuple[str, str, dict[str, Any]]] = [
+        ("case-fields", "ticket_for_reference", {**ref, "fields": {"priority": "high", "type": "bug"}}),
+        ("case-wrong", "ticket_for_reference", {**ref, "fields": {"priority": "low", "type": "bug"}}),
+    ]
+    _, said = _play(
+        world,
+        checks,
+        [lambda: calls.clear() or _file(world, 6, "REF-1234 cannot log in", "from mail", priority="high")],
+    )
+    assert said == [{"case-fields": 1.0, "case-wrong": 0.0}]
+    assert calls == ["_ticket_fold:_filed_row", "_mismatch:_case_rest"], "the fold once, the one field that differs"
