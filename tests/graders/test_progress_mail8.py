@@ -95,7 +95,16 @@ def test_reached_asks_boxes_of_only_for_a_mail_to_a_mailbox_it_does_not_know(wor
     assert asked == [(3, 2)], "only the mail to carol's mailbox, which no warming read"
 
 
-def test_a_reply_sent_with_its_ticket_in_one_step_is_read_from_the_log_that_step_folded(world):
+def test_a_reply_sent_with_its_ticket_in_one_step_is_read_from_the_log_that_step_folded(world, monkeypatch):
+    asked: list[tuple[int, ...]] = []
+    real = checks_cases.boxes_of
+
+    def spy(ctx, log, ids):
+        if _in_progress():
+            asked.append(tuple(ids))
+        return real(ctx, log, ids)
+
+    monkeypatch.setattr(checks_cases, "boxes_of", spy)
     ref = {"project": "ENG", "reference": "REF-1234"}
     checks: list[tuple[str, str, dict[str, Any]]] = [
         ("case-reply", "ticket_for_reference", {**ref, "reply_to": "buyer@client.test"}),
@@ -116,6 +125,7 @@ def test_a_reply_sent_with_its_ticket_in_one_step_is_read_from_the_log_that_step
         ],
     )
     assert said == [{"mail-buyer": "LATER"}, {"case-reply": 1.0, "mail-buyer": 1.0}, {}]
+    assert asked == [], "the buyer's mailbox was warmed: the reply part read it from the log's kept mailboxes"
 
 
 def test_mail_not_sent_compares_a_known_senders_mailbox_without_asking_sent_by(world, monkeypatch):
