@@ -2,9 +2,9 @@
 
 Families: issue 14's three (triage, escalation, schedule), fix-failing-test, and every other dense family
 (impossible variants included) whose oracle runs without the code sandbox at each step (``FAMILIES`` says which
-are left out and why). The target is the same for all: <= 20 us a step. Per
-family, the oracle plays several seeds and difficulties (a pass to warm the caches, then ``PASSES`` timed ones). For each
-task: how many checks its rubric has, and the p50 of a full ``grade`` of the final state. Every call of
+are left out and why). The target is the same for all: <= 20 us a step. Per family, the oracle plays several
+seeds and difficulties (a pass to warm the caches, then ``PASSES`` timed ones). For each task: how many checks
+its rubric has, and the p50 of a full ``grade`` of the final state. Every call of
 ``graders.progress.Progress.update`` is timed where it runs, inside the step, so the figure is the progress
 score's own cost: per step over the oracle's real mix of reads and writes (mean and p50), per step that
 changed rows (the only steps that re-run state checks), and the first step's (which grades every check once).

@@ -23,7 +23,7 @@ from graders.checks_common import (
     usernames,
 )
 from graders.checks_comms import new_posts
-from graders.comms_log import boxes_of, mail_log, post_log, warm_channels, warm_mailboxes
+from graders.comms_log import MailLog, boxes_of, mail_log, post_log, warm_channels, warm_mailboxes
 from worlds.rawsql import Sql
 
 
@@ -353,7 +353,9 @@ def _logged_fields(ctx: GradingContext, ticket_id: int, fields: Mapping[Any, Any
     a ticket changes) would be read again right after that write. Read from the ticket fold (its insert image
     with its edits applied); None when a field or column is not logged, or the ticket was deleted.
     """
-    fold = _ticket_fold(ctx)
+    fold: _TicketFold | None = ctx.lasting.get("ticket_fold")
+    if fold is None or fold.at != len(ctx.log):  # ``_ticket_fold``'s own test: the filed row folded it this step
+        fold = _ticket_fold(ctx)
     image = fold.images.get(ticket_id)
     if image is None or ticket_id in fold.gone:
         return None
@@ -432,9 +434,10 @@ def _case_rest(
         if row is None:
             return None
         for f, v in sorted(fields.items()) if len(fields) > 1 else fields.items():  # a loop: no frame of its own
-            m = _mismatch(ticket.key, row, f, v)
-            if m:
-                wrong.append(m)
+            if row[f] != v:  # ``_mismatch`` words only a field that differs: a frame less for each that matches
+                m = _mismatch(ticket.key, row, f, v)
+                if m:
+                    wrong.append(m)
     if wrong:
         return 0.0, listing(wrong), {}
     said = [f"{ticket.key} filed for {reference}"]
@@ -490,7 +493,9 @@ def _reply(ctx: GradingContext, key: str, reply_to: str) -> int | None:
     the key are looked up, so a mail to a new outside address does not make every mail's recipients read
     again; else from ``case_mails``.
     """
-    log = mail_log(ctx)
+    log: MailLog | None = ctx.lasting.get("mail_log")
+    if log is None or log.at != len(ctx.log) or not log.clean:  # not folded this step yet (``mail_log``'s test)
+        log = mail_log(ctx)
     key, to = key.lower(), reply_to.lower()
     if log is None:
         hits = [m.id for m in _memo(ctx, "case_mails") if m.address.lower() == to and key in m.body.lower()]
@@ -504,7 +509,11 @@ def _reply(ctx: GradingContext, key: str, reply_to: str) -> int | None:
         hit: int | None = None
         for mail in log.mails[kept[1] :]:
             if key in mail.text:
-                boxes = boxes_of(ctx, log, mail.to_boxes)
+                boxes = log.boxes  # the log's kept mailboxes when it knows them all (``comms_log.reached``'s test)
+                for b in mail.to_boxes:
+                    if b not in boxes:
+                        boxes = boxes_of(ctx, log, mail.to_boxes)
+                        break
                 for b in mail.to_boxes:  # a loop, not ``any`` over a generator: a frame less per mail
                     found = boxes.get(b)
                     if found is not None and found[0].lower() == to:

@@ -268,15 +268,10 @@ def _mail_positions(
     return log, index.moved(ctx, log)
 
 
-def _mail_sent_step(
+def _mail_sent_general(
     ctx: GradingContext, rows: list[ChangeRow], params: list[Mapping[str, Any]]
 ) -> dict[int, Verdict | Later | None]:
-    """``mail_sent``'s ``on_step``: the verdicts of the checks whose sender sent a mail this step."""
-    log = mail_log(ctx)
-    if log is not None:
-        fast = _sent_fast(ctx, log, params)
-        if fast is not None:
-            return fast
+    """``_mail_sent_step``'s general path: the index and checks built (or rebuilt), each moved check decided."""
     log, positions = _mail_positions(ctx, params, rows, "mail_sent_step")
     if log is None:
         return dict.fromkeys(positions)
@@ -316,18 +311,31 @@ def _mail_sent_step(
 _UNSEEN = object()
 
 
-def _sent_fast(ctx: GradingContext, log: MailLog, params: list[Mapping[str, Any]]) -> dict[int, Any] | None:
-    """``_mail_sent_step``'s verdicts in one loop over the step's mails, once its index and checks are built.
+def _mail_sent_step(
+    ctx: GradingContext, rows: list[ChangeRow], params: list[Mapping[str, Any]]
+) -> dict[int, Verdict | Later | None]:
+    """``mail_sent``'s ``on_step``: the verdicts of the checks whose sender sent a mail this step.
+
+    In one loop over the step's mails, once its index and checks are built.
 
     Why: a reply step asks every ``mail_sent`` check of the rubric, most of which fail and stay failing (a mail
     to someone else); through ``_mail_positions``, ``_MailIndex.moved`` and ``_fits_any`` that was a dozen frames
     a step for two checks. The same verdicts: a check whose sender sent none of the step's mails is left out, a
     passing one too (the first mail that fits stays the one named), a failing one tries the mails since it last
-    did and is ``LATER`` while none fits. None when the general path must run (an index or checks not built yet,
-    a check whose sender is unknown or whose mails were read with lookups of an earlier generation).
+    did and is ``LATER`` while none fits. The general path (``_mail_sent_general``) runs when the log stopped
+    folding, an index or the checks are not built yet, a check's sender is unknown or its mails were read with
+    lookups of an earlier generation. The log is taken as kept when this step already folded it (the case
+    checks ask first), and the fold and the general path are entered only when needed: each is a frame less
+    on a reply step (mail8).
     """
-    kept = ctx.lasting.get(("mail_sent_checks", id(params)))
-    index: _MailIndex | None = ctx.lasting.get(("mail_sent_step", id(params)))
+    lasting = ctx.lasting
+    log: MailLog | None = lasting.get("mail_log")
+    if log is None or log.at != len(ctx.log) or not log.clean:  # ``mail_log``'s own test: not folded this step
+        log = mail_log(ctx)
+        if log is None:
+            return _mail_sent_general(ctx, rows, params)
+    kept = lasting.get(("mail_sent_checks", id(params)))
+    index: _MailIndex | None = lasting.get(("mail_sent_step", id(params)))
     generation = log.generation
     if (
         kept is None
@@ -338,11 +346,11 @@ def _sent_fast(ctx: GradingContext, log: MailLog, params: list[Mapping[str, Any]
         or index.params is not params
         or index.generation != generation
     ):
-        return None
+        return _mail_sent_general(ctx, rows, params)
     every: list[tuple[int, tuple[_Sent, int | None, Followed, list[int]]]] = kept[3]
     for _, (_, _, state, tried) in every:
         if tried[0] < 0 and not state.marks:
-            return None  # its first verdict reads every mail (``_sent_fold``)
+            return _mail_sent_general(ctx, rows, params)  # its first verdict reads every mail (``_sent_fold``)
     mails = log.mails
     # the episode's first mail, whoever sent it, moves every check ("no mail was sent" no more), as
     # ``_MailIndex.moved`` says: each is tried (a failing one is LATER: its score stands)
@@ -361,8 +369,9 @@ def _sent_fast(ctx: GradingContext, log: MailLog, params: list[Mapping[str, Any]
         moved = True if first else sent.get(sender_id)
         if moved is None:
             moved = False
-            for m in new:  # a loop, not ``any`` over a generator: a frame less per mail
-                if sent_by(ctx, log, m, sender_id):
+            box = box_of.get(sender_id, _UNSEEN) if sender_id is not None else _UNSEEN
+            for m in new:  # a loop, not ``any`` over a generator; the sender's mailbox compared where known
+                if m.sender_box == box if box is not _UNSEEN else sent_by(ctx, log, m, sender_id):
                     moved = True
                     break
             sent[sender_id] = moved
@@ -443,21 +452,16 @@ def _sent_checks(
         tried = [-1 if log.mails else 0]
         checks[pos] = (spec, sender_id, followed(ctx, spec.key, (log.generation, sender_id)), tried)
     # and the checks by position when every check has a known sender (None: a verdict says the sender is unknown,
-    # or that nothing was sent yet: ``_sent_fast`` leaves such a rubric to the general path)
+    # or that nothing was sent yet: ``_mail_sent_step`` leaves such a rubric to the general path)
     every = list(checks.items()) if len(checks) == len(params) else None
     ctx.lasting[("mail_sent_checks", id(params))] = (params, log.generation, checks, every)
     return checks
 
 
-def _mail_not_sent_step(
+def _mail_not_sent_general(
     ctx: GradingContext, rows: list[ChangeRow], params: list[Mapping[str, Any]]
 ) -> dict[int, Verdict | Later | None]:
-    """``mail_not_sent``'s ``on_step``: the verdicts of the checks whose sender sent a mail this step."""
-    log = mail_log(ctx)
-    if log is not None:
-        fast = _not_sent_fast(ctx, log, params)
-        if fast is not None:
-            return fast
+    """``_mail_not_sent_step``'s general path: the index and entries built (or rebuilt), each moved check decided."""
     log, positions = _mail_positions(ctx, params, rows, "mail_not_sent_step")
     if log is None:
         return dict.fromkeys(positions)
@@ -494,16 +498,27 @@ def _mail_not_sent_step(
     return out
 
 
-def _not_sent_fast(ctx: GradingContext, log: MailLog, params: list[Mapping[str, Any]]) -> dict[int, Any] | None:
-    """``_mail_not_sent_step``'s verdicts in one loop over the step's mails, once its index and entries are built.
+def _mail_not_sent_step(
+    ctx: GradingContext, rows: list[ChangeRow], params: list[Mapping[str, Any]]
+) -> dict[int, Verdict | Later | None]:
+    """``mail_not_sent``'s ``on_step``: the verdicts of the checks whose sender sent a mail this step.
 
-    The same verdicts as the general path (``_mail_positions`` and a loop per check), without its frames: a check
-    whose sender sent none of the step's mails is left out; one that fails already, or whose sender's new mails
-    reach none of its addresses, is ``LATER``; one that a new mail makes fail is decided. None when the general
-    path must run (the first step, an entry of an earlier generation, a check whose sender is unknown).
+    In one loop over the step's mails, once its index and entries are built. The same verdicts as the general
+    path (``_mail_positions`` and a loop per check), without its frames: a check whose sender sent none of the
+    step's mails is left out; one that fails already, or whose sender's new mails reach none of its addresses,
+    is ``LATER``; one that a new mail makes fail is decided. The general path (``_mail_not_sent_general``) runs
+    when the log stopped folding, on the first step, for an entry of an earlier generation or a check whose
+    sender is unknown. As in ``_mail_sent_step``, the log is taken as this step folded it and a sender's known
+    mailbox is compared (no ``sent_by`` per mail): a frame or more less a reply step (mail8).
     """
-    index: _MailIndex | None = ctx.lasting.get(("mail_not_sent_step", id(params)))
-    kept: dict[int, list[Any]] | None = ctx.lasting.get(("mail_not_sent_kept", id(params)))
+    lasting = ctx.lasting
+    log: MailLog | None = lasting.get("mail_log")
+    if log is None or log.at != len(ctx.log) or not log.clean:  # ``mail_log``'s own test: not folded this step
+        log = mail_log(ctx)
+        if log is None:
+            return _mail_not_sent_general(ctx, rows, params)
+    index: _MailIndex | None = lasting.get(("mail_not_sent_step", id(params)))
+    kept: dict[int, list[Any]] | None = lasting.get(("mail_not_sent_kept", id(params)))
     generation = log.generation
     if (
         index is None
@@ -513,11 +528,12 @@ def _not_sent_fast(ctx: GradingContext, log: MailLog, params: list[Mapping[str, 
         or kept is None
         or len(kept) != len(params)
     ):
-        return None
+        return _mail_not_sent_general(ctx, rows, params)
     for entry in kept.values():
         if entry[0] != generation or entry[3]:
-            return None
+            return _mail_not_sent_general(ctx, rows, params)
     mails = log.mails
+    box_of = log.box_of
     new = mails[index.seen :]
     index.seen = n = len(mails)
     out: dict[int, Any] = {}
@@ -526,10 +542,11 @@ def _not_sent_fast(ctx: GradingContext, log: MailLog, params: list[Mapping[str, 
         entry = kept[pos]
         _, banned, sender_id, _, tried, failing = entry
         moved = sent.get(sender_id)
+        box = box_of.get(sender_id, _UNSEEN) if sender_id is not None else _UNSEEN
         if moved is None:
             moved = False
-            for m in new:
-                if sent_by(ctx, log, m, sender_id):
+            for m in new:  # the sender's mailbox compared where known (``sent_by``'s answer without its frame)
+                if m.sender_box == box if box is not _UNSEEN else sent_by(ctx, log, m, sender_id):
                     moved = True
                     break
             sent[sender_id] = moved
@@ -539,7 +556,9 @@ def _not_sent_fast(ctx: GradingContext, log: MailLog, params: list[Mapping[str, 
         hit = False
         if not failing:
             for m in mails[tried:]:
-                if sent_by(ctx, log, m, sender_id) and not banned.isdisjoint(reached(ctx, log, m)):
+                if (m.sender_box == box if box is not _UNSEEN else sent_by(ctx, log, m, sender_id)) and not (
+                    banned.isdisjoint(log.reach.get(m.id) or reached(ctx, log, m))
+                ):
                     hit = True
                     break
         if not hit:
