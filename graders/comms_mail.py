@@ -324,16 +324,13 @@ def _mail_sent_step(
     passing one too (the first mail that fits stays the one named), a failing one tries the mails since it last
     did and is ``LATER`` while none fits. The general path (``_mail_sent_general``) runs when the log stopped
     folding, an index or the checks are not built yet, a check's sender is unknown or its mails were read with
-    lookups of an earlier generation. The log is taken as kept when this step already folded it (the case
-    checks ask first), and the fold and the general path are entered only when needed: each is a frame less
-    on a reply step (mail8).
+    lookups of an earlier generation. The log is the one this step folded (``mail_log`` returns it at once
+    when the case checks asked first), and the general path is entered only when needed (mail8).
     """
     lasting = ctx.lasting
-    log: MailLog | None = lasting.get("mail_log")
-    if log is None or log.at != len(ctx.log) or not log.clean:  # ``mail_log``'s own test: not folded this step
-        log = mail_log(ctx)
-        if log is None:
-            return _mail_sent_general(ctx, rows, params)
+    log = mail_log(ctx)  # as this step folded it (the case checks ask first): then a length compare
+    if log is None:
+        return _mail_sent_general(ctx, rows, params)
     kept = lasting.get(("mail_sent_checks", id(params)))
     index: _MailIndex | None = lasting.get(("mail_sent_step", id(params)))
     generation = log.generation
@@ -512,11 +509,9 @@ def _mail_not_sent_step(
     mailbox is compared (no ``sent_by`` per mail): a frame or more less a reply step (mail8).
     """
     lasting = ctx.lasting
-    log: MailLog | None = lasting.get("mail_log")
-    if log is None or log.at != len(ctx.log) or not log.clean:  # ``mail_log``'s own test: not folded this step
-        log = mail_log(ctx)
-        if log is None:
-            return _mail_not_sent_general(ctx, rows, params)
+    log = mail_log(ctx)  # as this step folded it (the case checks ask first): then a length compare
+    if log is None:
+        return _mail_not_sent_general(ctx, rows, params)
     index: _MailIndex | None = lasting.get(("mail_not_sent_step", id(params)))
     kept: dict[int, list[Any]] | None = lasting.get(("mail_not_sent_kept", id(params)))
     generation = log.generation

@@ -171,9 +171,9 @@ class Progress:
         self._any_deciding: list[int] = []  # state checks on every table with an ``on_changes`` evaluator
         self._stale: frozenset[int] = frozenset()  # the checks every step that changed a row re-runs
         self._group_tables: frozenset[str] = frozenset()  # the tables some ``on_step`` function reads
-        # by table, the ``on_step`` groups that read it as (position in ``_grouped``, key in it), so a step that
-        # wrote one table asks its groups without looking at every other one
-        self._groups_of: dict[str, list[tuple[int, tuple[str, tuple[str, ...]]]]] = {}
+        # by table, the keys (in ``_grouped`` order) of the ``on_step`` groups that read it, so a step that wrote
+        # one table asks its groups without looking at every other one
+        self._groups_of: dict[str, list[tuple[str, tuple[str, ...]]]] = {}
         # table checks whose last verdict stands until a step changes what their ``holds`` hook named: the
         # hook, the index entries each held check is under, and the indexes (rows, inserts into a table,
         # updates of a column)
@@ -501,11 +501,11 @@ class Progress:
         step_rows: list[ChangeRow] = []
         if len(by_table) == 1:
             ((table, step_rows),) = by_table.items()
-            groups: Iterable[Any] = self._groups_of.get(table, ())
+            groups: Iterable[tuple[str, tuple[str, ...]]] = self._groups_of.get(table, ())
         else:
-            groups = enumerate(grouped)  # every group in order, each skipped unless it reads one of the tables
+            groups = grouped  # every group in order, each skipped unless it reads one of the tables
         outcomes = self._outcomes
-        for _, key in groups:
+        for key in groups:
             on_step, checks, params = grouped[key]
             if step_rows:  # one table written: its rows as they are
                 rows = step_rows
@@ -717,9 +717,9 @@ class Progress:
         # every step that changed a row re-runs these (trace checks with an evaluator are asked it instead)
         self._stale = frozenset(self._always).difference(self._traced) | frozenset(self._any)
         self._group_tables = frozenset(t for _, tables in self._grouped for t in tables)
-        for n, key in enumerate(self._grouped):
+        for key in self._grouped:
             for table in key[1]:
-                self._groups_of.setdefault(table, []).append((n, key))
+                self._groups_of.setdefault(table, []).append(key)
         self._gate_names = frozenset(n for names in self._gated.values() for n in names)
         self._all_gated = bool(self._always) and all(i in self._gated for i in self._always)
         for on_step, _, params in self._grouped.values():  # asked once with no rows: what it keeps is built now,
