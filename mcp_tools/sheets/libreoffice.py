@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import atexit
 import builtins
+import hashlib
 import importlib
 import os
 import shutil
@@ -107,18 +108,34 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-_GUARD = 'read -r _ || :; kill -9 "-$1" 2>/dev/null; rm -rf -- "$2"'
+_GUARD = 'read -r _ || :; kill -9 "-$1" 2>/dev/null; rm -rf -- "$2"; rm -f -- "$3" "$4"'
 """Blocks until its stdin reaches end of file (every holder of the pipe's write end has exited), then cleans up."""
+
+
+def ipc_pipes(profile: Path) -> tuple[Path, Path]:
+    """Where the office's single-instance pipe lives: a socket a killed office leaves behind.
+
+    LibreOffice names it after its profile, ignoring ``TMPDIR``: ``OSL_PIPE_<uid>_SingleOfficeIPC_`` then the MD5 of
+    the profile URL in UTF-16, in hex without zero padding, in ``/tmp`` (``/var/tmp`` when ``/tmp`` is missing). Our
+    profile directory is private and fresh, so no other program's pipe can bear this name.
+    """
+    digest = "".join(format(b, "x") for b in hashlib.md5(profile.as_uri().encode("utf-16-le")).digest())  # noqa: S324
+    name = f"OSL_PIPE_{os.getuid()}_SingleOfficeIPC_{digest}"
+    return Path("/tmp") / name, Path("/var/tmp") / name  # noqa: S108 - LibreOffice's fixed places, not ours
 
 
 def _guard(group: int, root: Path) -> subprocess.Popen[bytes]:
     """Start the shell that kills process group ``group`` and removes ``root`` once this process is gone.
 
+    It also removes the office's pipe socket (see ``ipc_pipes``): a clean office removes it itself, a killed one
+    cannot.
+
     In its own session, so a Ctrl-C at the terminal (sent to the foreground group) reaches us, not it: only the
     end of our life ends its wait. The pipe's write end is close-on-exec, so no other program we start holds it.
     """
+    pipes = [str(p) for p in ipc_pipes(root / "profile")]
     return subprocess.Popen(  # noqa: S603 - fixed argv, no shell interpolation of the arguments
-        ["/bin/sh", "-c", _GUARD, "companysim-office-guard", str(group), str(root)],
+        ["/bin/sh", "-c", _GUARD, "companysim-office-guard", str(group), str(root), *pipes],
         stdin=subprocess.PIPE,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -239,6 +256,8 @@ class Office:
                 self.proc.wait(timeout=10)
         self.proc = None
         if self.root is not None:
+            for pipe in ipc_pipes(self.root / "profile"):  # left when the office was killed above
+                pipe.unlink(missing_ok=True)
             shutil.rmtree(self.root, ignore_errors=True)
             self.root = None
 

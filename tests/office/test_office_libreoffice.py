@@ -190,21 +190,31 @@ def test_libreoffice__and_its_directory_are_gone_when_the_process_dies_without_a
         "b = Workbook(sheets=[Sheet(name='S', cells={(0, 0): Cell(formula='1+1')})])\n"
         "libreoffice.engine().recalculate(b, 'ods')\n"
         "o = libreoffice.office()\n"
-        "print(o.pid, o.root, flush=True)\n"
+        "print(o.pid, o.root, libreoffice.ipc_pipes(o.root / 'profile')[0], flush=True)\n"
         f"os.kill(os.getpid(), signal.{signal_name})\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False)
     assert out.returncode < 0, out.stderr  # killed by the signal, not a clean exit
-    group, root = int(out.stdout.split()[0]), out.stdout.split()[1]
+    group, root, pipe = int(out.stdout.split()[0]), out.stdout.split()[1], out.stdout.split()[2]
     deadline = time.monotonic() + 15
-    while time.monotonic() < deadline and (_group(group) or os.path.exists(root)):
+    while time.monotonic() < deadline and (_group(group) or os.path.exists(root) or os.path.exists(pipe)):
         time.sleep(0.1)
-    left, kept = _group(group), os.path.exists(root)
+    left, kept, socket_left = _group(group), os.path.exists(root), os.path.exists(pipe)
     if left:  # a failing run must not leave its office behind either
         os.killpg(group, 9)
     shutil.rmtree(root, ignore_errors=True)
     assert left == [], "soffice is still running"
     assert not kept, "the office's directory was left behind"
+    assert not socket_left, "the office's pipe socket was left in /tmp"
+
+
+def test_libreoffice__pipe_socket_is_named_as_the_office_names_it():
+    # the guard can only remove the socket a killed office leaves if we predict its name; a running office has it
+    office = libreoffice.office()
+    book = Workbook(sheets=[Sheet(name="S", cells={(0, 0): Cell(formula="1+1")})])
+    libreoffice.engine().recalculate(book, "ods")
+    assert office.root is not None
+    assert libreoffice.ipc_pipes(office.root / "profile")[0].is_socket()
 
 
 @pytest.mark.parametrize(
