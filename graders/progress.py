@@ -149,6 +149,8 @@ class Progress:
             for n in need:
                 if n >= 0:
                     self._needed_by.setdefault(n, []).append(i)
+        # the checks that name a ``needs`` or that one names: only their scores move what ``_needs_moved`` follows
+        self._in_needs = frozenset(i for i, need in enumerate(self._needs) if need).union(self._needed_by)
         self._unmet = [0] * len(self._checks)
         self._held_back: set[int] = set()
         self._outcomes: list[tuple[float, str, Mapping[str, Any]]] = []  # each check's (score, evidence, details)
@@ -493,17 +495,23 @@ class Progress:
     def _step_groups(self, by_table: dict[str, list[ChangeRow]], stale: set[int]) -> None:
         """Settle the checks of each ``on_step`` function whose tables the step changed, one call per function.
 
-        A step that wrote one table (most do) asks the groups filed under it with its rows as they are; else
-        every group reading one of the step's tables, in ``_grouped`` order, with its tables' rows in seq order
-        (going through the groups costs less than gathering them from the tables' lists).
+        A step whose rows of tables some group reads are of one table (most steps: a note with its request's bump,
+        a sheet's document with its version and blob) asks the groups filed under it with those rows as they are;
+        else every group reading one of the step's tables, in ``_grouped`` order, with its tables' rows in seq
+        order (going through the groups costs less than gathering them from the tables' lists).
         """
-        grouped = self._grouped
+        grouped, groups_of = self._grouped, self._groups_of
         step_rows: list[ChangeRow] = []
+        groups: Iterable[tuple[str, tuple[str, ...]]]
         if len(by_table) == 1:
             ((table, step_rows),) = by_table.items()
-            groups: Iterable[tuple[str, tuple[str, ...]]] = self._groups_of.get(table, ())
+            groups = groups_of.get(table, ())
         else:
-            groups = grouped  # every group in order, each skipped unless it reads one of the tables
+            read = [t for t in by_table if t in groups_of]
+            if len(read) == 1:  # one of the tables is read by groups (a note and its request's bump): as above
+                step_rows, groups = by_table[read[0]], groups_of[read[0]]
+            else:
+                groups = grouped  # every group in order, each skipped unless it reads one of the tables
         outcomes = self._outcomes
         for key in groups:
             on_step, checks, params = grouped[key]
@@ -564,26 +572,26 @@ class Progress:
 
     def _store(self, i: int, outcome: tuple[float, str, Mapping[str, Any]]) -> None:
         """Keep check ``i``'s new outcome, and the running parts of the value when its score moved."""
-        score, evidence, details = self._outcomes[i]
-        if outcome[1] == evidence and outcome[0] == score and outcome[2] == details:
-            # the same verdict: the result built from it (if any) stands; the equal tuple is kept instead, so an
-            # evaluator that hands it back next step (a kept verdict) is known by identity, with no comparison
-            self._outcomes[i] = outcome
+        outcomes = self._outcomes
+        old = outcomes[i]
+        # kept either way: an evaluator that hands this tuple back next step (a kept verdict) is known by identity
+        outcomes[i] = outcome
+        score, new = old[0], outcome[0]
+        if new == score:  # the same score: the result built from the old verdict (if any) stands if all of it does
+            if outcome[1] != old[1] or outcome[2] != old[2]:
+                self._results[i] = None
             return
-        self._outcomes[i] = outcome
         self._results[i] = None
-        new = outcome[0]
-        if new != score:  # ``_count`` taking the old share away and adding the new one, inlined (the hot path)
-            self._moved = True
-            slot = self._slot[i]
-            if slot >= 0:
-                self._parts[slot] = self._weights[i] * new
-            if (score >= 1.0) != (new >= 1.0):
-                self._passed += 1 if new >= 1.0 else -1
-                if self._musts[i]:
-                    self._failing += -1 if new >= 1.0 else 1
-            if self._has_needs:
-                self._needs_moved(i, score, new)
+        self._moved = True  # ``_count`` taking the old share away and adding the new one, inlined (the hot path)
+        slot = self._slot[i]
+        if slot >= 0:
+            self._parts[slot] = self._weights[i] * new
+        if (score >= 1.0) != (new >= 1.0):
+            self._passed += 1 if new >= 1.0 else -1
+            if self._musts[i]:
+                self._failing += -1 if new >= 1.0 else 1
+        if i in self._in_needs:  # a check no ``needs`` names and that names none: nothing to follow
+            self._needs_moved(i, score, new)
 
     def _needs_moved(self, i: int, old: float, new: float) -> None:
         """Follow check ``i``'s score from ``old`` to ``new`` in the ``needs`` it is part of (its own, others')."""
