@@ -143,7 +143,8 @@ class Progress:
         self._has_needs = any(self._needs)
         # ``needs`` kept up to date as scores move: the checks that need each check, how many of each needy
         # check's needs do not pass (a judge check's never does), and the needy checks held back (a share above 0
-        # that ``apply_needs`` zeroes); so ``_combine`` reads a set instead of testing every needy check
+        # that ``apply_needs`` zeroes); the running parts count a held-back check as ``apply_needs`` leaves it, so
+        # ``_combine`` adds them as they are
         self._needed_by: dict[int, list[int]] = {}
         for i, need in enumerate(self._needs):
             for n in need:
@@ -206,14 +207,15 @@ class Progress:
         self._grouped: dict[tuple[str, tuple[str, ...]], tuple[Callable[..., Any], list[int], list[Any]]] = {}
         self._started = False
         self._moved = False  # a check's score moved during this update
-        # The running parts of the value (no ``needs``): each counted check's weighted score, in rubric order
-        # (``combine`` adds them in that order, so the sum is the same float), and how many must checks fail.
+        # The running parts of the value, ``needs`` applied: each counted check's weighted score (0 while it is held
+        # back), in rubric order (``combine`` adds them in that order, so the sum is the same float), how many must
+        # checks fail (a held-back one does) and how many checks pass (a held-back one does not).
         self._scored = [i for i, c in enumerate(self._checks) if not c.must] or list(range(len(self._checks)))
         self._slot = dict.fromkeys(range(len(self._checks)), -1) | {i: n for n, i in enumerate(self._scored)}
         self._parts = [0.0] * len(self._scored)
         self._weight = sum(self._weights[i] for i in self._scored)
         self._failing = 0
-        self._passed = 0  # how many checks score 1 before ``needs`` are applied
+        self._passed = 0
         self.value = 0.0
         self.passed = 0
 
@@ -594,21 +596,48 @@ class Progress:
             self._needs_moved(i, score, new)
 
     def _needs_moved(self, i: int, old: float, new: float) -> None:
-        """Follow check ``i``'s score from ``old`` to ``new`` in the ``needs`` it is part of (its own, others')."""
+        """Follow check ``i``'s score from ``old`` to ``new`` in the ``needs`` it is part of (its own, others').
+
+        ``_store`` counted its share as if it were not held back; a check is held back while a check it needs
+        does not pass and its own score is above 0, and its share in the running parts is then what
+        ``apply_needs`` leaves of it (0, not passing, failing if a must check).
+        """
         unmet, held_back = self._unmet, self._held_back
+        was = i in held_back
+        if was and old >= 1.0:  # ``_store`` moved its counts as if it were not held: its held-back ones taken back
+            self._passed += 1
+            if self._musts[i]:
+                self._failing -= 1
+        if unmet[i] > 0 and new > 0:  # (still) held back: the share ``_store`` counted made the held one
+            held_back.add(i)
+            self._held_share(i, new, True)
+        elif was:
+            held_back.discard(i)  # released: the share ``_store`` counted stands
         if (old >= 1.0) != (new >= 1.0):
             step = -1 if new >= 1.0 else 1
             outcomes = self._outcomes
             for d in self._needed_by.get(i, ()):
                 unmet[d] += step
-                if unmet[d] > 0 and outcomes[d][0] > 0:
-                    held_back.add(d)
-                else:
+                score = outcomes[d][0]
+                if score <= 0:
+                    continue
+                if unmet[d] > 0:
+                    if d not in held_back:
+                        held_back.add(d)
+                        self._held_share(d, score, True)
+                elif d in held_back:
                     held_back.discard(d)
-        if unmet[i] > 0 and new > 0:
-            held_back.add(i)
-        else:
-            held_back.discard(i)
+                    self._held_share(d, score, False)
+
+    def _held_share(self, i: int, score: float, held: bool) -> None:
+        """Count check ``i`` (scoring ``score``) as held back (``held``) instead of not, or the other way round."""
+        slot = self._slot[i]
+        if slot >= 0:
+            self._parts[slot] = 0.0 if held else self._weights[i] * score
+        if score >= 1.0:
+            self._passed += -1 if held else 1
+            if self._musts[i]:
+                self._failing += 1 if held else -1
 
     def _count(self, i: int, score: float, sign: int) -> None:
         """Add (``sign`` 1) or take away (-1) check ``i``'s share of the running parts."""
@@ -667,16 +696,7 @@ class Progress:
         self._outcomes = [(-1.0, "", {})] * len(self._checks)  # no verdict yet: the first one always differs
         for i in range(len(self._checks)):
             self._run(i)
-        self._parts, self._failing, self._passed = [0.0] * len(self._parts), 0, 0  # count the first verdicts once
-        for i, (score, _, _) in enumerate(self._outcomes):
-            self._count(i, score, 1)
-        if self._has_needs:  # the first verdicts' needs, counted once (the runs above moved them from -1)
-            outcomes = self._outcomes
-            self._held_back.clear()
-            for i, need in enumerate(self._needs):
-                self._unmet[i] = sum(1 for n in need if n < 0 or outcomes[n][0] < 1.0)
-                if self._unmet[i] > 0 and outcomes[i][0] > 0:
-                    self._held_back.add(i)
+        self._count_first()
         for i, check in enumerate(self._checks):
             spec = check_fn_spec(check.fn)
             if check.kind == "trace":
@@ -738,6 +758,20 @@ class Progress:
                 self._hold(i)
         self.ctx.forget()
 
+    def _count_first(self) -> None:
+        """Count the first verdicts into the running parts once (the runs that gave them moved them from -1)."""
+        self._parts, self._failing, self._passed = [0.0] * len(self._parts), 0, 0
+        for i, (score, _, _) in enumerate(self._outcomes):
+            self._count(i, score, 1)
+        if self._has_needs:  # and their needs: a held-back check counted as ``apply_needs`` leaves it
+            outcomes = self._outcomes
+            self._held_back.clear()
+            for i, need in enumerate(self._needs):
+                self._unmet[i] = sum(1 for n in need if n < 0 or outcomes[n][0] < 1.0)
+                if self._unmet[i] > 0 and outcomes[i][0] > 0:
+                    self._held_back.add(i)
+                    self._held_share(i, outcomes[i][0], True)
+
     def _agrees(self, i: int) -> bool:
         """Whether check ``i``'s evaluator, asked with no rows, gives the verdict its function just gave."""
         try:
@@ -784,22 +818,10 @@ class Progress:
         """The value by ``graders.base.combine``'s rule, from the scores (no result is built for it).
 
         With ``needs``, a check counts only once the checks it needs pass (``apply_needs``): the running parts
-        are used as they are unless such a check is held back (``_held_back``, kept as scores move), and then with
-        its share set to 0, so the sum adds the same floats in the same order as ``combine`` does.
+        already hold a held-back check's share at 0 (``_needs_moved`` keeps them so as scores move), so the sum
+        adds the same floats in the same order as ``combine`` does.
         """
-        parts, failing, passed = self._parts, self._failing, self._passed
-        held = self._held_back
-        if held:
-            outcomes = self._outcomes
-            parts = list(parts)
-            for i in held:
-                score, slot = outcomes[i][0], self._slot[i]
-                if slot >= 0:
-                    parts[slot] = 0.0
-                if score >= 1.0:
-                    passed -= 1
-                    failing += self._musts[i]  # a must check held back fails (below 1 it was counted)
-        self.passed = passed
-        value = sum(parts) / self._weight if self._weight else 0.0
-        self.value = 0.0 if failing > 0 else min(1.0, value)
+        self.passed = self._passed
+        value = sum(self._parts) / self._weight if self._weight else 0.0
+        self.value = 0.0 if self._failing > 0 else min(1.0, value)
         return self.value
