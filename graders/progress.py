@@ -178,10 +178,13 @@ class Progress:
         # one table asks its groups without looking at every other one
         self._groups_of: dict[str, list[tuple[str, tuple[str, ...]]]] = {}
         # table checks whose last verdict stands until a step changes what their ``holds`` hook named: the
-        # hook, the index entries each held check is under, and the indexes (rows, inserts into a table,
-        # updates of a column)
+        # hook, the hold each held check is under, each indexed check's hold and index entries, and the indexes
+        # (rows, inserts into a table, updates of a column). A woken check keeps its entries while it is asked
+        # (``_wake`` only takes it out of ``_held``): held again under the same hold, as a check its step did not
+        # move is, it is not indexed anew; its entries go when it is held otherwise or not at all
         self._holds: dict[int, Callable[..., Any]] = {}
-        self._held: dict[int, list[tuple[dict[Any, set[int]], Any]]] = {}
+        self._held: dict[int, Any] = {}
+        self._indexed: dict[int, tuple[Any, list[tuple[dict[Any, set[int]], Any]]]] = {}
         self._wake_rows: dict[Any, set[int]] = {}
         self._wake_inserts: dict[Any, set[int]] = {}
         self._wake_columns: dict[Any, set[int]] = {}
@@ -273,14 +276,15 @@ class Progress:
         if ctx._kept_by_table:
             ctx.forget(by_table)
         on_rows, on_changes, touches, held = self._on_rows, self._on_changes, self._touches, self._held
+        woken: set[int] | None = None
         if held:
-            self._wake(changed)
+            woken = self._wake(changed)
             lag = self._lag_tables
             if lag:  # held checks whose evidence counts the table's changes: asked again for the results
                 for table in by_table:
                     lags = lag.get(table)
-                    if lags:
-                        self._lagging |= lags
+                    if lags:  # (a check woken now is asked now: its entries stand until it is held again)
+                        self._lagging |= lags.difference(woken) if woken else lags
         if by_row:
             for i, check_rows in by_check.items():
                 if i in stale:
@@ -369,6 +373,10 @@ class Progress:
             for i in deciding:
                 if i in self._holds:
                     self._hold(i)
+        if woken:  # woken and not held again (not asked, or its hook named nothing): no longer indexed
+            for i in woken:
+                if i not in held:
+                    self._unindex(i)
         return self._combine() if self._moved else self.value
 
     def _steps_only(self) -> None:
@@ -455,9 +463,16 @@ class Progress:
         try:
             found = self._holds[i](self.ctx, **self._kwargs[i])
         except Exception:  # a hook that cannot tell leaves the check asked every step: exactness first
-            return
+            found = None
         if found is None:
+            self._unindex(i)
             return
+        known = self._indexed.get(i)
+        if known is not None:
+            if known[0] == found:  # the hold it was under (its row stood): its index entries stand
+                self._held[i] = found
+                return
+            self._unindex(i)
         rows, inserts, columns = found[:3]
         lags = found[3] if len(found) > 3 else ()  # tables whose changes leave its evidence behind (not its score)
         keys: list[tuple[dict[Any, set[int]], Any]] = []
@@ -471,10 +486,22 @@ class Progress:
             for name in names:
                 index.setdefault(name, set()).add(i)
                 keys.append((index, name))
-        self._held[i] = keys
+        self._indexed[i] = (found, keys)
+        self._held[i] = found
 
-    def _wake(self, changed: list[ChangeRow]) -> None:
-        """Release the held checks a step's rows may move: a row they name, an insert, an update of a column."""
+    def _unindex(self, i: int) -> None:
+        """Take check ``i`` out of the indexes of held checks (if it is in them)."""
+        known = self._indexed.pop(i, None)
+        if known is not None:
+            for index, name in known[1]:
+                index[name].discard(i)
+
+    def _wake(self, changed: list[ChangeRow]) -> set[int]:
+        """Release the held checks a step's rows may move: a row they name, an insert, an update of a column.
+
+        Returns them (and any check indexed but not held, which is asked this step anyway); their index entries
+        stand until ``update`` has held them again.
+        """
         woken: set[int] = set()
         by_row, by_insert, by_column = self._wake_rows, self._wake_inserts, self._wake_columns
         for r in changed:
@@ -490,9 +517,10 @@ class Progress:
                     found = by_column.get((r.table, column))
                     if found:
                         woken |= found
+        held = self._held
         for i in woken:
-            for index, name in self._held.pop(i):
-                index[name].discard(i)
+            held.pop(i, None)
+        return woken
 
     def _step_groups(self, by_table: dict[str, list[ChangeRow]], stale: set[int]) -> None:
         """Settle the checks of each ``on_step`` function whose tables the step changed, one call per function.

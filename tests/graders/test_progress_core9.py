@@ -14,9 +14,10 @@ from typing import Any
 
 import pytest
 
-from graders.base import Check, CheckOutcome, Rubric, apply_needs, combine, outcome_result
+from graders.base import Check, CheckOutcome, GradingContext, Rubric, apply_needs, combine, outcome_result
 from graders.changes import ChangeRow
 from graders.progress import Progress
+from graders.registry import check_fn
 
 
 def _logged(**over: Any) -> dict[str, Any]:
@@ -112,3 +113,100 @@ def test_running_parts_follow_needs_as_a_full_combine_does(seed):
         assert (live._combine(), live.passed) == (value, sum(r.passed for r in applied)), step
         held_seen |= live._held_back
     assert held_seen >= {1, 2, 3, 4}  # every needy check was held back at some point: each path ran
+
+
+def _entries(live: Progress) -> set[tuple[str, Any, int]]:
+    """Every (index, name, check) entry of the indexes of held checks."""
+    indexes = {"rows": live._wake_rows, "inserts": live._wake_inserts, "columns": live._wake_columns}
+    indexes["lags"] = live._lag_tables
+    return {(kind, name, i) for kind, index in indexes.items() for name, checks in index.items() for i in checks}
+
+
+def _named(live: Progress) -> set[tuple[str, Any, int]]:
+    """The entries the holds of the held checks name: what the indexes must hold, no more."""
+    out = set()
+    for i, found in live._held.items():
+        rows, inserts, columns = found[:3]
+        lags = found[3] if len(found) > 3 else ()
+        for kind, names in (("rows", rows), ("inserts", inserts), ("columns", columns), ("lags", lags)):
+            out |= {(kind, name, i) for name in names}
+    return out
+
+
+@pytest.fixture(scope="module")
+def holds(store):
+    """Two families' oracle episodes whose every update checks the held checks' indexes; how each was re-held."""
+    import sim.live
+    from sim.agents import run_agent
+    from sim.episode import Episode
+
+    seen: dict[str, int] = {"same": 0, "moved": 0, "steps": 0}
+
+    class Watched(Progress):
+        def update(self, rows):  # type: ignore[no-untyped-def]
+            value = super().update(rows)
+            assert self._indexed.keys() == self._held.keys()  # woken and not held again: no longer indexed
+            assert _entries(self) == _named(self)
+            seen["steps"] += 1
+            return value
+
+        def _hold(self, i):  # type: ignore[no-untyped-def]
+            before = self._indexed.get(i)
+            super()._hold(i)
+            if i in self._held:  # the hold it is under is the one its hook names now
+                assert self._held[i] == self._holds[i](self.ctx, **self._kwargs[i])
+                if before is not None:
+                    seen["same" if before[0] == self._held[i] else "moved"] += 1
+
+    real = sim.live.Progress
+    sim.live.Progress = Watched  # type: ignore[misc]
+    try:
+        for family in ("suspicious-request-v0", "access-requests-v0"):
+            with Episode(family, store=store) as ep:
+                run_agent(ep, "oracle", 1, {"difficulty": 2, "progress": True})
+    finally:
+        sim.live.Progress = real  # type: ignore[misc]
+    return seen
+
+
+def test_a_woken_check_held_again_keeps_its_index_entries_only_under_the_same_hold(holds):
+    """Held again under the hold it was under, its entries stand; under another they are made anew, none left over."""
+    assert holds["steps"] >= 20
+    assert holds["same"] >= 1 and holds["moved"] >= 1  # both paths ran (a share, a decision on a request)
+
+
+def _quiet_touches(ctx: GradingContext, row: ChangeRow, **_: Any) -> bool:
+    return row.op != "insert" or row.key[0] < 900  # a ticket numbered from 900 on cannot move it
+
+
+def _fixed_on_changes(ctx: GradingContext, rows: list[ChangeRow], **_: Any) -> tuple[float, str, dict[str, Any]]:
+    return (1.0, "fixed", {})
+
+
+def _on_inserts(ctx: GradingContext, **_: Any) -> tuple[list[Any], tuple[str, ...], list[Any]]:
+    return [], ("tickets",), []
+
+
+@check_fn(
+    "test.core9_held", reads=("tickets",), touches=_quiet_touches, on_changes=_fixed_on_changes, holds=_on_inserts
+)
+def _held_check(ctx: GradingContext) -> CheckOutcome:
+    return CheckOutcome(score=1.0, evidence="fixed")
+
+
+def test_a_woken_check_its_step_does_not_ask_leaves_the_indexes(world):
+    """Woken by an insert its ``touches`` hook says cannot move it, it is not held again: its entries go too."""
+    rubric = Rubric(
+        id="unit",
+        version=1,
+        description="unit rubric",
+        checks=(Check(id="held", description="held holds", fn="test.core9_held", params={}),),
+    )
+    live = Progress(rubric, GradingContext(session=world.session, trace=[], actor_id=1))
+    live.update(())
+    assert live._held.keys() == live._indexed.keys() == {0} and _entries(live) == {("inserts", "tickets", 0)}
+    row = {"seq": 10**6, "table": "tickets", "key": "[901]", "op": "insert", "changes": {}, "actor": 1}
+    live.update([row | {"at": None, "tag": None}])  # woken, not asked: asked every step from now on
+    assert not live._held and not live._indexed and not _entries(live)
+    live.update([row | {"seq": 10**6 + 1, "key": "[5]", "at": None, "tag": None}])  # asked: held again
+    assert live._held.keys() == live._indexed.keys() == {0} and _entries(live) == {("inserts", "tickets", 0)}
