@@ -258,7 +258,7 @@ class Progress:
         else:
             changed = list(map(_of, rows))
             by_table = ctx.extend(changed)  # the step's rows by table, as the context files them
-        stale = set(self._stale)
+        stale = set(self._stale) if self._stale else set()
         # the checks an evaluator may settle from the rows: (check, evaluator, its rows), asked in one loop below
         # rather than through a method per check (the frames cost as much as most evaluators do)
         asking: list[tuple[int, Callable[..., Any], list[ChangeRow]]] = []
@@ -345,11 +345,12 @@ class Progress:
             if len(by_table) > 1:
                 check_rows.sort(key=_seq)
             asking.append((i, on_changes[i], check_rows))
-        hooks, gated = self._step_hooks, self._gated
-        name = _last_name(ctx.steps) if gated else ""
-        for i in self._traced:  # trace checks that fold the new steps in themselves
-            if not ((gated and self._shut(i, name)) or (hooks and self._still(i))):
-                asking.append((i, on_changes[i], changed))
+        if self._traced:  # trace checks that fold the new steps in themselves (most rubrics have none)
+            hooks, gated = self._step_hooks, self._gated
+            name = _last_name(ctx.steps) if gated else ""
+            for i in self._traced:
+                if not ((gated and self._shut(i, name)) or (hooks and self._still(i))):
+                    asking.append((i, on_changes[i], changed))
         outcomes, kwargs = self._outcomes, self._kwargs
         for i, evaluate, check_rows in asking:  # what ``_decided`` does, inlined
             try:
