@@ -117,6 +117,30 @@ def _last_name(steps: Sequence[Mapping[str, Any]]) -> str:
     return str(action.get("name", "")) if isinstance(action, Mapping) else ""
 
 
+def _quiet_row(
+    hook: tuple[
+        Mapping[str, Container[tuple[Any, ...]]],
+        int | None,
+        Mapping[tuple[str, tuple[Any, ...]], tuple[frozenset[str], ...]] | None,
+    ],
+    r: ChangeRow,
+) -> bool:
+    """Whether ``r`` moves only the evidence of a check whose ``quiet`` hook answered ``hook`` (shapes, actor, rows).
+
+    The actor's row of a shape the hook names; or, for a row the hook names by table and key (a keyed rule's),
+    only an update of columns within one of its sets (such a row is quiet only so, never by its shape).
+    """
+    shapes, actor, quiet_rows = hook
+    if actor is not None and r.actor_id != actor:
+        return False
+    if quiet_rows:
+        fits = quiet_rows.get((r.table, r.key))
+        if fits is not None:
+            return r.op == "update" and any(columns.issuperset(r.changes) for columns in fits)
+    of_table = shapes.get(r.table)  # most rows' tables have none: no shape built for them
+    return of_table is not None and (((r.table, r.op, *r.changes) if r.op == "update" else (r.table, r.op)) in of_table)
+
+
 class Progress:
     """The running partial score of ``rubric`` over one episode.
 
@@ -189,6 +213,9 @@ class Progress:
         self._wake_inserts: dict[Any, set[int]] = {}
         self._wake_columns: dict[Any, set[int]] = {}
         self._lag_tables: dict[Any, set[int]] = {}  # held checks whose evidence any change of a table moves
+        self._hold_tables: set[str] = set()  # every table an index above has named (kept: a one-row step of
+        # another table cannot wake a held check, so ``_lone`` may settle it)
+        self._lean = False  # no check is re-run after every step and none reads the steps (``_lone`` may settle)
         # checks on every table with a ``quiet`` hook: the row shapes that move only their evidence, and by whom
         # (and the rows, by table and key, whose updates of some columns do the same)
         self._quiet: dict[
@@ -254,6 +281,8 @@ class Progress:
                 ctx._by_table[row.table] = [row]
             else:
                 logged.append(row)
+            if self._lean and self._lone(row):
+                return self.value
             by_table = {row.table: changed}  # the one list: no evaluator changes the rows it is given
         else:
             changed = list(map(_of, rows))
@@ -316,25 +345,9 @@ class Progress:
             if i in stale:
                 continue
             if i in quiet:  # rows that move only its evidence (``check_fn(quiet=)``): not asked, lagging instead
-                shapes, actor, quiet_rows = quiet[i]
+                hook = quiet[i]
                 for r in changed:
-                    if actor is not None and r.actor_id != actor:
-                        break
-                    if quiet_rows:  # a row the hook names (a keyed rule's): quiet only as an update of its columns
-                        fits = quiet_rows.get((r.table, r.key))
-                        if fits is not None:
-                            if r.op != "update":
-                                break
-                            for columns in fits:
-                                if columns.issuperset(r.changes):
-                                    break
-                            else:
-                                break
-                            continue
-                    of_table = shapes.get(r.table)  # most rows' tables have none: no shape built for them
-                    if of_table is None or (
-                        ((r.table, r.op, *r.changes) if r.op == "update" else (r.table, r.op)) not in of_table
-                    ):
+                    if not _quiet_row(hook, r):
                         break
                 else:
                     self._lagging.add(i)
@@ -379,6 +392,35 @@ class Progress:
                 if i not in held:
                     self._unindex(i)
         return self._combine() if self._moved else self.value
+
+    def _lone(self, row: ChangeRow) -> bool:
+        """Settle a one-row step that only checks on every table with a ``quiet`` hook could see, if it is one.
+
+        Such a row (the agent's mail marked read) is of a table no check reads by name, no ``on_step`` group
+        reads and no held check is held by, and of a shape every such check's hook names: each is marked lagging
+        and nothing is asked, as the general path would end up doing after building its lists for the step.
+        False (nothing done) for any other row. Only for a rubric whose every step asks nothing else
+        (``_lean``: no check re-run after every step, no trace check).
+        """
+        table = row.table
+        if (
+            self._by_table.get(table)
+            or table in self._group_tables
+            or table in self._hold_tables
+            or (table, row.key) in self._by_row
+        ):
+            return False
+        quiet = self._quiet
+        for i in self._any_deciding:
+            hook = quiet.get(i)
+            if hook is None or not _quiet_row(hook, row):
+                return False
+        ctx = self.ctx
+        ctx.memo.clear()
+        if ctx._kept_by_table:
+            ctx.forget((table,))
+        self._lagging.update(self._any_deciding)
+        return True
 
     def _steps_only(self) -> None:
         """Bring the trace checks up to date after a step that changed no row (a read): the steps are all that moved.
@@ -487,6 +529,7 @@ class Progress:
             for name in names:
                 index.setdefault(name, set()).add(i)
                 keys.append((index, name))
+                self._hold_tables.add(name if type(name) is str else name[0])
         self._indexed[i] = (found, keys)
         self._held[i] = found
 
@@ -773,6 +816,7 @@ class Progress:
                 self._any.append(i)
         # every step that changed a row re-runs these (trace checks with an evaluator are asked it instead)
         self._stale = frozenset(self._always).difference(self._traced) | frozenset(self._any)
+        self._lean = not self._always and not self._any
         self._group_tables = frozenset(t for _, tables in self._grouped for t in tables)
         for key in self._grouped:
             for table in key[1]:

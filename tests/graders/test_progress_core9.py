@@ -135,12 +135,16 @@ def _named(live: Progress) -> set[tuple[str, Any, int]]:
 
 @pytest.fixture(scope="module")
 def holds(store):
-    """Two families' oracle episodes whose every update checks the held checks' indexes; how each was re-held."""
+    """Two families' oracle episodes, each step held to a full grade and the held checks' indexes checked.
+
+    Returns how often a woken check was held again under the same hold or another, and how often a one-row step
+    was settled by ``_lone`` (a mail marked read) or left to the general path (a decision on a request).
+    """
     import sim.live
     from sim.agents import run_agent
-    from sim.episode import Episode
+    from tests.graders.test_progress import Checked
 
-    seen: dict[str, int] = {"same": 0, "moved": 0, "steps": 0}
+    seen: dict[str, int] = {"same": 0, "moved": 0, "steps": 0, "lone": 0, "lone_declined": 0}
 
     class Watched(Progress):
         def update(self, rows):  # type: ignore[no-untyped-def]
@@ -149,6 +153,11 @@ def holds(store):
             assert _entries(self) == _named(self)
             seen["steps"] += 1
             return value
+
+        def _lone(self, row):  # type: ignore[no-untyped-def]
+            settled = super()._lone(row)
+            seen["lone" if settled else "lone_declined"] += 1
+            return settled
 
         def _hold(self, i):  # type: ignore[no-untyped-def]
             before = self._indexed.get(i)
@@ -162,7 +171,7 @@ def holds(store):
     sim.live.Progress = Watched  # type: ignore[misc]
     try:
         for family in ("suspicious-request-v0", "access-requests-v0"):
-            with Episode(family, store=store) as ep:
+            with Checked(family, store=store) as ep:  # every step's progress held to a full grade
                 run_agent(ep, "oracle", 1, {"difficulty": 2, "progress": True})
     finally:
         sim.live.Progress = real  # type: ignore[misc]
@@ -210,3 +219,33 @@ def test_a_woken_check_its_step_does_not_ask_leaves_the_indexes(world):
     assert not live._held and not live._indexed and not _entries(live)
     live.update([row | {"seq": 10**6 + 1, "key": "[5]", "at": None, "tag": None}])  # asked: held again
     assert live._held.keys() == live._indexed.keys() == {0} and _entries(live) == {("inserts", "tickets", 0)}
+
+
+def test_a_lone_quiet_row_is_settled_without_the_general_path(holds):
+    """Mail marked read settles at once; a decision on a request (its table read by checks) takes the general path.
+
+    Each step's progress equals a full grade (the fixture's episodes), so a ``_lone`` that settles a row some
+    check reads fails there.
+    """
+    assert holds["lone"] >= 3 and holds["lone_declined"] >= 3
+
+
+@check_fn("test.core9_tickets", reads=("tickets",))
+def _tickets_changed(ctx: GradingContext) -> CheckOutcome:
+    return CheckOutcome(score=float(bool(ctx.changed_rows("tickets"))), evidence="tickets changed")
+
+
+def test_a_lone_row_of_a_table_a_check_reads_is_not_settled_by_lone(world):
+    """A rubric with no quiet check settles a one-row step of a table nothing reads at once, not one a check reads."""
+    rubric = Rubric(
+        id="unit",
+        version=1,
+        description="unit rubric",
+        checks=(Check(id="tickets", description="tickets changed", fn="test.core9_tickets", params={}),),
+    )
+    live = Progress(rubric, GradingContext(session=world.session, trace=[], actor_id=1))
+    assert live.update(()) == 0.0 and live._lean
+    row = {"seq": 10**6, "table": "posts", "key": "[5]", "op": "insert", "changes": {}, "actor": 1, "at": None}
+    assert live.update([row | {"tag": None}]) == 0.0  # no check reads posts: settled by ``_lone``
+    row |= {"seq": 10**6 + 1, "table": "tickets", "op": "update", "tag": None}
+    assert live.update([row]) == 1.0  # its check re-run, as the general path does
