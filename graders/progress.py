@@ -490,11 +490,19 @@ class Progress:
         if found is None:
             return False
         touches, seen = found
-        steps = self.ctx.steps
-        moves = True
-        with contextlib.suppress(Exception):  # a hook that cannot tell asks the check: exactness first
-            moves = any(touches(self.ctx, steps[n], **self._kwargs[i]) for n in range(seen[0], len(steps)))
+        ctx = self.ctx
+        steps = ctx.steps
+        start = seen[0]
         seen[0] = len(steps)
+        kwargs = self._kwargs[i]
+        moves = False
+        try:  # a loop rather than ``any`` over a generator (a read step asks this once: most steps are reads)
+            for n in range(start, len(steps)):
+                if touches(ctx, steps[n], **kwargs):
+                    moves = True
+                    break
+        except Exception:  # a hook that cannot tell asks the check: exactness first
+            moves = True
         if moves:
             self._lagging.discard(i)
             return False

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from graders.base import Check, CheckOutcome, GradingContext, Rubric, apply_needs, combine, outcome_result
+from graders.base import Check, CheckOutcome, GradingContext, Rubric, apply_needs, combine, grade, outcome_result
 from graders.changes import ChangeRow
 from graders.progress import Progress
 from graders.registry import check_fn
@@ -249,3 +249,30 @@ def test_a_lone_row_of_a_table_a_check_reads_is_not_settled_by_lone(world):
     assert live.update([row | {"tag": None}]) == 0.0  # no check reads posts: settled by ``_lone``
     row |= {"seq": 10**6 + 1, "table": "tickets", "op": "update", "tag": None}
     assert live.update([row]) == 1.0  # its check re-run, as the general path does
+
+
+@pytest.mark.parametrize("hook_fails", [False, True])
+def test_a_step_hooked_trace_check_is_asked_when_one_of_the_steps_since_can_move_it(world, monkeypatch, hook_fails):
+    """``_still`` over one new step or several (a failed one among them), and a hook that raises: as a full grade."""
+    rubric = Rubric(
+        id="unit",
+        version=1,
+        description="unit rubric",
+        checks=(Check(id="clean", description="no errors", fn="no_tool_errors", params={}),),
+    )
+    trace: list[dict[str, Any]] = []
+    live = Progress(rubric, GradingContext(session=world.session, trace=trace, actor_id=1))
+    live.update(())
+    if hook_fails:  # a hook that cannot tell: the check is asked after every step
+        hook, seen = live._step_hooks[0]
+        monkeypatch.setitem(live._step_hooks, 0, (lambda *a, **k: 1 / 0, seen))
+    lagged = []
+    for batch in ([None], [None, None], [None, "boom"], [None], ["bad", None, None]):
+        for error in batch:
+            trace.append({"type": "step", "index": len(trace), "action": {"name": "x"}, "error": error})
+        value = live.update(())
+        lagged.append(0 in live._lagging)
+        fresh = grade(rubric, GradingContext(session=world.session, trace=list(trace), actor_id=1))
+        assert value == fresh.value
+        assert [(r.score, r.evidence) for r in live.results()] == [(r.score, r.evidence) for r in fresh.checks]
+    assert lagged == ([False] * 5 if hook_fails else [True, True, False, True, False])
