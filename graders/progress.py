@@ -281,7 +281,15 @@ class Progress:
                 ctx._by_table[row.table] = [row]
             else:
                 logged.append(row)
-            if self._lean and self._lone(row):
+            table = row.table
+            if (  # a row no check reads by name, no group reads and no held check is held by: maybe quiet alone
+                self._lean
+                and table not in self._group_tables
+                and table not in self._hold_tables
+                and not self._by_table.get(table)
+                and (table, row.key) not in self._by_row
+                and self._lone(row)
+            ):
                 return self.value
             by_table = {row.table: changed}  # the one list: no evaluator changes the rows it is given
         else:
@@ -345,9 +353,25 @@ class Progress:
             if i in stale:
                 continue
             if i in quiet:  # rows that move only its evidence (``check_fn(quiet=)``): not asked, lagging instead
-                hook = quiet[i]
-                for r in changed:
-                    if not _quiet_row(hook, r):
+                shapes, actor, quiet_rows = quiet[i]
+                for r in changed:  # ``_quiet_row`` for each, inlined (a frame a row and check)
+                    if actor is not None and r.actor_id != actor:
+                        break
+                    if quiet_rows:  # a row the hook names (a keyed rule's): quiet only as an update of its columns
+                        fits = quiet_rows.get((r.table, r.key))
+                        if fits is not None:
+                            if r.op != "update":
+                                break
+                            for columns in fits:
+                                if columns.issuperset(r.changes):
+                                    break
+                            else:
+                                break
+                            continue
+                    of_table = shapes.get(r.table)  # most rows' tables have none: no shape built for them
+                    if of_table is None or (
+                        ((r.table, r.op, *r.changes) if r.op == "update" else (r.table, r.op)) not in of_table
+                    ):
                         break
                 else:
                     self._lagging.add(i)
@@ -396,20 +420,12 @@ class Progress:
     def _lone(self, row: ChangeRow) -> bool:
         """Settle a one-row step that only checks on every table with a ``quiet`` hook could see, if it is one.
 
-        Such a row (the agent's mail marked read) is of a table no check reads by name, no ``on_step`` group
-        reads and no held check is held by, and of a shape every such check's hook names: each is marked lagging
-        and nothing is asked, as the general path would end up doing after building its lists for the step.
-        False (nothing done) for any other row. Only for a rubric whose every step asks nothing else
-        (``_lean``: no check re-run after every step, no trace check).
+        ``update`` asks this for a row of a table no check reads by name, no ``on_step`` group reads and no held
+        check is held by, in a rubric whose every step asks nothing else (``_lean``: no check re-run after every
+        step, no trace check). If the row is of a shape every such check's hook names (the agent's mail marked
+        read), each is marked lagging and nothing is asked, as the general path would end up doing after building
+        its lists for the step. False (nothing done) for any other row.
         """
-        table = row.table
-        if (
-            self._by_table.get(table)
-            or table in self._group_tables
-            or table in self._hold_tables
-            or (table, row.key) in self._by_row
-        ):
-            return False
         quiet = self._quiet
         for i in self._any_deciding:
             hook = quiet.get(i)
@@ -418,7 +434,7 @@ class Progress:
         ctx = self.ctx
         ctx.memo.clear()
         if ctx._kept_by_table:
-            ctx.forget((table,))
+            ctx.forget((row.table,))
         self._lagging.update(self._any_deciding)
         return True
 

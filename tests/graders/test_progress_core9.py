@@ -144,11 +144,13 @@ def holds(store):
     from sim.agents import run_agent
     from tests.graders.test_progress import Checked
 
-    seen: dict[str, int] = {"same": 0, "moved": 0, "steps": 0, "lone": 0, "lone_declined": 0}
+    seen: dict[str, int] = {"same": 0, "moved": 0, "steps": 0, "lone": 0, "one_row": 0}
 
     class Watched(Progress):
         def update(self, rows):  # type: ignore[no-untyped-def]
+            lone = seen["lone"]
             value = super().update(rows)
+            seen["one_row"] += len(rows) == 1 and seen["lone"] == lone  # a one-row step the general path took
             assert self._indexed.keys() == self._held.keys()  # woken and not held again: no longer indexed
             assert _entries(self) == _named(self)
             seen["steps"] += 1
@@ -156,7 +158,7 @@ def holds(store):
 
         def _lone(self, row):  # type: ignore[no-untyped-def]
             settled = super()._lone(row)
-            seen["lone" if settled else "lone_declined"] += 1
+            seen["lone"] += settled
             return settled
 
         def _hold(self, i):  # type: ignore[no-untyped-def]
@@ -227,7 +229,7 @@ def test_a_lone_quiet_row_is_settled_without_the_general_path(holds):
     Each step's progress equals a full grade (the fixture's episodes), so a ``_lone`` that settles a row some
     check reads fails there.
     """
-    assert holds["lone"] >= 3 and holds["lone_declined"] >= 3
+    assert holds["lone"] >= 3 and holds["one_row"] >= 3
 
 
 @check_fn("test.core9_tickets", reads=("tickets",))
@@ -276,3 +278,28 @@ def test_a_step_hooked_trace_check_is_asked_when_one_of_the_steps_since_can_move
         assert value == fresh.value
         assert [(r.score, r.evidence) for r in live.results()] == [(r.score, r.evidence) for r in fresh.checks]
     assert lagged == ([False] * 5 if hook_fails else [True, True, False, True, False])
+
+
+def _lags_posts(ctx: GradingContext, **_: Any) -> tuple[list[Any], tuple[str, ...], list[Any], tuple[str, ...]]:
+    return [], (), [], ("posts",)
+
+
+@check_fn("test.core9_lagged", reads=("tickets",), on_changes=_fixed_on_changes, holds=_lags_posts)
+def _lagged_check(ctx: GradingContext) -> CheckOutcome:
+    return CheckOutcome(score=1.0, evidence="fixed")
+
+
+def test_a_lone_row_of_a_table_a_hold_names_is_left_to_the_general_path(world):
+    """A held check whose hold names another table as lagging: a row of it marks the check lagging, as always."""
+    rubric = Rubric(
+        id="unit",
+        version=1,
+        description="unit rubric",
+        checks=(Check(id="lagged", description="lagged", fn="test.core9_lagged", params={}),),
+    )
+    live = Progress(rubric, GradingContext(session=world.session, trace=[], actor_id=1))
+    live.update(())
+    assert live._held.keys() == {0} and not live._lagging
+    row = {"seq": 10**6, "table": "posts", "key": "[5]", "op": "insert", "changes": {}, "actor": 1}
+    live.update([row | {"at": None, "tag": None}])
+    assert live._lagging == {0}
