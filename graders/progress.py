@@ -46,7 +46,10 @@ need validation is built at once, so a failing validation scores 0 as in ``grade
 running parts (each check's weighted share, the failing must checks) and combined again only when a score
 moved. A step that changed nothing costs a lookup when the rubric has no trace checks; a step that wrote one row
 files it into the context's log itself (``GradingContext.extend`` inlined) and asks only the ``on_step`` groups
-filed under its table.
+filed under its table; if no check reads that table by name, no group reads it and no hold names it, and every
+check with a ``quiet`` hook finds the row quiet (the agent's mail marked read), those checks are marked lagging
+and nothing else is built for the step (``_lone``). The running parts hold each held-back check's share as
+``apply_needs`` leaves it, kept so as scores move, so a moved step adds them up as they are.
 
 The value follows ``grade``'s rule (``graders.base.combine`` after ``apply_needs``), adding the same shares in
 the same order, so after the last step it is the final reward of a rubric without judge checks, to the bit;
