@@ -244,7 +244,9 @@ class Progress:
         # back), in rubric order (``combine`` adds them in that order, so the sum is the same float), how many must
         # checks fail (a held-back one does) and how many checks pass (a held-back one does not).
         self._scored = [i for i, c in enumerate(self._checks) if not c.must] or list(range(len(self._checks)))
-        self._slot = dict.fromkeys(range(len(self._checks)), -1) | {i: n for n, i in enumerate(self._scored)}
+        self._slot = [-1] * len(self._checks)  # each check's place in the parts (-1: not counted), by check
+        for n, i in enumerate(self._scored):
+            self._slot[i] = n
         self._parts = [0.0] * len(self._scored)
         self._weight = sum(self._weights[i] for i in self._scored)
         self._failing = 0
