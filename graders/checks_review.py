@@ -320,7 +320,7 @@ def _file_step(plan: Callable[..., Any], settle: Settle, key: str, any_file: boo
             files = groups.get(mr_id)
             if not files:
                 continue
-            emptied = False
+            emptied = None  # the groups a note emptied, taken out after the loop (no list made again, no frame)
             for group in files:
                 file, name, pattern, entries = group
                 named = None
@@ -337,9 +337,14 @@ def _file_step(plan: Callable[..., Any], settle: Settle, key: str, any_file: boo
                     left = settle(ctx, named, entries, out)
                     if left is not None:  # the checks it decided leave the group
                         group[3] = left
-                        emptied = emptied or not left
-            if emptied:
-                groups[mr_id] = [g for g in files if g[3]]
+                        if not left:
+                            if emptied is None:
+                                emptied = [group]
+                            else:
+                                emptied.append(group)
+            if emptied is not None:
+                for group in emptied:
+                    files.remove(group)
         return out
 
     return step
@@ -373,7 +378,7 @@ def _names_settle(
     step's first note made once. The entries still waiting, or None if none was decided.
     """
     left: list[Any] | None = None  # made once a check is decided: the entries before it all wait still
-    first, quote = named[0], ""
+    first, ident, quote = named[0], "", ""  # the step's first note's "note <id>" and quote, made once for its checks
     for n, entry in enumerate(entries):
         pos, kept, others, line, also, tail = entry
         if kept is None:  # never run: re-run it
@@ -392,12 +397,11 @@ def _names_settle(
                     continue
                 kept[1] = hit
                 if hit is not first:
-                    said = _snippet(body)
-                elif quote:
-                    said = quote
+                    out[pos] = (1.0, f"note {hit[0]}{tail}{_snippet(body)}", _NO_DETAILS)
                 else:
-                    said = quote = _snippet(body)
-                out[pos] = (1.0, f"note {hit[0]}{tail}{said}", _NO_DETAILS)
+                    if not quote:
+                        ident, quote = f"note {hit[0]}", _snippet(body)
+                    out[pos] = (1.0, f"{ident}{tail}{quote}", _NO_DETAILS)
                 if left is None:
                     left = entries[:n]
                 break
