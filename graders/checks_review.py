@@ -374,43 +374,36 @@ def _names_settle(
     """``merge_request_note_names`` checks of one finding, given the new notes that name its file and rule.
 
     What is left of ``_fits`` is tested per check (its line, ``also``, no other finding) and the first note
-    that passes decides it; its note is set in the check's kept cell (no state key hashed) and the quote of the
-    step's first note made once. The entries still waiting, or None if none was decided.
+    that passes decides it; its note is set in the check's kept cell (no state key hashed). The notes are the
+    outer loop (a step has one): each is tested on the checks still waiting after the ones before it, and its
+    "note <id>" and quote are made once, at the first check it decides. The entries still waiting, or None if
+    none was decided.
     """
     left: list[Any] | None = None  # made once a check is decided: the entries before it all wait still
-    first, ident, quote = named[0], "", ""  # the step's first note's "note <id>" and quote, made once for its checks
-    for n, entry in enumerate(entries):
-        pos, kept, others, line, also, tail = entry
-        if kept is None:  # never run: re-run it
-            out[pos] = None
-        else:
-            for hit in named:
-                body = hit[1]
-                if (line is not None and not _at_line(body, line)) or (also is not None and not _says(body, also)):
-                    continue
-                clash = False  # the note names another finding too (a loop: a generator is a frame)
-                for o, f, p in others:
+    waiting = entries
+    for hit in named:
+        body, ident, quote = hit[1], "", ""
+        kept_on: list[Any] | None = None  # the entries this note leaves waiting, made at the first it decides
+        for n, entry in enumerate(waiting):
+            pos, kept, others, line, also, tail = entry
+            if kept is not None and (line is None or _at_line(body, line)) and (also is None or _says(body, also)):
+                for o, f, p in others:  # the note names another finding too (a loop: a generator is a frame)
                     if o in body and _names_file(body, f) and _says(body, p):
-                        clash = True
                         break
-                if clash:
-                    continue
-                kept[1] = hit
-                if hit is not first:
-                    out[pos] = (1.0, f"note {hit[0]}{tail}{_snippet(body)}", _NO_DETAILS)
                 else:
-                    if not quote:
+                    kept[1] = hit
+                    if not ident:
                         ident, quote = f"note {hit[0]}", _snippet(body)
                     out[pos] = (1.0, f"{ident}{tail}{quote}", _NO_DETAILS)
-                if left is None:
-                    left = entries[:n]
-                break
-            else:
-                if left is not None:
-                    left.append(entry)
-            continue
-        if left is not None:
-            left.append(entry)
+                    if kept_on is None:
+                        kept_on = waiting[:n]
+                    continue
+            elif kept is None:  # never run: re-run it
+                out[pos] = None
+            if kept_on is not None:
+                kept_on.append(entry)
+        if kept_on is not None:
+            waiting = left = kept_on
     return left
 
 
