@@ -289,14 +289,15 @@ def _names_key(
 
 
 StepFn = Callable[[GradingContext, list[ChangeRow], list[dict[str, Any]]], Verdicts]
-Settle = Callable[[GradingContext, list[tuple[int, str, str]], list[Any], Verdicts], list[Any] | None]
+Settle = Callable[[GradingContext, tuple[int, str, str], list[Any], Verdicts], list[Any] | None]
 
 
 def _file_step(plan: Callable[..., Any], settle: Settle, key: str, any_file: bool = False) -> StepFn:
     """The ``on_step`` evaluator of a note function: every check of it at once, grouped by request, file and rule.
 
-    A new note is handed to ``settle`` only with the groups whose file it names (with ``any_file``, an empty
-    file takes every note) and whose pattern it says; a check ``settle`` decided leaves its group (it hands back
+    A step's new notes are taken in order, each read against every group of its request: it is handed to
+    ``settle`` only with the groups whose file it names (with ``any_file``, an empty file takes every note) and
+    whose pattern it says, one note at a time; a check ``settle`` decided leaves its group (it hands back
     the entries left, or None if it decided none), so later steps skip it, and the checks it does not decide
     are not answered (their kept verdicts stand as they are). Made by a factory rather than as a function that
     calls a shared one: a comment step asks two such functions, and each call through a helper is a frame.
@@ -321,27 +322,21 @@ def _file_step(plan: Callable[..., Any], settle: Settle, key: str, any_file: boo
             if not files:
                 continue
             emptied = None  # the groups a note emptied, taken out after the loop (no list made again, no frame)
-            for group in files:
-                file, name, pattern, entries = group
-                named = None
-                for note in notes:  # a loop, not a comprehension: a step has one note, and a comprehension is a frame
-                    body = note[1]
+            for note in notes:  # the outer loop (a step has one note): its text read once for every group
+                body = note[1]
+                for group in files:
+                    file, name, pattern, entries = group
                     if (name is None or (name in body and _names_file(body, file))) and _says(body, pattern):
-                        if named is None:
-                            named = [note]
-                        else:
-                            named.append(note)
-                if named is not None:
-                    if out is _NOTHING:
-                        out = {}
-                    left = settle(ctx, named, entries, out)
-                    if left is not None:  # the checks it decided leave the group
-                        group[3] = left
-                        if not left:
-                            if emptied is None:
-                                emptied = [group]
-                            else:
-                                emptied.append(group)
+                        if out is _NOTHING:
+                            out = {}
+                        left = settle(ctx, note, entries, out)
+                        if left is not None:  # the checks it decided leave the group
+                            group[3] = left
+                            if not left:
+                                if emptied is None:
+                                    emptied = [group]
+                                else:
+                                    emptied.append(group)
             if emptied is not None:
                 for group in emptied:
                     files.remove(group)
@@ -369,41 +364,36 @@ def _names_plan(pos: int, kw: dict[str, Any], lasting: dict[Any, Any]) -> tuple[
 
 
 def _names_settle(
-    ctx: GradingContext, named: list[tuple[int, str, str]], entries: list[Any], out: Verdicts
+    ctx: GradingContext, hit: tuple[int, str, str], entries: list[Any], out: Verdicts
 ) -> list[Any] | None:
-    """``merge_request_note_names`` checks of one finding, given the new notes that name its file and rule.
+    """``merge_request_note_names`` checks of one finding, given a new note that names its file and rule.
 
-    What is left of ``_fits`` is tested per check (its line, ``also``, no other finding) and the first note
-    that passes decides it; its note is set in the check's kept cell (no state key hashed). The notes are the
-    outer loop (a step has one): each is tested on the checks still waiting after the ones before it, and its
-    "note <id>" and quote are made once, at the first check it decides. The entries still waiting, or None if
-    none was decided.
+    What is left of ``_fits`` is tested per check (its line, ``also``, no other finding) and the note decides
+    each check it passes (``_file_step`` hands over a step's notes in order, each with the checks the ones
+    before it left waiting, so the first fitting note stays the first); its note is set in the check's kept
+    cell (no state key hashed), and its "note <id>" and quote are made once, at the first check it decides.
+    The entries still waiting, or None if none was decided.
     """
     left: list[Any] | None = None  # made once a check is decided: the entries before it all wait still
-    waiting = entries
-    for hit in named:
-        body, ident, quote = hit[1], "", ""
-        kept_on: list[Any] | None = None  # the entries this note leaves waiting, made at the first it decides
-        for n, entry in enumerate(waiting):
-            pos, kept, others, line, also, tail = entry
-            if kept is not None and (line is None or _at_line(body, line)) and (also is None or _says(body, also)):
-                for o, f, p in others:  # the note names another finding too (a loop: a generator is a frame)
-                    if o in body and _names_file(body, f) and _says(body, p):
-                        break
-                else:
-                    kept[1] = hit
-                    if not ident:
-                        ident, quote = f"note {hit[0]}", _snippet(body)
-                    out[pos] = (1.0, f"{ident}{tail}{quote}", _NO_DETAILS)
-                    if kept_on is None:
-                        kept_on = waiting[:n]
-                    continue
-            elif kept is None:  # never run: re-run it
-                out[pos] = None
-            if kept_on is not None:
-                kept_on.append(entry)
-        if kept_on is not None:
-            waiting = left = kept_on
+    body, ident, quote = hit[1], "", ""
+    for n, entry in enumerate(entries):
+        pos, kept, others, line, also, tail = entry
+        if kept is not None and (line is None or _at_line(body, line)) and (also is None or _says(body, also)):
+            for o, f, p in others:  # the note names another finding too (a loop: a generator is a frame)
+                if o in body and _names_file(body, f) and _says(body, p):
+                    break
+            else:
+                kept[1] = hit
+                if not ident:
+                    ident, quote = f"note {hit[0]}", _snippet(body)
+                out[pos] = (1.0, f"{ident}{tail}{quote}", _NO_DETAILS)
+                if left is None:
+                    left = entries[:n]
+                continue
+        elif kept is None:  # never run: re-run it
+            out[pos] = None
+        if left is not None:
+            left.append(entry)
     return left
 
 
@@ -500,13 +490,13 @@ def _spares_plan(pos: int, kw: dict[str, Any], lasting: dict[Any, Any]) -> tuple
 
 
 def _spares_settle(
-    ctx: GradingContext, named: list[tuple[int, str, str]], entries: list[Any], out: Verdicts
+    ctx: GradingContext, hit: tuple[int, str, str], entries: list[Any], out: Verdicts
 ) -> list[Any] | None:
-    """``merge_request_note_spares`` checks of one file and rule, given the new notes that flag it: the first does.
+    """``merge_request_note_spares`` checks of one file and rule, given a new note that flags it: it decides them.
 
-    The entries still waiting (a check that never ran), or None if none was decided.
+    ``_file_step`` hands over a step's notes in order, so the first that flags them decides them (a later one
+    sees only the checks that never ran). The entries still waiting (those), or None if none was decided.
     """
-    hit = named[0]
     left: list[Any] | None = None
     for n, entry in enumerate(entries):
         pos, kept, tail = entry
