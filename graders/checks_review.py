@@ -657,11 +657,32 @@ def _review_on_changes(
     return _review_verdict(hit, verdict, patterns)
 
 
+_REVIEW_PLAN = "review_says:plan"
+
+
+def _review_plan(ctx: GradingContext, params: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+    """Each ``merge_request_review_says`` check as its step reads it, worked out once an episode.
+
+    Position, request, verdict, patterns, state key and the evidence's list of patterns: none of it moves
+    during an episode (the state behind the key does, and is read at each review), so the review step builds no
+    key and joins no patterns. Kept under one key with the params it was made for.
+    """
+    plan = []
+    for pos, kw in enumerate(params):
+        mr_id, verdict, patterns = kw["mr_id"], kw["verdict"], kw["patterns"]
+        said = "/" + "/, /".join(patterns) + "/" if patterns else ""  # as ``_review_verdict`` lists them
+        plan.append((pos, mr_id, verdict, patterns, ("review_says", mr_id, verdict, id(patterns)), said))
+    ctx.lasting[_REVIEW_PLAN] = (params, plan)
+    return plan
+
+
 def _review_step(ctx: GradingContext, rows: list[ChangeRow], params: list[dict[str, Any]]) -> Verdicts:
     """Every ``merge_request_review_says`` check at once: only a new review with its verdict is tested on it.
 
     A check whose first fitting review is kept stands; one still waiting is answered only when a new review
-    fits (until then its "no review says" verdict stands as it is).
+    fits (until then its "no review says" verdict stands as it is). The checks are read from their plan
+    (``_review_plan``, made at the call with no rows ``graders.progress`` makes first), and a fitting review's
+    verdict is worded here as ``_review_verdict`` words it, without its frame or the patterns joined again.
     """
     found = ctx.memo.get(_AGENT_NOTES)  # ``_agent_notes``, read once a step for every note function
     if found is None or found[0] is not rows:
@@ -670,28 +691,45 @@ def _review_step(ctx: GradingContext, rows: list[ChangeRow], params: list[dict[s
     if new is None:
         return dict.fromkeys(range(len(params)))
     if not reviewed:  # a step of comments: no review moves, and nothing is read
+        if not rows:  # the call with no rows that progress starts with: the plan is made now
+            _review_plan(ctx, params)
         return _NOTHING
-    out: Verdicts = {}
     lasting = ctx.lasting
-    fitted: dict[Any, Any] = {}  # the states a review of this step fitted: checks of the same params share one
-    for pos, kw in enumerate(params):
-        notes = new.get(kw["mr_id"])
+    kept = lasting.get(_REVIEW_PLAN)
+    plan = kept[1] if kept is not None and kept[0] is params else _review_plan(ctx, params)
+    out: Verdicts = {}
+    fitted: dict[Any, Any] | None = None  # the states a review of this step fitted: checks of one params share one
+    for pos, mr_id, verdict, patterns, key, said in plan:
+        notes = new.get(mr_id)
         if not notes:
             continue
-        verdict, patterns = kw["verdict"], kw["patterns"]
-        key = ("review_says", kw["mr_id"], verdict, id(patterns))
         state = lasting.get(key)
         if state is None or state[0] is not patterns:  # never run: re-run it
             out[pos] = None
             continue
         if state[1] is not None:  # the first fitting review stays the first
-            if key in fitted:  # an earlier check of the same params just passed on it: so does this one
+            if fitted is not None and key in fitted:  # an earlier check of the same params just passed on it
                 out[pos] = fitted[key]
             continue
         for hit in notes:
-            if hit[2] == verdict and _says_all(hit[1], patterns):
+            if hit[2] != verdict:
+                continue
+            body = hit[1]
+            for p in patterns:  # ``_says_all``, inlined (a frame on the step that runs once an episode)
+                if not _says(body, p):
+                    break
+            else:
                 lasting[key] = (patterns, hit)
-                out[pos] = fitted[key] = _review_verdict(hit, verdict, patterns)
+                verdict_of: tuple[float, str, dict[str, Any]] = (
+                    1.0,
+                    f"the agent's {verdict} review (note {hit[0]}) says {said}: {_snippet(body)}",
+                    _NO_DETAILS,
+                )
+                out[pos] = verdict_of
+                if fitted is None:
+                    fitted = {key: verdict_of}
+                else:
+                    fitted[key] = verdict_of
                 break
     return out
 

@@ -140,3 +140,36 @@ def test_spares_take_each_note_in_order_the_first_flagging_a_check_decides_it():
     assert out[1][1].startswith(f"note 102 flags {OTHER} (/todo/): ")
     assert cr._spares_on_changes(ctx, [], MR, "", r"\bprint\b") == out[0]
     assert ctx.lasting[cr._SPARES_GROUPS][1][MR] == []  # both groups emptied and taken out
+
+
+def test_the_review_plan_is_made_at_the_first_call_and_a_fitting_review_is_worded_as_its_evaluator_words_it():
+    ctx = _ctx()
+    patterns = ["docstring", r"\btodo\b"]
+    reviews = [
+        {"mr_id": MR, "verdict": "request_changes", "patterns": patterns},
+        {"mr_id": MR, "verdict": "request_changes", "patterns": patterns},  # the same params: one state
+        {"mr_id": MR, "verdict": "approve", "patterns": ["docstring"]},
+    ]
+    for kw in reviews:
+        ctx.lasting[("review_says", MR, kw["verdict"], id(kw["patterns"]))] = (kw["patterns"], None)
+    assert _step(ctx, cr._review_step, [], reviews) is cr._NOTHING
+    plan = ctx.lasting[cr._REVIEW_PLAN]
+    assert plan[0] is reviews and [entry[5] for entry in plan[1]] == ["/docstring/, /\\btodo\\b/"] * 2 + ["/docstring/"]
+    body = "Changes: docstring (rule 1), todo (rule 3)."
+    out = _step(
+        ctx,
+        cr._review_step,
+        [_note(1, "docstring only", kind="request_changes"), _note(2, body, kind="request_changes")],
+        reviews,
+    )
+    assert sorted(out) == [0, 1] and out[0] == out[1]
+    assert out[0] == cr._review_on_changes(ctx, [], MR, "request_changes", patterns)  # the evaluator's words
+    assert (
+        out[0][1] == f"the agent's request_changes review (note 102) says /docstring/, /\\btodo\\b/: {cr.snippet(body)}"
+    )
+    assert ctx.lasting[cr._REVIEW_PLAN] is plan  # read, not made again
+    assert _step(ctx, cr._review_step, [_note(3, body, kind="request_changes")], reviews) == {}  # the first stays
+    again = [dict(kw) for kw in reviews]  # other params (another rubric's): the plan is made for them
+    ctx.lasting[("review_says", MR, "approve", id(again[2]["patterns"]))] = (again[2]["patterns"], None)
+    out = _step(ctx, cr._review_step, [_note(4, "docstring is fine", kind="approve")], again)
+    assert ctx.lasting[cr._REVIEW_PLAN][0] is again and out[2][1].startswith("the agent's approve review (note 104)")
