@@ -598,7 +598,12 @@ def _verdict_step(ctx: GradingContext, rows: list[ChangeRow], params: list[dict[
             if i > last:
                 last, given = i, (*given, kind) if kind in _VERDICTS else given
         lasting[key] = (None, (last, given))
-        out[pos] = _verdicts_verdict(mr_id, kw["verdict"], given)
+        if not given:
+            out[pos] = _verdicts_verdict(mr_id, kw["verdict"], given)
+            continue
+        want = kw["verdict"]  # worded as ``_verdicts_verdict`` words it, without its frame on the review step
+        said = f"the agent's verdicts on request {mr_id}: {', '.join(given)} (wanted {want})"
+        out[pos] = (1.0 if given.count(want) == len(given) else 0.0, said, _NO_DETAILS)
     return out
 
 

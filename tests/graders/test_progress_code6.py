@@ -173,3 +173,13 @@ def test_the_review_plan_is_made_at_the_first_call_and_a_fitting_review_is_worde
     ctx.lasting[("review_says", MR, "approve", id(again[2]["patterns"]))] = (again[2]["patterns"], None)
     out = _step(ctx, cr._review_step, [_note(4, "docstring is fine", kind="approve")], again)
     assert ctx.lasting[cr._REVIEW_PLAN][0] is again and out[2][1].startswith("the agent's approve review (note 104)")
+
+
+def test_a_review_steps_verdicts_are_worded_as_the_verdict_function_words_them():
+    ctx = _ctx()
+    params = [{"mr_id": MR, "verdict": "request_changes"}, {"mr_id": MR, "verdict": "approve"}]
+    ctx.lasting[("note_verdicts", MR)] = (None, (100, ("approve",)))  # an approval counted by an earlier run
+    out = _step(ctx, cr._verdict_step, [_note(2, "see comments", kind="request_changes")], params)
+    given = ("approve", "request_changes")
+    assert out == {0: cr._verdicts_verdict(MR, "request_changes", given), 1: cr._verdicts_verdict(MR, "approve", given)}
+    assert out[0][0] == 0.0 and type(out[0][0]) is float and ctx.lasting[("note_verdicts", MR)] == (None, (102, given))
