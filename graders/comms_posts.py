@@ -14,7 +14,7 @@ functions either way.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Container, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from typing import Any
 
@@ -327,6 +327,7 @@ class _PostIndex:
         "bare",
         "by_name",
         "channels",
+        "entries",
         "fresh",
         "mentions",
         "name_of",
@@ -379,6 +380,12 @@ class _PostIndex:
                     self.plain[pos] = (state, rx(pattern).search, tail, min_count, who)
             if kw.get("mention") is not None:
                 self.wants.add(pos)
+        # by channel name, each check's (position, author id, ``plain`` rule or None): what ``_one_post`` routes a
+        # step's one post by, with no dict of moved checks built and no second lookup of the rule
+        self.entries: dict[str, list[tuple[int, int | None, Any]]] = {
+            name: [(pos, self.authors[pos], self.plain.get(pos)) for pos in positions]
+            for name, positions in self.by_name.items()
+        }
         # the log as it was before this step: its posts less the step's (all plain inserts, or no log at all)
         fresh = sum(1 for r in rows if r.table == "posts")
         self.seen = len(log.posts) - fresh
@@ -449,9 +456,16 @@ class _PostIndex:
                 self.mentions = len(mentions)
         if len(log.first) == self.channels:
             return moved, ()
+        return moved, self.elsewhere(log, moved)
+
+    def elsewhere(self, log: PostLog, moved: Container[int]) -> Sequence[int]:
+        """The bare checks not in ``moved`` to tell ``LATER`` after a post in a channel nobody had posted to.
+
+        Asked only when the log names more channels than at the last call (``moved``, ``_one_post``).
+        """
         had, self.channels = self.channels, len(log.first)
         if not self.states:  # ``no_post_in_channel``'s index: its evidence names no other channel
-            return moved, ()
+            return ()
         # a check told ``LATER`` at an earlier new channel and not asked since (its verdict counts fewer channels
         # than there were before this step) is still lagging in the progress: telling it again costs, moves nothing
         if log.asked == self.asked:
@@ -459,9 +473,9 @@ class _PostIndex:
             # fewer than now): each was told then (its marks count the channels before that step, fewer than
             # ``had``) or skipped as lagging (fewer still), and no marks moved since, so each is skipped now;
             # only one told whatever its marks say is told again. A DM to a new person per step reads no marks.
-            again = self.again
-            return moved, [pos for pos in again if pos in bare and pos not in moved] if again else ()
-        states = self.states
+            again, bare = self.again, self.bare
+            return [pos for pos in again if pos in bare and pos not in moved] if again else ()
+        states, bare = self.states, self.bare
         elsewhere: list[int] = []
         again = self.again = []
         for pos in bare:
@@ -474,7 +488,7 @@ class _PostIndex:
             elif marks[1] >= had:  # its verdict counts every channel there was: tell it
                 elsewhere.append(pos)
         self.asked = log.asked
-        return moved, elsewhere
+        return elsewhere
 
 
 def _index(
@@ -520,12 +534,11 @@ def _post_step(
 ) -> dict[int, Verdict | Later | None]:
     """``post_in_channel``'s ``on_step``: the verdicts of the checks a step's posts and mentions may move.
 
-    A check asking for no mention whose followed state has seen the log up to this step's posts (every check
-    of the index has: a step that finds posts of its own folds them, and the others in between are not its
-    own) takes exactly the new posts ``moved`` found, searched once each here; a new match decides it with no
-    generic pass, none answers ``LATER``. A state that has seen this step's posts already (two checks with the
-    same parameters share one; an index built anew this step) gives the verdict it holds. After an employee
-    changed every check is decided again; a log the fold cannot follow (an edit, a deletion) re-runs them all.
+    Most writing steps add one post (a message, a direct message with its new channel), maybe with mention rows
+    naming it: that post is routed here straight to the checks of its channel and author (``_PostIndex.entries``)
+    and each is decided from its kept rule, with no dict of moved checks built and no rule looked up twice; any
+    other step (several posts, a mention of an earlier post, an edit) takes ``_post_steps``' general path. A
+    check whose score cannot move (no new match, or one past the count it needs) answers ``LATER``.
     """
     log = post_log(ctx)
     if log is None:
@@ -534,9 +547,78 @@ def _post_step(
     if index is None:
         return {pos: _post_verdict(ctx, log, **params[pos]) for pos in range(len(params))}
     before = index.seen
+    posts = log.posts
+    if len(posts) != before + 1:
+        return _post_steps(ctx, log, index, params)
+    post = posts[before]
+    named: AbstractSet[Any] = _NONE  # who the step's mention rows name (all of them rows of this post)
+    fresh: Sequence[ChangeRow] = ()
+    if index.wants:
+        mentions = ctx._by_table.get("mentions")  # ``ctx.changed_rows``, read from its index: no frame
+        count = len(mentions) if mentions else 0
+        if count != index.mentions:
+            fresh = mentions[index.mentions :] if mentions else ()
+            for r in fresh:
+                if r.op != "insert" or r.changes.get("post_id") != post.id:
+                    return _post_steps(ctx, log, index, params)  # a mention of an earlier post: ``_mentioned``
+            named = {r.changes.get("employee_id") for r in fresh}
+            index.mentions = count
+    index.seen = seen = before + 1
+    index.redo, index.fresh = _NONE, fresh
+    own: list[tuple[int, int | None, Any]] = []
+    entries = index.entries.get(post.channel)
+    if entries:
+        author, bare = post.author_id, index.bare
+        for entry in entries:
+            if entry[1] is None or entry[1] == author:
+                own.append(entry)
+                bare.discard(entry[0])
+    out: dict[int, Verdict | Later | None] = {}
+    if len(log.first) != index.channels:  # the first post in a channel: the bare checks' evidence names it
+        elsewhere = index.elsewhere(log, [entry[0] for entry in own])
+        if elsewhere:
+            out = dict.fromkeys(elsewhere, LATER)
+    for pos, _, rule in own:
+        if rule is not None:
+            state, search, tail, min_count, who = rule
+            items = state.items
+            if state.seen > before or state.searched != len(items):
+                rule = None  # it has seen this post already (a twin's state), or left some unsearched
+        if rule is None:
+            out[pos] = _post_verdict(ctx, log, **params[pos])
+            continue
+        items.append(post)  # ``_followed_posts``' fold, and ``_matched``/``_mentions`` of the one post
+        state.seen = seen
+        state.outcome = None
+        state.searched = len(items)
+        hits = state.hits
+        if search(post.message) and (who is None or who[0] in named or who[1](post.message)):
+            matched = len(hits)
+            hits.append(post)
+            if matched < min_count:
+                out[pos] = _new_match(log, state, tail, min_count, 0 if who is None else index.mentions)
+                continue
+        out[pos] = LATER  # no new match, or one past the count it needs: only its evidence moved
+    return out
+
+
+def _post_steps(
+    ctx: GradingContext, log: PostLog, index: _PostIndex, params: list[Mapping[str, Any]]
+) -> dict[int, Verdict | Later | None]:
+    """``_post_step`` for a step that is not one post: every new post and mention routed by ``_PostIndex.moved``.
+
+    A check asking for no mention whose followed state has seen the log up to this step's posts (every check
+    of the index has: a step that finds posts of its own folds them, and the others in between are not its
+    own) takes exactly the new posts ``moved`` found, searched once each here; a new match decides it with no
+    generic pass, none answers ``LATER``. A state that has seen this step's posts already (two checks with the
+    same parameters share one; an index built anew this step) gives the verdict it holds. After an employee
+    changed every check is decided again; a log the fold cannot follow (an edit, a deletion) re-runs them all.
+    """
+    before = index.seen
     own, elsewhere = index.moved(ctx, log)
     out: dict[int, Verdict | Later | None] = dict.fromkeys(elsewhere, LATER) if elsewhere else {}
     plain, redo, seen = index.plain, index.redo, index.seen  # ``moved`` has just set it to ``len(log.posts)``
+    named: set[Any] | None = None  # who the step's plain mention rows name, by post (built once, when asked)
     for pos, posts in own.items():
         found = plain.get(pos) if posts and pos not in redo else None
         if found is not None:
@@ -558,19 +640,16 @@ def _post_step(
                     hits.append(p)
         else:  # ``_mentions``: a mention row for the post (one of this call's), or the text naming the person
             who_id, said = who
-            fresh = index.fresh
+            if named is None:
+                named = {
+                    (r.changes.get("post_id"), r.changes.get("employee_id")) for r in index.fresh if r.op == "insert"
+                }
             for p in posts:
-                if search(p.message) and (
-                    any(
-                        r.op == "insert" and r.changes.get("post_id") == p.id and r.changes.get("employee_id") == who_id
-                        for r in fresh
-                    )
-                    or said(p.message)
-                ):
+                if search(p.message) and ((p.id, who_id) in named or said(p.message)):
                     hits.append(p)
         state.searched = len(items)
-        # no new match: the score stands, only the posts its evidence lists moved
-        if len(hits) == matched:
+        # no new match, or one past the count it needs: the score stands, only the posts its evidence lists moved
+        if len(hits) == matched or matched >= min_count:
             out[pos] = LATER
         else:
             out[pos] = _new_match(log, state, tail, min_count, 0 if who is None else index.mentions)
