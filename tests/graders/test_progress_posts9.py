@@ -1,0 +1,82 @@
+"""The post paths of round 9, held to a full grade after every step (``_play`` of comms3's tests).
+
+A step that adds one post is routed by ``_post_step`` straight to the checks of its channel and author
+(``_PostIndex.entries``), a mention check reading the step's mention rows as the set of people they name; a
+step of several posts reads them as (post, person) pairs (``_post_steps``). A check whose new match is past the
+count it needs answers ``LATER``: its score stands and its evidence is rebuilt when the results are asked for.
+Every answer below is also held to a full grade by ``_play``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from tests.graders.test_checks import post
+from tests.graders.test_progress_comms3 import _play
+from worlds.schema import Mention
+
+_TOLD = [
+    ("bob-told", "post_in_channel", {"channel": "eng", "pattern": "ENG-3", "mention": "bob"}),
+    ("carol-told", "post_in_channel", {"channel": "eng", "pattern": "ENG-3", "mention": "carol"}),
+]
+
+
+def _posts(world, *said: tuple[str, tuple[int, ...]]) -> Callable[[], None]:
+    """A step posting each (text, ids of the people its mention rows name) in ~eng, in one flush."""
+
+    def step() -> None:
+        for text, named in said:
+            p = post(world, 2, text)
+            world.session.flush()
+            for who in named:
+                world.add(Mention(post_id=p.id, employee_id=who))
+
+    return step
+
+
+def test_one_post_is_decided_by_the_people_its_own_mention_rows_name(world):
+    _, said = _play(
+        world,
+        list(_TOLD),
+        [
+            _posts(world, ("ENG-3 is ready", (3,))),  # a row for carol only: bob's check does not pass
+            _posts(world, ("ENG-3 shipped", (2, 4))),  # rows for bob and dave: bob's passes now
+            _posts(world, ("ENG-3 done", (2,))),  # bob again, past the one post his check needs
+        ],
+    )
+    assert said == [
+        {"carol-told": 1.0, "bob-told": "LATER"},
+        {"bob-told": 1.0, "carol-told": "LATER"},
+        {"bob-told": "LATER", "carol-told": "LATER"},
+    ]
+
+
+def test_one_post_naming_the_person_in_its_text_alone_passes_a_mention_check(world):
+    _, said = _play(world, list(_TOLD), [_posts(world, ("ENG-3, @bob", ())), _posts(world, ("ENG-3 @carol", (2,)))])
+    assert said == [{"bob-told": 1.0, "carol-told": "LATER"}, {"carol-told": 1.0, "bob-told": "LATER"}]
+
+
+def test_several_posts_in_a_step_read_their_mention_rows_by_post(world):
+    _, said = _play(
+        world,
+        list(_TOLD),
+        [
+            # the row naming bob belongs to the post that does not match: bob's check must not pass
+            _posts(world, ("ENG-3 is ready", (3,)), ("lunch?", (2,))),
+            _posts(world, ("nothing yet", ()), ("ENG-3 for real", (2,))),
+        ],
+    )
+    assert said == [{"carol-told": 1.0, "bob-told": "LATER"}, {"bob-told": 1.0, "carol-told": "LATER"}]
+
+
+def test_a_match_past_min_count_answers_later_in_both_paths(world):
+    checks = [("two", "post_in_channel", {"channel": "eng", "pattern": "deploy", "min_count": 2})]
+    steps: list[Callable[[], Any]] = [
+        _posts(world, ("deploy one", ())),
+        _posts(world, ("deploy two", ()), ("deploy three", ())),  # reached within the step: the score moves
+        _posts(world, ("deploy four", ())),  # past it: one post
+        _posts(world, ("deploy five", ()), ("deploy six", ())),  # past it: several posts
+    ]
+    _, said = _play(world, checks, steps)
+    assert said == [{"two": 0.5}, {"two": 1.0}, {"two": "LATER"}, {"two": "LATER"}]
