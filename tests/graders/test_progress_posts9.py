@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from graders.comms_log import post_log
 from tests.graders.test_checks import post
 from tests.graders.test_progress_comms3 import _play
 from worlds.schema import Mention
@@ -80,3 +81,21 @@ def test_a_match_past_min_count_answers_later_in_both_paths(world):
     ]
     _, said = _play(world, checks, steps)
     assert said == [{"two": 0.5}, {"two": 1.0}, {"two": "LATER"}, {"two": "LATER"}]
+
+
+def test_posts_in_channels_the_fold_does_not_know_are_named_by_one_lookup_in_the_same_pass(world):
+    checks = [
+        ("general-hi", "post_in_channel", {"channel": "general", "pattern": "hello"}),
+        ("bob-dm", "post_in_channel", {"channel": "@bob", "pattern": "ENG-4"}),
+    ]
+
+    def unknown_then_known() -> None:
+        post(world, 2, "hello eng")  # ~eng: no check watches it, its id is looked up with the others
+        post(world, 1, "hello all")  # ~general (id 1) and the direct channel (id 3): named by the same lookup
+        post(world, 3, "ENG-4 is yours")
+
+    progress, said = _play(world, checks, [unknown_then_known, lambda: post(world, 2, "bye")])
+    assert said == [{"general-hi": 1.0, "bob-dm": 1.0}, {}]
+    log = post_log(progress.ctx)
+    assert log is not None, "every post was folded: the checks never fell back to the query"
+    assert [p.channel for p in log.posts] == ["eng", "general", "1__2", "eng"]
