@@ -24,7 +24,6 @@ _POST_IMAGE = frozenset({"author_id", "message", "deleted_at", "channel_id"})
 _MAIL_IMAGE = frozenset({"subject", "body", "sender_mailbox_id"})  # as ``logged_mail`` reads a message
 _CHANNEL_NAME = "SELECT id, name FROM channels WHERE id IN ({})"
 _CHANNEL_IDS = "SELECT id, name FROM channels WHERE name IN ({}) ORDER BY id"
-_UNKNOWN = object()  # a channel id the fold's names do not hold yet
 _NO_ROWS: list[ChangeRow] = []
 """What ``ctx.changed_rows`` gives a table with no changes (read only: never appended to)."""
 
@@ -133,12 +132,12 @@ def _fold_posts(ctx: GradingContext, log: PostLog, posts: list[ChangeRow], chann
         if last is not None and row.key[0] <= last:
             return False  # out of id order: the query's ORDER BY would differ from the log's
         last = row.key[0]
-        name = names.get(changes["channel_id"], _UNKNOWN)
-        if name is _UNKNOWN:  # the ids of every channel not known yet among the rows left, in one lookup
+        channel = changes["channel_id"]
+        if channel not in names:  # the ids of every channel not known yet among the rows left, in one lookup
             wanted = sorted({c for r in new if (c := r.changes.get("channel_id")) is not None and c not in names})
             names.update(dict.fromkeys(wanted))
             names.update({int(i): str(n) for i, n in rows_in(ctx, _CHANNEL_NAME, wanted)})
-            name = names[changes["channel_id"]]
+        name = names[channel]
         if name is None:
             return False  # a post in no known channel: leave it to the query's join
         post = _post(LoggedPost, (last, name, changes["author_id"], changes["message"]))

@@ -3,8 +3,9 @@
 Why a module of its own: ``graders.progress`` asks these after every step that writes a post, and what keeps
 that cheap is the routing here, not the checks' database path (``graders.checks_comms``). The ``on_step``
 evaluators index a rubric's checks once by the channel they watch, hand each new post only to the checks of
-its channel and author, and re-decide one only when a new post of its own matches its pattern (else only the
-posts its evidence lists moved: ``LATER``, rebuilt when the results are asked for). A check with no posts of
+its channel and author, and re-score one only when a new post of its own matches its pattern: the score
+alone, as a float, its evidence built when the results are asked for (nothing in an episode reads it; else only
+the posts its evidence lists moved: ``LATER``). A check with no posts of
 its own is told ``LATER`` when a post lands in a channel nobody had posted to this episode (its evidence names
 where posts went; its score stays 0). A step with a mention re-decides the checks that ask for one. The
 ``touches``/``on_changes`` hooks stay for a caller that asks one check at a time; the verdicts are the same
@@ -315,8 +316,8 @@ class _PostIndex:
     changed) means deciding every check again. ``bare`` are the checks with no posts of their own yet, whose
     evidence lists where the episode's posts went. ``plain`` holds, for each ``post_in_channel`` check asking
     for no mention, what ``_post_step`` decides it with: its ``Followed`` state (the one ``followed`` keeps
-    for it: the target cannot change while the index stands), its compiled search, the part of its evidence
-    after its counts (``_new_match``) and its ``min_count``; ``states`` each ``post_in_channel`` check's state,
+    for it: the target cannot change while the index stands), its compiled search, its ``min_count`` and the
+    mention it asks for (None: none); ``states`` each ``post_in_channel`` check's state,
     whose verdict's marks tell whether it was asked since it was last told ``LATER`` (``moved``).
     """
 
@@ -357,9 +358,7 @@ class _PostIndex:
         # whatever their marks say (no verdict of the two marks ``moved`` compares)
         self.asked = -1
         self.again: list[int] = []
-        self.plain: dict[
-            int, tuple[Followed, Callable[[str], Any], str, int, tuple[int, Callable[[str], Any]] | None]
-        ] = {}
+        self.plain: dict[int, tuple[Followed, Callable[[str], Any], int, tuple[int, Callable[[str], Any]] | None]] = {}
         for pos, kw in enumerate(params):
             channel, author = kw["channel"], kw.get("author", "actor")
             target = _target(ctx, channel, author)
@@ -374,10 +373,8 @@ class _PostIndex:
                 key = ("post_in_channel", channel, pattern, author, min_count, mention)
                 state = self.states[pos] = followed(ctx, key, target)
                 who = None if mention is None else _mention_rule(ctx, mention)
-                if mention is None or who is not None:  # as ``_post_verdict`` words it: "N of M" + this
-                    want = f"/{pattern}/" + (f" mentioning @{mention}" if mention else "")
-                    tail = f" new posts in ~{target[0]} by {who_label(author)} match {want} (need {min_count})"
-                    self.plain[pos] = (state, rx(pattern).search, tail, min_count, who)
+                if mention is None or who is not None:  # (an unknown person: ``_post_verdict`` says so)
+                    self.plain[pos] = (state, rx(pattern).search, min_count, who)
             if kw.get("mention") is not None:
                 self.wants.add(pos)
         # by channel name, each check's (position, author id, ``plain`` rule or None): what ``_one_post`` routes a
@@ -424,7 +421,7 @@ class _PostIndex:
             for pos in self.by_name.get(post.channel, ()):
                 if pos in wants and self.authors[pos] in (None, post.author_id):
                     rule = self.plain.get(pos)
-                    if rule is not None and rule[4] is not None and rule[4][0] != r.changes.get("employee_id"):
+                    if rule is not None and rule[3] is not None and rule[3][0] != r.changes.get("employee_id"):
                         continue  # it names someone else: the check counts only mentions of its person
                     moved.setdefault(pos, [])
                     self.redo.add(pos)
@@ -505,40 +502,18 @@ def _index(
     return fresh if index is None and not ctx.changed_rows("employees") else None
 
 
-def _new_match(log: PostLog, state: Followed, tail: str, min_count: int, mentions: int) -> Verdict:
-    """``_post_verdict``'s outcome for a check whose new posts (and their mention rows) just brought a new match.
-
-    Why: a direct message that passes two checks at once (its decision, its rule) re-decides both, and in an
-    episode each generic pass (its target, its marks, its want text, its pattern looked up again) costs a few
-    microseconds of a step's 20. The check has posts (they were just folded) and matches, so it is the
-    verdict's last branch with nothing to look up: the same text, marks and details.
-    """
-    hits = state.hits
-    state.marks = (mentions, 0)  # the mention rows read (0: no mention asked), and posts of its own
-    found = len(hits)
-    if found == 1:  # a notice check's one post: ``listing`` and ``show_post`` of it, inlined (two frames a check)
-        post = hits[0]
-        shown = log.shown.get(post.id) or show_post(log, post)
-        ids = [post.id]
-    else:
-        shown = listing([show_post(log, p) for p in hits])
-        ids = [p.id for p in hits]
-    # ``min(1.0, found / min_count)``: the same float, no call
-    score = found / min_count if found < min_count else 1.0
-    state.outcome = (score, f"{found} of {len(state.items)}{tail}: {shown}", {"post_ids": ids})
-    return state.outcome
-
-
 def _post_step(
     ctx: GradingContext, rows: list[ChangeRow], params: list[Mapping[str, Any]]
-) -> dict[int, Verdict | Later | None]:
+) -> dict[int, Verdict | Later | float | None]:
     """``post_in_channel``'s ``on_step``: the verdicts of the checks a step's posts and mentions may move.
 
     Most writing steps add one post (a message, a direct message with its new channel), maybe with mention rows
     naming it: that post is routed here straight to the checks of its channel and author (``_PostIndex.entries``)
     and each is decided from its kept rule, with no dict of moved checks built and no rule looked up twice; any
     other step (several posts, a mention of an earlier post, an edit) takes ``_post_steps``' general path. A
-    check whose score cannot move (no new match, or one past the count it needs) answers ``LATER``.
+    check a new match moves gets its new score alone (``graders.progress`` builds its evidence when the results
+    are asked for: a direct message passing two notice checks wrote two texts nobody read); one whose score
+    cannot move (no new match, or one past the count it needs) answers ``LATER``.
     """
     log = post_log(ctx)
     if log is None:
@@ -573,14 +548,14 @@ def _post_step(
             if entry[1] is None or entry[1] == author:
                 own.append(entry)
                 bare.discard(entry[0])
-    out: dict[int, Verdict | Later | None] = {}
+    out: dict[int, Verdict | Later | float | None] = {}
     if len(log.first) != index.channels:  # the first post in a channel: the bare checks' evidence names it
         elsewhere = index.elsewhere(log, [entry[0] for entry in own])
         if elsewhere:
             out = dict.fromkeys(elsewhere, LATER)
     for pos, _, rule in own:
         if rule is not None:
-            state, search, tail, min_count, who = rule
+            state, search, min_count, who = rule
             items = state.items
             if state.seen > before or state.searched != len(items):
                 rule = None  # it has seen this post already (a twin's state), or left some unsearched
@@ -595,8 +570,8 @@ def _post_step(
         if search(post.message) and (who is None or who[0] in named or who[1](post.message)):
             matched = len(hits)
             hits.append(post)
-            if matched < min_count:
-                out[pos] = _new_match(log, state, tail, min_count, 0 if who is None else index.mentions)
+            if matched < min_count:  # the score alone (``min(1.0, found / min_count)``): the text when asked
+                out[pos] = (matched + 1) / min_count if matched + 1 < min_count else 1.0
                 continue
         out[pos] = LATER  # no new match, or one past the count it needs: only its evidence moved
     return out
@@ -604,25 +579,26 @@ def _post_step(
 
 def _post_steps(
     ctx: GradingContext, log: PostLog, index: _PostIndex, params: list[Mapping[str, Any]]
-) -> dict[int, Verdict | Later | None]:
+) -> dict[int, Verdict | Later | float | None]:
     """``_post_step`` for a step that is not one post: every new post and mention routed by ``_PostIndex.moved``.
 
     A check asking for no mention whose followed state has seen the log up to this step's posts (every check
     of the index has: a step that finds posts of its own folds them, and the others in between are not its
-    own) takes exactly the new posts ``moved`` found, searched once each here; a new match decides it with no
-    generic pass, none answers ``LATER``. A state that has seen this step's posts already (two checks with the
-    same parameters share one; an index built anew this step) gives the verdict it holds. After an employee
-    changed every check is decided again; a log the fold cannot follow (an edit, a deletion) re-runs them all.
+    own) takes exactly the new posts ``moved`` found, searched once each here; a new match below the count it
+    needs gives its new score alone, none (or one past the count) answers ``LATER``. A state that has seen this
+    step's posts already (two checks with the same parameters share one; an index built anew this step) gives
+    the verdict it holds. After an employee changed every check is decided again; a log the fold cannot follow
+    (an edit, a deletion) re-runs them all.
     """
     before = index.seen
     own, elsewhere = index.moved(ctx, log)
-    out: dict[int, Verdict | Later | None] = dict.fromkeys(elsewhere, LATER) if elsewhere else {}
+    out: dict[int, Verdict | Later | float | None] = dict.fromkeys(elsewhere, LATER) if elsewhere else {}
     plain, redo, seen = index.plain, index.redo, index.seen  # ``moved`` has just set it to ``len(log.posts)``
     named: set[Any] | None = None  # who the step's plain mention rows name, by post (built once, when asked)
     for pos, posts in own.items():
         found = plain.get(pos) if posts and pos not in redo else None
         if found is not None:
-            state, search, tail, min_count, who = found
+            state, search, min_count, who = found
             items = state.items
             if state.seen > before or state.searched != len(items):
                 found = None  # it has seen this step's posts already, or left some unsearched: the generic pass
@@ -652,13 +628,14 @@ def _post_steps(
         if len(hits) == matched or matched >= min_count:
             out[pos] = LATER
         else:
-            out[pos] = _new_match(log, state, tail, min_count, 0 if who is None else index.mentions)
+            count = len(hits)
+            out[pos] = count / min_count if count < min_count else 1.0  # the score alone: the text when asked
     return out
 
 
 def _no_post_step(
     ctx: GradingContext, rows: list[ChangeRow], params: list[Mapping[str, Any]]
-) -> dict[int, Verdict | Later | None]:
+) -> dict[int, Verdict | Later | float | None]:
     """``no_post_in_channel``'s ``on_step``: only a check's own posts move it (no evidence of other channels)."""
     log = post_log(ctx)
     if log is None:
@@ -666,7 +643,7 @@ def _no_post_step(
     index = _index(ctx, log, params, rows, "no_post_step")
     if index is None:
         return {pos: _no_post_verdict(ctx, log, **params[pos]) for pos in range(len(params))}
-    out: dict[int, Verdict | Later | None] = {}
+    out: dict[int, Verdict | Later | float | None] = {}
     for pos, posts in index.moved(ctx, log)[0].items():
         kw = params[pos]
         search = rx(kw["pattern"]).search

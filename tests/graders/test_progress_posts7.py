@@ -13,10 +13,9 @@ from typing import Any
 import graders.comms_posts as comms_posts
 from graders.base import GradingContext, grade, read_changes
 from graders.progress import Progress
-from graders.registry import LATER
 from tests.graders.conftest import employee
 from tests.graders.test_checks import post
-from tests.graders.test_progress_comms3 import _play, _rubric
+from tests.graders.test_progress_comms3 import _play, _rubric, _said
 from tests.graders.test_progress_pcomms import _outcomes
 from worlds.schema import Channel, Mention
 
@@ -83,7 +82,7 @@ def test_a_bare_check_told_later_is_not_told_again_until_the_results_ask_it(worl
 
         def spy(ctx, rows, params, _fn=fn, _positions=positions):
             out = _fn(ctx, rows, params)
-            answers.update({checks[_positions[p]][0]: "LATER" if v is LATER else v and v[0] for p, v in out.items()})
+            answers.update({checks[_positions[p]][0]: _said(v) for p, v in out.items()})
             return out
 
         progress._grouped[key] = (spy, positions, params)
