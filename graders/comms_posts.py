@@ -550,7 +550,7 @@ def _post_step(
                 bare.discard(entry[0])
     out: dict[int, Verdict | Later | float | None] = {}
     if len(log.first) != index.channels:  # the first post in a channel: the bare checks' evidence names it
-        elsewhere = index.elsewhere(log, [entry[0] for entry in own])
+        elsewhere = index.elsewhere(log, ())  # the post's own checks have just left ``bare``: none to leave out
         if elsewhere:
             out = dict.fromkeys(elsewhere, LATER)
     for pos, _, rule in own:
