@@ -4,7 +4,8 @@ A step that adds one post is routed by ``_post_step`` straight to the checks of 
 (``_PostIndex.entries``), a mention check reading the step's mention rows as the set of people they name; a
 step of several posts reads them as (post, person) pairs (``_post_steps``). A check whose new match is past the
 count it needs answers ``LATER``: its score stands and its evidence is rebuilt when the results are asked for.
-Every answer below is also held to a full grade by ``_play``.
+A ``channel_member`` check whose membership a step moved gets its score alone too. Every answer below is also
+held to a full grade by ``_play`` (each path was broken once on purpose: each break failed a test here).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Any
 from graders.comms_log import post_log
 from tests.graders.test_checks import post
 from tests.graders.test_progress_comms3 import _play
-from worlds.schema import Mention
+from worlds.schema import ChannelMember, Mention
 
 _TOLD = [
     ("bob-told", "post_in_channel", {"channel": "eng", "pattern": "ENG-3", "mention": "bob"}),
@@ -99,3 +100,19 @@ def test_posts_in_channels_the_fold_does_not_know_are_named_by_one_lookup_in_the
     log = post_log(progress.ctx)
     assert log is not None, "every post was folded: the checks never fell back to the query"
     assert [p.channel for p in log.posts] == ["eng", "general", "1__2", "eng"]
+
+
+def test_a_membership_the_step_moved_gives_the_score_alone_and_its_evidence_when_asked(world):
+    checks = [
+        ("carol-in", "channel_member", {"channel": "eng", "username": "carol"}),
+        ("carol-out", "channel_member", {"channel": "~eng", "username": "carol", "member": False}),
+        ("dave-general", "channel_member", {"channel": "general", "username": "dave"}),
+    ]
+
+    def join(channel: int, who: int) -> Callable[[], None]:
+        return lambda: world.add(ChannelMember(channel_id=channel, employee_id=who, joined_at=world.clock.now()))
+
+    # ``_play`` holds the results (the evidence the checks build when asked) to a full grade after each step
+    _, said = _play(world, checks, [join(2, 3), join(2, 4)])
+    assert said == [{"carol-in": 1.0, "carol-out": 0.0}, {}], "dave joined eng: no check of his names it"
+    assert all(type(v) is float for v in said[0].values()), "the scores alone, no evidence text"
