@@ -636,7 +636,11 @@ def _post_steps(
 def _no_post_step(
     ctx: GradingContext, rows: list[ChangeRow], params: list[Mapping[str, Any]]
 ) -> dict[int, Verdict | Later | float | None]:
-    """``no_post_in_channel``'s ``on_step``: only a check's own posts move it (no evidence of other channels)."""
+    """``no_post_in_channel``'s ``on_step``: only a check's own posts move it (no evidence of other channels).
+
+    A new post of its own that matches fails it: the score alone (0), its evidence built when the results are
+    asked for; none that matches only moves the count its evidence quotes (``LATER``).
+    """
     log = post_log(ctx)
     if log is None:
         return dict.fromkeys(range(len(params)))
@@ -648,8 +652,8 @@ def _no_post_step(
         kw = params[pos]
         search = rx(kw["pattern"]).search
         for p in posts:
-            if search(p.message):
-                out[pos] = _no_post_verdict(ctx, log, **kw)
+            if search(p.message):  # a post of its own matches: it fails, its evidence built when results ask
+                out[pos] = 0.0
                 break
         else:  # none of its new posts matches: only the count in its evidence moved
             out[pos] = LATER if posts else _no_post_verdict(ctx, log, **kw)

@@ -116,3 +116,14 @@ def test_a_membership_the_step_moved_gives_the_score_alone_and_its_evidence_when
     _, said = _play(world, checks, [join(2, 3), join(2, 4)])
     assert said == [{"carol-in": 1.0, "carol-out": 0.0}, {}], "dave joined eng: no check of his names it"
     assert all(type(v) is float for v in said[0].values()), "the scores alone, no evidence text"
+
+
+def test_a_matching_post_of_its_own_fails_a_no_post_check_with_the_score_alone(world):
+    checks = [("no-leak", "no_post_in_channel", {"channel": "eng", "pattern": "password"})]
+    steps: list[Callable[[], Any]] = [
+        _posts(world, ("lunch?", ())),  # its own, no match: only the count its evidence quotes
+        _posts(world, ("the password is hunter2", ())),  # fails: 0 alone, the text when asked
+        _posts(world, ("password again", ())),  # fails still: the same score, lagging only
+    ]
+    _, said = _play(world, checks, steps)
+    assert said == [{"no-leak": "LATER"}, {"no-leak": 0.0}, {"no-leak": 0.0}]
