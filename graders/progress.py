@@ -527,12 +527,13 @@ class Progress:
                     stale.add(i)
                 elif out is LATER:  # the score stands, the evidence moved: asked again when results are
                     self._lagging.add(i)
-                elif type(out) is float:  # the score alone: the evidence is built when results are asked for
-                    self._lagging.add(i)
-                    if out != outcomes[i][0] and i not in stale:
-                        self._store(i, (out, "", {}))
                 elif out is not outcomes[i] and i not in stale:  # a kept verdict handed back: nothing to store
-                    self._store(i, out)
+                    if type(out) is float:  # the score alone: the evidence is built when results are asked for
+                        self._lagging.add(i)
+                        if out != outcomes[i][0]:
+                            self._store(i, (out, "", {}))
+                    else:
+                        self._store(i, out)
 
     def _decided(self, i: int, rows: list[ChangeRow]) -> bool:
         """Settle check ``i`` from its changed rows with its ``on_rows``/``on_changes`` evaluator if it can tell.
