@@ -542,14 +542,15 @@ class Progress:
         if found is None:
             self._unindex(i)
             return
+        # kept as tuples: a hook may hand back lists it goes on changing, and the kept hold is compared later
+        hold = (tuple(found[0]), tuple(found[1]), tuple(found[2]), tuple(found[3]) if len(found) > 3 else ())
         known = self._indexed.get(i)
         if known is not None:
-            if known[0] == found:  # the hold it was under (its row stood): its index entries stand
-                self._held[i] = found
+            if known[0] == hold:  # the hold it was under (its row stood): its index entries stand
+                self._held[i] = hold
                 return
             self._unindex(i)
-        rows, inserts, columns = found[:3]
-        lags = found[3] if len(found) > 3 else ()  # tables whose changes leave its evidence behind (not its score)
+        rows, inserts, columns, lags = hold  # lags: tables whose changes leave its evidence behind (not its score)
         keys: list[tuple[dict[Any, set[int]], Any]] = []
         indexes = (
             (self._wake_rows, rows),
@@ -562,8 +563,8 @@ class Progress:
                 index.setdefault(name, set()).add(i)
                 keys.append((index, name))
                 self._hold_tables.add(name if type(name) is str else name[0])
-        self._indexed[i] = (found, keys)
-        self._held[i] = found
+        self._indexed[i] = (hold, keys)
+        self._held[i] = hold
 
     def _unindex(self, i: int) -> None:
         """Take check ``i`` out of the indexes of held checks (if it is in them)."""

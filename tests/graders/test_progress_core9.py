@@ -165,7 +165,8 @@ def holds(store):
             before = self._indexed.get(i)
             super()._hold(i)
             if i in self._held:  # the hold it is under is the one its hook names now
-                assert self._held[i] == self._holds[i](self.ctx, **self._kwargs[i])
+                found = self._holds[i](self.ctx, **self._kwargs[i])
+                assert self._held[i] == tuple(map(tuple, found)) + ((),) * (4 - len(found))
                 if before is not None:
                     seen["same" if before[0] == self._held[i] else "moved"] += 1
 
@@ -303,3 +304,33 @@ def test_a_lone_row_of_a_table_a_hold_names_is_left_to_the_general_path(world):
     row = {"seq": 10**6, "table": "posts", "key": "[5]", "op": "insert", "changes": {}, "actor": 1}
     live.update([row | {"at": None, "tag": None}])
     assert live._lagging == {0}
+
+
+_KEPT_ROWS: list[tuple[str, tuple[Any, ...]]] = []
+
+
+def _kept_rows(ctx: GradingContext, **_: Any) -> tuple[list[Any], tuple[str, ...], list[Any]]:
+    return _KEPT_ROWS, (), []  # the same list each time, grown by the test between steps
+
+
+@check_fn("test.core9_kept_hold", reads=("tickets",), on_changes=_fixed_on_changes, holds=_kept_rows)
+def _kept_hold_check(ctx: GradingContext) -> CheckOutcome:
+    return CheckOutcome(score=1.0, evidence="fixed")
+
+
+def test_a_hold_handed_back_in_a_list_the_hook_keeps_growing_is_indexed_as_it_is_now(world):
+    """The hold is kept as it was when indexed, so a hook's list grown since is not taken for the same hold."""
+    _KEPT_ROWS[:] = [("tickets", (1,))]
+    rubric = Rubric(
+        id="unit",
+        version=1,
+        description="unit rubric",
+        checks=(Check(id="kept", description="kept", fn="test.core9_kept_hold", params={}),),
+    )
+    live = Progress(rubric, GradingContext(session=world.session, trace=[], actor_id=1))
+    live.update(())
+    assert _entries(live) == {("rows", ("tickets", (1,)), 0)}
+    _KEPT_ROWS.append(("tickets", (2,)))
+    row = {"seq": 10**6, "table": "tickets", "key": "[1]", "op": "update", "changes": {}, "actor": 1}
+    live.update([row | {"at": None, "tag": None}])  # its row: woken, asked, held again under the grown hold
+    assert _entries(live) == {("rows", ("tickets", (1,)), 0), ("rows", ("tickets", (2,)), 0)}
