@@ -16,6 +16,7 @@ from bisect import bisect_right
 from collections.abc import Callable
 from functools import lru_cache
 from itertools import compress
+from operator import itemgetter
 from typing import Any
 
 from graders.checks_common import listing, rx, snippet
@@ -225,6 +226,17 @@ def _plain_sections(content: dict[str, Any]) -> list[tuple[str, str]] | None:
     blocks = content.get("blocks")
     if type(blocks) is not list or content.get("comments"):
         return None
+    # each block a [level, text] list of an int and a str (as the office writes them): its headings found and
+    # its bodies joined in C, a few steps a section, where the loop below is a few steps a paragraph
+    if set(map(type, blocks)) == _LIST and set(map(len, blocks)) == _PAIR:
+        levels, texts = list(map(_LEVEL, blocks)), list(map(_TEXT, blocks))
+        if set(map(type, levels)) == _INT and set(map(type, texts)) == _STR:
+            heads = list(compress(range(len(levels)), map(_IS_HEADING, levels)))
+            join = "\n".join
+            plain = [("", join(texts[: heads[0]] if heads else texts))]
+            for at, end in zip(heads, [*heads[1:], len(texts)], strict=False):  # the last runs to the end
+                plain.append((texts[at].strip(), join(texts[at + 1 : end])))
+            return plain
     out: list[tuple[str, list[str]]] = [("", [])]
     try:
         for level, text in blocks:
@@ -235,6 +247,12 @@ def _plain_sections(content: dict[str, Any]) -> list[tuple[str, str]] | None:
     except Exception:  # a malformed block: the full reader raises what the check reports
         return None
     return [(h, "\n".join(body)) for h, body in out]
+
+
+_LIST, _PAIR, _INT, _STR = frozenset({list}), frozenset({2}), frozenset({int}), frozenset({str})
+_LEVEL, _TEXT = itemgetter(0), itemgetter(1)
+_IS_HEADING = (0).__lt__
+"""``_plain_sections``' C-level reading of a block list: a level above 0 starts a section."""
 
 
 @lru_cache(maxsize=4096)
