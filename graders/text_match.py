@@ -16,7 +16,6 @@ from bisect import bisect_right
 from collections.abc import Callable
 from functools import lru_cache
 from itertools import compress
-from operator import itemgetter
 from typing import Any
 
 from graders.checks_common import listing, rx, snippet
@@ -226,17 +225,26 @@ def _plain_sections(content: dict[str, Any]) -> list[tuple[str, str]] | None:
     blocks = content.get("blocks")
     if type(blocks) is not list or content.get("comments"):
         return None
-    # each block a [level, text] list of an int and a str (as the office writes them): its headings found and
-    # its bodies joined in C, a few steps a section, where the loop below is a few steps a paragraph
-    if set(map(type, blocks)) == _LIST and set(map(len, blocks)) == _PAIR:
-        levels, texts = list(map(_LEVEL, blocks)), list(map(_TEXT, blocks))
-        if set(map(type, levels)) == _INT and set(map(type, texts)) == _STR:
-            heads = list(compress(range(len(levels)), map(_IS_HEADING, levels)))
-            join = "\n".join
-            plain = [("", join(texts[: heads[0]] if heads else texts))]
-            for at, end in zip(heads, [*heads[1:], len(texts)], strict=False):  # the last runs to the end
-                plain.append((texts[at].strip(), join(texts[at + 1 : end])))
-            return plain
+    out: list[tuple[str, list[str]]] = [("", [])]
+    body = out[0][1]
+    try:
+        for level, text in blocks:
+            # an int level and a str text, as the office writes them, read as they are; else as ``int``/``str``
+            # read them (a float level, a number for text)
+            if type(level) is not int or type(text) is not str:
+                return _read_blocks(blocks)
+            if level > 0:
+                body = []
+                out.append((text.strip(), body))
+            else:
+                body.append(text)
+    except Exception:  # a malformed block: the full reader raises what the check reports
+        return None
+    return [(h, "\n".join(body)) for h, body in out]
+
+
+def _read_blocks(blocks: list[Any]) -> list[tuple[str, str]] | None:
+    """``_plain_sections`` of blocks whose level or text is not an int or a str: each converted as it is read."""
     out: list[tuple[str, list[str]]] = [("", [])]
     try:
         for level, text in blocks:
@@ -247,12 +255,6 @@ def _plain_sections(content: dict[str, Any]) -> list[tuple[str, str]] | None:
     except Exception:  # a malformed block: the full reader raises what the check reports
         return None
     return [(h, "\n".join(body)) for h, body in out]
-
-
-_LIST, _PAIR, _INT, _STR = frozenset({list}), frozenset({2}), frozenset({int}), frozenset({str})
-_LEVEL, _TEXT = itemgetter(0), itemgetter(1)
-_IS_HEADING = (0).__lt__
-"""``_plain_sections``' C-level reading of a block list: a level above 0 starts a section."""
 
 
 @lru_cache(maxsize=4096)
