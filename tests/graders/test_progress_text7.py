@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from graders.text_match import _plain_sections
+from graders.text_match import VERDICTS, Sections, _plain_sections
+from graders.text_step import QUIET, UNMOVED, decide, quiet_plan
 from worlds.office.model import text_from_json
 
 BLOCKS: list[list[list[Any]]] = [
@@ -36,3 +37,95 @@ def test_plain_sections__reads_blocks_as_the_office_reader_does(blocks):
 @pytest.mark.parametrize("blocks", [[[1, "A", "extra"]], [[1]], [[1, "A"], [0]], [[0, "x"], [1.0, "B"], ["x", "y"]]])
 def test_plain_sections__leaves_a_block_it_cannot_read_to_the_office_reader(blocks):
     assert _plain_sections({"blocks": blocks}) is None
+
+
+DOC = "Shared/Reports/Weekly.odt"
+WRITES: list[list[tuple[str, str]]] = [
+    [
+        ("", "intro"),
+        ("Done", "ENG-1: Fix the login page"),
+        ("In progress", "ENG-2: Draft the rollout plan"),
+        ("Blocked", "ENG-3: waiting on legal"),
+    ],
+    [  # ENG-1 leaves Done (a needle only in the old text), Done quotes new text
+        ("", "intro"),
+        ("Done", "nothing yet"),
+        ("In progress", "ENG-2: Draft the rollout plan"),
+        ("Blocked", "ENG-3: waiting on legal"),
+    ],
+    [  # ENG-1 arrives under Blocked (a needle only in the new text)
+        ("", "intro"),
+        ("Done", "nothing yet"),
+        ("In progress", "ENG-2: Draft the rollout plan"),
+        ("Blocked", "ENG-3: waiting on legal, ENG-1 too"),
+    ],
+    [  # an edit no needle names, under a heading a check quotes
+        ("", "intro"),
+        ("Done", "nothing yet, still"),
+        ("In progress", "ENG-2: Draft the rollout plan"),
+        ("Blocked", "ENG-3: waiting on legal, ENG-1 too"),
+    ],
+    [  # a heading renamed, its text kept: the checks that read headings are all asked (ENG-2 is named twice)
+        ("", "intro"),
+        ("Done ENG-2", "nothing yet, still"),
+        ("In progress", "ENG-2: Draft the rollout plan"),
+        ("Blocked", "ENG-3: waiting on legal, ENG-1 too"),
+    ],
+    [  # a dotless i hides a match from the lowered form: nothing is quiet
+        ("", "intro"),
+        ("Done", "ENG-1: F\u0131x the login page"),
+        ("In progress", "ENG-2: Draft the rollout plan"),
+        ("Blocked", "ENG-3: waiting on legal, ENG-1 too"),
+    ],
+    [  # another heading
+        ("", "intro"),
+        ("Finished", "ENG-1: Fix the login page"),
+        ("In progress", "ENG-2: Draft the rollout plan"),
+        ("Blocked", "ENG-3: waiting on legal"),
+    ],
+    [  # back, and a pattern with no needle (a digit run) moves
+        ("", "intro 7"),
+        ("Done", "ENG-1: Fix the login page"),
+        ("In progress", "ENG-2: Draft the rollout plan"),
+        ("Blocked", "ENG-3: waiting on legal"),
+    ],
+]
+CHECKS: dict[str, list[dict[str, Any]]] = {
+    "doc_section_contains": [
+        {"document": DOC, "heading": "^Done$", "pattern": r"\bENG\-1\b", "label": "ENG-1"},
+        {"document": DOC, "heading": "^Done$", "pattern": "fix the login", "only_there": False},
+        {"document": DOC, "heading": "^Blocked$", "pattern": r"\bENG\-3\b"},
+        {"document": DOC, "heading": "^In progress$", "pattern": r"\bENG\-2\b"},
+        {"document": DOC, "heading": "^Done$", "pattern": r"\bENG\-9\b"},  # fails: quotes Done's text
+        {"document": DOC, "heading": "^$|^Done$", "pattern": r"\d|intro"},  # no needle: always asked
+    ],
+    "doc_lacks": [
+        {"document": DOC, "pattern": r"\bENG\-1\b"},
+        {"document": DOC, "pattern": "legal"},
+        {"document": DOC, "pattern": r"\d|zzz"},
+    ],
+    "doc_mentions_none": [{"document": DOC, "pattern": r"\bENG\-1\b"}, {"document": DOC, "pattern": "still"}],
+    "doc_mentions_once": [{"document": DOC, "pattern": r"\bENG\-1\b"}, {"document": DOC, "pattern": "ENG-2"}],
+}
+
+
+@pytest.mark.parametrize("fn", list(CHECKS))
+def test_decide__keeps_or_decides_each_check_as_a_fresh_parse_decides_it(fn):
+    params = CHECKS[fn]
+    joined, heads, quotes = QUIET[fn]
+    plan = quiet_plan(list(range(len(params))), params, joined, quotes)
+    state = Sections.of(WRITES[0])
+    verdicts = [VERDICTS[fn](state, DOC, kw) for kw in params]
+    asked_any = kept_any = False
+    for sections in WRITES[1:]:
+        state = Sections.of(sections, state)
+        out: dict[int, Any] = {}
+        decide(state, DOC, plan, out, UNMOVED[fn], VERDICTS[fn], joined, heads)
+        fresh = Sections.of(sections)
+        want = [VERDICTS[fn](fresh, DOC, kw) for kw in params]
+        verdicts = [out.get(pos, verdicts[pos]) for pos in range(len(params))]
+        assert verdicts == want, sections
+        for key, answers in state.found.items():  # the answers carried over are the new parse's
+            assert answers == fresh.matching(*key), key
+        asked_any, kept_any = asked_any or bool(out), kept_any or len(out) < len(params)
+    assert asked_any and kept_any
