@@ -284,12 +284,18 @@ def decide(
         carry = keys.difference({checks[k][2] for k in asked}, found).intersection(kept)
         for answers in carry:
             found[answers] = kept[answers]
-        if by_heading:
+        if by_heading:  # ``doc_section_contains``: a failing verdict quotes the text of the sections named
             under_of = state.under
             for heading, at in by_heading.items():
                 under = under_of.get(heading)
-                if under is None or any(under[i] for i in changed):  # its evidence may quote a changed section
+                if under is None:
                     asked.update(at)
+                elif any(under[i] for i in changed):  # a changed section is named: asked unless no text is quoted
+                    for k in at:  # (with the same answers, it is quoted iff no named section matched)
+                        if k not in asked:
+                            old = kept.get(checks[k][2])
+                            if old is None or not any(compress(under, old)):
+                                asked.add(k)
         asked = sorted(asked)
     for k in asked:
         pos, kw, _ = checks[k]
