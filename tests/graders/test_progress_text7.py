@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from graders.text_match import VERDICTS, Sections, _plain_sections
+from graders.text_match import BATCHES, VERDICTS, Sections, _plain, _plain_sections
 from graders.text_step import QUIET, UNMOVED, decide, quiet_plan
 from worlds.office.model import text_from_json
 
@@ -130,3 +130,54 @@ def test_decide__keeps_or_decides_each_check_as_a_fresh_parse_decides_it(fn):
             assert answers == fresh.matching(*key), key
         asked_any, kept_any = asked_any or bool(out), kept_any or len(out) < len(params)
     assert asked_any and kept_any
+
+
+NEW_PARSES: list[list[tuple[str, str]]] = [
+    [
+        ("", "intro"),
+        ("Done", "ENG-1: Fix the login page\nENG-4: Fix the login page again"),
+        ("Done too", "ENG-1 closed as well"),
+        ("Blocked", "ENG-3: waiting on legal"),
+    ],
+    [  # a dotless i: the lowered form of that section is not known, its text is searched
+        ("Done", "ENG-1: F\u0131x the login page"),
+        ("Blocked", "ENG-3: waiting on legal"),
+    ],
+    [("Notes", "nothing to report, fix the login page")],  # no heading a check names
+    [("Done", "Kelvin: \u212a, ENG-1"), ("Done later", "ENG-1 and ENG-2")],  # the Kelvin sign lowers to k
+]
+NEW_CONTAINS: list[dict[str, Any]] = [
+    {"document": DOC, "heading": "^Done", "pattern": r"\bENG\-1\b", "label": "ENG-1"},  # two named sections
+    {"document": DOC, "heading": "^Done$", "pattern": r"\bENG\-1\b"},  # also in an unnamed one: fails
+    {"document": DOC, "heading": "^Done$", "pattern": "fix the login page", "only_there": False},  # plain
+    {"document": DOC, "heading": "^Done$", "pattern": "(?i)FIX THE LOGIN", "only_there": False},  # plain, (?i)
+    {"document": DOC, "heading": "^Done", "pattern": "(?a)kelvin: k", "only_there": False},  # (?a): searched
+    {"document": DOC, "heading": "^Done", "pattern": "kelvin: k", "only_there": False},  # plain: the Kelvin sign
+    {"document": DOC, "heading": "^Blocked$", "pattern": r"legal|\bENG\-3\b"},  # two start texts
+    {"document": DOC, "heading": "^Blocked$", "pattern": r"\bENG\-1\b"},  # one section matches, not named
+    {"document": DOC, "heading": "^Nowhere$", "pattern": "login", "only_there": False},
+    {"document": DOC, "heading": "^Done$", "pattern": r"login\ page$", "only_there": False},  # not plain: $
+]
+
+
+def test_contains_batch__equals_each_checks_own_verdict_and_keeps_the_answers_matching_finds():
+    plan, batch = BATCHES["doc_section_contains"]
+    for parse in NEW_PARSES:
+        sections, own = Sections.of(parse), Sections.of(parse)
+        out: dict[int, Any] = {}
+        batch(sections, plan(list(range(len(NEW_CONTAINS))), NEW_CONTAINS), out)
+        assert out == {i: VERDICTS["doc_section_contains"](own, DOC, kw) for i, kw in enumerate(NEW_CONTAINS)}
+        for (pattern, joined), answers in sections.found.items():
+            assert answers == Sections.of(parse).matching(pattern, joined), pattern
+    assert [_plain(kw["pattern"]) for kw in NEW_CONTAINS] == [
+        False,
+        False,
+        True,
+        True,
+        False,
+        True,
+        False,
+        False,
+        True,
+        False,
+    ]
