@@ -181,3 +181,25 @@ def test_contains_batch__equals_each_checks_own_verdict_and_keeps_the_answers_ma
         True,
         False,
     ]
+
+
+NEW_ONCE: list[dict[str, Any]] = [
+    {"document": DOC, "pattern": r"\bENG\-1\b", "label": "ENG-1"},  # twice, in two sections
+    {"document": DOC, "pattern": r"\bENG\-4\b"},  # once
+    {"document": DOC, "pattern": r"ENG-\d"},  # every ticket, counted per section
+    {"document": DOC, "pattern": r"\bENG\-9\b"},  # nowhere
+    {"document": DOC, "pattern": "done"},  # in headings only
+    {"document": DOC, "pattern": r"legal|\bENG\-3\b"},  # two start texts
+    {"document": DOC, "pattern": r"\d+"},  # no start text
+]
+
+
+def test_once_batch__counts_as_each_checks_own_verdict_and_keeps_the_answers_matching_finds():
+    plan, batch = BATCHES["doc_mentions_once"]
+    for parse in NEW_PARSES:
+        sections, own = Sections.of(parse), Sections.of(parse)
+        out: dict[int, Any] = {}
+        batch(sections, plan(list(range(len(NEW_ONCE))), NEW_ONCE), out)
+        assert out == {i: VERDICTS["doc_mentions_once"](own, DOC, kw) for i, kw in enumerate(NEW_ONCE)}
+        for (pattern, joined), answers in sections.found.items():
+            assert answers == Sections.of(parse).matching(pattern, joined), pattern
