@@ -593,10 +593,20 @@ pattern's search, its one start text (None for several or none) and that text's 
 name in evidence."""
 
 First = tuple[
-    int, tuple[str, bool], str, Callable[..., Any], "tuple[str, ...] | None", "tuple[str, ...] | None", bool, str
+    int,
+    tuple[str, bool],
+    str,
+    Callable[..., Any],
+    "tuple[str, ...] | None",
+    "tuple[str, ...] | None",
+    "Callable[..., Any] | None",
+    bool,
+    str,
 ]
 """A ``doc_section_contains`` check without ``only_there``: position, answers' key, passing evidence's head,
-search, start texts, needles, whether its pattern is one plain text (``_plain``: found is matched) and name."""
+search, start texts, needles, its ``_line_match`` when it has needles and no start text (a timeline line's
+pattern: ``_hit`` would try it at the lines holding a needle), whether its pattern is one plain text
+(``_plain``: found is matched) and name."""
 
 Planned = tuple[str, list[Only], list[First]]
 """The checks of one heading pattern, as ``contains_verdicts`` reads them: the heading, its checks with
@@ -617,7 +627,8 @@ def contains_plan(positions: list[int], params: list[dict[str, Any]]) -> list[Pl
             start = starts[0] if starts is not None and len(starts) == 1 else None
             only.append((pos, (pattern, False), passing, search, start, len(start or ""), starts, name))
         else:
-            first.append((pos, (pattern, False), passing, search, starts, needles, _plain(pattern), name))
+            line = _line_match(pattern) if starts is None and needles is not None else None
+            first.append((pos, (pattern, False), passing, search, starts, needles, line, _plain(pattern), name))
     return [(heading, only, first) for heading, (only, first) in by_heading.items()]
 
 
@@ -678,7 +689,7 @@ def contains_verdicts(sections: Sections, planned: list[Planned], out: dict[int,
             for check in only:
                 out[check[0]] = _contains_rest(sections, check[1][0], heading, True, check[7])
             for other in first:
-                out[other[0]] = _contains_rest(sections, other[1][0], heading, False, other[7])
+                out[other[0]] = _contains_rest(sections, other[1][0], heading, False, other[8])
             continue
         for pos, key, passing, search, start, size, starts, name in only:
             said = found.get(key)
@@ -717,7 +728,7 @@ def contains_verdicts(sections: Sections, planned: list[Planned], out: dict[int,
                     out[pos] = 1.0, passing + quoted[said.index(True)], {}
                     continue
             out[pos] = _contains_rest(sections, key[0], heading, True, name)
-        for pos, key, passing, search, starts, needles, plain, name in first:
+        for pos, key, passing, search, starts, needles, line, plain, name in first:
             if key not in found:  # as ``contains_verdict``: the first named section that matches
                 for i in compress(range(count), under):
                     low = lows[i]
@@ -727,7 +738,7 @@ def contains_verdicts(sections: Sections, planned: list[Planned], out: dict[int,
                         begin = low.find(starts[0]) if len(starts) == 1 else _earliest(starts, low)
                         hit = begin >= 0 and (plain or search(texts[i], begin) is not None)
                     elif needles is not None:
-                        hit = _hit(key[0], texts[i], low)
+                        hit = _line_hit(line, texts[i], low, needles) if line else _hit(key[0], texts[i], low)
                     else:
                         hit = search(texts[i]) is not None
                     if hit:

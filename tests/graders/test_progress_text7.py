@@ -157,11 +157,14 @@ NEW_CONTAINS: list[dict[str, Any]] = [
     {"document": DOC, "heading": "^Blocked$", "pattern": r"\bENG\-1\b"},  # one section matches, not named
     {"document": DOC, "heading": "^Nowhere$", "pattern": "login", "only_there": False},
     {"document": DOC, "heading": "^Done$", "pattern": r"login\ page$", "only_there": False},  # not plain: $
+    {"document": DOC, "heading": "^Done", "pattern": r"(?im)^(?=.*\bENG-4\b)(?=.*again).*$", "only_there": False},
+    {"document": DOC, "heading": "^Done", "pattern": r"(?im)^(?=.*\bENG-1\b)(?=.*again).*$", "only_there": False},
 ]
 
 
 def test_contains_batch__equals_each_checks_own_verdict_and_keeps_the_answers_matching_finds():
     plan, batch = BATCHES["doc_section_contains"]
+    passed: set[int] = set()
     for parse in NEW_PARSES:
         sections, own = Sections.of(parse), Sections.of(parse)
         out: dict[int, Any] = {}
@@ -169,18 +172,9 @@ def test_contains_batch__equals_each_checks_own_verdict_and_keeps_the_answers_ma
         assert out == {i: VERDICTS["doc_section_contains"](own, DOC, kw) for i, kw in enumerate(NEW_CONTAINS)}
         for (pattern, joined), answers in sections.found.items():
             assert answers == Sections.of(parse).matching(pattern, joined), pattern
-    assert [_plain(kw["pattern"]) for kw in NEW_CONTAINS] == [
-        False,
-        False,
-        True,
-        True,
-        False,
-        True,
-        False,
-        False,
-        True,
-        False,
-    ]
+        passed.update(pos for pos, verdict in out.items() if verdict[0] == 1.0)
+    assert {10, 11} & passed == {10}  # a line-bound pattern: one holding both texts on a line, one not
+    assert [i for i, kw in enumerate(NEW_CONTAINS) if _plain(kw["pattern"])] == [2, 3, 5, 8]
 
 
 NEW_ONCE: list[dict[str, Any]] = [
