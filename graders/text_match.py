@@ -735,7 +735,13 @@ def contains_verdicts(sections: Sections, planned: list[Planned], out: dict[int,
                     if low is None:
                         hit = search(texts[i]) is not None
                     elif starts is not None:
-                        begin = low.find(starts[0]) if len(starts) == 1 else _earliest(starts, low)
+                        begin = low.find(starts[0])
+                        if len(starts) == 2:  # ``_earliest`` of two (a title either side of its key), inline
+                            other = low.find(starts[1])
+                            if other >= 0 and (begin < 0 or other < begin):
+                                begin = other
+                        elif len(starts) > 2:
+                            begin = _earliest(starts, low)
                         hit = begin >= 0 and (plain or search(texts[i], begin) is not None)
                     elif needles is not None:
                         hit = _line_hit(line, texts[i], low, needles) if line else _hit(key[0], texts[i], low)

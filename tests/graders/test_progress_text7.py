@@ -159,6 +159,8 @@ NEW_CONTAINS: list[dict[str, Any]] = [
     {"document": DOC, "heading": "^Done$", "pattern": r"login\ page$", "only_there": False},  # not plain: $
     {"document": DOC, "heading": "^Done", "pattern": r"(?im)^(?=.*\bENG-4\b)(?=.*again).*$", "only_there": False},
     {"document": DOC, "heading": "^Done", "pattern": r"(?im)^(?=.*\bENG-1\b)(?=.*again).*$", "only_there": False},
+    {"document": DOC, "heading": "^Done$", "pattern": r"again[^\n]*ENG|\bENG\-4\b", "only_there": False},  # two starts
+    {"document": DOC, "heading": "^Done$", "pattern": r"\bENG\-4\b[^\n]*zebra|zebra[^\n]*ENG", "only_there": False},
 ]
 
 
