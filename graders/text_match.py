@@ -737,9 +737,9 @@ def contains_verdicts(sections: Sections, planned: list[Planned], out: dict[int,
                     elif starts is not None:
                         begin = low.find(starts[0])
                         if len(starts) == 2:  # ``_earliest`` of two (a title either side of its key), inline
-                            other = low.find(starts[1])
-                            if other >= 0 and (begin < 0 or other < begin):
-                                begin = other
+                            second = low.find(starts[1])
+                            if second >= 0 and (begin < 0 or second < begin):
+                                begin = second
                         elif len(starts) > 2:
                             begin = _earliest(starts, low)
                         hit = begin >= 0 and (plain or search(texts[i], begin) is not None)
