@@ -93,34 +93,69 @@ class Sections(list[tuple[str, str]]):
         ``graders.text_step`` keep the verdict of every check none of them can move.
         """
         out = cls(sections)
-        out.heads = heads = tuple(h for h, _ in sections)
-        out.texts = [t for _, t in sections]
         out.under, out.found, out.prev, out.changed, out.same_heads = {}, {}, previous, None, False
         out.whole = {}
-        if previous is not None:
-            previous.prev = None  # one parse back is all a check compares with: no chain over the episode
-            if len(previous) == len(sections):
-                out.changed = changed = [i for i, (a, b) in enumerate(zip(previous, sections, strict=True)) if a != b]
-                out.same_heads = heads == previous.heads
-                if out.same_heads:
-                    out.under = dict(previous.under)
-                # an unchanged section's forms are the previous parse's: only the changed ones are lowered
-                out.texts_low, out.joined, out.joined_low = (
-                    list(previous.texts_low),
-                    list(previous.joined),
-                    list(previous.joined_low),
-                )
-                for i in changed:
-                    h, t = sections[i]
-                    out.texts_low[i] = _lowered(t)
-                    out.joined[i] = joined = f"{h}\n{t}"
-                    out.joined_low[i] = _lowered(joined)
-                return out
-        # ``_lowered`` inlined for ASCII text (a report's): a new parse lowers every section twice
-        out.texts_low = [t.lower() if t.isascii() else _lowered(t) for t in out.texts]
-        out.joined = [f"{h}\n{t}" for h, t in sections]
-        out.joined_low = [j.lower() if j.isascii() else _lowered(j) for j in out.joined]
+        if previous is None or len(previous) != len(sections):
+            return out._fresh(sections)
+        previous.prev = None  # one parse back is all a check compares with: no chain over the episode
+        out.heads = heads = tuple(h for h, _ in sections)
+        out.texts = [t for _, t in sections]
+        out.changed = changed = [i for i, (a, b) in enumerate(zip(previous, sections, strict=True)) if a != b]
+        out.same_heads = heads == previous.heads
+        if out.same_heads:
+            out.under = dict(previous.under)
+        # an unchanged section's forms are the previous parse's: only the changed ones are lowered
+        out.texts_low, out.joined, out.joined_low = (
+            list(previous.texts_low),
+            list(previous.joined),
+            list(previous.joined_low),
+        )
+        for i in changed:
+            h, t = sections[i]
+            out.texts_low[i] = _lowered(t)
+            out.joined[i] = joined = f"{h}\n{t}"
+            out.joined_low[i] = _lowered(joined)
         return out
+
+    def _fresh(self, sections: list[tuple[str, str]]) -> Sections:
+        r"""A parse with no previous one to diff: every section's forms, and both ``whole`` texts, in one pass.
+
+        Every check on it is decided now, and each function's batch reads one of the whole texts (the sections'
+        lowered forms joined by NUL, ``_whole``), so they are built here with the forms rather than by a loop each.
+        ``_lowered`` is inlined for ASCII text (a report's): a section's ``heading\ntext`` is ASCII only if both are.
+        """
+        if self.prev is not None:
+            self.prev.prev = None  # one parse back is all a check compares with: no chain over the episode
+        heads: list[str] = []
+        texts: list[str] = []
+        lows: list[str | None] = []
+        joined: list[str] = []
+        joined_lows: list[str | None] = []
+        self.texts, self.texts_low, self.joined, self.joined_low = texts, lows, joined, joined_lows
+        offsets: list[int] = []
+        joined_offsets: list[int] = []
+        at = joined_at = 0
+        for h, t in sections:
+            j = f"{h}\n{t}"
+            heads.append(h)
+            texts.append(t)
+            joined.append(j)
+            if j.isascii():
+                lows.append(t.lower())
+                joined_lows.append(j.lower())
+            else:
+                lows.append(_lowered(t))
+                joined_lows.append(_lowered(j))
+            offsets.append(at)
+            joined_offsets.append(joined_at)
+            at += len(t) + 1
+            joined_at += len(j) + 1
+        self.heads = tuple(heads)
+        if None not in lows:
+            self.whole[False] = ("\0".join(lows), offsets)  # type: ignore[arg-type]
+        if None not in joined_lows:
+            self.whole[True] = ("\0".join(joined_lows), joined_offsets)  # type: ignore[arg-type]
+        return self
 
     def matching(self, pattern: str, joined: bool = False) -> list[bool]:
         """Whether ``pattern`` (case-insensitive) matches each section's text (``joined``: heading and text).

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from graders.text_match import BATCHES, VERDICTS, Sections, _plain, _plain_sections
+from graders.text_match import BATCHES, VERDICTS, Sections, _lowered, _plain, _plain_sections
 from graders.text_step import QUIET, UNMOVED, decide, quiet_plan
 from worlds.office.model import text_from_json
 
@@ -199,3 +199,15 @@ def test_once_batch__counts_as_each_checks_own_verdict_and_keeps_the_answers_mat
         assert out == {i: VERDICTS["doc_mentions_once"](own, DOC, kw) for i, kw in enumerate(NEW_ONCE)}
         for (pattern, joined), answers in sections.found.items():
             assert answers == Sections.of(parse).matching(pattern, joined), pattern
+
+
+@pytest.mark.parametrize("parse", [*NEW_PARSES, WRITES[0], [("Only", "\u0130stanbul")], []], ids=range(7))
+def test_fresh_parse__has_each_sections_forms_and_the_whole_texts_the_lazy_builder_gives(parse):
+    sections = Sections.of(parse)
+    assert sections.heads == tuple(h for h, _ in parse) and sections.texts == [t for _, t in parse]
+    assert sections.texts_low == [_lowered(t) for _, t in parse]
+    assert sections.joined == [f"{h}\n{t}" for h, t in parse]
+    assert sections.joined_low == [_lowered(f"{h}\n{t}") for h, t in parse]
+    built = dict(sections.whole)
+    sections.whole.clear()
+    assert built == {joined: w for joined in (False, True) if (w := sections._whole(joined)) is not None}
