@@ -846,27 +846,35 @@ def once_verdict(sections: Sections, document: str, kw: dict[str, Any]) -> Verdi
 
 
 def _once_plan(positions: list[int], params: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
-    """``once_verdicts``' reading of the checks at ``positions``: position, answers' key, plan, name, document."""
+    """``once_verdicts``' reading of the checks at ``positions``: position, answers' key, plan, name, document.
+
+    With the pattern's one start text (None for several or none) and the head of its passing evidence.
+    """
     out: list[tuple[Any, ...]] = []
     for pos in positions:
         kw = params[pos]
         pattern = kw["pattern"]
         search, starts, _ = _plan(pattern)
-        out.append(
-            (pos, (pattern, False), search, starts, rx(pattern).findall, kw.get("label") or pattern, kw["document"])
-        )
+        start = starts[0] if starts is not None and len(starts) == 1 else None
+        name, document = kw.get("label") or pattern, kw["document"]
+        passing = f"{name}: named once in {document}, under "
+        out.append((pos, (pattern, False), search, starts, start, rx(pattern).findall, name, document, passing))
     return out
 
 
 def once_verdicts(sections: Sections, planned: list[tuple[Any, ...]], out: dict[int, Verdict | None]) -> None:
     """``once_verdict`` of every check of ``planned`` on a new parse, by position into ``out``, in one frame.
 
-    The pattern's answers are found by its start texts (``Sections._scan``) and kept in ``found``; a section
-    that matches is counted by one ``findall`` from the pattern's first start text (the matches ``finditer``
-    walks there, without a match object each), and the headings naming the pattern are ``_heads_naming``'s.
+    The pattern's answers are found by its start texts (``Sections._scan``) and kept in ``found`` (a report's
+    ``doc_section_contains`` checks have found most of them already); a section that matches is counted by one
+    ``findall`` from the pattern's first start text (the matches ``finditer`` walks there, without a match
+    object each), each section named as the evidence names it once per parse, and the headings naming the
+    pattern are ``_heads_naming``'s.
     """
     found, heads, texts, lows = sections.found, sections.heads, sections.texts, sections.texts_low
-    for pos, key, search, starts, findall, name, document in planned:
+    under = [h or "(before the first heading)" for h in heads]  # each section as the evidence names it
+    every = range(len(texts))
+    for pos, key, search, starts, start, findall, name, document, passing in planned:
         hits = found.get(key)
         if hits is None:
             hits = sections._scan_from(False, search, starts) if starts is not None else None
@@ -875,21 +883,22 @@ def once_verdicts(sections: Sections, planned: list[tuple[Any, ...]], out: dict[
             else:
                 found[key] = hits
         where: list[str] = []
-        for i in compress(range(len(hits)), hits):
+        for i in compress(every, hits):
             low = lows[i]
-            if starts is None or low is None:
+            if low is None or starts is None:
                 at = 0
-            elif len(starts) == 1:  # ``_earliest`` of one start text, without its frame
-                at = low.find(starts[0])
-                at = at if at > 0 else 0
+            elif start is not None:  # ``_earliest`` of one start text, without its frame
+                at = low.find(start)
+                if at < 0:
+                    at = 0
             else:
                 at = max(_earliest(starts, low), 0)
-            where += [heads[i] or "(before the first heading)"] * len(findall(texts[i], at))
+            where += [under[i]] * len(findall(texts[i], at))
         named = _heads_naming(key[0], heads)
         if named:
             where += named
         if len(where) == 1:
-            out[pos] = 1.0, f"{name}: named once in {document}, under {where[0]}", {}
+            out[pos] = 1.0, passing + where[0], {}
         elif not where:
             out[pos] = 0.0, f"{name}: not named in {document}", {}
         else:
