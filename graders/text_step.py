@@ -130,10 +130,10 @@ def text_step(check: str, function: Callable[[], Callable[..., Any]]) -> Callabl
     """The ``on_step`` evaluator of text check ``check`` (``function()`` gives the check function, when called).
 
     ``function`` is a thunk because the check is defined after the evaluator is registered with it, and
-    ``checks_items`` loads the office readers only when a rubric uses them. Per check on a changed document,
-    first the quick test (no changed section holds the pattern's literal text, before or after the write:
-    a substring search, O(1) in the checks' terms), then ``UNMOVED``'s (the pattern matched on the changed
-    sections), and only then the function.
+    ``checks_items`` loads the office readers only when a rubric uses them. On a changed document, first the
+    quick test (no changed section holds the pattern's literal text, before or after the write: a substring
+    search per distinct needle of the function's checks, ``decide``), then, per check it leaves, ``UNMOVED``'s
+    (the pattern matched on the changed sections), and only then the function.
     """
     unmoved = UNMOVED[check]
     joined, heads, quotes = QUIET[check]
