@@ -27,7 +27,10 @@ A function with an ``on_step`` evaluator settles all of its table checks with on
 ``touches`` and an ``on_changes`` call per check (a review rubric has a check per comment it expects; asking each
 whether a note concerns it costs more than reading the note once, by file). It may answer ``LATER`` for a check
 whose score the step cannot move but whose evidence it did (a failing check listing every mail sent): that check
-is run again only when ``results`` asks, as a trace check no new step could move is. An ``on_step`` function is
+is run again only when ``results`` asks, as a trace check no new step could move is. It may answer a
+score alone (a float) for a check whose score the step moved: the score counts at once and the check is run
+again, for its evidence, only when ``results`` asks (nothing in an episode reads the evidence; a direct message
+that passes two notice checks would otherwise write two texts nobody reads). An ``on_step`` function is
 asked once with no rows when progress starts, so what it keeps for the episode (the note checks' groups by file)
 is built in the step that grades everything rather than in the first write. An ``on_changes`` evaluator asked
 with rows may answer ``LATER`` too (``no_collateral_changes`` after rows its rules admit: only its count moved);
@@ -525,7 +528,12 @@ class Progress:
                 elif out is LATER:  # the score stands, the evidence moved: asked again when results are
                     self._lagging.add(i)
                 elif out is not outcomes[i] and i not in stale:  # a kept verdict handed back: nothing to store
-                    self._store(i, out)
+                    if type(out) is float:  # the score alone: the evidence is built when results are asked for
+                        self._lagging.add(i)
+                        if out != outcomes[i][0]:
+                            self._store(i, (out, "", {}))
+                    else:
+                        self._store(i, out)
 
     def _decided(self, i: int, rows: list[ChangeRow]) -> bool:
         """Settle check ``i`` from its changed rows with its ``on_rows``/``on_changes`` evaluator if it can tell.
