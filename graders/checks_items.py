@@ -156,7 +156,9 @@ def _free(ctx: GradingContext, title_pattern: str, username: str) -> Verdict:
     return verdict(True, f"{head}: @{username} has nothing else then", m.id)
 
 
-@check_fn("meeting_person_free", reads=_TABLES, touches=_free_touches, on_step=decide_step(_free_touches, _free))
+@check_fn(
+    "meeting_person_free", reads=_TABLES, touches=_free_touches, on_step=decide_step(_free_touches, _free, "clash")
+)
 def meeting_person_free(ctx: GradingContext, title_pattern: Regex, username: str) -> CheckOutcome:
     """``username`` has no other commitment at the meeting's time (events they organise or have not declined).
 
