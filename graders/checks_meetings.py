@@ -81,21 +81,30 @@ def _meetings(ctx: GradingContext, title_pattern: str) -> list[Any]:
 
     Kept until an event changes, and looked up through a per-step table of its own (``ctx.memo``, emptied
     whenever a kept answer may be): every hook and check of every meeting asks it, a booking some twenty times.
+    One table holds every title's meetings (kept until an event changes); a title it lacks is found with every
+    other title asked about this episode (``ctx.lasting``) and not in it yet, in one pass over the new events:
+    a booking finds the meetings of all the rubric's titles at once (one per report in 1:1s), not one by one.
     """
     step: dict[str, list[Any]] | None = ctx.memo.get("meetings")
     if step is None:
-        step = ctx.memo["meetings"] = {}
+        step = ctx.memo["meetings"] = ctx.kept("meetings", ("events",), dict)
     found = step.get(title_pattern)
     if found is None:
-
-        def find() -> list[Any]:
-            return [
-                r
-                for r in _new_events(ctx)
-                if not r.cancelled and r.organizer_id == ctx.actor_id and rx(title_pattern).search(r.title or "")
-            ]
-
-        found = step[title_pattern] = ctx.kept(("meetings", title_pattern), ("events",), find)
+        titles: list[str] | None = ctx.lasting.get("meeting_titles")
+        if titles is None:
+            titles = ctx.lasting["meeting_titles"] = []
+        if title_pattern not in titles:
+            titles.append(title_pattern)
+        wanted: list[tuple[str, Any, list[Any]]] = [(t, rx(t).search, []) for t in titles if t not in step]
+        actor = ctx.actor_id
+        for r in _new_events(ctx):  # in id order, as each title's list was
+            if not r.cancelled and r.organizer_id == actor:
+                for _, search, into in wanted:
+                    if search(r.title or ""):
+                        into.append(r)
+        for t, _, into in wanted:  # filed once all are found (a read that fails leaves no title half found)
+            step[t] = into
+        found = step[title_pattern]
     return found
 
 
@@ -302,13 +311,19 @@ def touch_step(
             groups = _by_meeting(touches, params)
             titles = tuple(dict.fromkeys(title for _, title, _ in groups))
             keys = ctx.lasting[(touches, id(params))] = (params, groups, titles, _KIND.get(touches, like))
-        if not ctx.changed_rows("events") and not ctx.changed_rows("event_attendees"):
-            return {}  # no event or invitation this episode: no meeting, and no row a hook could answer yes to
-        left = _rows_left(ctx, keys[3], rows, keys[2]) if keys[3] else rows
-        if not left:
-            return {}  # every row is one the hook answers no to whatever the meeting
+        if not ctx.lasting.get("meeting_calendar"):  # the log only grows: once true, true for the episode
+            if not ctx.changed_rows("events") and not ctx.changed_rows("event_attendees"):
+                return {}  # no event or invitation this episode: no meeting, and no row a hook could answer yes to
+            ctx.lasting["meeting_calendar"] = True
         seqs = tuple(map(_SEQ, rows))
-        calendar = _calendar_rows(ctx, rows, seqs)
+        left = rows
+        if keys[3]:  # the step's answer for the function's kind and titles, looked up before it is worked out
+            left = ctx.memo.get((keys[3], keys[2], seqs))
+            if left is None:
+                left = ctx.memo[(keys[3], keys[2], seqs)] = _rows_left(ctx, keys[3], rows, keys[2])
+            if not left:
+                return {}  # every row is one the hook answers no to whatever the meeting
+        calendar = ctx.memo.get(("meeting_rows", seqs)) or _calendar_rows(ctx, rows, seqs)
         any_calendar, _, inserts, booked = calendar
         found: list[int] = []
         several = False  # more than one meeting touched: their positions are sorted (checks are decided in order)

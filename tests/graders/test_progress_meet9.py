@@ -143,3 +143,33 @@ def test_a_group_reading_every_table_of_a_booking_gets_its_rows_in_seq_order(wor
     step = [r.seq for r in progress.ctx.log[-3:]]
     assert len(booked) >= 4 and all(seqs == step for seqs in booked), (booked, step)
     assert step == sorted(step) and len(set(step)) == 3, step
+
+
+def test_a_booking_finds_every_title_s_meetings_in_one_pass(world, monkeypatch):
+    titled = [("agreed-retro", "meeting_agreed", {"title_pattern": "Retro", "attendees": ["carol"]})]
+    rubric, progress = _progress(world, CHECKS + PERSON + titled)
+    at = [""]
+    passes: dict[str, int] = {}  # step -> passes over the new events to find meetings (by the progress score)
+    real = checks_meetings._new_events
+
+    def new_events(ctx: GradingContext) -> Any:
+        if ctx is progress.ctx and at[0] != "full grade":
+            passes[at[0]] = passes.get(at[0], 0) + 1
+        return real(ctx)
+
+    monkeypatch.setattr(checks_meetings, "_new_events", new_events)
+    said, book = _calendar(Sql.of(world.session), world)
+
+    def steps() -> Iterator[str]:
+        yield "nothing yet"
+        book("Sync ENG-1", MEET, 2, 3)
+        yield "the sync booked"
+        world.later()
+        book("Retro ENG-2", RETRO, 3)
+        yield "the retro booked"
+
+    evidence = _play(world, rubric, steps(), progress, at)
+    # each title is found when first asked (the first step grades everything), then both (Sync, Retro) in one
+    # pass at each booking, though every check of each asks
+    assert passes == {"nothing yet": 2, "the sync booked": 1, "the retro booked": 1}, passes
+    assert evidence["the retro booked"]["agreed-retro"].startswith("event #6 'Retro ENG-2'"), evidence
