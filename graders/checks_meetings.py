@@ -72,7 +72,7 @@ _ATTENDEES = (
     " WHERE a.event_id = ? ORDER BY e.username"
 )
 _ROOM = "SELECT r.name, r.capacity, l.name FROM rooms r JOIN locations l ON l.id = r.location_id WHERE r.id = ?"
-_USERNAME = operator.itemgetter(1)
+_FIRST, _USERNAME = operator.itemgetter(0), operator.itemgetter(1)
 ISO = re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2})?(?:Z|[+-]\d{2}:?\d{2})")
 
 
@@ -238,10 +238,16 @@ def _attendees(ctx: GradingContext, event_id: int) -> list[Any]:
         invites = invitations(ctx)
         if invites is None:
             return [Attendee(*r) for r in Sql.of(ctx.session).all(_ATTENDEES, (event_id,))]
-        mine = [(i["employee_id"], i["rsvp"]) for i in invites.values() if i.get("event_id") == event_id]
-        people = _people(ctx, [emp for emp, _ in mine])
-        # a list and a C key, not a generator and a lambda: no frame per invitee (onboarding invites five)
-        found = [_new(Attendee, (emp, people[emp].username, rsvp)) for emp, rsvp in mine if emp in people]
+        # loops and a C key, not comprehensions, a generator and a lambda: no frame per invitee or list
+        mine = []
+        for i in invites.values():
+            if i.get("event_id") == event_id:
+                mine.append((i["employee_id"], i["rsvp"]))
+        people = _people(ctx, list(map(_FIRST, mine)))
+        found = []
+        for emp, rsvp in mine:
+            if emp in people:
+                found.append(_new(Attendee, (emp, people[emp].username, rsvp)))
         found.sort(key=_USERNAME)
         return found
 
@@ -261,10 +267,15 @@ def _invitees(ctx: GradingContext, event_id: int) -> tuple[list[int], frozenset[
     if found is None:
 
         def build() -> tuple[list[int], frozenset[int], frozenset[str], frozenset[int]]:
-            found = _attendees(ctx, event_id)
-            ids = [a.employee_id for a in found]
-            declined = frozenset(a.employee_id for a in found if a.rsvp == "declined")
-            return ids, frozenset(ids), frozenset(a.username for a in found), declined
+            ids: list[int] = []
+            names: set[str] = set()
+            declined: set[int] = set()
+            for a in _attendees(ctx, event_id):  # one loop, not a comprehension a set (a frame each)
+                ids.append(a.employee_id)
+                names.add(a.username)
+                if a.rsvp == "declined":
+                    declined.add(a.employee_id)
+            return ids, frozenset(ids), frozenset(names), frozenset(declined)
 
         found = step[event_id] = ctx.kept(("invitees", event_id), ("event_attendees", "employees"), build)
     return found
@@ -318,11 +329,12 @@ def touch_step(
         seqs = tuple(map(_SEQ, rows))
         left = rows
         if keys[3]:  # the step's answer for the function's kind and titles, looked up before it is worked out
-            left = ctx.memo.get((keys[3], keys[2], seqs))
-            if left is None:
-                left = ctx.memo[(keys[3], keys[2], seqs)] = _rows_left(ctx, keys[3], rows, keys[2])
-            if not left:
+            kept: Sequence[ChangeRow] | None = ctx.memo.get((keys[3], keys[2], seqs))
+            if kept is None:
+                kept = ctx.memo[(keys[3], keys[2], seqs)] = _rows_left(ctx, keys[3], rows, keys[2])
+            if not kept:
                 return {}  # every row is one the hook answers no to whatever the meeting
+            left = kept
         calendar = ctx.memo.get(("meeting_rows", seqs)) or _calendar_rows(ctx, rows, seqs)
         any_calendar, _, inserts, booked = calendar
         found: list[int] = []
@@ -884,15 +896,18 @@ def _agreed(ctx: GradingContext, title_pattern: str, attendees: Sequence[str], a
         return verdict(False, head)
     ids, unknown = _resolve(ctx, attendees)
     people = _people(ctx, list(ids.values()))
-    covered, notes = 0, [f"unknown employee {u!r}" for u in unknown]
+    covered, notes = 0, [f"unknown employee {u!r}" for u in unknown] if unknown else []
     posts: list[Any] | None = None
     agent_name = ""
     did = _answers(ctx)
     start, booked = m.start_at, m.created_at
     for name, emp in ids.items():
-        told = [t for t in did.get(emp, ()) if t[0].at <= booked]  # answers given before the booking
-        mem = [t[0] for t in told]
-        said = [word if when is not None and when == start else None for _, when, word in told]
+        mem: list[Any] = []  # the answers given before the booking, and what each said of the start
+        said: list[str | None] = []
+        for row, when, word in did.get(emp, ()):  # one loop, not three comprehensions (a frame each)
+            if row.at <= booked:
+                mem.append(row)
+                said.append(word if when is not None and when == start else None)
         if "yes" in said and "no" not in said:
             covered += 1
             notes.append(f"@{name} agreed at {mem[said.index('yes')].at:%H:%M}")

@@ -224,10 +224,15 @@ def _people(ctx: GradingContext, ids: Sequence[int]) -> dict[int, Any]:
         found = by_id.get(ids[0])
         if found is not None:
             return {ids[0]: found}
-    missing = sorted({i for i in ids if i not in by_id})
+    missing = sorted(set(ids).difference(by_id))  # set operations and a loop: no comprehension frames
     if missing:
         known.keep(rows_in(ctx, _PEOPLE, missing))
-    return {i: by_id[i] for i in sorted(set(ids)) if i in by_id}
+    out: dict[int, Any] = {}
+    for i in sorted(set(ids)):
+        p = by_id.get(i)
+        if p is not None:
+            out[i] = p
+    return out
 
 
 def _employee(ctx: GradingContext, name: str) -> int | None:
@@ -743,12 +748,19 @@ class Calendar:
         names = ctx.lasting.get("meeting_people", ())
         if self.expected[0] != len(names):  # the named coworkers' ids, resolved again only when one is added
             self.expected = (len(names), [i for name in sorted(names) if (i := _employee(ctx, name))])
-        missing = sorted({p for p in [*people, *self.expected[1]] if p not in self.busy})
+        missing = sorted(set(people).union(self.expected[1]).difference(self.busy))
         if missing:
             found = self._query(ctx, _BUSY.format(", ".join("?" * len(missing))), [*missing, *missing])
             for p in missing:
                 self.busy[p] = found.get(p, {})
-        mine = {p: self._window(self.people.setdefault(p, {}), self.busy[p], w) for p in people}
+        mine: dict[int, dict[int, Clash]] = {}
+        kept = self.people
+        for p in people:  # a loop, not a comprehension; a window kept for the person is looked up, not called for
+            windows = kept.get(p)
+            if windows is None:
+                windows = kept[p] = {}
+            have = windows.get(w)
+            mine[p] = have if have is not None else self._window(windows, self.busy[p], w)
         if room is None:
             return mine, {}
         if room not in self.room_busy:
