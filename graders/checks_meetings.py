@@ -568,11 +568,10 @@ def _in_hours(ctx: GradingContext, title_pattern: str, start_before: datetime | 
         return verdict(False, head)
     people = _people(ctx, [m.organizer_id, *_invitees(ctx, m.id)[0]])
     start, end = m.start_at, m.end_at
-    outside = [
-        f"@{p.username} ({local_time(start, p.timezone)} {p.timezone})"
-        for p in people.values()
-        if not works(p, start, end)
-    ]
+    outside = []
+    for p in people.values():  # a loop, not a comprehension (a frame)
+        if not works(p, start, end):
+            outside.append(f"@{p.username} ({local_time(start, p.timezone)} {p.timezone})")
     late = start_before is not None and start >= start_before
     problems = [f"outside working hours of {listing(outside, 5)}"] * bool(outside)
     problems += [f"starts after the deadline {start_before.isoformat() if start_before else ''}"] * late
@@ -605,10 +604,14 @@ def _invited(ctx: GradingContext, title_pattern: str, attendees: Sequence[str]) 
     if m is None:
         return verdict(False, head)
     invited = _invitees(ctx, m.id)[2]
-    missing = [a for a in attendees if a not in invited]
+    missing = [a for a in attendees if a not in invited] if not invited.issuperset(attendees) else []
     if missing:
-        return verdict(False, f"{head}: not invited: {', '.join('@' + a for a in missing)}", m.id)
-    return verdict(True, f"{head}: invites {', '.join('@' + a for a in attendees)}", m.id)
+        return verdict(False, f"{head}: not invited: {', '.join(map(_AT, missing))}", m.id)
+    return verdict(True, f"{head}: invites {', '.join(map(_AT, attendees))}", m.id)
+
+
+_AT = "@".__add__
+"""``@name`` of a name: mapped over the names with no Python frame (a generator's resumes cost one a name)."""
 
 
 @check_fn(
@@ -672,10 +675,13 @@ def _no_clash(ctx: GradingContext, title_pattern: str) -> Verdict:
         shown = listing([f"#{m.id} at {m.start_at.isoformat()}" for m in found])
         return verdict(False, f"{len(found)} live meetings match /{title_pattern}/ (book one): {shown}")
     m = found[0]
-    going = [a for a in _attendees(ctx, m.id) if a.rsvp != "declined" and a.employee_id != m.organizer_id]
-    names = {i: p.username for i, p in _people(ctx, [m.organizer_id]).items()}
-    who = [(m.organizer_id, names.get(m.organizer_id, "?"))] + [(a.employee_id, a.username) for a in going]
-    ids = sorted({emp for emp, _ in who})
+    org = m.organizer_id
+    found_org = _people(ctx, [org]).get(org)
+    who = [(org, found_org.username if found_org is not None else "?")]
+    for a in _attendees(ctx, m.id):  # loops and C calls, not comprehensions (a frame each)
+        if a.rsvp != "declined" and a.employee_id != org:
+            who.append((a.employee_id, a.username))
+    ids = sorted(set(map(_FIRST, who)))
     busy, room = Calendar.of(ctx).clashes(ctx, ids, m.room_id, (m.start_at, m.end_at))
     problems = []
     for emp, name in who:

@@ -657,17 +657,32 @@ class Calendar:
             else:
                 self.forget()
                 return
-        wanted = {e for p, e in adds if p in self.busy}
+        busy = self.busy
+        wanted: set[int] = set()  # loops, not comprehensions and generators (a frame each on a booking)
+        for p, e in adds:
+            if p in busy:
+                wanted.add(e)
         if self.room_busy or self.all_rooms:
-            wanted.update(int(r.key[0]) for r in new_events if r.op == "insert")
+            for r in new_events:
+                if r.op == "insert":
+                    wanted.add(int(r.key[0]))
         if not wanted:
             return
         made = _event_images(ctx)  # the new events as they are now, from the log; old ones invited to are read
-        rows: dict[int, EventRow | None] = {e: made.get(e) for e in wanted}
-        unread = sorted(e for e in wanted if rows.get(e) is None)
-        rows.update({r[0]: _stored(r) for r in rows_in(ctx, _EVENT_ROWS, unread)})
+        rows: dict[int, EventRow | None] = {}
+        unread: list[int] = []
+        for e in wanted:
+            rows[e] = found = made.get(e)
+            if found is None:
+                unread.append(e)
+        if unread:
+            unread.sort()
+            for r in rows_in(ctx, _EVENT_ROWS, unread):
+                rows[r[0]] = _stored(r)
         for person, event_id in adds:
-            self._add(self.busy.get(person), self.people.get(person), rows.get(event_id))
+            kept_busy = busy.get(person)
+            if kept_busy is not None:  # ``_add`` does nothing for someone not kept: not called for them
+                self._add(kept_busy, self.people.get(person), rows.get(event_id))
         for r in new_events:
             row = rows.get(int(r.key[0]))
             if r.op == "insert" and row is not None and row[7] is not None:
