@@ -41,6 +41,7 @@ from graders.meeting_log import (
     _labels,
     _new,
     _new_events,
+    _room,
     _stored,
     invitations,
     know_channels,
@@ -49,6 +50,8 @@ from graders.meeting_log import (
     new_posts,
 )
 from graders.meeting_log import _DM_CHANNELS as _DM_CHANNELS  # re-exported: the tests name its statement
+from graders.meeting_log import _ROOM as _ROOM  # re-exported: the tests name its statement
+from graders.meeting_log import _ROOMS as _ROOMS  # re-exported: the tests name its statement
 
 # re-exported: graders.checks_items and the tests read the participants and the calendar through this module
 from graders.meeting_log import _people as _people
@@ -71,7 +74,6 @@ _ATTENDEES = (
     "SELECT a.employee_id, e.username, a.rsvp FROM event_attendees a JOIN employees e ON e.id = a.employee_id"
     " WHERE a.event_id = ? ORDER BY e.username"
 )
-_ROOM = "SELECT r.name, r.capacity, l.name FROM rooms r JOIN locations l ON l.id = r.location_id WHERE r.id = ?"
 _FIRST, _USERNAME = operator.itemgetter(0), operator.itemgetter(1)
 ISO = re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2})?(?:Z|[+-]\d{2}:?\d{2})")
 
@@ -741,27 +743,6 @@ def _in_room(ctx: GradingContext, title_pattern: str, location: str) -> Verdict:
 def meeting_room(ctx: GradingContext, title_pattern: Regex, location: str) -> CheckOutcome:
     """The meeting has a room in ``location`` that holds every participant who has not declined."""
     return outcome(_in_room(ctx, title_pattern, location))
-
-
-_ROOMS = "SELECT r.id, r.name, r.capacity, l.name FROM rooms r JOIN locations l ON l.id = r.location_id ORDER BY r.id"
-
-
-def _room(ctx: GradingContext, room_id: int | None) -> tuple[str, int, str]:
-    """A room's (name, capacity, location), read once per episode while no room or location row changes.
-
-    Every room is read with the first call, which the room check makes before any booking (``room_id`` None:
-    nothing is asked), in the step that grades everything, so the booking reads none. A room the first read
-    did not find is read alone (a query that finds no row fails the check, as it always did).
-    """
-    stamp = (len(ctx.changed_rows("rooms")), len(ctx.changed_rows("locations")))
-    kept = ctx.lasting.get("meeting_rooms")
-    if kept is None or kept[0] != stamp:
-        rooms = {r[0]: (r[1], r[2], r[3]) for r in Sql.of(ctx.session).all(_ROOMS)}
-        kept = ctx.lasting["meeting_rooms"] = (stamp, rooms)
-    found: tuple[str, int, str] | None = kept[1].get(room_id)
-    if found is None and room_id is not None:
-        found = kept[1][room_id] = tuple(Sql.of(ctx.session).one(_ROOM, (room_id,)))
-    return found  # type: ignore[return-value]
 
 
 @functools.lru_cache(maxsize=4096)

@@ -923,3 +923,25 @@ def _dm_channels(ctx: GradingContext, attendees: Sequence[str]) -> set[int]:
 
 def _dm_name(a: int, b: int) -> str:
     return "__".join(str(i) for i in sorted((a, b)))
+
+
+_ROOM = "SELECT r.name, r.capacity, l.name FROM rooms r JOIN locations l ON l.id = r.location_id WHERE r.id = ?"
+_ROOMS = "SELECT r.id, r.name, r.capacity, l.name FROM rooms r JOIN locations l ON l.id = r.location_id ORDER BY r.id"
+
+
+def _room(ctx: GradingContext, room_id: int | None) -> tuple[str, int, str]:
+    """A room's (name, capacity, location), read once per episode while no room or location row changes.
+
+    Every room is read with the first call, which the room check makes before any booking (``room_id`` None:
+    nothing is asked), in the step that grades everything, so the booking reads none. A room the first read
+    did not find is read alone (a query that finds no row fails the check, as it always did).
+    """
+    stamp = (len(ctx.changed_rows("rooms")), len(ctx.changed_rows("locations")))
+    kept = ctx.lasting.get("meeting_rooms")
+    if kept is None or kept[0] != stamp:
+        rooms = {r[0]: (r[1], r[2], r[3]) for r in Sql.of(ctx.session).all(_ROOMS)}
+        kept = ctx.lasting["meeting_rooms"] = (stamp, rooms)
+    found: tuple[str, int, str] | None = kept[1].get(room_id)
+    if found is None and room_id is not None:
+        found = kept[1][room_id] = tuple(Sql.of(ctx.session).one(_ROOM, (room_id,)))
+    return found  # type: ignore[return-value]
