@@ -605,7 +605,9 @@ class Progress:
         A step whose rows of tables some group reads are of one table (most steps: a note with its request's bump,
         a sheet's document with its version and blob) asks the groups filed under it with those rows as they are;
         else every group reading one of the step's tables, in ``_grouped`` order, with its tables' rows in seq
-        order (going through the groups costs less than gathering them from the tables' lists).
+        order (going through the groups costs less than gathering them from the tables' lists). A group that reads
+        every table the step wrote (a booking's event and invitations, for each meeting function) is given the
+        step's rows as the log holds them (its last rows, in seq order), not a merge sorted again per group.
         """
         grouped, groups_of = self._grouped, self._groups_of
         step_rows: list[ChangeRow] = []
@@ -620,6 +622,7 @@ class Progress:
             else:
                 groups = grouped  # every group in order, each skipped unless it reads one of the tables
         outcomes = self._outcomes
+        everything: list[ChangeRow] = []  # the step's rows, all tables, read from the log once asked
         for key in groups:
             on_step, checks, params = grouped[key]
             if step_rows:  # one table written: its rows as they are
@@ -628,7 +631,14 @@ class Progress:
                 found = [by_table[t] for t in key[1] if t in by_table]
                 if not found:
                     continue
-                rows = found[0] if len(found) == 1 else sorted((r for f in found for r in f), key=_seq)
+                if len(found) == 1:
+                    rows = found[0]
+                elif len(found) == len(by_table):
+                    if not everything:
+                        everything = self.ctx.log[-sum(map(len, by_table.values())) :]
+                    rows = everything
+                else:
+                    rows = sorted((r for f in found for r in f), key=_seq)
             try:
                 verdicts = on_step(self.ctx, rows, params)
             except Exception:  # an evaluator that fails re-runs every check of it: exactness first
