@@ -85,12 +85,23 @@ _PLAIN = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ01234567
 """The characters a pattern may hold unescaped and still match only themselves (outside verbose mode)."""
 
 
-def _literal(piece: str) -> str | None:
-    """The text ``piece`` of a pattern matches (in lower case), if it is plain ASCII and escaped punctuation only."""
+Needle = tuple[str, bool, bool]
+r"""A literal in lower case, and whether a word boundary (``\b``) must come before it and after it."""
+
+
+def _literal(piece: str) -> Needle | None:
+    r"""What ``piece`` of a pattern matches, if it is plain ASCII and escaped punctuation (``\b`` at either end).
+
+    The text in lower case, and whether ``\b`` leads and ends it; None for anything else.
+    """
     out: list[str] = []
     i, n = 0, len(piece)
+    left = right = False
     while i < n:
         c = piece[i]
+        if piece.startswith("\\b", i) and (i == 0 or i + 2 == n):
+            left, right, i = left or i == 0, right or (i > 0 and i + 2 == n), i + 2
+            continue
         if c == "\\":  # ``re.escape``'s escapes: a backslash before ASCII punctuation or a space (not ``\d``, ``\b``)
             if i + 1 >= n or not piece[i + 1].isascii() or piece[i + 1].isalnum():
                 return None
@@ -101,10 +112,10 @@ def _literal(piece: str) -> str | None:
         else:
             return None
         out.append(c)
-    return "".join(out).lower() if out else None
+    return ("".join(out).lower(), left, right) if out else None
 
 
-def _alternatives(piece: str) -> list[str] | None:
+def _alternatives(piece: str) -> list[Needle] | None:
     """The texts of ``piece`` (a literal, or ``(?:a|b|...)`` of literals) any of which it matches; else None."""
     if not piece.startswith("(?:") or not piece.endswith(")"):
         found = _literal(piece)
@@ -125,7 +136,7 @@ def _alternatives(piece: str) -> list[str] | None:
             current.append(c)
         i += 1
     alts.append("".join(current))
-    out: list[str] = []
+    out: list[Needle] = []
     for alt in alts:  # a bracket or paren left in an alternative (a nested group) makes it no literal
         found = _literal(alt)
         if found is None:
@@ -134,7 +145,7 @@ def _alternatives(piece: str) -> list[str] | None:
     return out
 
 
-def _literal_test(pattern: str) -> list[list[str]] | None:
+def _literal_test(pattern: str) -> list[list[Needle]] | None:
     r"""The literals ``pattern`` asks for (one of each list), when that is all it asks; else None.
 
     A plain literal (found anywhere), or ``(?=[\s\S]*...)`` groups each of a literal or an alternation of them
@@ -148,7 +159,7 @@ def _literal_test(pattern: str) -> list[list[str]] | None:
     if groups is None:
         found = _literal(pattern[flags.end() :] if flags is not None else pattern)
         return None if found is None else [[found]]
-    out: list[list[str]] = []
+    out: list[list[Needle]] = []
     for group in groups:
         alts = _alternatives(group)
         if alts is None:
@@ -177,14 +188,33 @@ def finder(pattern: str) -> Callable[[str], object]:
             return test(text)
         low = text.lower()
         for alts in wanted:
-            for alt in alts:
-                if alt in low:
+            for lit, left, right in alts:
+                if (lit in low) if not (left or right) else _bounded(low, lit, left, right):
                     break
             else:
                 return False
         return True
 
     return found
+
+
+_WORD = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_")
+r"""What ``\w`` matches of lower-case ASCII text (``\b`` sits between one of these and anything else)."""
+
+
+def _bounded(low: str, lit: str, left: bool, right: bool) -> bool:
+    """Whether ``lit`` occurs in ``low`` (ASCII, lower case) with a word boundary before it and/or after it."""
+    i, n, end = low.find(lit), len(low), len(lit)
+    while i >= 0:
+        if left and (i > 0 and low[i - 1] in _WORD) == (low[i] in _WORD):
+            i = low.find(lit, i + 1)
+            continue
+        j = i + end
+        if right and (low[j - 1] in _WORD) == (j < n and low[j] in _WORD):
+            i = low.find(lit, i + 1)
+            continue
+        return True
+    return False
 
 
 class _Sent(NamedTuple):

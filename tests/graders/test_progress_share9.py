@@ -97,6 +97,12 @@ LITERAL_PATTERNS = [
     r"(?s)(?=.*ENG\-7)(?=.*(?:fixed|mended))",
     "ENG-12",
     r"(?=[\s\S]*a\|b)",  # an escaped bar is a literal
+    r"\bSEA\-1\b",  # customer-escalation's keys, word-bounded
+    r"@janet\.yang\b",
+    r"\bENG-1\b",
+    r"(?=[\s\S]*\bENG\-1\b)(?=[\s\S]*(?:\bfix\b|mended))",
+    r"\b\-1",  # a boundary before a non-word character: a word character must precede it
+    r"\bA\ \b",
 ]
 OTHER_PATTERNS = [
     r"(?=[\s\S]*ENG-\d+)",  # a class: the regex decides
@@ -104,8 +110,9 @@ OTHER_PATTERNS = [
     r"(?=[\s\S]*(a|b))",  # a capturing group is left to the regex
     r"(?x)ENG 12",  # verbose mode drops the space
     r"(?=[\s\S]*a)|b",
-    r"\bENG-1\b",
-    r"(?=.*fixed)",  # without (?s) a dot stops at a line's end
+    r"(?=.*fixed)",
+    r"a\bb",  # a boundary inside: the regex decides
+    r"\bENG\d\b",  # without (?s) a dot stops at a line's end
     "ENG.1",
 ]
 TEXTS = [
@@ -126,6 +133,18 @@ TEXTS = [
     "EXP-1042 the receıpt",  # a dotless i
     "ENG-7 \u212aelvin fixed",  # a Kelvin sign
     "Ünïcode ENG-12",
+    "SEA-1",
+    "see SEA-12 and xSEA-1",
+    "_SEA-1 or SEA-1_",
+    "SEA-1-2",
+    "cc @janet.yang.",
+    "@janet.yangs",
+    "a-1 and -1",
+    " -1",
+    "ENG-1 fix",
+    "ENG-10 fixes, ENG-1",
+    "a b",
+    "a  b",
 ]
 
 
