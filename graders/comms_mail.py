@@ -175,7 +175,7 @@ def finder(pattern: str) -> Callable[[str], object]:
     the text in lower case, which give the regex's truth exactly there (ASCII case folding is ``str.lower``'s;
     only a dotless i or a long s outside ASCII matches an ASCII letter ignoring case, which lower case does not
     show): a case-insensitive regex over a mail costs 4-9 us a test, the substrings well under one (a mail that
-    fits is tested by every check it fits, at each step and in the final grade). Other text goes to the regex.
+    reaches a check's recipients is tested by it). Other text goes to the regex.
     """
     compiled = rx(pattern)
     test = compiled.match if _lookaheads_only(pattern) else compiled.search
