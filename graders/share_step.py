@@ -49,17 +49,33 @@ class _Plan:
     while it holds as many, no path names another row and no username another person.
     """
 
-    __slots__ = ("by_doc", "by_grant", "later", "names", "params", "token")
+    __slots__ = ("by_doc", "by_grant", "held", "later", "names", "params", "token")
 
     def __init__(self, params: list[dict[str, Any]], token: tuple[int, int, int]) -> None:
         self.params = params
         self.token = token
+        self.held: Callable[..., Verdict] = _docs()._held_verdict  # ``checks_docs`` is loaded: a plan found a row
         self.by_doc: dict[Any, list[int]] = {}  # document id -> the checks on it, in rubric order
         # "grantee": (document id, employee id) -> the checks a grant to that person may move (not the owner's: its
         # verdict says it owns the document, whatever is shared)
         self.by_grant: dict[tuple[Any, Any], list[int]] = {}
         self.names: dict[int, frozenset[Any]] = {}  # "only": each check's usernames' employee ids
         self.later: dict[int, Any] = {}  # "episode": every check on an existing document, LATER
+
+
+def _grants_of(rows: list[ChangeRow]) -> dict[Any, set[Any]] | None:
+    """A step's new shares as document id -> grantees, or None unless every row is one naming both."""
+    grants: dict[Any, set[Any]] = {}
+    for r in rows:
+        ch = r.changes
+        if r.table != "document_shares" or r.op != "insert" or "document_id" not in ch or "employee_id" not in ch:
+            return None
+        found = grants.get(ch["document_id"])
+        if found is None:
+            grants[ch["document_id"]] = {ch["employee_id"]}
+        else:
+            found.add(ch["employee_id"])
+    return grants
 
 
 def _token(ctx: GradingContext) -> tuple[int, int, int]:
@@ -112,31 +128,22 @@ def share_checks(
             first = general(ctx, rows, params)
             _plan(ctx, params, scope)
             return first
-        grants: dict[Any, set[Any]] = {}  # the step's new shares: document id -> grantees
-        for r in rows:
-            ch = r.changes
-            if r.table != "document_shares" or r.op != "insert" or "document_id" not in ch or "employee_id" not in ch:
-                return general(ctx, rows, params)
-            found = grants.get(ch["document_id"])
-            if found is None:
-                grants[ch["document_id"]] = {ch["employee_id"]}
-            else:
-                found.add(ch["employee_id"])
+        # the step's grants and the tables' log lengths, worked out by the first of the share functions asked
+        step = ctx.memo.get("share_grants")
+        if step is None or step[0] is not rows:
+            found = _grants_of(rows)
+            step = ctx.memo["share_grants"] = (rows, found, None if found is None else _token(ctx))
+        grants = step[1]
+        if grants is None:
+            return general(ctx, rows, params)
         plan: _Plan | None = ctx.lasting.get(("share_plan", id(params)))
-        by_table = ctx._by_table  # ``_token``, inlined: the plan stands while these tables' logs do not grow
-        if (
-            plan is None
-            or plan.params is not params
-            or plan.token[0] != len(by_table.get("documents", _NO_ROWS))
-            or plan.token[1] != len(by_table.get("doc_folders", _NO_ROWS))
-            or plan.token[2] != len(by_table.get("employees", _NO_ROWS))
-        ):
+        if plan is None or plan.params is not params or plan.token != step[2]:
             plan = _plan(ctx, params, scope)
             if plan is None:
                 return general(ctx, rows, params)
         out: dict[int, Any] = {}
         if scope == "grantee":
-            held = _docs()._held_verdict
+            held = plan.held
             for doc_id, grantees in grants.items():
                 for emp in grantees:
                     for pos in plan.by_grant.get((doc_id, emp), ()):
