@@ -87,11 +87,16 @@ def _token(ctx: GradingContext) -> tuple[int, int, int]:
     )
 
 
-def _plan(ctx: GradingContext, params: list[dict[str, Any]], scope: str) -> _Plan | None:
-    """The plan for ``params`` as the log stands now, or None when a path's row cannot be told without a query."""
+def _plan(
+    ctx: GradingContext, params: list[dict[str, Any]], scope: str, token: tuple[int, int, int] | None = None
+) -> _Plan | None:
+    """The plan for ``params`` as the log stands now, or None when a path's row cannot be told without a query.
+
+    ``token`` is the log's lengths (``_token``) when the caller has worked them out already.
+    """
     docs = _docs()
     unknown, document, employee = docs._UNKNOWN, docs._document, docs._employee
-    plan = _Plan(params, _token(ctx))
+    plan = _Plan(params, _token(ctx) if token is None else token)
     for pos, kw in enumerate(params):
         row = document(ctx, kw["document"], query=False)
         if row is unknown:
@@ -128,6 +133,8 @@ def share_checks(
             first = general(ctx, rows, params)
             _plan(ctx, params, scope)
             return first
+        if rows[0].table != "document_shares":  # a document written or created, an employee changed: no grant
+            return general(ctx, rows, params)
         # the step's grants and the tables' log lengths, worked out by the first of the share functions asked
         step = ctx.memo.get("share_grants")
         if step is None or step[0] is not rows:
@@ -138,7 +145,7 @@ def share_checks(
             return general(ctx, rows, params)
         plan: _Plan | None = ctx.lasting.get(("share_plan", id(params)))
         if plan is None or plan.params is not params or plan.token != step[2]:
-            plan = _plan(ctx, params, scope)
+            plan = _plan(ctx, params, scope, step[2])
             if plan is None:
                 return general(ctx, rows, params)
         out: dict[int, Any] = {}
