@@ -38,11 +38,6 @@ def _lookaheads_only(pattern: str) -> bool:
     Groups are read with their escapes, classes and nested groups; anything else at the top (an alternation,
     a literal) makes it an ordinary pattern.
     """
-    return _ahead_groups(pattern) is not None
-
-
-def _ahead_groups(pattern: str) -> list[str] | None:
-    r"""What each ``(?=[\s\S]*...)`` group of ``pattern`` looks for (the ``...``), or None (``_lookaheads_only``)."""
     i, n = 0, len(pattern)
     flags = _FLAGS.match(pattern)
     starts: tuple[str, ...] = (_ANYWHERE,)
@@ -50,17 +45,15 @@ def _ahead_groups(pattern: str) -> list[str] | None:
         i = flags.end()
         starts = (_ANYWHERE, _DOTALL_ANYWHERE) if "s" in flags.group(1) else starts
     if i == n:
-        return None
-    groups: list[str] = []
+        return False
     while i < n:
         start = next((s for s in starts if pattern.startswith(s, i)), None)
         if start is None:
-            return None
+            return False
         depth, i, in_class = 1, i + len(start), False
-        begin = i
         while depth:
             if i >= n:
-                return None
+                return False
             c = pattern[i]
             if c == "\\":
                 i += 1
@@ -77,144 +70,13 @@ def _ahead_groups(pattern: str) -> list[str] | None:
             elif c == ")":
                 depth -= 1
             i += 1
-        groups.append(pattern[begin : i - 1])
-    return groups
-
-
-_PLAIN = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 -_,:;'\"/@%&=<>!~`")
-"""The characters a pattern may hold unescaped and still match only themselves (outside verbose mode)."""
-
-
-Needle = tuple[str, bool, bool]
-r"""A literal in lower case, and whether a word boundary (``\b``) must come before it and after it."""
-
-
-def _literal(piece: str) -> Needle | None:
-    r"""What ``piece`` of a pattern matches, if it is plain ASCII and escaped punctuation (``\b`` at either end).
-
-    The text in lower case, and whether ``\b`` leads and ends it; None for anything else.
-    """
-    out: list[str] = []
-    i, n = 0, len(piece)
-    left = right = False
-    while i < n:
-        c = piece[i]
-        if piece.startswith("\\b", i) and (i == 0 or i + 2 == n):
-            left, right, i = left or i == 0, right or (i > 0 and i + 2 == n), i + 2
-            continue
-        if c == "\\":  # ``re.escape``'s escapes: a backslash before ASCII punctuation or a space (not ``\d``, ``\b``)
-            if i + 1 >= n or not piece[i + 1].isascii() or piece[i + 1].isalnum():
-                return None
-            c = piece[i + 1]
-            i += 2
-        elif c in _PLAIN:
-            i += 1
-        else:
-            return None
-        out.append(c)
-    return ("".join(out).lower(), left, right) if out else None
-
-
-def _alternatives(piece: str) -> list[Needle] | None:
-    """The texts of ``piece`` (a literal, or ``(?:a|b|...)`` of literals) any of which it matches; else None."""
-    if not piece.startswith("(?:") or not piece.endswith(")"):
-        found = _literal(piece)
-        return None if found is None else [found]
-    alts: list[str] = []
-    current: list[str] = []
-    i, body = 0, piece[3:-1]
-    while i < len(body):
-        c = body[i]
-        if c == "\\":
-            current.append(body[i : i + 2])
-            i += 2
-            continue
-        if c == "|":
-            alts.append("".join(current))
-            current = []
-        else:
-            current.append(c)
-        i += 1
-    alts.append("".join(current))
-    out: list[Needle] = []
-    for alt in alts:  # a bracket or paren left in an alternative (a nested group) makes it no literal
-        found = _literal(alt)
-        if found is None:
-            return None
-        out.append(found)
-    return out
-
-
-def _literal_test(pattern: str) -> list[list[Needle]] | None:
-    r"""The literals ``pattern`` asks for (one of each list), when that is all it asks; else None.
-
-    A plain literal (found anywhere), or ``(?=[\s\S]*...)`` groups each of a literal or an alternation of them
-    (each found anywhere): what ``re.escape`` makes of a ticket key, a document's name or a list of words. Only
-    ``i``, ``m`` and ``s`` may lead as flags (verbose mode reads spaces otherwise); case is ignored, as ``rx`` does.
-    """
-    flags = _FLAGS.match(pattern)
-    if flags is not None and not set(flags.group(1)) <= {"i", "m", "s"}:
-        return None
-    groups = _ahead_groups(pattern)
-    if groups is None:
-        found = _literal(pattern[flags.end() :] if flags is not None else pattern)
-        return None if found is None else [[found]]
-    out: list[list[Needle]] = []
-    for group in groups:
-        alts = _alternatives(group)
-        if alts is None:
-            return None
-        out.append(alts)
-    return out
+    return True
 
 
 def finder(pattern: str) -> Callable[[str], object]:
-    """``rx(pattern).search``, or its ``match`` when that gives the same truth (``_lookaheads_only``).
-
-    A pattern that asks only for literals (``_literal_test``) is answered on ASCII text by substring tests of
-    the text in lower case, which give the regex's truth exactly there (ASCII case folding is ``str.lower``'s;
-    only a dotless i or a long s outside ASCII matches an ASCII letter ignoring case, which lower case does not
-    show): a case-insensitive regex over a mail costs 4-9 us a test, the substrings well under one (a mail that
-    reaches a check's recipients is tested by it). Other text goes to the regex.
-    """
+    """``rx(pattern).search``, or its ``match`` when that gives the same truth (``_lookaheads_only``)."""
     compiled = rx(pattern)
-    test = compiled.match if _lookaheads_only(pattern) else compiled.search
-    wanted = _literal_test(pattern)
-    if wanted is None:
-        return test
-
-    def found(text: str) -> object:
-        if not text.isascii():
-            return test(text)
-        low = text.lower()
-        for alts in wanted:
-            for lit, left, right in alts:
-                if (lit in low) if not (left or right) else _bounded(low, lit, left, right):
-                    break
-            else:
-                return False
-        return True
-
-    return found
-
-
-_WORD = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_")
-r"""What ``\w`` matches of lower-case ASCII text (``\b`` sits between one of these and anything else)."""
-
-
-def _bounded(low: str, lit: str, left: bool, right: bool) -> bool:
-    """Whether ``lit`` occurs in ``low`` (ASCII, lower case) with a word boundary before it and/or after it."""
-    i, n, end = low.find(lit), len(low), len(lit)
-    while i >= 0:
-        if left and (i > 0 and low[i - 1] in _WORD) == (low[i] in _WORD):
-            i = low.find(lit, i + 1)
-            continue
-        j = i + end
-        if right and (low[j - 1] in _WORD) == (j < n and low[j] in _WORD):
-            i = low.find(lit, i + 1)
-            continue
-        return True
-    return False
+    return compiled.match if _lookaheads_only(pattern) else compiled.search
 
 
 class _Sent(NamedTuple):

@@ -10,11 +10,9 @@ the comparison with the full grade, a fall back to the old path fails the count.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import graders.checks_docs as checks_docs
-from graders.comms_mail import _literal_test, finder
 from tests.graders.conftest import employee
 from tests.graders.test_progress_comms3 import _play
 from tests.graders.test_progress_mail8 import _in_progress
@@ -89,71 +87,3 @@ def test_a_grant_asks_only_its_documents_checks_from_the_plan(world, monkeypatch
     assert said[6] == {"b-bob": 1.0, "b-only": "LATER", "a-kept": "LATER", "b-kept": 0.0}
     assert said[7] == {"a-only": 0.0, "a-kept": 0.0, "b-kept": "LATER"}, "the owner's check is left out"
     assert counts == [0, 0, 0], "a grant looks up neither the person nor (through _employee) the plan again"
-
-
-LITERAL_PATTERNS = [
-    r"(?i)Q3\ Sales\ Forecast\.odt",  # re.escape of a document's name, as suspicious-request asks a reply
-    r"(?=[\s\S]*EXP\-1042)(?=[\s\S]*(?:receipt|missing|no\ receipt))",  # expense-reconciliation's flag mail
-    r"(?s)(?=.*ENG\-7)(?=.*(?:fixed|mended))",
-    "ENG-12",
-    r"(?=[\s\S]*a\|b)",  # an escaped bar is a literal
-    r"\bSEA\-1\b",  # customer-escalation's keys, word-bounded
-    r"@janet\.yang\b",
-    r"\bENG-1\b",
-    r"(?=[\s\S]*\bENG\-1\b)(?=[\s\S]*(?:\bfix\b|mended))",
-    r"\b\-1",  # a boundary before a non-word character: a word character must precede it
-    r"\bA\ \b",
-]
-OTHER_PATTERNS = [
-    r"(?=[\s\S]*ENG-\d+)",  # a class: the regex decides
-    r"(?=[\s\S]*(?:a|))",  # an empty alternative matches anything
-    r"(?=[\s\S]*(a|b))",  # a capturing group is left to the regex
-    r"(?x)ENG 12",  # verbose mode drops the space
-    r"(?=[\s\S]*a)|b",
-    r"(?=.*fixed)",
-    r"a\bb",  # a boundary inside: the regex decides
-    r"\bENG\d\b",  # without (?s) a dot stops at a line's end
-    "ENG.1",
-]
-TEXTS = [
-    "",
-    "Q3 sales forecast.odt attached",
-    "q3 SALES FORECAST.ODT",
-    "Q3 Sales Forecast odt",
-    "Claim EXP-1042: the receipt is missing",
-    "exp-1042\nNO RECEIPT",
-    "EXP-1042 only",
-    "receipt for EXP-1043",
-    "ENG-7 was\nfixed",
-    "eng-7 mended",
-    "ENG-12 and ENG-1",
-    "eng-12 a|b",
-    "ab",
-    "Q3 ſales forecaſt.odt",  # a long s: the regex, ignoring case, reads it as an s
-    "EXP-1042 the receıpt",  # a dotless i
-    "ENG-7 \u212aelvin fixed",  # a Kelvin sign
-    "Ünïcode ENG-12",
-    "SEA-1",
-    "see SEA-12 and xSEA-1",
-    "_SEA-1 or SEA-1_",
-    "SEA-1-2",
-    "cc @janet.yang.",
-    "@janet.yangs",
-    "a-1 and -1",
-    " -1",
-    "ENG-1 fix",
-    "ENG-10 fixes, ENG-1",
-    "a b",
-    "a  b",
-]
-
-
-def test_literal_patterns_are_answered_by_substrings_exactly_as_the_regex_would():
-    for pattern in LITERAL_PATTERNS:
-        assert _literal_test(pattern) is not None, pattern
-    for pattern in OTHER_PATTERNS:
-        assert _literal_test(pattern) is None, pattern
-    for pattern in LITERAL_PATTERNS + OTHER_PATTERNS:
-        test = finder(pattern)
-        for text in TEXTS:
-            assert bool(test(text)) == bool(re.search(pattern, text, re.IGNORECASE)), (pattern, text)
