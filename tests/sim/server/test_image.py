@@ -44,6 +44,7 @@ def _engine() -> Any:
 
 @pytest.fixture(scope="module")
 def image() -> Iterator[tuple[Any, str]]:
+    from mcp_tools.sandbox.engine import connect
     from sim.server.image import build_server_image
 
     api = _engine()
@@ -51,7 +52,9 @@ def image() -> Iterator[tuple[Any, str]]:
     try:
         yield api, report.tag
     finally:
-        api.remove_image(report.tag, force=True)
+        # deleting the image's layers is disk work the engine does before it answers: on a loaded machine it has
+        # taken over the API's 60 s read timeout, so the removal gets a client that waits as long as the build may
+        connect(timeout=600).remove_image(report.tag, force=True)
 
 
 def test_image__serves_an_episode_through_ors_from_outside_the_container(image: tuple[Any, str]) -> None:
