@@ -41,8 +41,9 @@ from graders.checks_meetings import (
     works,
 )
 from graders.meeting_log import Calendar, _employee, _expect, _labels, _people
+from graders.share_step import share_checks
 from graders.text_match import once_verdict
-from graders.text_step import share_step, shares_decided, text_step
+from graders.text_step import shares_decided, text_step
 
 _DAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
 _TABLES = ("events", "event_attendees", "employees")
@@ -210,7 +211,7 @@ def _share_touches(ctx: GradingContext, row: Any, document: str, **_: Any) -> bo
     reads=("documents", "document_shares", "employees"),
     touches=_share_touches,
     on_changes=shares_decided(lambda: globals()["doc_shared_only_with"]),
-    on_step=share_step(lambda: _shared_only_with, "only"),
+    on_step=share_checks(lambda: _shared_only_with, "only"),
 )
 def doc_shared_only_with(ctx: GradingContext, document: str, usernames: list[str]) -> CheckOutcome:
     """Every share of ``document`` added or raised during the episode went to one of ``usernames``.
