@@ -37,7 +37,39 @@ class ChangeRow(NamedTuple):
     @classmethod
     def of(cls, row: ChangeRow | ChangeLog | Mapping[str, Any]) -> ChangeRow:
         """Normalise a ChangeLog ORM row or a dict (``table``/``table_name``, ``key``/``row_key``...)."""
-        if type(row) is dict:  # a step's rows (the per-step progress path): the keys the change log writes
+        if type(row) is dict and len(row) == 8:
+            try:  # ``sim.tasks.log_since``'s shape (a step's rows for the per-step progress): read by subscript
+                seq, table, key, op, changes, actor, at, tag = (
+                    row["seq"],
+                    row["table"],
+                    row["key"],
+                    row["op"],
+                    row["changes"],
+                    row["actor"],
+                    row["at"],
+                    row["tag"],
+                )
+            except KeyError:  # eight other keys: read as any dict is, below
+                pass
+            else:  # those eight keys and no others (no ``actor_id`` to prefer): what the general path reads
+                if type(key) is str:
+                    key = _KEYS.get(key) or _key(key)
+                elif type(key) is not tuple:
+                    key = tuple(key) if isinstance(key, list) else (key,)
+                return _new(
+                    cls,
+                    (
+                        seq if type(seq) is int else int(seq),
+                        table,
+                        key,
+                        op,
+                        changes or {},
+                        actor,
+                        at if at is None or type(at) is str else at.isoformat(),
+                        tag,
+                    ),
+                )
+        if type(row) is dict:  # a step's rows in any other shape: the keys the change log writes
             # each read once, a missing one told by ``_ABSENT`` (a membership test and a read cost two lookups)
             key, seq, table, actor, at = (
                 row.get("key", _ABSENT),

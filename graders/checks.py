@@ -457,7 +457,7 @@ def _row_id(ctx: GradingContext, table: str, pk: str, columns: tuple[str, ...], 
     ctx.lasting[("row_id_taint", table, columns)] = taint
     for r in rows[taint[0] :]:
         if r.op == "insert":
-            new = tuple(r.changes.get(c) for c in columns)
+            new = tuple(map(r.changes.get, columns))
             if all(type(v) in (str, int) for v in new):
                 taint[1][new] = r.key[0]
             elif any(v is not None and type(v) not in (str, int) for v in new):
@@ -505,7 +505,7 @@ def _row_exists_on_changes(
             if r.key[0] == key or (
                 unique is not None
                 and (
-                    (r.op == "insert" and tuple(r.changes.get(c) for c in unique) == value)
+                    (r.op == "insert" and tuple(map(r.changes.get, unique)) == value)
                     or (r.op == "update" and not r.changes.keys().isdisjoint(unique))
                 )
             ):

@@ -854,12 +854,13 @@ def _member_changes(
 
 def _member_step(
     ctx: GradingContext, rows: Sequence[ChangeRow], params: Sequence[Mapping[str, Any]]
-) -> dict[int, tuple[float, str, Mapping[str, Any]] | None]:
+) -> dict[int, tuple[float, str, Mapping[str, Any]] | float | None]:
     """Every ``channel_member`` check of a rubric settled from the step's rows in one call (``graders.progress``).
 
     Why: onboarding has a check per channel a hire joins, and each membership row asked every check's hook. The
     step's memberships are read once, by (channel, person), and each check looks its pair up: a check whose
-    pair the step left alone stands, one it added or removed is decided as ``_member_changes`` decides it. A
+    pair the step left alone stands, one it added or removed gets the score ``_member_changes`` would give,
+    alone (its evidence, which nothing in an episode reads, is built when the results are asked for). A
     step with a channel or employee row, a moved membership or an image without its pair asks each check's
     hook and evaluator as before.
     """
@@ -879,7 +880,7 @@ def _member_step(
             plain = False
             break
         last[(c["channel_id"], c["employee_id"])] = r.op == "insert"
-    out: dict[int, tuple[float, str, Mapping[str, Any]] | None] = {}
+    out: dict[int, tuple[float, str, Mapping[str, Any]] | float | None] = {}
     if not plain:
         for pos, kw in enumerate(params):
             if any(_member_touches(ctx, r, **kw) for r in rows):
@@ -889,10 +890,9 @@ def _member_step(
         return out
     index = _member_index(ctx, params)
     for found, now in last.items():
-        for pos, pair in index.get(found, ()):
-            verb = "is a member" if now else "is not a member"
-            score = 1.0 if now == params[pos].get("member", True) else 0.0
-            out[pos] = (score, f"@{pair[3]} {verb} of {pair[1]}", {})
+        for pos, _ in index.get(found, ()):
+            # the score alone (``graders.progress`` builds the evidence when the results are asked for)
+            out[pos] = 1.0 if now == params[pos].get("member", True) else 0.0
     return out
 
 

@@ -19,6 +19,7 @@ from typing import Any
 
 from graders.base import ChangeRow, CheckOutcome, GradingContext, check_fn
 from graders.checks_common import Regex, listing, usernames
+from graders.share_step import share_checks
 from graders.text_match import (
     Sections,
     Verdict,
@@ -31,7 +32,7 @@ from graders.text_match import _matching as _matching  # what the tests of the p
 from graders.text_match import _may_match as _may_match
 from graders.text_match import _needles as _needles
 from graders.text_match import _prefix as _prefix
-from graders.text_step import share_step, shares_decided, text_step
+from graders.text_step import shares_decided, text_step
 from worlds.blobs import read_blob
 from worlds.office import files
 from worlds.office.model import (
@@ -455,7 +456,7 @@ def _shared_in_episode(ctx: GradingContext, doc_id: int) -> tuple[int, list[tupl
     reads=("documents", "document_shares", "employees"),
     touches=_share_touches,
     on_changes=shares_decided(lambda: globals()["doc_shared_with"]),
-    on_step=share_step(lambda: _shared_with, "grantee"),
+    on_step=share_checks(lambda: _shared_with, "grantee"),
 )
 def doc_shared_with(
     ctx: GradingContext,
@@ -478,7 +479,20 @@ def _shared_with(ctx: GradingContext, document: str, username: str, permission: 
         return 0.0, f"unknown employee {username!r}", {}
     if row[7] == emp:
         return 1.0, f"{username} owns {document}", {}
-    held = next((p for e, p in _grants(ctx, int(row[0])).values() if e == emp), None)
+    return _held_verdict(ctx, int(row[0]), emp, document, username, permission)
+
+
+def _held_verdict(ctx: GradingContext, doc_id: int, emp: int, document: str, username: str, permission: str) -> Verdict:
+    """``_shared_with``'s verdict on a document ``emp`` does not own: the first share of it ``emp`` holds.
+
+    Apart so that ``share_step.share_checks``, which knows the document and the person from its plan, decides a
+    grant with this alone (no lookup of either).
+    """
+    held = None
+    for e, p in _grants(ctx, doc_id).values():  # a loop, not ``next`` over a generator: a frame per share less
+        if e == emp:
+            held = p
+            break
     ok = held is not None and _PERMISSION_RANK.get(str(held), 0) >= _PERMISSION_RANK[permission]
     return 1.0 if ok else 0.0, f"{username} has {held or 'no'} access to {document} (needs {permission})", {}
 
@@ -487,7 +501,7 @@ def _shared_with(ctx: GradingContext, document: str, username: str, permission: 
     "doc_not_shared",
     reads=("documents", "document_shares", "employees"),
     on_changes=shares_decided(lambda: globals()["doc_not_shared"]),
-    on_step=share_step(lambda: _not_shared, "episode"),
+    on_step=share_checks(lambda: _not_shared, "episode"),
 )
 def doc_not_shared(ctx: GradingContext, document: str) -> CheckOutcome:
     """Nobody was given access to ``document`` during the episode (no share added or raised on it).

@@ -20,7 +20,7 @@ minutes" of a booking, judged apart from its time and its invitees.
 from __future__ import annotations
 
 import functools
-from typing import Annotated, Any, cast
+from typing import Annotated, Any
 
 from pydantic import Field
 
@@ -41,8 +41,9 @@ from graders.checks_meetings import (
     works,
 )
 from graders.meeting_log import Calendar, _employee, _expect, _labels, _people
+from graders.share_step import share_checks
 from graders.text_match import once_verdict
-from graders.text_step import share_step, shares_decided, text_step
+from graders.text_step import shares_decided, text_step
 
 _DAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
 _TABLES = ("events", "event_attendees", "employees")
@@ -52,27 +53,29 @@ def _hhmm(minute: int) -> str:
     return f"{minute // 60:02d}:{minute % 60:02d}"
 
 
-def _participant(ctx: GradingContext, title_pattern: str, username: str) -> tuple[Any, str, int] | Verdict:
-    """(meeting, evidence prefix, the person's employee id), or the failing verdict saying why there is none.
+def _participant(ctx: GradingContext, title_pattern: str, username: str) -> tuple[Verdict | None, Any, str, int]:
+    """(None, meeting, evidence prefix, the person's employee id), or (why there is none, None, "", 0).
+
+    One shape either way, so a caller unpacks it without a cast (a call each).
 
     The person is looked up in the meeting checks' directory (``meeting_log._employee``), kept for the episode,
     and named to the kept calendar before the booking (``_expect``), so the booking step reads neither again.
     A participant found is kept for the step (``ctx.memo``): a person's hours and calendar checks both ask.
     """
     key = ("meeting_participant", title_pattern, username)
-    kept: tuple[Any, str, int] | None = ctx.memo.get(key)
+    kept: tuple[None, Any, str, int] | None = ctx.memo.get(key)
     if kept is not None:
         return kept
     _expect(ctx, [username])
     m, head = _the_meeting(ctx, title_pattern)
     if m is None:
-        return verdict(False, head)
+        return verdict(False, head), None, "", 0
     emp = _employee(ctx, username)
     if emp is None:
-        return verdict(False, f"{head}: no employee @{username}", m.id)
+        return verdict(False, f"{head}: no employee @{username}", m.id), None, "", 0
     if emp != m.organizer_id and emp not in _invitees(ctx, m.id)[1]:
-        return verdict(False, f"{head}: @{username} is neither its organiser nor invited", m.id)
-    found = ctx.memo[key] = (m, head, emp)
+        return verdict(False, f"{head}: @{username} is neither its organiser nor invited", m.id), None, "", 0
+    found = ctx.memo[key] = (None, m, head, emp)
     return found
 
 
@@ -85,10 +88,9 @@ def _week(p: Any) -> str:
 
 def _person_in_hours(ctx: GradingContext, title_pattern: str, username: str) -> Verdict:
     """``meeting_person_in_hours``'s verdict (also its ``on_step``'s)."""
-    found = _participant(ctx, title_pattern, username)
-    if type(found[0]) is float:  # a verdict: no meeting, no such person, or not theirs
-        return cast(Verdict, found)
-    m, head, emp = cast(tuple[Any, str, int], found)
+    failed, m, head, emp = _participant(ctx, title_pattern, username)
+    if failed is not None:  # no meeting, no such person, or not theirs
+        return failed
     p = _people(ctx, [emp])[emp]
     inside = works(p, m.start_at, m.end_at)
     where = f"{local_time(m.start_at, p.timezone)} {p.timezone}, {'inside' if inside else 'outside'} {_week(p)}"
@@ -122,9 +124,19 @@ def _busy(ctx: GradingContext, m: Any) -> dict[int, list[str]]:
     found: dict[int, list[str]] | None = ctx.memo.get(key)
     if found is None:
         ids_, _, _, declined = _invitees(ctx, m.id)
-        ids = sorted({m.organizer_id, *(i for i in ids_ if i not in declined)})
+        going = set(ids_).difference(declined)  # set operations and a loop: no comprehension frames
+        going.add(m.organizer_id)
+        ids = sorted(going)
         busy, _room = Calendar.of(ctx).clashes(ctx, ids, None, (m.start_at, m.end_at))
-        found = ctx.memo[key] = {emp: labels for emp in ids if (labels := _labels(busy[emp], m.id))}
+        found = ctx.memo[key] = {}
+        mid = m.id
+        for emp in ids:
+            clashes = busy[emp]
+            if not clashes or (len(clashes) == 1 and mid in clashes):
+                continue  # ``_labels`` of the usual window (nothing, or the meeting alone), without its call
+            labels = _labels(clashes, mid)
+            if labels:
+                found[emp] = labels
     return found
 
 
@@ -144,10 +156,9 @@ def _free_touches(ctx: GradingContext, row: ChangeRow, title_pattern: str, **kwa
 
 def _free(ctx: GradingContext, title_pattern: str, username: str) -> Verdict:
     """``meeting_person_free``'s verdict (also its ``on_step``'s)."""
-    found = _participant(ctx, title_pattern, username)
-    if type(found[0]) is float:  # a verdict: no meeting, no such person, or not theirs
-        return cast(Verdict, found)
-    m, head, emp = cast(tuple[Any, str, int], found)
+    failed, m, head, emp = _participant(ctx, title_pattern, username)
+    if failed is not None:  # no meeting, no such person, or not theirs
+        return failed
     if emp != m.organizer_id and emp in _invitees(ctx, m.id)[3]:
         return verdict(True, f"{head}: @{username} declined it, so nothing of theirs clashes", m.id)
     clash = _busy(ctx, m).get(emp)
@@ -156,7 +167,9 @@ def _free(ctx: GradingContext, title_pattern: str, username: str) -> Verdict:
     return verdict(True, f"{head}: @{username} has nothing else then", m.id)
 
 
-@check_fn("meeting_person_free", reads=_TABLES, touches=_free_touches, on_step=decide_step(_free_touches, _free))
+@check_fn(
+    "meeting_person_free", reads=_TABLES, touches=_free_touches, on_step=decide_step(_free_touches, _free, "clash")
+)
 def meeting_person_free(ctx: GradingContext, title_pattern: Regex, username: str) -> CheckOutcome:
     """``username`` has no other commitment at the meeting's time (events they organise or have not declined).
 
@@ -198,7 +211,7 @@ def _share_touches(ctx: GradingContext, row: Any, document: str, **_: Any) -> bo
     reads=("documents", "document_shares", "employees"),
     touches=_share_touches,
     on_changes=shares_decided(lambda: globals()["doc_shared_only_with"]),
-    on_step=share_step(lambda: _shared_only_with, "only"),
+    on_step=share_checks(lambda: _shared_only_with, "only"),
 )
 def doc_shared_only_with(ctx: GradingContext, document: str, usernames: list[str]) -> CheckOutcome:
     """Every share of ``document`` added or raised during the episode went to one of ``usernames``.

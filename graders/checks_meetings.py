@@ -21,23 +21,27 @@ import operator
 import re
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Annotated, Any, NamedTuple, cast
+from typing import Annotated, Any, NamedTuple
 from zoneinfo import ZoneInfo
 
 from pydantic import AwareDatetime, Field
 
 from graders.base import ChangeRow, CheckOutcome, GradingContext, check_fn
-from graders.checks_common import Regex, listing, rows_in, rx, snippet
+from graders.checks_common import Regex, listing, rx, snippet
 from graders.meeting_log import (
     _COMMITTED,
     _EVENT_ROWS,
     _HARMLESS,
     Calendar,
+    _dm_channels,
+    _dm_name,
     _employee,
     _event_images,
     _expect,
     _labels,
+    _new,
     _new_events,
+    _room,
     _stored,
     invitations,
     know_channels,
@@ -45,6 +49,9 @@ from graders.meeting_log import (
     memory_epoch,
     new_posts,
 )
+from graders.meeting_log import _DM_CHANNELS as _DM_CHANNELS  # re-exported: the tests name its statement
+from graders.meeting_log import _ROOM as _ROOM  # re-exported: the tests name its statement
+from graders.meeting_log import _ROOMS as _ROOMS  # re-exported: the tests name its statement
 
 # re-exported: graders.checks_items and the tests read the participants and the calendar through this module
 from graders.meeting_log import _people as _people
@@ -67,7 +74,7 @@ _ATTENDEES = (
     "SELECT a.employee_id, e.username, a.rsvp FROM event_attendees a JOIN employees e ON e.id = a.employee_id"
     " WHERE a.event_id = ? ORDER BY e.username"
 )
-_ROOM = "SELECT r.name, r.capacity, l.name FROM rooms r JOIN locations l ON l.id = r.location_id WHERE r.id = ?"
+_FIRST, _USERNAME = operator.itemgetter(0), operator.itemgetter(1)
 ISO = re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2})?(?:Z|[+-]\d{2}:?\d{2})")
 
 
@@ -76,21 +83,30 @@ def _meetings(ctx: GradingContext, title_pattern: str) -> list[Any]:
 
     Kept until an event changes, and looked up through a per-step table of its own (``ctx.memo``, emptied
     whenever a kept answer may be): every hook and check of every meeting asks it, a booking some twenty times.
+    One table holds every title's meetings (kept until an event changes); a title it lacks is found with every
+    other title asked about this episode (``ctx.lasting``) and not in it yet, in one pass over the new events:
+    a booking finds the meetings of all the rubric's titles at once (one per report in 1:1s), not one by one.
     """
     step: dict[str, list[Any]] | None = ctx.memo.get("meetings")
     if step is None:
-        step = ctx.memo["meetings"] = {}
+        step = ctx.memo["meetings"] = ctx.kept("meetings", ("events",), dict)
     found = step.get(title_pattern)
     if found is None:
-
-        def find() -> list[Any]:
-            return [
-                r
-                for r in _new_events(ctx)
-                if not r.cancelled and r.organizer_id == ctx.actor_id and rx(title_pattern).search(r.title or "")
-            ]
-
-        found = step[title_pattern] = ctx.kept(("meetings", title_pattern), ("events",), find)
+        titles: list[str] | None = ctx.lasting.get("meeting_titles")
+        if titles is None:
+            titles = ctx.lasting["meeting_titles"] = []
+        if title_pattern not in titles:
+            titles.append(title_pattern)
+        wanted: list[tuple[str, Any, list[Any]]] = [(t, rx(t).search, []) for t in titles if t not in step]
+        actor = ctx.actor_id
+        for r in _new_events(ctx):  # in id order, as each title's list was
+            if not r.cancelled and r.organizer_id == actor:
+                for _, search, into in wanted:
+                    if search(r.title or ""):
+                        into.append(r)
+        for t, _, into in wanted:  # filed once all are found (a read that fails leaves no title half found)
+            step[t] = into
+        found = step[title_pattern]
     return found
 
 
@@ -123,12 +139,24 @@ def _own_touches(ctx: GradingContext, row: ChangeRow, title_pattern: str, **kwar
 
     A new event that is not the meeting after the step (another title, organiser, or cancelled), or a new
     attendee of such an event, cannot change it; onboarding books several meetings in a row. (Double booking
-    also reads the participants' other events at the meeting's time: ``_clash_touches``.)
+    also reads the participants' other events at the meeting's time: ``_clash_touches``.) Of the answers, such
+    a check reads only who declined (the room's head count): an answer that neither declines nor withdraws a
+    refusal (accepting, say) cannot change it.
     """
     if row.op == "insert" and row.table in ("events", "event_attendees"):
         event = row.key[0] if row.table == "events" else row.changes.get("event_id")
         return any(m.id == event for m in _meetings(ctx, title_pattern))
+    if row.table == "event_attendees" and row.op == "update" and _still_going(row.changes):
+        return False
     return _meeting_touches(ctx, row, title_pattern, **kwargs)
+
+
+def _still_going(changes: Mapping[str, Any]) -> bool:
+    """Whether an invitation's update changes only its answer, and not whether its invitee declined."""
+    if not _ANSWER.issuperset(changes):
+        return False
+    rsvp: tuple[str, str] = changes.get("rsvp", ("", ""))
+    return (rsvp[0] == "declined") == (rsvp[1] == "declined")
 
 
 def _invitee_touches(ctx: GradingContext, row: ChangeRow, title_pattern: str, **kwargs: Any) -> bool:
@@ -174,48 +202,6 @@ def _agreed_touches(
     return _own_touches(ctx, row, title_pattern, attendees=attendees)
 
 
-_DM_CHANNELS = "SELECT id FROM channels WHERE name IN ({}) ORDER BY id"
-
-
-def _dm_channels(ctx: GradingContext, attendees: Sequence[str]) -> set[int]:
-    """Ids of the agent's direct channels with the named coworkers (those that exist).
-
-    Why kept in ``ctx.lasting`` and folded from the log: the agent's first message to each coworker opens a
-    channel, and a kept answer forgotten on every channel change re-ran the query at each of those steps. The
-    names are read once per episode (again after an employee row changes); the channel rows logged since the
-    last call add a channel created with (or renamed to) one of the names and drop one deleted or renamed away.
-    """
-    key = ("dm_channels", tuple(attendees))
-    step: set[int] | None = ctx.memo.get(key)  # brought up to date once a step: the agent's posts each ask
-    if step is not None:
-        return step
-    stamp = len(ctx.changed_rows("employees"))
-    rows = ctx.changed_rows("channels")
-    kept = ctx.lasting.get(key)
-    if kept is not None and any(r.op == "insert" and "name" not in r.changes for r in rows[kept[1] :]):
-        kept = None  # an image without the name: read the table
-    if kept is None or kept[0] != stamp:
-        ids = [i for name in attendees if (i := _employee(ctx, name)) is not None]
-        names = frozenset(_dm_name(ctx.actor_id, i) for i in ids)
-        found = {r[0] for r in rows_in(ctx, _DM_CHANNELS, sorted(names))}
-        kept = ctx.lasting[key] = [stamp, len(rows), names, found]
-    _, seen, names, found = kept
-    for r in rows[seen:]:
-        c = r.changes
-        if r.op == "delete":
-            found.discard(r.key[0])
-        elif r.op == "insert":
-            if c.get("name") in names:
-                found.add(r.key[0])
-        elif "name" in c:
-            found.discard(r.key[0])
-            if c["name"][1] in names:
-                found.add(r.key[0])
-    kept[1] = len(rows)
-    ctx.memo[key] = found
-    return cast(set[int], found)
-
-
 def _the_meeting(ctx: GradingContext, title_pattern: str) -> tuple[Any, str]:
     """(meeting row or None, evidence prefix): the latest matching live meeting.
 
@@ -254,10 +240,18 @@ def _attendees(ctx: GradingContext, event_id: int) -> list[Any]:
         invites = invitations(ctx)
         if invites is None:
             return [Attendee(*r) for r in Sql.of(ctx.session).all(_ATTENDEES, (event_id,))]
-        mine = [(i["employee_id"], i["rsvp"]) for i in invites.values() if i.get("event_id") == event_id]
-        people = _people(ctx, [emp for emp, _ in mine])
-        found = (Attendee(emp, people[emp].username, rsvp) for emp, rsvp in mine if emp in people)
-        return sorted(found, key=lambda a: a[1])
+        # loops and a C key, not comprehensions, a generator and a lambda: no frame per invitee or list
+        mine = []
+        for i in invites.values():
+            if i.get("event_id") == event_id:
+                mine.append((i["employee_id"], i["rsvp"]))
+        people = _people(ctx, list(map(_FIRST, mine)))
+        found = []
+        for emp, rsvp in mine:
+            if emp in people:
+                found.append(_new(Attendee, (emp, people[emp].username, rsvp)))
+        found.sort(key=_USERNAME)
+        return found
 
     return ctx.kept(("attendees", event_id), ("event_attendees", "employees"), from_log)
 
@@ -275,10 +269,15 @@ def _invitees(ctx: GradingContext, event_id: int) -> tuple[list[int], frozenset[
     if found is None:
 
         def build() -> tuple[list[int], frozenset[int], frozenset[str], frozenset[int]]:
-            found = _attendees(ctx, event_id)
-            ids = [a.employee_id for a in found]
-            declined = frozenset(a.employee_id for a in found if a.rsvp == "declined")
-            return ids, frozenset(ids), frozenset(a.username for a in found), declined
+            ids: list[int] = []
+            names: set[str] = set()
+            declined: set[int] = set()
+            for a in _attendees(ctx, event_id):  # one loop, not a comprehension a set (a frame each)
+                ids.append(a.employee_id)
+                names.add(a.username)
+                if a.rsvp == "declined":
+                    declined.add(a.employee_id)
+            return ids, frozenset(ids), frozenset(names), frozenset(declined)
 
         found = step[event_id] = ctx.kept(("invitees", event_id), ("event_attendees", "employees"), build)
     return found
@@ -296,31 +295,49 @@ def _resolve(ctx: GradingContext, names: Sequence[str]) -> tuple[dict[str, int],
     return found, unknown
 
 
-def touch_step(touches: Callable[..., bool]) -> Callable[..., dict[int, None]]:
+def touch_step(
+    touches: Callable[..., bool], decide: Callable[..., Verdict] | None = None, like: str | None = None
+) -> Callable[..., dict[int, Any]]:
     """An ``on_step`` evaluator (``graders.progress``) for a meeting check function: ``touches`` asked once a meeting.
 
     Why: a rubric has a meeting check per question and per person, and each one's ``touches`` hook was called on
     every changed row, though the hooks read only the meeting (``title_pattern``) and its ``attendees``. Here it
     is asked once per meeting and row set a step (``ctx.memo``, shared by the functions with the same hook), so
     the per-person checks of a meeting ask it once; until a meeting is booked only an event or invitation row
-    can touch a hook (they all say so). A check a row touches is re-run (None), the others stand.
+    can touch a hook (they all say so). A check a row touches is re-run (None), the others stand; with
+    ``decide`` (``decide_step``), decided with it instead.
 
     Nor is a hook asked what every hook answers alike (``_calendar_rows``, once a step): a row of the meeting's
     own event, or a new invitation to it, touches every check of the meeting (a booking); and a step that only
     creates other events and their invitations touches no check of a meeting not booked yet, nor one whose
     hook reads of the calendar only the meeting itself (``_OWN_HOOKS``; onboarding and 1:1s book one meeting
-    after another).
+    after another). Nor about a row it answers no to for every meeting (``_rows_left``: a coworker's reply
+    after the bookings, an answer to an invitation): a step of only such rows (a ``wait``) asks nothing. Which
+    rows those are is known for this module's hooks (``_KIND``); ``like`` names the kind of another module's
+    hook that answers them as one of these does (``"clash"``: ``checks_items._free_touches``).
     """
     own = touches in _OWN_HOOKS
 
-    def on_step(ctx: GradingContext, rows: Sequence[ChangeRow], params: Sequence[Mapping[str, Any]]) -> dict[int, None]:
+    def on_step(ctx: GradingContext, rows: Sequence[ChangeRow], params: Sequence[Mapping[str, Any]]) -> dict[int, Any]:
         keys = ctx.lasting.get((touches, id(params)))
         if keys is None or keys[0] is not params:  # the same list every step: its groups are built once, at the start
-            keys = ctx.lasting[(touches, id(params))] = (params, _by_meeting(touches, params))
-        if not ctx.changed_rows("events") and not ctx.changed_rows("event_attendees"):
-            return {}  # no event or invitation this episode: no meeting, and no row a hook could answer yes to
+            groups = _by_meeting(touches, params)
+            titles = tuple(dict.fromkeys(title for _, title, _ in groups))
+            keys = ctx.lasting[(touches, id(params))] = (params, groups, titles, _KIND.get(touches, like))
+        if not ctx.lasting.get("meeting_calendar"):  # the log only grows: once true, true for the episode
+            if not ctx.changed_rows("events") and not ctx.changed_rows("event_attendees"):
+                return {}  # no event or invitation this episode: no meeting, and no row a hook could answer yes to
+            ctx.lasting["meeting_calendar"] = True
         seqs = tuple(map(_SEQ, rows))
-        calendar = _calendar_rows(ctx, rows, seqs)
+        left = rows
+        if keys[3]:  # the step's answer for the function's kind and titles, looked up before it is worked out
+            kept: Sequence[ChangeRow] | None = ctx.memo.get((keys[3], keys[2], seqs))
+            if kept is None:
+                kept = ctx.memo[(keys[3], keys[2], seqs)] = _rows_left(ctx, keys[3], rows, keys[2])
+            if not kept:
+                return {}  # every row is one the hook answers no to whatever the meeting
+            left = kept
+        calendar = ctx.memo.get(("meeting_rows", seqs)) or _calendar_rows(ctx, rows, seqs)
         any_calendar, _, inserts, booked = calendar
         found: list[int] = []
         several = False  # more than one meeting touched: their positions are sorted (checks are decided in order)
@@ -337,14 +354,71 @@ def touch_step(touches: Callable[..., bool]) -> Callable[..., dict[int, None]]:
             if hit is None:  # the hook itself, asked once per meeting and row set for the functions that share it
                 hit = ctx.memo.get((meeting, seqs))
                 if hit is None:
-                    hit = ctx.memo[(meeting, seqs)] = _touched(ctx, touches, rows, params[positions[0]])
+                    hit = ctx.memo[(meeting, seqs)] = _touched(ctx, touches, left, params[positions[0]])
             if hit:
                 several = bool(found)
                 found += positions
-        out = dict.fromkeys(sorted(found) if several else found)
+        out: dict[int, Any] = dict.fromkeys(sorted(found) if several else found)
+        if decide is not None:  # ``decide_step``: in this frame, not a wrapper's (a frame fewer a function a step)
+            for pos in out:
+                try:
+                    out[pos] = decide(ctx, **params[pos])
+                except Exception:
+                    out[pos] = None
         return out
 
     return on_step
+
+
+def _rows_left(ctx: GradingContext, kind: str, rows: Sequence[ChangeRow], titles: Sequence[str]) -> Sequence[ChangeRow]:
+    """The step's rows a hook of ``kind`` may answer yes to for some meeting of ``titles`` (``rows`` if all may).
+
+    Left out, as every such hook answers them for every meeting: a new channel; a coworker's post (only the
+    agent's asks, escalations and announcements count); for ``_agreed_touches`` a coworker's memory written
+    after the latest booking (answers after it do not count) or while nothing is booked; for
+    ``_invitee_touches`` an answer to an invitation, for ``_own_touches`` one that does not change whether its
+    invitee declined, and for the double-booking hooks one that leaves the invitee as busy as before and still
+    a participant. Why: a ``wait`` lets coworkers reply and accept
+    invitations, and each of those rows asked every hook of every booked meeting.
+    """
+    agreed, invitee, clash, own = kind == "agreed", kind == "invitee", kind == "clash", kind == "own"
+    actor = ctx.actor_id
+    latest: Any = False  # the latest booking of ``titles`` (None: none booked), looked up at the first memory row
+    left: list[ChangeRow] = []
+    for r in rows:
+        table, c = r.table, r.changes
+        if r.op == "insert":
+            if table == "channels" or (table == "posts" and c.get("author_id") != actor):
+                continue
+            if agreed and table == "npc_memory":
+                if latest is False:
+                    latest = _latest_booking(ctx, titles)
+                when = c.get("at")
+                when = _logged_time(when) if type(when) is str else None
+                if latest is None or (when is not None and when > latest):
+                    continue
+        elif r.op == "update" and table == "event_attendees":
+            if (invitee and _ANSWER.issuperset(c)) or (own and _still_going(c)):
+                continue
+            if clash and _HARMLESS["event_attendees"].issuperset(c):
+                old, new = c.get("rsvp", ("", ""))
+                if (old in _COMMITTED) == (new in _COMMITTED) and (old == "declined") == (new == "declined"):
+                    continue
+        left.append(r)
+    return rows if len(left) == len(rows) else left
+
+
+_ANSWER = frozenset(("rsvp", "optional"))
+
+
+def _latest_booking(ctx: GradingContext, titles: Sequence[str]) -> datetime | None:
+    """When the latest of the meetings of ``titles`` the agreement checks read was booked (None: none is)."""
+    latest = None
+    for title in titles:
+        found = _meetings(ctx, title)
+        if found and (latest is None or found[-1].created_at > latest):
+            latest = found[-1].created_at
+    return latest
 
 
 def _by_meeting(
@@ -376,7 +450,9 @@ def outcome(found: Verdict) -> CheckOutcome:
     return CheckOutcome(score=found[0], evidence=found[1], details=found[2])
 
 
-def decide_step(touches: Callable[..., bool], decide: Callable[..., Verdict]) -> Callable[..., dict[int, Any]]:
+def decide_step(
+    touches: Callable[..., bool], decide: Callable[..., Verdict], like: str | None = None
+) -> Callable[..., dict[int, Any]]:
     """``touch_step`` that decides each check a row touches with ``decide`` instead of re-running it.
 
     Why: a booking touches every check of its meeting, and each re-run paid the check machinery (the call
@@ -385,18 +461,7 @@ def decide_step(touches: Callable[..., bool], decide: Callable[..., Verdict]) ->
     construction; it shares the step's lookups (the meeting, its invitations, the calendar) with the other
     checks through ``ctx.kept``/``ctx.memo``. One that raises leaves its check to be re-run (exactness first).
     """
-    find = touch_step(touches)
-
-    def on_step(ctx: GradingContext, rows: Sequence[ChangeRow], params: Sequence[Mapping[str, Any]]) -> dict[int, Any]:
-        out: dict[int, Any] = find(ctx, rows, params)
-        for pos in out:
-            try:
-                out[pos] = decide(ctx, **params[pos])
-            except Exception:
-                out[pos] = None
-        return out
-
-    return on_step
+    return touch_step(touches, decide, like)
 
 
 def _booked(ctx: GradingContext, title_pattern: str, calendar: _Rows) -> tuple[bool, bool]:
@@ -505,11 +570,10 @@ def _in_hours(ctx: GradingContext, title_pattern: str, start_before: datetime | 
         return verdict(False, head)
     people = _people(ctx, [m.organizer_id, *_invitees(ctx, m.id)[0]])
     start, end = m.start_at, m.end_at
-    outside = [
-        f"@{p.username} ({local_time(start, p.timezone)} {p.timezone})"
-        for p in people.values()
-        if not works(p, start, end)
-    ]
+    outside = []
+    for p in people.values():  # a loop, not a comprehension (a frame)
+        if not works(p, start, end):
+            outside.append(f"@{p.username} ({local_time(start, p.timezone)} {p.timezone})")
     late = start_before is not None and start >= start_before
     problems = [f"outside working hours of {listing(outside, 5)}"] * bool(outside)
     problems += [f"starts after the deadline {start_before.isoformat() if start_before else ''}"] * late
@@ -542,10 +606,14 @@ def _invited(ctx: GradingContext, title_pattern: str, attendees: Sequence[str]) 
     if m is None:
         return verdict(False, head)
     invited = _invitees(ctx, m.id)[2]
-    missing = [a for a in attendees if a not in invited]
+    missing = [a for a in attendees if a not in invited] if not invited.issuperset(attendees) else []
     if missing:
-        return verdict(False, f"{head}: not invited: {', '.join('@' + a for a in missing)}", m.id)
-    return verdict(True, f"{head}: invites {', '.join('@' + a for a in attendees)}", m.id)
+        return verdict(False, f"{head}: not invited: {', '.join(map(_AT, missing))}", m.id)
+    return verdict(True, f"{head}: invites {', '.join(map(_AT, attendees))}", m.id)
+
+
+_AT = "@".__add__
+"""``@name`` of a name: mapped over the names with no Python frame (a generator's resumes cost one a name)."""
 
 
 @check_fn(
@@ -566,28 +634,37 @@ def _clash_touches(ctx: GradingContext, row: ChangeRow, title_pattern: str, **kw
     books its meetings one after another on different days, and each booking re-ran every meeting's check.
     """
     if row.op == "insert" and row.table in ("events", "event_attendees"):
-        found = _meetings(ctx, title_pattern)
         event = row.key[0] if row.table == "events" else row.changes.get("event_id")
-        if not isinstance(event, int) or any(m.id == event for m in found):
-            return True
-        if len(found) != 1:
-            return False  # no meeting, or several (the verdict names the meetings, not their clashes)
-        m = found[0]
-        other = _event_images(ctx).get(event)  # an event this episode created, as it is now; else its row
-        if other is None:
-            other = ctx.memo.get(("event_row", event))
-            if other is None:
-                found_row = Sql.of(ctx.session).one(_EVENT_ROWS.format("?"), (event,))
-                other = ctx.memo[("event_row", event)] = _stored(found_row) if found_row is not None else None
-        if other is None or other[6]:
-            return False  # gone or cancelled: nobody is committed to it
-        w = (m.start_at, m.end_at)
-        return bool(other[2] < w[1] and Calendar.of(ctx).overlaps(other[2], other[3], other[4], other[5], w))
+        key = ("clash_touch", title_pattern, event)  # the step's answer: ``_free_touches`` asks the same of it
+        hit: bool | None = ctx.memo.get(key)
+        if hit is None:
+            hit = ctx.memo[key] = _clashes_with(ctx, title_pattern, event)
+        return hit
     if row.table == "event_attendees" and row.op == "update" and _HARMLESS["event_attendees"].issuperset(row.changes):
         old, new = row.changes.get("rsvp", ("", ""))
         if (old in _COMMITTED) == (new in _COMMITTED) and (old == "declined") == (new == "declined"):
             return False  # needs_action -> accepted: as busy as before, and still a participant
     return _meeting_touches(ctx, row, title_pattern, **kwargs)
+
+
+def _clashes_with(ctx: GradingContext, title_pattern: str, event: Any) -> bool:
+    """Whether a new event (or an invitation to it) may move the double-booking verdicts of the meeting."""
+    found = _meetings(ctx, title_pattern)
+    if not isinstance(event, int) or any(m.id == event for m in found):
+        return True
+    if len(found) != 1:
+        return False  # no meeting, or several (the verdict names the meetings, not their clashes)
+    m = found[0]
+    other = _event_images(ctx).get(event)  # an event this episode created, as it is now; else its row
+    if other is None:
+        other = ctx.memo.get(("event_row", event))
+        if other is None:
+            found_row = Sql.of(ctx.session).one(_EVENT_ROWS.format("?"), (event,))
+            other = ctx.memo[("event_row", event)] = _stored(found_row) if found_row is not None else None
+    if other is None or other[6]:
+        return False  # gone or cancelled: nobody is committed to it
+    w = (m.start_at, m.end_at)
+    return bool(other[2] < w[1] and Calendar.of(ctx).overlaps(other[2], other[3], other[4], other[5], w))
 
 
 def _no_clash(ctx: GradingContext, title_pattern: str) -> Verdict:
@@ -600,10 +677,13 @@ def _no_clash(ctx: GradingContext, title_pattern: str) -> Verdict:
         shown = listing([f"#{m.id} at {m.start_at.isoformat()}" for m in found])
         return verdict(False, f"{len(found)} live meetings match /{title_pattern}/ (book one): {shown}")
     m = found[0]
-    going = [a for a in _attendees(ctx, m.id) if a.rsvp != "declined" and a.employee_id != m.organizer_id]
-    names = {i: p.username for i, p in _people(ctx, [m.organizer_id]).items()}
-    who = [(m.organizer_id, names.get(m.organizer_id, "?"))] + [(a.employee_id, a.username) for a in going]
-    ids = sorted({emp for emp, _ in who})
+    org = m.organizer_id
+    found_org = _people(ctx, [org]).get(org)
+    who = [(org, found_org.username if found_org is not None else "?")]
+    for a in _attendees(ctx, m.id):  # loops and C calls, not comprehensions (a frame each)
+        if a.rsvp != "declined" and a.employee_id != org:
+            who.append((a.employee_id, a.username))
+    ids = sorted(set(map(_FIRST, who)))
     busy, room = Calendar.of(ctx).clashes(ctx, ids, m.room_id, (m.start_at, m.end_at))
     problems = []
     for emp, name in who:
@@ -617,6 +697,10 @@ def _no_clash(ctx: GradingContext, title_pattern: str) -> Verdict:
     if problems:
         return verdict(False, f"{head}: {'; '.join(problems)}", m.id)
     return verdict(True, f"{head}: no clash for {len(who)} participants or the room", m.id)
+
+
+_KIND = {_own_touches: "own", _invitee_touches: "invitee", _agreed_touches: "agreed", _clash_touches: "clash"}
+"""The kind of rows each hook answers no to whatever the meeting (``_rows_left``), read when progress starts."""
 
 
 @check_fn(
@@ -659,27 +743,6 @@ def _in_room(ctx: GradingContext, title_pattern: str, location: str) -> Verdict:
 def meeting_room(ctx: GradingContext, title_pattern: Regex, location: str) -> CheckOutcome:
     """The meeting has a room in ``location`` that holds every participant who has not declined."""
     return outcome(_in_room(ctx, title_pattern, location))
-
-
-_ROOMS = "SELECT r.id, r.name, r.capacity, l.name FROM rooms r JOIN locations l ON l.id = r.location_id ORDER BY r.id"
-
-
-def _room(ctx: GradingContext, room_id: int | None) -> tuple[str, int, str]:
-    """A room's (name, capacity, location), read once per episode while no room or location row changes.
-
-    Every room is read with the first call, which the room check makes before any booking (``room_id`` None:
-    nothing is asked), in the step that grades everything, so the booking reads none. A room the first read
-    did not find is read alone (a query that finds no row fails the check, as it always did).
-    """
-    stamp = (len(ctx.changed_rows("rooms")), len(ctx.changed_rows("locations")))
-    kept = ctx.lasting.get("meeting_rooms")
-    if kept is None or kept[0] != stamp:
-        rooms = {r[0]: (r[1], r[2], r[3]) for r in Sql.of(ctx.session).all(_ROOMS)}
-        kept = ctx.lasting["meeting_rooms"] = (stamp, rooms)
-    found: tuple[str, int, str] | None = kept[1].get(room_id)
-    if found is None and room_id is not None:
-        found = kept[1][room_id] = tuple(Sql.of(ctx.session).one(_ROOM, (room_id,)))
-    return found  # type: ignore[return-value]
 
 
 @functools.lru_cache(maxsize=4096)
@@ -728,10 +791,6 @@ def meeting_announced(ctx: GradingContext, title_pattern: Regex, channel: str, k
     The time is compared as an instant, so ``15:00Z`` and ``16:00+01:00`` are the same announcement.
     """
     return outcome(_announced(ctx, title_pattern, channel, key))
-
-
-def _dm_name(a: int, b: int) -> str:
-    return "__".join(str(i) for i in sorted((a, b)))
 
 
 def _fact(row: Any) -> Mapping[str, Any] | None:
@@ -797,8 +856,19 @@ def _answers(ctx: GradingContext) -> dict[int, list[tuple[Any, datetime | None, 
 
 
 def _told(row: Any) -> tuple[datetime | None, str]:
-    """(the instant, what was said) of an agreement answer, as ``_said_about`` reads it; (None, "") for another row."""
-    fact = _fact(row)
+    """(the instant, what was said) of an agreement answer, as ``_said_about`` reads it; (None, "") for another row.
+
+    ``_fact`` inlined for a parsed memory (a dict): ``_answers`` files every answer of the episode through here.
+    """
+    data = row.data
+    if type(data) is dict:
+        fact = data.get("fact")
+        if type(fact) is not dict:
+            fact = _fact(row)
+        elif fact.get("intent") != "agreement":
+            fact = None
+    else:
+        fact = _fact(row)
     if fact is None:
         return None, ""
     return _instant(str(fact.get("subject", ""))), str(fact.get("said"))
@@ -813,15 +883,18 @@ def _agreed(ctx: GradingContext, title_pattern: str, attendees: Sequence[str], a
         return verdict(False, head)
     ids, unknown = _resolve(ctx, attendees)
     people = _people(ctx, list(ids.values()))
-    covered, notes = 0, [f"unknown employee {u!r}" for u in unknown]
+    covered, notes = 0, [f"unknown employee {u!r}" for u in unknown] if unknown else []
     posts: list[Any] | None = None
     agent_name = ""
     did = _answers(ctx)
     start, booked = m.start_at, m.created_at
     for name, emp in ids.items():
-        told = [t for t in did.get(emp, ()) if t[0].at <= booked]  # answers given before the booking
-        mem = [t[0] for t in told]
-        said = [word if when is not None and when == start else None for _, when, word in told]
+        mem: list[Any] = []  # the answers given before the booking, and what each said of the start
+        said: list[str | None] = []
+        for row, when, word in did.get(emp, ()):  # one loop, not three comprehensions (a frame each)
+            if row.at <= booked:
+                mem.append(row)
+                said.append(word if when is not None and when == start else None)
         if "yes" in said and "no" not in said:
             covered += 1
             notes.append(f"@{name} agreed at {mem[said.index('yes')].at:%H:%M}")

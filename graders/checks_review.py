@@ -117,7 +117,7 @@ def _mine(ctx: GradingContext, row: ChangeRow, mr_id: int) -> Any:
 # ``on_changes`` evaluators from the inserted notes alone. A note's content never changes once written, so the
 # first matching note stays the first; keys carry the identity of list params (``apart``, ``patterns``), which
 # ``graders.progress`` passes as the same objects on every call. A note or spare check's state is a cell
-# ``[owner, first note]``: a run or evaluator puts a new one (and counts itself in ``_RUNS``), while the
+# ``[owner, first note]``: a run or evaluator puts a new one (and drops the groups, ``_ran``), while the
 # ``on_step`` path sets the note in the cell its group entry holds, so a decided check costs no key hashed.
 
 
@@ -128,45 +128,43 @@ def _state(ctx: GradingContext, key: tuple[Any, ...], owner: Any) -> Any:
 
 _AGENT_NOTES = ("agent_notes",)
 
+StepNotes = tuple[list[ChangeRow], dict[int, list[tuple[int, str, str]]] | None, bool]
+"""What ``_agent_notes`` keeps for a step: its rows, the agent's new notes by request, and whether one is a verdict."""
 
-def _agent_notes(ctx: GradingContext, rows: list[ChangeRow]) -> dict[int, list[tuple[int, str, str]]] | None:
+
+def _agent_notes(ctx: GradingContext, rows: list[ChangeRow]) -> StepNotes:
     """The agent's notes a step inserted, by request, as (id, body, kind); None if a note was updated or deleted.
 
-    Read once a step (``ctx.memo`` is cleared before each, and the entry names the very rows it read) for every
-    note function's ``on_step`` (``_step_notes``), with whether one of them is a verdict beside it. A note's
-    tuple starts as a kept first note does, (id, body), so a settle function keeps the note itself.
+    Read once a step for every note function's ``on_step`` (``ctx.memo`` is cleared before each, and the entry
+    names the very rows it read: each step function looks it up itself, a frame less than a helper), with
+    whether one of them is a verdict beside it. A note's tuple starts as a kept first note does, (id, body), so
+    a settle function keeps the note itself.
     """
     out: dict[int, list[tuple[int, str, str]]] = {}
     verdict = False
     actor = ctx.actor_id
     for r in rows:
         if r.op != "insert":
-            ctx.memo[_AGENT_NOTES] = (rows, None, False)
-            return None
+            found: StepNotes = (rows, None, False)
+            ctx.memo[_AGENT_NOTES] = found
+            return found
         c = r.changes
         if c.get("author_id") == actor and type(mr := c.get("merge_request_id")) is int:
             kind = str(c.get("kind"))
             verdict = verdict or kind in _VERDICTS
             note = (int(r.key[0]), str(c.get("body") or ""), kind)
-            found = out.get(mr)
-            if found is None:
+            notes = out.get(mr)
+            if notes is None:
                 out[mr] = [note]
             else:
-                found.append(note)
-    ctx.memo[_AGENT_NOTES] = (rows, out, verdict)
-    return out
+                notes.append(note)
+    found = ctx.memo[_AGENT_NOTES] = (rows, out, verdict)
+    return found
 
 
-def _step_notes(ctx: GradingContext, rows: list[ChangeRow]) -> tuple[Any, dict[int, list[Any]] | None, bool]:
-    """``(rows, _agent_notes(ctx, rows), whether one is a verdict)``, read once a step."""
-    found = ctx.memo.get(_AGENT_NOTES)
-    if found is None or found[0] is not rows:
-        _agent_notes(ctx, rows)
-        found = ctx.memo[_AGENT_NOTES]
-    return found  # type: ignore[no-any-return]
-
-
-def _groups(ctx: GradingContext, params: list[dict[str, Any]], plan: Callable[..., Any]) -> dict[int, list[Any]]:
+def _groups(
+    ctx: GradingContext, params: list[dict[str, Any]], plan: Callable[..., Any], key: str, any_file: bool
+) -> dict[int, list[Any]]:
     """A function's checks still waiting for a note, by request, then by file and pattern, as ``plan`` lays them out.
 
     ``plan(pos, kw, lasting)`` gives the entry a settle function reads: its position, state key, whether the
@@ -174,39 +172,39 @@ def _groups(ctx: GradingContext, params: list[dict[str, Any]], plan: Callable[..
     its verdict's words need, worked out once here (the check's regexes, the evidence's fixed middle) rather
     than at every note. A group is ``[file, its name, pattern, entries]``: every check of one finding (its
     flag, line, function, fix) tests the note for the same file and rule once, the name as a substring before
-    the file's regex (a note names one file of the request, if any). Built from the kept states (a check a note
-    decided is left out) and pruned as notes decide checks, so a settle function reads no state per check;
-    made again after any run of a note check or ``on_changes`` evaluator set a state (``_RUNS`` counts them),
-    and dropped when a note is updated or deleted, since every check then re-runs.
+    the file's regex (a note names one file of the request, if any); with ``any_file`` an empty file's name is
+    None (every note names it). Built from the kept states (a check a note decided is left out) and pruned as
+    notes decide checks, so a settle function reads no state per check; kept under ``key`` (one per function)
+    with the params it was made for, and dropped by any run of a note check or ``on_changes`` evaluator that set
+    a state (``_ran``) and when a note is updated or deleted, since every check then re-runs.
     """
-    key = ("note_groups", id(params))
-    found = ctx.lasting.get(key)
-    runs = ctx.lasting.get(_RUNS, 0)
-    if found is None or found[0] is not params or found[2] != runs:
-        by_test: dict[tuple[int, str, str], list[Any]] = {}
-        for pos, kw in enumerate(params):
-            entry = plan(pos, kw, ctx.lasting)
-            if entry is None:
-                continue  # decided by a note already: no later note changes it
-            file, pattern = kw.get("file", ""), kw["pattern"]
-            group = by_test.get((kw["mr_id"], file, pattern))
-            if group is None:
-                name = _file_rx(file)[0] if file else ""
-                group = by_test[(kw["mr_id"], file, pattern)] = [file, name, pattern, []]
-            group[3].append(entry)
-        groups: dict[int, list[Any]] = {}
-        for (mr_id, _, _), group in by_test.items():
-            groups.setdefault(mr_id, []).append(group)
-        found = ctx.lasting[key] = (params, groups, runs)
-    return found[1]
+    by_test: dict[tuple[int, str, str], list[Any]] = {}
+    for pos, kw in enumerate(params):
+        entry = plan(pos, kw, ctx.lasting)
+        if entry is None:
+            continue  # decided by a note already: no later note changes it
+        file, pattern = kw.get("file", ""), kw["pattern"]
+        group = by_test.get((kw["mr_id"], file, pattern))
+        if group is None:
+            name = _file_rx(file)[0] if file else (None if any_file else "")
+            group = by_test[(kw["mr_id"], file, pattern)] = [file, name, pattern, []]
+        group[3].append(entry)
+    groups: dict[int, list[Any]] = {}
+    for (mr_id, _, _), group in by_test.items():
+        groups.setdefault(mr_id, []).append(group)
+    ctx.lasting[key] = (params, groups)
+    return groups
+
+
+_NAMES_GROUPS, _SPARES_GROUPS = "note_groups:names", "note_groups:spares"
 
 
 def _ran(ctx: GradingContext) -> None:
-    """Count a run that set a note check's kept state, so the groups are made again from the states."""
-    ctx.lasting[_RUNS] = ctx.lasting.get(_RUNS, 0) + 1
+    """Drop the note checks' groups after a run that set a kept state, so they are made again from the states."""
+    lasting = ctx.lasting
+    lasting.pop(_NAMES_GROUPS, None)
+    lasting.pop(_SPARES_GROUPS, None)
 
-
-_RUNS = "note_check_runs"
 
 _NO_DETAILS: dict[str, Any] = {}
 """The details of every note verdict (none), shared: ``graders.progress`` keeps a verdict as it is handed back and
@@ -216,9 +214,8 @@ per decided check."""
 
 Verdicts = dict[int, tuple[float, str, dict[str, Any]] | None]
 
-
-def _drop_groups(ctx: GradingContext, params: list[dict[str, Any]]) -> None:
-    ctx.lasting.pop(("note_groups", id(params)), None)
+_NOTHING: Verdicts = {}
+"""The answer of a step that moves none of a function's checks, shared: ``graders.progress`` only reads it."""
 
 
 @functools.lru_cache(maxsize=256)
@@ -291,51 +288,61 @@ def _names_key(
     return ("note_names", mr_id, file, pattern, line, also, id(apart))
 
 
-def _file_step(
-    ctx: GradingContext,
-    rows: list[ChangeRow],
-    params: list[dict[str, Any]],
-    plan: Callable[..., Any],
-    settle: Callable[[GradingContext, list[tuple[int, str, str]], list[Any], Verdicts], list[Any] | None],
-    any_file: bool = False,
-) -> Verdicts:
-    """Every check of a note function at once, grouped by request, file and pattern (``_groups``).
+StepFn = Callable[[GradingContext, list[ChangeRow], list[dict[str, Any]]], Verdicts]
+Settle = Callable[[GradingContext, tuple[int, str, str], list[Any], Verdicts], list[Any] | None]
 
-    A new note is handed to ``settle`` only with the groups whose file it names (with ``any_file``, an empty
-    file takes every note) and whose pattern it says; a check ``settle`` decided leaves its group (it hands back
-    the entries left, or None if it decided none), so later steps skip it.
+
+def _file_step(plan: Callable[..., Any], settle: Settle, key: str, any_file: bool = False) -> StepFn:
+    """The ``on_step`` evaluator of a note function: every check of it at once, grouped by request, file and rule.
+
+    A step's new notes are taken in order, each read against every group of its request: it is handed to
+    ``settle`` only with the groups whose file it names (with ``any_file``, an empty file takes every note) and
+    whose pattern it says, one note at a time; a check ``settle`` decided leaves its group (it hands back
+    the entries left, or None if it decided none), so later steps skip it, and the checks it does not decide
+    are not answered (their kept verdicts stand as they are). Made by a factory rather than as a function that
+    calls a shared one: a comment step asks two such functions, and each call through a helper is a frame.
     """
-    new = _step_notes(ctx, rows)[1]
-    if new is None:
-        _drop_groups(ctx, params)  # a note changed: every check re-runs, and the groups are made again after
-        return dict.fromkeys(range(len(params)))
-    groups = _groups(ctx, params, plan)  # built at the call with no rows ``graders.progress`` makes first
-    out: Verdicts = {}
-    if not new:
-        return out
-    for mr_id, notes in new.items():
-        files = groups.get(mr_id)
-        if not files:
-            continue
-        emptied = False
-        for group in files:
-            file, name, pattern, entries = group
-            named = None
-            for note in notes:  # a loop, not a comprehension: a step has one note, and a comprehension is a frame
+
+    def step(ctx: GradingContext, rows: list[ChangeRow], params: list[dict[str, Any]]) -> Verdicts:
+        found = ctx.memo.get(_AGENT_NOTES)  # ``_agent_notes``, read once a step for every note function
+        if found is None or found[0] is not rows:
+            found = _agent_notes(ctx, rows)
+        new = found[1]
+        if new is None:  # a note changed: every check re-runs, and the groups are made again after
+            ctx.lasting.pop(key, None)
+            return dict.fromkeys(range(len(params)))
+        kept = ctx.lasting.get(key)
+        if kept is not None and kept[0] is params:
+            groups = kept[1]
+        else:  # built at the call with no rows ``graders.progress`` makes first, and after a run set a state
+            groups = _groups(ctx, params, plan, key, any_file)
+        out: Verdicts = _NOTHING
+        for mr_id, notes in new.items():
+            files = groups.get(mr_id)
+            if not files:
+                continue
+            emptied = None  # the groups a note emptied, taken out after the loop (no list made again, no frame)
+            for note in notes:  # the outer loop (a step has one note): its text read once for every group
                 body = note[1]
-                if ((any_file and not file) or (name in body and _names_file(body, file))) and _says(body, pattern):
-                    if named is None:
-                        named = [note]
-                    else:
-                        named.append(note)
-            if named is not None:
-                left = settle(ctx, named, entries, out)
-                if left is not None:  # the checks it decided leave the group
-                    group[3] = left
-                    emptied = emptied or not left
-        if emptied:
-            groups[mr_id] = [g for g in files if g[3]]
-    return out
+                for group in files:
+                    file, name, pattern, entries = group
+                    if (name is None or (name in body and _names_file(body, file))) and _says(body, pattern):
+                        if out is _NOTHING:
+                            out = {}
+                        left = settle(ctx, note, entries, out)
+                        if left is not None:  # the checks it decided leave the group
+                            group[3] = left
+                            if not left:
+                                if emptied is None:
+                                    emptied = [group]
+                                else:
+                                    emptied.append(group)
+            if emptied is not None:
+                for group in emptied:
+                    files.remove(group)
+        return out
+
+    return step
 
 
 def _names_plan(pos: int, kw: dict[str, Any], lasting: dict[Any, Any]) -> tuple[Any, ...] | None:
@@ -357,59 +364,45 @@ def _names_plan(pos: int, kw: dict[str, Any], lasting: dict[Any, Any]) -> tuple[
 
 
 def _names_settle(
-    ctx: GradingContext, named: list[tuple[int, str, str]], entries: list[Any], out: Verdicts
+    ctx: GradingContext, hit: tuple[int, str, str], entries: list[Any], out: Verdicts
 ) -> list[Any] | None:
-    """``merge_request_note_names`` checks of one finding, given the new notes that name its file and rule.
+    """``merge_request_note_names`` checks of one finding, given a new note that names its file and rule.
 
-    What is left of ``_fits`` is tested per check (its line, ``also``, no other finding) and the first note
-    that passes decides it; its note is set in the check's kept cell (no state key hashed) and the quote of the
-    step's first note made once. The entries still waiting, or None if none was decided.
+    What is left of ``_fits`` is tested per check (its line, ``also``, no other finding) and the note decides
+    each check it passes (``_file_step`` hands over a step's notes in order, each with the checks the ones
+    before it left waiting, so the first fitting note stays the first); its note is set in the check's kept
+    cell (no state key hashed), and its "note <id>" and quote are made once, at the first check it decides.
+    The entries still waiting, or None if none was decided.
     """
     left: list[Any] | None = None  # made once a check is decided: the entries before it all wait still
-    first, quote = named[0], ""
+    body, ident, quote = hit[1], "", ""
     for n, entry in enumerate(entries):
         pos, kept, others, line, also, tail = entry
-        if kept is None:  # never run: re-run it
-            out[pos] = None
-        else:
-            for hit in named:
-                body = hit[1]
-                if (line is not None and not _at_line(body, line)) or (also is not None and not _says(body, also)):
-                    continue
-                clash = False  # the note names another finding too (a loop: a generator is a frame)
-                for o, f, p in others:
-                    if o in body and _names_file(body, f) and _says(body, p):
-                        clash = True
-                        break
-                if clash:
-                    continue
+        if kept is not None and (line is None or _at_line(body, line)) and (also is None or _says(body, also)):
+            for o, f, p in others:  # the note names another finding too (a loop: a generator is a frame)
+                if o in body and _names_file(body, f) and _says(body, p):
+                    break
+            else:
                 kept[1] = hit
-                if hit is not first:
-                    said = _snippet(body)
-                elif quote:
-                    said = quote
-                else:
-                    said = quote = _snippet(body)
-                out[pos] = (1.0, f"note {hit[0]}{tail}{said}", _NO_DETAILS)
+                if not ident:
+                    ident, quote = f"note {hit[0]}", _snippet(body)
+                out[pos] = (1.0, f"{ident}{tail}{quote}", _NO_DETAILS)
                 if left is None:
                     left = entries[:n]
-                break
-            else:
-                if left is not None:
-                    left.append(entry)
-            continue
+                continue
+        elif kept is None:  # never run: re-run it
+            out[pos] = None
         if left is not None:
             left.append(entry)
     return left
 
 
-def _names_step(ctx: GradingContext, rows: list[ChangeRow], params: list[dict[str, Any]]) -> Verdicts:
-    """Every ``merge_request_note_names`` check at once: only a new note naming a check's file is tested on it.
+_names_step = _file_step(_names_plan, _names_settle, _NAMES_GROUPS)
+"""Every ``merge_request_note_names`` check at once: only a new note naming a check's file is tested on it.
 
-    A check some note decided leaves its group (the first fitting note stays the first), so a step tests a new
-    note only on the checks of its file still waiting for one.
-    """
-    return _file_step(ctx, rows, params, _names_plan, _names_settle)
+A check some note decided leaves its group (the first fitting note stays the first), so a step tests a new note
+only on the checks of its file still waiting for one.
+"""
 
 
 @check_fn(
@@ -497,13 +490,13 @@ def _spares_plan(pos: int, kw: dict[str, Any], lasting: dict[Any, Any]) -> tuple
 
 
 def _spares_settle(
-    ctx: GradingContext, named: list[tuple[int, str, str]], entries: list[Any], out: Verdicts
+    ctx: GradingContext, hit: tuple[int, str, str], entries: list[Any], out: Verdicts
 ) -> list[Any] | None:
-    """``merge_request_note_spares`` checks of one file and rule, given the new notes that flag it: the first does.
+    """``merge_request_note_spares`` checks of one file and rule, given a new note that flags it: it decides them.
 
-    The entries still waiting (a check that never ran), or None if none was decided.
+    ``_file_step`` hands over a step's notes in order, so the first that flags them decides them (a later one
+    sees only the checks that never ran). The entries still waiting (those), or None if none was decided.
     """
-    hit = named[0]
     left: list[Any] | None = None
     for n, entry in enumerate(entries):
         pos, kept, tail = entry
@@ -519,9 +512,8 @@ def _spares_settle(
     return left
 
 
-def _spares_step(ctx: GradingContext, rows: list[ChangeRow], params: list[dict[str, Any]]) -> Verdicts:
-    """Every ``merge_request_note_spares`` check at once: only a new note naming a check's file is tested on it."""
-    return _file_step(ctx, rows, params, _spares_plan, _spares_settle, any_file=True)
+_spares_step = _file_step(_spares_plan, _spares_settle, _SPARES_GROUPS, any_file=True)
+"""Every ``merge_request_note_spares`` check at once: only a new note naming a check's file is tested on it."""
 
 
 @check_fn(
@@ -576,12 +568,15 @@ def _verdict_step(ctx: GradingContext, rows: list[ChangeRow], params: list[dict[
     The new notes are the step's, read once (``_agent_notes``); the kept verdicts so far are extended in id
     order as ``_verdict_on_changes`` does, a note counted once however many checks share the request.
     """
-    _, new, verdict = _step_notes(ctx, rows)
+    found = ctx.memo.get(_AGENT_NOTES)  # ``_agent_notes``, read once a step for every note function
+    if found is None or found[0] is not rows:
+        found = _agent_notes(ctx, rows)
+    _, new, verdict = found
     if new is None:
         return dict.fromkeys(range(len(params)))
+    if not verdict:  # a step of comments: no verdict moves, and nothing is read
+        return _NOTHING
     out: Verdicts = {}
-    if not verdict:  # a step of comments: no verdict moves
-        return out
     lasting = ctx.lasting
     for pos, kw in enumerate(params):
         mr_id = kw["mr_id"]
@@ -603,7 +598,12 @@ def _verdict_step(ctx: GradingContext, rows: list[ChangeRow], params: list[dict[
             if i > last:
                 last, given = i, (*given, kind) if kind in _VERDICTS else given
         lasting[key] = (None, (last, given))
-        out[pos] = _verdicts_verdict(mr_id, kw["verdict"], given)
+        if not given:
+            out[pos] = _verdicts_verdict(mr_id, kw["verdict"], given)
+            continue
+        want = kw["verdict"]  # worded as ``_verdicts_verdict`` words it, without its frame on the review step
+        said = f"the agent's verdicts on request {mr_id}: {', '.join(given)} (wanted {want})"
+        out[pos] = (1.0 if given.count(want) == len(given) else 0.0, said, _NO_DETAILS)
     return out
 
 
@@ -633,7 +633,7 @@ def _says_all(body: str, patterns: list[str]) -> bool:
 
 
 def _review_verdict(
-    hit: tuple[int, str] | None, verdict: str, patterns: list[str]
+    hit: tuple[int, str] | tuple[int, str, str] | None, verdict: str, patterns: list[str]
 ) -> tuple[float, str, dict[str, Any]]:
     said = "/" + "/, /".join(patterns) + "/" if patterns else ""  # each as /pattern/, comma-separated
     if hit is not None:
@@ -662,38 +662,79 @@ def _review_on_changes(
     return _review_verdict(hit, verdict, patterns)
 
 
+_REVIEW_PLAN = "review_says:plan"
+
+
+def _review_plan(ctx: GradingContext, params: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+    """Each ``merge_request_review_says`` check as its step reads it, worked out once an episode.
+
+    Position, request, verdict, patterns, state key and the evidence's list of patterns: none of it moves
+    during an episode (the state behind the key does, and is read at each review), so the review step builds no
+    key and joins no patterns. Kept under one key with the params it was made for.
+    """
+    plan = []
+    for pos, kw in enumerate(params):
+        mr_id, verdict, patterns = kw["mr_id"], kw["verdict"], kw["patterns"]
+        said = "/" + "/, /".join(patterns) + "/" if patterns else ""  # as ``_review_verdict`` lists them
+        plan.append((pos, mr_id, verdict, patterns, ("review_says", mr_id, verdict, id(patterns)), said))
+    ctx.lasting[_REVIEW_PLAN] = (params, plan)
+    return plan
+
+
 def _review_step(ctx: GradingContext, rows: list[ChangeRow], params: list[dict[str, Any]]) -> Verdicts:
     """Every ``merge_request_review_says`` check at once: only a new review with its verdict is tested on it.
 
     A check whose first fitting review is kept stands; one still waiting is answered only when a new review
-    fits (until then its "no review says" verdict stands as it is).
+    fits (until then its "no review says" verdict stands as it is). The checks are read from their plan
+    (``_review_plan``, made at the call with no rows ``graders.progress`` makes first), and a fitting review's
+    verdict is worded here as ``_review_verdict`` words it, without its frame or the patterns joined again.
     """
-    _, new, verdict = _step_notes(ctx, rows)
+    found = ctx.memo.get(_AGENT_NOTES)  # ``_agent_notes``, read once a step for every note function
+    if found is None or found[0] is not rows:
+        found = _agent_notes(ctx, rows)
+    _, new, reviewed = found
     if new is None:
         return dict.fromkeys(range(len(params)))
-    out: Verdicts = {}
-    if not verdict:  # a step of comments: no review moves
-        return out
+    if not reviewed:  # a step of comments: no review moves, and nothing is read
+        if not rows:  # the call with no rows that progress starts with: the plan is made now
+            _review_plan(ctx, params)
+        return _NOTHING
     lasting = ctx.lasting
-    fitted: dict[Any, Any] = {}  # the states a review of this step fitted: checks of the same params share one
-    for pos, kw in enumerate(params):
-        notes = new.get(kw["mr_id"])
+    kept = lasting.get(_REVIEW_PLAN)
+    plan = kept[1] if kept is not None and kept[0] is params else _review_plan(ctx, params)
+    out: Verdicts = {}
+    fitted: dict[Any, Any] | None = None  # the states a review of this step fitted: checks of one params share one
+    for pos, mr_id, verdict, patterns, key, said in plan:
+        notes = new.get(mr_id)
         if not notes:
             continue
-        verdict, patterns = kw["verdict"], kw["patterns"]
-        key = ("review_says", kw["mr_id"], verdict, id(patterns))
-        found = lasting.get(key)
-        if found is None or found[0] is not patterns:  # never run: re-run it
+        state = lasting.get(key)
+        if state is None or state[0] is not patterns:  # never run: re-run it
             out[pos] = None
             continue
-        if found[1] is not None:  # the first fitting review stays the first
-            if key in fitted:  # an earlier check of the same params just passed on it: so does this one
+        if state[1] is not None:  # the first fitting review stays the first
+            if fitted is not None and key in fitted:  # an earlier check of the same params just passed on it
                 out[pos] = fitted[key]
             continue
         for hit in notes:
-            if hit[2] == verdict and _says_all(hit[1], patterns):
+            if hit[2] != verdict:
+                continue
+            body = hit[1]
+            for p in patterns:  # ``_says_all``, inlined (a frame on the step that runs once an episode)
+                if not _says(body, p):
+                    break
+            else:
                 lasting[key] = (patterns, hit)
-                out[pos] = fitted[key] = _review_verdict(hit, verdict, patterns)
+                verdict_of: tuple[float, str, dict[str, Any]] = (
+                    1.0,
+                    f"the agent's {verdict} review (note {hit[0]}) says {said}: {_snippet(body)}",
+                    _NO_DETAILS,
+                )
+                out[pos] = verdict_of
+                if fitted is None:
+                    fitted = {key: verdict_of}
+                else:
+                    fitted[key] = verdict_of
                 break
     return out
 

@@ -105,8 +105,8 @@ def post_log(ctx: GradingContext) -> PostLog | None:
 def _fold_posts(ctx: GradingContext, log: PostLog, posts: list[ChangeRow], channels: list[ChangeRow]) -> bool:
     """Fold the rows appended since the last fold; False when one is not a plain insert of a live post.
 
-    Written for the step that adds one post (and maybe its direct channel): no comprehension or named-tuple
-    constructor frames, no empty dict made for a lookup, the channel ids looked up only when one is unknown.
+    Written for the step that adds one post (and maybe its direct channel): one pass over the rows, no
+    comprehension or named-tuple constructor frames, the channel ids looked up only when one is unknown.
     """
     names: dict[int, str | None] | None = ctx.lasting.get("channel_names")  # shared with _logged_posts
     if names is None:
@@ -122,7 +122,9 @@ def _fold_posts(ctx: GradingContext, log: PostLog, posts: list[ChangeRow], chann
         log.channels_seen = len(channels)
     new = posts[log.posts_seen :]
     last = log.posts[-1].id if log.posts else None
-    unknown: set[Any] | None = None
+    authors, by_id, folded = log.authors, log.by_id, log.posts
+    # each row checked and folded in one pass: a row that is not a plain insert turns the fold off for the
+    # episode (``post_log`` then never reads the log again), so what was folded before it does not matter
     for row in new:
         changes = row.changes
         if row.op != "insert" or not changes.keys() >= _POST_IMAGE or changes["deleted_at"] is not None:
@@ -130,24 +132,20 @@ def _fold_posts(ctx: GradingContext, log: PostLog, posts: list[ChangeRow], chann
         if last is not None and row.key[0] <= last:
             return False  # out of id order: the query's ORDER BY would differ from the log's
         last = row.key[0]
-        if changes["channel_id"] not in names:
-            unknown = {changes["channel_id"]} if unknown is None else unknown | {changes["channel_id"]}
-    if unknown:
-        wanted = sorted(unknown)
-        names.update(dict.fromkeys(wanted))
-        names.update({int(i): str(n) for i, n in rows_in(ctx, _CHANNEL_NAME, wanted)})
-    authors, by_id, folded = log.authors, log.by_id, log.posts
-    for row in new:
-        changes = row.changes
-        name = names[changes["channel_id"]]
+        channel = changes["channel_id"]
+        if channel not in names:  # the ids of every channel not known yet among the rows left, in one lookup
+            wanted = sorted({c for r in new if (c := r.changes.get("channel_id")) is not None and c not in names})
+            names.update(dict.fromkeys(wanted))
+            names.update({int(i): str(n) for i, n in rows_in(ctx, _CHANNEL_NAME, wanted)})
+        name = names[channel]
         if name is None:
             return False  # a post in no known channel: leave it to the query's join
-        post = _post(LoggedPost, (row.key[0], name, changes["author_id"], changes["message"]))
+        post = _post(LoggedPost, (last, name, changes["author_id"], changes["message"]))
         folded.append(post)
-        by_id[post.id] = post
+        by_id[last] = post
         who = authors.get(name)
         if who is None:  # the channel's first post this episode (no empty set made for every later one)
-            log.first[name] = post.id
+            log.first[name] = last
             authors[name] = {post.author_id}
         else:
             who.add(post.author_id)

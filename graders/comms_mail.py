@@ -334,25 +334,32 @@ def _mail_sent_step(
     kept = lasting.get(("mail_sent_checks", id(params)))
     index: _MailIndex | None = lasting.get(("mail_sent_step", id(params)))
     generation = log.generation
-    if (
-        kept is None
-        or kept[3] is None
-        or kept[0] is not params
-        or kept[1] != generation
-        or index is None
-        or index.params is not params
-        or index.generation != generation
-    ):
-        return _mail_sent_general(ctx, rows, params)
+    ready = lasting.get(("mail_sent_ready", id(params)))  # the checks below passed for these kept objects
+    if ready is None or ready[0] is not kept or ready[1] is not index or kept[1] != generation:
+        if (
+            kept is None
+            or kept[3] is None
+            or kept[0] is not params
+            or kept[1] != generation
+            or index is None
+            or index.params is not params
+            or index.generation != generation
+        ):
+            return _mail_sent_general(ctx, rows, params)
+        for _, (_, _, state, tried) in kept[3]:
+            if tried[0] < 0 and not state.marks:
+                return _mail_sent_general(ctx, rows, params)  # its first verdict reads every mail (``_sent_fold``)
+        # they hold while these objects are kept: a check's ``tried`` only grows, its marks stay, and a new
+        # generation builds a new index and new checks
+        lasting[("mail_sent_ready", id(params))] = (kept, index)
+    assert index is not None and kept is not None  # (``ready`` names them)
     every: list[tuple[int, tuple[_Sent, int | None, Followed, list[int]]]] = kept[3]
-    for _, (_, _, state, tried) in every:
-        if tried[0] < 0 and not state.marks:
-            return _mail_sent_general(ctx, rows, params)  # its first verdict reads every mail (``_sent_fold``)
     mails = log.mails
     # the episode's first mail, whoever sent it, moves every check ("no mail was sent" no more), as
     # ``_MailIndex.moved`` says: each is tried (a failing one is LATER: its score stands)
-    first = index.seen == 0 and bool(mails)
-    new = mails[index.seen :]
+    prev = index.seen
+    first = prev == 0 and bool(mails)
+    new = mails[prev:]
     index.seen = n = len(mails)
     box_of = log.box_of
     out: dict[int, Any] = {}
@@ -364,9 +371,9 @@ def _mail_sent_step(
                 out[pos] = state.outcome
             continue  # a mail fits: the first one stays the one named
         moved = True if first else sent.get(sender_id)
+        box = box_of.get(sender_id, _UNSEEN) if sender_id is not None else _UNSEEN  # read once a check
         if moved is None:
             moved = False
-            box = box_of.get(sender_id, _UNSEEN) if sender_id is not None else _UNSEEN
             for m in new:  # a loop, not ``any`` over a generator; the sender's mailbox compared where known
                 if m.sender_box == box if box is not _UNSEEN else sent_by(ctx, log, m, sender_id):
                     moved = True
@@ -375,9 +382,8 @@ def _mail_sent_step(
         if not moved:
             continue
         start, tried[0] = max(tried[0], state.seen), n
-        for m in mails[start:]:
-            box = box_of.get(sender_id, _UNSEEN) if sender_id is not None else _UNSEEN
-            if box is _UNSEEN:
+        for m in new if start == prev else mails[start:]:  # most checks tried every mail before this step
+            if box is _UNSEEN:  # ``sent_by`` keeps the mailbox it reads: the next check compares it
                 if not sent_by(ctx, log, m, sender_id):
                     continue
             elif m.sender_box != box:

@@ -3,8 +3,9 @@
 Why a module of its own: ``graders.progress`` asks these after every step that writes a post, and what keeps
 that cheap is the routing here, not the checks' database path (``graders.checks_comms``). The ``on_step``
 evaluators index a rubric's checks once by the channel they watch, hand each new post only to the checks of
-its channel and author, and re-decide one only when a new post of its own matches its pattern (else only the
-posts its evidence lists moved: ``LATER``, rebuilt when the results are asked for). A check with no posts of
+its channel and author, and re-score one only when a new post of its own matches its pattern: the score
+alone, as a float, its evidence built when the results are asked for (nothing in an episode reads it; else only
+the posts its evidence lists moved: ``LATER``). A check with no posts of
 its own is told ``LATER`` when a post lands in a channel nobody had posted to this episode (its evidence names
 where posts went; its score stays 0). A step with a mention re-decides the checks that ask for one. The
 ``touches``/``on_changes`` hooks stay for a caller that asks one check at a time; the verdicts are the same
@@ -14,7 +15,7 @@ functions either way.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Container, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from typing import Any
 
@@ -315,8 +316,8 @@ class _PostIndex:
     changed) means deciding every check again. ``bare`` are the checks with no posts of their own yet, whose
     evidence lists where the episode's posts went. ``plain`` holds, for each ``post_in_channel`` check asking
     for no mention, what ``_post_step`` decides it with: its ``Followed`` state (the one ``followed`` keeps
-    for it: the target cannot change while the index stands), its compiled search, the part of its evidence
-    after its counts (``_new_match``) and its ``min_count``; ``states`` each ``post_in_channel`` check's state,
+    for it: the target cannot change while the index stands), its compiled search, its ``min_count`` and the
+    mention it asks for (None: none); ``states`` each ``post_in_channel`` check's state,
     whose verdict's marks tell whether it was asked since it was last told ``LATER`` (``moved``).
     """
 
@@ -327,6 +328,7 @@ class _PostIndex:
         "bare",
         "by_name",
         "channels",
+        "entries",
         "fresh",
         "mentions",
         "name_of",
@@ -356,9 +358,7 @@ class _PostIndex:
         # whatever their marks say (no verdict of the two marks ``moved`` compares)
         self.asked = -1
         self.again: list[int] = []
-        self.plain: dict[
-            int, tuple[Followed, Callable[[str], Any], str, int, tuple[int, Callable[[str], Any]] | None]
-        ] = {}
+        self.plain: dict[int, tuple[Followed, Callable[[str], Any], int, tuple[int, Callable[[str], Any]] | None]] = {}
         for pos, kw in enumerate(params):
             channel, author = kw["channel"], kw.get("author", "actor")
             target = _target(ctx, channel, author)
@@ -373,12 +373,16 @@ class _PostIndex:
                 key = ("post_in_channel", channel, pattern, author, min_count, mention)
                 state = self.states[pos] = followed(ctx, key, target)
                 who = None if mention is None else _mention_rule(ctx, mention)
-                if mention is None or who is not None:  # as ``_post_verdict`` words it: "N of M" + this
-                    want = f"/{pattern}/" + (f" mentioning @{mention}" if mention else "")
-                    tail = f" new posts in ~{target[0]} by {who_label(author)} match {want} (need {min_count})"
-                    self.plain[pos] = (state, rx(pattern).search, tail, min_count, who)
+                if mention is None or who is not None:  # (an unknown person: ``_post_verdict`` says so)
+                    self.plain[pos] = (state, rx(pattern).search, min_count, who)
             if kw.get("mention") is not None:
                 self.wants.add(pos)
+        # by channel name, each check's (position, author id, ``plain`` rule or None): what ``_one_post`` routes a
+        # step's one post by, with no dict of moved checks built and no second lookup of the rule
+        self.entries: dict[str, list[tuple[int, int | None, Any]]] = {
+            name: [(pos, self.authors[pos], self.plain.get(pos)) for pos in positions]
+            for name, positions in self.by_name.items()
+        }
         # the log as it was before this step: its posts less the step's (all plain inserts, or no log at all)
         fresh = sum(1 for r in rows if r.table == "posts")
         self.seen = len(log.posts) - fresh
@@ -417,7 +421,7 @@ class _PostIndex:
             for pos in self.by_name.get(post.channel, ()):
                 if pos in wants and self.authors[pos] in (None, post.author_id):
                     rule = self.plain.get(pos)
-                    if rule is not None and rule[4] is not None and rule[4][0] != r.changes.get("employee_id"):
+                    if rule is not None and rule[3] is not None and rule[3][0] != r.changes.get("employee_id"):
                         continue  # it names someone else: the check counts only mentions of its person
                     moved.setdefault(pos, [])
                     self.redo.add(pos)
@@ -449,9 +453,16 @@ class _PostIndex:
                 self.mentions = len(mentions)
         if len(log.first) == self.channels:
             return moved, ()
+        return moved, self.elsewhere(log, moved)
+
+    def elsewhere(self, log: PostLog, moved: Container[int]) -> Sequence[int]:
+        """The bare checks not in ``moved`` to tell ``LATER`` after a post in a channel nobody had posted to.
+
+        Asked only when the log names more channels than at the last call (``moved``, ``_one_post``).
+        """
         had, self.channels = self.channels, len(log.first)
         if not self.states:  # ``no_post_in_channel``'s index: its evidence names no other channel
-            return moved, ()
+            return ()
         # a check told ``LATER`` at an earlier new channel and not asked since (its verdict counts fewer channels
         # than there were before this step) is still lagging in the progress: telling it again costs, moves nothing
         if log.asked == self.asked:
@@ -459,9 +470,9 @@ class _PostIndex:
             # fewer than now): each was told then (its marks count the channels before that step, fewer than
             # ``had``) or skipped as lagging (fewer still), and no marks moved since, so each is skipped now;
             # only one told whatever its marks say is told again. A DM to a new person per step reads no marks.
-            again = self.again
-            return moved, [pos for pos in again if pos in bare and pos not in moved] if again else ()
-        states = self.states
+            again, bare = self.again, self.bare
+            return [pos for pos in again if pos in bare and pos not in moved] if again else ()
+        states, bare = self.states, self.bare
         elsewhere: list[int] = []
         again = self.again = []
         for pos in bare:
@@ -474,7 +485,7 @@ class _PostIndex:
             elif marks[1] >= had:  # its verdict counts every channel there was: tell it
                 elsewhere.append(pos)
         self.asked = log.asked
-        return moved, elsewhere
+        return elsewhere
 
 
 def _index(
@@ -491,41 +502,18 @@ def _index(
     return fresh if index is None and not ctx.changed_rows("employees") else None
 
 
-def _new_match(log: PostLog, state: Followed, tail: str, min_count: int, mentions: int) -> Verdict:
-    """``_post_verdict``'s outcome for a check whose new posts (and their mention rows) just brought a new match.
-
-    Why: a direct message that passes two checks at once (its decision, its rule) re-decides both, and in an
-    episode each generic pass (its target, its marks, its want text, its pattern looked up again) costs a few
-    microseconds of a step's 20. The check has posts (they were just folded) and matches, so it is the
-    verdict's last branch with nothing to look up: the same text, marks and details.
-    """
-    hits = state.hits
-    state.marks = (mentions, 0)  # the mention rows read (0: no mention asked), and posts of its own
-    found = len(hits)
-    if found == 1:  # a notice check's one post: ``listing`` and ``show_post`` of it, inlined (two frames a check)
-        post = hits[0]
-        shown = log.shown.get(post.id) or show_post(log, post)
-        ids = [post.id]
-    else:
-        shown = listing([show_post(log, p) for p in hits])
-        ids = [p.id for p in hits]
-    # ``min(1.0, found / min_count)``: the same float, no call
-    score = found / min_count if found < min_count else 1.0
-    state.outcome = (score, f"{found} of {len(state.items)}{tail}: {shown}", {"post_ids": ids})
-    return state.outcome
-
-
 def _post_step(
     ctx: GradingContext, rows: list[ChangeRow], params: list[Mapping[str, Any]]
-) -> dict[int, Verdict | Later | None]:
+) -> dict[int, Verdict | Later | float | None]:
     """``post_in_channel``'s ``on_step``: the verdicts of the checks a step's posts and mentions may move.
 
-    A check asking for no mention whose followed state has seen the log up to this step's posts (every check
-    of the index has: a step that finds posts of its own folds them, and the others in between are not its
-    own) takes exactly the new posts ``moved`` found, searched once each here; a new match decides it with no
-    generic pass, none answers ``LATER``. A state that has seen this step's posts already (two checks with the
-    same parameters share one; an index built anew this step) gives the verdict it holds. After an employee
-    changed every check is decided again; a log the fold cannot follow (an edit, a deletion) re-runs them all.
+    Most writing steps add one post (a message, a direct message with its new channel), maybe with mention rows
+    naming it: that post is routed here straight to the checks of its channel and author (``_PostIndex.entries``)
+    and each is decided from its kept rule, with no dict of moved checks built and no rule looked up twice; any
+    other step (several posts, a mention of an earlier post, an edit) takes ``_post_steps``' general path. A
+    check a new match moves gets its new score alone (``graders.progress`` builds its evidence when the results
+    are asked for: a direct message passing two notice checks wrote two texts nobody read); one whose score
+    cannot move (no new match, or one past the count it needs) answers ``LATER``.
     """
     log = post_log(ctx)
     if log is None:
@@ -534,13 +522,83 @@ def _post_step(
     if index is None:
         return {pos: _post_verdict(ctx, log, **params[pos]) for pos in range(len(params))}
     before = index.seen
+    posts = log.posts
+    if len(posts) != before + 1:
+        return _post_steps(ctx, log, index, params)
+    post = posts[before]
+    named: AbstractSet[Any] = _NONE  # who the step's mention rows name (all of them rows of this post)
+    fresh: Sequence[ChangeRow] = ()
+    if index.wants:
+        mentions = ctx._by_table.get("mentions")  # ``ctx.changed_rows``, read from its index: no frame
+        count = len(mentions) if mentions else 0
+        if count != index.mentions:
+            fresh = mentions[index.mentions :] if mentions else ()
+            for r in fresh:
+                if r.op != "insert" or r.changes.get("post_id") != post.id:
+                    return _post_steps(ctx, log, index, params)  # a mention of an earlier post: ``_mentioned``
+            named = {r.changes.get("employee_id") for r in fresh}
+            index.mentions = count
+    index.seen = seen = before + 1
+    index.redo, index.fresh = _NONE, fresh
+    own: list[tuple[int, int | None, Any]] = []
+    entries = index.entries.get(post.channel)
+    if entries:
+        author, bare = post.author_id, index.bare
+        for entry in entries:
+            if entry[1] is None or entry[1] == author:
+                own.append(entry)
+                bare.discard(entry[0])
+    out: dict[int, Verdict | Later | float | None] = {}
+    if len(log.first) != index.channels:  # the first post in a channel: the bare checks' evidence names it
+        elsewhere = index.elsewhere(log, ())  # the post's own checks have just left ``bare``: none to leave out
+        if elsewhere:
+            out = dict.fromkeys(elsewhere, LATER)
+    for pos, _, rule in own:
+        if rule is not None:
+            state, search, min_count, who = rule
+            items = state.items
+            if state.seen > before or state.searched != len(items):
+                rule = None  # it has seen this post already (a twin's state), or left some unsearched
+        if rule is None:
+            out[pos] = _post_verdict(ctx, log, **params[pos])
+            continue
+        items.append(post)  # ``_followed_posts``' fold, and ``_matched``/``_mentions`` of the one post
+        state.seen = seen
+        state.outcome = None
+        state.searched = len(items)
+        hits = state.hits
+        if search(post.message) and (who is None or who[0] in named or who[1](post.message)):
+            matched = len(hits)
+            hits.append(post)
+            if matched < min_count:  # the score alone (``min(1.0, found / min_count)``): the text when asked
+                out[pos] = (matched + 1) / min_count if matched + 1 < min_count else 1.0
+                continue
+        out[pos] = LATER  # no new match, or one past the count it needs: only its evidence moved
+    return out
+
+
+def _post_steps(
+    ctx: GradingContext, log: PostLog, index: _PostIndex, params: list[Mapping[str, Any]]
+) -> dict[int, Verdict | Later | float | None]:
+    """``_post_step`` for a step that is not one post: every new post and mention routed by ``_PostIndex.moved``.
+
+    A check asking for no mention whose followed state has seen the log up to this step's posts (every check
+    of the index has: a step that finds posts of its own folds them, and the others in between are not its
+    own) takes exactly the new posts ``moved`` found, searched once each here; a new match below the count it
+    needs gives its new score alone, none (or one past the count) answers ``LATER``. A state that has seen this
+    step's posts already (two checks with the same parameters share one; an index built anew this step) gives
+    the verdict it holds. After an employee changed every check is decided again; a log the fold cannot follow
+    (an edit, a deletion) re-runs them all.
+    """
+    before = index.seen
     own, elsewhere = index.moved(ctx, log)
-    out: dict[int, Verdict | Later | None] = dict.fromkeys(elsewhere, LATER) if elsewhere else {}
+    out: dict[int, Verdict | Later | float | None] = dict.fromkeys(elsewhere, LATER) if elsewhere else {}
     plain, redo, seen = index.plain, index.redo, index.seen  # ``moved`` has just set it to ``len(log.posts)``
+    named: set[Any] | None = None  # who the step's plain mention rows name, by post (built once, when asked)
     for pos, posts in own.items():
         found = plain.get(pos) if posts and pos not in redo else None
         if found is not None:
-            state, search, tail, min_count, who = found
+            state, search, min_count, who = found
             items = state.items
             if state.seen > before or state.searched != len(items):
                 found = None  # it has seen this step's posts already, or left some unsearched: the generic pass
@@ -558,42 +616,44 @@ def _post_step(
                     hits.append(p)
         else:  # ``_mentions``: a mention row for the post (one of this call's), or the text naming the person
             who_id, said = who
-            fresh = index.fresh
+            if named is None:
+                named = {
+                    (r.changes.get("post_id"), r.changes.get("employee_id")) for r in index.fresh if r.op == "insert"
+                }
             for p in posts:
-                if search(p.message) and (
-                    any(
-                        r.op == "insert" and r.changes.get("post_id") == p.id and r.changes.get("employee_id") == who_id
-                        for r in fresh
-                    )
-                    or said(p.message)
-                ):
+                if search(p.message) and ((p.id, who_id) in named or said(p.message)):
                     hits.append(p)
         state.searched = len(items)
-        # no new match: the score stands, only the posts its evidence lists moved
-        if len(hits) == matched:
+        # no new match, or one past the count it needs: the score stands, only the posts its evidence lists moved
+        if len(hits) == matched or matched >= min_count:
             out[pos] = LATER
         else:
-            out[pos] = _new_match(log, state, tail, min_count, 0 if who is None else index.mentions)
+            count = len(hits)
+            out[pos] = count / min_count if count < min_count else 1.0  # the score alone: the text when asked
     return out
 
 
 def _no_post_step(
     ctx: GradingContext, rows: list[ChangeRow], params: list[Mapping[str, Any]]
-) -> dict[int, Verdict | Later | None]:
-    """``no_post_in_channel``'s ``on_step``: only a check's own posts move it (no evidence of other channels)."""
+) -> dict[int, Verdict | Later | float | None]:
+    """``no_post_in_channel``'s ``on_step``: only a check's own posts move it (no evidence of other channels).
+
+    A new post of its own that matches fails it: the score alone (0), its evidence built when the results are
+    asked for; none that matches only moves the count its evidence quotes (``LATER``).
+    """
     log = post_log(ctx)
     if log is None:
         return dict.fromkeys(range(len(params)))
     index = _index(ctx, log, params, rows, "no_post_step")
     if index is None:
         return {pos: _no_post_verdict(ctx, log, **params[pos]) for pos in range(len(params))}
-    out: dict[int, Verdict | Later | None] = {}
+    out: dict[int, Verdict | Later | float | None] = {}
     for pos, posts in index.moved(ctx, log)[0].items():
         kw = params[pos]
         search = rx(kw["pattern"]).search
         for p in posts:
-            if search(p.message):
-                out[pos] = _no_post_verdict(ctx, log, **kw)
+            if search(p.message):  # a post of its own matches: it fails, its evidence built when results ask
+                out[pos] = 0.0
                 break
         else:  # none of its new posts matches: only the count in its evidence moved
             out[pos] = LATER if posts else _no_post_verdict(ctx, log, **kw)

@@ -15,9 +15,10 @@ from __future__ import annotations
 import bisect
 import functools
 import json
+import operator
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 from dateutil.rrule import rrulestr
 
@@ -106,10 +107,10 @@ def _new_events(ctx: GradingContext) -> list[Any]:
             key = r.key[0]
             if r.op == "insert":
                 c = r.changes
-                made[key] = Meeting(
+                made[key] = _new(Meeting, (
                     key, c["title"], c["organizer_id"], _when(c["start_at"]), _when(c["end_at"]), c["room_id"],
                     bool(c["cancelled"]), _when(c["created_at"]),
-                )  # fmt: skip
+                ))  # fmt: skip
             elif r.op == "delete":
                 made.pop(key, None)
             elif key in made:
@@ -124,6 +125,11 @@ def _new_events(ctx: GradingContext) -> list[Any]:
         return [made[k] for k in sorted(made)]
 
     return ctx.kept("new_meeting_events", ("events",), fold)
+
+
+_new = tuple.__new__
+"""Builds a row tuple (``_new(Memory, (...))``) as its class does, without the Python frame of a named tuple's
+``__new__``: a fold builds one per logged row, and each frame costs more than the tuple."""
 
 
 def _when(value: Any) -> datetime:
@@ -218,10 +224,15 @@ def _people(ctx: GradingContext, ids: Sequence[int]) -> dict[int, Any]:
         found = by_id.get(ids[0])
         if found is not None:
             return {ids[0]: found}
-    missing = sorted({i for i in ids if i not in by_id})
+    missing = sorted(set(ids).difference(by_id))  # set operations and a loop: no comprehension frames
     if missing:
         known.keep(rows_in(ctx, _PEOPLE, missing))
-    return {i: by_id[i] for i in sorted(set(ids)) if i in by_id}
+    out: dict[int, Any] = {}
+    for i in sorted(set(ids)):
+        p = by_id.get(i)
+        if p is not None:
+            out[i] = p
+    return out
 
 
 def _employee(ctx: GradingContext, name: str) -> int | None:
@@ -251,9 +262,8 @@ def _named(ctx: GradingContext, names: Sequence[str]) -> None:
 _CHANNEL_NAMES = "SELECT id, name FROM channels WHERE id IN ({}) ORDER BY id"
 
 
-def _post_order(p: Any) -> tuple[datetime, int]:
-    """A post's place in ``new_posts`` (time, then id), as ``_DM_POSTS`` orders them."""
-    return (p.created_at, p.id)
+_post_order = operator.attrgetter("created_at", "id")
+"""A post's place in ``new_posts`` (time, then id), as ``_DM_POSTS`` orders them (no Python frame a post)."""
 
 
 _POST_COLUMNS = frozenset(("author_id", "message", "created_at", "channel_id"))
@@ -312,7 +322,7 @@ def new_posts(ctx: GradingContext) -> list[DmPost]:
             names.update((i, n) for i, n in rows_in(ctx, _CHANNEL_NAMES, wanted))
         keys = added if added is not None else list(posts)
         found = [
-            DmPost(i, p["author_id"], p["message"], p["created_at"], names[p["channel_id"]])
+            _new(DmPost, (i, p["author_id"], p["message"], p["created_at"], names[p["channel_id"]]))
             for i in keys
             if (p := posts[i])["deleted_at"] is None and names[p["channel_id"]] is not None
         ]
@@ -383,9 +393,11 @@ def memories(ctx: GradingContext) -> list[Memory]:
                     ctx.lasting["meeting_memory_fold"] = (seen, rows_by_id, None, epoch + 1)
                     return _read_memories(ctx)
                 c = r.changes
-                rows_by_id[key] = Memory(
-                    key, c["employee_id"], _when(c["at"]), c["kind"], c["subject"], _data(c["data"])
-                )
+                at, data = c["at"], c["data"]  # ``_when`` and ``_data`` inlined: a frame fewer each a memory row
+                at = datetime.fromisoformat(at) if isinstance(at, str) else at
+                at = at.replace(tzinfo=UTC) if at.tzinfo is None else at.astimezone(UTC)
+                data = json.loads(data) if isinstance(data, str) else data
+                rows_by_id[key] = _new(Memory, (key, c["employee_id"], at, c["kind"], c["subject"], data))
                 if added is not None:
                     added.append(rows_by_id[key])
                 continue
@@ -425,9 +437,8 @@ def memory_epoch(ctx: GradingContext) -> int:
     return int(state[3]) if state else 0
 
 
-def _memory_order(m: Memory) -> tuple[datetime, int]:
-    """A memory row's place in ``memories`` (time, then id), as ``_MEMORY`` orders them."""
-    return (m.at, m.id)
+_memory_order = operator.attrgetter("at", "id")
+"""A memory row's place in ``memories`` (time, then id), as ``_MEMORY`` orders them (no Python frame a row)."""
 
 
 def _read_memories(ctx: GradingContext) -> list[Memory]:
@@ -646,17 +657,32 @@ class Calendar:
             else:
                 self.forget()
                 return
-        wanted = {e for p, e in adds if p in self.busy}
+        busy = self.busy
+        wanted: set[int] = set()  # loops, not comprehensions and generators (a frame each on a booking)
+        for p, e in adds:
+            if p in busy:
+                wanted.add(e)
         if self.room_busy or self.all_rooms:
-            wanted.update(int(r.key[0]) for r in new_events if r.op == "insert")
+            for r in new_events:
+                if r.op == "insert":
+                    wanted.add(int(r.key[0]))
         if not wanted:
             return
         made = _event_images(ctx)  # the new events as they are now, from the log; old ones invited to are read
-        rows: dict[int, EventRow | None] = {e: made.get(e) for e in wanted}
-        unread = sorted(e for e in wanted if rows.get(e) is None)
-        rows.update({r[0]: _stored(r) for r in rows_in(ctx, _EVENT_ROWS, unread)})
+        rows: dict[int, EventRow | None] = {}
+        unread: list[int] = []
+        for e in wanted:
+            rows[e] = found = made.get(e)
+            if found is None:
+                unread.append(e)
+        if unread:
+            unread.sort()
+            for r in rows_in(ctx, _EVENT_ROWS, unread):
+                rows[r[0]] = _stored(r)
         for person, event_id in adds:
-            self._add(self.busy.get(person), self.people.get(person), rows.get(event_id))
+            kept_busy = busy.get(person)
+            if kept_busy is not None:  # ``_add`` does nothing for someone not kept: not called for them
+                self._add(kept_busy, self.people.get(person), rows.get(event_id))
         for r in new_events:
             row = rows.get(int(r.key[0]))
             if r.op == "insert" and row is not None and row[7] is not None:
@@ -737,12 +763,19 @@ class Calendar:
         names = ctx.lasting.get("meeting_people", ())
         if self.expected[0] != len(names):  # the named coworkers' ids, resolved again only when one is added
             self.expected = (len(names), [i for name in sorted(names) if (i := _employee(ctx, name))])
-        missing = sorted({p for p in [*people, *self.expected[1]] if p not in self.busy})
+        missing = sorted(set(people).union(self.expected[1]).difference(self.busy))
         if missing:
             found = self._query(ctx, _BUSY.format(", ".join("?" * len(missing))), [*missing, *missing])
             for p in missing:
                 self.busy[p] = found.get(p, {})
-        mine = {p: self._window(self.people.setdefault(p, {}), self.busy[p], w) for p in people}
+        mine: dict[int, dict[int, Clash]] = {}
+        kept = self.people
+        for p in people:  # a loop, not a comprehension; a window kept for the person is looked up, not called for
+            windows = kept.get(p)
+            if windows is None:
+                windows = kept[p] = {}
+            have = windows.get(w)
+            mine[p] = have if have is not None else self._window(windows, self.busy[p], w)
         if room is None:
             return mine, {}
         if room not in self.room_busy:
@@ -844,3 +877,71 @@ def _labels(clashes: Mapping[int, Clash], skip: int) -> list[str]:
     if len(clashes) == 1 and skip in clashes:  # the usual window: the meeting alone (no sort, no list to filter)
         return []
     return [label for _, event_id, label in sorted(clashes.values()) if event_id != skip]
+
+
+_DM_CHANNELS = "SELECT id FROM channels WHERE name IN ({}) ORDER BY id"
+
+
+def _dm_channels(ctx: GradingContext, attendees: Sequence[str]) -> set[int]:
+    """Ids of the agent's direct channels with the named coworkers (those that exist).
+
+    Why kept in ``ctx.lasting`` and folded from the log: the agent's first message to each coworker opens a
+    channel, and a kept answer forgotten on every channel change re-ran the query at each of those steps. The
+    names are read once per episode (again after an employee row changes); the channel rows logged since the
+    last call add a channel created with (or renamed to) one of the names and drop one deleted or renamed away.
+    """
+    key = ("dm_channels", tuple(attendees))
+    step: set[int] | None = ctx.memo.get(key)  # brought up to date once a step: the agent's posts each ask
+    if step is not None:
+        return step
+    stamp = len(ctx.changed_rows("employees"))
+    rows = ctx.changed_rows("channels")
+    kept = ctx.lasting.get(key)
+    if kept is not None and any(r.op == "insert" and "name" not in r.changes for r in rows[kept[1] :]):
+        kept = None  # an image without the name: read the table
+    if kept is None or kept[0] != stamp:
+        ids = [i for name in attendees if (i := _employee(ctx, name)) is not None]
+        names = frozenset(_dm_name(ctx.actor_id, i) for i in ids)
+        found = {r[0] for r in rows_in(ctx, _DM_CHANNELS, sorted(names))}
+        kept = ctx.lasting[key] = [stamp, len(rows), names, found]
+    _, seen, names, found = kept
+    for r in rows[seen:]:
+        c = r.changes
+        if r.op == "delete":
+            found.discard(r.key[0])
+        elif r.op == "insert":
+            if c.get("name") in names:
+                found.add(r.key[0])
+        elif "name" in c:
+            found.discard(r.key[0])
+            if c["name"][1] in names:
+                found.add(r.key[0])
+    kept[1] = len(rows)
+    ctx.memo[key] = found
+    return cast(set[int], found)
+
+
+def _dm_name(a: int, b: int) -> str:
+    return "__".join(str(i) for i in sorted((a, b)))
+
+
+_ROOM = "SELECT r.name, r.capacity, l.name FROM rooms r JOIN locations l ON l.id = r.location_id WHERE r.id = ?"
+_ROOMS = "SELECT r.id, r.name, r.capacity, l.name FROM rooms r JOIN locations l ON l.id = r.location_id ORDER BY r.id"
+
+
+def _room(ctx: GradingContext, room_id: int | None) -> tuple[str, int, str]:
+    """A room's (name, capacity, location), read once per episode while no room or location row changes.
+
+    Every room is read with the first call, which the room check makes before any booking (``room_id`` None:
+    nothing is asked), in the step that grades everything, so the booking reads none. A room the first read
+    did not find is read alone (a query that finds no row fails the check, as it always did).
+    """
+    stamp = (len(ctx.changed_rows("rooms")), len(ctx.changed_rows("locations")))
+    kept = ctx.lasting.get("meeting_rooms")
+    if kept is None or kept[0] != stamp:
+        rooms = {r[0]: (r[1], r[2], r[3]) for r in Sql.of(ctx.session).all(_ROOMS)}
+        kept = ctx.lasting["meeting_rooms"] = (stamp, rooms)
+    found: tuple[str, int, str] | None = kept[1].get(room_id)
+    if found is None and room_id is not None:
+        found = kept[1][room_id] = tuple(Sql.of(ctx.session).one(_ROOM, (room_id,)))
+    return found  # type: ignore[return-value]

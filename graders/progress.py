@@ -27,7 +27,10 @@ A function with an ``on_step`` evaluator settles all of its table checks with on
 ``touches`` and an ``on_changes`` call per check (a review rubric has a check per comment it expects; asking each
 whether a note concerns it costs more than reading the note once, by file). It may answer ``LATER`` for a check
 whose score the step cannot move but whose evidence it did (a failing check listing every mail sent): that check
-is run again only when ``results`` asks, as a trace check no new step could move is. An ``on_step`` function is
+is run again only when ``results`` asks, as a trace check no new step could move is. It may answer a
+score alone (a float) for a check whose score the step moved: the score counts at once and the check is run
+again, for its evidence, only when ``results`` asks (nothing in an episode reads the evidence; a direct message
+that passes two notice checks would otherwise write two texts nobody reads). An ``on_step`` function is
 asked once with no rows when progress starts, so what it keeps for the episode (the note checks' groups by file)
 is built in the step that grades everything rather than in the first write. An ``on_changes`` evaluator asked
 with rows may answer ``LATER`` too (``no_collateral_changes`` after rows its rules admit: only its count moved);
@@ -46,7 +49,10 @@ need validation is built at once, so a failing validation scores 0 as in ``grade
 running parts (each check's weighted share, the failing must checks) and combined again only when a score
 moved. A step that changed nothing costs a lookup when the rubric has no trace checks; a step that wrote one row
 files it into the context's log itself (``GradingContext.extend`` inlined) and asks only the ``on_step`` groups
-filed under its table.
+filed under its table; if no check reads that table by name, no group reads it and no hold names it, and every
+check with a ``quiet`` hook finds the row quiet (the agent's mail marked read), those checks are marked lagging
+and nothing else is built for the step (``_lone``). The running parts hold each held-back check's share as
+``apply_needs`` leaves it, kept so as scores move, so a moved step adds them up as they are.
 
 The value follows ``grade``'s rule (``graders.base.combine`` after ``apply_needs``), adding the same shares in
 the same order, so after the last step it is the final reward of a rubric without judge checks, to the bit;
@@ -117,6 +123,30 @@ def _last_name(steps: Sequence[Mapping[str, Any]]) -> str:
     return str(action.get("name", "")) if isinstance(action, Mapping) else ""
 
 
+def _quiet_row(
+    hook: tuple[
+        Mapping[str, Container[tuple[Any, ...]]],
+        int | None,
+        Mapping[tuple[str, tuple[Any, ...]], tuple[frozenset[str], ...]] | None,
+    ],
+    r: ChangeRow,
+) -> bool:
+    """Whether ``r`` moves only the evidence of a check whose ``quiet`` hook answered ``hook`` (shapes, actor, rows).
+
+    The actor's row of a shape the hook names; or, for a row the hook names by table and key (a keyed rule's),
+    only an update of columns within one of its sets (such a row is quiet only so, never by its shape).
+    """
+    shapes, actor, quiet_rows = hook
+    if actor is not None and r.actor_id != actor:
+        return False
+    if quiet_rows:
+        fits = quiet_rows.get((r.table, r.key))
+        if fits is not None:
+            return r.op == "update" and any(columns.issuperset(r.changes) for columns in fits)
+    of_table = shapes.get(r.table)  # most rows' tables have none: no shape built for them
+    return of_table is not None and (((r.table, r.op, *r.changes) if r.op == "update" else (r.table, r.op)) in of_table)
+
+
 class Progress:
     """The running partial score of ``rubric`` over one episode.
 
@@ -143,12 +173,15 @@ class Progress:
         self._has_needs = any(self._needs)
         # ``needs`` kept up to date as scores move: the checks that need each check, how many of each needy
         # check's needs do not pass (a judge check's never does), and the needy checks held back (a share above 0
-        # that ``apply_needs`` zeroes); so ``_combine`` reads a set instead of testing every needy check
+        # that ``apply_needs`` zeroes); the running parts count a held-back check as ``apply_needs`` leaves it, so
+        # ``_combine`` adds them as they are
         self._needed_by: dict[int, list[int]] = {}
         for i, need in enumerate(self._needs):
             for n in need:
                 if n >= 0:
                     self._needed_by.setdefault(n, []).append(i)
+        # the checks that name a ``needs`` or that one names: only their scores move what ``_needs_moved`` follows
+        self._in_needs = frozenset(i for i, need in enumerate(self._needs) if need).union(self._needed_by)
         self._unmet = [0] * len(self._checks)
         self._held_back: set[int] = set()
         self._outcomes: list[tuple[float, str, Mapping[str, Any]]] = []  # each check's (score, evidence, details)
@@ -175,14 +208,20 @@ class Progress:
         # one table asks its groups without looking at every other one
         self._groups_of: dict[str, list[tuple[str, tuple[str, ...]]]] = {}
         # table checks whose last verdict stands until a step changes what their ``holds`` hook named: the
-        # hook, the index entries each held check is under, and the indexes (rows, inserts into a table,
-        # updates of a column)
+        # hook, the hold each held check is under, each indexed check's hold and index entries, and the indexes
+        # (rows, inserts into a table, updates of a column). A woken check keeps its entries while it is asked
+        # (``_wake`` only takes it out of ``_held``): held again under the same hold, as a check its step did not
+        # move is, it is not indexed anew; its entries go when it is held otherwise or not at all
         self._holds: dict[int, Callable[..., Any]] = {}
-        self._held: dict[int, list[tuple[dict[Any, set[int]], Any]]] = {}
+        self._held: dict[int, Any] = {}
+        self._indexed: dict[int, tuple[Any, list[tuple[dict[Any, set[int]], Any]]]] = {}
         self._wake_rows: dict[Any, set[int]] = {}
         self._wake_inserts: dict[Any, set[int]] = {}
         self._wake_columns: dict[Any, set[int]] = {}
         self._lag_tables: dict[Any, set[int]] = {}  # held checks whose evidence any change of a table moves
+        self._hold_tables: set[str] = set()  # every table an index above has named (kept: a one-row step of
+        # another table cannot wake a held check, so ``_lone`` may settle it)
+        self._lean = False  # no check is re-run after every step and none reads the steps (``_lone`` may settle)
         # checks on every table with a ``quiet`` hook: the row shapes that move only their evidence, and by whom
         # (and the rows, by table and key, whose updates of some columns do the same)
         self._quiet: dict[
@@ -204,14 +243,17 @@ class Progress:
         self._grouped: dict[tuple[str, tuple[str, ...]], tuple[Callable[..., Any], list[int], list[Any]]] = {}
         self._started = False
         self._moved = False  # a check's score moved during this update
-        # The running parts of the value (no ``needs``): each counted check's weighted score, in rubric order
-        # (``combine`` adds them in that order, so the sum is the same float), and how many must checks fail.
+        # The running parts of the value, ``needs`` applied: each counted check's weighted score (0 while it is held
+        # back), in rubric order (``combine`` adds them in that order, so the sum is the same float), how many must
+        # checks fail (a held-back one does) and how many checks pass (a held-back one does not).
         self._scored = [i for i, c in enumerate(self._checks) if not c.must] or list(range(len(self._checks)))
-        self._slot = dict.fromkeys(range(len(self._checks)), -1) | {i: n for n, i in enumerate(self._scored)}
+        self._slot = [-1] * len(self._checks)  # each check's place in the parts (-1: not counted), by check
+        for n, i in enumerate(self._scored):
+            self._slot[i] = n
         self._parts = [0.0] * len(self._scored)
         self._weight = sum(self._weights[i] for i in self._scored)
         self._failing = 0
-        self._passed = 0  # how many checks score 1 before ``needs`` are applied
+        self._passed = 0
         self.value = 0.0
         self.passed = 0
 
@@ -247,11 +289,21 @@ class Progress:
                 ctx._by_table[row.table] = [row]
             else:
                 logged.append(row)
+            table = row.table
+            if (  # a row no check reads by name, no group reads and no held check is held by: maybe quiet alone
+                self._lean
+                and table not in self._group_tables
+                and table not in self._hold_tables
+                and not self._by_table.get(table)
+                and (table, row.key) not in self._by_row
+                and self._lone(row)
+            ):
+                return self.value
             by_table = {row.table: changed}  # the one list: no evaluator changes the rows it is given
         else:
             changed = list(map(_of, rows))
             by_table = ctx.extend(changed)  # the step's rows by table, as the context files them
-        stale = set(self._stale)
+        stale = set(self._stale) if self._stale else set()
         # the checks an evaluator may settle from the rows: (check, evaluator, its rows), asked in one loop below
         # rather than through a method per check (the frames cost as much as most evaluators do)
         asking: list[tuple[int, Callable[..., Any], list[ChangeRow]]] = []
@@ -269,14 +321,15 @@ class Progress:
         if ctx._kept_by_table:
             ctx.forget(by_table)
         on_rows, on_changes, touches, held = self._on_rows, self._on_changes, self._touches, self._held
+        woken: set[int] | None = None
         if held:
-            self._wake(changed)
+            woken = self._wake(changed)
             lag = self._lag_tables
             if lag:  # held checks whose evidence counts the table's changes: asked again for the results
                 for table in by_table:
                     lags = lag.get(table)
-                    if lags:
-                        self._lagging |= lags
+                    if lags:  # (a check woken now is asked now: its entries stand until it is held again)
+                        self._lagging |= lags.difference(woken) if woken else lags
         if by_row:
             for i, check_rows in by_check.items():
                 if i in stale:
@@ -309,7 +362,7 @@ class Progress:
                 continue
             if i in quiet:  # rows that move only its evidence (``check_fn(quiet=)``): not asked, lagging instead
                 shapes, actor, quiet_rows = quiet[i]
-                for r in changed:
+                for r in changed:  # ``_quiet_row`` for each, inlined (a frame a row and check)
                     if actor is not None and r.actor_id != actor:
                         break
                     if quiet_rows:  # a row the hook names (a keyed rule's): quiet only as an update of its columns
@@ -337,11 +390,12 @@ class Progress:
             if len(by_table) > 1:
                 check_rows.sort(key=_seq)
             asking.append((i, on_changes[i], check_rows))
-        hooks, gated = self._step_hooks, self._gated
-        name = _last_name(ctx.steps) if gated else ""
-        for i in self._traced:  # trace checks that fold the new steps in themselves
-            if not ((gated and self._shut(i, name)) or (hooks and self._still(i))):
-                asking.append((i, on_changes[i], changed))
+        if self._traced:  # trace checks that fold the new steps in themselves (most rubrics have none)
+            hooks, gated = self._step_hooks, self._gated
+            name = _last_name(ctx.steps) if gated else ""
+            for i in self._traced:
+                if not ((gated and self._shut(i, name)) or (hooks and self._still(i))):
+                    asking.append((i, on_changes[i], changed))
         outcomes, kwargs = self._outcomes, self._kwargs
         for i, evaluate, check_rows in asking:  # what ``_decided`` does, inlined
             try:
@@ -365,7 +419,32 @@ class Progress:
             for i in deciding:
                 if i in self._holds:
                     self._hold(i)
+        if woken:  # woken and not held again (not asked, or its hook named nothing): no longer indexed
+            for i in woken:
+                if i not in held:
+                    self._unindex(i)
         return self._combine() if self._moved else self.value
+
+    def _lone(self, row: ChangeRow) -> bool:
+        """Settle a one-row step that only checks on every table with a ``quiet`` hook could see, if it is one.
+
+        ``update`` asks this for a row of a table no check reads by name, no ``on_step`` group reads and no held
+        check is held by, in a rubric whose every step asks nothing else (``_lean``: no check re-run after every
+        step, no trace check). If the row is of a shape every such check's hook names (the agent's mail marked
+        read), each is marked lagging and nothing is asked, as the general path would end up doing after building
+        its lists for the step. False (nothing done) for any other row.
+        """
+        quiet = self._quiet
+        for i in self._any_deciding:
+            hook = quiet.get(i)
+            if hook is None or not _quiet_row(hook, row):
+                return False
+        ctx = self.ctx
+        ctx.memo.clear()
+        if ctx._kept_by_table:
+            ctx.forget((row.table,))
+        self._lagging.update(self._any_deciding)
+        return True
 
     def _steps_only(self) -> None:
         """Bring the trace checks up to date after a step that changed no row (a read): the steps are all that moved.
@@ -435,11 +514,19 @@ class Progress:
         if found is None:
             return False
         touches, seen = found
-        steps = self.ctx.steps
-        moves = True
-        with contextlib.suppress(Exception):  # a hook that cannot tell asks the check: exactness first
-            moves = any(touches(self.ctx, steps[n], **self._kwargs[i]) for n in range(seen[0], len(steps)))
+        ctx = self.ctx
+        steps = ctx.steps
+        start = seen[0]
         seen[0] = len(steps)
+        kwargs = self._kwargs[i]
+        moves = False
+        try:  # a loop rather than ``any`` over a generator (a read step asks this once: most steps are reads)
+            for n in range(start, len(steps)):
+                if touches(ctx, steps[n], **kwargs):
+                    moves = True
+                    break
+        except Exception:  # a hook that cannot tell asks the check: exactness first
+            moves = True
         if moves:
             self._lagging.discard(i)
             return False
@@ -451,11 +538,19 @@ class Progress:
         try:
             found = self._holds[i](self.ctx, **self._kwargs[i])
         except Exception:  # a hook that cannot tell leaves the check asked every step: exactness first
-            return
+            found = None
         if found is None:
+            self._unindex(i)
             return
-        rows, inserts, columns = found[:3]
-        lags = found[3] if len(found) > 3 else ()  # tables whose changes leave its evidence behind (not its score)
+        # kept as tuples: a hook may hand back lists it goes on changing, and the kept hold is compared later
+        hold = (tuple(found[0]), tuple(found[1]), tuple(found[2]), tuple(found[3]) if len(found) > 3 else ())
+        known = self._indexed.get(i)
+        if known is not None:
+            if known[0] == hold:  # the hold it was under (its row stood): its index entries stand
+                self._held[i] = hold
+                return
+            self._unindex(i)
+        rows, inserts, columns, lags = hold  # lags: tables whose changes leave its evidence behind (not its score)
         keys: list[tuple[dict[Any, set[int]], Any]] = []
         indexes = (
             (self._wake_rows, rows),
@@ -467,10 +562,23 @@ class Progress:
             for name in names:
                 index.setdefault(name, set()).add(i)
                 keys.append((index, name))
-        self._held[i] = keys
+                self._hold_tables.add(name if type(name) is str else name[0])
+        self._indexed[i] = (hold, keys)
+        self._held[i] = hold
 
-    def _wake(self, changed: list[ChangeRow]) -> None:
-        """Release the held checks a step's rows may move: a row they name, an insert, an update of a column."""
+    def _unindex(self, i: int) -> None:
+        """Take check ``i`` out of the indexes of held checks (if it is in them)."""
+        known = self._indexed.pop(i, None)
+        if known is not None:
+            for index, name in known[1]:
+                index[name].discard(i)
+
+    def _wake(self, changed: list[ChangeRow]) -> set[int]:
+        """Release the held checks a step's rows may move: a row they name, an insert, an update of a column.
+
+        Returns them (and any check indexed but not held, which is asked this step anyway); their index entries
+        stand until ``update`` has held them again.
+        """
         woken: set[int] = set()
         by_row, by_insert, by_column = self._wake_rows, self._wake_inserts, self._wake_columns
         for r in changed:
@@ -486,25 +594,35 @@ class Progress:
                     found = by_column.get((r.table, column))
                     if found:
                         woken |= found
+        held = self._held
         for i in woken:
-            for index, name in self._held.pop(i):
-                index[name].discard(i)
+            held.pop(i, None)
+        return woken
 
     def _step_groups(self, by_table: dict[str, list[ChangeRow]], stale: set[int]) -> None:
         """Settle the checks of each ``on_step`` function whose tables the step changed, one call per function.
 
-        A step that wrote one table (most do) asks the groups filed under it with its rows as they are; else
-        every group reading one of the step's tables, in ``_grouped`` order, with its tables' rows in seq order
-        (going through the groups costs less than gathering them from the tables' lists).
+        A step whose rows of tables some group reads are of one table (most steps: a note with its request's bump,
+        a sheet's document with its version and blob) asks the groups filed under it with those rows as they are;
+        else every group reading one of the step's tables, in ``_grouped`` order, with its tables' rows in seq
+        order (going through the groups costs less than gathering them from the tables' lists). A group that reads
+        every table the step wrote (a booking's event and invitations, for each meeting function) is given the
+        step's rows as the log holds them (its last rows, in seq order), not a merge sorted again per group.
         """
-        grouped = self._grouped
+        grouped, groups_of = self._grouped, self._groups_of
         step_rows: list[ChangeRow] = []
+        groups: Iterable[tuple[str, tuple[str, ...]]]
         if len(by_table) == 1:
             ((table, step_rows),) = by_table.items()
-            groups: Iterable[tuple[str, tuple[str, ...]]] = self._groups_of.get(table, ())
+            groups = groups_of.get(table, ())
         else:
-            groups = grouped  # every group in order, each skipped unless it reads one of the tables
+            read = [t for t in by_table if t in groups_of]
+            if len(read) == 1:  # one of the tables is read by groups (a note and its request's bump): as above
+                step_rows, groups = by_table[read[0]], groups_of[read[0]]
+            else:
+                groups = grouped  # every group in order, each skipped unless it reads one of the tables
         outcomes = self._outcomes
+        everything: list[ChangeRow] = []  # the step's rows, all tables, read from the log once asked
         for key in groups:
             on_step, checks, params = grouped[key]
             if step_rows:  # one table written: its rows as they are
@@ -513,7 +631,14 @@ class Progress:
                 found = [by_table[t] for t in key[1] if t in by_table]
                 if not found:
                     continue
-                rows = found[0] if len(found) == 1 else sorted((r for f in found for r in f), key=_seq)
+                if len(found) == 1:
+                    rows = found[0]
+                elif len(found) == len(by_table):
+                    if not everything:
+                        everything = self.ctx.log[-sum(map(len, by_table.values())) :]
+                    rows = everything
+                else:
+                    rows = sorted((r for f in found for r in f), key=_seq)
             try:
                 verdicts = on_step(self.ctx, rows, params)
             except Exception:  # an evaluator that fails re-runs every check of it: exactness first
@@ -525,7 +650,12 @@ class Progress:
                 elif out is LATER:  # the score stands, the evidence moved: asked again when results are
                     self._lagging.add(i)
                 elif out is not outcomes[i] and i not in stale:  # a kept verdict handed back: nothing to store
-                    self._store(i, out)
+                    if type(out) is float:  # the score alone: the evidence is built when results are asked for
+                        self._lagging.add(i)
+                        if out != outcomes[i][0]:
+                            self._store(i, (out, "", {}))
+                    else:
+                        self._store(i, out)
 
     def _decided(self, i: int, rows: list[ChangeRow]) -> bool:
         """Settle check ``i`` from its changed rows with its ``on_rows``/``on_changes`` evaluator if it can tell.
@@ -564,43 +694,70 @@ class Progress:
 
     def _store(self, i: int, outcome: tuple[float, str, Mapping[str, Any]]) -> None:
         """Keep check ``i``'s new outcome, and the running parts of the value when its score moved."""
-        score, evidence, details = self._outcomes[i]
-        if outcome[1] == evidence and outcome[0] == score and outcome[2] == details:
-            # the same verdict: the result built from it (if any) stands; the equal tuple is kept instead, so an
-            # evaluator that hands it back next step (a kept verdict) is known by identity, with no comparison
-            self._outcomes[i] = outcome
+        outcomes = self._outcomes
+        old = outcomes[i]
+        # kept either way: an evaluator that hands this tuple back next step (a kept verdict) is known by identity
+        outcomes[i] = outcome
+        score, new = old[0], outcome[0]
+        if new == score:  # the same score: the result built from the old verdict (if any) stands if all of it does
+            if outcome[1] != old[1] or outcome[2] != old[2]:
+                self._results[i] = None
             return
-        self._outcomes[i] = outcome
         self._results[i] = None
-        new = outcome[0]
-        if new != score:  # ``_count`` taking the old share away and adding the new one, inlined (the hot path)
-            self._moved = True
-            slot = self._slot[i]
-            if slot >= 0:
-                self._parts[slot] = self._weights[i] * new
-            if (score >= 1.0) != (new >= 1.0):
-                self._passed += 1 if new >= 1.0 else -1
-                if self._musts[i]:
-                    self._failing += -1 if new >= 1.0 else 1
-            if self._has_needs:
-                self._needs_moved(i, score, new)
+        self._moved = True  # ``_count`` taking the old share away and adding the new one, inlined (the hot path)
+        slot = self._slot[i]
+        if slot >= 0:
+            self._parts[slot] = self._weights[i] * new
+        if (score >= 1.0) != (new >= 1.0):
+            self._passed += 1 if new >= 1.0 else -1
+            if self._musts[i]:
+                self._failing += -1 if new >= 1.0 else 1
+        if i in self._in_needs:  # a check no ``needs`` names and that names none: nothing to follow
+            self._needs_moved(i, score, new)
 
     def _needs_moved(self, i: int, old: float, new: float) -> None:
-        """Follow check ``i``'s score from ``old`` to ``new`` in the ``needs`` it is part of (its own, others')."""
+        """Follow check ``i``'s score from ``old`` to ``new`` in the ``needs`` it is part of (its own, others').
+
+        ``_store`` counted its share as if it were not held back; a check is held back while a check it needs
+        does not pass and its own score is above 0, and its share in the running parts is then what
+        ``apply_needs`` leaves of it (0, not passing, failing if a must check).
+        """
         unmet, held_back = self._unmet, self._held_back
+        was = i in held_back
+        if was and old >= 1.0:  # ``_store`` moved its counts as if it were not held: its held-back ones taken back
+            self._passed += 1
+            if self._musts[i]:
+                self._failing -= 1
+        if unmet[i] > 0 and new > 0:  # (still) held back: the share ``_store`` counted made the held one
+            held_back.add(i)
+            self._held_share(i, new, True)
+        elif was:
+            held_back.discard(i)  # released: the share ``_store`` counted stands
         if (old >= 1.0) != (new >= 1.0):
             step = -1 if new >= 1.0 else 1
             outcomes = self._outcomes
             for d in self._needed_by.get(i, ()):
                 unmet[d] += step
-                if unmet[d] > 0 and outcomes[d][0] > 0:
-                    held_back.add(d)
-                else:
+                score = outcomes[d][0]
+                if score <= 0:
+                    continue
+                if unmet[d] > 0:
+                    if d not in held_back:
+                        held_back.add(d)
+                        self._held_share(d, score, True)
+                elif d in held_back:
                     held_back.discard(d)
-        if unmet[i] > 0 and new > 0:
-            held_back.add(i)
-        else:
-            held_back.discard(i)
+                    self._held_share(d, score, False)
+
+    def _held_share(self, i: int, score: float, held: bool) -> None:
+        """Count check ``i`` (scoring ``score``) as held back (``held``) instead of not, or the other way round."""
+        slot = self._slot[i]
+        if slot >= 0:
+            self._parts[slot] = 0.0 if held else self._weights[i] * score
+        if score >= 1.0:
+            self._passed += -1 if held else 1
+            if self._musts[i]:
+                self._failing += 1 if held else -1
 
     def _count(self, i: int, score: float, sign: int) -> None:
         """Add (``sign`` 1) or take away (-1) check ``i``'s share of the running parts."""
@@ -659,16 +816,7 @@ class Progress:
         self._outcomes = [(-1.0, "", {})] * len(self._checks)  # no verdict yet: the first one always differs
         for i in range(len(self._checks)):
             self._run(i)
-        self._parts, self._failing, self._passed = [0.0] * len(self._parts), 0, 0  # count the first verdicts once
-        for i, (score, _, _) in enumerate(self._outcomes):
-            self._count(i, score, 1)
-        if self._has_needs:  # the first verdicts' needs, counted once (the runs above moved them from -1)
-            outcomes = self._outcomes
-            self._held_back.clear()
-            for i, need in enumerate(self._needs):
-                self._unmet[i] = sum(1 for n in need if n < 0 or outcomes[n][0] < 1.0)
-                if self._unmet[i] > 0 and outcomes[i][0] > 0:
-                    self._held_back.add(i)
+        self._count_first()
         for i, check in enumerate(self._checks):
             spec = check_fn_spec(check.fn)
             if check.kind == "trace":
@@ -716,6 +864,7 @@ class Progress:
                 self._any.append(i)
         # every step that changed a row re-runs these (trace checks with an evaluator are asked it instead)
         self._stale = frozenset(self._always).difference(self._traced) | frozenset(self._any)
+        self._lean = not self._always and not self._any
         self._group_tables = frozenset(t for _, tables in self._grouped for t in tables)
         for key in self._grouped:
             for table in key[1]:
@@ -729,6 +878,20 @@ class Progress:
             if self._agrees(i):
                 self._hold(i)
         self.ctx.forget()
+
+    def _count_first(self) -> None:
+        """Count the first verdicts into the running parts once (the runs that gave them moved them from -1)."""
+        self._parts, self._failing, self._passed = [0.0] * len(self._parts), 0, 0
+        for i, (score, _, _) in enumerate(self._outcomes):
+            self._count(i, score, 1)
+        if self._has_needs:  # and their needs: a held-back check counted as ``apply_needs`` leaves it
+            outcomes = self._outcomes
+            self._held_back.clear()
+            for i, need in enumerate(self._needs):
+                self._unmet[i] = sum(1 for n in need if n < 0 or outcomes[n][0] < 1.0)
+                if self._unmet[i] > 0 and outcomes[i][0] > 0:
+                    self._held_back.add(i)
+                    self._held_share(i, outcomes[i][0], True)
 
     def _agrees(self, i: int) -> bool:
         """Whether check ``i``'s evaluator, asked with no rows, gives the verdict its function just gave."""
@@ -776,22 +939,10 @@ class Progress:
         """The value by ``graders.base.combine``'s rule, from the scores (no result is built for it).
 
         With ``needs``, a check counts only once the checks it needs pass (``apply_needs``): the running parts
-        are used as they are unless such a check is held back (``_held_back``, kept as scores move), and then with
-        its share set to 0, so the sum adds the same floats in the same order as ``combine`` does.
+        already hold a held-back check's share at 0 (``_needs_moved`` keeps them so as scores move), so the sum
+        adds the same floats in the same order as ``combine`` does.
         """
-        parts, failing, passed = self._parts, self._failing, self._passed
-        held = self._held_back
-        if held:
-            outcomes = self._outcomes
-            parts = list(parts)
-            for i in held:
-                score, slot = outcomes[i][0], self._slot[i]
-                if slot >= 0:
-                    parts[slot] = 0.0
-                if score >= 1.0:
-                    passed -= 1
-                    failing += self._musts[i]  # a must check held back fails (below 1 it was counted)
-        self.passed = passed
-        value = sum(parts) / self._weight if self._weight else 0.0
-        self.value = 0.0 if failing > 0 else min(1.0, value)
+        self.passed = self._passed
+        value = sum(self._parts) / self._weight if self._weight else 0.0
+        self.value = 0.0 if self._failing > 0 else min(1.0, value)
         return self.value

@@ -139,14 +139,15 @@ class CheckFnSpec:
     rule names): an update by ``actor`` whose changed columns fit one of them is such a row too, and a row it
     names is such a row only so (its delete or rename is asked at once). None: ask it after every step, as
     without."""
-    on_step: Callable[..., Mapping[int, tuple[float, str, Mapping[str, Any]] | Later | None]] | None = None
+    on_step: Callable[..., Mapping[int, tuple[float, str, Mapping[str, Any]] | Later | float | None]] | None = None
     """``on_step(ctx, rows, params)``: for a ``reads`` function (no ``rows``), every check of the rubric that uses
     it at once: ``params`` lists their params (the same list, in rubric order, on every step) and ``rows`` are
     the step's changes to the function's tables. It returns, by position in ``params``, the new verdict of each
     check the rows may change (as ``on_changes`` does; None re-runs that check); a check it leaves out stands.
     One call a step instead of a ``touches`` and an ``on_changes`` call per check, which is what a rubric with
     a score per comment of a review needs. It must never leave out a check whose verdict moved. ``LATER`` for a
-    check says its score stands but its evidence moved: it is run again only when the results are asked for."""
+    check says its score stands but its evidence moved: it is run again only when the results are asked for; a
+    float is the check's new score alone, its evidence built (the check run again) only when they are."""
     moved_by: frozenset[str] | None = None
     """For a trace check with ``on_changes`` whose verdict reads only the last step record: the action names of
     the steps that may give it another verdict than every other step gives (``submit_explains``: a submit). After
@@ -222,7 +223,7 @@ def check_fn(
     on_changes: Callable[..., tuple[float, str, Mapping[str, Any]] | Later | None] | None = None,
     holds: Callable[..., tuple[Any, ...] | None] | None = None,
     quiet: Callable[..., QuietRows | None] | None = None,
-    on_step: Callable[..., Mapping[int, tuple[float, str, Mapping[str, Any]] | Later | None]] | None = None,
+    on_step: Callable[..., Mapping[int, tuple[float, str, Mapping[str, Any]] | Later | float | None]] | None = None,
     moved_by: tuple[str, ...] | None = None,
 ) -> Callable[[_Fn], _Fn]:
     """Register ``fn(ctx, **params)`` under ``name``; params must be typed keyword parameters.

@@ -93,34 +93,69 @@ class Sections(list[tuple[str, str]]):
         ``graders.text_step`` keep the verdict of every check none of them can move.
         """
         out = cls(sections)
-        out.heads = heads = tuple(h for h, _ in sections)
-        out.texts = [t for _, t in sections]
         out.under, out.found, out.prev, out.changed, out.same_heads = {}, {}, previous, None, False
         out.whole = {}
-        if previous is not None:
-            previous.prev = None  # one parse back is all a check compares with: no chain over the episode
-            if len(previous) == len(sections):
-                out.changed = changed = [i for i, (a, b) in enumerate(zip(previous, sections, strict=True)) if a != b]
-                out.same_heads = heads == previous.heads
-                if out.same_heads:
-                    out.under = dict(previous.under)
-                # an unchanged section's forms are the previous parse's: only the changed ones are lowered
-                out.texts_low, out.joined, out.joined_low = (
-                    list(previous.texts_low),
-                    list(previous.joined),
-                    list(previous.joined_low),
-                )
-                for i in changed:
-                    h, t = sections[i]
-                    out.texts_low[i] = _lowered(t)
-                    out.joined[i] = joined = f"{h}\n{t}"
-                    out.joined_low[i] = _lowered(joined)
-                return out
-        # ``_lowered`` inlined for ASCII text (a report's): a new parse lowers every section twice
-        out.texts_low = [t.lower() if t.isascii() else _lowered(t) for t in out.texts]
-        out.joined = [f"{h}\n{t}" for h, t in sections]
-        out.joined_low = [j.lower() if j.isascii() else _lowered(j) for j in out.joined]
+        if previous is None or len(previous) != len(sections):
+            return out._fresh(sections)
+        previous.prev = None  # one parse back is all a check compares with: no chain over the episode
+        out.heads = heads = tuple(h for h, _ in sections)
+        out.texts = [t for _, t in sections]
+        out.changed = changed = [i for i, (a, b) in enumerate(zip(previous, sections, strict=True)) if a != b]
+        out.same_heads = heads == previous.heads
+        if out.same_heads:
+            out.under = dict(previous.under)
+        # an unchanged section's forms are the previous parse's: only the changed ones are lowered
+        out.texts_low, out.joined, out.joined_low = (
+            list(previous.texts_low),
+            list(previous.joined),
+            list(previous.joined_low),
+        )
+        for i in changed:
+            h, t = sections[i]
+            out.texts_low[i] = _lowered(t)
+            out.joined[i] = joined = f"{h}\n{t}"
+            out.joined_low[i] = _lowered(joined)
         return out
+
+    def _fresh(self, sections: list[tuple[str, str]]) -> Sections:
+        r"""A parse with no previous one to diff: every section's forms, and both ``whole`` texts, in one pass.
+
+        Every check on it is decided now, and each function's batch reads one of the whole texts (the sections'
+        lowered forms joined by NUL, ``_whole``), so they are built here with the forms rather than by a loop each.
+        ``_lowered`` is inlined for ASCII text (a report's): a section's ``heading\ntext`` is ASCII only if both are.
+        """
+        if self.prev is not None:
+            self.prev.prev = None  # one parse back is all a check compares with: no chain over the episode
+        heads: list[str] = []
+        texts: list[str] = []
+        lows: list[str | None] = []
+        joined: list[str] = []
+        joined_lows: list[str | None] = []
+        self.texts, self.texts_low, self.joined, self.joined_low = texts, lows, joined, joined_lows
+        offsets: list[int] = []
+        joined_offsets: list[int] = []
+        at = joined_at = 0
+        for h, t in sections:
+            j = f"{h}\n{t}"
+            heads.append(h)
+            texts.append(t)
+            joined.append(j)
+            if j.isascii():
+                lows.append(t.lower())
+                joined_lows.append(j.lower())
+            else:
+                lows.append(_lowered(t))
+                joined_lows.append(_lowered(j))
+            offsets.append(at)
+            joined_offsets.append(joined_at)
+            at += len(t) + 1
+            joined_at += len(j) + 1
+        self.heads = tuple(heads)
+        if None not in lows:
+            self.whole[False] = ("\0".join(lows), offsets)  # type: ignore[arg-type]
+        if None not in joined_lows:
+            self.whole[True] = ("\0".join(joined_lows), joined_offsets)  # type: ignore[arg-type]
+        return self
 
     def matching(self, pattern: str, joined: bool = False) -> list[bool]:
         """Whether ``pattern`` (case-insensitive) matches each section's text (``joined``: heading and text).
@@ -225,6 +260,26 @@ def _plain_sections(content: dict[str, Any]) -> list[tuple[str, str]] | None:
     blocks = content.get("blocks")
     if type(blocks) is not list or content.get("comments"):
         return None
+    out: list[tuple[str, list[str]]] = [("", [])]
+    body = out[0][1]
+    try:
+        for level, text in blocks:
+            # an int level and a str text, as the office writes them, read as they are; else as ``int``/``str``
+            # read them (a float level, a number for text)
+            if type(level) is not int or type(text) is not str:
+                return _read_blocks(blocks)
+            if level > 0:
+                body = []
+                out.append((text.strip(), body))
+            else:
+                body.append(text)
+    except Exception:  # a malformed block: the full reader raises what the check reports
+        return None
+    return [(h, "\n".join(body)) for h, body in out]
+
+
+def _read_blocks(blocks: list[Any]) -> list[tuple[str, str]] | None:
+    """``_plain_sections`` of blocks whose level or text is not an int or a str: each converted as it is read."""
     out: list[tuple[str, list[str]]] = [("", [])]
     try:
         for level, text in blocks:
@@ -566,39 +621,83 @@ def _contains_rest(sections: Sections, pattern: str, heading: str, only_there: b
     return 1.0, f"{name}: in section {hits[0]!r}", {}
 
 
-Planned = tuple[
-    int, tuple[str, bool], str, bool, str, Callable[..., Any], "tuple[str, ...] | None", "tuple[str, ...] | None", str
+Only = tuple[int, tuple[str, bool], str, Callable[..., Any], "str | None", int, "tuple[str, ...] | None", str]
+"""A ``doc_section_contains`` check with ``only_there`` as ``contains_verdicts`` reads it: its position in its
+function's params, its answers' key in ``Sections.found`` (pattern, False), the head of its passing evidence, its
+pattern's search, its one start text (None for several or none) and that text's length, its start texts, its
+name in evidence."""
+
+First = tuple[
+    int,
+    tuple[str, bool],
+    str,
+    Callable[..., Any],
+    "tuple[str, ...] | None",
+    "tuple[str, ...] | None",
+    "Callable[..., Any] | None",
+    bool,
+    str,
 ]
-"""A ``doc_section_contains`` check as ``contains_verdicts`` reads it, worked out once per episode: its position
-in its function's params, its answers' key in ``Sections.found`` (pattern, False), heading, ``only_there``, the
-head of its passing evidence, its pattern's ``_plan`` (search, start texts, needles) and its name in evidence."""
+"""A ``doc_section_contains`` check without ``only_there``: position, answers' key, passing evidence's head,
+search, start texts, needles, its ``_line_match`` when it has needles and no start text (a timeline line's
+pattern: ``_hit`` would try it at the lines holding a needle), whether its pattern is one plain text
+(``_plain``: found is matched) and name."""
+
+Planned = tuple[str, list[Only], list[First]]
+"""The checks of one heading pattern, as ``contains_verdicts`` reads them: the heading, its checks with
+``only_there``, its others. Worked out once per episode (``contains_plan``)."""
 
 
 def contains_plan(positions: list[int], params: list[dict[str, Any]]) -> list[Planned]:
-    """``contains_verdicts``' reading of the checks at ``positions``: their params and patterns' plans, once."""
-    out: list[Planned] = []
+    """``contains_verdicts``' reading of the checks at ``positions``, by heading: params and patterns' plans, once."""
+    by_heading: dict[str, tuple[list[Only], list[First]]] = {}
     for pos in positions:
         kw = params[pos]
         pattern = kw["pattern"]
         name = kw.get("label") or pattern
         search, starts, needles = _plan(pattern)
-        only_there = kw.get("only_there", True)
-        out.append(
-            (pos, (pattern, False), kw["heading"], only_there, f"{name}: in section ", search, starts, needles, name)
-        )
-    return out
+        only, first = by_heading.setdefault(kw["heading"], ([], []))
+        passing = f"{name}: in section "
+        if kw.get("only_there", True):
+            start = starts[0] if starts is not None and len(starts) == 1 else None
+            only.append((pos, (pattern, False), passing, search, start, len(start or ""), starts, name))
+        else:
+            line = _line_match(pattern) if starts is None and needles is not None else None
+            first.append((pos, (pattern, False), passing, search, starts, needles, line, _plain(pattern), name))
+    return [(heading, only, first) for heading, (only, first) in by_heading.items()]
+
+
+@lru_cache(maxsize=4096)
+def _plain(pattern: str) -> bool:
+    """Whether ``pattern`` is one run of plain ASCII text (no anchor, class or repeat), read case-insensitively.
+
+    On a section whose lowered form is known (``_lowered``), such a pattern matches where its lowered text
+    occurs, so finding that text (its one start text, ``_prefix``) is the match and no regex is run. A pattern
+    with ``(?a)`` is never plain: it folds only ASCII letters, where the lowered form folds the Kelvin sign too.
+    """
+    try:
+        parsed = _sre_parser.parse(pattern, re.IGNORECASE)
+    except Exception:  # a pattern the private parser reads differently: searched, never wrongly
+        return False
+    items = list(parsed)
+    return (
+        bool(items)
+        and not parsed.state.flags & re.ASCII
+        and all(op is _LITERAL and chr(av).isascii() for op, av in items)
+    )
 
 
 def contains_verdicts(sections: Sections, planned: list[Planned], out: dict[int, Verdict | None]) -> None:
     """``contains_verdict`` of every check of ``planned`` on a new parse, by position into ``out``, in one frame.
 
     A new report is a dozen or more checks on one parse, each a few string searches: the frames, lookups and
-    plan look-ups per check cost more than the searches. Here each heading is named once and each section's
-    heading quoted once, and a pass is decided inline: with ``only_there`` off, the first named section that
-    matches; on, the pattern's answer on every section (found as ``Sections._scan`` finds it, by its start
-    texts in the whole document, and kept in ``found`` as ``matching`` keeps it) names only named sections.
-    Anything else (a failing check, a pattern with no start text) takes ``contains_verdict``'s own path, the
-    same code, so the same evidence.
+    plan look-ups per check cost more than the searches. Here each heading is named once for all its checks and
+    each section's heading quoted once, and a pass is decided inline: with ``only_there`` off, the first named
+    section that matches (a plain pattern, ``_plain``, by finding its text alone); on, the pattern's answer on
+    every section (found as ``Sections._scan`` finds it, by its start text in the whole document, and kept in
+    ``found`` as ``matching`` keeps it) matching one named section only, or only named sections. Anything else
+    (a failing check, a pattern with no start text) takes ``contains_verdict``'s own path, the same code, so
+    the same evidence.
     """
     unders, heads, texts, lows, found = (
         sections.under,
@@ -607,70 +706,90 @@ def contains_verdicts(sections: Sections, planned: list[Planned], out: dict[int,
         sections.texts_low,
         sections.found,
     )
-    named_at: dict[str, list[int]] = {}  # by heading pattern: the sections it names, in order
     quoted = [repr(h) for h in heads]  # each heading as a passing evidence quotes it
     whole = sections.whole.get(False) or sections._whole(False)
     count = len(texts)
-    last, every = count - 1, range(count)
-    # where each section's text ends in the whole text: an occurrence past it runs into the NUL after it
-    ends = [at + len(t) for at, t in zip(whole[1], texts, strict=True)] if whole is not None else []
-    for pos, key, heading, only_there, passing, search, starts, needles, name in planned:
-        at = named_at.get(heading)
-        if at is None:
-            under = unders.get(heading)
-            if under is None:
-                under = unders[heading] = _named(heading, heads)
-            at = named_at[heading] = [i for i, u in enumerate(under) if u]
-        if not at:
-            pass
-        elif only_there:
+    if whole is not None:
+        text, offsets = whole
+        find = text.find
+        # where each section's text ends in the whole text (an occurrence past it runs into the NUL after it),
+        # and where the next section starts (past the end for the last: nothing is found from there)
+        ends = [at + len(t) for at, t in zip(offsets, texts, strict=True)]
+        nexts = [*offsets[1:], len(text) + 1]
+    for heading, only, first in planned:
+        under = unders.get(heading)
+        if under is None:
+            under = unders[heading] = _named(heading, heads)
+        if True not in under:
+            for check in only:
+                out[check[0]] = _contains_rest(sections, check[1][0], heading, True, check[7])
+            for other in first:
+                out[other[0]] = _contains_rest(sections, other[1][0], heading, False, other[8])
+            continue
+        for pos, key, passing, search, start, size, starts, name in only:
             said = found.get(key)
-            if said is None and starts is not None and whole is not None:  # ``_scan_from``, inlined
-                text, offsets = whole
+            if said is None and whole is not None and starts is not None:  # ``_scan_from``, inlined
                 said = [False] * count
-                for start in starts:
-                    size = len(start)
-                    p = text.find(start)
+                if start is not None:  # one start text: from its first occurrence in each section
+                    p = find(start)
                     while p >= 0:
                         i = bisect_right(offsets, p) - 1
                         if p + size > ends[i]:  # across the NUL between two sections: look on
-                            p = text.find(start, p + 1)
+                            p = find(start, p + 1)
                             continue
-                        if not said[i] and search(texts[i], p - offsets[i]) is not None:
+                        if search(texts[i], p - offsets[i]) is not None:
                             said[i] = True
-                        p = text.find(start, offsets[i + 1]) if i < last else -1
+                        p = find(start, nexts[i])
+                else:
+                    for s in starts:
+                        p = find(s)
+                        while p >= 0:
+                            i = bisect_right(offsets, p) - 1
+                            if p + len(s) > ends[i]:
+                                p = find(s, p + 1)
+                                continue
+                            if not said[i] and search(texts[i], p - offsets[i]) is not None:
+                                said[i] = True
+                            p = find(s, nexts[i])
                 found[key] = said
             if said is not None:
-                first = -1
-                for i in compress(every, said):
-                    if i not in at:
-                        first = -1
-                        break
-                    if first < 0:
-                        first = i
-                if first >= 0:
-                    out[pos] = 1.0, passing + quoted[first], {}
+                hits = said.count(True)
+                if hits == 1:  # the common case: one section matches, a pass if it is named
+                    i = said.index(True)
+                    if under[i]:
+                        out[pos] = 1.0, passing + quoted[i], {}
+                        continue
+                elif hits and all(u for u, m in zip(under, said, strict=True) if m):
+                    out[pos] = 1.0, passing + quoted[said.index(True)], {}
                     continue
-        elif key not in found:  # as ``contains_verdict``: the first named section that matches
-            for i in at:
-                low = lows[i]
-                if low is None:
-                    hit = search(texts[i]) is not None
-                elif starts is not None:
-                    begin = low.find(starts[0]) if len(starts) == 1 else _earliest(starts, low)
-                    hit = begin >= 0 and search(texts[i], begin) is not None
-                elif needles is not None:
-                    hit = _hit(key[0], texts[i], low)
+            out[pos] = _contains_rest(sections, key[0], heading, True, name)
+        for pos, key, passing, search, starts, needles, line, plain, name in first:
+            if key not in found:  # as ``contains_verdict``: the first named section that matches
+                for i in compress(range(count), under):
+                    low = lows[i]
+                    if low is None:
+                        hit = search(texts[i]) is not None
+                    elif starts is not None:
+                        begin = low.find(starts[0])
+                        if len(starts) == 2:  # ``_earliest`` of two (a title either side of its key), inline
+                            second = low.find(starts[1])
+                            if second >= 0 and (begin < 0 or second < begin):
+                                begin = second
+                        elif len(starts) > 2:
+                            begin = _earliest(starts, low)
+                        hit = begin >= 0 and (plain or search(texts[i], begin) is not None)
+                    elif needles is not None:
+                        hit = _line_hit(line, texts[i], low, needles) if line else _hit(key[0], texts[i], low)
+                    else:
+                        hit = search(texts[i]) is not None
+                    if hit:
+                        out[pos] = 1.0, passing + quoted[i], {}
+                        break
                 else:
-                    hit = search(texts[i]) is not None
+                    hit = False
                 if hit:
-                    out[pos] = 1.0, passing + quoted[i], {}
-                    break
-            else:
-                hit = False
-            if hit:
-                continue
-        out[pos] = _contains_rest(sections, key[0], heading, only_there, name)
+                    continue
+            out[pos] = _contains_rest(sections, key[0], heading, False, name)
 
 
 def absent_verdict(sections: Sections, document: str, kw: dict[str, Any]) -> Verdict:
@@ -727,27 +846,35 @@ def once_verdict(sections: Sections, document: str, kw: dict[str, Any]) -> Verdi
 
 
 def _once_plan(positions: list[int], params: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
-    """``once_verdicts``' reading of the checks at ``positions``: position, answers' key, plan, name, document."""
+    """``once_verdicts``' reading of the checks at ``positions``: position, answers' key, plan, name, document.
+
+    With the pattern's one start text (None for several or none) and the head of its passing evidence.
+    """
     out: list[tuple[Any, ...]] = []
     for pos in positions:
         kw = params[pos]
         pattern = kw["pattern"]
         search, starts, _ = _plan(pattern)
-        out.append(
-            (pos, (pattern, False), search, starts, rx(pattern).findall, kw.get("label") or pattern, kw["document"])
-        )
+        start = starts[0] if starts is not None and len(starts) == 1 else None
+        name, document = kw.get("label") or pattern, kw["document"]
+        passing = f"{name}: named once in {document}, under "
+        out.append((pos, (pattern, False), search, starts, start, rx(pattern).findall, name, document, passing))
     return out
 
 
 def once_verdicts(sections: Sections, planned: list[tuple[Any, ...]], out: dict[int, Verdict | None]) -> None:
     """``once_verdict`` of every check of ``planned`` on a new parse, by position into ``out``, in one frame.
 
-    The pattern's answers are found by its start texts (``Sections._scan``) and kept in ``found``; a section
-    that matches is counted by one ``findall`` from the pattern's first start text (the matches ``finditer``
-    walks there, without a match object each), and the headings naming the pattern are ``_heads_naming``'s.
+    The pattern's answers are found by its start texts (``Sections._scan``) and kept in ``found`` (a report's
+    ``doc_section_contains`` checks have found most of them already); a section that matches is counted by one
+    ``findall`` from the pattern's first start text (the matches ``finditer`` walks there, without a match
+    object each), each section named as the evidence names it once per parse, and the headings naming the
+    pattern are ``_heads_naming``'s.
     """
     found, heads, texts, lows = sections.found, sections.heads, sections.texts, sections.texts_low
-    for pos, key, search, starts, findall, name, document in planned:
+    under = [h or "(before the first heading)" for h in heads]  # each section as the evidence names it
+    every = range(len(texts))
+    for pos, key, search, starts, start, findall, name, document, passing in planned:
         hits = found.get(key)
         if hits is None:
             hits = sections._scan_from(False, search, starts) if starts is not None else None
@@ -756,21 +883,22 @@ def once_verdicts(sections: Sections, planned: list[tuple[Any, ...]], out: dict[
             else:
                 found[key] = hits
         where: list[str] = []
-        for i in compress(range(len(hits)), hits):
+        for i in compress(every, hits):
             low = lows[i]
-            if starts is None or low is None:
+            if low is None or starts is None:
                 at = 0
-            elif len(starts) == 1:  # ``_earliest`` of one start text, without its frame
-                at = low.find(starts[0])
-                at = at if at > 0 else 0
+            elif start is not None:  # ``_earliest`` of one start text, without its frame
+                at = low.find(start)
+                if at < 0:
+                    at = 0
             else:
                 at = max(_earliest(starts, low), 0)
-            where += [heads[i] or "(before the first heading)"] * len(findall(texts[i], at))
+            where += [under[i]] * len(findall(texts[i], at))
         named = _heads_naming(key[0], heads)
         if named:
             where += named
         if len(where) == 1:
-            out[pos] = 1.0, f"{name}: named once in {document}, under {where[0]}", {}
+            out[pos] = 1.0, passing + where[0], {}
         elif not where:
             out[pos] = 0.0, f"{name}: not named in {document}", {}
         else:

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from collections.abc import Set as AbstractSet
+from itertools import compress
 from typing import Any
 
 from graders.base import GradingContext
@@ -129,10 +130,10 @@ def text_step(check: str, function: Callable[[], Callable[..., Any]]) -> Callabl
     """The ``on_step`` evaluator of text check ``check`` (``function()`` gives the check function, when called).
 
     ``function`` is a thunk because the check is defined after the evaluator is registered with it, and
-    ``checks_items`` loads the office readers only when a rubric uses them. Per check on a changed document,
-    first the quick test (no changed section holds the pattern's literal text, before or after the write:
-    a substring search, O(1) in the checks' terms), then ``UNMOVED``'s (the pattern matched on the changed
-    sections), and only then the function.
+    ``checks_items`` loads the office readers only when a rubric uses them. On a changed document, first the
+    quick test (no changed section holds the pattern's literal text, before or after the write: a substring
+    search per distinct needle of the function's checks, ``decide``), then, per check it leaves, ``UNMOVED``'s
+    (the pattern matched on the changed sections), and only then the function.
     """
     unmoved = UNMOVED[check]
     joined, heads, quotes = QUIET[check]
@@ -149,13 +150,8 @@ def text_step(check: str, function: Callable[[], Callable[..., Any]]) -> Callabl
             by_doc: dict[str, list[int]] = {}
             for pos, kw in enumerate(params):
                 by_doc.setdefault(kw["document"], []).append(pos)
-            # per document, each check as ``_decide`` reads it: position, params, answers' key, needles
-            needles = {
-                d: [
-                    (pos, params[pos], (params[pos]["pattern"], joined), _needles(params[pos]["pattern"])) for pos in at
-                ]
-                for d, at in by_doc.items()
-            }
+            # per document, its checks as ``decide`` reads them
+            needles = {d: quiet_plan(at, params, joined, quotes) for d, at in by_doc.items()}
             # each document's checks as ``BATCHES`` reads them: built here, in the step that grades everything
             planned = {d: batch[0](at, params) for d, at in by_doc.items()} if batch is not None else {}
             plan = ctx.lasting[key] = (params, by_doc, {}, needles, planned)
@@ -193,7 +189,7 @@ def text_step(check: str, function: Callable[[], Callable[..., Any]]) -> Callabl
                 and (was is state.prev or (was is None and state.prev is not None))
             )
             if diffed:
-                _decide(state, document, plan[3][document], out)
+                decide(state, document, plan[3][document], out, unmoved, verdict, joined, heads)
             elif state is not None and state is not _MISSING:  # a new parse: each check's verdict on it
                 if batch is not None:  # in one frame, each check's params read once per episode
                     batch[1](state, plan[4][document], out)
@@ -208,52 +204,104 @@ def text_step(check: str, function: Callable[[], Callable[..., Any]]) -> Callabl
             states[document] = state
         return out
 
-    def _decide(
-        state: Any,
-        document: str,
-        checks: list[tuple[int, dict[str, Any], tuple[str, bool], tuple[str, ...] | None]],
-        out: dict[int, Verdict | None],
-    ) -> None:
-        """Settle the checks of one document a write changed: kept when quiet or unmoved, else run.
-
-        The quick test, asked of every check on the document at every write: a check is quiet when no changed
-        section held or holds one of its pattern's ``needles``, so the pattern matched there neither time (the
-        literal prefilter's rule, ``text_match._needles``: on ASCII text every match contains a needle; a text
-        whose lowered form could hide a match, None in ``text_match._lowered``, is never quiet).
-        """
-        prev, changed = state.prev, state.changed
-        old_lows, new_lows = (prev.joined_low, state.joined_low) if joined else (prev.texts_low, state.texts_low)
-        lows: list[tuple[str, str]] = [(old_lows[i], new_lows[i]) for i in changed]
-        # nothing is quiet when headings a check reads moved, or a changed text could hide a match
-        can_quiet = (state.same_heads or not heads) and all(old is not None and new is not None for old, new in lows)
-        found, kept = state.found, prev.found
-        quoted: dict[str, bool] = {}  # by heading pattern: whether a changed section is under it
-        for pos, kw, answers, needles in checks:
-            if can_quiet and needles is not None:
-                for old, new in lows:
-                    for n in needles:
-                        if n in old or n in new:
-                            break
-                    else:
-                        continue
-                    break
-                else:  # quiet: the pattern matched in no changed section, before or after
-                    hit: bool | None = False
-                    if quotes:
-                        heading = kw["heading"]
-                        hit = quoted.get(heading)
-                        if hit is None:
-                            under = state.under.get(heading)
-                            hit = quoted[heading] = under is None or any(under[i] for i in changed)
-                    if not hit:
-                        if answers not in found and answers in kept:  # the same answers: the next write diffs them
-                            found[answers] = kept[answers]
-                        continue
-            if unmoved(state, kw):
-                continue
-            out[pos] = verdict(state, document, kw)
-
     return on_step
+
+
+Checked = tuple[int, dict[str, Any], tuple[str, bool]]
+"""A check as ``decide`` reads it: its position in its function's params, its params, its answers' key."""
+
+QuietPlan = tuple[
+    list[Checked], tuple[str, ...], dict[str, list[int]], list[int], dict[str, list[int]], frozenset[tuple[str, bool]]
+]
+"""One document's checks of one function as ``decide`` reads them, worked out once per episode (``quiet_plan``)."""
+
+
+def quiet_plan(positions: list[int], params: list[dict[str, Any]], joined: bool, quotes: bool) -> QuietPlan:
+    """``decide``'s reading of the checks at ``positions``: each check, and its checks by needle and by heading.
+
+    The checks (position, params, answers' key); the distinct needles of their patterns (``text_match._needles``)
+    and, by needle, the checks (indexes into the first list) a changed section holding it may move; the checks
+    whose pattern has no needle a search could use (never quiet); by heading, when the function quotes the text
+    of the sections its heading names (``quotes``), the checks naming it; the answers' keys of the checks that
+    may be quiet (carried over from the parse before while they are).
+    """
+    checks: list[Checked] = []
+    by_needle: dict[str, list[int]] = {}
+    loud: list[int] = []
+    by_heading: dict[str, list[int]] = {}
+    keys: set[tuple[str, bool]] = set()
+    for k, pos in enumerate(positions):
+        kw = params[pos]
+        answers = (kw["pattern"], joined)
+        checks.append((pos, kw, answers))
+        needles = _needles(kw["pattern"])
+        if needles is None or any("\0" in n for n in needles):  # a NUL joins the changed texts below
+            loud.append(k)
+        else:
+            keys.add(answers)
+            for n in needles:
+                by_needle.setdefault(n, []).append(k)
+        if quotes:
+            by_heading.setdefault(kw["heading"], []).append(k)
+    return checks, tuple(by_needle), by_needle, loud, by_heading, frozenset(keys)
+
+
+def decide(
+    state: Any,
+    document: str,
+    plan: QuietPlan,
+    out: dict[int, Verdict | None],
+    unmoved: Callable[[Any, dict[str, Any]], bool],
+    verdict: Callable[[Any, str, dict[str, Any]], Verdict],
+    joined: bool,
+    heads: bool,
+) -> None:
+    """Settle one function's checks of one document a write changed: kept when quiet or unmoved, else decided.
+
+    A check is quiet when no changed section held or holds one of its pattern's ``needles``, so the pattern
+    matched there neither time (the literal prefilter's rule, ``text_match._needles``: on ASCII text every match
+    contains a needle; a text whose lowered form could hide a match, None in ``text_match._lowered``, makes
+    nothing quiet, nor do moved headings for a function that reads them). Which needles a write moved is asked
+    once per needle, of the changed sections' old and new lowered forms joined by NUL (in C, by ``map``), not
+    once per check and section; a quiet check keeps its verdict, and its answers carry over to the new parse (the
+    next write diffs them), unless the function quotes the text of a changed section its heading names. The
+    others are tested by ``unmoved`` (their pattern's answers on the changed sections) and decided when moved.
+    """
+    checks, needles, by_needle, loud, by_heading, keys = plan
+    prev, changed = state.prev, state.changed
+    old_lows, new_lows = (prev.joined_low, state.joined_low) if joined else (prev.texts_low, state.texts_low)
+    lows = [old_lows[i] for i in changed] + [new_lows[i] for i in changed]
+    asked: Any
+    if None in lows or (heads and not state.same_heads):  # nothing is quiet
+        asked = range(len(checks))
+    else:
+        text = "\0".join(lows)
+        asked = set(loud)
+        for n in compress(needles, map(text.__contains__, needles)):
+            asked.update(by_needle[n])
+        # the answers of the others are the same on the new parse: carried over (in C but for the last loop)
+        found, kept = state.found, prev.found
+        carry = keys.difference({checks[k][2] for k in asked}, found).intersection(kept)
+        for answers in carry:
+            found[answers] = kept[answers]
+        if by_heading:  # ``doc_section_contains``: a failing verdict quotes the text of the sections named
+            under_of = state.under
+            for heading, at in by_heading.items():
+                under = under_of.get(heading)
+                if under is None:
+                    asked.update(at)
+                elif any(under[i] for i in changed):  # a changed section is named: asked unless no text is quoted
+                    for k in at:  # (with the same answers, it is quoted iff no named section matched)
+                        if k not in asked:
+                            old = kept.get(checks[k][2])
+                            if old is None or not any(compress(under, old)):
+                                asked.add(k)
+        asked = sorted(asked)
+    for k in asked:
+        pos, kw, _ = checks[k]
+        if unmoved(state, kw):
+            continue
+        out[pos] = verdict(state, document, kw)
 
 
 def shares_decided(function: Callable[[], Callable[..., Any]]) -> Callable[..., Verdict | None]:

@@ -32,6 +32,13 @@ def _rubric(checks: list[tuple[str, str, dict[str, Any]]]) -> Rubric:
     return Rubric(id="t", version=1, description="t", checks=made)
 
 
+def _said(verdict: Any) -> Any:
+    """How the spies record an ``on_step`` answer: "LATER", the score (a float alone or a verdict's), or None."""
+    if verdict is LATER:
+        return "LATER"
+    return verdict if type(verdict) is float else verdict and verdict[0]
+
+
 def _play(world, checks: list[tuple[str, str, dict[str, Any]]], steps: list[Callable[[], Any]]):
     """Play ``steps``; after each, the answers the on_step evaluators gave by check id ("LATER" or the score).
 
@@ -48,7 +55,7 @@ def _play(world, checks: list[tuple[str, str, dict[str, Any]]], steps: list[Call
         def spy(ctx, rows, params, _fn=fn, _positions=positions):
             out = _fn(ctx, rows, params)
             for pos, verdict in out.items():
-                answers[ids[_positions[pos]]] = "LATER" if verdict is LATER else (verdict and verdict[0])
+                answers[ids[_positions[pos]]] = _said(verdict)
             return out
 
         progress._grouped[key] = (spy, positions, params)

@@ -2,7 +2,8 @@
 
 What the test plays is what the path settles: a post check asking for no mention whose new post brings a new
 match is decided by ``_new_match`` from the matches ``_post_step`` just searched, with no generic verdict pass;
-its text, score and details must be the ones a full grade gives (half-way to ``min_count``, reached, past it).
+its text, score and details must be the ones a full grade gives (half-way to ``min_count``, reached; past it
+the score stands and the check answers ``LATER``, round 9).
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ def test_a_new_match_is_decided_from_the_searched_matches_alone(world, monkeypat
     assert said == [
         {"two-deploys": 0.5, "anyone-key": 1.0},
         {"anyone-key": "LATER"},  # bob's post: only the anyone check's, and no match
-        {"two-deploys": 1.0, "anyone-key": 1.0},  # the second match (and a key past the first one)
-        {"two-deploys": 1.0, "anyone-key": "LATER"},  # past min_count: a new match, its evidence rebuilt
+        {"two-deploys": 1.0, "anyone-key": "LATER"},  # the second match (a key past the first one: score stands)
+        {"two-deploys": "LATER", "anyone-key": "LATER"},  # past min_count: the evidence is rebuilt when asked
     ]
     assert calls == [], "every new match of a mention-less check skipped the generic verdict pass"

@@ -13,6 +13,7 @@ from __future__ import annotations
 import pytest
 
 import graders.progress as progress
+from graders import checks_review
 from graders.base import Check, GradingContext, Rubric, apply_needs, grade
 from graders.changes import ChangeRow, read_changes
 from graders.checks_code import _snippet
@@ -128,7 +129,8 @@ def review(store):
             first = not self._started
             value = super().update(rows)
             if first:  # the note groups were built in the step that grades everything
-                groups.append(all(("note_groups", id(p)) in self.ctx.lasting for p in self._group_params()))
+                kept = [self.ctx.lasting.get(k) for k in (checks_review._NAMES_GROUPS, checks_review._SPARES_GROUPS)]
+                groups.append(all(any(g is not None and g[0] is p for g in kept) for p in self._group_params()))
             results = [self._result(i) for i in range(len(self._checks))]
             zeroed = {i for i, r in enumerate(apply_needs(self._checks, results)) if r.score < results[i].score}
             held.append((set(self._held_back), zeroed))

@@ -13,10 +13,9 @@ from typing import Any
 import graders.comms_posts as comms_posts
 from graders.base import GradingContext, grade, read_changes
 from graders.progress import Progress
-from graders.registry import LATER
 from tests.graders.conftest import employee
 from tests.graders.test_checks import post
-from tests.graders.test_progress_comms3 import _play, _rubric
+from tests.graders.test_progress_comms3 import _play, _rubric, _said
 from tests.graders.test_progress_pcomms import _outcomes
 from worlds.schema import Channel, Mention
 
@@ -36,7 +35,8 @@ def test_two_checks_with_the_same_params_both_move_on_the_post_that_passes_them(
     # the second reads the state the first just folded: the verdict it holds (the score as it stands)
     assert said[0] == {"first": "LATER", "second": 0.0}
     assert said[1] == {"first": 1.0, "second": 1.0}, "both scores moved, not only the first one's"
-    assert said[2] == {"first": 1.0, "second": 1.0}
+    # a third match past the one post each needs: the first's score stands (``LATER``), the twin reads the state
+    assert said[2] == {"first": "LATER", "second": 1.0}
 
 
 def test_posts_a_rebuilt_index_already_folded_are_not_folded_twice(world):
@@ -82,7 +82,7 @@ def test_a_bare_check_told_later_is_not_told_again_until_the_results_ask_it(worl
 
         def spy(ctx, rows, params, _fn=fn, _positions=positions):
             out = _fn(ctx, rows, params)
-            answers.update({checks[_positions[p]][0]: "LATER" if v is LATER else v and v[0] for p, v in out.items()})
+            answers.update({checks[_positions[p]][0]: _said(v) for p, v in out.items()})
             return out
 
         progress._grouped[key] = (spy, positions, params)
@@ -150,7 +150,8 @@ def test_mention_checks_fold_their_new_posts_and_only_mentions_of_their_own_post
     assert first == {"bob-told": 1.0, "carol-told": "LATER"}
     assert dm == {}, "a mention on another channel's post moves neither"
     assert late == {"carol-told": 1.0}
-    assert text == {"carol-told": 1.0, "bob-told": "LATER"}
+    # carol's check passes already: a second match (by the text) moves only its evidence (round 9: ``LATER``)
+    assert text == {"carol-told": "LATER", "bob-told": "LATER"}
     # only the mention of an earlier post is decided in full (the first verdicts come from the check itself)
     assert generic == ["carol"], "new posts are folded and searched with their mention rows"
 

@@ -13,9 +13,8 @@ from typing import Any
 
 from graders.base import GradingContext, grade, read_changes
 from graders.progress import Progress
-from graders.registry import LATER
 from tests.graders.test_checks import post
-from tests.graders.test_progress_comms3 import _rubric
+from tests.graders.test_progress_comms3 import _rubric, _said
 from tests.graders.test_progress_pcomms import _outcomes
 from worlds.schema import Channel
 
@@ -30,7 +29,7 @@ def _spied(world, checks: list[tuple[str, str, dict[str, Any]]]) -> tuple[Any, P
 
         def spy(ctx, rows, params, _fn=fn, _positions=positions):
             out = _fn(ctx, rows, params)
-            answers.update({checks[_positions[p]][0]: "LATER" if v is LATER else v and v[0] for p, v in out.items()})
+            answers.update({checks[_positions[p]][0]: _said(v) for p, v in out.items()})
             return out
 
         progress._grouped[key] = (spy, positions, params)
