@@ -361,25 +361,9 @@ class Progress:
             if i in stale:
                 continue
             if i in quiet:  # rows that move only its evidence (``check_fn(quiet=)``): not asked, lagging instead
-                shapes, actor, quiet_rows = quiet[i]
-                for r in changed:  # ``_quiet_row`` for each, inlined (a frame a row and check)
-                    if actor is not None and r.actor_id != actor:
-                        break
-                    if quiet_rows:  # a row the hook names (a keyed rule's): quiet only as an update of its columns
-                        fits = quiet_rows.get((r.table, r.key))
-                        if fits is not None:
-                            if r.op != "update":
-                                break
-                            for columns in fits:
-                                if columns.issuperset(r.changes):
-                                    break
-                            else:
-                                break
-                            continue
-                    of_table = shapes.get(r.table)  # most rows' tables have none: no shape built for them
-                    if of_table is None or (
-                        ((r.table, r.op, *r.changes) if r.op == "update" else (r.table, r.op)) not in of_table
-                    ):
+                hook = quiet[i]
+                for r in changed:  # one rule for both paths: ``_lone`` asks the same of a one-row step
+                    if not _quiet_row(hook, r):
                         break
                 else:
                     self._lagging.add(i)
