@@ -632,11 +632,12 @@ def _row_scan(
 
 def _row_exists_holds(
     ctx: GradingContext, table: str, where: dict[str, Primitive], scope: Literal["changed", "any"] = "changed"
-) -> tuple[list[tuple[str, tuple[Any, ...]]], tuple[str, ...], list[tuple[str, str]], tuple[str, ...]] | None:
+) -> tuple[list[tuple[str, tuple[Any, ...]]], tuple[Any, ...], list[tuple[str, str]], tuple[str, ...]] | None:
     """What must change before the verdict ``_row_exists_on_changes`` just gave can (``check_fn(holds=)``).
 
-    The row it names; and, for a row named by unique columns, an insert into the table (it may carry the key)
-    or an update of one of those columns (it may move the key). None while the verdict counts the changed rows
+    The row it names; and, for a row named by unique columns, an insert into the table that carries the
+    unique values (named as ``(table, columns, values)``; any insert when a value is not plain) or an update of
+    one of those columns (it may move the key). None while the verdict counts the changed rows
     None when the verdict was not given on the latest log. A failing ``scope='changed'`` verdict counts the
     changed rows, so any change of the table moves its evidence (not its score): it names the table a fourth
     time, as one whose every change leaves its evidence behind (``graders.progress`` asks it for results).
@@ -644,12 +645,15 @@ def _row_exists_holds(
     kept = ctx.lasting.get(("row_verdict", table, id(where), scope))
     if kept is None or kept[0] is not where or kept[1] != len(ctx.changed_rows(table)):
         return None
-    _, _, key, unique, _, verdict, _ = kept
+    _, _, key, unique, value, verdict, _ = kept
     rows = [(table, (key,))] if key is not None else []
     lags = (table,) if scope == "changed" and verdict[0] < 1.0 else ()
     if unique is None:
         return rows, (), [], lags
-    return rows, (table,), [(table, c) for c in unique], lags
+    # an insert moves the verdict only if it carries the unique values (the kept verdict's test is ``==`` on
+    # them): named with them, so a grant of another document or employee wakes none of the other share checks
+    inserts: tuple[Any, ...] = ((table, unique, value),) if all(type(v) in (str, int) for v in value) else (table,)
+    return rows, inserts, [(table, c) for c in unique], lags
 
 
 @check_fn(

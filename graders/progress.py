@@ -217,6 +217,10 @@ class Progress:
         self._indexed: dict[int, tuple[Any, list[tuple[dict[Any, set[int]], Any]]]] = {}
         self._wake_rows: dict[Any, set[int]] = {}
         self._wake_inserts: dict[Any, set[int]] = {}
+        # held checks an insert wakes only if it carries their values: by (table, columns, values), and by table
+        # the column sets such entries name (an insert of the table looks up its values for each set)
+        self._wake_values: dict[Any, set[int]] = {}
+        self._value_columns: dict[str, list[tuple[str, ...]]] = {}
         self._wake_columns: dict[Any, set[int]] = {}
         self._lag_tables: dict[Any, set[int]] = {}  # held checks whose evidence any change of a table moves
         self._hold_tables: set[str] = set()  # every table an index above has named (kept: a one-row step of
@@ -544,8 +548,14 @@ class Progress:
         )
         for index, names in indexes:
             for name in names:
-                index.setdefault(name, set()).add(i)
-                keys.append((index, name))
+                target = index
+                if index is self._wake_inserts and type(name) is not str:  # (table, columns, values): keyed
+                    target = self._wake_values
+                    known_columns = self._value_columns.setdefault(name[0], [])
+                    if name[1] not in known_columns:  # kept once named: a lookup that finds nothing costs little
+                        known_columns.append(name[1])
+                target.setdefault(name, set()).add(i)
+                keys.append((target, name))
                 self._hold_tables.add(name if type(name) is str else name[0])
         self._indexed[i] = (hold, keys)
         self._held[i] = hold
@@ -565,6 +575,7 @@ class Progress:
         """
         woken: set[int] = set()
         by_row, by_insert, by_column = self._wake_rows, self._wake_inserts, self._wake_columns
+        by_value, by_columns = self._wake_values, self._value_columns
         for r in changed:
             found = by_row.get((r.table, r.key))
             if found:
@@ -573,6 +584,15 @@ class Progress:
                 found = by_insert.get(r.table)
                 if found:
                     woken |= found
+                keyed = by_columns.get(r.table) if by_columns else None
+                if keyed:  # checks woken only by an insert carrying their values (a share of their document)
+                    for columns in keyed:
+                        try:
+                            found = by_value.get((r.table, columns, tuple(map(r.changes.get, columns))))
+                        except TypeError:  # a value that cannot be a key (a list): every check of those columns
+                            found = self._keyed_checks(r.table, columns)
+                        if found:
+                            woken |= found
             elif r.op == "update" and by_column:
                 for column in r.changes:
                     found = by_column.get((r.table, column))
@@ -582,6 +602,14 @@ class Progress:
         for i in woken:
             held.pop(i, None)
         return woken
+
+    def _keyed_checks(self, table: str, columns: tuple[str, ...]) -> set[int]:
+        """Every held check an insert into ``table`` wakes by the values of ``columns``, whatever the values."""
+        found: set[int] = set()
+        for (name, named, _), checks in self._wake_values.items():
+            if name == table and named == columns:
+                found |= checks
+        return found
 
     def _step_groups(self, by_table: dict[str, list[ChangeRow]], stale: set[int]) -> None:
         """Settle the checks of each ``on_step`` function whose tables the step changed, one call per function.

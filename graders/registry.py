@@ -122,12 +122,14 @@ class CheckFnSpec:
     """``holds(ctx, **params)``: for a ``reads`` check with ``on_changes``, asked right after the evaluator gave
     a verdict (or ``LATER``): ``(rows, tables, columns)`` such that the verdict stands until a step changes one
     of ``rows`` ((table, primary key)), inserts into one of ``tables`` or updates one of ``columns`` ((table,
-    column)), so ``graders.progress`` does not ask the check at all until then; None: ask it after every change
-    to its tables. It must never let a verdict stand that a change could move. A fourth item, if given, names
-    tables whose every change moves the evidence but not the score (a failing ``row_exists`` counts the changed
-    rows): the held check is then asked again, with no rows, when the results are. Such a check's evaluator is
-    also asked once when progress starts, with no rows (its one-off reads done in the step that grades every
-    check), and held from then if its verdict is the grade's."""
+    column)), so ``graders.progress`` does not ask the check at all until then; an item of ``tables`` may be
+    ``(table, columns, values)`` instead: only an insert whose ``columns`` hold ``values`` (by ``==``, as a dict
+    key is found; hashable values) moves the verdict, so no other insert into ``table`` asks the check. None:
+    ask it after every change to its tables. It must never let a verdict stand that a change could move. A
+    fourth item, if given, names tables whose every change moves the evidence but not the score (a failing
+    ``row_exists`` counts the changed rows): the held check is then asked again, with no rows, when the results
+    are. Such a check's evaluator is also asked once when progress starts, with no rows (its one-off reads done
+    in the step that grades every check), and held from then if its verdict is the grade's."""
     quiet: Callable[..., QuietRows | None] | None = None
     """``quiet(ctx, **params)``: for a check with ``on_changes`` that reads every table, asked once when progress
     starts: ``(shapes, actor)`` such that a row by ``actor`` (None: anyone) whose shape is in ``shapes[table]``

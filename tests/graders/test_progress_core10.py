@@ -8,12 +8,18 @@ reads a key or skips a check otherwise fails.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 from graders import changes
+from graders.base import Check, CheckOutcome, GradingContext, Rubric, grade, read_changes
 from graders.changes import ChangeRow
+from graders.progress import Progress
+from graders.registry import check_fn
+from tests.graders.conftest import _ticket
+from worlds.schema import Ticket
 
 
 def _logged(key: str) -> dict[str, Any]:
@@ -60,3 +66,113 @@ def test_a_key_the_slice_must_not_take_goes_to_the_parser(key):
     except ValueError as exc:
         got = type(exc)
     assert got == want
+
+
+def _rubric(*checks: tuple[str, str, dict[str, Any]]) -> Rubric:
+    return Rubric(
+        id="core10",
+        version=1,
+        description="core10 unit rubric",
+        checks=tuple(Check(id=c, description="d", fn=fn, params=params) for c, fn, params in checks),
+    )
+
+
+def _play(
+    world: Any, rubric: Rubric, edits: list[Callable[[], Any]], seen: Callable[[Progress], Any], calls: list[Any]
+) -> list[Any]:
+    """Each edit as one step: ``seen(progress)`` right after its update, then every verdict against a grade.
+
+    ``calls`` (what a spy records) is emptied before each update: what ``results`` asked is not the step's.
+    """
+    live = Progress(rubric, GradingContext(session=world.session, trace=[], actor_id=1))
+    live.update([])
+    seq, said = world.start_seq, []
+    for n, edit in enumerate(edits):
+        edit()
+        world.session.flush()
+        rows = read_changes(world.session, after_seq=seq)
+        seq = rows[-1].seq if rows else seq
+        calls.clear()
+        value = live.update(rows)  # type: ignore[arg-type]
+        said.append(seen(live))
+        full = grade(rubric, world.ctx())
+        assert value == full.value, n
+        assert live.results() == full.checks, n
+    return said
+
+
+def test_an_insert_wakes_only_the_unique_checks_whose_values_it_carries(world, evaluated):
+    """A ticket filed under another key asks neither keyed check (each lags); one under its key asks only it."""
+    rubric = _rubric(
+        ("eight", "row_exists", {"table": "tickets", "where": {"key": "ENG-8", "priority": "high"}}),
+        ("nine", "row_exists", {"table": "tickets", "where": {"key": "ENG-9", "priority": "high"}}),
+    )
+
+    def seen(live: Progress) -> tuple[list[str], list[int], dict[Any, set[int]]]:
+        asked = sorted(cid for cid, _, _ in evaluated)
+        return asked, sorted(live._lagging), {k: set(v) for k, v in live._wake_values.items() if v}
+
+    def add(n: int, priority: str) -> Callable[[], Any]:
+        return lambda: world.add(Ticket(**_ticket(n, "todo", priority, None)))
+
+    edits: list[Callable[[], Any]] = [
+        add(7, "high"),  # another key: neither asked, both lag (their count of changed rows moved)
+        add(8, "high"),  # its key: only "eight" asked, and it passes
+        add(9, "low"),  # its key, the wrong priority: only "nine" asked, still failing, held by its row now
+        lambda: setattr(world.ticket("ENG-9"), "priority", "high"),  # its row: asked, it passes
+    ]
+    said = _play(world, rubric, edits, seen, evaluated)
+    keyed = {("tickets", ("key",), ("ENG-8",)): {0}, ("tickets", ("key",), ("ENG-9",)): {1}}
+    assert said[0] == ([], [0, 1], keyed)
+    assert said[1][0] == ["eight"] and said[1][2] == keyed
+    assert said[2][0] == ["nine"] and said[3][0] == ["nine"]
+
+
+def _fixed(ctx: GradingContext, rows: list[ChangeRow], **_: Any) -> tuple[float, str, dict[str, Any]]:
+    return (1.0, "fixed", {})
+
+
+def _keyed(ctx: GradingContext, **_: Any) -> tuple[list[Any], list[Any], list[Any]]:
+    return [], [("tickets", ("key", "title"), ("ENG-9", "Nine"))], []
+
+
+@check_fn("test.core10_keyed", reads=("tickets",), on_changes=_fixed, holds=_keyed)
+def _keyed_check(ctx: GradingContext) -> CheckOutcome:
+    return CheckOutcome(score=1.0, evidence="fixed")
+
+
+@pytest.mark.parametrize(
+    ("changes", "wakes"),
+    [
+        ({"key": "ENG-7", "title": "Nine"}, False),
+        ({"key": "ENG-9", "title": "Nine"}, True),
+        ({"key": "ENG-9"}, False),  # a column the insert did not log reads as None, as ``changes.get`` gives
+        ({"key": "ENG-9", "title": "Nine", "priority": "low"}, True),
+        ({"key": ["ENG-9"], "title": "Nine"}, True),  # a value that cannot be a dict key: every keyed check wakes
+        ({"key": "ENG-9", "title": {"a": 1}}, True),
+    ],
+)
+def test_an_insert_is_looked_up_by_the_values_of_the_columns_a_hold_names(world, changes, wakes):
+    """The keyed index wakes a held check for exactly the inserts carrying its values (or any unhashable one)."""
+    rubric = _rubric(("keyed", "test.core10_keyed", {}))
+    live = Progress(rubric, GradingContext(session=world.session, trace=[], actor_id=1))
+    live.update(())
+    assert live._held.keys() == {0}
+    row = {"seq": 10**6, "table": "tickets", "key": "[901]", "op": "insert", "changes": changes, "actor": 1}
+    assert live._wake([ChangeRow.of(row | {"at": None, "tag": None})]) == ({0} if wakes else set())
+    update = row | {"op": "update", "changes": {"key": ["ENG-1", "ENG-9"], "title": ["a", "Nine"]}}
+    assert not live._wake([ChangeRow.of(update | {"at": None, "tag": None})])  # an update is not an insert
+
+
+def test_a_woken_check_asked_under_the_same_hold_keeps_its_index_entries(world):
+    """Its own row updated in a column ``where`` does not name: asked, still failing, held as it was (same entries)."""
+    rubric = _rubric(("low", "row_exists", {"table": "tickets", "where": {"id": 2, "priority": "low"}}))
+    entries: list[Any] = []
+
+    def seen(live: Progress) -> bool:
+        entries.append(live._indexed[0])
+        return 0 in live._held
+
+    edits = [lambda t=title: setattr(world.ticket("ENG-2"), "title", t) for title in ("Two", "Deux")]
+    said = _play(world, rubric, edits, seen, [])
+    assert said == [True, True] and entries[0] is entries[1]

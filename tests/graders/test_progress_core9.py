@@ -119,7 +119,9 @@ def _entries(live: Progress) -> set[tuple[str, Any, int]]:
     """Every (index, name, check) entry of the indexes of held checks."""
     indexes = {"rows": live._wake_rows, "inserts": live._wake_inserts, "columns": live._wake_columns}
     indexes["lags"] = live._lag_tables
-    return {(kind, name, i) for kind, index in indexes.items() for name, checks in index.items() for i in checks}
+    found = {(kind, name, i) for kind, index in indexes.items() for name, checks in index.items() for i in checks}
+    # inserts named with the values they must carry (``(table, columns, values)``) have an index of their own
+    return found | {("inserts", name, i) for name, checks in live._wake_values.items() for i in checks}
 
 
 def _named(live: Progress) -> set[tuple[str, Any, int]]:
@@ -184,7 +186,10 @@ def holds(store):
 def test_a_woken_check_held_again_keeps_its_index_entries_only_under_the_same_hold(holds):
     """Held again under the hold it was under, its entries stand; under another they are made anew, none left over."""
     assert holds["steps"] >= 20
-    assert holds["same"] >= 1 and holds["moved"] >= 1  # both paths ran (a share, a decision on a request)
+    # a decision on a request moves its check's hold; a share no longer wakes the other documents' share checks
+    # (an insert wakes only the checks whose unique values it carries), so the same-hold path is held to its
+    # rule by tests/graders/test_progress_core10.py (a check's own row changed in a column it does not name)
+    assert holds["moved"] >= 1
 
 
 def _quiet_touches(ctx: GradingContext, row: ChangeRow, **_: Any) -> bool:
