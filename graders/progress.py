@@ -575,8 +575,10 @@ class Progress:
         """
         woken: set[int] = set()
         by_row, by_insert, by_column = self._wake_rows, self._wake_inserts, self._wake_columns
-        by_value, by_columns = self._wake_values, self._value_columns
+        by_value, by_columns, tables = self._wake_values, self._value_columns, self._hold_tables
         for r in changed:
+            if r.table not in tables:  # no index names its table (a reply's mail rows, a share's check held)
+                continue
             found = by_row.get((r.table, r.key))
             if found:
                 woken |= found
