@@ -93,6 +93,10 @@ _NOT_PLAIN = object()
 
 _of = ChangeRow.of
 
+_PLANS: dict[tuple[Any, ...], dict[tuple[str, ...], list[tuple[tuple[str, tuple[str, ...]], tuple[str, ...]]]]] = {}
+"""``Progress._plans`` by the ``on_step`` groups' keys (function, tables) in order: a plan is worked out from
+them alone, so an episode's first step of a shape (a family's one document written) finds it made already."""
+
 
 def _plain_copy(value: Any) -> Any:
     """A copy of ``value`` if it is JSON that ``CheckResult`` keeps as it is (exact types), else ``_NOT_PLAIN``.
@@ -123,28 +127,34 @@ def _last_name(steps: Sequence[Mapping[str, Any]]) -> str:
     return str(action.get("name", "")) if isinstance(action, Mapping) else ""
 
 
-def _quiet_row(
+def _all_quiet(
     hook: tuple[
         Mapping[str, Container[tuple[Any, ...]]],
         int | None,
         Mapping[tuple[str, tuple[Any, ...]], tuple[frozenset[str], ...]] | None,
     ],
-    r: ChangeRow,
+    rows: Iterable[ChangeRow],
 ) -> bool:
-    """Whether ``r`` moves only the evidence of a check whose ``quiet`` hook answered ``hook`` (shapes, actor, rows).
+    """Whether every row of ``rows`` moves only the evidence of a check whose ``quiet`` hook answered ``hook``.
 
-    The actor's row of a shape the hook names; or, for a row the hook names by table and key (a keyed rule's),
-    only an update of columns within one of its sets (such a row is quiet only so, never by its shape).
+    Such a row is the actor's row of a shape the hook names (shapes, actor, rows); or, for a row the hook names
+    by table and key (a keyed rule's), only an update of columns within one of its sets (such a row is quiet only
+    so, never by its shape). One call for a step's rows, not one a row (a reply writes four).
     """
     shapes, actor, quiet_rows = hook
-    if actor is not None and r.actor_id != actor:
-        return False
-    if quiet_rows:
-        fits = quiet_rows.get((r.table, r.key))
-        if fits is not None:
-            return r.op == "update" and any(columns.issuperset(r.changes) for columns in fits)
-    of_table = shapes.get(r.table)  # most rows' tables have none: no shape built for them
-    return of_table is not None and (((r.table, r.op, *r.changes) if r.op == "update" else (r.table, r.op)) in of_table)
+    for r in rows:
+        if actor is not None and r.actor_id != actor:
+            return False
+        if quiet_rows:
+            fits = quiet_rows.get((r.table, r.key))
+            if fits is not None:
+                if r.op == "update" and any(columns.issuperset(r.changes) for columns in fits):
+                    continue
+                return False
+        of_table = shapes.get(r.table)  # most rows' tables have none: no shape built for them
+        if of_table is None or (((r.table, r.op, *r.changes) if r.op == "update" else (r.table, r.op)) not in of_table):
+            return False
+    return True
 
 
 class Progress:
@@ -204,9 +214,9 @@ class Progress:
         self._any_deciding: list[int] = []  # state checks on every table with an ``on_changes`` evaluator
         self._stale: frozenset[int] = frozenset()  # the checks every step that changed a row re-runs
         self._group_tables: frozenset[str] = frozenset()  # the tables some ``on_step`` function reads
-        # by table, the keys (in ``_grouped`` order) of the ``on_step`` groups that read it, so a step that wrote
-        # one table asks its groups without looking at every other one
-        self._groups_of: dict[str, list[tuple[str, tuple[str, ...]]]] = {}
+        # by table, the keys (in ``_grouped`` order) of the ``on_step`` groups that read it, each with the table
+        # (what a plan names it with, ``_plans``), so a step that wrote one table asks its groups at once
+        self._groups_of: dict[str, list[tuple[tuple[str, tuple[str, ...]], tuple[str, ...]]]] = {}
         # table checks whose last verdict stands until a step changes what their ``holds`` hook named: the
         # hook, the hold each held check is under, each indexed check's hold and index entries, and the indexes
         # (rows, inserts into a table, updates of a column). A woken check keeps its entries while it is asked
@@ -245,6 +255,9 @@ class Progress:
         self._unbound: dict[int, Iterable[str]] = {}  # table checks with a ``rows`` hook whose rows do not exist yet
         # table checks whose function has ``on_step``: by (function, tables), its evaluator, checks and their params
         self._grouped: dict[tuple[str, tuple[str, ...]], tuple[Callable[..., Any], list[int], list[Any]]] = {}
+        # by the tables of a step of two or more (in its rows' order): each group reading one of them and the ones
+        # it reads, in ``_grouped`` order (``_PLANS``' for these groups once progress starts)
+        self._plans: dict[tuple[str, ...], list[tuple[tuple[str, tuple[str, ...]], tuple[str, ...]]]] = {}
         self._started = False
         self._moved = False  # a check's score moved during this update
         # The running parts of the value, ``needs`` applied: each counted check's weighted score (0 while it is held
@@ -365,11 +378,7 @@ class Progress:
             if i in stale:
                 continue
             if i in quiet:  # rows that move only its evidence (``check_fn(quiet=)``): not asked, lagging instead
-                hook = quiet[i]
-                for r in changed:  # one rule for both paths: ``_lone`` asks the same of a one-row step
-                    if not _quiet_row(hook, r):
-                        break
-                else:
+                if _all_quiet(quiet[i], changed):  # one rule for both paths: ``_lone`` asks it of a one-row step
                     self._lagging.add(i)
                     continue
             if i not in touches or self._touched(i, changed):
@@ -425,7 +434,7 @@ class Progress:
         quiet = self._quiet
         for i in self._any_deciding:
             hook = quiet.get(i)
-            if hook is None or not _quiet_row(hook, row):
+            if hook is None or not _all_quiet(hook, (row,)):
                 return False
         ctx = self.ctx
         ctx.memo.clear()
@@ -540,23 +549,24 @@ class Progress:
             self._unindex(i)
         rows, inserts, columns, lags = hold  # lags: tables whose changes leave its evidence behind (not its score)
         keys: list[tuple[dict[Any, set[int]], Any]] = []
-        indexes = (
-            (self._wake_rows, rows),
-            (self._wake_inserts, inserts),
-            (self._wake_columns, columns),
-            (self._lag_tables, lags),
-        )
+        indexes = ((self._wake_rows, rows), (self._wake_columns, columns), (self._lag_tables, lags))
         for index, names in indexes:
             for name in names:
-                target = index
-                if index is self._wake_inserts and type(name) is not str:  # (table, columns, values): keyed
-                    target = self._wake_values
-                    known_columns = self._value_columns.setdefault(name[0], [])
-                    if name[1] not in known_columns:  # kept once named: a lookup that finds nothing costs little
-                        known_columns.append(name[1])
-                target.setdefault(name, set()).add(i)
-                keys.append((target, name))
+                index.setdefault(name, set()).add(i)
+                keys.append((index, name))
                 self._hold_tables.add(name if type(name) is str else name[0])
+        for name in inserts:  # a table, or (table, columns, values): an insert carrying those values
+            if type(name) is str:
+                index = self._wake_inserts
+                table = name
+            else:
+                index, (table, named, _) = self._wake_values, name
+                named_columns = self._value_columns.setdefault(table, [])
+                if named not in named_columns:  # kept once named: a lookup that finds nothing costs little
+                    named_columns.append(named)
+            index.setdefault(name, set()).add(i)
+            keys.append((index, name))
+            self._hold_tables.add(table)
         self._indexed[i] = (hold, keys)
         self._held[i] = hold
 
@@ -616,43 +626,50 @@ class Progress:
     def _step_groups(self, by_table: dict[str, list[ChangeRow]], stale: set[int]) -> None:
         """Settle the checks of each ``on_step`` function whose tables the step changed, one call per function.
 
-        A step whose rows of tables some group reads are of one table (most steps: a note with its request's bump,
-        a sheet's document with its version and blob) asks the groups filed under it with those rows as they are;
-        else every group reading one of the step's tables, in ``_grouped`` order, with its tables' rows in seq
-        order (going through the groups costs less than gathering them from the tables' lists). A group that reads
-        every table the step wrote (a booking's event and invitations, for each meeting function) is given the
-        step's rows as the log holds them (its last rows, in seq order), not a merge sorted again per group.
+        A step of one table asks the groups filed under it with its rows as they are; else the groups reading one
+        of the step's tables, in ``_grouped`` order, each with its tables' rows in seq order. Which groups those
+        are and which of the step's tables each reads is worked out once per shape of step (its tables, in the
+        order its rows name them: a reply's mail rows, a booking's event and invitations, a sheet's document with
+        its version and blob) and kept (``_plans``); a group reading one of them gets that table's rows as they
+        are (a note and its request's bump: the note's groups). A group that reads every table the step wrote (a
+        booking's event and invitations, for each meeting function) is given the step's rows as the log holds
+        them (its last rows, in seq order); one that reads some of them (a reply's message and recipients, not
+        its deliveries) those of the log's last rows, picked once for every group reading the same tables (the
+        log is in seq order: no merge to sort).
         """
         grouped, groups_of = self._grouped, self._groups_of
         step_rows: list[ChangeRow] = []
-        groups: Iterable[tuple[str, tuple[str, ...]]]
+        groups: Iterable[tuple[tuple[str, tuple[str, ...]], tuple[str, ...]]]
         if len(by_table) == 1:
             ((table, step_rows),) = by_table.items()
             groups = groups_of.get(table, ())
         else:
-            read = [t for t in by_table if t in groups_of]
-            if len(read) == 1:  # one of the tables is read by groups (a note and its request's bump): as above
-                step_rows, groups = by_table[read[0]], groups_of[read[0]]
-            else:
-                groups = grouped  # every group in order, each skipped unless it reads one of the tables
+            shape = tuple(by_table)
+            plan = self._plans.get(shape)
+            if plan is None:  # each group reading one of these tables, with the ones it reads
+                plan = self._plans[shape] = [
+                    (key, present) for key in grouped if (present := tuple(t for t in key[1] if t in shape))
+                ]
+            groups = plan
         outcomes = self._outcomes
         everything: list[ChangeRow] = []  # the step's rows, all tables, read from the log once asked
-        for key in groups:
+        merged: dict[tuple[str, ...], list[ChangeRow]] = {}  # the step's rows of some of its tables, by tables
+        for key, present in groups:
             on_step, checks, params = grouped[key]
             if step_rows:  # one table written: its rows as they are
                 rows = step_rows
+            elif len(present) == 1:
+                rows = by_table[present[0]]
             else:
-                found = [by_table[t] for t in key[1] if t in by_table]
-                if not found:
-                    continue
-                if len(found) == 1:
-                    rows = found[0]
-                elif len(found) == len(by_table):
-                    if not everything:
-                        everything = self.ctx.log[-sum(map(len, by_table.values())) :]
+                if not everything:
+                    everything = self.ctx.log[-sum(map(len, by_table.values())) :]
+                if len(present) == len(by_table):
                     rows = everything
                 else:
-                    rows = sorted((r for f in found for r in f), key=_seq)
+                    found = merged.get(present)
+                    if found is None:
+                        found = merged[present] = [r for r in everything if r.table in present]
+                    rows = found
             try:
                 verdicts = on_step(self.ctx, rows, params)
             except Exception:  # an evaluator that fails re-runs every check of it: exactness first
@@ -882,7 +899,11 @@ class Progress:
         self._group_tables = frozenset(t for _, tables in self._grouped for t in tables)
         for key in self._grouped:
             for table in key[1]:
-                self._groups_of.setdefault(table, []).append(key)
+                self._groups_of.setdefault(table, []).append((key, (table,)))  # as a plan has it (``_plans``)
+        if self._grouped:  # plans depend only on the groups' keys: shared by every episode with the same ones
+            if len(_PLANS) >= 256:  # bounded: start over rather than grow with every rubric seen
+                _PLANS.clear()
+            self._plans = _PLANS.setdefault(tuple(self._grouped), {})
         self._gate_names = frozenset(n for names in self._gated.values() for n in names)
         self._all_gated = bool(self._always) and all(i in self._gated for i in self._always)
         for on_step, _, params in self._grouped.values():  # asked once with no rows: what it keeps is built now,

@@ -16,7 +16,7 @@ import pytest
 from graders import changes
 from graders.base import Check, CheckOutcome, GradingContext, Rubric, grade, read_changes
 from graders.changes import ChangeRow
-from graders.progress import Progress
+from graders.progress import Progress, _all_quiet
 from graders.registry import check_fn
 from tests.graders.conftest import _ticket
 from worlds.schema import Ticket
@@ -175,3 +175,87 @@ def test_a_woken_check_asked_under_the_same_hold_keeps_its_index_entries(world):
     edits = [lambda t=title: setattr(world.ticket("ENG-2"), "title", t) for title in ("Two", "Deux")]
     said = _play(world, rubric, edits, seen, [])
     assert said == [True, True] and entries[0] is entries[1]
+
+
+_GIVEN: dict[str, list[list[int]]] = {"pair": [], "solo": [], "all": []}
+"""The seqs of the rows each test group's ``on_step`` was given, a list a call."""
+
+
+def _recorder(name: str) -> Callable[..., dict[int, Any]]:
+    def on_step(ctx: GradingContext, rows: list[ChangeRow], params: list[Any]) -> dict[int, Any]:
+        if rows:
+            _GIVEN[name].append([r.seq for r in rows])
+        return {}  # nothing moved: the verdicts stand (each check's function is constant)
+
+    return on_step
+
+
+def _constant(ctx: GradingContext) -> CheckOutcome:
+    return CheckOutcome(score=1.0, evidence="constant")
+
+
+check_fn("test.core10_pair", reads=("tickets", "posts"), on_step=_recorder("pair"))(_constant)
+check_fn("test.core10_solo", reads=("ticket_comments",), on_step=_recorder("solo"))(_constant)
+check_fn("test.core10_all", reads=("tickets", "posts", "ticket_comments"), on_step=_recorder("all"))(_constant)
+
+
+def _step_row(seq: int, table: str) -> dict[str, Any]:
+    return {"seq": seq, "table": table, "key": f"[{seq}]", "op": "insert", "changes": {}, "actor": 1, "at": None}
+
+
+def test_each_group_gets_the_rows_of_the_tables_it_reads_in_seq_order_and_plans_are_shared(world):
+    """A step of three tables: each group gets its tables' rows in seq order (the log's), from one shared plan."""
+    rubric = _rubric(*((name, f"test.core10_{name}", {}) for name in ("pair", "solo", "all")))
+    lives = [Progress(rubric, GradingContext(session=world.session, trace=[], actor_id=1)) for _ in range(2)]
+    step = [_step_row(seq, table) for seq, table in enumerate(("tickets", "ticket_comments", "posts", "tickets"), 1)]
+    for live in lives:
+        for given in _GIVEN.values():
+            given.clear()
+        live.update(())
+        live.update([row | {"tag": None} for row in step])
+        assert _GIVEN == {"pair": [[1, 3, 4]], "solo": [[2]], "all": [[1, 2, 3, 4]]}
+    assert lives[0]._plans is lives[1]._plans  # the second episode found the plan made
+    assert list(lives[0]._plans) == [("tickets", "ticket_comments", "posts")]
+
+
+_HOOK: Any = (
+    {"posts": {("posts", "insert")}, "tickets": {("tickets", "update", "title")}},
+    1,
+    {("tickets", (5,)): (frozenset({"title", "priority"}),)},
+)
+
+
+def _one_quiet(hook: Any, r: ChangeRow) -> bool:
+    """The rule for one row as ``_quiet_row`` had it before rows were asked together."""
+    shapes, actor, quiet_rows = hook
+    if actor is not None and r.actor_id != actor:
+        return False
+    if quiet_rows:
+        fits = quiet_rows.get((r.table, r.key))
+        if fits is not None:
+            return r.op == "update" and any(columns.issuperset(r.changes) for columns in fits)
+    of_table = shapes.get(r.table)
+    return of_table is not None and (((r.table, r.op, *r.changes) if r.op == "update" else (r.table, r.op)) in of_table)
+
+
+def test_a_steps_rows_are_quiet_together_exactly_when_each_is():
+    """``_all_quiet`` over a step's rows is every row's one-row rule (shapes, actor, a keyed rule's row)."""
+    kinds = [
+        ("posts", 1, "insert", {}, 1),
+        ("posts", 2, "insert", {}, 2),  # another actor
+        ("tickets", 3, "update", {"title": ["a", "b"]}, 1),
+        ("tickets", 4, "update", {"title": ["a", "b"], "status": ["x", "y"]}, 1),  # a column no shape names
+        ("tickets", 5, "update", {"priority": ["low", "high"]}, 1),  # the keyed row, within its columns
+        ("tickets", 5, "update", {"status": ["x", "y"]}, 1),  # the keyed row, outside them
+        ("tickets", 5, "delete", {}, 1),
+        ("mail_deliveries", 6, "update", {"read_at": [None, "x"]}, 1),
+    ]
+    rows = [
+        ChangeRow.of({"seq": n, "table": t, "key": [k], "op": op, "changes": ch, "actor": a})
+        for n, (t, k, op, ch, a) in enumerate(kinds)
+    ]
+    for first in rows:
+        for second in rows:
+            pair = [first, second]
+            assert _all_quiet(_HOOK, pair) == all(_one_quiet(_HOOK, r) for r in pair), pair
+    assert _all_quiet(_HOOK, [rows[0], rows[2], rows[4]]) and not _all_quiet(_HOOK, rows)
