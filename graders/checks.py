@@ -570,7 +570,11 @@ def _row_exists_from_log(
         if not ids:
             return (0.0, f"no row of {table} changed during the episode (wanted {shown})", {}), key, named_by
         checked = f" ({len(ids)} changed rows checked)"
-        values = _row_now(ctx, table, pk, key, columns) if key in ids else None
+        values = None
+        if key in ids:  # a row the episode inserted is folded from its insert (a share just granted): no query
+            values = _row_now(ctx, table, pk, key, columns, query=False)
+            if values is _UNKNOWN:  # one it only updated: read once, its later changes folded in
+                values = _row_now(ctx, table, pk, key, columns)
     else:
         values = _row_now(ctx, table, pk, key, columns) if key is not None else None
     if values is not None:

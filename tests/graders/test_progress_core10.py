@@ -19,6 +19,7 @@ from graders.changes import ChangeRow
 from graders.progress import Progress, _all_quiet
 from graders.registry import check_fn
 from tests.graders.conftest import _ticket
+from worlds.rawsql import Sql
 from worlds.schema import Ticket
 
 
@@ -259,3 +260,31 @@ def test_a_steps_rows_are_quiet_together_exactly_when_each_is():
             pair = [first, second]
             assert _all_quiet(_HOOK, pair) == all(_one_quiet(_HOOK, r) for r in pair), pair
     assert _all_quiet(_HOOK, [rows[0], rows[2], rows[4]]) and not _all_quiet(_HOOK, rows)
+
+
+def test_a_row_the_episode_inserted_is_judged_from_its_insert_without_a_query(world, monkeypatch):
+    """A keyed check woken by its row's insert folds the insert in; one on a row that existed reads it once."""
+    rubric = _rubric(
+        ("new", "row_exists", {"table": "tickets", "where": {"key": "ENG-9", "priority": "high"}}),
+        ("old", "row_exists", {"table": "tickets", "where": {"key": "ENG-3", "priority": "high"}}),
+    )
+    statements: list[str] = []
+    one = Sql.one
+
+    def spied(self: Sql, sql: str, params: Any = ()) -> Any:
+        statements.append(sql)
+        return one(self, sql, params)
+
+    monkeypatch.setattr(Sql, "one", spied)
+
+    def seen(live: Progress) -> list[str]:
+        return [s for s in statements if s.startswith("SELECT key, priority FROM tickets WHERE id")]
+
+    edits: list[Callable[[], Any]] = [
+        lambda: world.add(Ticket(**_ticket(9, "todo", "high", None))),  # its insert: folded, no query
+        lambda: setattr(world.ticket("ENG-3"), "priority", "high"),  # a row from before: read when progress began
+        lambda: setattr(world.ticket("ENG-9"), "priority", "low"),  # folded on from what it holds
+        lambda: setattr(world.ticket("ENG-3"), "priority", "low"),
+    ]
+    said = _play(world, rubric, edits, seen, statements)
+    assert said == [[], [], [], []]  # ENG-3 was read ahead as progress started (a row from before the episode)
