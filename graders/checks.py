@@ -14,6 +14,7 @@ from collections import Counter
 from collections.abc import Mapping
 from datetime import date, datetime
 from functools import lru_cache
+from operator import itemgetter
 from typing import Annotated, Any, Literal
 
 from pydantic import Field
@@ -400,7 +401,9 @@ def _row_now(
         elif r.op == "insert":
             values = {c: r.changes[c] for c in columns}  # a column the insert did not log: KeyError, re-run
         elif values is not None:
-            values.update((c, v[1]) for c, v in r.changes.items() if c in values)
+            for c, v in r.changes.items():  # a loop, not a generator handed to ``update`` (a frame per change)
+                if c in values:
+                    values[c] = v[1]
     base[:] = [ctx.log[-1].seq if ctx.log else 0, values]
     return dict(values) if values is not None else None
 
@@ -408,9 +411,9 @@ def _row_now(
 _UNKNOWN = object()
 
 
-def _seq(row: ChangeRow) -> int:
-    """A change row's seq (the key ``_row_now`` bisects a table's rows by)."""
-    return row.seq
+_seq = itemgetter(0)
+"""A change row's seq, its first field (the key ``_row_now`` bisects a table's rows by): a C getter, not a frame
+for each step of the bisection."""
 
 
 def _unique_column(tbl: Any, where: Mapping[str, Primitive]) -> str | None:
