@@ -410,6 +410,9 @@ def _row_now(
 
 _UNKNOWN = object()
 
+_KEY_TYPES = frozenset((str, int))
+"""The types of a unique value ``row_exists`` names a row by (``type(v) in (str, int)``, read in C for a tuple)."""
+
 
 _seq = itemgetter(0)
 """A change row's seq, its first field (the key ``_row_now`` bisects a table's rows by): a C getter, not a frame
@@ -461,7 +464,7 @@ def _row_id(ctx: GradingContext, table: str, pk: str, columns: tuple[str, ...], 
     for r in rows[taint[0] :]:
         if r.op == "insert":
             new = tuple(map(r.changes.get, columns))
-            if all(type(v) in (str, int) for v in new):
+            if _KEY_TYPES.issuperset(map(type, new)):
                 taint[1][new] = r.key[0]
             elif any(v is not None and type(v) not in (str, int) for v in new):
                 taint[2] = True  # a value of another type: say unknown for every value
@@ -533,7 +536,7 @@ def _row_exists_on_changes(
         ctx.lasting.pop(memo_key, None)
         return verdict
     changed = len(_changed_ids(ctx, table)) if scope == "changed" else 0
-    value = tuple(where[c] for c in unique) if unique is not None else None
+    value = tuple(map(where.__getitem__, unique)) if unique is not None else None
     ctx.lasting[memo_key] = (where, logged, key, unique, value, verdict, changed)
     return verdict
 
@@ -560,7 +563,7 @@ def _row_exists_from_log(
     if unique is None:
         scanned = _row_scan(ctx, table, pk, where, shown, columns)
         return None if scanned is None else (scanned, _SCAN, None)
-    key = where[pk] if unique == (pk,) else _row_id(ctx, table, pk, unique, tuple(where[c] for c in unique))
+    key = where[pk] if unique == (pk,) else _row_id(ctx, table, pk, unique, tuple(map(where.__getitem__, unique)))
     if key is _UNKNOWN:
         return None
     named_by = None if unique == (pk,) else unique
@@ -659,8 +662,8 @@ def _row_exists_holds(
         return rows, (), [], lags
     # an insert moves the verdict only if it carries the unique values (the kept verdict's test is ``==`` on
     # them): named with them, so a grant of another document or employee wakes none of the other share checks
-    inserts: tuple[Any, ...] = ((table, unique, value),) if all(type(v) in (str, int) for v in value) else (table,)
-    return rows, inserts, [(table, c) for c in unique], lags
+    inserts: tuple[Any, ...] = ((table, unique, value),) if _KEY_TYPES.issuperset(map(type, value)) else (table,)
+    return rows, inserts, list(zip([table] * len(unique), unique, strict=True)), lags
 
 
 @check_fn(
