@@ -16,13 +16,10 @@ time passed in silence, before the agent direct-messaged their manager naming th
 
 from __future__ import annotations
 
-import functools
 import operator
-import re
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any, NamedTuple
-from zoneinfo import ZoneInfo
 
 from pydantic import AwareDatetime, Field
 
@@ -56,7 +53,12 @@ from graders.meeting_log import _ROOMS as _ROOMS  # re-exported: the tests name 
 # re-exported: graders.checks_items and the tests read the participants and the calendar through this module
 from graders.meeting_log import _people as _people
 from graders.meeting_log import _recurs_in as _recurs_in
-from mcp_tools.calendar.slots import Person
+from graders.meeting_words import ISO as ISO
+from graders.meeting_words import _fact, _instant, _instants, _key_rx, _name_rx, _said_about
+
+# re-exported: graders.checks_items reads them through this module
+from graders.meeting_words import local_time as local_time
+from graders.meeting_words import works as works
 from npcs.hours import WorkHours
 from worlds.rawsql import Sql
 
@@ -75,7 +77,6 @@ _ATTENDEES = (
     " WHERE a.event_id = ? ORDER BY e.username"
 )
 _FIRST, _USERNAME = operator.itemgetter(0), operator.itemgetter(1)
-ISO = re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2})?(?:Z|[+-]\d{2}:?\d{2})")
 
 
 def _meetings(ctx: GradingContext, title_pattern: str) -> list[Any]:
@@ -547,22 +548,6 @@ def _touched(ctx: GradingContext, hook: Callable[..., bool], rows: Sequence[Chan
     return False
 
 
-@functools.lru_cache(maxsize=4096)
-def works(p: Any, start: datetime, end: datetime) -> bool:
-    """Whether [start, end) lies inside the working week of ``p`` (a ``meeting_log.Someone``), as ``Person`` says.
-
-    Cached per (person, meeting time) for the process: a booking asks it of each participant for the meeting
-    check and again for each per-person check, and the answer depends on nothing else.
-    """
-    return Person(p.id, p.username, p.timezone, p.work_start_minute, p.work_end_minute, p.workdays).works(start, end)
-
-
-@functools.lru_cache(maxsize=4096)
-def local_time(start: datetime, timezone: str) -> str:
-    """``start`` as a weekday and time in ``timezone`` (``Tue 15:00``), as the evidence shows it."""
-    return start.astimezone(ZoneInfo(timezone)).strftime("%a %H:%M")
-
-
 def _in_hours(ctx: GradingContext, title_pattern: str, start_before: datetime | None = None) -> Verdict:
     """``meeting_in_working_hours``'s verdict (also its ``on_step``'s)."""
     m, head = _the_meeting(ctx, title_pattern)
@@ -745,24 +730,6 @@ def meeting_room(ctx: GradingContext, title_pattern: Regex, location: str) -> Ch
     return outcome(_in_room(ctx, title_pattern, location))
 
 
-@functools.lru_cache(maxsize=4096)
-def _instants(text: str) -> list[datetime]:
-    """The ISO 8601 instants a message names (parsed once per text per process; read, never changed)."""
-    out = []
-    for found in ISO.findall(text):
-        try:
-            out.append(datetime.fromisoformat(found.replace("Z", "+00:00").replace(" ", "T")))
-        except ValueError:
-            continue
-    return out
-
-
-@functools.lru_cache(maxsize=1024)
-def _key_rx(key: str) -> re.Pattern[str]:
-    """How an announcement names its key (a whole word, any case), compiled once per key."""
-    return re.compile(rf"\b{re.escape(key)}\b", re.IGNORECASE)
-
-
 def _announced(ctx: GradingContext, title_pattern: str, channel: str, key: str) -> Verdict:
     """``meeting_announced``'s verdict (also its ``on_step``'s)."""
     m, head = _the_meeting(ctx, title_pattern)
@@ -791,40 +758,6 @@ def meeting_announced(ctx: GradingContext, title_pattern: Regex, channel: str, k
     The time is compared as an instant, so ``15:00Z`` and ``16:00+01:00`` are the same announcement.
     """
     return outcome(_announced(ctx, title_pattern, channel, key))
-
-
-def _fact(row: Any) -> Mapping[str, Any] | None:
-    """An answer's agreement fact, or None.
-
-    A parsed memory is a dict: tested first, as ``isinstance`` against ``Mapping`` runs the ABC's check in
-    Python (a frame per memory filed).
-    """
-    data = row.data
-    if type(data) is not dict and not isinstance(data, Mapping):
-        data = {}
-    fact = data.get("fact")
-    if type(fact) is not dict and not isinstance(fact, Mapping):
-        return None
-    return fact if fact.get("intent") == "agreement" else None
-
-
-def _said_about(row: Any, start: datetime) -> str | None:
-    """What an agreement answer said (yes/no) about ``start``, or None if it is about another time."""
-    fact = _fact(row)
-    if fact is None:
-        return None
-    when = _instant(str(fact.get("subject", "")))
-    return str(fact.get("said")) if when is not None and when == start else None
-
-
-@functools.lru_cache(maxsize=4096)
-def _instant(text: str) -> datetime | None:
-    """An answer's subject as an aware instant; None if it is not one (parsed once per text per process)."""
-    try:
-        when = datetime.fromisoformat(text)
-    except ValueError:
-        return None
-    return when if when.tzinfo is not None else None
 
 
 def _answers(ctx: GradingContext) -> dict[int, list[tuple[Any, datetime | None, str]]]:
@@ -938,12 +871,6 @@ def meeting_agreed(
     Partial credit: the share of coworkers covered.
     """
     return outcome(_agreed(ctx, title_pattern, attendees, answer_minutes))
-
-
-@functools.lru_cache(maxsize=1024)
-def _name_rx(username: str) -> re.Pattern[str]:
-    """How an escalation names a coworker (``@username`` or the bare username), compiled once per name."""
-    return re.compile(rf"(?<![\w.]){re.escape(username)}\b", re.IGNORECASE)
 
 
 def _escalation(
