@@ -54,7 +54,7 @@ from graders.meeting_log import _ROOMS as _ROOMS  # re-exported: the tests name 
 from graders.meeting_log import _people as _people
 from graders.meeting_log import _recurs_in as _recurs_in
 from graders.meeting_words import ISO as ISO
-from graders.meeting_words import _fact, _instant, _instants, _key_rx, _name_rx, _said_about
+from graders.meeting_words import _fact, _instant, _instants, _key_rx, _name_rx, _said_about, announce_score
 
 # re-exported: graders.checks_items reads them through this module
 from graders.meeting_words import local_time as local_time
@@ -297,7 +297,7 @@ def _resolve(ctx: GradingContext, names: Sequence[str]) -> tuple[dict[str, int],
 
 
 def touch_step(
-    touches: Callable[..., bool], decide: Callable[..., Verdict] | None = None, like: str | None = None
+    touches: Callable[..., bool], decide: Callable[..., Verdict | float] | None = None, like: str | None = None
 ) -> Callable[..., dict[int, Any]]:
     """An ``on_step`` evaluator (``graders.progress``) for a meeting check function: ``touches`` asked once a meeting.
 
@@ -306,7 +306,8 @@ def touch_step(
     is asked once per meeting and row set a step (``ctx.memo``, shared by the functions with the same hook), so
     the per-person checks of a meeting ask it once; until a meeting is booked only an event or invitation row
     can touch a hook (they all say so). A check a row touches is re-run (None), the others stand; with
-    ``decide`` (``decide_step``), decided with it instead.
+    ``decide`` (``decide_step``), decided with it instead, as a bare score (``bare=True``): the evidence is
+    written when ``results`` asks (``graders.progress``), not at every booking, answer and announcement.
 
     Nor is a hook asked what every hook answers alike (``_calendar_rows``, once a step): a row of the meeting's
     own event, or a new invitation to it, touches every check of the meeting (a booking); and a step that only
@@ -363,7 +364,7 @@ def touch_step(
         if decide is not None:  # ``decide_step``: in this frame, not a wrapper's (a frame fewer a function a step)
             for pos in out:
                 try:
-                    out[pos] = decide(ctx, **params[pos])
+                    out[pos] = decide(ctx, bare=True, **params[pos])
                 except Exception:
                     out[pos] = None
         return out
@@ -446,13 +447,18 @@ def verdict(passed: bool, evidence: str, event_id: int | None = None) -> Verdict
     return (1.0 if passed else 0.0, evidence, {} if event_id is None else {"event_id": event_id})
 
 
-def outcome(found: Verdict) -> CheckOutcome:
-    """A decided verdict as the check function's outcome (the function and its ``on_step`` share the decision)."""
+def outcome(found: Verdict | float) -> CheckOutcome:
+    """A decided verdict as the check function's outcome (the function and its ``on_step`` share the decision).
+
+    A check function decides with ``bare=False``, so ``found`` is a verdict; a bare score has no evidence to give.
+    """
+    if isinstance(found, float):
+        raise TypeError("a check function's decision carries its evidence (bare=False)")
     return CheckOutcome(score=found[0], evidence=found[1], details=found[2])
 
 
 def decide_step(
-    touches: Callable[..., bool], decide: Callable[..., Verdict], like: str | None = None
+    touches: Callable[..., bool], decide: Callable[..., Verdict | float], like: str | None = None
 ) -> Callable[..., dict[int, Any]]:
     """``touch_step`` that decides each check a row touches with ``decide`` instead of re-running it.
 
@@ -461,6 +467,10 @@ def decide_step(
     function's own decision (the function returns ``outcome(decide(...))``), so both give the same verdict by
     construction; it shares the step's lookups (the meeting, its invitations, the calendar) with the other
     checks through ``ctx.kept``/``ctx.memo``. One that raises leaves its check to be re-run (exactness first).
+
+    Asked with ``bare=True`` it gives the score alone, from the same reads and the same tests, stopping before any
+    evidence is written (the meeting's head, each person's local time, the listing of clashes): the score is
+    all an episode reads, and the check function writes the text when the results are asked for.
     """
     return touch_step(touches, decide, like)
 
@@ -548,13 +558,20 @@ def _touched(ctx: GradingContext, hook: Callable[..., bool], rows: Sequence[Chan
     return False
 
 
-def _in_hours(ctx: GradingContext, title_pattern: str, start_before: datetime | None = None) -> Verdict:
-    """``meeting_in_working_hours``'s verdict (also its ``on_step``'s)."""
+def _in_hours(
+    ctx: GradingContext, title_pattern: str, start_before: datetime | None = None, *, bare: bool = False
+) -> Verdict | float:
+    """``meeting_in_working_hours``'s verdict (also its ``on_step``'s; ``bare``: the score alone)."""
     m, head = _the_meeting(ctx, title_pattern)
     if m is None:
-        return verdict(False, head)
+        return 0.0 if bare else verdict(False, head)
     people = _people(ctx, [m.organizer_id, *_invitees(ctx, m.id)[0]])
     start, end = m.start_at, m.end_at
+    if bare:
+        for p in people.values():
+            if not works(p, start, end):
+                return 0.0
+        return 0.0 if start_before is not None and start >= start_before else 1.0
     outside = []
     for p in people.values():  # a loop, not a comprehension (a frame)
         if not works(p, start, end):
@@ -584,13 +601,17 @@ def meeting_in_working_hours(
     return outcome(_in_hours(ctx, title_pattern, start_before))
 
 
-def _invited(ctx: GradingContext, title_pattern: str, attendees: Sequence[str]) -> Verdict:
-    """``meeting_attendees``'s verdict (also its ``on_step``'s)."""
+def _invited(
+    ctx: GradingContext, title_pattern: str, attendees: Sequence[str], *, bare: bool = False
+) -> Verdict | float:
+    """``meeting_attendees``'s verdict (also its ``on_step``'s; ``bare``: the score alone)."""
     _expect(ctx, attendees)
     m, head = _the_meeting(ctx, title_pattern)
     if m is None:
-        return verdict(False, head)
+        return 0.0 if bare else verdict(False, head)
     invited = _invitees(ctx, m.id)[2]
+    if bare:
+        return 1.0 if invited.issuperset(attendees) else 0.0
     missing = [a for a in attendees if a not in invited] if not invited.issuperset(attendees) else []
     if missing:
         return verdict(False, f"{head}: not invited: {', '.join(map(_AT, missing))}", m.id)
@@ -652,13 +673,15 @@ def _clashes_with(ctx: GradingContext, title_pattern: str, event: Any) -> bool:
     return bool(other[2] < w[1] and Calendar.of(ctx).overlaps(other[2], other[3], other[4], other[5], w))
 
 
-def _no_clash(ctx: GradingContext, title_pattern: str) -> Verdict:
-    """``meeting_no_double_booking``'s verdict (also its ``on_step``'s)."""
+def _no_clash(ctx: GradingContext, title_pattern: str, *, bare: bool = False) -> Verdict | float:
+    """``meeting_no_double_booking``'s verdict (also its ``on_step``'s; ``bare``: the score alone)."""
     found = _meetings(ctx, title_pattern)
     if not found:
         Calendar.of(ctx).preload(ctx)
-        return verdict(False, f"no live meeting organised by the agent matches /{title_pattern}/")
+        return 0.0 if bare else verdict(False, f"no live meeting organised by the agent matches /{title_pattern}/")
     if len(found) > 1:
+        if bare:
+            return 0.0
         shown = listing([f"#{m.id} at {m.start_at.isoformat()}" for m in found])
         return verdict(False, f"{len(found)} live meetings match /{title_pattern}/ (book one): {shown}")
     m = found[0]
@@ -670,6 +693,12 @@ def _no_clash(ctx: GradingContext, title_pattern: str) -> Verdict:
             who.append((a.employee_id, a.username))
     ids = sorted(set(map(_FIRST, who)))
     busy, room = Calendar.of(ctx).clashes(ctx, ids, m.room_id, (m.start_at, m.end_at))
+    if bare:  # a clash is an event in the window other than the meeting (what ``_labels`` lists)
+        mid = m.id
+        for emp, _ in who:
+            if len(busy[emp]) > (mid in busy[emp]):
+                return 0.0
+        return 0.0 if len(room) > (mid in room) else 1.0
     problems = []
     for emp, name in who:
         labels = _labels(busy[emp], m.id)
@@ -703,16 +732,18 @@ def meeting_no_double_booking(ctx: GradingContext, title_pattern: Regex) -> Chec
     return outcome(_no_clash(ctx, title_pattern))
 
 
-def _in_room(ctx: GradingContext, title_pattern: str, location: str) -> Verdict:
-    """``meeting_room``'s verdict (also its ``on_step``'s)."""
+def _in_room(ctx: GradingContext, title_pattern: str, location: str, *, bare: bool = False) -> Verdict | float:
+    """``meeting_room``'s verdict (also its ``on_step``'s; ``bare``: the score alone)."""
     m, head = _the_meeting(ctx, title_pattern)
     if m is None:
         _room(ctx, None)  # every room read now, before the booking
-        return verdict(False, head)
+        return 0.0 if bare else verdict(False, head)
     if m.room_id is None:
-        return verdict(False, f"{head}: no room booked", m.id)
+        return 0.0 if bare else verdict(False, f"{head}: no room booked", m.id)
     name, capacity, where = _room(ctx, m.room_id)
     people = 1 + sum(1 for a in _attendees(ctx, m.id) if a.rsvp != "declined" and a.employee_id != m.organizer_id)
+    if bare:
+        return 1.0 if where.lower() == location.lower() and capacity >= people else 0.0
     problems = [f"it is in {where}, not {location}"] * (where.lower() != location.lower())
     problems += [f"it holds {capacity}, not {people}"] * (capacity < people)
     text = f"{head} in {name} ({where}, {capacity} seats)"
@@ -730,18 +761,32 @@ def meeting_room(ctx: GradingContext, title_pattern: Regex, location: str) -> Ch
     return outcome(_in_room(ctx, title_pattern, location))
 
 
-def _announced(ctx: GradingContext, title_pattern: str, channel: str, key: str) -> Verdict:
-    """``meeting_announced``'s verdict (also its ``on_step``'s)."""
+def _announced(
+    ctx: GradingContext, title_pattern: str, channel: str, key: str, *, bare: bool = False
+) -> Verdict | float:
+    """``meeting_announced``'s verdict (also its ``on_step``'s; ``bare``: the score alone).
+
+    The score alone is read from the agent's logged posts (``announce_score``) while they tell, so the booking
+    step does not fold the asking phase's posts to find the announcement is not there yet.
+    """
     m, head = _the_meeting(ctx, title_pattern)
     if m is None:
         know_channels(ctx, [channel.lstrip("~#")])  # its id read before the booking, not with the announcement
-        return verdict(False, head)
+        return 0.0 if bare else verdict(False, head)
+    if bare:
+        told = announce_score(ctx, m.start_at, channel, key)
+        if told is not None:
+            return told
     posts = new_posts(ctx)
     mine = [p for p in posts if p.channel == channel.lstrip("~#") and p.author_id == ctx.actor_id]
     key_rx = _key_rx(key)
     for p in mine:
         if key_rx.search(p.message) and m.start_at in _instants(p.message):
+            if bare:
+                return 1.0
             return verdict(True, f"post #{p.id} in ~{p.channel} names {key} and {m.start_at.isoformat()}")
+    if bare:
+        return 0.0
     shown = listing([f"#{p.id} {snippet(p.message)}" for p in mine]) or "none"
     return verdict(False, f"no new post by the agent in ~{channel} names {key} and {head}; posts: {shown}")
 
@@ -807,13 +852,15 @@ def _told(row: Any) -> tuple[datetime | None, str]:
     return _instant(str(fact.get("subject", ""))), str(fact.get("said"))
 
 
-def _agreed(ctx: GradingContext, title_pattern: str, attendees: Sequence[str], answer_minutes: int = 180) -> Verdict:
-    """``meeting_agreed``'s verdict (also its ``on_step``'s)."""
+def _agreed(
+    ctx: GradingContext, title_pattern: str, attendees: Sequence[str], answer_minutes: int = 180, *, bare: bool = False
+) -> Verdict | float:
+    """``meeting_agreed``'s verdict (also its ``on_step``'s; ``bare``: the score alone, no note written)."""
     _expect(ctx, attendees)
     m, head = _the_meeting(ctx, title_pattern)
     if m is None:
         _dm_channels(ctx, attendees)  # read before the booking: the hook asks after it (the announcement)
-        return verdict(False, head)
+        return 0.0 if bare else verdict(False, head)
     ids, unknown = _resolve(ctx, attendees)
     people = _people(ctx, list(ids.values()))
     covered, notes = 0, [f"unknown employee {u!r}" for u in unknown] if unknown else []
@@ -830,10 +877,12 @@ def _agreed(ctx: GradingContext, title_pattern: str, attendees: Sequence[str], a
                 said.append(word if when is not None and when == start else None)
         if "yes" in said and "no" not in said:
             covered += 1
-            notes.append(f"@{name} agreed at {mem[said.index('yes')].at:%H:%M}")
+            if not bare:
+                notes.append(f"@{name} agreed at {mem[said.index('yes')].at:%H:%M}")
             continue
         if "no" in said:  # rule 3: a "no" means another time, and neither a later yes nor escalation undoes it
-            notes.append(f"@{name} said no to that time at {mem[said.index('no')].at:%H:%M}, yet it was booked")
+            if not bare:
+                notes.append(f"@{name} said no to that time at {mem[said.index('no')].at:%H:%M}, yet it was booked")
             continue
         if posts is None:  # read only for someone who did not agree (the posts fold is most of a booking's cost)
             posts = new_posts(ctx)
@@ -842,6 +891,8 @@ def _agreed(ctx: GradingContext, title_pattern: str, attendees: Sequence[str], a
         covered += why.startswith("escalated")
         notes.append(f"@{name} {why}")
     total = len(attendees)
+    if bare:
+        return covered / total if total else 0.0
     return (
         covered / total if total else 0.0,
         f"{head}: {covered} of {total} covered: {listing(notes, 5)}",

@@ -1,8 +1,9 @@
 """What a meeting's messages and answers say: the instants a post names, the key and names it mentions, an answer.
 
 Pure readings of text and memory rows, each cached per text for the process, shared by the meeting checks
-(``graders.checks_meetings``, ``graders.checks_items``). Kept apart from the checks so that module stays a
-reader of the episode's state and this one a reader of words.
+(``graders.checks_meetings``, ``graders.checks_items``); and ``announce_score``, the announcement check's score
+read from the agent's logged posts. Kept apart from the checks so that module stays a reader of the
+episode's state and this one a reader of words.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from datetime import datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from graders.base import GradingContext
 from mcp_tools.calendar.slots import Person
 
 ISO = re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2})?(?:Z|[+-]\d{2}:?\d{2})")
@@ -91,3 +93,59 @@ def _instant(text: str) -> datetime | None:
 def _name_rx(username: str) -> re.Pattern[str]:
     """How an escalation names a coworker (``@username`` or the bare username), compiled once per name."""
     return re.compile(rf"(?<![\w.]){re.escape(username)}\b", re.IGNORECASE)
+
+
+_POST_IMAGE = frozenset(("author_id", "channel_id", "message"))
+_UNKNOWN = object()
+
+
+def announce_score(ctx: GradingContext, start: datetime, channel: str, key: str) -> float | None:
+    """``meeting_announced``'s score from the agent's logged posts: 1.0 if one announces ``start``, else 0.0.
+
+    Why: the announcement check first looks at the meeting in the booking step, and its verdict folded every
+    post of the asking phase (``meeting_log.new_posts``: each post's row, time, and channel name) to find that
+    the announcement is not there yet. The score needs less: the agent's live posts in the channel named
+    ``channel`` now, and what each says. Kept in ``ctx.lasting``, folded from the rows not seen yet: the
+    agent's posts as logged (channel, message, deleted?), and the names the log gives channels (a channel's
+    insert, rename or delete); a channel the log does not name is the one ``know_channels`` read before the
+    booking, whose name no logged row has changed since. None (the check reads the fold) once a post is edited,
+    moved or deleted, a row lacks a column, or a post of the agent's is in a channel neither names.
+    """
+    name = channel.lstrip("~#")
+    state: list[Any] | None = ctx.lasting.get(("meeting_announce", name))
+    if state is None:
+        state = ctx.lasting[("meeting_announce", name)] = [0, 0, {}, []]  # posts, channels seen; names; mine
+    seen, seen_channels, names, mine = state
+    if seen < 0:
+        return None
+    channels, posts = ctx.changed_rows("channels"), ctx.changed_rows("posts")
+    for r in channels[seen_channels:]:
+        c = r.changes
+        if r.op == "delete":
+            names[r.key[0]] = None  # its posts are dropped by the fold's join
+        elif r.op == "insert":
+            names[r.key[0]] = c.get("name", _UNKNOWN)
+        elif "name" in c:
+            names[r.key[0]] = c["name"][1]
+    state[1] = len(channels)
+    actor = ctx.actor_id
+    for r in posts[seen:]:
+        c = r.changes
+        if r.op != "insert" or not _POST_IMAGE.issubset(c):
+            state[0] = -1  # an edit, a move or a deletion: the fold follows them
+            return None
+        if c["author_id"] == actor:
+            mine.append((c["channel_id"], c["message"], c.get("deleted_at")))
+    state[0] = len(posts)
+    if not mine:
+        return 0.0
+    read = ctx.lasting.get("meeting_post_fold")
+    known: dict[Any, Any] = read[3] if read else {}
+    key_rx = _key_rx(key)
+    for channel_id, message, deleted in mine:
+        where = names[channel_id] if channel_id in names else known.get(channel_id, _UNKNOWN)
+        if where is _UNKNOWN:
+            return None
+        if where == name and deleted is None and key_rx.search(message) and start in _instants(message):
+            return 1.0
+    return 0.0
