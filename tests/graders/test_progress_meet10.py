@@ -1,0 +1,143 @@
+"""The meeting checks' round-10 shortcuts give what a full grade gives, and are taken where the rows allow.
+
+A meeting check's ``on_step`` answers the progress score a bare score (``decide(bare=True)``): no evidence is
+written in the step, the check writes it when ``results`` asks. The announcement's score is read from the
+agent's logged posts (``meeting_words.announce_score``) while they tell, without the posts fold, and from the
+fold once a post is edited or sits in a channel neither the log nor the read before the booking names. Each
+test plays its steps through ``test_progress_meet5._play``, which compares every verdict and the value with a
+full grade after every step.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator
+from typing import Any
+
+from graders import checks_meetings
+from graders.progress import Progress
+from tests.graders.test_progress_meet import CHECKS, MEET
+from tests.graders.test_progress_meet4 import PERSON
+from tests.graders.test_progress_meet5 import _play
+from tests.graders.test_progress_meet7 import _calendar, _progress
+from worlds.rawsql import Sql
+
+BOOKED = "the sync booked"
+_POST = {"root_id": None, "edited_at": None, "deleted_at": None, "is_pinned": False}
+
+
+def test_a_booking_writes_no_evidence_and_results_write_it(world, monkeypatch):
+    rubric, progress = _progress(world, CHECKS + PERSON)
+    at = [""]
+    texts: dict[str, Counter[str]] = {}  # step -> meeting function -> verdicts stored with evidence, by update
+    real = Progress._store
+
+    def store(self: Progress, i: int, out: Any) -> None:
+        if at[0] != "full grade" and out[1]:
+            texts.setdefault(at[0], Counter())[self._checks[i].fn] += 1
+        real(self, i, out)
+
+    monkeypatch.setattr(Progress, "_store", store)
+    said, book = _calendar(Sql.of(world.session), world)
+
+    def steps() -> Iterator[str]:
+        yield "nothing yet"
+        said(2, MEET, "yes")
+        said(3, MEET, "yes")
+        yield "bob and carol say yes"
+        world.later()
+        book("Sync ENG-1", MEET, 2, 3)
+        yield BOOKED
+
+    evidence = _play(world, rubric, steps(), progress, at)
+    # every meeting check was settled at the booking with its score alone (event_exists is not one of them) ...
+    stored = {fn for fn in texts.get(BOOKED, {}) if fn.startswith("meeting_")}
+    assert stored == set(), texts[BOOKED]
+    # ... and the results that followed wrote the evidence a full grade writes (``_play`` compared every one)
+    assert "2 of 2 covered" in evidence[BOOKED]["agreed"], evidence[BOOKED]
+    assert "@bob is also in #1 'Standup'" in evidence[BOOKED]["clash"], evidence[BOOKED]
+
+
+def test_the_announcement_is_scored_from_the_logged_posts_until_they_cannot_tell(world, monkeypatch):
+    rubric, progress = _progress(world, CHECKS)
+    at = [""]
+    folded: Counter[str] = Counter()  # step -> the posts fold asked for by the progress score
+    real = checks_meetings.new_posts
+
+    def new_posts(ctx: Any) -> Any:
+        if ctx is progress.ctx and at[0] != "full grade":
+            folded[at[0]] += 1
+        return real(ctx)
+
+    monkeypatch.setattr(checks_meetings, "new_posts", new_posts)
+    sql = Sql.of(world.session)
+    said, book = _calendar(sql, world)
+    text = f"ENG-1 sync booked for {MEET.isoformat()}"
+
+    def post(channel: int, message: str) -> int:
+        made = {"channel_id": channel, "author_id": 1, "message": message, "created_at": world.clock.now()}
+        return sql.insert("posts", {**_POST, **made})
+
+    def steps() -> Iterator[str]:
+        yield "nothing yet"
+        said(2, MEET, "yes")  # both agreed: the agreement check reads no post for an escalation
+        said(3, MEET, "yes")
+        world.later()
+        book("Sync ENG-1", MEET, 2)
+        yield "booked"
+        world.later()
+        first = post(1, text)
+        yield "announced in general"
+        sql.update("channels", 1, {"name": ("general", "lobby")})
+        yield "general renamed"
+        sql.update("channels", 1, {"name": ("lobby", "general")})
+        yield "renamed back"
+        sql.update("posts", first, {"message": (text, "booked, see the calendar")})
+        yield "the announcement edited"
+        world.later()
+        post(1, text)
+        yield "announced again"
+
+    evidence = _play(world, rubric, steps(), progress, at)
+    assert evidence["booked"]["announced"].startswith("no new post"), evidence["booked"]
+    assert evidence["announced in general"]["announced"].startswith("post #"), evidence["announced in general"]
+    assert evidence["general renamed"]["announced"].startswith("no new post"), evidence["general renamed"]
+    assert evidence["announced again"]["announced"].startswith("post #"), evidence["announced again"]
+    # the booking, the announcement and the renames were scored from the log; an edit hands it to the fold
+    assert set(folded) == {"the announcement edited", "announced again"}, folded
+
+
+def test_a_post_in_a_channel_the_log_does_not_name_is_read_from_the_fold(world, monkeypatch):
+    rubric, progress = _progress(world, CHECKS)
+    at = [""]
+    folded: Counter[str] = Counter()
+    real = checks_meetings.new_posts
+
+    def new_posts(ctx: Any) -> Any:
+        if ctx is progress.ctx and at[0] != "full grade":
+            folded[at[0]] += 1
+        return real(ctx)
+
+    monkeypatch.setattr(checks_meetings, "new_posts", new_posts)
+    sql = Sql.of(world.session)
+    said, book = _calendar(sql, world)
+
+    def steps() -> Iterator[str]:
+        yield "nothing yet"
+        said(2, MEET, "yes")  # both agreed: the agreement check reads no post for an escalation
+        said(3, MEET, "yes")
+        world.later()
+        book("Sync ENG-1", MEET, 2)
+        yield "booked"
+        world.later()
+        # the direct channel with bob is older than the episode: no logged row names it, nor was it read
+        sql.insert(
+            "posts",
+            {**_POST, "channel_id": 3, "author_id": 1, "message": f"ENG-1 at {MEET.isoformat()}",
+             "created_at": world.clock.now()},
+        )  # fmt: skip
+        yield "told bob directly"
+
+    evidence = _play(world, rubric, steps(), progress, at)
+    assert evidence["told bob directly"]["announced"].startswith("no new post"), evidence["told bob directly"]
+    assert set(folded) == {"told bob directly"}, folded
