@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Annotated, Any, NamedTuple
+from typing import Annotated, Any, NamedTuple, cast
 
 from pydantic import AwareDatetime, Field
 from sqlalchemy import BindParameter, bindparam
@@ -470,17 +470,19 @@ def _event_step(
     """
     touched: list[tuple[int, tuple[Any, ...] | None, int | None]] = []  # (position, its key, its passing event)
     hooked: dict[int | None, bool] = {}  # by passing event (None: none fits): whether the rows touch its checks
-    for pos, kw in enumerate(params):
-        try:
-            made = _fits_key(**kw)  # built once per check: the hook, the wait and the decision read it
-        except Exception:
+    for pos, made in enumerate(_step_keys(ctx, params)):
+        if made is None:  # params _fits_key cannot take: the check re-runs (and says why)
             touched.append((pos, None, None))
             continue
         passing = ctx.lasting.get(made)
         hit = hooked.get(passing)
         if hit is None:  # the hook reads only the passing event and the rows: asked once per passing event
+            hit = False
             try:
-                hit = any(_event_touched(passing, r) for r in rows)
+                for r in rows:  # a loop, not ``any`` over a generator: no frame a row
+                    if _event_touched(passing, r):
+                        hit = True
+                        break
             except Exception:
                 hit = True
             hooked[passing] = hit
@@ -520,6 +522,25 @@ def _event_step(
     return out
 
 
+def _step_keys(ctx: GradingContext, params: Sequence[Mapping[str, Any]]) -> list[tuple[Any, ...] | None]:
+    """Each check's ``_fits_key`` (None: params it cannot take), built once per episode for the function's params.
+
+    Why kept: the hook, the wait and the decision read the keys at every event step, and the params are the
+    same list every step (as ``checks_meetings.touch_step`` keeps its groups).
+    """
+    kept = ctx.lasting.get(("event_keys", id(params)))
+    if kept is not None and kept[0] is params:
+        return cast(list[tuple[Any, ...] | None], kept[1])
+    keys: list[tuple[Any, ...] | None] = []
+    for kw in params:
+        try:
+            keys.append(_fits_key(**kw))
+        except Exception:
+            keys.append(None)
+    ctx.lasting[("event_keys", id(params))] = (params, keys)
+    return keys
+
+
 def _new_titles(ctx: GradingContext, rows: Sequence[ChangeRow]) -> dict[Any, Any]:
     """The titles of the events the step's rows insert or invite to, if every row is such an insert; else {}.
 
@@ -537,13 +558,19 @@ def _new_titles(ctx: GradingContext, rows: Sequence[ChangeRow]) -> dict[Any, Any
             if image is None:
                 return {}
             titles[image[0]] = image[1]
-    return titles if all(type(t) is str for t in titles.values()) else {}
+    for t in titles.values():  # a loop, not ``all`` over a generator: no frame a title
+        if type(t) is not str:
+            return {}
+    return titles
 
 
 def _any_match(title_pattern: str, titles: Mapping[Any, Any]) -> bool:
     """Whether one of the titles matches the pattern (as ``_fits`` matches it)."""
-    found = rx(title_pattern)
-    return any(found.search(t) for t in titles.values())
+    search = rx(title_pattern).search
+    for t in titles.values():  # a loop, not ``any`` over a generator: no frame a title
+        if search(t):
+            return True
+    return False
 
 
 @functools.lru_cache(maxsize=4096)
@@ -583,7 +610,10 @@ def _fits_all(ctx: GradingContext, keys: Sequence[tuple[Any, ...]]) -> list[tupl
     named = [a for key in keys for a in (*key[2], me_name) if a != "actor"]
     _expect(ctx, named)  # the meeting checks' calendar reads them before a booking
     _named(ctx, named)  # one query for every name, kept for the episode (at the first step, before any booking)
-    if not any(r.op == "insert" for r in ctx.changed_rows("events")):
+    for r in ctx.changed_rows("events"):  # a loop, not ``any`` over a generator: no frame a row
+        if r.op == "insert":
+            break
+    else:
         return [(0.0, "no calendar event was created during the episode", {}) for _ in keys]
     organizer_id = _employee(ctx, organizer) if organizer is not None else None
     if organizer is not None and organizer_id is None:

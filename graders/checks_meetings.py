@@ -656,8 +656,11 @@ def _clash_touches(ctx: GradingContext, row: ChangeRow, title_pattern: str, **kw
 def _clashes_with(ctx: GradingContext, title_pattern: str, event: Any) -> bool:
     """Whether a new event (or an invitation to it) may move the double-booking verdicts of the meeting."""
     found = _meetings(ctx, title_pattern)
-    if not isinstance(event, int) or any(m.id == event for m in found):
+    if not isinstance(event, int):
         return True
+    for m in found:  # a loop, not ``any`` over a generator: no frame a meeting
+        if m.id == event:
+            return True
     if len(found) != 1:
         return False  # no meeting, or several (the verdict names the meetings, not their clashes)
     m = found[0]

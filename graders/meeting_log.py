@@ -251,7 +251,10 @@ def _named(ctx: GradingContext, names: Sequence[str]) -> None:
     """Read the employees of the usernames not looked up yet, in one query (unknown names kept as None)."""
     known = _Directory.of(ctx)
     by_name = known.by_name
-    if all(n in by_name or n == "actor" for n in names):
+    for n in names:  # a loop, not ``all`` over a generator: no frame a name
+        if n not in by_name and n != "actor":
+            break
+    else:
         return  # all looked up already (every step after the first)
     missing = sorted({n for n in names if n not in by_name and n != "actor"})
     if missing:
