@@ -332,14 +332,18 @@ def touch_step(
             ctx.lasting["meeting_calendar"] = True
         seqs = tuple(map(_SEQ, rows))
         left = rows
-        if keys[3]:  # the step's answer for the function's kind and titles, looked up before it is worked out
+        calendar: _Rows | None = ctx.memo.get(("meeting_rows", seqs))
+        # the step's answer for the function's kind and titles, looked up before it is worked out; not asked of a
+        # step of new events and invitations alone (a booking), none of which it leaves out, once a function knows
+        if keys[3] and (calendar is None or not calendar[2] or not rows):
             kept: Sequence[ChangeRow] | None = ctx.memo.get((keys[3], keys[2], seqs))
             if kept is None:
                 kept = ctx.memo[(keys[3], keys[2], seqs)] = _rows_left(ctx, keys[3], rows, keys[2])
             if not kept:
                 return {}  # every row is one the hook answers no to whatever the meeting
             left = kept
-        calendar = ctx.memo.get(("meeting_rows", seqs)) or _calendar_rows(ctx, rows, seqs)
+        if calendar is None:
+            calendar = _calendar_rows(ctx, rows, seqs)
         any_calendar, _, inserts, booked = calendar
         found: list[int] = []
         several = False  # more than one meeting touched: their positions are sorted (checks are decided in order)

@@ -141,3 +141,40 @@ def test_a_post_in_a_channel_the_log_does_not_name_is_read_from_the_fold(world, 
     evidence = _play(world, rubric, steps(), progress, at)
     assert evidence["told bob directly"]["announced"].startswith("no new post"), evidence["told bob directly"]
     assert set(folded) == {"told bob directly"}, folded
+
+
+def test_a_booking_asks_which_rows_are_left_once_and_a_wait_still_asks(world, monkeypatch):
+    rubric, progress = _progress(world, CHECKS + PERSON)
+    at = [""]
+    asked: Counter[str] = Counter()  # step -> ``_rows_left`` calls by the progress score
+    real = checks_meetings._rows_left
+
+    def rows_left(ctx: Any, kind: str, rows: Any, titles: Any) -> Any:
+        if ctx is progress.ctx and at[0] != "full grade":
+            asked[at[0]] += 1
+        return real(ctx, kind, rows, titles)
+
+    monkeypatch.setattr(checks_meetings, "_rows_left", rows_left)
+    sql = Sql.of(world.session)
+    said, book = _calendar(sql, world)
+
+    def steps() -> Iterator[str]:
+        yield "nothing yet"
+        said(2, MEET, "yes")
+        yield "bob says yes"
+        world.later()
+        book("Sync ENG-1", MEET, 2, 3)
+        yield BOOKED
+        world.later()
+        said(2, MEET, "yes")
+        sql.update("event_attendees", 4, {"rsvp": ("needs_action", "accepted")})  # bob's invitation to the sync
+        sql.update("event_attendees", 5, {"rsvp": ("needs_action", "declined")})  # carol's
+        yield "bob accepts, carol declines"
+
+    evidence = _play(world, rubric, steps(), progress, at)
+    assert "declined" in evidence["bob accepts, carol declines"]["free-carol"], evidence
+    # the booking's rows are all new events and invitations, none left out: asked once per row set the functions
+    # read (the event with its invitations; the event alone), not once per function and kind (six)
+    assert asked[BOOKED] == 2, asked
+    # answers to invitations are what the kinds leave out (or not): asked as before, of each kind and title set
+    assert asked["bob accepts, carol declines"] == 5, asked
