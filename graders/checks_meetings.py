@@ -327,7 +327,10 @@ def touch_step(
             titles = tuple(dict.fromkeys(title for _, title, _ in groups))
             keys = ctx.lasting[(touches, id(params))] = (params, groups, titles, _KIND.get(touches, like))
         if not ctx.lasting.get("meeting_calendar"):  # the log only grows: once true, true for the episode
+            if ctx.memo.get("meeting_no_calendar"):  # a step's answer: a wait asks it once, not once a group
+                return {}
             if not ctx.changed_rows("events") and not ctx.changed_rows("event_attendees"):
+                ctx.memo["meeting_no_calendar"] = True
                 return {}  # no event or invitation this episode: no meeting, and no row a hook could answer yes to
             ctx.lasting["meeting_calendar"] = True
         seqs = tuple(map(_SEQ, rows))
@@ -399,10 +402,13 @@ def _rows_left(ctx: GradingContext, kind: str, rows: Sequence[ChangeRow], titles
             if agreed and table == "npc_memory":
                 if latest is False:
                     latest = _latest_booking(ctx, titles)
-                when = c.get("at")
-                when = _logged_time(when) if type(when) is str else None
-                if latest is None or (when is not None and when > latest):
+                if latest is None:
                     continue
+                when = c.get("at")
+                if type(when) is str:  # ``_logged_time`` inlined: a frame fewer a coworker's memory in a wait
+                    when = datetime.fromisoformat(when)
+                    if (when if when.tzinfo is not None else when.replace(tzinfo=UTC)) > latest:
+                        continue
         elif r.op == "update" and table == "event_attendees":
             if (invitee and _ANSWER.issuperset(c)) or (own and _still_going(c)):
                 continue

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from graders import checks_meetings
+from graders.base import GradingContext
 from graders.progress import Progress
 from tests.graders.test_progress_meet import CHECKS, MEET
 from tests.graders.test_progress_meet4 import PERSON
@@ -178,3 +179,34 @@ def test_a_booking_asks_which_rows_are_left_once_and_a_wait_still_asks(world, mo
     assert asked[BOOKED] == 2, asked
     # answers to invitations are what the kinds leave out (or not): asked as before, of each kind and title set
     assert asked["bob accepts, carol declines"] == 5, asked
+
+
+def test_a_wait_before_any_booking_looks_for_the_calendar_once(world, monkeypatch):
+    rubric, progress = _progress(world, CHECKS)
+    at = [""]
+    looked: Counter[str] = Counter()  # step -> the event log asked for by the progress score
+    real = GradingContext.changed_rows
+
+    def changed_rows(self: GradingContext, table: str) -> Any:
+        if self is progress.ctx and table == "events" and at[0] != "full grade":
+            looked[at[0]] += 1
+        return real(self, table)
+
+    monkeypatch.setattr(GradingContext, "changed_rows", changed_rows)
+    sql = Sql.of(world.session)
+    said, book = _calendar(sql, world)
+
+    def steps() -> Iterator[str]:
+        yield "nothing yet"
+        made = {"channel_id": 3, "author_id": 2, "message": "Works for me", "created_at": world.clock.now()}
+        sql.insert("posts", {**_POST, **made})
+        said(2, MEET, "yes")
+        yield "a wait: bob answers"
+        world.later()
+        book("Sync ENG-1", MEET, 2)
+        yield BOOKED
+
+    _play(world, rubric, steps(), progress, at)
+    # the agreement and announcement functions read posts and memories: the first finds no event logged yet, and
+    # the second reads that answer of the step
+    assert looked["a wait: bob answers"] == 1, looked
