@@ -54,7 +54,7 @@ from graders.comms_posts import (
     _post_touches,
     _post_verdict,
 )
-from graders.meeting_log import _employee, _event_images, _expect, _named, _people, invitations
+from graders.meeting_log import _employee, _event_images, _expect, _named, _new, _people, invitations
 from graders.meeting_log import _new_events as _logged_events
 from graders.registry import LATER, Later
 from worlds.rawsql import Sql
@@ -439,17 +439,29 @@ def _event_touches(ctx: GradingContext, row: ChangeRow, **params: Any) -> bool:
     would otherwise re-run every meeting's check. The passing id is the one the check's last run kept in
     ``ctx.lasting``; a row of event #k or an earlier one re-runs it, and with it the kept id.
     """
-    return _event_touched(ctx.lasting.get(_fits_key(**params)), row)
+    return _event_touched(ctx.lasting.get(_fits_key(**params)), (row,))
 
 
-def _event_touched(passing: int | None, row: ChangeRow) -> bool:
-    """``_event_touches`` for a check whose last run kept ``passing`` (None: no event fitted)."""
-    if row.table == "event_attendees" and row.op == "update":
-        return not {"rsvp", "optional"}.issuperset(row.changes)
-    if passing is None:
-        return True
-    event = row.key[0] if row.table == "events" else row.changes.get("event_id")
-    return not (isinstance(event, int) and event > passing)
+def _event_touched(passing: int | None, rows: Sequence[ChangeRow]) -> bool:
+    """``_event_touches`` of any of ``rows`` for a check whose last run kept ``passing`` (None: no event fitted).
+
+    Over the rows in one call: ``_event_step`` asks it of a booking's event and invitations for each passing
+    event, and a call a row cost a frame each.
+    """
+    for row in rows:
+        if row.table == "event_attendees" and row.op == "update":
+            if not _ANSWERED.issuperset(row.changes):
+                return True
+            continue
+        if passing is None:
+            return True
+        event = row.key[0] if row.table == "events" else row.changes.get("event_id")
+        if not (isinstance(event, int) and event > passing):
+            return True
+    return False
+
+
+_ANSWERED = frozenset(("rsvp", "optional"))
 
 
 def _event_step(
@@ -477,12 +489,8 @@ def _event_step(
         passing = ctx.lasting.get(made)
         hit = hooked.get(passing)
         if hit is None:  # the hook reads only the passing event and the rows: asked once per passing event
-            hit = False
             try:
-                for r in rows:  # a loop, not ``any`` over a generator: no frame a row
-                    if _event_touched(passing, r):
-                        hit = True
-                        break
+                hit = _event_touched(passing, rows)
             except Exception:
                 hit = True
             hooked[passing] = hit
@@ -729,7 +737,9 @@ def _new_events(ctx: GradingContext) -> Callable[[], tuple[list[Any], dict[int, 
             return query()
         made = _logged_events(ctx)
         rooms = _room_names(ctx, {m.room_id for m in made if m.room_id is not None})
-        events = [NewEvent(m.id, m.title, m.organizer_id, m.start_at, m.cancelled, rooms.get(m.room_id)) for m in made]
+        events = [
+            _new(NewEvent, (m.id, m.title, m.organizer_id, m.start_at, m.cancelled, rooms.get(m.room_id))) for m in made
+        ]
         ids = {m.id for m in made}
         invited: dict[int, set[int]] = {}
         for i in invites.values():
