@@ -77,6 +77,8 @@ _ATTENDEES = (
     " WHERE a.event_id = ? ORDER BY e.username"
 )
 _FIRST, _USERNAME = operator.itemgetter(0), operator.itemgetter(1)
+_NONE: frozenset[str] = frozenset()
+"""No coworker noted yet (``_expect``'s set before its first call)."""
 
 
 def _meetings(ctx: GradingContext, title_pattern: str) -> list[Any]:
@@ -615,7 +617,8 @@ def _invited(
     ctx: GradingContext, title_pattern: str, attendees: Sequence[str], *, bare: bool = False
 ) -> Verdict | float:
     """``meeting_attendees``'s verdict (also its ``on_step``'s; ``bare``: the score alone)."""
-    _expect(ctx, attendees)
+    if not ctx.lasting.get("meeting_people", _NONE).issuperset(attendees):  # noted once: no call after that
+        _expect(ctx, attendees)
     m, head = _the_meeting(ctx, title_pattern)
     if m is None:
         return 0.0 if bare else verdict(False, head)
@@ -869,7 +872,8 @@ def _agreed(
     ctx: GradingContext, title_pattern: str, attendees: Sequence[str], answer_minutes: int = 180, *, bare: bool = False
 ) -> Verdict | float:
     """``meeting_agreed``'s verdict (also its ``on_step``'s; ``bare``: the score alone, no note written)."""
-    _expect(ctx, attendees)
+    if not ctx.lasting.get("meeting_people", _NONE).issuperset(attendees):  # noted once: no call after that
+        _expect(ctx, attendees)
     m, head = _the_meeting(ctx, title_pattern)
     if m is None:
         _dm_channels(ctx, attendees)  # read before the booking: the hook asks after it (the announcement)
