@@ -757,7 +757,10 @@ def _in_room(ctx: GradingContext, title_pattern: str, location: str, *, bare: bo
     if m.room_id is None:
         return 0.0 if bare else verdict(False, f"{head}: no room booked", m.id)
     name, capacity, where = _room(ctx, m.room_id)
-    people = 1 + sum(1 for a in _attendees(ctx, m.id) if a.rsvp != "declined" and a.employee_id != m.organizer_id)
+    people, org = 1, m.organizer_id
+    for a in _attendees(ctx, m.id):  # a loop, not ``sum`` over a generator: no frame an invitee
+        if a.rsvp != "declined" and a.employee_id != org:
+            people += 1
     if bare:
         return 1.0 if where.lower() == location.lower() and capacity >= people else 0.0
     problems = [f"it is in {where}, not {location}"] * (where.lower() != location.lower())
