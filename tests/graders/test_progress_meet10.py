@@ -12,9 +12,10 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterator
+from datetime import timedelta
 from typing import Any
 
-from graders import checks_meetings
+from graders import checks_meetings, meeting_log
 from graders.base import GradingContext
 from graders.progress import Progress
 from tests.graders.test_progress_meet import CHECKS, MEET
@@ -210,3 +211,28 @@ def test_a_wait_before_any_booking_looks_for_the_calendar_once(world, monkeypatc
     # the agreement and announcement functions read posts and memories: the first finds no event logged yet, and
     # the second reads that answer of the step
     assert looked["a wait: bob answers"] == 1, looked
+
+
+def test_a_window_decides_a_series_as_recurs_in_does():
+    start = MEET - timedelta(days=7)
+    series = [  # (start, end, rule, until): weekly 15 minutes, the same with an until, a Tue/Thu half hour
+        (start, start + timedelta(minutes=15), "FREQ=WEEKLY", None),
+        (start, start + timedelta(minutes=15), "FREQ=WEEKLY", MEET + timedelta(days=7)),
+        (start + timedelta(hours=2), start + timedelta(hours=2, minutes=30), "FREQ=WEEKLY;BYDAY=TU,TH", None),
+    ]
+    busy = {i: (s, i, f"#{i}", s, e, rule, until) for i, (s, e, rule, until) in enumerate(series, 1)}
+    windows = [  # (start, minutes): on an occurrence, ending as one starts, starting as one ends, between, past until
+        (MEET, 30), (MEET - timedelta(minutes=30), 30), (MEET + timedelta(minutes=15), 30),
+        (MEET + timedelta(days=1), 60), (MEET + timedelta(days=14), 15), (MEET + timedelta(days=2, hours=2), 1),
+        (MEET + timedelta(days=300), 30),
+    ]  # fmt: skip
+    hits = 0
+    for begin, minutes in windows:
+        w = (begin, begin + timedelta(minutes=minutes))
+        found = meeting_log.Calendar()._window({}, busy, w)
+        expected = {
+            i for i, (s, e, rule, until) in enumerate(series, 1) if meeting_log._recurs_in(s, e, rule, until, w)
+        }
+        assert set(found) == expected, (w, set(found), expected)
+        hits += len(expected)
+    assert hits >= 4  # the windows meet occurrences, not only the gaps between them
