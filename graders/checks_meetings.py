@@ -54,7 +54,16 @@ from graders.meeting_log import _ROOMS as _ROOMS  # re-exported: the tests name 
 from graders.meeting_log import _people as _people
 from graders.meeting_log import _recurs_in as _recurs_in
 from graders.meeting_words import ISO as ISO
-from graders.meeting_words import _fact, _instant, _instants, _key_rx, _name_rx, _said_about, announce_score
+from graders.meeting_words import (
+    _fact,
+    _instant,
+    _instants,
+    _key_rx,
+    _name_rx,
+    _said_about,
+    announce_score,
+    answers_from_log,
+)
 
 # re-exported: graders.checks_items reads them through this module
 from graders.meeting_words import local_time as local_time
@@ -829,12 +838,15 @@ def _answers(ctx: GradingContext) -> dict[int, list[tuple[Any, datetime | None, 
 
     Why kept per coworker and not per meeting: it was rebuilt over every memory at each booking (a new event
     is a new meeting), though only a memory row changes it; a booking's agreement check now reads the few
-    answers of its coworkers, each parsed once (``_told``). Kept until a memory changes, and then brought up to
-    date from the rows past the last list's end while ``memories`` only appended (``memory_epoch``): an NPC's
-    every answer after a booking asks it again, and a rebuild touched every memory of the episode.
+    answers of its coworkers, each parsed once (``_told``). Read from the logged ``did`` rows alone while every
+    memory was inserted whole (``meeting_words.answers_from_log``); else from ``memories``, brought up to date
+    from the rows past the last list's end while it only appended (``memory_epoch``).
     """
 
     def build() -> dict[int, list[tuple[Any, datetime | None, str]]]:
+        logged = answers_from_log(ctx, _told)  # the answers alone, while the log tells (every memory inserted)
+        if logged is not None:
+            return logged
         found = memories(ctx)
         epoch = memory_epoch(ctx)
         kept = ctx.lasting.get("meeting_answers")

@@ -2,20 +2,24 @@
 
 Pure readings of text and memory rows, each cached per text for the process, shared by the meeting checks
 (``graders.checks_meetings``, ``graders.checks_items``); and ``announce_score``, the announcement check's score
-read from the agent's logged posts. Kept apart from the checks so that module stays a reader of the
+read from the agent's logged posts, and ``answers_from_log``, the agreement answers read from the logged
+memory rows. Kept apart from the checks so that module stays a reader of the
 episode's state and this one a reader of words.
 """
 
 from __future__ import annotations
 
+import bisect
 import functools
+import json
 import re
-from collections.abc import Mapping
-from datetime import datetime
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
 from graders.base import GradingContext
+from graders.meeting_log import _MEMORY_COLUMNS, Memory, _memory_order, _new
 from mcp_tools.calendar.slots import Person
 
 ISO = re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2})?(?:Z|[+-]\d{2}:?\d{2})")
@@ -159,3 +163,53 @@ def announce_score(ctx: GradingContext, start: datetime, channel: str, key: str)
         if where == name and deleted is None and key_rx.search(message) and start in _instants(message):
             return 1.0
     return 0.0
+
+
+Answers = dict[int, list[tuple[Any, datetime | None, str]]]
+"""Each coworker's agreement answers: (memory row, the instant it answered about, the word), in (time, id) order."""
+
+
+def answers_from_log(ctx: GradingContext, told: Callable[[Any], tuple[datetime | None, str]]) -> Answers | None:
+    """``checks_meetings._answers`` from the logged memory rows, ``told`` filing each; None if the log cannot tell.
+
+    Why: the agreement check first reads the answers at the booking, and ``meeting_log.memories`` folded every
+    memory of the asking phase for them (each one's time and JSON parsed, sorted), though only the coworkers'
+    ``did`` rows are answers: here a row of another kind is passed over unparsed. Kept in ``ctx.lasting`` and
+    folded from the rows not seen yet; each coworker's list in (time, id) order as ``memories`` orders them (a
+    row earlier than the list's last is put in its place). None from the first row that is not an insert with
+    every column (an edit, a deletion, an image ``memories`` reads the table for): the caller folds them all.
+    """
+    state: list[Any] | None = ctx.lasting.get("meeting_answers_log")
+    if state is None:
+        state = ctx.lasting["meeting_answers_log"] = [0, {}]
+    seen, did = state
+    if seen < 0:
+        return None
+    rows = ctx.changed_rows("npc_memory")
+    for r in rows[seen:]:
+        c = r.changes
+        if r.op != "insert" or not _MEMORY_COLUMNS.issubset(c):
+            state[0] = -1
+            return None
+        if c["kind"] != "did":
+            continue
+        at, data = c["at"], c["data"]  # parsed as ``memories`` parses them
+        at = datetime.fromisoformat(at) if isinstance(at, str) else at
+        at = at.replace(tzinfo=UTC) if at.tzinfo is None else at.astimezone(UTC)
+        data = json.loads(data) if isinstance(data, str) else data
+        row = _new(Memory, (r.key[0], c["employee_id"], at, "did", c["subject"], data))
+        entry = (row, *told(row))
+        mine = did.get(row.employee_id)
+        if mine is None:
+            did[row.employee_id] = [entry]
+        elif _memory_order(mine[-1][0]) <= _memory_order(row):
+            mine.append(entry)
+        else:
+            bisect.insort(mine, entry, key=_entry_order)
+    state[0] = len(rows)
+    found: Answers = did
+    return found
+
+
+def _entry_order(entry: tuple[Any, ...]) -> Any:
+    return _memory_order(entry[0])

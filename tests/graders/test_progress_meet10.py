@@ -236,3 +236,40 @@ def test_a_window_decides_a_series_as_recurs_in_does():
         assert set(found) == expected, (w, set(found), expected)
         hits += len(expected)
     assert hits >= 4  # the windows meet occurrences, not only the gaps between them
+
+
+def test_the_answers_are_read_from_the_logged_answers_until_a_memory_changes(world, monkeypatch):
+    rubric, progress = _progress(world, CHECKS)
+    at = [""]
+    folded: Counter[str] = Counter()  # step -> the memories' fold asked for by the progress score
+    real = checks_meetings.memories
+
+    def memories(ctx: Any) -> Any:
+        if ctx is progress.ctx and at[0] != "full grade":
+            folded[at[0]] += 1
+        return real(ctx)
+
+    monkeypatch.setattr(checks_meetings, "memories", memories)
+    sql = Sql.of(world.session)
+    said, book = _calendar(sql, world)
+    memory = {"employee_id": 2, "turn": 1, "subject": "alice"}
+    yes = {"fact": {"intent": "agreement", "subject": MEET.isoformat(), "said": "yes"}}
+    no = {"fact": {"intent": "agreement", "subject": MEET.isoformat(), "said": "no"}}
+
+    def steps() -> Iterator[str]:
+        yield "nothing yet"
+        sql.insert("npc_memory", {**memory, "at": world.clock.now(), "kind": "perceived", "data": {"text": "hi"}})
+        answer = sql.insert("npc_memory", {**memory, "at": world.clock.now(), "kind": "did", "data": yes})
+        said(3, MEET, "yes")
+        yield "bob and carol say yes"
+        world.later()
+        book("Sync ENG-1", MEET, 2, 3)
+        yield BOOKED
+        sql.update("npc_memory", answer, {"data": (yes, no)})
+        yield "bob's answer rewritten to no"
+
+    evidence = _play(world, rubric, steps(), progress, at)
+    assert "2 of 2 covered" in evidence[BOOKED]["agreed"], evidence[BOOKED]
+    assert "@bob said no to that time" in evidence["bob's answer rewritten to no"]["agreed"], evidence
+    # the booking read the logged answers alone; an edited memory hands the index to the fold
+    assert set(folded) == {"bob's answer rewritten to no"}, folded
