@@ -54,7 +54,7 @@ from graders.comms_posts import (
     _post_touches,
     _post_verdict,
 )
-from graders.meeting_log import _employee, _event_images, _expect, _named, _people, invitations
+from graders.meeting_log import _employee, _event_images, _expect, _named, _new, _people, invitations
 from graders.meeting_log import _new_events as _logged_events
 from graders.registry import LATER, Later
 from worlds.rawsql import Sql
@@ -439,17 +439,29 @@ def _event_touches(ctx: GradingContext, row: ChangeRow, **params: Any) -> bool:
     would otherwise re-run every meeting's check. The passing id is the one the check's last run kept in
     ``ctx.lasting``; a row of event #k or an earlier one re-runs it, and with it the kept id.
     """
-    return _event_touched(ctx.lasting.get(_fits_key(**params)), row)
+    return _event_touched(ctx.lasting.get(_fits_key(**params)), (row,))
 
 
-def _event_touched(passing: int | None, row: ChangeRow) -> bool:
-    """``_event_touches`` for a check whose last run kept ``passing`` (None: no event fitted)."""
-    if row.table == "event_attendees" and row.op == "update":
-        return not {"rsvp", "optional"}.issuperset(row.changes)
-    if passing is None:
-        return True
-    event = row.key[0] if row.table == "events" else row.changes.get("event_id")
-    return not (isinstance(event, int) and event > passing)
+def _event_touched(passing: int | None, rows: Sequence[ChangeRow]) -> bool:
+    """``_event_touches`` of any of ``rows`` for a check whose last run kept ``passing`` (None: no event fitted).
+
+    Over the rows in one call: ``_event_step`` asks it of a booking's event and invitations for each passing
+    event, and a call a row cost a frame each.
+    """
+    for row in rows:
+        if row.table == "event_attendees" and row.op == "update":
+            if not _ANSWERED.issuperset(row.changes):
+                return True
+            continue
+        if passing is None:
+            return True
+        event = row.key[0] if row.table == "events" else row.changes.get("event_id")
+        if not (isinstance(event, int) and event > passing):
+            return True
+    return False
+
+
+_ANSWERED = frozenset(("rsvp", "optional"))
 
 
 def _event_step(
@@ -470,17 +482,15 @@ def _event_step(
     """
     touched: list[tuple[int, tuple[Any, ...] | None, int | None]] = []  # (position, its key, its passing event)
     hooked: dict[int | None, bool] = {}  # by passing event (None: none fits): whether the rows touch its checks
-    for pos, kw in enumerate(params):
-        try:
-            made = _fits_key(**kw)  # built once per check: the hook, the wait and the decision read it
-        except Exception:
+    for pos, made in enumerate(_step_keys(ctx, params)):
+        if made is None:  # params _fits_key cannot take: the check re-runs (and says why)
             touched.append((pos, None, None))
             continue
         passing = ctx.lasting.get(made)
         hit = hooked.get(passing)
         if hit is None:  # the hook reads only the passing event and the rows: asked once per passing event
             try:
-                hit = any(_event_touched(passing, r) for r in rows)
+                hit = _event_touched(passing, rows)
             except Exception:
                 hit = True
             hooked[passing] = hit
@@ -520,6 +530,26 @@ def _event_step(
     return out
 
 
+def _step_keys(ctx: GradingContext, params: Sequence[Mapping[str, Any]]) -> list[tuple[Any, ...] | None]:
+    """Each check's ``_fits_key`` (None: params it cannot take), built once per episode for the function's params.
+
+    Why kept: the hook, the wait and the decision read the keys at every event step, and the params are the
+    same list every step (as ``checks_meetings.touch_step`` keeps its groups).
+    """
+    kept = ctx.lasting.get(("event_keys", id(params)))
+    if kept is not None and kept[0] is params:
+        known: list[tuple[Any, ...] | None] = kept[1]  # typed, not cast: a call fewer
+        return known
+    keys: list[tuple[Any, ...] | None] = []
+    for kw in params:
+        try:
+            keys.append(_fits_key(**kw))
+        except Exception:
+            keys.append(None)
+    ctx.lasting[("event_keys", id(params))] = (params, keys)
+    return keys
+
+
 def _new_titles(ctx: GradingContext, rows: Sequence[ChangeRow]) -> dict[Any, Any]:
     """The titles of the events the step's rows insert or invite to, if every row is such an insert; else {}.
 
@@ -537,13 +567,19 @@ def _new_titles(ctx: GradingContext, rows: Sequence[ChangeRow]) -> dict[Any, Any
             if image is None:
                 return {}
             titles[image[0]] = image[1]
-    return titles if all(type(t) is str for t in titles.values()) else {}
+    for t in titles.values():  # a loop, not ``all`` over a generator: no frame a title
+        if type(t) is not str:
+            return {}
+    return titles
 
 
 def _any_match(title_pattern: str, titles: Mapping[Any, Any]) -> bool:
     """Whether one of the titles matches the pattern (as ``_fits`` matches it)."""
-    found = rx(title_pattern)
-    return any(found.search(t) for t in titles.values())
+    search = rx(title_pattern).search
+    for t in titles.values():  # a loop, not ``any`` over a generator: no frame a title
+        if search(t):
+            return True
+    return False
 
 
 @functools.lru_cache(maxsize=4096)
@@ -583,7 +619,10 @@ def _fits_all(ctx: GradingContext, keys: Sequence[tuple[Any, ...]]) -> list[tupl
     named = [a for key in keys for a in (*key[2], me_name) if a != "actor"]
     _expect(ctx, named)  # the meeting checks' calendar reads them before a booking
     _named(ctx, named)  # one query for every name, kept for the episode (at the first step, before any booking)
-    if not any(r.op == "insert" for r in ctx.changed_rows("events")):
+    for r in ctx.changed_rows("events"):  # a loop, not ``any`` over a generator: no frame a row
+        if r.op == "insert":
+            break
+    else:
         return [(0.0, "no calendar event was created during the episode", {}) for _ in keys]
     organizer_id = _employee(ctx, organizer) if organizer is not None else None
     if organizer is not None and organizer_id is None:
@@ -698,7 +737,9 @@ def _new_events(ctx: GradingContext) -> Callable[[], tuple[list[Any], dict[int, 
             return query()
         made = _logged_events(ctx)
         rooms = _room_names(ctx, {m.room_id for m in made if m.room_id is not None})
-        events = [NewEvent(m.id, m.title, m.organizer_id, m.start_at, m.cancelled, rooms.get(m.room_id)) for m in made]
+        events = [
+            _new(NewEvent, (m.id, m.title, m.organizer_id, m.start_at, m.cancelled, rooms.get(m.room_id))) for m in made
+        ]
         ids = {m.id for m in made}
         invited: dict[int, set[int]] = {}
         for i in invites.values():

@@ -66,7 +66,8 @@ def _participant(ctx: GradingContext, title_pattern: str, username: str) -> tupl
     kept: tuple[None, Any, str, int] | None = ctx.memo.get(key)
     if kept is not None:
         return kept
-    _expect(ctx, [username])
+    if username not in ctx.lasting.get("meeting_people", ()):  # noted once: no call after that
+        _expect(ctx, [username])
     m, head = _the_meeting(ctx, title_pattern)
     if m is None:
         return verdict(False, head), None, "", 0
@@ -86,13 +87,15 @@ def _week(p: Any) -> str:
     return f"{_hhmm(p.work_start_minute)}-{_hhmm(p.work_end_minute)} on {days or 'no day'}"
 
 
-def _person_in_hours(ctx: GradingContext, title_pattern: str, username: str) -> Verdict:
-    """``meeting_person_in_hours``'s verdict (also its ``on_step``'s)."""
+def _person_in_hours(ctx: GradingContext, title_pattern: str, username: str, *, bare: bool = False) -> Verdict | float:
+    """``meeting_person_in_hours``'s verdict (also its ``on_step``'s; ``bare``: the score alone)."""
     failed, m, head, emp = _participant(ctx, title_pattern, username)
     if failed is not None:  # no meeting, no such person, or not theirs
-        return failed
+        return failed[0] if bare else failed
     p = _people(ctx, [emp])[emp]
     inside = works(p, m.start_at, m.end_at)
+    if bare:
+        return 1.0 if inside else 0.0
     where = f"{local_time(m.start_at, p.timezone)} {p.timezone}, {'inside' if inside else 'outside'} {_week(p)}"
     return verdict(inside, f"{head}: for @{username} it is {where}", m.id)
 
@@ -154,14 +157,16 @@ def _free_touches(ctx: GradingContext, row: ChangeRow, title_pattern: str, **kwa
     return _clash_touches(ctx, row, title_pattern, **kwargs)
 
 
-def _free(ctx: GradingContext, title_pattern: str, username: str) -> Verdict:
-    """``meeting_person_free``'s verdict (also its ``on_step``'s)."""
+def _free(ctx: GradingContext, title_pattern: str, username: str, *, bare: bool = False) -> Verdict | float:
+    """``meeting_person_free``'s verdict (also its ``on_step``'s; ``bare``: the score alone)."""
     failed, m, head, emp = _participant(ctx, title_pattern, username)
     if failed is not None:  # no meeting, no such person, or not theirs
-        return failed
+        return failed[0] if bare else failed
     if emp != m.organizer_id and emp in _invitees(ctx, m.id)[3]:
-        return verdict(True, f"{head}: @{username} declined it, so nothing of theirs clashes", m.id)
+        return 1.0 if bare else verdict(True, f"{head}: @{username} declined it, so nothing of theirs clashes", m.id)
     clash = _busy(ctx, m).get(emp)
+    if bare:
+        return 0.0 if clash else 1.0
     if clash:
         return verdict(False, f"{head}: @{username} is also in {listing(clash, 2)}", m.id)
     return verdict(True, f"{head}: @{username} has nothing else then", m.id)
@@ -278,12 +283,14 @@ def doc_mentions_once(ctx: GradingContext, document: str, pattern: Regex, label:
     return CheckOutcome(score=score, evidence=evidence)
 
 
-def _length(ctx: GradingContext, title_pattern: str, minutes: int) -> Verdict:
-    """``meeting_length``'s verdict (also its ``on_step``'s)."""
+def _length(ctx: GradingContext, title_pattern: str, minutes: int, *, bare: bool = False) -> Verdict | float:
+    """``meeting_length``'s verdict (also its ``on_step``'s; ``bare``: the score alone)."""
     m, head = _the_meeting(ctx, title_pattern)
     if m is None:
-        return verdict(False, head)
+        return 0.0 if bare else verdict(False, head)
     length = int((m.end_at - m.start_at).total_seconds() // 60)
+    if bare:
+        return 1.0 if length == minutes else 0.0
     if length == minutes:
         return verdict(True, f"{head}: lasts {length} minutes", m.id)
     return verdict(False, f"{head}: lasts {length} minutes, not {minutes}", m.id)

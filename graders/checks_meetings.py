@@ -16,13 +16,10 @@ time passed in silence, before the agent direct-messaged their manager naming th
 
 from __future__ import annotations
 
-import functools
 import operator
-import re
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any, NamedTuple
-from zoneinfo import ZoneInfo
 
 from pydantic import AwareDatetime, Field
 
@@ -56,7 +53,21 @@ from graders.meeting_log import _ROOMS as _ROOMS  # re-exported: the tests name 
 # re-exported: graders.checks_items and the tests read the participants and the calendar through this module
 from graders.meeting_log import _people as _people
 from graders.meeting_log import _recurs_in as _recurs_in
-from mcp_tools.calendar.slots import Person
+from graders.meeting_words import ISO as ISO
+from graders.meeting_words import (
+    _fact,
+    _instant,
+    _instants,
+    _key_rx,
+    _name_rx,
+    _said_about,
+    announce_score,
+    answers_from_log,
+)
+
+# re-exported: graders.checks_items reads them through this module
+from graders.meeting_words import local_time as local_time
+from graders.meeting_words import works as works
 from npcs.hours import WorkHours
 from worlds.rawsql import Sql
 
@@ -75,7 +86,8 @@ _ATTENDEES = (
     " WHERE a.event_id = ? ORDER BY e.username"
 )
 _FIRST, _USERNAME = operator.itemgetter(0), operator.itemgetter(1)
-ISO = re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2})?(?:Z|[+-]\d{2}:?\d{2})")
+_NONE: frozenset[str] = frozenset()
+"""No coworker noted yet (``_expect``'s set before its first call)."""
 
 
 def _meetings(ctx: GradingContext, title_pattern: str) -> list[Any]:
@@ -296,7 +308,7 @@ def _resolve(ctx: GradingContext, names: Sequence[str]) -> tuple[dict[str, int],
 
 
 def touch_step(
-    touches: Callable[..., bool], decide: Callable[..., Verdict] | None = None, like: str | None = None
+    touches: Callable[..., bool], decide: Callable[..., Verdict | float] | None = None, like: str | None = None
 ) -> Callable[..., dict[int, Any]]:
     """An ``on_step`` evaluator (``graders.progress``) for a meeting check function: ``touches`` asked once a meeting.
 
@@ -305,7 +317,8 @@ def touch_step(
     is asked once per meeting and row set a step (``ctx.memo``, shared by the functions with the same hook), so
     the per-person checks of a meeting ask it once; until a meeting is booked only an event or invitation row
     can touch a hook (they all say so). A check a row touches is re-run (None), the others stand; with
-    ``decide`` (``decide_step``), decided with it instead.
+    ``decide`` (``decide_step``), decided with it instead, as a bare score (``bare=True``): the evidence is
+    written when ``results`` asks (``graders.progress``), not at every booking, answer and announcement.
 
     Nor is a hook asked what every hook answers alike (``_calendar_rows``, once a step): a row of the meeting's
     own event, or a new invitation to it, touches every check of the meeting (a booking); and a step that only
@@ -325,19 +338,26 @@ def touch_step(
             titles = tuple(dict.fromkeys(title for _, title, _ in groups))
             keys = ctx.lasting[(touches, id(params))] = (params, groups, titles, _KIND.get(touches, like))
         if not ctx.lasting.get("meeting_calendar"):  # the log only grows: once true, true for the episode
+            if ctx.memo.get("meeting_no_calendar"):  # a step's answer: a wait asks it once, not once a group
+                return {}
             if not ctx.changed_rows("events") and not ctx.changed_rows("event_attendees"):
+                ctx.memo["meeting_no_calendar"] = True
                 return {}  # no event or invitation this episode: no meeting, and no row a hook could answer yes to
             ctx.lasting["meeting_calendar"] = True
         seqs = tuple(map(_SEQ, rows))
         left = rows
-        if keys[3]:  # the step's answer for the function's kind and titles, looked up before it is worked out
+        calendar: _Rows | None = ctx.memo.get(("meeting_rows", seqs))
+        # the step's answer for the function's kind and titles, looked up before it is worked out; not asked of a
+        # step of new events and invitations alone (a booking), none of which it leaves out, once a function knows
+        if keys[3] and (calendar is None or not calendar[2] or not rows):
             kept: Sequence[ChangeRow] | None = ctx.memo.get((keys[3], keys[2], seqs))
             if kept is None:
                 kept = ctx.memo[(keys[3], keys[2], seqs)] = _rows_left(ctx, keys[3], rows, keys[2])
             if not kept:
                 return {}  # every row is one the hook answers no to whatever the meeting
             left = kept
-        calendar = ctx.memo.get(("meeting_rows", seqs)) or _calendar_rows(ctx, rows, seqs)
+        if calendar is None:
+            calendar = _calendar_rows(ctx, rows, seqs)
         any_calendar, _, inserts, booked = calendar
         found: list[int] = []
         several = False  # more than one meeting touched: their positions are sorted (checks are decided in order)
@@ -362,7 +382,7 @@ def touch_step(
         if decide is not None:  # ``decide_step``: in this frame, not a wrapper's (a frame fewer a function a step)
             for pos in out:
                 try:
-                    out[pos] = decide(ctx, **params[pos])
+                    out[pos] = decide(ctx, bare=True, **params[pos])
                 except Exception:
                     out[pos] = None
         return out
@@ -393,10 +413,13 @@ def _rows_left(ctx: GradingContext, kind: str, rows: Sequence[ChangeRow], titles
             if agreed and table == "npc_memory":
                 if latest is False:
                     latest = _latest_booking(ctx, titles)
-                when = c.get("at")
-                when = _logged_time(when) if type(when) is str else None
-                if latest is None or (when is not None and when > latest):
+                if latest is None:
                     continue
+                when = c.get("at")
+                if type(when) is str:  # ``_logged_time`` inlined: a frame fewer a coworker's memory in a wait
+                    when = datetime.fromisoformat(when)
+                    if (when if when.tzinfo is not None else when.replace(tzinfo=UTC)) > latest:
+                        continue
         elif r.op == "update" and table == "event_attendees":
             if (invitee and _ANSWER.issuperset(c)) or (own and _still_going(c)):
                 continue
@@ -445,13 +468,18 @@ def verdict(passed: bool, evidence: str, event_id: int | None = None) -> Verdict
     return (1.0 if passed else 0.0, evidence, {} if event_id is None else {"event_id": event_id})
 
 
-def outcome(found: Verdict) -> CheckOutcome:
-    """A decided verdict as the check function's outcome (the function and its ``on_step`` share the decision)."""
+def outcome(found: Verdict | float) -> CheckOutcome:
+    """A decided verdict as the check function's outcome (the function and its ``on_step`` share the decision).
+
+    A check function decides with ``bare=False``, so ``found`` is a verdict; a bare score has no evidence to give.
+    """
+    if isinstance(found, float):
+        raise TypeError("a check function's decision carries its evidence (bare=False)")
     return CheckOutcome(score=found[0], evidence=found[1], details=found[2])
 
 
 def decide_step(
-    touches: Callable[..., bool], decide: Callable[..., Verdict], like: str | None = None
+    touches: Callable[..., bool], decide: Callable[..., Verdict | float], like: str | None = None
 ) -> Callable[..., dict[int, Any]]:
     """``touch_step`` that decides each check a row touches with ``decide`` instead of re-running it.
 
@@ -460,6 +488,10 @@ def decide_step(
     function's own decision (the function returns ``outcome(decide(...))``), so both give the same verdict by
     construction; it shares the step's lookups (the meeting, its invitations, the calendar) with the other
     checks through ``ctx.kept``/``ctx.memo``. One that raises leaves its check to be re-run (exactness first).
+
+    Asked with ``bare=True`` it gives the score alone, from the same reads and the same tests, stopping before any
+    evidence is written (the meeting's head, each person's local time, the listing of clashes): the score is
+    all an episode reads, and the check function writes the text when the results are asked for.
     """
     return touch_step(touches, decide, like)
 
@@ -547,29 +579,20 @@ def _touched(ctx: GradingContext, hook: Callable[..., bool], rows: Sequence[Chan
     return False
 
 
-@functools.lru_cache(maxsize=4096)
-def works(p: Any, start: datetime, end: datetime) -> bool:
-    """Whether [start, end) lies inside the working week of ``p`` (a ``meeting_log.Someone``), as ``Person`` says.
-
-    Cached per (person, meeting time) for the process: a booking asks it of each participant for the meeting
-    check and again for each per-person check, and the answer depends on nothing else.
-    """
-    return Person(p.id, p.username, p.timezone, p.work_start_minute, p.work_end_minute, p.workdays).works(start, end)
-
-
-@functools.lru_cache(maxsize=4096)
-def local_time(start: datetime, timezone: str) -> str:
-    """``start`` as a weekday and time in ``timezone`` (``Tue 15:00``), as the evidence shows it."""
-    return start.astimezone(ZoneInfo(timezone)).strftime("%a %H:%M")
-
-
-def _in_hours(ctx: GradingContext, title_pattern: str, start_before: datetime | None = None) -> Verdict:
-    """``meeting_in_working_hours``'s verdict (also its ``on_step``'s)."""
+def _in_hours(
+    ctx: GradingContext, title_pattern: str, start_before: datetime | None = None, *, bare: bool = False
+) -> Verdict | float:
+    """``meeting_in_working_hours``'s verdict (also its ``on_step``'s; ``bare``: the score alone)."""
     m, head = _the_meeting(ctx, title_pattern)
     if m is None:
-        return verdict(False, head)
+        return 0.0 if bare else verdict(False, head)
     people = _people(ctx, [m.organizer_id, *_invitees(ctx, m.id)[0]])
     start, end = m.start_at, m.end_at
+    if bare:
+        for p in people.values():
+            if not works(p, start, end):
+                return 0.0
+        return 0.0 if start_before is not None and start >= start_before else 1.0
     outside = []
     for p in people.values():  # a loop, not a comprehension (a frame)
         if not works(p, start, end):
@@ -599,13 +622,18 @@ def meeting_in_working_hours(
     return outcome(_in_hours(ctx, title_pattern, start_before))
 
 
-def _invited(ctx: GradingContext, title_pattern: str, attendees: Sequence[str]) -> Verdict:
-    """``meeting_attendees``'s verdict (also its ``on_step``'s)."""
-    _expect(ctx, attendees)
+def _invited(
+    ctx: GradingContext, title_pattern: str, attendees: Sequence[str], *, bare: bool = False
+) -> Verdict | float:
+    """``meeting_attendees``'s verdict (also its ``on_step``'s; ``bare``: the score alone)."""
+    if not ctx.lasting.get("meeting_people", _NONE).issuperset(attendees):  # noted once: no call after that
+        _expect(ctx, attendees)
     m, head = _the_meeting(ctx, title_pattern)
     if m is None:
-        return verdict(False, head)
+        return 0.0 if bare else verdict(False, head)
     invited = _invitees(ctx, m.id)[2]
+    if bare:
+        return 1.0 if invited.issuperset(attendees) else 0.0
     missing = [a for a in attendees if a not in invited] if not invited.issuperset(attendees) else []
     if missing:
         return verdict(False, f"{head}: not invited: {', '.join(map(_AT, missing))}", m.id)
@@ -650,8 +678,11 @@ def _clash_touches(ctx: GradingContext, row: ChangeRow, title_pattern: str, **kw
 def _clashes_with(ctx: GradingContext, title_pattern: str, event: Any) -> bool:
     """Whether a new event (or an invitation to it) may move the double-booking verdicts of the meeting."""
     found = _meetings(ctx, title_pattern)
-    if not isinstance(event, int) or any(m.id == event for m in found):
+    if not isinstance(event, int):
         return True
+    for m in found:  # a loop, not ``any`` over a generator: no frame a meeting
+        if m.id == event:
+            return True
     if len(found) != 1:
         return False  # no meeting, or several (the verdict names the meetings, not their clashes)
     m = found[0]
@@ -667,13 +698,15 @@ def _clashes_with(ctx: GradingContext, title_pattern: str, event: Any) -> bool:
     return bool(other[2] < w[1] and Calendar.of(ctx).overlaps(other[2], other[3], other[4], other[5], w))
 
 
-def _no_clash(ctx: GradingContext, title_pattern: str) -> Verdict:
-    """``meeting_no_double_booking``'s verdict (also its ``on_step``'s)."""
+def _no_clash(ctx: GradingContext, title_pattern: str, *, bare: bool = False) -> Verdict | float:
+    """``meeting_no_double_booking``'s verdict (also its ``on_step``'s; ``bare``: the score alone)."""
     found = _meetings(ctx, title_pattern)
     if not found:
         Calendar.of(ctx).preload(ctx)
-        return verdict(False, f"no live meeting organised by the agent matches /{title_pattern}/")
+        return 0.0 if bare else verdict(False, f"no live meeting organised by the agent matches /{title_pattern}/")
     if len(found) > 1:
+        if bare:
+            return 0.0
         shown = listing([f"#{m.id} at {m.start_at.isoformat()}" for m in found])
         return verdict(False, f"{len(found)} live meetings match /{title_pattern}/ (book one): {shown}")
     m = found[0]
@@ -685,6 +718,12 @@ def _no_clash(ctx: GradingContext, title_pattern: str) -> Verdict:
             who.append((a.employee_id, a.username))
     ids = sorted(set(map(_FIRST, who)))
     busy, room = Calendar.of(ctx).clashes(ctx, ids, m.room_id, (m.start_at, m.end_at))
+    if bare:  # a clash is an event in the window other than the meeting (what ``_labels`` lists)
+        mid = m.id
+        for emp, _ in who:
+            if len(busy[emp]) > (mid in busy[emp]):
+                return 0.0
+        return 0.0 if len(room) > (mid in room) else 1.0
     problems = []
     for emp, name in who:
         labels = _labels(busy[emp], m.id)
@@ -718,16 +757,21 @@ def meeting_no_double_booking(ctx: GradingContext, title_pattern: Regex) -> Chec
     return outcome(_no_clash(ctx, title_pattern))
 
 
-def _in_room(ctx: GradingContext, title_pattern: str, location: str) -> Verdict:
-    """``meeting_room``'s verdict (also its ``on_step``'s)."""
+def _in_room(ctx: GradingContext, title_pattern: str, location: str, *, bare: bool = False) -> Verdict | float:
+    """``meeting_room``'s verdict (also its ``on_step``'s; ``bare``: the score alone)."""
     m, head = _the_meeting(ctx, title_pattern)
     if m is None:
         _room(ctx, None)  # every room read now, before the booking
-        return verdict(False, head)
+        return 0.0 if bare else verdict(False, head)
     if m.room_id is None:
-        return verdict(False, f"{head}: no room booked", m.id)
+        return 0.0 if bare else verdict(False, f"{head}: no room booked", m.id)
     name, capacity, where = _room(ctx, m.room_id)
-    people = 1 + sum(1 for a in _attendees(ctx, m.id) if a.rsvp != "declined" and a.employee_id != m.organizer_id)
+    people, org = 1, m.organizer_id
+    for a in _attendees(ctx, m.id):  # a loop, not ``sum`` over a generator: no frame an invitee
+        if a.rsvp != "declined" and a.employee_id != org:
+            people += 1
+    if bare:
+        return 1.0 if where.lower() == location.lower() and capacity >= people else 0.0
     problems = [f"it is in {where}, not {location}"] * (where.lower() != location.lower())
     problems += [f"it holds {capacity}, not {people}"] * (capacity < people)
     text = f"{head} in {name} ({where}, {capacity} seats)"
@@ -745,36 +789,32 @@ def meeting_room(ctx: GradingContext, title_pattern: Regex, location: str) -> Ch
     return outcome(_in_room(ctx, title_pattern, location))
 
 
-@functools.lru_cache(maxsize=4096)
-def _instants(text: str) -> list[datetime]:
-    """The ISO 8601 instants a message names (parsed once per text per process; read, never changed)."""
-    out = []
-    for found in ISO.findall(text):
-        try:
-            out.append(datetime.fromisoformat(found.replace("Z", "+00:00").replace(" ", "T")))
-        except ValueError:
-            continue
-    return out
+def _announced(
+    ctx: GradingContext, title_pattern: str, channel: str, key: str, *, bare: bool = False
+) -> Verdict | float:
+    """``meeting_announced``'s verdict (also its ``on_step``'s; ``bare``: the score alone).
 
-
-@functools.lru_cache(maxsize=1024)
-def _key_rx(key: str) -> re.Pattern[str]:
-    """How an announcement names its key (a whole word, any case), compiled once per key."""
-    return re.compile(rf"\b{re.escape(key)}\b", re.IGNORECASE)
-
-
-def _announced(ctx: GradingContext, title_pattern: str, channel: str, key: str) -> Verdict:
-    """``meeting_announced``'s verdict (also its ``on_step``'s)."""
+    The score alone is read from the agent's logged posts (``announce_score``) while they tell, so the booking
+    step does not fold the asking phase's posts to find the announcement is not there yet.
+    """
     m, head = _the_meeting(ctx, title_pattern)
     if m is None:
         know_channels(ctx, [channel.lstrip("~#")])  # its id read before the booking, not with the announcement
-        return verdict(False, head)
+        return 0.0 if bare else verdict(False, head)
+    if bare:
+        told = announce_score(ctx, m.start_at, channel, key)
+        if told is not None:
+            return told
     posts = new_posts(ctx)
     mine = [p for p in posts if p.channel == channel.lstrip("~#") and p.author_id == ctx.actor_id]
     key_rx = _key_rx(key)
     for p in mine:
         if key_rx.search(p.message) and m.start_at in _instants(p.message):
+            if bare:
+                return 1.0
             return verdict(True, f"post #{p.id} in ~{p.channel} names {key} and {m.start_at.isoformat()}")
+    if bare:
+        return 0.0
     shown = listing([f"#{p.id} {snippet(p.message)}" for p in mine]) or "none"
     return verdict(False, f"no new post by the agent in ~{channel} names {key} and {head}; posts: {shown}")
 
@@ -793,51 +833,20 @@ def meeting_announced(ctx: GradingContext, title_pattern: Regex, channel: str, k
     return outcome(_announced(ctx, title_pattern, channel, key))
 
 
-def _fact(row: Any) -> Mapping[str, Any] | None:
-    """An answer's agreement fact, or None.
-
-    A parsed memory is a dict: tested first, as ``isinstance`` against ``Mapping`` runs the ABC's check in
-    Python (a frame per memory filed).
-    """
-    data = row.data
-    if type(data) is not dict and not isinstance(data, Mapping):
-        data = {}
-    fact = data.get("fact")
-    if type(fact) is not dict and not isinstance(fact, Mapping):
-        return None
-    return fact if fact.get("intent") == "agreement" else None
-
-
-def _said_about(row: Any, start: datetime) -> str | None:
-    """What an agreement answer said (yes/no) about ``start``, or None if it is about another time."""
-    fact = _fact(row)
-    if fact is None:
-        return None
-    when = _instant(str(fact.get("subject", "")))
-    return str(fact.get("said")) if when is not None and when == start else None
-
-
-@functools.lru_cache(maxsize=4096)
-def _instant(text: str) -> datetime | None:
-    """An answer's subject as an aware instant; None if it is not one (parsed once per text per process)."""
-    try:
-        when = datetime.fromisoformat(text)
-    except ValueError:
-        return None
-    return when if when.tzinfo is not None else None
-
-
 def _answers(ctx: GradingContext) -> dict[int, list[tuple[Any, datetime | None, str]]]:
     """Each coworker's answers (``did`` memories) in order, with the instant and the word each agreement gave.
 
     Why kept per coworker and not per meeting: it was rebuilt over every memory at each booking (a new event
     is a new meeting), though only a memory row changes it; a booking's agreement check now reads the few
-    answers of its coworkers, each parsed once (``_told``). Kept until a memory changes, and then brought up to
-    date from the rows past the last list's end while ``memories`` only appended (``memory_epoch``): an NPC's
-    every answer after a booking asks it again, and a rebuild touched every memory of the episode.
+    answers of its coworkers, each parsed once (``_told``). Read from the logged ``did`` rows alone while every
+    memory was inserted whole (``meeting_words.answers_from_log``); else from ``memories``, brought up to date
+    from the rows past the last list's end while it only appended (``memory_epoch``).
     """
 
     def build() -> dict[int, list[tuple[Any, datetime | None, str]]]:
+        logged = answers_from_log(ctx, _told)  # the answers alone, while the log tells (every memory inserted)
+        if logged is not None:
+            return logged
         found = memories(ctx)
         epoch = memory_epoch(ctx)
         kept = ctx.lasting.get("meeting_answers")
@@ -874,13 +883,16 @@ def _told(row: Any) -> tuple[datetime | None, str]:
     return _instant(str(fact.get("subject", ""))), str(fact.get("said"))
 
 
-def _agreed(ctx: GradingContext, title_pattern: str, attendees: Sequence[str], answer_minutes: int = 180) -> Verdict:
-    """``meeting_agreed``'s verdict (also its ``on_step``'s)."""
-    _expect(ctx, attendees)
+def _agreed(
+    ctx: GradingContext, title_pattern: str, attendees: Sequence[str], answer_minutes: int = 180, *, bare: bool = False
+) -> Verdict | float:
+    """``meeting_agreed``'s verdict (also its ``on_step``'s; ``bare``: the score alone, no note written)."""
+    if not ctx.lasting.get("meeting_people", _NONE).issuperset(attendees):  # noted once: no call after that
+        _expect(ctx, attendees)
     m, head = _the_meeting(ctx, title_pattern)
     if m is None:
         _dm_channels(ctx, attendees)  # read before the booking: the hook asks after it (the announcement)
-        return verdict(False, head)
+        return 0.0 if bare else verdict(False, head)
     ids, unknown = _resolve(ctx, attendees)
     people = _people(ctx, list(ids.values()))
     covered, notes = 0, [f"unknown employee {u!r}" for u in unknown] if unknown else []
@@ -897,10 +909,12 @@ def _agreed(ctx: GradingContext, title_pattern: str, attendees: Sequence[str], a
                 said.append(word if when is not None and when == start else None)
         if "yes" in said and "no" not in said:
             covered += 1
-            notes.append(f"@{name} agreed at {mem[said.index('yes')].at:%H:%M}")
+            if not bare:
+                notes.append(f"@{name} agreed at {mem[said.index('yes')].at:%H:%M}")
             continue
         if "no" in said:  # rule 3: a "no" means another time, and neither a later yes nor escalation undoes it
-            notes.append(f"@{name} said no to that time at {mem[said.index('no')].at:%H:%M}, yet it was booked")
+            if not bare:
+                notes.append(f"@{name} said no to that time at {mem[said.index('no')].at:%H:%M}, yet it was booked")
             continue
         if posts is None:  # read only for someone who did not agree (the posts fold is most of a booking's cost)
             posts = new_posts(ctx)
@@ -909,6 +923,8 @@ def _agreed(ctx: GradingContext, title_pattern: str, attendees: Sequence[str], a
         covered += why.startswith("escalated")
         notes.append(f"@{name} {why}")
     total = len(attendees)
+    if bare:
+        return covered / total if total else 0.0
     return (
         covered / total if total else 0.0,
         f"{head}: {covered} of {total} covered: {listing(notes, 5)}",
@@ -938,12 +954,6 @@ def meeting_agreed(
     Partial credit: the share of coworkers covered.
     """
     return outcome(_agreed(ctx, title_pattern, attendees, answer_minutes))
-
-
-@functools.lru_cache(maxsize=1024)
-def _name_rx(username: str) -> re.Pattern[str]:
-    """How an escalation names a coworker (``@username`` or the bare username), compiled once per name."""
-    return re.compile(rf"(?<![\w.]){re.escape(username)}\b", re.IGNORECASE)
 
 
 def _escalation(
