@@ -1,0 +1,97 @@
+"""The post paths of round 10, held to a full grade after every step (``_play`` of comms3's tests).
+
+A post check's pattern is matched by its plan (``text_match._plan``): the search starts at the first of the
+pattern's start texts in the post's lowered text, and a post holding none of its needles is not searched at
+all. Both must give exactly the truth of ``re.search`` (case-insensitive), including where a start text occurs
+first as part of a longer word, where a lookbehind or ``\\b`` reads the character before the start, and on text
+whose lowercase form could hide a match (``ſ``, ``ı``, ``İ``). Each path was broken once on purpose (the search
+started one character late; the lowered form used for a text that can hide a match): each break failed here.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+from graders.comms_posts import _found
+from graders.text_match import _lowered, _plan
+from tests.graders.test_checks import post
+from tests.graders.test_progress_comms3 import _play
+
+_PATTERNS = [
+    r"(?s)\b(approved|granted)\b",
+    r"(?s)\brule\s*#?3\b",
+    r"\bSEA\-2\b",
+    r"(?i)(?<![\w-])Guest\ workspaces(?![\w-])",
+    r"(?i)Postmortem\ 2026\-03\-01\ login",
+    r"\d+ rules",  # no start text: its needle `` rules`` only
+    r"(a|b)?c",  # neither: searched as it is
+    r"^Rules\b",
+]
+_TEXTS = [
+    "",
+    "approved",
+    "disapproved, then approved",  # the first start text is inside a word: the match is the second
+    "disapproved",
+    "Request GRANTED under Rule #3.",
+    "rule 33 applies",
+    "rule\n3",
+    "SEA-21 and SEA-2",
+    "SEA-21",
+    "xSEA-2",
+    "-Guest workspaces",  # the lookbehind reads the character before the start text
+    "moved Guest workspaces to Q3",
+    "Guest workspaces-x",
+    "Postmortem 2026-03-01 LOGIN service",
+    "12 rules",
+    "12 ruleſ",  # ſ matches s case-insensitively, and lowercases to itself
+    "RULEſ apply",
+    "c",
+    "rules at the start",
+    "appRoved — with an em dash",  # not ASCII, but nothing in it can hide a match
+    "ruleſ",
+    "appİoved",  # İ lowers to two characters: the lowered form would shift every position after it
+    "Grantedı",
+]
+
+
+def test_a_post_pattern_matched_by_its_plan_is_exactly_the_regex_search():
+    for pattern in _PATTERNS:
+        plan = _plan(pattern)
+        for text in _TEXTS:
+            want = re.search(pattern, text, re.IGNORECASE) is not None
+            assert _found(plan, text, _lowered(text)) is want, (pattern, text)
+    assert _plan(_PATTERNS[2])[1] == ("sea-2",) and _plan(_PATTERNS[5])[1:] == (None, (" rules",))
+
+
+def _say(world, *texts: str) -> Callable[[], None]:
+    """A step posting each of ``texts`` in ~eng as carol (one post: ``_post_step``'s path; more: ``_post_steps``')."""
+
+    def step() -> None:
+        for text in texts:
+            post(world, 2, text, author="carol")
+
+    return step
+
+
+def test_a_start_text_first_found_inside_a_word_still_finds_the_match_after_it_in_both_paths(world):
+    checks = [
+        ("sea", "post_in_channel", {"channel": "eng", "pattern": r"\bSEA\-2\b", "author": "carol", "min_count": 2}),
+        ("ok", "post_in_channel", {"channel": "eng", "pattern": r"\b(approved|granted)\b", "author": "carol"}),
+        ("rules", "post_in_channel", {"channel": "eng", "pattern": r"\d+ rules", "author": "carol", "min_count": 2}),
+    ]
+    steps = [
+        _say(world, "SEA-21 is disapproved"),  # neither matches: a start text inside a longer word
+        _say(world, "SEA-21, then SEA-2: disapproved, then GRANTED"),  # both match after their first start text
+        _say(world, "4 ruleſ", "ruleſ 5"),  # several posts: the needle case, ſ read as s by the regex
+        _say(world, "SEA-2 shipped"),  # one post: the match is at the first start text
+        _say(world, "5 RULEſ"),  # one post whose lowered form could hide the match: searched as it is
+    ]
+    _, said = _play(world, checks, steps)
+    assert said == [
+        {"sea": "LATER", "ok": "LATER", "rules": "LATER"},
+        {"sea": 0.5, "ok": 1.0, "rules": "LATER"},
+        {"sea": "LATER", "ok": "LATER", "rules": 0.5},
+        {"sea": 1.0, "ok": "LATER", "rules": "LATER"},
+        {"sea": "LATER", "ok": "LATER", "rules": 1.0},
+    ]
