@@ -51,6 +51,8 @@ class PostLog:
         "channels_seen",
         "clean",
         "first",
+        "indexes",
+        "names",
         "posts",
         "posts_seen",
         "shown",
@@ -68,6 +70,11 @@ class PostLog:
         self.authors: dict[str, set[int]] = {}  # channel name -> who posted there this episode
         self.went = (-1, "")  # went_to's text and how many channels it names
         self.shown: dict[int, str] = {}  # how evidence shows each post (``show_post``), made once per post
+        # the channel names by id: ``ctx.lasting["channel_names"]`` itself (shared with ``warm_channels`` and the
+        # query path), held here so a fold reads it without a lookup in the context's lasting answers
+        self.names: dict[int, str | None] = {}
+        # the post checks' indexes over this log (``comms_posts._PostIndex``), by the id of their params list
+        self.indexes: dict[int, Any] = {}
         # how many times a post check's verdict was built the generic way (``comms_posts._post_verdict``): while it
         # stands, no bare check's ``Followed.marks`` moved, so the index need not read them again (``moved``)
         self.asked = 0
@@ -86,6 +93,7 @@ def post_log(ctx: GradingContext) -> PostLog | None:
     log: PostLog | None = ctx.lasting.get("post_log")
     if log is None:
         log = ctx.lasting["post_log"] = PostLog()
+        log.names = ctx.lasting.setdefault("channel_names", {})
     elif not log.clean:
         return None
     elif log.at == len(ctx.log):  # asked again in the same step (every post check asks): nothing to fold
@@ -108,9 +116,7 @@ def _fold_posts(ctx: GradingContext, log: PostLog, posts: list[ChangeRow], chann
     Written for the step that adds one post (and maybe its direct channel): one pass over the rows, no
     comprehension or named-tuple constructor frames, the channel ids looked up only when one is unknown.
     """
-    names: dict[int, str | None] | None = ctx.lasting.get("channel_names")  # shared with _logged_posts
-    if names is None:
-        names = ctx.lasting["channel_names"] = {}
+    names = log.names  # ``ctx.lasting["channel_names"]``, shared with ``_logged_posts`` and ``warm_channels``
     if len(channels) != log.channels_seen:
         for row in channels[log.channels_seen :]:
             if row.op == "delete" or (row.op == "update" and "name" in row.changes):

@@ -516,17 +516,28 @@ class _PostIndex:
 
 
 def _index(
-    ctx: GradingContext, log: PostLog, params: list[Mapping[str, Any]], rows: list[ChangeRow], name: str
+    ctx: GradingContext, log: PostLog, params: list[Mapping[str, Any]], rows: list[ChangeRow]
 ) -> _PostIndex | None:
-    """The kept index of ``params``, or None after building it anew because an employee changed (or had)."""
-    index: _PostIndex | None = ctx.lasting.get((name, id(params)))
-    if index is not None and index.params is params:
-        targets = index.targets  # ``_targets(ctx)`` is this very dict while no employee changed: no frame to ask
-        employees = ctx._by_table.get("employees")  # ``ctx.changed_rows``, read from its index: no frame
-        if targets is ctx.lasting.get("post_targets") and targets[None] == (len(employees) if employees else 0):
-            return index
-    ctx.lasting[(name, id(params))] = fresh = _PostIndex(ctx, log, params, rows)
+    """The kept index of ``params``, or None after building it anew because an employee changed (or had).
+
+    Kept in the post log's ``indexes`` by the id of ``params`` (each group's list, held by the progress for the
+    episode). It stands while its ``targets`` is ``_targets(ctx)``'s dict, which is while the count of logged
+    employee changes is the one stamped in it: that count only grows, and ``_targets`` makes a new dict only
+    when it differs, so comparing the count (``_kept``) is the whole test.
+    """
+    index: _PostIndex | None = log.indexes.get(id(params))
+    if _kept(ctx, params, index):
+        return index
+    log.indexes[id(params)] = fresh = _PostIndex(ctx, log, params, rows)
     return fresh if index is None and not ctx.changed_rows("employees") else None
+
+
+def _kept(ctx: GradingContext, params: list[Mapping[str, Any]], index: _PostIndex | None) -> bool:
+    """Whether ``index`` (the log's for ``params``' id) is ``params``' and no employee changed since it was built."""
+    if index is None or index.params is not params:
+        return False
+    employees = ctx._by_table.get("employees")  # ``ctx.changed_rows``, read from its index: no frame
+    return bool(index.targets[None] == (len(employees) if employees else 0))
 
 
 def _post_step(
@@ -545,9 +556,11 @@ def _post_step(
     log = post_log(ctx)
     if log is None:
         return dict.fromkeys(range(len(params)))
-    index = _index(ctx, log, params, rows, "post_step")
-    if index is None:
-        return {pos: _post_verdict(ctx, log, **params[pos]) for pos in range(len(params))}
+    index = log.indexes.get(id(params))  # ``_index``, its frames spared while the index stands (``_kept``)
+    if index is None or index.params is not params or index.targets[None] != len(ctx._by_table.get("employees", ())):
+        index = _index(ctx, log, params, rows)
+        if index is None:
+            return {pos: _post_verdict(ctx, log, **params[pos]) for pos in range(len(params))}
     before = index.seen
     posts = log.posts
     if len(posts) != before + 1:
@@ -577,9 +590,12 @@ def _post_step(
                 bare.discard(entry[0])
     out: dict[int, Verdict | Later | float | None] = {}
     if len(log.first) != index.channels:  # the first post in a channel: the bare checks' evidence names it
-        elsewhere = index.elsewhere(log, ())  # the post's own checks have just left ``bare``: none to leave out
-        if elsewhere:
-            out = dict.fromkeys(elsewhere, LATER)
+        if not index.states or (log.asked == index.asked and not index.again):
+            index.channels = len(log.first)  # ``elsewhere`` with none to tell (each told before, or lagging)
+        else:
+            elsewhere = index.elsewhere(log, ())  # the post's own checks have just left ``bare``: none to leave out
+            if elsewhere:
+                out = dict.fromkeys(elsewhere, LATER)
     if not own:  # a post no check watches (a DM to a coworker no check names): nothing to match
         return out
     text = post.message
@@ -598,9 +614,13 @@ def _post_step(
         state.outcome = None
         state.searched = len(items)
         hits = state.hits
-        search, starts, needles = plan  # ``_found``, inlined for a pattern with one start text and an ASCII post
-        if starts is not None and low is not None and len(starts) == 1:
-            at = low.find(starts[0])
+        search, starts, _ = plan  # ``_found`` (and ``_earliest``), inlined for a pattern with start texts
+        if starts is not None and low is not None:
+            at = -1
+            for start in starts:
+                found = low.find(start)
+                if found >= 0 and (at < 0 or found < at):
+                    at = found
             hit = at >= 0 and search(text, at) is not None
         else:
             hit = _found(plan, text, low)
@@ -681,7 +701,7 @@ def _no_post_step(
     log = post_log(ctx)
     if log is None:
         return dict.fromkeys(range(len(params)))
-    index = _index(ctx, log, params, rows, "no_post_step")
+    index = _index(ctx, log, params, rows)
     if index is None:
         return {pos: _no_post_verdict(ctx, log, **params[pos]) for pos in range(len(params))}
     out: dict[int, Verdict | Later | float | None] = {}

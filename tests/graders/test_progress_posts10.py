@@ -77,7 +77,11 @@ def _say(world, *texts: str) -> Callable[[], None]:
 def test_a_start_text_first_found_inside_a_word_still_finds_the_match_after_it_in_both_paths(world):
     checks = [
         ("sea", "post_in_channel", {"channel": "eng", "pattern": r"\bSEA\-2\b", "author": "carol", "min_count": 2}),
-        ("ok", "post_in_channel", {"channel": "eng", "pattern": r"\b(approved|granted)\b", "author": "carol"}),
+        (
+            "ok",
+            "post_in_channel",
+            {"channel": "eng", "pattern": r"\b(approved|granted)\b", "author": "carol", "min_count": 2},
+        ),
         ("rules", "post_in_channel", {"channel": "eng", "pattern": r"\d+ rules", "author": "carol", "min_count": 2}),
     ]
     steps = [
@@ -86,12 +90,14 @@ def test_a_start_text_first_found_inside_a_word_still_finds_the_match_after_it_i
         _say(world, "4 ruleſ", "ruleſ 5"),  # several posts: the needle case, ſ read as s by the regex
         _say(world, "SEA-2 shipped"),  # one post: the match is at the first start text
         _say(world, "5 RULEſ"),  # one post whose lowered form could hide the match: searched as it is
+        _say(world, "GRANTED, not approvedx"),  # the second start text comes first: the search starts there
     ]
     _, said = _play(world, checks, steps)
     assert said == [
         {"sea": "LATER", "ok": "LATER", "rules": "LATER"},
-        {"sea": 0.5, "ok": 1.0, "rules": "LATER"},
+        {"sea": 0.5, "ok": 0.5, "rules": "LATER"},
         {"sea": "LATER", "ok": "LATER", "rules": 0.5},
         {"sea": 1.0, "ok": "LATER", "rules": "LATER"},
         {"sea": "LATER", "ok": "LATER", "rules": 1.0},
+        {"sea": "LATER", "ok": 1.0, "rules": "LATER"},
     ]
