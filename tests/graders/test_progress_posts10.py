@@ -13,10 +13,13 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+from sqlalchemy import select
+
 from graders.comms_posts import _found
 from graders.text_match import _lowered, _plan
 from tests.graders.test_checks import post
 from tests.graders.test_progress_comms3 import _play
+from worlds.schema import Channel, ChannelMember
 
 _PATTERNS = [
     r"(?s)\b(approved|granted)\b",
@@ -101,3 +104,39 @@ def test_a_start_text_first_found_inside_a_word_still_finds_the_match_after_it_i
         {"sea": "LATER", "ok": "LATER", "rules": 1.0},
         {"sea": "LATER", "ok": 1.0, "rules": "LATER"},
     ]
+
+
+def test_a_membership_step_after_a_channel_took_the_name_reads_the_index_built_again(world):
+    checks = [("carol-eng", "channel_member", {"channel": "eng", "username": "carol"})]
+
+    def rename() -> None:  # ~eng becomes ~eng-old and a new channel takes the name: the check's pair moves
+        old = world.session.get(Channel, 2)
+        old.name = "eng-old"
+        world.session.flush()
+        world.add(Channel(team_id=1, name="eng", display_name="Eng", type="O", created_at=world.clock.now()))
+
+    def join(who: int) -> Callable[[], None]:
+        def step() -> None:
+            new = world.session.execute(select(Channel.id).where(Channel.name == "eng")).scalar_one()
+            world.add(ChannelMember(channel_id=new, employee_id=who, joined_at=world.clock.now()))
+
+        return step
+
+    # a step of membership rows alone reads the index it kept only while no channel or employee row came since
+    _, said = _play(world, checks, [rename, join(4), join(3)])
+    assert said[1] == {} and said[2] == {"carol-eng": 1.0}, said
+
+
+def test_a_membership_moved_to_the_checks_channel_is_not_read_as_a_membership_read_again(world):
+    checks = [("carol-eng", "channel_member", {"channel": "eng", "username": "carol"})]
+    joined: list[ChannelMember] = []
+
+    def join_general() -> None:
+        joined.append(ChannelMember(channel_id=1, employee_id=3, joined_at=world.clock.now()))
+        world.add(joined[0])
+
+    def move_to_eng() -> None:  # an update of the membership's channel: carol is in ~eng now
+        joined[0].channel_id = 2
+
+    _, said = _play(world, checks, [join_general, move_to_eng])
+    assert said[0] == {} and "carol-eng" in said[1], said
