@@ -20,7 +20,6 @@ from graders.base import ChangeRow, GradingContext
 from graders.checks_common import mailboxes, rows_in, snippet
 from worlds.rawsql import Sql
 
-_POST_IMAGE = frozenset({"author_id", "message", "deleted_at", "channel_id"})
 _MAIL_IMAGE = frozenset({"subject", "body", "sender_mailbox_id"})  # as ``logged_mail`` reads a message
 _CHANNEL_NAME = "SELECT id, name FROM channels WHERE id IN ({})"
 _CHANNEL_IDS = "SELECT id, name FROM channels WHERE name IN ({}) ORDER BY id"
@@ -52,6 +51,7 @@ class PostLog:
         "clean",
         "first",
         "indexes",
+        "last",
         "names",
         "posts",
         "posts_seen",
@@ -65,6 +65,7 @@ class PostLog:
         self.channels_seen = 0
         self.clean = True
         self.posts: list[LoggedPost] = []
+        self.last: int | None = None  # the last folded post's id (the fold reads it without touching that post)
         self.by_id: dict[int, LoggedPost] = {}
         self.first: dict[str, int] = {}  # channel name -> the id of the episode's first post there
         self.authors: dict[str, set[int]] = {}  # channel name -> who posted there this episode
@@ -127,18 +128,29 @@ def _fold_posts(ctx: GradingContext, log: PostLog, posts: list[ChangeRow], chann
                 names[row.key[0]] = row.changes["name"]
         log.channels_seen = len(channels)
     new = posts[log.posts_seen :]
-    last = log.posts[-1].id if log.posts else None
+    last = log.last
     authors, by_id, folded = log.authors, log.by_id, log.posts
     # each row checked and folded in one pass: a row that is not a plain insert turns the fold off for the
     # episode (``post_log`` then never reads the log again), so what was folded before it does not matter
     for row in new:
-        changes = row.changes
-        if row.op != "insert" or not changes.keys() >= _POST_IMAGE or changes["deleted_at"] is not None:
+        if row.op != "insert":
             return False
-        if last is not None and row.key[0] <= last:
+        changes = row.changes
+        try:  # the four columns the fold keeps, each read once (no superset test of the image's keys first)
+            deleted, channel, author, message = (
+                changes["deleted_at"],
+                changes["channel_id"],
+                changes["author_id"],
+                changes["message"],
+            )
+        except KeyError:
+            return False  # an image without one of them: the query reads the row
+        if deleted is not None:
+            return False
+        key = row.key[0]
+        if last is not None and key <= last:
             return False  # out of id order: the query's ORDER BY would differ from the log's
-        last = row.key[0]
-        channel = changes["channel_id"]
+        last = key
         if channel not in names:  # the ids of every channel not known yet among the rows left, in one lookup
             wanted = sorted({c for r in new if (c := r.changes.get("channel_id")) is not None and c not in names})
             names.update(dict.fromkeys(wanted))
@@ -146,16 +158,17 @@ def _fold_posts(ctx: GradingContext, log: PostLog, posts: list[ChangeRow], chann
         name = names[channel]
         if name is None:
             return False  # a post in no known channel: leave it to the query's join
-        post = _post(LoggedPost, (last, name, changes["author_id"], changes["message"]))
+        post = _post(LoggedPost, (last, name, author, message))
         folded.append(post)
         by_id[last] = post
         who = authors.get(name)
         if who is None:  # the channel's first post this episode (no empty set made for every later one)
             log.first[name] = last
-            authors[name] = {post.author_id}
+            authors[name] = {author}
         else:
-            who.add(post.author_id)
+            who.add(author)
     log.posts_seen = len(posts)
+    log.last = last
     return True
 
 

@@ -12,9 +12,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from typing import Any
 
 from sqlalchemy import select
 
+from graders.base import ChangeRow, GradingContext
+from graders.comms_log import post_log
 from graders.comms_posts import _found
 from graders.text_match import _lowered, _plan
 from tests.graders.test_checks import post
@@ -140,3 +143,21 @@ def test_a_membership_moved_to_the_checks_channel_is_not_read_as_a_membership_re
 
     _, said = _play(world, checks, [join_general, move_to_eng])
     assert said[0] == {} and "carol-eng" in said[1], said
+
+
+def test_the_post_fold_turns_off_for_a_post_it_cannot_read_as_the_query_does(world):
+    full = {"author_id": 1, "message": "hi", "deleted_at": None, "channel_id": 2}
+
+    def posted(*rows: tuple[int, dict[str, Any]]) -> GradingContext:
+        ctx = GradingContext(session=world.session, trace=[], actor_id=1)
+        ctx.extend([ChangeRow(n, "posts", (key,), "insert", image) for n, (key, image) in enumerate(rows, 1)])
+        return ctx
+
+    log = post_log(posted((10, full), (11, full)))
+    assert log is not None and [(p.id, p.channel) for p in log.posts] == [(10, "eng"), (11, "eng")]
+    later = posted((10, full))
+    assert post_log(later) is not None
+    later.extend([ChangeRow(2, "posts", (5,), "insert", full)])  # an id below the last fold's: the query's order
+    assert post_log(later) is None
+    assert post_log(posted((10, {**full, "deleted_at": "2026-03-02T10:00:00"}))) is None  # a deleted post
+    assert post_log(posted((10, {k: v for k, v in full.items() if k != "message"}))) is None  # a column missing
