@@ -33,7 +33,7 @@ from graders.comms_log import (
     went_to,
 )
 from graders.registry import LATER, Later
-from graders.text_match import _earliest, _lowered, _plan
+from graders.text_match import _earliest, _lowered, _plain, _plan
 
 Verdict = tuple[float, str, dict[str, Any]]
 Plan = tuple[Callable[..., Any], "tuple[str, ...] | None", "tuple[str, ...] | None"]
@@ -344,7 +344,8 @@ class _PostIndex:
     evidence lists where the episode's posts went. ``plain`` holds, for each ``post_in_channel`` check asking
     for no mention, what ``_post_step`` decides it with: its ``Followed`` state (the one ``followed`` keeps
     for it: the target cannot change while the index stands), its pattern's plan (``_found``), its ``min_count`` and the
-    mention it asks for (None: none); ``states`` each ``post_in_channel`` check's state,
+    mention it asks for (None: none), and whether its pattern is one plain text (``text_match._plain``: on a
+    lowered post, finding its start text is the match, no regex run); ``states`` each ``post_in_channel`` check's state,
     whose verdict's marks tell whether it was asked since it was last told ``LATER`` (``moved``).
     """
 
@@ -385,7 +386,7 @@ class _PostIndex:
         # whatever their marks say (no verdict of the two marks ``moved`` compares)
         self.asked = -1
         self.again: list[int] = []
-        self.plain: dict[int, tuple[Followed, Plan, int, tuple[int, Callable[[str], Any]] | None]] = {}
+        self.plain: dict[int, tuple[Followed, Plan, int, tuple[int, Callable[[str], Any]] | None, bool]] = {}
         for pos, kw in enumerate(params):
             channel, author = kw["channel"], kw.get("author", "actor")
             target = _target(ctx, channel, author)
@@ -401,7 +402,7 @@ class _PostIndex:
                 state = self.states[pos] = followed(ctx, key, target)
                 who = None if mention is None else _mention_rule(ctx, mention)
                 if mention is None or who is not None:  # (an unknown person: ``_post_verdict`` says so)
-                    self.plain[pos] = (state, _plan(pattern), min_count, who)
+                    self.plain[pos] = (state, _plan(pattern), min_count, who, _plain(pattern))
             if kw.get("mention") is not None:
                 self.wants.add(pos)
         # by channel name, each check's (position, author id, ``plain`` rule or None): what ``_one_post`` routes a
@@ -602,7 +603,7 @@ def _post_step(
     low: str | None = text.lower() if text.isascii() else _lowered(text)  # ``_lowered``, its frame spared on ASCII
     for pos, _, rule in own:
         if rule is not None:
-            state, plan, min_count, who = rule
+            state, plan, min_count, who, plain = rule
             items = state.items
             if state.seen > before or state.searched != len(items):
                 rule = None  # it has seen this post already (a twin's state), or left some unsearched
@@ -621,7 +622,7 @@ def _post_step(
                 found = low.find(start)
                 if found >= 0 and (at < 0 or found < at):
                     at = found
-            hit = at >= 0 and search(text, at) is not None
+            hit = at >= 0 and (plain or search(text, at) is not None)  # plain text: found is matched
         else:
             hit = _found(plan, text, low)
         if hit and (who is None or who[0] in named or who[1](text)):
@@ -655,7 +656,7 @@ def _post_steps(
     for pos, posts in own.items():
         found = plain.get(pos) if posts and pos not in redo else None
         if found is not None:
-            state, plan, min_count, who = found
+            state, plan, min_count, who, _ = found
             items = state.items
             if state.seen > before or state.searched != len(items):
                 found = None  # it has seen this step's posts already, or left some unsearched: the generic pass

@@ -161,3 +161,15 @@ def test_the_post_fold_turns_off_for_a_post_it_cannot_read_as_the_query_does(wor
     assert post_log(later) is None
     assert post_log(posted((10, {**full, "deleted_at": "2026-03-02T10:00:00"}))) is None  # a deleted post
     assert post_log(posted((10, {k: v for k, v in full.items() if k != "message"}))) is None  # a column missing
+
+
+def test_a_plain_text_pattern_is_matched_by_finding_its_text_in_the_lowered_post(world):
+    checks = [("kit", "post_in_channel", {"channel": "eng", "pattern": r"Kit\ 2", "author": "carol", "min_count": 3})]
+    steps = [
+        _say(world, "the KIT 2 is here"),  # found in the lowered post: the match, no regex run
+        _say(world, "a \u212ait 2 too"),  # the Kelvin sign lowers to k in place: the regex matches it as well
+        _say(world, "kit 3, kit-2"),  # not found: no match
+        _say(world, "ſ kit 2"),  # ſ could hide a match: searched as it is
+    ]
+    _, said = _play(world, checks, steps)
+    assert said == [{"kit": 1 / 3}, {"kit": 2 / 3}, {"kit": "LATER"}, {"kit": 1.0}]
