@@ -20,7 +20,6 @@ from graders.base import ChangeRow, GradingContext
 from graders.checks_common import mailboxes, rows_in, snippet
 from worlds.rawsql import Sql
 
-_POST_IMAGE = frozenset({"author_id", "message", "deleted_at", "channel_id"})
 _MAIL_IMAGE = frozenset({"subject", "body", "sender_mailbox_id"})  # as ``logged_mail`` reads a message
 _CHANNEL_NAME = "SELECT id, name FROM channels WHERE id IN ({})"
 _CHANNEL_IDS = "SELECT id, name FROM channels WHERE name IN ({}) ORDER BY id"
@@ -51,6 +50,9 @@ class PostLog:
         "channels_seen",
         "clean",
         "first",
+        "indexes",
+        "last",
+        "names",
         "posts",
         "posts_seen",
         "shown",
@@ -63,11 +65,17 @@ class PostLog:
         self.channels_seen = 0
         self.clean = True
         self.posts: list[LoggedPost] = []
+        self.last: int | None = None  # the last folded post's id (the fold reads it without touching that post)
         self.by_id: dict[int, LoggedPost] = {}
         self.first: dict[str, int] = {}  # channel name -> the id of the episode's first post there
         self.authors: dict[str, set[int]] = {}  # channel name -> who posted there this episode
         self.went = (-1, "")  # went_to's text and how many channels it names
         self.shown: dict[int, str] = {}  # how evidence shows each post (``show_post``), made once per post
+        # the channel names by id: ``ctx.lasting["channel_names"]`` itself (shared with ``warm_channels`` and the
+        # query path), held here so a fold reads it without a lookup in the context's lasting answers
+        self.names: dict[int, str | None] = {}
+        # the post checks' indexes over this log (``comms_posts._PostIndex``), by the id of their params list
+        self.indexes: dict[int, Any] = {}
         # how many times a post check's verdict was built the generic way (``comms_posts._post_verdict``): while it
         # stands, no bare check's ``Followed.marks`` moved, so the index need not read them again (``moved``)
         self.asked = 0
@@ -86,6 +94,7 @@ def post_log(ctx: GradingContext) -> PostLog | None:
     log: PostLog | None = ctx.lasting.get("post_log")
     if log is None:
         log = ctx.lasting["post_log"] = PostLog()
+        log.names = ctx.lasting.setdefault("channel_names", {})
     elif not log.clean:
         return None
     elif log.at == len(ctx.log):  # asked again in the same step (every post check asks): nothing to fold
@@ -108,9 +117,7 @@ def _fold_posts(ctx: GradingContext, log: PostLog, posts: list[ChangeRow], chann
     Written for the step that adds one post (and maybe its direct channel): one pass over the rows, no
     comprehension or named-tuple constructor frames, the channel ids looked up only when one is unknown.
     """
-    names: dict[int, str | None] | None = ctx.lasting.get("channel_names")  # shared with _logged_posts
-    if names is None:
-        names = ctx.lasting["channel_names"] = {}
+    names = log.names  # ``ctx.lasting["channel_names"]``, shared with ``_logged_posts`` and ``warm_channels``
     if len(channels) != log.channels_seen:
         for row in channels[log.channels_seen :]:
             if row.op == "delete" or (row.op == "update" and "name" in row.changes):
@@ -121,18 +128,29 @@ def _fold_posts(ctx: GradingContext, log: PostLog, posts: list[ChangeRow], chann
                 names[row.key[0]] = row.changes["name"]
         log.channels_seen = len(channels)
     new = posts[log.posts_seen :]
-    last = log.posts[-1].id if log.posts else None
+    last = log.last
     authors, by_id, folded = log.authors, log.by_id, log.posts
     # each row checked and folded in one pass: a row that is not a plain insert turns the fold off for the
     # episode (``post_log`` then never reads the log again), so what was folded before it does not matter
     for row in new:
-        changes = row.changes
-        if row.op != "insert" or not changes.keys() >= _POST_IMAGE or changes["deleted_at"] is not None:
+        if row.op != "insert":
             return False
-        if last is not None and row.key[0] <= last:
+        changes = row.changes
+        try:  # the four columns the fold keeps, each read once (no superset test of the image's keys first)
+            deleted, channel, author, message = (
+                changes["deleted_at"],
+                changes["channel_id"],
+                changes["author_id"],
+                changes["message"],
+            )
+        except KeyError:
+            return False  # an image without one of them: the query reads the row
+        if deleted is not None:
+            return False
+        key = row.key[0]
+        if last is not None and key <= last:
             return False  # out of id order: the query's ORDER BY would differ from the log's
-        last = row.key[0]
-        channel = changes["channel_id"]
+        last = key
         if channel not in names:  # the ids of every channel not known yet among the rows left, in one lookup
             wanted = sorted({c for r in new if (c := r.changes.get("channel_id")) is not None and c not in names})
             names.update(dict.fromkeys(wanted))
@@ -140,16 +158,17 @@ def _fold_posts(ctx: GradingContext, log: PostLog, posts: list[ChangeRow], chann
         name = names[channel]
         if name is None:
             return False  # a post in no known channel: leave it to the query's join
-        post = _post(LoggedPost, (last, name, changes["author_id"], changes["message"]))
+        post = _post(LoggedPost, (last, name, author, message))
         folded.append(post)
         by_id[last] = post
         who = authors.get(name)
         if who is None:  # the channel's first post this episode (no empty set made for every later one)
             log.first[name] = last
-            authors[name] = {post.author_id}
+            authors[name] = {author}
         else:
-            who.add(post.author_id)
+            who.add(author)
     log.posts_seen = len(posts)
+    log.last = last
     return True
 
 

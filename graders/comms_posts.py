@@ -33,8 +33,11 @@ from graders.comms_log import (
     went_to,
 )
 from graders.registry import LATER, Later
+from graders.text_match import _earliest, _lowered, _plain, _plan
 
 Verdict = tuple[float, str, dict[str, Any]]
+Plan = tuple[Callable[..., Any], "tuple[str, ...] | None", "tuple[str, ...] | None"]
+"""A pattern's search, start texts and needles (``text_match._plan``): what ``_found`` matches a post's text by."""
 _NONE: frozenset[int] = frozenset()
 
 
@@ -169,6 +172,30 @@ def _mention_touches(ctx: GradingContext, row: ChangeRow, channel: str, author: 
     return not isinstance(target, str) and post.channel == target[0] and target[1] in (None, post.author_id)
 
 
+def _found(plan: Plan, text: str, low: str | None) -> bool:
+    r"""Whether the pattern whose ``text_match._plan`` is ``plan`` matches a post's ``text`` (``low``: ``_lowered``).
+
+    A post check's pattern mostly starts with plain text after zero-width items (``\b(approved|granted)\b``,
+    ``\bSEA\-2\b``): a match can start only where one of its start texts does, so the search starts at the
+    first one in the lowered text (``search(text, pos)`` still sees what comes before ``pos`` for ``\b`` and
+    lookbehinds) instead of trying every character before it; a text without any start text (or needle, for a
+    pattern that starts otherwise) cannot match at all. The same rule as ``text_match._hit``, which the
+    document checks use; a text whose lowered form could hide a match (``low`` None) is searched as it is.
+    """
+    search, starts, needles = plan
+    if low is not None:
+        if starts is not None:
+            at = low.find(starts[0]) if len(starts) == 1 else _earliest(starts, low)
+            return at >= 0 and search(text, at) is not None
+        if needles is not None:
+            for n in needles:
+                if n in low:
+                    break
+            else:
+                return False
+    return search(text) is not None
+
+
 def _followed_posts(ctx: GradingContext, log: PostLog, key: Any, name: str, author_id: int | None) -> Followed:
     """The check ``key``'s posts in ``name`` by ``author_id`` (None: anyone), the log's new ones folded in."""
     state = followed(ctx, key, (name, author_id))
@@ -184,10 +211,10 @@ def _matched(state: Followed, pattern: str) -> list[LoggedPost]:
     """``state``'s posts that ``pattern`` matches, each new one searched once (a check asking for no mention)."""
     items = state.items
     if state.searched != len(items):
-        search = rx(pattern).search
+        plan = _plan(pattern)
         hits = state.hits
         for p in items[state.searched :]:
-            if search(p.message):
+            if _found(plan, p.message, _lowered(p.message)):
                 hits.append(p)
         state.searched = len(items)
     found: list[LoggedPost] = state.hits
@@ -316,8 +343,9 @@ class _PostIndex:
     changed) means deciding every check again. ``bare`` are the checks with no posts of their own yet, whose
     evidence lists where the episode's posts went. ``plain`` holds, for each ``post_in_channel`` check asking
     for no mention, what ``_post_step`` decides it with: its ``Followed`` state (the one ``followed`` keeps
-    for it: the target cannot change while the index stands), its compiled search, its ``min_count`` and the
-    mention it asks for (None: none); ``states`` each ``post_in_channel`` check's state,
+    for it: the target cannot change while the index stands), its pattern's plan (``_found``), its ``min_count`` and the
+    mention it asks for (None: none), and whether its pattern is one plain text (``text_match._plain``: on a
+    lowered post, finding its start text is the match, no regex run); ``states`` each ``post_in_channel`` check's state,
     whose verdict's marks tell whether it was asked since it was last told ``LATER`` (``moved``).
     """
 
@@ -358,7 +386,7 @@ class _PostIndex:
         # whatever their marks say (no verdict of the two marks ``moved`` compares)
         self.asked = -1
         self.again: list[int] = []
-        self.plain: dict[int, tuple[Followed, Callable[[str], Any], int, tuple[int, Callable[[str], Any]] | None]] = {}
+        self.plain: dict[int, tuple[Followed, Plan, int, tuple[int, Callable[[str], Any]] | None, bool]] = {}
         for pos, kw in enumerate(params):
             channel, author = kw["channel"], kw.get("author", "actor")
             target = _target(ctx, channel, author)
@@ -374,7 +402,7 @@ class _PostIndex:
                 state = self.states[pos] = followed(ctx, key, target)
                 who = None if mention is None else _mention_rule(ctx, mention)
                 if mention is None or who is not None:  # (an unknown person: ``_post_verdict`` says so)
-                    self.plain[pos] = (state, rx(pattern).search, min_count, who)
+                    self.plain[pos] = (state, _plan(pattern), min_count, who, _plain(pattern))
             if kw.get("mention") is not None:
                 self.wants.add(pos)
         # by channel name, each check's (position, author id, ``plain`` rule or None): what ``_one_post`` routes a
@@ -489,17 +517,28 @@ class _PostIndex:
 
 
 def _index(
-    ctx: GradingContext, log: PostLog, params: list[Mapping[str, Any]], rows: list[ChangeRow], name: str
+    ctx: GradingContext, log: PostLog, params: list[Mapping[str, Any]], rows: list[ChangeRow]
 ) -> _PostIndex | None:
-    """The kept index of ``params``, or None after building it anew because an employee changed (or had)."""
-    index: _PostIndex | None = ctx.lasting.get((name, id(params)))
-    if index is not None and index.params is params:
-        targets = index.targets  # ``_targets(ctx)`` is this very dict while no employee changed: no frame to ask
-        employees = ctx._by_table.get("employees")  # ``ctx.changed_rows``, read from its index: no frame
-        if targets is ctx.lasting.get("post_targets") and targets[None] == (len(employees) if employees else 0):
-            return index
-    ctx.lasting[(name, id(params))] = fresh = _PostIndex(ctx, log, params, rows)
+    """The kept index of ``params``, or None after building it anew because an employee changed (or had).
+
+    Kept in the post log's ``indexes`` by the id of ``params`` (each group's list, held by the progress for the
+    episode). It stands while its ``targets`` is ``_targets(ctx)``'s dict, which is while the count of logged
+    employee changes is the one stamped in it: that count only grows, and ``_targets`` makes a new dict only
+    when it differs, so comparing the count (``_kept``) is the whole test.
+    """
+    index: _PostIndex | None = log.indexes.get(id(params))
+    if _kept(ctx, params, index):
+        return index
+    log.indexes[id(params)] = fresh = _PostIndex(ctx, log, params, rows)
     return fresh if index is None and not ctx.changed_rows("employees") else None
+
+
+def _kept(ctx: GradingContext, params: list[Mapping[str, Any]], index: _PostIndex | None) -> bool:
+    """Whether ``index`` (the log's for ``params``' id) is ``params``' and no employee changed since it was built."""
+    if index is None or index.params is not params:
+        return False
+    employees = ctx._by_table.get("employees")  # ``ctx.changed_rows``, read from its index: no frame
+    return bool(index.targets[None] == (len(employees) if employees else 0))
 
 
 def _post_step(
@@ -518,9 +557,11 @@ def _post_step(
     log = post_log(ctx)
     if log is None:
         return dict.fromkeys(range(len(params)))
-    index = _index(ctx, log, params, rows, "post_step")
-    if index is None:
-        return {pos: _post_verdict(ctx, log, **params[pos]) for pos in range(len(params))}
+    index = log.indexes.get(id(params))  # ``_index``, its frames spared while the index stands (``_kept``)
+    if index is None or index.params is not params or index.targets[None] != len(ctx._by_table.get("employees", ())):
+        index = _index(ctx, log, params, rows)
+        if index is None:
+            return {pos: _post_verdict(ctx, log, **params[pos]) for pos in range(len(params))}
     before = index.seen
     posts = log.posts
     if len(posts) != before + 1:
@@ -550,12 +591,19 @@ def _post_step(
                 bare.discard(entry[0])
     out: dict[int, Verdict | Later | float | None] = {}
     if len(log.first) != index.channels:  # the first post in a channel: the bare checks' evidence names it
-        elsewhere = index.elsewhere(log, ())  # the post's own checks have just left ``bare``: none to leave out
-        if elsewhere:
-            out = dict.fromkeys(elsewhere, LATER)
+        if not index.states or (log.asked == index.asked and not index.again):
+            index.channels = len(log.first)  # ``elsewhere`` with none to tell (each told before, or lagging)
+        else:
+            elsewhere = index.elsewhere(log, ())  # the post's own checks have just left ``bare``: none to leave out
+            if elsewhere:
+                out = dict.fromkeys(elsewhere, LATER)
+    if not own:  # a post no check watches (a DM to a coworker no check names): nothing to match
+        return out
+    text = post.message
+    low: str | None = text.lower() if text.isascii() else _lowered(text)  # ``_lowered``, its frame spared on ASCII
     for pos, _, rule in own:
         if rule is not None:
-            state, search, min_count, who = rule
+            state, plan, min_count, who, plain = rule
             items = state.items
             if state.seen > before or state.searched != len(items):
                 rule = None  # it has seen this post already (a twin's state), or left some unsearched
@@ -567,7 +615,17 @@ def _post_step(
         state.outcome = None
         state.searched = len(items)
         hits = state.hits
-        if search(post.message) and (who is None or who[0] in named or who[1](post.message)):
+        search, starts, _ = plan  # ``_found`` (and ``_earliest``), inlined for a pattern with start texts
+        if starts is not None and low is not None:
+            at = -1
+            for start in starts:
+                found = low.find(start)
+                if found >= 0 and (at < 0 or found < at):
+                    at = found
+            hit = at >= 0 and (plain or search(text, at) is not None)  # plain text: found is matched
+        else:
+            hit = _found(plan, text, low)
+        if hit and (who is None or who[0] in named or who[1](text)):
             matched = len(hits)
             hits.append(post)
             if matched < min_count:  # the score alone (``min(1.0, found / min_count)``): the text when asked
@@ -598,7 +656,7 @@ def _post_steps(
     for pos, posts in own.items():
         found = plain.get(pos) if posts and pos not in redo else None
         if found is not None:
-            state, search, min_count, who = found
+            state, plan, min_count, who, _ = found
             items = state.items
             if state.seen > before or state.searched != len(items):
                 found = None  # it has seen this step's posts already, or left some unsearched: the generic pass
@@ -612,7 +670,7 @@ def _post_steps(
         matched = len(hits)
         if who is None:
             for p in posts:  # ``_matched``: each post searched once
-                if search(p.message):
+                if _found(plan, p.message, _lowered(p.message)):
                     hits.append(p)
         else:  # ``_mentions``: a mention row for the post (one of this call's), or the text naming the person
             who_id, said = who
@@ -621,7 +679,7 @@ def _post_steps(
                     (r.changes.get("post_id"), r.changes.get("employee_id")) for r in index.fresh if r.op == "insert"
                 }
             for p in posts:
-                if search(p.message) and ((p.id, who_id) in named or said(p.message)):
+                if _found(plan, p.message, _lowered(p.message)) and ((p.id, who_id) in named or said(p.message)):
                     hits.append(p)
         state.searched = len(items)
         # no new match, or one past the count it needs: the score stands, only the posts its evidence lists moved
@@ -644,15 +702,15 @@ def _no_post_step(
     log = post_log(ctx)
     if log is None:
         return dict.fromkeys(range(len(params)))
-    index = _index(ctx, log, params, rows, "no_post_step")
+    index = _index(ctx, log, params, rows)
     if index is None:
         return {pos: _no_post_verdict(ctx, log, **params[pos]) for pos in range(len(params))}
     out: dict[int, Verdict | Later | float | None] = {}
     for pos, posts in index.moved(ctx, log)[0].items():
         kw = params[pos]
-        search = rx(kw["pattern"]).search
+        plan = _plan(kw["pattern"])
         for p in posts:
-            if search(p.message):  # a post of its own matches: it fails, its evidence built when results ask
+            if _found(plan, p.message, _lowered(p.message)):  # a post of its own matches: it fails (the score alone)
                 out[pos] = 0.0
                 break
         else:  # none of its new posts matches: only the count in its evidence moved
