@@ -51,6 +51,8 @@ from worlds.office.model import Cell, Err, Sheet, Workbook, value_from_json
 
 Primitive = str | float | int | bool | None
 Verdict = tuple[float, str, dict[str, Any]]
+Answer = Verdict | float | None
+"""What an ``on_step`` evaluator answers for a check: its verdict, its score alone, or None (run its function)."""
 _TOLERANCE = 0.005
 """The default tolerance of both checks (the on_step evaluators read params as the rubric gave them)."""
 
@@ -359,6 +361,30 @@ class _CellCheck:
         """The check's verdict on ``doc``'s cells."""
         return self.verdict(doc.sheets[self.sheet].get(self.ref))
 
+    def score(self, cell: list[Any] | None) -> float:
+        """``verdict(cell)[0]``, with no evidence written: what a write's step answers unless the check passes.
+
+        The cell a rubric checks is mostly a total a write moves without reaching its expected value; its
+        evidence (a text naming the value) would be written every write and read by nothing during the episode.
+        """
+        if cell is None:
+            actual = formula = None
+        else:
+            actual, formula = cell
+            kind_of = type(actual)
+            if not (kind_of is str or (kind_of is float and _isfinite(actual))):
+                actual = value_from_json(actual)  # as ``verdict`` reads it
+        if formula is None and self.formula:
+            return 0.0
+        kind = self.kind
+        if kind == _NUMBER:
+            same = type(actual) is float and math.isclose(actual, self.want, abs_tol=self.tolerance)
+        elif kind == _TEXT:
+            same = type(actual) is str and actual.strip().casefold() == self.want
+        else:
+            same = bool(actual == self.want)
+        return 1.0 if same else 0.0
+
     def verdict(self, cell: list[Any] | None) -> Verdict:
         """The check's verdict when its cell's JSON is ``cell`` (None: empty)."""
         if cell is not None:
@@ -397,7 +423,7 @@ class _CellCheck:
         return (1.0 if same else 0.0), said, {}
 
 
-def _step_cells(doc: _Doc, old: list[_Cells], moved: list[_Moved], verdicts: dict[int, Verdict | None]) -> None:
+def _step_cells(doc: _Doc, old: list[_Cells], moved: list[_Moved], verdicts: dict[int, Answer]) -> None:
     """Decide the cell checks of the cells a write changed (``moved``, per sheet), each with its cell in hand.
 
     The cells are looked up in the index in C (``map``), and a cell holding exactly what its check expects
@@ -421,7 +447,7 @@ def _step_cells(doc: _Doc, old: list[_Cells], moved: list[_Moved], verdicts: dic
                         ):
                             verdicts[check] = hit
                         else:
-                            verdicts[check] = compiled.verdict(cell)
+                            verdicts[check] = compiled.score(cell)
 
 
 def _file_cell(doc: _Doc, names: list[str], p: Mapping[str, Any], check: int) -> _CellCheck | None:
@@ -452,11 +478,11 @@ class _RowCheck:
     """A ``sheet_row_matches`` check as ``_Watch`` decides it: what it compares on the row holding its key.
 
     ``wants``: per expected column (in ``_letters`` order) its letter, where it is, how it compares and with
-    what, and the expected value as evidence shows it. ``hit``: the passing verdict on its group's row, built
-    once and handed back by identity while the row passes (progress stores nothing then).
+    what, and the expected value as evidence shows it (the evidence is written only when the check is filed: a
+    write's step answers the score alone, ``_KeyRows.decide``).
     """
 
-    __slots__ = ("check", "column", "group", "hit", "key", "needle", "p", "passed", "sheet", "tolerance", "wants")
+    __slots__ = ("check", "column", "group", "key", "needle", "p", "sheet", "tolerance", "wants")
 
     def __init__(self, check: int, sheet: int, p: Mapping[str, Any]) -> None:
         self.check, self.sheet, self.p = check, sheet, p
@@ -470,17 +496,15 @@ class _RowCheck:
         self.key: str = p["key"]
         self.needle = self.key.strip().casefold()
         self.tolerance: float = p.get("tolerance", _TOLERANCE)
-        self.passed = f": {len(self.wants)}/{len(self.wants)} columns match"  # ``_row_outcome``'s, no problems
-        self.hit: Verdict | None = None
         self.group: _KeyRows | None = None
 
     def decide(self, doc: _Doc) -> Verdict:
         """The check's verdict on ``doc``'s cells (when it is filed; a write decides its whole group at once)."""
-        verdicts: dict[int, Verdict | None] = {}
+        verdicts: dict[int, Answer] = {}
         assert self.group is not None  # filed by ``_file_row``
         self.group.decide(doc, verdicts, (self,))
         found = verdicts[self.check]
-        assert found is not None
+        assert type(found) is tuple  # ``checks`` given: the whole verdict
         return found
 
 
@@ -502,8 +526,14 @@ class _KeyRows:
         self.rows: frozenset[int] = _EMPTY
         self.line = -1
 
-    def decide(self, doc: _Doc, verdicts: dict[int, Verdict | None], checks: Sequence[_RowCheck] = ()) -> None:
-        """Put in ``verdicts`` the verdict (``_row_verdict``'s) of each of ``checks`` (default: all of the group's)."""
+    def decide(self, doc: _Doc, verdicts: dict[int, Answer], checks: Sequence[_RowCheck] = ()) -> None:
+        """Put in ``verdicts`` the verdict (``_row_verdict``'s) of each of ``checks`` (default: all of the group's).
+
+        ``checks`` given (a check filed): the whole verdict. Else (a write moved the group): each check's score
+        alone, a float (``graders.progress`` counts it at once and runs the check for its evidence only when
+        results are asked): a row a write fills passes a few checks at once, and their evidence, a text each,
+        is read by nothing during the episode.
+        """
         rows = doc.keys[self.sheet][self.column].get(self.needle, _EMPTY)
         if rows != self.rows:  # the key moved: index the group under the row that holds it now, if one does
             lines = doc.lines[self.sheet]
@@ -513,19 +543,21 @@ class _KeyRows:
             if len(rows) == 1:
                 (self.line,) = rows
                 lines.setdefault(self.line, {})[self] = None
-            for check in self.checks:
-                check.hit = None
         line = self.line
         if line < 0:  # the key on no row or on several
+            if not checks:
+                verdicts.update(dict.fromkeys([check.check for check in self.checks], 0.0))
+                return
             hits = sorted(rows)
-            for check in checks or self.checks:
+            for check in checks:
                 p = check.p
                 found = _row_verdict({}, p["document"], p["key_column"], check.key, p["expected"], 0, hits, ())
                 verdicts[check.check] = found
             return
-        cells, shown_line, names = doc.sheets[self.sheet], line + 1, _NAMES
+        cells, names = doc.sheets[self.sheet], _NAMES
         for check in checks or self.checks:
-            problems: list[str] | None = None
+            bad = 0
+            problems: list[str] = []
             tolerance = check.tolerance
             for letter, column, kind, want, shown, exact in check.wants:
                 cell = cells.get(names.get((line, column)) or _cell_at(line, column))
@@ -542,19 +574,17 @@ class _KeyRows:
                 elif actual is not None:
                     actual = value_from_json(actual)
                 if not _holds(kind, want, tolerance, actual):
-                    if problems is None:
-                        problems = []
-                    problems.append(f"{letter}{shown_line} is {_show(actual)} (expected {shown})")
-            if problems is not None:
-                verdicts[check.check] = _row_outcome(check.key, shown_line, len(check.wants), problems)
-                continue
-            hit = check.hit
-            if hit is None:
-                hit = check.hit = (1.0, f"{check.key} on row {shown_line}{check.passed}", {"row": shown_line})
-            verdicts[check.check] = hit
+                    bad += 1
+                    if checks:
+                        problems.append(f"{letter}{line + 1} is {_show(actual)} (expected {shown})")
+            count = len(check.wants)
+            if checks:
+                verdicts[check.check] = _row_outcome(check.key, line + 1, count, problems)
+            else:
+                verdicts[check.check] = (count - bad) / count  # ``_row_outcome``'s score, no text
 
 
-def _step_rows(doc: _Doc, old: list[_Cells], moved: list[_Moved], verdicts: dict[int, Verdict | None]) -> None:
+def _step_rows(doc: _Doc, old: list[_Cells], moved: list[_Moved], verdicts: dict[int, Answer]) -> None:
     """Decide the row checks a write moved: a key of theirs written or cleared, or a cell of their row changed."""
     for group in doc.moved(old, moved):
         group.decide(doc, verdicts)
@@ -591,14 +621,14 @@ class _Watch:
 
     def __call__(
         self, ctx: GradingContext, rows: list[ChangeRow], params: Sequence[Mapping[str, Any]]
-    ) -> dict[int, Verdict | None]:
+    ) -> dict[int, Answer]:
         kept = ctx.lasting.get(self.key)
         if kept is None or kept[0] is not params:
             by_document: dict[str, list[int]] = {}
             for check, p in enumerate(params):
                 by_document.setdefault(str(p["document"]), []).append(check)
             kept = ctx.lasting[self.key] = (params, {d: _Doc(c) for d, c in by_document.items()})
-        verdicts: dict[int, Verdict | None] = {}
+        verdicts: dict[int, Answer] = {}
         for document, doc in kept[1].items():
             row = _document(ctx, document, query=False)
             if row is doc.row:
@@ -619,7 +649,7 @@ class _Watch:
         row: Any,
         rows: list[ChangeRow],
         params: Sequence[Mapping[str, Any]],
-        verdicts: dict[int, Verdict | None],
+        verdicts: dict[int, Answer],
     ) -> None:
         """Decide the checks of ``doc`` a write to it may have moved, now that the document is ``row``.
 
@@ -659,7 +689,7 @@ class _Watch:
         row: Any,
         content: dict[str, Any],
         params: Sequence[Mapping[str, Any]],
-        verdicts: dict[int, Verdict | None],
+        verdicts: dict[int, Answer],
     ) -> None:
         """Index every check of ``doc`` afresh on ``content`` and decide it (None for the functions to)."""
         names = doc.file(_workbook(ctx, row), content)  # the parse raises what the functions report
