@@ -24,9 +24,10 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
-from typing import Annotated, Any
+from operator import itemgetter
+from typing import Annotated, Any, cast
 
 from pydantic import Field
 
@@ -142,6 +143,7 @@ def _diff(
 
 
 _isfinite, _isclose = math.isfinite, math.isclose
+_second = itemgetter(1)
 
 
 def _sheet_at(names: list[str], name: str | None) -> int | None:
@@ -426,28 +428,33 @@ class _CellCheck:
 def _step_cells(doc: _Doc, old: list[_Cells], moved: list[_Moved], verdicts: dict[int, Answer]) -> None:
     """Decide the cell checks of the cells a write changed (``moved``, per sheet), each with its cell in hand.
 
-    The cells are looked up in the index in C (``map``), and a cell holding exactly what its check expects
-    gets the check's passing verdict here (``_CellCheck.verdict``'s first test, inlined): a budget's one
-    write fills a cell per check, so a call per check would cost a frame each for that one comparison.
+    The cells are looked up in the index, and those no check reads passed over, in C (``map``, ``filter``: an
+    expense write moves a row's cells and a total, and one check reads the total), and a cell holding exactly
+    what its check expects gets the check's passing verdict here (``_CellCheck.verdict``'s first test,
+    inlined): a budget's one write fills a cell per check, so a call per check would cost a frame each for that
+    one comparison; any other verdict is the score alone (``_CellCheck.score``).
     """
     for index, changed in enumerate(moved):
         if changed:
             cells = doc.sheets[index]
-            for ref, found in zip(changed, map(doc.reads[index].get, changed), strict=True):
-                if found:
-                    cell = cells.get(ref)
-                    for check, compiled in found:
-                        hit = compiled.hit
-                        if (
-                            hit is not None
-                            and cell is not None
-                            and type(cell[0]) is type(compiled.exact)
-                            and cell[0] == compiled.exact
-                            and (cell[1] is not None or not compiled.formula)
-                        ):
-                            verdicts[check] = hit
-                        else:
-                            verdicts[check] = compiled.score(cell)
+            read = cast(
+                "Iterable[tuple[str, list[tuple[int, _CellCheck]]]]",  # ``filter`` left out those with no checks
+                filter(_second, zip(changed, map(doc.reads[index].get, changed), strict=True)),
+            )
+            for ref, found in read:
+                cell = cells.get(ref)
+                for check, compiled in found:
+                    hit = compiled.hit
+                    if (
+                        hit is not None
+                        and cell is not None
+                        and type(cell[0]) is type(compiled.exact)
+                        and cell[0] == compiled.exact
+                        and (cell[1] is not None or not compiled.formula)
+                    ):
+                        verdicts[check] = hit
+                    else:
+                        verdicts[check] = compiled.score(cell)
 
 
 def _file_cell(doc: _Doc, names: list[str], p: Mapping[str, Any], check: int) -> _CellCheck | None:
@@ -557,7 +564,7 @@ class _KeyRows:
         cells, names = doc.sheets[self.sheet], _NAMES
         for check in checks or self.checks:
             bad = 0
-            problems: list[str] = []
+            problems: list[str] | None = [] if checks else None  # the texts only for a whole verdict
             tolerance = check.tolerance
             for letter, column, kind, want, shown, exact in check.wants:
                 cell = cells.get(names.get((line, column)) or _cell_at(line, column))
@@ -575,13 +582,13 @@ class _KeyRows:
                     actual = value_from_json(actual)
                 if not _holds(kind, want, tolerance, actual):
                     bad += 1
-                    if checks:
+                    if problems is not None:
                         problems.append(f"{letter}{line + 1} is {_show(actual)} (expected {shown})")
             count = len(check.wants)
-            if checks:
-                verdicts[check.check] = _row_outcome(check.key, line + 1, count, problems)
-            else:
+            if problems is None:
                 verdicts[check.check] = (count - bad) / count  # ``_row_outcome``'s score, no text
+            else:
+                verdicts[check.check] = _row_outcome(check.key, line + 1, count, problems)
 
 
 def _step_rows(doc: _Doc, old: list[_Cells], moved: list[_Moved], verdicts: dict[int, Answer]) -> None:
