@@ -24,10 +24,10 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from operator import itemgetter
-from typing import Annotated, Any, cast
+from typing import Annotated, Any
 
 from pydantic import Field
 
@@ -437,11 +437,8 @@ def _step_cells(doc: _Doc, old: list[_Cells], moved: list[_Moved], verdicts: dic
     for index, changed in enumerate(moved):
         if changed:
             cells = doc.sheets[index]
-            read = cast(
-                "Iterable[tuple[str, list[tuple[int, _CellCheck]]]]",  # ``filter`` left out those with no checks
-                filter(_second, zip(changed, map(doc.reads[index].get, changed), strict=True)),
-            )
-            for ref, found in read:
+            checks_of: Any = doc.reads[index].get  # ``filter`` leaves out the cells with no checks (None)
+            for ref, found in filter(_second, zip(changed, map(checks_of, changed), strict=True)):
                 cell = cells.get(ref)
                 for check, compiled in found:
                     hit = compiled.hit
