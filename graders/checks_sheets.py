@@ -26,7 +26,8 @@ import json
 import math
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
-from operator import itemgetter
+from itertools import compress
+from operator import itemgetter, or_
 from typing import Annotated, Any
 
 from pydantic import Field
@@ -143,7 +144,7 @@ def _diff(
 
 
 _isfinite, _isclose = math.isfinite, math.isclose
-_second = itemgetter(1)
+_first, _second = itemgetter(0), itemgetter(1)
 
 
 def _sheet_at(names: list[str], name: str | None) -> int | None:
@@ -252,6 +253,8 @@ class _Doc:
         A group wakes when a cell of the row holding its key changed, or its key was written or cleared in its
         column: the key indexes are brought up to date on the way (the row moves from the old key's rows to the
         new key's). In the order the cells were written (a dict, not a set of objects: the same order every run).
+        The cells that can wake none (neither on an indexed row nor in a key column: most of an expense row's)
+        are passed over in C (``compress``), so the Python loop runs for the key cell and a changed row's cells.
         """
         woken: dict[_KeyRows, None] = {}
         groups = self.groups
@@ -259,8 +262,12 @@ class _Doc:
             if not changed:
                 continue
             lines, keys = self.lines[index], self.keys[index]
-            for ref in changed:
-                line, column = _POSITIONS.get(ref) or _ref_pos(ref)
+            at: list[Any] = list(map(_POSITIONS.get, changed))
+            if not all(at):
+                at = [pos or _ref_pos(ref) for ref, pos in zip(changed, at, strict=True)]
+            # the cells on a row some group's key is on, or in a key column: the others move no group
+            near = map(or_, map(lines.__contains__, map(_first, at)), map(keys.__contains__, map(_second, at)))
+            for ref, (line, column) in compress(zip(changed, at, strict=True), near):
                 found = lines.get(line)
                 if found:
                     woken.update(found)

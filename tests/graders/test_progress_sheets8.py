@@ -114,3 +114,17 @@ def test_the_fold_ranks_the_row_found_only_when_an_insert_asks_and_then_as_befor
     docs.append(_insert(4, 4, "budget.XLSX", 7))
     assert _fold_document(state, docs)[0] == 4, "the exact name wins over the one without its extension"
     assert check_fn_spec("sheet_row_matches").on_step is not None
+
+
+def test_a_write_wakes_the_groups_of_its_changed_rows_and_written_keys_and_passes_over_the_other_cells():
+    """``_Doc.moved`` looks at a changed cell only if it is on a row holding a key or in a key column."""
+    play = _Play(_ROWS[:3], _book(_HEAD))
+    filled = _HEAD | {"B2": ["RC-1", None], "E2": ["Travel", None], "F2": [40.0, None], "G2": ["approved", None]}
+    play.write("RC-1 filled", _book(filled))
+    assert play.answers == {("sheet_row_matches", 0): 1.0, ("sheet_row_matches", 1): 1.0}
+    play.write("RC-1's category retyped (no key cell)", _book(filled | {"E2": ["Meals", None]}))
+    assert play.answers == {("sheet_row_matches", 0): 0.5, ("sheet_row_matches", 1): 1.0}, "its row's cell woke it"
+    play.write("a note off every keyed row", _book(filled | {"E2": ["Meals", None], "H7": ["see mail", None]}))
+    assert play.answers == {}, "a cell on no keyed row and in no key column wakes no group"
+    play.write("RC-2 keyed on row 3", _book(filled | {"E2": ["Meals", None], "B3": ["RC-2", None]}))
+    assert set(play.answers) == {("sheet_row_matches", 2)} and play.answers[("sheet_row_matches", 2)] == 0.0
