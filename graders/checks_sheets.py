@@ -12,9 +12,11 @@ last settled on (``graders.sheets_diff._cells_moved``, shared by both functions)
 document is first seen (``_Doc``) maps those cells to the checks that read them: a cell check's cell, a row check's
 key (a key written or cleared in its column) and the row holding its key. Only those checks are decided again, each
 by an object that holds what it compares and says, worked out once (``_CellCheck``, ``_RowCheck``; the row checks
-of one key together, ``_KeyRows``), a passing verdict handed back by identity while it stands; the others are left
-out, so their verdicts stand at no cost. The diff keeps which sheets hold no value equal to a boolean, so the next
-write looks for a number turned boolean (``1.0 == True``) among its written cells alone. A change the diff cannot
+of one key together, ``_KeyRows``); a row check, and a cell check not holding its value to the letter, is answered
+by its score alone (``graders.progress`` asks the function for the evidence when results are asked), a cell
+check's passing verdict handed back by identity; the others are left out, so their verdicts stand at no cost.
+The diff keeps which sheets hold no value equal to a boolean, so the next write looks for a number turned
+boolean (``1.0 == True``) among its written cells alone. A change the diff cannot
 describe (a sheet added or renamed, a cell named otherwise than ``workbook_json`` names it, content from the file
 store) files the document's checks again on the new content, or leaves them to their functions when the JSON cannot
 be read as they read it.
