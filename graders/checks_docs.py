@@ -135,18 +135,22 @@ _UNKNOWN: Any = object()
 def _fold_document(state: tuple[Any, ...], docs: list[ChangeRow]) -> Any:
     """The row ``state`` (folder, name, row found, folders seen, documents seen) names after ``docs``' newer rows.
 
-    ``_UNKNOWN`` when a row it cannot settle from its image changed: the caller looks the path up again.
+    ``_UNKNOWN`` when a row it cannot settle from its image changed: the caller looks the path up again. The
+    found row's rank (``_rank``: two casefolds and a pass over the extensions) is worked out only when a row is
+    inserted into the folder: a write to the document, the fold of every sheet write, never needs it.
     """
     folder, wanted, row, _, seen = state
     if folder is None or seen == len(docs):
         return row
     best = row
-    rank = _rank(best[1], wanted) if best is not None else 2
+    rank = -1 if best is not None else 2  # the row found's rank, worked out at the first insert that needs it
     for r in docs[seen:]:
         ch = r.changes
         if r.op == "insert":
             if ch.get("folder_id") != folder:
                 continue
+            if rank < 0:
+                rank = _rank(best[1], wanted)
             new_rank = _rank(ch.get("name"), wanted)
             if new_rank < 2 and (new_rank < rank or (new_rank == rank and best is not None and ch["id"] < best[0])):
                 if not _COLUMNS <= ch.keys():

@@ -12,9 +12,11 @@ last settled on (``graders.sheets_diff._cells_moved``, shared by both functions)
 document is first seen (``_Doc``) maps those cells to the checks that read them: a cell check's cell, a row check's
 key (a key written or cleared in its column) and the row holding its key. Only those checks are decided again, each
 by an object that holds what it compares and says, worked out once (``_CellCheck``, ``_RowCheck``; the row checks
-of one key together, ``_KeyRows``), a passing verdict handed back by identity while it stands; the others are left
-out, so their verdicts stand at no cost. The diff keeps which sheets hold no value equal to a boolean, so the next
-write looks for a number turned boolean (``1.0 == True``) among its written cells alone. A change the diff cannot
+of one key together, ``_KeyRows``); a row check, and a cell check not holding its value to the letter, is answered
+by its score alone (``graders.progress`` asks the function for the evidence when results are asked), a cell
+check's passing verdict handed back by identity; the others are left out, so their verdicts stand at no cost.
+The diff keeps which sheets hold no value equal to a boolean, so the next write looks for a number turned
+boolean (``1.0 == True``) among its written cells alone. A change the diff cannot
 describe (a sheet added or renamed, a cell named otherwise than ``workbook_json`` names it, content from the file
 store) files the document's checks again on the new content, or leaves them to their functions when the JSON cannot
 be read as they read it.
@@ -26,6 +28,8 @@ import json
 import math
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
+from itertools import compress
+from operator import itemgetter, or_
 from typing import Annotated, Any
 
 from pydantic import Field
@@ -51,6 +55,8 @@ from worlds.office.model import Cell, Err, Sheet, Workbook, value_from_json
 
 Primitive = str | float | int | bool | None
 Verdict = tuple[float, str, dict[str, Any]]
+Answer = Verdict | float | None
+"""What an ``on_step`` evaluator answers for a check: its verdict, its score alone, or None (run its function)."""
 _TOLERANCE = 0.005
 """The default tolerance of both checks (the on_step evaluators read params as the rubric gave them)."""
 
@@ -140,6 +146,7 @@ def _diff(
 
 
 _isfinite, _isclose = math.isfinite, math.isclose
+_first, _second = itemgetter(0), itemgetter(1)
 
 
 def _sheet_at(names: list[str], name: str | None) -> int | None:
@@ -248,6 +255,8 @@ class _Doc:
         A group wakes when a cell of the row holding its key changed, or its key was written or cleared in its
         column: the key indexes are brought up to date on the way (the row moves from the old key's rows to the
         new key's). In the order the cells were written (a dict, not a set of objects: the same order every run).
+        The cells that can wake none (neither on an indexed row nor in a key column: most of an expense row's)
+        are passed over in C (``compress``), so the Python loop runs for the key cell and a changed row's cells.
         """
         woken: dict[_KeyRows, None] = {}
         groups = self.groups
@@ -255,8 +264,12 @@ class _Doc:
             if not changed:
                 continue
             lines, keys = self.lines[index], self.keys[index]
-            for ref in changed:
-                line, column = _POSITIONS.get(ref) or _ref_pos(ref)
+            at: list[Any] = list(map(_POSITIONS.get, changed))
+            if not all(at):
+                at = [pos or _ref_pos(ref) for ref, pos in zip(changed, at, strict=True)]
+            # the cells on a row some group's key is on, or in a key column: the others move no group
+            near = map(or_, map(lines.__contains__, map(_first, at)), map(keys.__contains__, map(_second, at)))
+            for ref, (line, column) in compress(zip(changed, at, strict=True), near):
                 found = lines.get(line)
                 if found:
                     woken.update(found)
@@ -359,6 +372,30 @@ class _CellCheck:
         """The check's verdict on ``doc``'s cells."""
         return self.verdict(doc.sheets[self.sheet].get(self.ref))
 
+    def score(self, cell: list[Any] | None) -> float:
+        """``verdict(cell)[0]``, with no evidence written: what a write's step answers unless the check passes.
+
+        The cell a rubric checks is mostly a total a write moves without reaching its expected value; its
+        evidence (a text naming the value) would be written every write and read by nothing during the episode.
+        """
+        if cell is None:
+            actual = formula = None
+        else:
+            actual, formula = cell
+            kind_of = type(actual)
+            if not (kind_of is str or (kind_of is float and _isfinite(actual))):
+                actual = value_from_json(actual)  # as ``verdict`` reads it
+        if formula is None and self.formula:
+            return 0.0
+        kind = self.kind
+        if kind == _NUMBER:
+            same = type(actual) is float and math.isclose(actual, self.want, abs_tol=self.tolerance)
+        elif kind == _TEXT:
+            same = type(actual) is str and actual.strip().casefold() == self.want
+        else:
+            same = bool(actual == self.want)
+        return 1.0 if same else 0.0
+
     def verdict(self, cell: list[Any] | None) -> Verdict:
         """The check's verdict when its cell's JSON is ``cell`` (None: empty)."""
         if cell is not None:
@@ -397,31 +434,33 @@ class _CellCheck:
         return (1.0 if same else 0.0), said, {}
 
 
-def _step_cells(doc: _Doc, old: list[_Cells], moved: list[_Moved], verdicts: dict[int, Verdict | None]) -> None:
+def _step_cells(doc: _Doc, old: list[_Cells], moved: list[_Moved], verdicts: dict[int, Answer]) -> None:
     """Decide the cell checks of the cells a write changed (``moved``, per sheet), each with its cell in hand.
 
-    The cells are looked up in the index in C (``map``), and a cell holding exactly what its check expects
-    gets the check's passing verdict here (``_CellCheck.verdict``'s first test, inlined): a budget's one
-    write fills a cell per check, so a call per check would cost a frame each for that one comparison.
+    The cells are looked up in the index, and those no check reads passed over, in C (``map``, ``filter``: an
+    expense write moves a row's cells and a total, and one check reads the total), and a cell holding exactly
+    what its check expects gets the check's passing verdict here (``_CellCheck.verdict``'s first test,
+    inlined): a budget's one write fills a cell per check, so a call per check would cost a frame each for that
+    one comparison; any other verdict is the score alone (``_CellCheck.score``).
     """
     for index, changed in enumerate(moved):
         if changed:
             cells = doc.sheets[index]
-            for ref, found in zip(changed, map(doc.reads[index].get, changed), strict=True):
-                if found:
-                    cell = cells.get(ref)
-                    for check, compiled in found:
-                        hit = compiled.hit
-                        if (
-                            hit is not None
-                            and cell is not None
-                            and type(cell[0]) is type(compiled.exact)
-                            and cell[0] == compiled.exact
-                            and (cell[1] is not None or not compiled.formula)
-                        ):
-                            verdicts[check] = hit
-                        else:
-                            verdicts[check] = compiled.verdict(cell)
+            checks_of: Any = doc.reads[index].get  # ``filter`` leaves out the cells with no checks (None)
+            for ref, found in filter(_second, zip(changed, map(checks_of, changed), strict=True)):
+                cell = cells.get(ref)
+                for check, compiled in found:
+                    hit = compiled.hit
+                    if (
+                        hit is not None
+                        and cell is not None
+                        and type(cell[0]) is type(compiled.exact)
+                        and cell[0] == compiled.exact
+                        and (cell[1] is not None or not compiled.formula)
+                    ):
+                        verdicts[check] = hit
+                    else:
+                        verdicts[check] = compiled.score(cell)
 
 
 def _file_cell(doc: _Doc, names: list[str], p: Mapping[str, Any], check: int) -> _CellCheck | None:
@@ -452,11 +491,11 @@ class _RowCheck:
     """A ``sheet_row_matches`` check as ``_Watch`` decides it: what it compares on the row holding its key.
 
     ``wants``: per expected column (in ``_letters`` order) its letter, where it is, how it compares and with
-    what, and the expected value as evidence shows it. ``hit``: the passing verdict on its group's row, built
-    once and handed back by identity while the row passes (progress stores nothing then).
+    what, and the expected value as evidence shows it (the evidence is written only when the check is filed: a
+    write's step answers the score alone, ``_KeyRows.decide``).
     """
 
-    __slots__ = ("check", "column", "group", "hit", "key", "needle", "p", "passed", "sheet", "tolerance", "wants")
+    __slots__ = ("check", "column", "group", "key", "needle", "p", "sheet", "tolerance", "wants")
 
     def __init__(self, check: int, sheet: int, p: Mapping[str, Any]) -> None:
         self.check, self.sheet, self.p = check, sheet, p
@@ -470,17 +509,15 @@ class _RowCheck:
         self.key: str = p["key"]
         self.needle = self.key.strip().casefold()
         self.tolerance: float = p.get("tolerance", _TOLERANCE)
-        self.passed = f": {len(self.wants)}/{len(self.wants)} columns match"  # ``_row_outcome``'s, no problems
-        self.hit: Verdict | None = None
         self.group: _KeyRows | None = None
 
     def decide(self, doc: _Doc) -> Verdict:
         """The check's verdict on ``doc``'s cells (when it is filed; a write decides its whole group at once)."""
-        verdicts: dict[int, Verdict | None] = {}
+        verdicts: dict[int, Answer] = {}
         assert self.group is not None  # filed by ``_file_row``
         self.group.decide(doc, verdicts, (self,))
         found = verdicts[self.check]
-        assert found is not None
+        assert type(found) is tuple  # ``checks`` given: the whole verdict
         return found
 
 
@@ -502,8 +539,14 @@ class _KeyRows:
         self.rows: frozenset[int] = _EMPTY
         self.line = -1
 
-    def decide(self, doc: _Doc, verdicts: dict[int, Verdict | None], checks: Sequence[_RowCheck] = ()) -> None:
-        """Put in ``verdicts`` the verdict (``_row_verdict``'s) of each of ``checks`` (default: all of the group's)."""
+    def decide(self, doc: _Doc, verdicts: dict[int, Answer], checks: Sequence[_RowCheck] = ()) -> None:
+        """Put in ``verdicts`` the verdict (``_row_verdict``'s) of each of ``checks`` (default: all of the group's).
+
+        ``checks`` given (a check filed): the whole verdict. Else (a write moved the group): each check's score
+        alone, a float (``graders.progress`` counts it at once and runs the check for its evidence only when
+        results are asked): a row a write fills passes a few checks at once, and their evidence, a text each,
+        is read by nothing during the episode.
+        """
         rows = doc.keys[self.sheet][self.column].get(self.needle, _EMPTY)
         if rows != self.rows:  # the key moved: index the group under the row that holds it now, if one does
             lines = doc.lines[self.sheet]
@@ -513,19 +556,21 @@ class _KeyRows:
             if len(rows) == 1:
                 (self.line,) = rows
                 lines.setdefault(self.line, {})[self] = None
-            for check in self.checks:
-                check.hit = None
         line = self.line
         if line < 0:  # the key on no row or on several
+            if not checks:
+                verdicts.update(dict.fromkeys([check.check for check in self.checks], 0.0))
+                return
             hits = sorted(rows)
-            for check in checks or self.checks:
+            for check in checks:
                 p = check.p
                 found = _row_verdict({}, p["document"], p["key_column"], check.key, p["expected"], 0, hits, ())
                 verdicts[check.check] = found
             return
-        cells, shown_line, names = doc.sheets[self.sheet], line + 1, _NAMES
+        cells, names = doc.sheets[self.sheet], _NAMES
         for check in checks or self.checks:
-            problems: list[str] | None = None
+            bad = 0
+            problems: list[str] | None = [] if checks else None  # the texts only for a whole verdict
             tolerance = check.tolerance
             for letter, column, kind, want, shown, exact in check.wants:
                 cell = cells.get(names.get((line, column)) or _cell_at(line, column))
@@ -542,19 +587,17 @@ class _KeyRows:
                 elif actual is not None:
                     actual = value_from_json(actual)
                 if not _holds(kind, want, tolerance, actual):
-                    if problems is None:
-                        problems = []
-                    problems.append(f"{letter}{shown_line} is {_show(actual)} (expected {shown})")
-            if problems is not None:
-                verdicts[check.check] = _row_outcome(check.key, shown_line, len(check.wants), problems)
-                continue
-            hit = check.hit
-            if hit is None:
-                hit = check.hit = (1.0, f"{check.key} on row {shown_line}{check.passed}", {"row": shown_line})
-            verdicts[check.check] = hit
+                    bad += 1
+                    if problems is not None:
+                        problems.append(f"{letter}{line + 1} is {_show(actual)} (expected {shown})")
+            count = len(check.wants)
+            if problems is None:
+                verdicts[check.check] = (count - bad) / count  # ``_row_outcome``'s score, no text
+            else:
+                verdicts[check.check] = _row_outcome(check.key, line + 1, count, problems)
 
 
-def _step_rows(doc: _Doc, old: list[_Cells], moved: list[_Moved], verdicts: dict[int, Verdict | None]) -> None:
+def _step_rows(doc: _Doc, old: list[_Cells], moved: list[_Moved], verdicts: dict[int, Answer]) -> None:
     """Decide the row checks a write moved: a key of theirs written or cleared, or a cell of their row changed."""
     for group in doc.moved(old, moved):
         group.decide(doc, verdicts)
@@ -591,14 +634,14 @@ class _Watch:
 
     def __call__(
         self, ctx: GradingContext, rows: list[ChangeRow], params: Sequence[Mapping[str, Any]]
-    ) -> dict[int, Verdict | None]:
+    ) -> dict[int, Answer]:
         kept = ctx.lasting.get(self.key)
         if kept is None or kept[0] is not params:
             by_document: dict[str, list[int]] = {}
             for check, p in enumerate(params):
                 by_document.setdefault(str(p["document"]), []).append(check)
             kept = ctx.lasting[self.key] = (params, {d: _Doc(c) for d, c in by_document.items()})
-        verdicts: dict[int, Verdict | None] = {}
+        verdicts: dict[int, Answer] = {}
         for document, doc in kept[1].items():
             row = _document(ctx, document, query=False)
             if row is doc.row:
@@ -619,7 +662,7 @@ class _Watch:
         row: Any,
         rows: list[ChangeRow],
         params: Sequence[Mapping[str, Any]],
-        verdicts: dict[int, Verdict | None],
+        verdicts: dict[int, Answer],
     ) -> None:
         """Decide the checks of ``doc`` a write to it may have moved, now that the document is ``row``.
 
@@ -659,7 +702,7 @@ class _Watch:
         row: Any,
         content: dict[str, Any],
         params: Sequence[Mapping[str, Any]],
-        verdicts: dict[int, Verdict | None],
+        verdicts: dict[int, Answer],
     ) -> None:
         """Index every check of ``doc`` afresh on ``content`` and decide it (None for the functions to)."""
         names = doc.file(_workbook(ctx, row), content)  # the parse raises what the functions report

@@ -57,8 +57,10 @@ def _book_from_base(content: dict[str, Any], base: tuple[dict[str, Any], Workboo
     """The workbook of ``content`` built from ``base`` (content and workbook), or None if the shapes differ.
 
     The cells are compared in C (``map(ne, ...)``): a write changes a few of a sheet's hundreds, and a Python
-    loop over all of them would cost what reusing the cells saves. The cells dict holds the same cells as a
-    fresh parse's (its order may differ: graders only look cells up).
+    loop over all of them would cost what reusing the cells saves. ``1.0 == True``, so when either side holds a
+    boolean the cells whose value turned from a number to one or back are taken as written too (``_flips``):
+    a check run on the kept workbook must read ``True`` where the content holds it, as a fresh parse does. The
+    cells dict holds the same cells as a fresh parse's (its order may differ: graders only look cells up).
     """
     before, old = base
     sheets, old_sheets = content.get("sheets", []), before.get("sheets", [])
@@ -73,6 +75,8 @@ def _book_from_base(content: dict[str, Any], base: tuple[dict[str, Any], Workboo
     for raw, was, old_sheet in zip(sheets, old_sheets, old.sheets, strict=True):
         now, had = raw.get("cells", {}), was.get("cells", {})
         written = list(compress(now, map(ne, now.values(), map(had.get, now))))
+        if bool in set(map(type, map(_first, now.values()))) or bool in set(map(type, map(_first, had.values()))):
+            written = _flips(now, had, written)  # 1.0 == True: a number turned boolean (or back) is written too
         added = sum(1 for ref in written if ref not in had)
         cleared = [ref for ref in had if ref not in now] if len(had) + added != len(now) else ()
         cells = dict(old_sheet.cells)
@@ -151,8 +155,11 @@ def _cells_moved(
     same of ``old`` (None: not known, worked out here once). ``1.0 == True``, so the diff misses a value turning
     from number to boolean or back; such a cell equals a boolean on both sides, so a sheet of ``old`` holding
     no value equal to one cannot have it among the cells the diff calls unchanged, and only the written cells
-    are looked at; a sheet that holds one (a 0 or 1 anywhere) scans every cell's type each write (``_flips``)
-    and stays flagged so.
+    are looked at. A sheet of ``old`` that holds one (a 0 or 1 anywhere) has ``new``'s sheet checked whole
+    (``_safe``, in C): a cell that turned boolean or back holds a value equal to a boolean in ``new``, so if
+    none does the flag clears for the next write (an expense sheet's total starts at 0.0 and leaves it with the
+    first approved line; a flag kept for good scanned both sides' types every write after); else every cell's
+    type is scanned (``_flips``) and the flag stays set.
     """
     sheets, old_sheets = new.get("sheets", []), old.get("sheets", [])
     if type(sheets) is not list or len(sheets) != len(old_sheets) or new.get("names", {}) != old.get("names", {}):
@@ -180,10 +187,11 @@ def _cells_moved(
             if clean and cell[0] is not None and type(cell[0]) is not str:  # text or nothing equals no boolean
                 kind = type(cell[0])
                 clean = cell[0] not in _BOOLISH if kind is float or kind is int else _safe((cell,))
-        if not had_clean and (
-            bool in set(map(type, map(_first, now.values()))) or bool in set(map(type, map(_first, had.values())))
-        ):
-            changed = _flips(now, had, changed)
+        if not had_clean:
+            if _safe(now.values()):  # none of ours equals a boolean, so none turned one or back: the flag clears
+                clean = True
+            elif bool in set(map(type, map(_first, now.values()))) or bool in set(map(type, map(_first, had.values()))):
+                changed = _flips(now, had, changed)
         if len(had) + added != len(now):  # some were cleared (a loop over the old cells only then)
             changed += [ref for ref in had if ref not in now]
         cells_of.append(now)

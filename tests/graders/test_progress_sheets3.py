@@ -65,8 +65,14 @@ class _Play:
         self.ctx.forget()
         self.ctx.memo[("document", PATH)] = row
         decided: dict[tuple[str, int], bool] = {}
+        self.answers: dict[tuple[str, int], Any] = {}  # what on_step answered this step (a float: the score alone)
         for fn, group in self.params.items():
             for pos, out in check_fn_spec(fn).on_step(self.ctx, rows, group).items():
+                self.answers[(fn, pos)] = out
+                if type(out) is float:  # the score alone: it must be the function's, whose evidence progress asks later
+                    full = _verdict(self.ctx, fn, group[pos])
+                    assert out == full[0], (what, fn, pos, out, full)
+                    out = full
                 self.kept[(fn, pos)] = _verdict(self.ctx, fn, group[pos]) if out is None else out
                 decided[(fn, pos)] = out is not None
         fresh = GradingContext(session=None, actor_id=1)  # type: ignore[arg-type]

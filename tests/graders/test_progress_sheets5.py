@@ -49,7 +49,7 @@ def test_a_sheet_without_booleans_skips_its_unchanged_cells_and_still_sees_a_zer
     assert play.kept[("sheet_cell_equals", 0)][0] == 0.0
 
 
-def test_a_passing_row_is_handed_back_by_identity_and_a_moved_key_gets_its_new_row():
+def test_a_passing_row_is_answered_by_its_score_and_a_moved_key_gets_its_new_row():
     asks: list[tuple[str, dict[str, Any]]] = [
         ("sheet_row_matches", {"key_column": "A", "key": "RC-1", "expected": {"B": "travel", "C": 40}}),
     ]
@@ -58,7 +58,7 @@ def test_a_passing_row_is_handed_back_by_identity_and_a_moved_key_gets_its_new_r
     first = play.kept[("sheet_row_matches", 0)]
     assert first[0] == 1.0 and first[2] == {"row": 1}
     play.write("C1 retyped again", _book({**_BASE, "C1": [40.0, None]}))
-    assert play.kept[("sheet_row_matches", 0)] is first, "the passing verdict is handed back by identity"
+    assert play.answers[("sheet_row_matches", 0)] == 1.0, "a write's step answers the row's score alone (sheets8)"
     moved = {k: v for k, v in _BASE.items() if not k.endswith("1")}
     moved |= {"A5": ["RC-1", None], "B5": ["Travel", None], "C5": [40.0, None]}
     play.write("the row moved down", _book(moved))
@@ -117,9 +117,8 @@ def test_the_checks_of_one_key_follow_it_to_two_rows_to_none_and_back_together()
     assert "no row" in play.kept[("sheet_row_matches", 1)][1]
     play.write("the key back on its first row", _book({**cleared, "A1": ["RC-1", None]}))
     assert [play.kept[("sheet_row_matches", n)][0] for n in range(3)] == [1.0, 1.0, 1.0]
-    kept = dict(play.kept)
     decided = play.write("a note beside RC-1's row", _book({**cleared, "A1": ["RC-1", None], "H1": ["ok", None]}))
-    assert all(play.kept[w] is kept[w] for w in decided), "a passing row woken again is handed back by identity"
+    assert all(play.answers[w] == 1.0 for w in decided), "a passing row woken again: its score alone (sheets8)"
 
 
 def test_the_boolean_scan_says_what_equality_with_a_boolean_says_for_every_kind_of_value():
