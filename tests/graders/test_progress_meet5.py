@@ -87,7 +87,7 @@ def test_a_booking_decides_its_checks_without_re_running_them(world, monkeypatch
     first = "the agent asks bob"
     # (Retro's event check answers LATER to the Sync's events, so ``results`` re-runs it: test_progress_meet7)
     assert set(runs) - {"full grade"} == {first}, {step: c for step, c in runs.items() if step != first}
-    # (the meeting checks answer a bare score since round 10: ``results`` writes their evidence, in the full grade)
+    # (the meeting checks answer a bare score since round nine: ``results`` writes their evidence, in the full grade)
     assert set(runs.get("full grade", {})) <= {"event_exists", *MEETING_FNS}, runs["full grade"]
     # ... and yet every check of the meeting got a new verdict there, or a bare score: decided in its on_step
     decided = Counter(checks[i].fn for i in answered[BOOKING])

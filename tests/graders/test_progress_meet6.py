@@ -77,7 +77,7 @@ def test_an_answer_counts_only_for_a_meeting_booked_after_it(world, monkeypatch)
     progress = Progress(rubric, GradingContext(session=world.session, trace=[], actor_id=1))
     at = [""]
     builds: dict[str, int] = {}  # step -> builds of the answers index by the progress score
-    real = checks_meetings.answers_from_log  # the index's build reads the logged answers first (round 10)
+    real = checks_meetings.answers_from_log  # the index's build reads the logged answers first (round nine)
 
     def answers_from_log(ctx: GradingContext, told: Any) -> Any:
         if ctx is progress.ctx and at[0] != "full grade":

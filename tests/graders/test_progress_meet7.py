@@ -136,7 +136,7 @@ def test_a_memory_out_of_order_files_every_memory_again(world, monkeypatch):
     evidence = _play(world, rubric, steps(), progress, at)
     # her first answer by time is the one named (filed after bob's, it would have named the other one)
     assert f"@carol agreed at {early:%H:%M}" in evidence["the retro booked"]["agreed-retro"], evidence
-    # each filed once, the earlier one put in its place (round 10: read from the log; the memories' fold, which
+    # each filed once, the earlier one put in its place (round nine: read from the log; the memories' fold, which
     # sorted again, filed all three again)
     assert filed == {"the sync booked": 1, "the retro booked": 2}, filed
 
@@ -232,7 +232,7 @@ def test_a_function_asks_each_meeting_once_and_decides_every_check_of_it(world, 
     def groups(self: Progress, by_table: Any, stale: set[int]) -> None:
         before = list(self._outcomes)
         real_groups(self, by_table, stale)
-        # a new verdict, or a bare score (round 10: the meeting checks' evidence is written when results are asked)
+        # a new verdict, or a bare score (round nine: the meeting checks' evidence is written when results are asked)
         decided[at[0]] = [
             c.id for i, c in enumerate(self._checks) if self._outcomes[i] is not before[i] or i in self._lagging
         ]

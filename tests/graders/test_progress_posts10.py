@@ -1,4 +1,4 @@
-"""The post paths of round 10, held to a full grade after every step (``_play`` of comms3's tests).
+"""The post paths of round nine, held to a full grade after every step (``_play`` of comms3's tests).
 
 A post check's pattern is matched by its plan (``text_match._plan``): the search starts at the first of the
 pattern's start texts in the post's lowered text, and a post holding none of its needles is not searched at
