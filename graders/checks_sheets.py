@@ -387,14 +387,7 @@ class _CellCheck:
                 actual = value_from_json(actual)  # as ``verdict`` reads it
         if formula is None and self.formula:
             return 0.0
-        kind = self.kind
-        if kind == _NUMBER:
-            same = type(actual) is float and math.isclose(actual, self.want, abs_tol=self.tolerance)
-        elif kind == _TEXT:
-            same = type(actual) is str and actual.strip().casefold() == self.want
-        else:
-            same = bool(actual == self.want)
-        return 1.0 if same else 0.0
+        return 1.0 if _holds(self.kind, self.want, self.tolerance, actual) else 0.0
 
     def verdict(self, cell: list[Any] | None) -> Verdict:
         """The check's verdict when its cell's JSON is ``cell`` (None: empty)."""
@@ -424,14 +417,7 @@ class _CellCheck:
         said = f"{self.head}{shown}{self.tail}"
         if formula is None and self.formula:
             return 0.0, f"{said}, but it holds no formula", {}
-        kind = self.kind
-        if kind == _NUMBER:
-            same = type(actual) is float and math.isclose(actual, self.want, abs_tol=self.tolerance)
-        elif kind == _TEXT:
-            same = type(actual) is str and actual.strip().casefold() == self.want
-        else:
-            same = bool(actual == self.want)
-        return (1.0 if same else 0.0), said, {}
+        return (1.0 if _holds(self.kind, self.want, self.tolerance, actual) else 0.0), said, {}
 
 
 def _step_cells(doc: _Doc, old: list[_Cells], moved: list[_Moved], verdicts: dict[int, Answer]) -> None:
