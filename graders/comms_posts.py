@@ -33,11 +33,11 @@ from graders.comms_log import (
     went_to,
 )
 from graders.registry import LATER, Later
-from graders.text_match import _earliest, _lowered, _plain, _plan
+from graders.text_match import _earliest, _lowered, _plain, _plan, planned_hit
 
 Verdict = tuple[float, str, dict[str, Any]]
 Plan = tuple[Callable[..., Any], "tuple[str, ...] | None", "tuple[str, ...] | None"]
-"""A pattern's search, start texts and needles (``text_match._plan``): what ``_found`` matches a post's text by."""
+"""A pattern's search, start texts and needles (``text_match._plan``): what ``planned_hit`` matches a post by."""
 _NONE: frozenset[int] = frozenset()
 
 
@@ -172,30 +172,6 @@ def _mention_touches(ctx: GradingContext, row: ChangeRow, channel: str, author: 
     return not isinstance(target, str) and post.channel == target[0] and target[1] in (None, post.author_id)
 
 
-def _found(plan: Plan, text: str, low: str | None) -> bool:
-    r"""Whether the pattern whose ``text_match._plan`` is ``plan`` matches a post's ``text`` (``low``: ``_lowered``).
-
-    A post check's pattern mostly starts with plain text after zero-width items (``\b(approved|granted)\b``,
-    ``\bSEA\-2\b``): a match can start only where one of its start texts does, so the search starts at the
-    first one in the lowered text (``search(text, pos)`` still sees what comes before ``pos`` for ``\b`` and
-    lookbehinds) instead of trying every character before it; a text without any start text (or needle, for a
-    pattern that starts otherwise) cannot match at all. The same rule as ``text_match._hit``, which the
-    document checks use; a text whose lowered form could hide a match (``low`` None) is searched as it is.
-    """
-    search, starts, needles = plan
-    if low is not None:
-        if starts is not None:
-            at = low.find(starts[0]) if len(starts) == 1 else _earliest(starts, low)
-            return at >= 0 and search(text, at) is not None
-        if needles is not None:
-            for n in needles:
-                if n in low:
-                    break
-            else:
-                return False
-    return search(text) is not None
-
-
 def _followed_posts(ctx: GradingContext, log: PostLog, key: Any, name: str, author_id: int | None) -> Followed:
     """The check ``key``'s posts in ``name`` by ``author_id`` (None: anyone), the log's new ones folded in."""
     state = followed(ctx, key, (name, author_id))
@@ -214,7 +190,7 @@ def _matched(state: Followed, pattern: str) -> list[LoggedPost]:
         plan = _plan(pattern)
         hits = state.hits
         for p in items[state.searched :]:
-            if _found(plan, p.message, _lowered(p.message)):
+            if planned_hit(plan, p.message, _lowered(p.message)):
                 hits.append(p)
         state.searched = len(items)
     found: list[LoggedPost] = state.hits
@@ -343,10 +319,11 @@ class _PostIndex:
     changed) means deciding every check again. ``bare`` are the checks with no posts of their own yet, whose
     evidence lists where the episode's posts went. ``plain`` holds, for each ``post_in_channel`` check asking
     for no mention, what ``_post_step`` decides it with: its ``Followed`` state (the one ``followed`` keeps
-    for it: the target cannot change while the index stands), its pattern's plan (``_found``), its ``min_count`` and the
-    mention it asks for (None: none), and whether its pattern is one plain text (``text_match._plain``: on a
-    lowered post, finding its start text is the match, no regex run); ``states`` each ``post_in_channel`` check's state,
-    whose verdict's marks tell whether it was asked since it was last told ``LATER`` (``moved``).
+    for it: the target cannot change while the index stands), its pattern's plan (``planned_hit``), its
+    ``min_count``, the mention it asks for (None: none), and whether its pattern is one plain text
+    (``text_match._plain``: on a lowered post, finding its start text is the match, no regex run); ``states``
+    each ``post_in_channel`` check's state, whose verdict's marks tell whether it was asked since it was last
+    told ``LATER`` (``moved``).
     """
 
     __slots__ = (
@@ -557,11 +534,9 @@ def _post_step(
     log = post_log(ctx)
     if log is None:
         return dict.fromkeys(range(len(params)))
-    index = log.indexes.get(id(params))  # ``_index``, its frames spared while the index stands (``_kept``)
-    if index is None or index.params is not params or index.targets[None] != len(ctx._by_table.get("employees", ())):
-        index = _index(ctx, log, params, rows)
-        if index is None:
-            return {pos: _post_verdict(ctx, log, **params[pos]) for pos in range(len(params))}
+    index = _index(ctx, log, params, rows)
+    if index is None:
+        return {pos: _post_verdict(ctx, log, **params[pos]) for pos in range(len(params))}
     before = index.seen
     posts = log.posts
     if len(posts) != before + 1:
@@ -615,16 +590,10 @@ def _post_step(
         state.outcome = None
         state.searched = len(items)
         hits = state.hits
-        search, starts, _ = plan  # ``_found`` (and ``_earliest``), inlined for a pattern with start texts
-        if starts is not None and low is not None:
-            at = -1
-            for start in starts:
-                found = low.find(start)
-                if found >= 0 and (at < 0 or found < at):
-                    at = found
-            hit = at >= 0 and (plain or search(text, at) is not None)  # plain text: found is matched
+        if plain and low is not None and plan[1] is not None:  # one plain text: its start found is the match
+            hit = _earliest(plan[1], low) >= 0
         else:
-            hit = _found(plan, text, low)
+            hit = planned_hit(plan, text, low)
         if hit and (who is None or who[0] in named or who[1](text)):
             matched = len(hits)
             hits.append(post)
@@ -670,7 +639,7 @@ def _post_steps(
         matched = len(hits)
         if who is None:
             for p in posts:  # ``_matched``: each post searched once
-                if _found(plan, p.message, _lowered(p.message)):
+                if planned_hit(plan, p.message, _lowered(p.message)):
                     hits.append(p)
         else:  # ``_mentions``: a mention row for the post (one of this call's), or the text naming the person
             who_id, said = who
@@ -679,7 +648,7 @@ def _post_steps(
                     (r.changes.get("post_id"), r.changes.get("employee_id")) for r in index.fresh if r.op == "insert"
                 }
             for p in posts:
-                if _found(plan, p.message, _lowered(p.message)) and ((p.id, who_id) in named or said(p.message)):
+                if planned_hit(plan, p.message, _lowered(p.message)) and ((p.id, who_id) in named or said(p.message)):
                     hits.append(p)
         state.searched = len(items)
         # no new match, or one past the count it needs: the score stands, only the posts its evidence lists moved
@@ -710,7 +679,9 @@ def _no_post_step(
         kw = params[pos]
         plan = _plan(kw["pattern"])
         for p in posts:
-            if _found(plan, p.message, _lowered(p.message)):  # a post of its own matches: it fails (the score alone)
+            if planned_hit(
+                plan, p.message, _lowered(p.message)
+            ):  # a post of its own matches: it fails (the score alone)
                 out[pos] = 0.0
                 break
         else:  # none of its new posts matches: only the count in its evidence moved

@@ -369,6 +369,20 @@ def _read_posts(ctx: GradingContext) -> list[DmPost]:
     return [DmPost(i, a, m, _aware(at), c) for i, a, m, at, c in rows]
 
 
+def memory_of(key: Any, c: Mapping[str, Any]) -> Memory:
+    """The memory row an insert image ``c`` (every column of ``_MEMORY_COLUMNS``) logged, parsed as the table reads.
+
+    One parse for both folds of memory rows (``memories`` and ``meeting_words.answers_from_log``): its time as
+    an aware UTC instant and its data as JSON, with ``_when`` and ``_data`` inlined (a frame fewer a row).
+    """
+    at, data = c["at"], c["data"]
+    at = datetime.fromisoformat(at) if isinstance(at, str) else at
+    at = at.replace(tzinfo=UTC) if at.tzinfo is None else at.astimezone(UTC)
+    data = json.loads(data) if isinstance(data, str) else data
+    found: Memory = _new(Memory, (key, c["employee_id"], at, c["kind"], c["subject"], data))
+    return found
+
+
 def memories(ctx: GradingContext) -> list[Memory]:
     """The NPC memory rows this episode wrote, ordered by (time, id), as ``_MEMORY`` reads them.
 
@@ -395,12 +409,7 @@ def memories(ctx: GradingContext) -> list[Memory]:
                 if not _MEMORY_COLUMNS.issubset(r.changes):
                     ctx.lasting["meeting_memory_fold"] = (seen, rows_by_id, None, epoch + 1)
                     return _read_memories(ctx)
-                c = r.changes
-                at, data = c["at"], c["data"]  # ``_when`` and ``_data`` inlined: a frame fewer each a memory row
-                at = datetime.fromisoformat(at) if isinstance(at, str) else at
-                at = at.replace(tzinfo=UTC) if at.tzinfo is None else at.astimezone(UTC)
-                data = json.loads(data) if isinstance(data, str) else data
-                rows_by_id[key] = _new(Memory, (key, c["employee_id"], at, c["kind"], c["subject"], data))
+                rows_by_id[key] = memory_of(key, r.changes)
                 if added is not None:
                     added.append(rows_by_id[key])
                 continue
@@ -789,9 +798,9 @@ class Calendar:
     def _window(self, windows: dict[Window, dict[int, Clash]], busy: Mapping[int, Busy], w: Window) -> dict[int, Clash]:
         """Someone's clashes in a window, filtered from their kept events once per window.
 
-        A series is decided here as ``_recurs_in`` decides it, inlined: a booking is a new window, so a kept
-        answer by (series, window) missed for every series of every participant and cost a key, a lookup and a
-        call more than the answer (the series' starts are expanded once, ``_series``, and bisected).
+        A series is decided by ``_recurs_in`` directly, not through ``spans``: a booking is a new window, so a
+        kept answer by (series, window) missed for every series of every participant and cost a key and a lookup
+        more than the answer (the series' starts are expanded once, ``_series``, and bisected).
         """
         found = windows.get(w)
         if found is None:
@@ -804,14 +813,7 @@ class Calendar:
                         if b[4] > lo:
                             found[b[1]] = b[:3]
                         continue
-                    series, after = _series(rule, b[3]), lo - (b[4] - b[3])
-                    if series.upto < hi:
-                        first = series.first_after(after, hi)
-                    else:
-                        starts = series.starts
-                        i = bisect.bisect_right(starts, after)
-                        first = starts[i] if i < len(starts) else None
-                    if first is not None and first < hi and (b[6] is None or first <= b[6]):
+                    if _recurs_in(b[3], b[4], rule, b[6], w):
                         found[b[1]] = b[:3]
         return found
 

@@ -11,15 +11,14 @@ from __future__ import annotations
 
 import bisect
 import functools
-import json
 import re
 from collections.abc import Callable, Mapping
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
 from graders.base import GradingContext
-from graders.meeting_log import _MEMORY_COLUMNS, Memory, _memory_order, _new
+from graders.meeting_log import _MEMORY_COLUMNS, _memory_order, memory_of
 from mcp_tools.calendar.slots import Person
 
 ISO = re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2})?(?:Z|[+-]\d{2}:?\d{2})")
@@ -193,11 +192,7 @@ def answers_from_log(ctx: GradingContext, told: Callable[[Any], tuple[datetime |
             return None
         if c["kind"] != "did":
             continue
-        at, data = c["at"], c["data"]  # parsed as ``memories`` parses them
-        at = datetime.fromisoformat(at) if isinstance(at, str) else at
-        at = at.replace(tzinfo=UTC) if at.tzinfo is None else at.astimezone(UTC)
-        data = json.loads(data) if isinstance(data, str) else data
-        row = _new(Memory, (r.key[0], c["employee_id"], at, "did", c["subject"], data))
+        row = memory_of(r.key[0], c)  # parsed as ``memories`` parses them
         entry = (row, *told(row))
         mine = did.get(row.employee_id)
         if mine is None:

@@ -437,24 +437,38 @@ def _line_hit(match: Callable[..., re.Match[str] | None], text: str, low: str, n
 def _hit(pattern: str, text: str, low: str | None) -> bool:
     r"""Whether ``pattern`` (case-insensitive) finds a match in ``text`` (``low``: its lowered form, ``_lowered``).
 
+    ``planned_hit`` on the pattern's plan, except that a pattern starting otherwise than with plain text but
+    matched within one line is answered line by line (``_line_match``).
+    """
+    plan = _plan(pattern)
+    if low is not None and plan[1] is None and plan[2] is not None:
+        line = _line_match(pattern)
+        if line is not None:
+            return _line_hit(line, text, low, plan[2])
+    return planned_hit(plan, text, low)
+
+
+def planned_hit(
+    plan: tuple[Callable[..., re.Match[str] | None], tuple[str, ...] | None, tuple[str, ...] | None],
+    text: str,
+    low: str | None,
+) -> bool:
+    r"""Whether the pattern whose ``_plan`` is ``plan`` matches ``text`` (``low``: its lowered form, ``_lowered``).
+
     A pattern that starts with plain text (after zero-width assertions: ``\bSEA\-3``) can only match where
     that text starts, so the regex starts at its first occurrence (``search(text, pos)`` still sees the
-    characters before ``pos`` for ``\b``, lookbehinds and ``^``) rather than scanning the section from the top;
-    one that holds plain text (``_needles``) cannot match a text without it.
+    characters before ``pos`` for ``\b``, lookbehinds and ``^``) rather than scanning the text from the top;
+    one that holds plain text (``_needles``) cannot match a text without it. A text whose lowered form could
+    hide a match (``low`` None) is searched whole. The document checks (``_hit``) and the post checks
+    (``graders.comms_posts``, which keep each pattern's plan) share this one rule.
     """
-    search, starts, needles = _plan(pattern)
+    search, starts, needles = plan
     if low is None:
         return search(text) is not None
     if starts is not None:
-        if len(starts) == 1:  # the common case
-            at = low.find(starts[0])
-        else:
-            at = _earliest(starts, low)
+        at = low.find(starts[0]) if len(starts) == 1 else _earliest(starts, low)  # one start: the common case
         return at >= 0 and search(text, at) is not None
     if needles is not None:
-        line = _line_match(pattern)
-        if line is not None:
-            return _line_hit(line, text, low, needles)
         for n in needles:
             if n in low:
                 break

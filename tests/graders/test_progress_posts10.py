@@ -18,8 +18,7 @@ from sqlalchemy import select
 
 from graders.base import ChangeRow, GradingContext
 from graders.comms_log import post_log
-from graders.comms_posts import _found
-from graders.text_match import _lowered, _plan
+from graders.text_match import _lowered, _plan, planned_hit
 from tests.graders.test_checks import post
 from tests.graders.test_progress_comms3 import _play
 from worlds.schema import Channel, ChannelMember
@@ -66,7 +65,7 @@ def test_a_post_pattern_matched_by_its_plan_is_exactly_the_regex_search():
         plan = _plan(pattern)
         for text in _TEXTS:
             want = re.search(pattern, text, re.IGNORECASE) is not None
-            assert _found(plan, text, _lowered(text)) is want, (pattern, text)
+            assert planned_hit(plan, text, _lowered(text)) is want, (pattern, text)
     assert _plan(_PATTERNS[2])[1] == ("sea-2",) and _plan(_PATTERNS[5])[1:] == (None, (" rules",))
 
 
