@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable, Mapping, Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Annotated, Any, NamedTuple
 
 from pydantic import AwareDatetime, Field
@@ -31,7 +31,6 @@ from graders.meeting_log import (
     _HARMLESS,
     Calendar,
     _dm_channels,
-    _dm_name,
     _employee,
     _event_images,
     _expect,
@@ -55,20 +54,17 @@ from graders.meeting_log import _people as _people
 from graders.meeting_log import _recurs_in as _recurs_in
 from graders.meeting_words import ISO as ISO
 from graders.meeting_words import (
-    _fact,
-    _instant,
     _instants,
     _key_rx,
-    _name_rx,
-    _said_about,
     announce_score,
     answers_from_log,
+    escalation,
+    told,
 )
 
 # re-exported: graders.checks_items reads them through this module
 from graders.meeting_words import local_time as local_time
 from graders.meeting_words import works as works
-from npcs.hours import WorkHours
 from worlds.rawsql import Sql
 
 
@@ -336,7 +332,8 @@ def touch_step(
         if keys is None or keys[0] is not params:  # the same list every step: its groups are built once, at the start
             groups = _by_meeting(touches, params)
             titles = tuple(dict.fromkeys(title for _, title, _ in groups))
-            keys = ctx.lasting[(touches, id(params))] = (params, groups, titles, _KIND.get(touches, like))
+            kind = _KIND.get(touches, like)
+            keys = ctx.lasting[(touches, id(params))] = (params, groups, titles, kind, (kind, titles))
         if not ctx.lasting.get("meeting_calendar"):  # the log only grows: once true, true for the episode
             if ctx.memo.get("meeting_no_calendar"):  # a step's answer: a wait asks it once, not once a group
                 return {}
@@ -344,20 +341,20 @@ def touch_step(
                 ctx.memo["meeting_no_calendar"] = True
                 return {}  # no event or invitation this episode: no meeting, and no row a hook could answer yes to
             ctx.lasting["meeting_calendar"] = True
-        seqs = tuple(map(_SEQ, rows))
+        step = _step_of(ctx, rows)
+        calendar = step[1]
         left = rows
-        calendar: _Rows | None = ctx.memo.get(("meeting_rows", seqs))
         # the step's answer for the function's kind and titles, looked up before it is worked out; not asked of a
-        # step of new events and invitations alone (a booking), none of which it leaves out, once a function knows
+        # step of new events and invitations alone (a booking), none of which it leaves out
         if keys[3] and (calendar is None or not calendar[2] or not rows):
-            kept: Sequence[ChangeRow] | None = ctx.memo.get((keys[3], keys[2], seqs))
+            kept: Sequence[ChangeRow] | None = step[2].get(keys[4])
             if kept is None:
-                kept = ctx.memo[(keys[3], keys[2], seqs)] = _rows_left(ctx, keys[3], rows, keys[2])
+                kept = step[2][keys[4]] = _rows_left(ctx, keys[3], rows, keys[2])
             if not kept:
                 return {}  # every row is one the hook answers no to whatever the meeting
             left = kept
         if calendar is None:
-            calendar = _calendar_rows(ctx, rows, seqs)
+            calendar = step[1] = _calendar_rows(rows)
         any_calendar, _, inserts, booked = calendar
         found: list[int] = []
         several = False  # more than one meeting touched: their positions are sorted (checks are decided in order)
@@ -372,9 +369,9 @@ def touch_step(
             elif not _meetings(ctx, title):
                 hit = False
             if hit is None:  # the hook itself, asked once per meeting and row set for the functions that share it
-                hit = ctx.memo.get((meeting, seqs))
+                hit = step[2].get(meeting)
                 if hit is None:
-                    hit = ctx.memo[(meeting, seqs)] = _touched(ctx, touches, left, params[positions[0]])
+                    hit = step[2][meeting] = _touched(ctx, touches, left, params[positions[0]])
             if hit:
                 several = bool(found)
                 found += positions
@@ -520,7 +517,6 @@ def _booked(ctx: GradingContext, title_pattern: str, calendar: _Rows) -> tuple[b
 
 
 _CALENDAR = frozenset(("events", "event_attendees"))
-_SEQ = operator.attrgetter("seq")
 _OWN_HOOKS = frozenset((_own_touches, _invitee_touches, _agreed_touches))
 """The hooks that answer a new event or invitation by whether it is the meeting's (no other event matters)."""
 
@@ -529,32 +525,49 @@ _Rows = tuple[bool, set[Any], bool, dict[str, tuple[bool, bool]]]
 """``_calendar_rows``' answer: a calendar row?, the events named, all new?, and ``_booked``'s answers by title."""
 
 
-def _calendar_rows(ctx: GradingContext, rows: Sequence[ChangeRow], seqs: tuple[int, ...]) -> _Rows:
-    """What every hook answers alike about a step's rows, once a step: (a calendar row?, events named, all new?).
+def _step_of(ctx: GradingContext, rows: Sequence[ChangeRow]) -> list[Any]:
+    """The step's answers about one row set, shared by the meeting functions given it: [rows, calendar, answers].
+
+    The calendar answer is ``_calendar_rows``' (None: not worked out yet); the answers are ``_rows_left``'s by
+    (kind, titles) and ``_touched``'s by meeting. Why by the list's identity and not by its rows' seqs: the
+    framework hands the functions reading the same tables the same list in a step, and a tuple of seqs built
+    and hashed for each function's every lookup cost more than the answers it found. The entry holds the list,
+    so its id names no other list while the step's answers are kept (``ctx.memo``, emptied every step). A row set
+    starting with a calendar row (a booking's event) has its calendar answer worked out at once: a booking's
+    rows are all new events and invitations, which no kind leaves out, so ``_rows_left`` is not asked of them.
+    """
+    steps: dict[int, list[Any]] | None = ctx.memo.get("meeting_steps")
+    if steps is None:
+        steps = ctx.memo["meeting_steps"] = {}
+    found = steps.get(id(rows))
+    if found is None or found[0] is not rows:
+        first = rows[0].table if rows else ""
+        found = steps[id(rows)] = [rows, _calendar_rows(rows) if first in _CALENDAR else None, {}]
+    return found
+
+
+def _calendar_rows(rows: Sequence[ChangeRow]) -> _Rows:
+    """What every hook answers alike about a step's rows, once a row set: (a calendar row?, events named, all new?).
 
     The events named are those of an event row (any change) or of a new invitation: a meeting among them is
     touched whatever the hook. All new: every row is a new event or invitation.
     """
-    key = ("meeting_rows", seqs)
-    found: _Rows | None = ctx.memo.get(key)
-    if found is None:
-        named: set[Any] = set()
-        calendar, inserts = False, True
-        for r in rows:
-            if r.table == "events":
-                calendar = True
-                named.add(r.key[0])
-                inserts = inserts and r.op == "insert"
-            elif r.table == "event_attendees":
-                calendar = True
-                if r.op == "insert":
-                    named.add(r.changes.get("event_id"))
-                else:
-                    inserts = False
+    named: set[Any] = set()
+    calendar, inserts = False, True
+    for r in rows:
+        if r.table == "events":
+            calendar = True
+            named.add(r.key[0])
+            inserts = inserts and r.op == "insert"
+        elif r.table == "event_attendees":
+            calendar = True
+            if r.op == "insert":
+                named.add(r.changes.get("event_id"))
             else:
                 inserts = False
-        found = ctx.memo[key] = (calendar, named, inserts, {})
-    return found
+        else:
+            inserts = False
+    return (calendar, named, inserts, {})
 
 
 def _touched(ctx: GradingContext, hook: Callable[..., bool], rows: Sequence[ChangeRow], kw: Mapping[str, Any]) -> bool:
@@ -711,19 +724,23 @@ def _no_clash(ctx: GradingContext, title_pattern: str, *, bare: bool = False) ->
         return verdict(False, f"{len(found)} live meetings match /{title_pattern}/ (book one): {shown}")
     m = found[0]
     org = m.organizer_id
-    found_org = _people(ctx, [org]).get(org)
-    who = [(org, found_org.username if found_org is not None else "?")]
+    ids = [org]  # the participants: the organiser, then every invitee who has not declined (in username order)
+    going = []
     for a in _attendees(ctx, m.id):  # loops and C calls, not comprehensions (a frame each)
         if a.rsvp != "declined" and a.employee_id != org:
-            who.append((a.employee_id, a.username))
-    ids = sorted(set(map(_FIRST, who)))
-    busy, room = Calendar.of(ctx).clashes(ctx, ids, m.room_id, (m.start_at, m.end_at))
-    if bare:  # a clash is an event in the window other than the meeting (what ``_labels`` lists)
+            ids.append(a.employee_id)
+            going.append(a)
+    busy, room = Calendar.of(ctx).clashes(ctx, sorted(set(ids)), m.room_id, (m.start_at, m.end_at))
+    if bare:  # a clash is an event in the window other than the meeting (what ``_labels`` lists); no name read
         mid = m.id
-        for emp, _ in who:
+        for emp in ids:
             if len(busy[emp]) > (mid in busy[emp]):
                 return 0.0
         return 0.0 if len(room) > (mid in room) else 1.0
+    found_org = _people(ctx, [org]).get(org)
+    who = [(org, found_org.username if found_org is not None else "?")]
+    for a in going:
+        who.append((a.employee_id, a.username))
     problems = []
     for emp, name in who:
         labels = _labels(busy[emp], m.id)
@@ -838,13 +855,13 @@ def _answers(ctx: GradingContext) -> dict[int, list[tuple[Any, datetime | None, 
 
     Why kept per coworker and not per meeting: it was rebuilt over every memory at each booking (a new event
     is a new meeting), though only a memory row changes it; a booking's agreement check now reads the few
-    answers of its coworkers, each parsed once (``_told``). Read from the logged ``did`` rows alone while every
+    answers of its coworkers, each parsed once (``told``). Read from the logged ``did`` rows alone while every
     memory was inserted whole (``meeting_words.answers_from_log``); else from ``memories``, brought up to date
     from the rows past the last list's end while it only appended (``memory_epoch``).
     """
 
     def build() -> dict[int, list[tuple[Any, datetime | None, str]]]:
-        logged = answers_from_log(ctx, _told)  # the answers alone, while the log tells (every memory inserted)
+        logged = answers_from_log(ctx, told)  # the answers alone, while the log tells (every memory inserted)
         if logged is not None:
             return logged
         found = memories(ctx)
@@ -857,30 +874,11 @@ def _answers(ctx: GradingContext) -> dict[int, list[tuple[Any, datetime | None, 
             did, new = {}, found
         for r in new:
             if r.kind == "did":
-                did.setdefault(r.employee_id, []).append((r, *_told(r)))
+                did.setdefault(r.employee_id, []).append((r, *told(r)))
         ctx.lasting["meeting_answers"] = (epoch, len(found), did)
         return did
 
     return ctx.kept("meeting_answers", ("npc_memory",), build)
-
-
-def _told(row: Any) -> tuple[datetime | None, str]:
-    """(the instant, what was said) of an agreement answer, as ``_said_about`` reads it; (None, "") for another row.
-
-    ``_fact`` inlined for a parsed memory (a dict): ``_answers`` files every answer of the episode through here.
-    """
-    data = row.data
-    if type(data) is dict:
-        fact = data.get("fact")
-        if type(fact) is not dict:
-            fact = _fact(row)
-        elif fact.get("intent") != "agreement":
-            fact = None
-    else:
-        fact = _fact(row)
-    if fact is None:
-        return None, ""
-    return _instant(str(fact.get("subject", ""))), str(fact.get("said"))
 
 
 def _agreed(
@@ -894,7 +892,6 @@ def _agreed(
         _dm_channels(ctx, attendees)  # read before the booking: the hook asks after it (the announcement)
         return 0.0 if bare else verdict(False, head)
     ids, unknown = _resolve(ctx, attendees)
-    people = _people(ctx, list(ids.values()))
     covered, notes = 0, [f"unknown employee {u!r}" for u in unknown] if unknown else []
     posts: list[Any] | None = None
     agent_name = ""
@@ -919,7 +916,8 @@ def _agreed(
         if posts is None:  # read only for someone who did not agree (the posts fold is most of a booking's cost)
             posts = new_posts(ctx)
             agent_name = p.username if (p := _people(ctx, [ctx.actor_id]).get(ctx.actor_id)) else ""
-        why = _escalation(ctx, people[emp], posts, mem, m.start_at, m.created_at, agent_name, answer_minutes)
+        person = _people(ctx, [emp])[emp]  # only here: someone who agreed needs no record (a booking's usual case)
+        why = escalation(ctx, person, posts, mem, m.start_at, m.created_at, agent_name, answer_minutes)
         covered += why.startswith("escalated")
         notes.append(f"@{name} {why}")
     total = len(attendees)
@@ -954,45 +952,3 @@ def meeting_agreed(
     Partial credit: the share of coworkers covered.
     """
     return outcome(_agreed(ctx, title_pattern, attendees, answer_minutes))
-
-
-def _escalation(
-    ctx: GradingContext,
-    person: Any,
-    posts: Sequence[Any],
-    memory: Sequence[Any],
-    start: datetime,
-    booked: datetime,
-    agent_name: str,
-    answer_minutes: int,
-) -> str:
-    """``escalated ...`` if a justified escalation of ``person`` before ``booked`` exists, else why not."""
-    asks = [p for p in posts if p.channel == _dm_name(ctx.actor_id, person.id) and p.author_id == ctx.actor_id]
-    if not asks:
-        return "was never asked by direct message"
-    if person.manager_id is None:
-        return "has no manager to escalate to"
-    name_rx = _name_rx(person.username)
-    escalations = [
-        p
-        for p in posts
-        if p.channel == _dm_name(ctx.actor_id, person.manager_id)
-        and p.author_id == ctx.actor_id
-        and p.created_at <= booked
-        and name_rx.search(p.message)
-    ]
-    if not escalations:
-        return "neither agreed nor was escalated to their manager"
-    hours = WorkHours(person.timezone, person.work_start_minute, person.work_end_minute, person.workdays)
-    for esc in escalations:
-        before = [a for a in asks if a.created_at <= esc.created_at]
-        if not before:
-            continue
-        ask = before[-1]
-        replies = [r for r in memory if r.subject == agent_name and ask.created_at <= r.at <= esc.created_at]
-        if any(_fact(r) is None for r in replies):
-            return f"escalated after pushing back (post #{esc.id})"
-        answered = [r for r in replies if _said_about(r, start) is not None]  # answers about other times do not count
-        if not answered and esc.created_at >= hours.add(ask.created_at, answer_minutes) - timedelta(seconds=1):
-            return f"escalated after {answer_minutes} working minutes of silence (post #{esc.id})"
-    return "was escalated without a refusal or the stated silence"

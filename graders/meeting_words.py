@@ -12,14 +12,15 @@ from __future__ import annotations
 import bisect
 import functools
 import re
-from collections.abc import Callable, Mapping
-from datetime import datetime
+from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
 from graders.base import GradingContext
-from graders.meeting_log import _MEMORY_COLUMNS, _memory_order, memory_of
+from graders.meeting_log import _MEMORY_COLUMNS, _dm_name, _memory_order, memory_of
 from mcp_tools.calendar.slots import Person
+from npcs.hours import WorkHours
 
 ISO = re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2})?(?:Z|[+-]\d{2}:?\d{2})")
 
@@ -208,3 +209,71 @@ def answers_from_log(ctx: GradingContext, told: Callable[[Any], tuple[datetime |
 
 def _entry_order(entry: tuple[Any, ...]) -> Any:
     return _memory_order(entry[0])
+
+
+def told(row: Any) -> tuple[datetime | None, str]:
+    """(the instant, what was said) of an agreement answer, as ``_said_about`` reads it; (None, "") for another row.
+
+    ``_fact`` inlined for a parsed memory (a dict): ``checks_meetings._answers`` files every answer of the
+    episode through here.
+    """
+    data = row.data
+    if type(data) is dict:
+        fact = data.get("fact")
+        if fact is None:  # most ``did`` rows: no fact at all (``_fact`` says None, without its call)
+            return None, ""
+        if type(fact) is not dict:
+            fact = _fact(row)
+        elif fact.get("intent") != "agreement":
+            fact = None
+    else:
+        fact = _fact(row)
+    if fact is None:
+        return None, ""
+    return _instant(str(fact.get("subject", ""))), str(fact.get("said"))
+
+
+def escalation(
+    ctx: GradingContext,
+    person: Any,
+    posts: Sequence[Any],
+    memory: Sequence[Any],
+    start: datetime,
+    booked: datetime,
+    agent_name: str,
+    answer_minutes: int,
+) -> str:
+    """``escalated ...`` if a justified escalation of ``person`` before ``booked`` exists, else why not.
+
+    The rule ``checks_meetings.meeting_agreed`` states for someone who did not agree, read from the agent's posts
+    and the coworker's answers (here with the other readings of what was said, out of the checks module).
+    """
+    asks = [p for p in posts if p.channel == _dm_name(ctx.actor_id, person.id) and p.author_id == ctx.actor_id]
+    if not asks:
+        return "was never asked by direct message"
+    if person.manager_id is None:
+        return "has no manager to escalate to"
+    name_rx = _name_rx(person.username)
+    escalations = [
+        p
+        for p in posts
+        if p.channel == _dm_name(ctx.actor_id, person.manager_id)
+        and p.author_id == ctx.actor_id
+        and p.created_at <= booked
+        and name_rx.search(p.message)
+    ]
+    if not escalations:
+        return "neither agreed nor was escalated to their manager"
+    hours = WorkHours(person.timezone, person.work_start_minute, person.work_end_minute, person.workdays)
+    for esc in escalations:
+        before = [a for a in asks if a.created_at <= esc.created_at]
+        if not before:
+            continue
+        ask = before[-1]
+        replies = [r for r in memory if r.subject == agent_name and ask.created_at <= r.at <= esc.created_at]
+        if any(_fact(r) is None for r in replies):
+            return f"escalated after pushing back (post #{esc.id})"
+        answered = [r for r in replies if _said_about(r, start) is not None]  # answers about other times do not count
+        if not answered and esc.created_at >= hours.add(ask.created_at, answer_minutes) - timedelta(seconds=1):
+            return f"escalated after {answer_minutes} working minutes of silence (post #{esc.id})"
+    return "was escalated without a refusal or the stated silence"
