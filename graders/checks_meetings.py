@@ -235,60 +235,64 @@ def _the_meeting(ctx: GradingContext, title_pattern: str) -> tuple[Any, str]:
     return found
 
 
-def _attendees(ctx: GradingContext, event_id: int) -> list[Any]:
-    """The meeting's attendees, once per grade (every per-coworker check reads them).
+_Invitees = tuple[list[int], frozenset[int], frozenset[str], frozenset[int]]
+"""``_invitees``' answer: the invitees' ids (by username), their ids, usernames, and who declined."""
+
+
+def _invitation_view(ctx: GradingContext, event_id: int) -> tuple[list[Any], _Invitees]:
+    """The meeting's attendees (``_attendees``) and its invitees as every check asks (``_invitees``), built together.
 
     Why from the change log: the meeting is an event this episode created, so every invitation to it was
     logged too, and folding the logged rows (``invitations``) costs less than the query each booking and answer
     re-ran. Only an update moving an invitation the episode did not create (to another event or person) needs
-    the query.
+    the query. Why together: a booking's checks read both, and two kept answers (each its closure, its entry and
+    its pass, the second over the first's list) cost a booking more than one pass filing both. Kept until an
+    invitation or employee changes, and looked up in the step's table first (``ctx.memo``).
     """
-
-    def from_log() -> list[Any]:
-        invites = invitations(ctx)
-        if invites is None:
-            return [Attendee(*r) for r in Sql.of(ctx.session).all(_ATTENDEES, (event_id,))]
-        # loops and a C key, not comprehensions, a generator and a lambda: no frame per invitee or list
-        mine = []
-        for i in invites.values():
-            if i.get("event_id") == event_id:
-                mine.append((i["employee_id"], i["rsvp"]))
-        people = _people(ctx, list(map(_FIRST, mine)))
-        found = []
-        for emp, rsvp in mine:
-            if emp in people:
-                found.append(_new(Attendee, (emp, people[emp].username, rsvp)))
-        found.sort(key=_USERNAME)
-        return found
-
-    return ctx.kept(("attendees", event_id), ("event_attendees", "employees"), from_log)
-
-
-def _invitees(ctx: GradingContext, event_id: int) -> tuple[list[int], frozenset[int], frozenset[str], frozenset[int]]:
-    """The meeting's invitees as every check of it asks: ids (by username), ids, usernames, who declined.
-
-    Kept as long as ``_attendees`` (until an invitation or employee changes), so a booking's checks scan the
-    invitations once, not once a check (and looked up in the step's table first).
-    """
-    step: dict[int, tuple[list[int], frozenset[int], frozenset[str], frozenset[int]]] | None = ctx.memo.get("invitees")
+    step: dict[int, tuple[list[Any], _Invitees]] | None = ctx.memo.get("invitees")
     if step is None:
         step = ctx.memo["invitees"] = {}
     found = step.get(event_id)
     if found is None:
 
-        def build() -> tuple[list[int], frozenset[int], frozenset[str], frozenset[int]]:
+        def build() -> tuple[list[Any], _Invitees]:
+            invites = invitations(ctx)
+            if invites is None:
+                attendees = [Attendee(*r) for r in Sql.of(ctx.session).all(_ATTENDEES, (event_id,))]
+            else:
+                # loops and a C key, not comprehensions, a generator and a lambda: no frame per invitee or list
+                mine = []
+                for i in invites.values():
+                    if i.get("event_id") == event_id:
+                        mine.append((i["employee_id"], i["rsvp"]))
+                people = _people(ctx, list(map(_FIRST, mine)))
+                attendees = []
+                for emp, rsvp in mine:
+                    if emp in people:
+                        attendees.append(_new(Attendee, (emp, people[emp].username, rsvp)))
+                attendees.sort(key=_USERNAME)
             ids: list[int] = []
             names: set[str] = set()
             declined: set[int] = set()
-            for a in _attendees(ctx, event_id):  # one loop, not a comprehension a set (a frame each)
+            for a in attendees:  # one loop, not a comprehension a set (a frame each)
                 ids.append(a.employee_id)
                 names.add(a.username)
                 if a.rsvp == "declined":
                     declined.add(a.employee_id)
-            return ids, frozenset(ids), frozenset(names), frozenset(declined)
+            return attendees, (ids, frozenset(ids), frozenset(names), frozenset(declined))
 
         found = step[event_id] = ctx.kept(("invitees", event_id), ("event_attendees", "employees"), build)
     return found
+
+
+def _attendees(ctx: GradingContext, event_id: int) -> list[Any]:
+    """The meeting's attendees by username, once per grade (every per-coworker check reads them)."""
+    return _invitation_view(ctx, event_id)[0]
+
+
+def _invitees(ctx: GradingContext, event_id: int) -> _Invitees:
+    """The meeting's invitees as every check of it asks: ids (by username), ids, usernames, who declined."""
+    return _invitation_view(ctx, event_id)[1]
 
 
 def _resolve(ctx: GradingContext, names: Sequence[str]) -> tuple[dict[str, int], list[str]]:

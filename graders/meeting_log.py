@@ -691,24 +691,27 @@ class Calendar:
             unread.sort()
             for r in rows_in(ctx, _EVENT_ROWS, unread):
                 rows[r[0]] = _stored(r)
+        # each live event's entry built once, for its organiser, every invitee and its room (a booking's four)
+        entries: dict[int, Busy] = {}
+        for e, row in rows.items():
+            if row is not None and not row[6]:
+                entries[e] = (row[2], row[0], _label(row[0], row[1]), row[2], row[3], row[4], row[5])
         for person, event_id in adds:
             kept_busy = busy.get(person)
-            if kept_busy is not None:  # ``_add`` does nothing for someone not kept: not called for them
-                self._add(kept_busy, self.people.get(person), rows.get(event_id))
+            entry = entries.get(event_id)
+            if kept_busy is not None and entry is not None:  # ``_add`` for someone kept and an event live
+                self._add(kept_busy, self.people.get(person), entry)
         for r in new_events:
             row = rows.get(int(r.key[0]))
             if r.op == "insert" and row is not None and row[7] is not None:
                 kept = self.room_busy.setdefault(row[7], {}) if self.all_rooms else self.room_busy.get(row[7])
-                self._add(kept, self.rooms.get(row[7]), row)
+                entry = entries.get(row[0])
+                if kept is not None and entry is not None:
+                    self._add(kept, self.rooms.get(row[7]), entry)
 
-    def _add(
-        self, busy: dict[int, Busy] | None, windows: dict[Window, dict[int, Clash]] | None, row: EventRow | None
-    ) -> None:
-        """Enter a live event in someone's kept events and in the kept windows it overlaps."""
-        if busy is None or row is None or row[6]:
-            return
-        event_id, title, start, end, rule, until = row[:6]
-        entry: Busy = (start, event_id, _label(event_id, title), start, end, rule, until)
+    def _add(self, busy: dict[int, Busy], windows: dict[Window, dict[int, Clash]] | None, entry: Busy) -> None:
+        """Enter a live event's entry in someone's (or a room's) kept events and in the kept windows it overlaps."""
+        start, event_id, _, _, end, rule, until = entry
         busy[event_id] = entry
         if windows:
             clash = entry[:3]
