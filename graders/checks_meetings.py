@@ -537,16 +537,17 @@ def _step_of(ctx: GradingContext, rows: Sequence[ChangeRow]) -> list[Any]:
     framework hands the functions reading the same tables the same list in a step, and a tuple of seqs built
     and hashed for each function's every lookup cost more than the answers it found. The entry holds the list,
     so its id names no other list while the step's answers are kept (``ctx.memo``, emptied every step). A row set
-    starting with a calendar row (a booking's event) has its calendar answer worked out at once: a booking's
-    rows are all new events and invitations, which no kind leaves out, so ``_rows_left`` is not asked of them.
+    starting with a new event (a booking) has its calendar answer worked out at once: a booking's rows are all
+    new events and invitations, which no kind leaves out, so ``_rows_left`` is not asked of them (a wait's rows,
+    answers to invitations among them, are asked first: most leave nothing, and need no calendar answer).
     """
     steps: dict[int, list[Any]] | None = ctx.memo.get("meeting_steps")
     if steps is None:
         steps = ctx.memo["meeting_steps"] = {}
     found = steps.get(id(rows))
     if found is None or found[0] is not rows:
-        first = rows[0].table if rows else ""
-        found = steps[id(rows)] = [rows, _calendar_rows(rows) if first in _CALENDAR else None, {}]
+        booking = bool(rows) and rows[0].table == "events" and rows[0].op == "insert"
+        found = steps[id(rows)] = [rows, _calendar_rows(rows) if booking else None, {}]
     return found
 
 
