@@ -28,8 +28,6 @@ import json
 import math
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
-from itertools import compress
-from operator import itemgetter, or_
 from typing import Annotated, Any
 
 from pydantic import Field
@@ -146,7 +144,6 @@ def _diff(
 
 
 _isfinite, _isclose = math.isfinite, math.isclose
-_first, _second = itemgetter(0), itemgetter(1)
 
 
 def _sheet_at(names: list[str], name: str | None) -> int | None:
@@ -255,21 +252,19 @@ class _Doc:
         A group wakes when a cell of the row holding its key changed, or its key was written or cleared in its
         column: the key indexes are brought up to date on the way (the row moves from the old key's rows to the
         new key's). In the order the cells were written (a dict, not a set of objects: the same order every run).
-        The cells that can wake none (neither on an indexed row nor in a key column: most of an expense row's)
-        are passed over in C (``compress``), so the Python loop runs for the key cell and a changed row's cells.
+        One plain loop over the changed cells (a row's few and a total for an expense write): a write step runs
+        after a tool call has evicted the caches, so what it costs is mostly the distinct code and objects it
+        touches the first time, and a chain of C iterators (``map``, ``compress``, ``zip``, two getters and two
+        bound ``__contains__``) touched once a step cost more than the loop's few turns.
         """
         woken: dict[_KeyRows, None] = {}
-        groups = self.groups
+        groups, positions = self.groups, _POSITIONS
         for index, changed in enumerate(moved):
             if not changed:
                 continue
             lines, keys = self.lines[index], self.keys[index]
-            at: list[Any] = list(map(_POSITIONS.get, changed))
-            if not all(at):
-                at = [pos or _ref_pos(ref) for ref, pos in zip(changed, at, strict=True)]
-            # the cells on a row some group's key is on, or in a key column: the others move no group
-            near = map(or_, map(lines.__contains__, map(_first, at)), map(keys.__contains__, map(_second, at)))
-            for ref, (line, column) in compress(zip(changed, at, strict=True), near):
+            for ref in changed:
+                line, column = positions.get(ref) or _ref_pos(ref)
                 found = lines.get(line)
                 if found:
                     woken.update(found)
@@ -423,17 +418,20 @@ class _CellCheck:
 def _step_cells(doc: _Doc, old: list[_Cells], moved: list[_Moved], verdicts: dict[int, Answer]) -> None:
     """Decide the cell checks of the cells a write changed (``moved``, per sheet), each with its cell in hand.
 
-    The cells are looked up in the index, and those no check reads passed over, in C (``map``, ``filter``: an
-    expense write moves a row's cells and a total, and one check reads the total), and a cell holding exactly
+    The cells are looked up in the index in one plain loop (an expense write moves a row's cells and a total,
+    and one check reads the total; a chain of C iterators touched once a step costs more than the loop's few
+    turns once a tool call has evicted the caches, as ``_Doc.moved`` says), and a cell holding exactly
     what its check expects gets the check's passing verdict here (``_CellCheck.verdict``'s first test,
     inlined): a budget's one write fills a cell per check, so a call per check would cost a frame each for that
     one comparison; any other verdict is the score alone (``_CellCheck.score``).
     """
     for index, changed in enumerate(moved):
         if changed:
-            cells = doc.sheets[index]
-            checks_of: Any = doc.reads[index].get  # ``filter`` leaves out the cells with no checks (None)
-            for ref, found in filter(_second, zip(changed, map(checks_of, changed), strict=True)):
+            cells, reads = doc.sheets[index], doc.reads[index]
+            for ref in changed:
+                found = reads.get(ref)
+                if found is None:
+                    continue
                 cell = cells.get(ref)
                 for check, compiled in found:
                     hit = compiled.hit
