@@ -36,7 +36,6 @@ from graders.base import ChangeRow, CheckOutcome, GradingContext, check_fn
 from graders.checks_common import listing
 from graders.checks_docs import _UNKNOWN, _content, _document
 from graders.sheets_diff import (
-    _CAP,
     _POSITIONS,
     _before,
     _book_of,
@@ -71,9 +70,6 @@ def _workbook(ctx: GradingContext, row: tuple[Any, ...]) -> Workbook:
     return book
 
 
-_NAMES: dict[tuple[int, int], str] = {}
-"""``_cell_at``'s answers, read with ``dict.get`` as ``sheets_diff._POSITIONS`` is (a row check reads the same
-few cells of each row an episode fills)."""
 _split_sheet = lru_cache(maxsize=4096)(split_sheet)
 _parse_cell = lru_cache(maxsize=4096)(parse_cell)
 """``split_sheet`` and ``parse_cell``, cached: every write re-checks the same rubric cells (a bad name still raises)."""
@@ -462,13 +458,9 @@ def _file_cell(doc: _Doc, names: list[str], p: Mapping[str, Any], check: int) ->
 def _cell_at(row: int, column: int) -> str:
     """The plain name of cell (``row``, ``column``); "" (no cell has it) for a column off the sheet (``??``).
 
-    Cached (``_NAMES``; ``_KeyRows.decide`` reads the cache itself and calls this on a miss).
+    A row group keeps the names of its row's cells while its key stays on that row (``_KeyRows.refs``).
     """
-    name = cell_name(row, column) if 0 <= column < MAX_COLS else ""
-    if len(_NAMES) >= _CAP:
-        _NAMES.clear()
-    _NAMES[(row, column)] = name
-    return name
+    return cell_name(row, column) if 0 <= column < MAX_COLS else ""
 
 
 class _RowCheck:
@@ -512,16 +504,20 @@ class _KeyRows:
     key's rows are looked up and the row indexed once for all of them, and each is decided in the same frame
     (``decide``): a write step runs with code the tool call in between has pushed out of the caches, so every
     call saved counts. ``rows``: the rows holding the key when last decided; ``line``: while that is one row,
-    it (0-based), indexed in ``_Doc.lines``, else -1.
+    it (0-based), indexed in ``_Doc.lines``, else -1; ``refs``: the names of the cells of ``line`` the checks
+    read, by column, filled as they are first read and emptied when the key moves (a write then looks each
+    cell up by a name it keeps, where a cache by (row, column) built a tuple and probed a shared dict, memory
+    the tool call before has evicted, for each cell of each check).
     """
 
-    __slots__ = ("checks", "column", "line", "needle", "rows", "sheet")
+    __slots__ = ("checks", "column", "line", "needle", "refs", "rows", "sheet")
 
     def __init__(self, sheet: int, column: int, needle: str) -> None:
         self.sheet, self.column, self.needle = sheet, column, needle
         self.checks: list[_RowCheck] = []
         self.rows: frozenset[int] = _EMPTY
         self.line = -1
+        self.refs: dict[int, str] = {}
 
     def decide(self, doc: _Doc, verdicts: dict[int, Answer], checks: Sequence[_RowCheck] = ()) -> None:
         """Put in ``verdicts`` the verdict (``_row_verdict``'s) of each of ``checks`` (default: all of the group's).
@@ -536,7 +532,7 @@ class _KeyRows:
             lines = doc.lines[self.sheet]
             if self.line >= 0:
                 del lines[self.line][self]
-            self.rows, self.line = frozenset(rows), -1
+            self.rows, self.line, self.refs = frozenset(rows), -1, {}
             if len(rows) == 1:
                 (self.line,) = rows
                 lines.setdefault(self.line, {})[self] = None
@@ -551,13 +547,16 @@ class _KeyRows:
                 found = _row_verdict({}, p["document"], p["key_column"], check.key, p["expected"], 0, hits, ())
                 verdicts[check.check] = found
             return
-        cells, names = doc.sheets[self.sheet], _NAMES
+        cells, refs = doc.sheets[self.sheet], self.refs
         for check in checks or self.checks:
             bad = 0
             problems: list[str] | None = [] if checks else None  # the texts only for a whole verdict
             tolerance = check.tolerance
             for letter, column, kind, want, shown, exact in check.wants:
-                cell = cells.get(names.get((line, column)) or _cell_at(line, column))
+                ref = refs.get(column)
+                if ref is None:
+                    ref = refs[column] = _cell_at(line, column)
+                cell = cells.get(ref)
                 actual: Any = None if cell is None else cell[0]
                 kind_of = type(actual)
                 if kind_of is type(exact) and actual == exact:  # what a write of the expected value holds
