@@ -17,11 +17,11 @@ from typing import Any
 
 from tests.graders.test_progress_sheets3 import _book, _Play
 
-_HEAD = {"B1": ["Receipt", None], "I1": [0.0, 'SUMIF(G2:G9,"approved",F2:F9)']}
-_RC1 = {"E2": ["Travel", None], "F2": [40.0, None], "G2": ["approved", None]}
+_HEAD: dict[str, list[Any]] = {"B1": ["Receipt", None], "I1": [0.0, 'SUMIF(G2:G9,"approved",F2:F9)']}
+_RC1: dict[str, list[Any]] = {"E2": ["Travel", None], "F2": [40.0, None], "G2": ["approved", None]}
 
 
-def test_a_key_moving_to_another_row_reads_the_new_rows_cells_not_the_names_kept_for_the_old_one():
+def test_a_key_moving_to_another_row_reads_the_new_rows_cells_not_the_names_kept_for_the_old_one() -> None:
     asks: list[tuple[str, dict[str, Any]]] = [
         ("sheet_row_matches", {"key_column": "B", "key": "RC-1", "expected": {"E": "Travel", "F": 40}}),
         ("sheet_row_matches", {"key_column": "B", "key": "RC-1", "expected": {"G": "approved"}}),
@@ -46,7 +46,7 @@ def test_a_key_moving_to_another_row_reads_the_new_rows_cells_not_the_names_kept
     assert play.answers == {("sheet_row_matches", 0): 1.0, ("sheet_row_matches", 1): 1.0}
 
 
-def test_a_check_filed_after_its_groups_names_were_kept_and_a_column_off_the_sheet_read_as_empty():
+def test_a_check_filed_after_its_groups_names_were_kept_and_a_column_off_the_sheet_read_as_empty() -> None:
     """The names fill as checks read them: a later check's column is named then; a column past the last is ""."""
     asks: list[tuple[str, dict[str, Any]]] = [
         ("sheet_row_matches", {"key_column": "B", "key": "RC-1", "expected": {"F": 40}}),
@@ -66,19 +66,19 @@ def test_a_check_filed_after_its_groups_names_were_kept_and_a_column_off_the_she
     }
 
 
-def test_the_changed_cells_wake_the_groups_of_their_rows_and_keys_and_no_other():
+def test_the_changed_cells_wake_the_groups_of_their_rows_and_keys_and_no_other() -> None:
     asks: list[tuple[str, dict[str, Any]]] = [
         ("sheet_row_matches", {"key_column": "B", "key": "RC-1", "expected": {"F": 40}}),
         ("sheet_row_matches", {"key_column": "B", "key": "RC-2", "expected": {"F": 12.5}}),
         ("sheet_row_matches", {"sheet": "Notes", "key_column": "A", "key": "RC-1", "expected": {"B": "ok"}}),
     ]
-    notes = {"name": "Notes", "cells": {"A1": ["RC-1", None], "B1": ["ok", None]}}
+    notes: dict[str, list[Any]] = {"A1": ["RC-1", None], "B1": ["ok", None]}
 
     def book(cells: dict[str, Any], *, note: str = "ok") -> dict[str, Any]:
         return {
             "sheets": [
                 {"name": "Expenses", "cells": dict(cells)},
-                notes | {"cells": {**notes["cells"], "B1": [note, None]}},
+                {"name": "Notes", "cells": notes | {"B1": [note, None]}},
             ]
         }
 
@@ -98,7 +98,7 @@ def test_the_changed_cells_wake_the_groups_of_their_rows_and_keys_and_no_other()
     assert play.answers == {("sheet_row_matches", 0): 0.0}
 
 
-def test_the_cell_checks_of_the_changed_cells_are_decided_among_cells_no_check_reads():
+def test_the_cell_checks_of_the_changed_cells_are_decided_among_cells_no_check_reads() -> None:
     asks: list[tuple[str, dict[str, Any]]] = [
         ("sheet_cell_equals", {"cell": "I1", "value": 40, "formula": True}),
         ("sheet_cell_equals", {"cell": "I1", "value": 52.5}),
