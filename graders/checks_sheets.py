@@ -242,16 +242,18 @@ class _Doc:
                     found.setdefault(value.strip().casefold(), set()).add(pos[0])
         return found
 
-    def moved(self, old: list[_Cells], moved: list[_Moved]) -> dict[_KeyRows, None]:
-        """The row checks' key groups a write may have moved (``moved``: per sheet, from ``old``'s cells to ours).
+    def step_rows(self, old: list[_Cells], moved: list[_Moved], verdicts: dict[int, Answer]) -> None:
+        """Decide the row checks' key groups a write may have moved (``moved``: per sheet, from ``old``'s cells).
 
-        A group wakes when a cell of the row holding its key changed, or its key was written or cleared in its
-        column: the key indexes are brought up to date on the way (the row moves from the old key's rows to the
-        new key's). In the order the cells were written (a dict, not a set of objects: the same order every run).
-        One plain loop over the changed cells (a row's few and a total for an expense write): a write step runs
-        after a tool call has evicted the caches, so what it costs is mostly the distinct code and objects it
-        touches the first time, and a chain of C iterators (``map``, ``compress``, ``zip``, two getters and two
-        bound ``__contains__``) touched once a step cost more than the loop's few turns.
+        ``sheet_row_matches``' step (``_Watch.step``), called as ``_Doc.step_rows(doc, ...)``. A group wakes when
+        a cell of the row holding its key changed, or its key was written or cleared in its column: the key
+        indexes are brought up to date on the way (the row moves from the old key's rows to the new key's), and
+        the groups are decided once they all are, in the order the cells were written (a dict, not a set of
+        objects: the same order every run). One plain loop over the changed cells (a row's few and a total for
+        an expense write): a write step runs after a tool call has evicted the caches, so what it costs is
+        mostly the distinct code and objects it touches the first time, and a chain of C iterators (``map``,
+        ``compress``, ``zip``, two getters and two bound ``__contains__``) touched once a step cost more than
+        the loop's few turns, as did a frame between the walk and the decisions.
         """
         woken: dict[_KeyRows, None] = {}
         groups, positions = self.groups, _POSITIONS
@@ -280,7 +282,8 @@ class _Doc:
                     group = groups.get((index, column, key))
                     if group is not None:
                         woken[group] = None
-        return woken
+        for group in woken:  # once every key index is up to date: a group reads where its key is now
+            group.decide(self, verdicts)
 
 
 _NUMBER, _TEXT, _EXACT = 1, 2, 3
@@ -416,7 +419,7 @@ def _step_cells(doc: _Doc, old: list[_Cells], moved: list[_Moved], verdicts: dic
 
     The cells are looked up in the index in one plain loop (an expense write moves a row's cells and a total,
     and one check reads the total; a chain of C iterators touched once a step costs more than the loop's few
-    turns once a tool call has evicted the caches, as ``_Doc.moved`` says), and a cell holding exactly
+    turns once a tool call has evicted the caches, as ``_Doc.step_rows`` says), and a cell holding exactly
     what its check expects gets the check's passing verdict here (``_CellCheck.verdict``'s first test,
     inlined): a budget's one write fills a cell per check, so a call per check would cost a frame each for that
     one comparison; any other verdict is the score alone (``_CellCheck.score``).
@@ -578,12 +581,6 @@ class _KeyRows:
                 verdicts[check.check] = (count - bad) / count  # ``_row_outcome``'s score, no text
             else:
                 verdicts[check.check] = _row_outcome(check.key, line + 1, count, problems)
-
-
-def _step_rows(doc: _Doc, old: list[_Cells], moved: list[_Moved], verdicts: dict[int, Answer]) -> None:
-    """Decide the row checks a write moved: a key of theirs written or cleared, or a cell of their row changed."""
-    for group in doc.moved(old, moved):
-        group.decide(doc, verdicts)
 
 
 def _file_row(doc: _Doc, names: list[str], p: Mapping[str, Any], check: int) -> _RowCheck | None:
@@ -762,7 +759,7 @@ def _key_rows(ctx: GradingContext, sheet: Sheet, column: int) -> dict[str, list[
     return found
 
 
-@check_fn("sheet_row_matches", reads=("documents",), on_step=_Watch("sheet_row_matches", _file_row, _step_rows))
+@check_fn("sheet_row_matches", reads=("documents",), on_step=_Watch("sheet_row_matches", _file_row, _Doc.step_rows))
 def sheet_row_matches(
     ctx: GradingContext,
     document: str,

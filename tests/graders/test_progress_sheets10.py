@@ -1,6 +1,6 @@
 """The spreadsheet checks' ``on_step`` paths of the tenth round, each held to the functions after every write.
 
-``graders.checks_sheets`` now walks a write's changed cells in one plain loop (``_Doc.moved`` for the row
+``graders.checks_sheets`` now walks a write's changed cells in one plain loop (``_Doc.step_rows`` for the row
 groups, ``_step_cells`` for the cell checks) instead of a chain of C iterators, and a row group keeps the names
 of its row's cells while its key stays on that row (``_KeyRows.refs``, filled as the checks first read them,
 emptied when the key moves) instead of a shared cache by (row, column). Each test plays writes as
