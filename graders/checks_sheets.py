@@ -28,8 +28,6 @@ import json
 import math
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
-from itertools import compress
-from operator import itemgetter, or_
 from typing import Annotated, Any
 
 from pydantic import Field
@@ -38,7 +36,6 @@ from graders.base import ChangeRow, CheckOutcome, GradingContext, check_fn
 from graders.checks_common import listing
 from graders.checks_docs import _UNKNOWN, _content, _document
 from graders.sheets_diff import (
-    _CAP,
     _POSITIONS,
     _before,
     _book_of,
@@ -73,9 +70,6 @@ def _workbook(ctx: GradingContext, row: tuple[Any, ...]) -> Workbook:
     return book
 
 
-_NAMES: dict[tuple[int, int], str] = {}
-"""``_cell_at``'s answers, read with ``dict.get`` as ``sheets_diff._POSITIONS`` is (a row check reads the same
-few cells of each row an episode fills)."""
 _split_sheet = lru_cache(maxsize=4096)(split_sheet)
 _parse_cell = lru_cache(maxsize=4096)(parse_cell)
 """``split_sheet`` and ``parse_cell``, cached: every write re-checks the same rubric cells (a bad name still raises)."""
@@ -146,7 +140,6 @@ def _diff(
 
 
 _isfinite, _isclose = math.isfinite, math.isclose
-_first, _second = itemgetter(0), itemgetter(1)
 
 
 def _sheet_at(names: list[str], name: str | None) -> int | None:
@@ -249,27 +242,27 @@ class _Doc:
                     found.setdefault(value.strip().casefold(), set()).add(pos[0])
         return found
 
-    def moved(self, old: list[_Cells], moved: list[_Moved]) -> dict[_KeyRows, None]:
-        """The row checks' key groups a write may have moved (``moved``: per sheet, from ``old``'s cells to ours).
+    def step_rows(self, old: list[_Cells], moved: list[_Moved], verdicts: dict[int, Answer]) -> None:
+        """Decide the row checks' key groups a write may have moved (``moved``: per sheet, from ``old``'s cells).
 
-        A group wakes when a cell of the row holding its key changed, or its key was written or cleared in its
-        column: the key indexes are brought up to date on the way (the row moves from the old key's rows to the
-        new key's). In the order the cells were written (a dict, not a set of objects: the same order every run).
-        The cells that can wake none (neither on an indexed row nor in a key column: most of an expense row's)
-        are passed over in C (``compress``), so the Python loop runs for the key cell and a changed row's cells.
+        ``sheet_row_matches``' step (``_Watch.step``), called as ``_Doc.step_rows(doc, ...)``. A group wakes when
+        a cell of the row holding its key changed, or its key was written or cleared in its column: the key
+        indexes are brought up to date on the way (the row moves from the old key's rows to the new key's), and
+        the groups are decided once they all are, in the order the cells were written (a dict, not a set of
+        objects: the same order every run). One plain loop over the changed cells (a row's few and a total for
+        an expense write): a write step runs after a tool call has evicted the caches, so what it costs is
+        mostly the distinct code and objects it touches the first time, and a chain of C iterators (``map``,
+        ``compress``, ``zip``, two getters and two bound ``__contains__``) touched once a step cost more than
+        the loop's few turns, as did a frame between the walk and the decisions.
         """
         woken: dict[_KeyRows, None] = {}
-        groups = self.groups
+        groups, positions = self.groups, _POSITIONS
         for index, changed in enumerate(moved):
             if not changed:
                 continue
             lines, keys = self.lines[index], self.keys[index]
-            at: list[Any] = list(map(_POSITIONS.get, changed))
-            if not all(at):
-                at = [pos or _ref_pos(ref) for ref, pos in zip(changed, at, strict=True)]
-            # the cells on a row some group's key is on, or in a key column: the others move no group
-            near = map(or_, map(lines.__contains__, map(_first, at)), map(keys.__contains__, map(_second, at)))
-            for ref, (line, column) in compress(zip(changed, at, strict=True), near):
+            for ref in changed:
+                line, column = positions.get(ref) or _ref_pos(ref)
                 found = lines.get(line)
                 if found:
                     woken.update(found)
@@ -289,7 +282,8 @@ class _Doc:
                     group = groups.get((index, column, key))
                     if group is not None:
                         woken[group] = None
-        return woken
+        for group in woken:  # once every key index is up to date: a group reads where its key is now
+            group.decide(self, verdicts)
 
 
 _NUMBER, _TEXT, _EXACT = 1, 2, 3
@@ -423,17 +417,20 @@ class _CellCheck:
 def _step_cells(doc: _Doc, old: list[_Cells], moved: list[_Moved], verdicts: dict[int, Answer]) -> None:
     """Decide the cell checks of the cells a write changed (``moved``, per sheet), each with its cell in hand.
 
-    The cells are looked up in the index, and those no check reads passed over, in C (``map``, ``filter``: an
-    expense write moves a row's cells and a total, and one check reads the total), and a cell holding exactly
+    The cells are looked up in the index in one plain loop (an expense write moves a row's cells and a total,
+    and one check reads the total; a chain of C iterators touched once a step costs more than the loop's few
+    turns once a tool call has evicted the caches, as ``_Doc.step_rows`` says), and a cell holding exactly
     what its check expects gets the check's passing verdict here (``_CellCheck.verdict``'s first test,
     inlined): a budget's one write fills a cell per check, so a call per check would cost a frame each for that
     one comparison; any other verdict is the score alone (``_CellCheck.score``).
     """
     for index, changed in enumerate(moved):
         if changed:
-            cells = doc.sheets[index]
-            checks_of: Any = doc.reads[index].get  # ``filter`` leaves out the cells with no checks (None)
-            for ref, found in filter(_second, zip(changed, map(checks_of, changed), strict=True)):
+            cells, reads = doc.sheets[index], doc.reads[index]
+            for ref in changed:
+                found = reads.get(ref)
+                if found is None:
+                    continue
                 cell = cells.get(ref)
                 for check, compiled in found:
                     hit = compiled.hit
@@ -464,13 +461,9 @@ def _file_cell(doc: _Doc, names: list[str], p: Mapping[str, Any], check: int) ->
 def _cell_at(row: int, column: int) -> str:
     """The plain name of cell (``row``, ``column``); "" (no cell has it) for a column off the sheet (``??``).
 
-    Cached (``_NAMES``; ``_KeyRows.decide`` reads the cache itself and calls this on a miss).
+    A row group keeps the names of its row's cells while its key stays on that row (``_KeyRows.refs``).
     """
-    name = cell_name(row, column) if 0 <= column < MAX_COLS else ""
-    if len(_NAMES) >= _CAP:
-        _NAMES.clear()
-    _NAMES[(row, column)] = name
-    return name
+    return cell_name(row, column) if 0 <= column < MAX_COLS else ""
 
 
 class _RowCheck:
@@ -514,16 +507,20 @@ class _KeyRows:
     key's rows are looked up and the row indexed once for all of them, and each is decided in the same frame
     (``decide``): a write step runs with code the tool call in between has pushed out of the caches, so every
     call saved counts. ``rows``: the rows holding the key when last decided; ``line``: while that is one row,
-    it (0-based), indexed in ``_Doc.lines``, else -1.
+    it (0-based), indexed in ``_Doc.lines``, else -1; ``refs``: the names of the cells of ``line`` the checks
+    read, by column, filled as they are first read and emptied when the key moves (a write then looks each
+    cell up by a name it keeps, where a cache by (row, column) built a tuple and probed a shared dict, memory
+    the tool call before has evicted, for each cell of each check).
     """
 
-    __slots__ = ("checks", "column", "line", "needle", "rows", "sheet")
+    __slots__ = ("checks", "column", "line", "needle", "refs", "rows", "sheet")
 
     def __init__(self, sheet: int, column: int, needle: str) -> None:
         self.sheet, self.column, self.needle = sheet, column, needle
         self.checks: list[_RowCheck] = []
         self.rows: frozenset[int] = _EMPTY
         self.line = -1
+        self.refs: dict[int, str] = {}
 
     def decide(self, doc: _Doc, verdicts: dict[int, Answer], checks: Sequence[_RowCheck] = ()) -> None:
         """Put in ``verdicts`` the verdict (``_row_verdict``'s) of each of ``checks`` (default: all of the group's).
@@ -538,7 +535,7 @@ class _KeyRows:
             lines = doc.lines[self.sheet]
             if self.line >= 0:
                 del lines[self.line][self]
-            self.rows, self.line = frozenset(rows), -1
+            self.rows, self.line, self.refs = frozenset(rows), -1, {}
             if len(rows) == 1:
                 (self.line,) = rows
                 lines.setdefault(self.line, {})[self] = None
@@ -553,13 +550,16 @@ class _KeyRows:
                 found = _row_verdict({}, p["document"], p["key_column"], check.key, p["expected"], 0, hits, ())
                 verdicts[check.check] = found
             return
-        cells, names = doc.sheets[self.sheet], _NAMES
+        cells, refs = doc.sheets[self.sheet], self.refs
         for check in checks or self.checks:
             bad = 0
             problems: list[str] | None = [] if checks else None  # the texts only for a whole verdict
             tolerance = check.tolerance
             for letter, column, kind, want, shown, exact in check.wants:
-                cell = cells.get(names.get((line, column)) or _cell_at(line, column))
+                ref = refs.get(column)
+                if ref is None:
+                    ref = refs[column] = _cell_at(line, column)
+                cell = cells.get(ref)
                 actual: Any = None if cell is None else cell[0]
                 kind_of = type(actual)
                 if kind_of is type(exact) and actual == exact:  # what a write of the expected value holds
@@ -581,12 +581,6 @@ class _KeyRows:
                 verdicts[check.check] = (count - bad) / count  # ``_row_outcome``'s score, no text
             else:
                 verdicts[check.check] = _row_outcome(check.key, line + 1, count, problems)
-
-
-def _step_rows(doc: _Doc, old: list[_Cells], moved: list[_Moved], verdicts: dict[int, Answer]) -> None:
-    """Decide the row checks a write moved: a key of theirs written or cleared, or a cell of their row changed."""
-    for group in doc.moved(old, moved):
-        group.decide(doc, verdicts)
 
 
 def _file_row(doc: _Doc, names: list[str], p: Mapping[str, Any], check: int) -> _RowCheck | None:
@@ -765,7 +759,7 @@ def _key_rows(ctx: GradingContext, sheet: Sheet, column: int) -> dict[str, list[
     return found
 
 
-@check_fn("sheet_row_matches", reads=("documents",), on_step=_Watch("sheet_row_matches", _file_row, _step_rows))
+@check_fn("sheet_row_matches", reads=("documents",), on_step=_Watch("sheet_row_matches", _file_row, _Doc.step_rows))
 def sheet_row_matches(
     ctx: GradingContext,
     document: str,
