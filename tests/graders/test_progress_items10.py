@@ -1,0 +1,122 @@
+"""The tenth round of the case paths (items10), held to a full grade after every step (``_play`` of comms3's tests).
+
+What each test plays is what the path settles: the ticket fold keeps a filed ticket's logged insert row as its
+image until an edit of the ticket is folded in, and copies it then (the log's row must never change: a check
+that reads it later, or the collateral check, would read the edit as the insert); a ticket row's lowered text
+and case ticket are worked out once per row in ``ctx.memo`` for every case function of the rubric.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import graders.checks_cases as checks_cases
+from tests.graders.test_progress_comms3 import _play
+from tests.graders.test_progress_mail8 import _in_progress
+from tests.graders.test_progress_pcomms import _file
+
+REF = {"project": "ENG", "reference": "REF-1234"}
+
+
+def _set(world, key: str, **values: Any):
+    def step() -> None:
+        ticket = world.ticket(key)
+        for column, value in values.items():
+            setattr(ticket, column, value)
+
+    return step
+
+
+def test_a_filed_tickets_image_is_its_logged_row_until_an_edit_copies_it(world):
+    checks: list[tuple[str, str, dict[str, Any]]] = [
+        ("case", "ticket_for_reference", dict(REF)),
+        ("case-high", "ticket_for_reference", {**REF, "fields": {"priority": "high"}}),
+        ("case-in-title", "ticket_for_reference", {**REF, "in_title": True}),
+    ]
+    progress, said = _play(
+        world,
+        checks,
+        [
+            lambda: _file(world, 6, "Login fails", "REF-1234 from mail", priority="high"),  # filed: all but the title
+            _set(world, "ENG-6", priority="low"),  # an edit: the image is copied before it is applied
+            _set(world, "ENG-6", title="REF-1234 login fails"),  # the copy takes the next edit too
+            _set(world, "ENG-6", priority="high"),
+        ],
+    )
+    assert said == [
+        {"case": 1.0, "case-high": 1.0, "case-in-title": 0.0},
+        {"case-high": 0.0},
+        {"case": 1.0, "case-high": 0.0, "case-in-title": 1.0},
+        {"case-high": 1.0},
+    ]
+    fold = progress.ctx.lasting["ticket_fold"]
+    (filed,) = [r for r in progress.ctx.changed_rows("tickets") if r.op == "insert"]
+    tid = filed.key[0]
+    # the log's insert row is as the step logged it; the fold's image is its own copy, every edit applied
+    assert filed.changes["priority"] == "high" and filed.changes["title"] == "Login fails"
+    assert fold.images[tid] is fold.edited[tid] and fold.images[tid] is not filed.changes
+    assert fold.images[tid]["title"] == "REF-1234 login fails" and fold.images[tid]["priority"] == "high"
+
+
+def test_an_unedited_tickets_image_is_the_logged_row_itself(world):
+    progress, said = _play(
+        world,
+        [("case-high", "ticket_for_reference", {**REF, "fields": {"priority": "high"}})],
+        [lambda: _file(world, 6, "REF-1234 login fails", "from mail", priority="high")],
+    )
+    assert said == [{"case-high": 1.0}]
+    fold = progress.ctx.lasting["ticket_fold"]
+    (filed,) = progress.ctx.changed_rows("tickets")
+    assert fold.images[filed.key[0]] is filed.changes and not fold.edited, "no copy of a ticket never edited"
+
+
+def test_a_deleted_and_refiled_id_starts_from_its_new_insert(world):
+    def delete() -> None:
+        world.session.delete(world.ticket("ENG-6"))
+
+    progress, said = _play(
+        world,
+        [("case-high", "ticket_for_reference", {**REF, "fields": {"priority": "high"}})],
+        [
+            lambda: _file(world, 6, "REF-1234 login fails", "from mail", priority="high"),
+            _set(world, "ENG-6", priority="low"),
+            delete,
+            lambda: _file(world, 7, "REF-1234 again", "from mail", priority="high"),  # SQLite gives it id 6 again
+            _set(world, "ENG-7", story_points=3),  # an edit of the new ticket: copied from its own insert
+        ],
+    )
+    rows = progress.ctx.changed_rows("tickets")
+    assert [r.op for r in rows] == ["insert", "update", "delete", "insert", "update"]
+    assert len({r.key for r in rows}) == 1, "the id was filed again (what this test is about)"
+    # the log cannot tell a deleted id's fields: the check re-ran (None) and matched the grade (``_play``)
+    assert said[3:] == [{"case-high": None}, {}]
+    image = checks_cases._ticket_fold(progress.ctx).images[rows[0].key[0]]  # (folded when a check next reads it)
+    assert image["key"] == "ENG-7" and image["story_points"] == 3 and rows[3].changes["story_points"] is None
+
+
+def test_a_ticket_rows_text_is_worked_out_once_a_step_for_every_case_function(world, monkeypatch):
+    calls: list[str] = []
+    real = checks_cases._ticket_fold
+
+    def spy(ctx):
+        if _in_progress():
+            calls.append(sys._getframe(1).f_code.co_name)
+        return real(ctx)
+
+    monkeypatch.setattr(checks_cases, "_ticket_fold", spy)
+    checks: list[tuple[str, str, dict[str, Any]]] = [
+        ("case", "ticket_for_reference", dict(REF)),
+        ("no-dup", "no_ticket_for_reference", {"reference": "REF-1234"}),
+    ]
+    _, said = _play(
+        world,
+        checks,
+        [
+            lambda: calls.clear() or _file(world, 6, "REF-1234 login fails", "from mail"),
+            lambda: _file(world, 7, "REF-1234 still failing", "a second one"),
+        ],
+    )
+    assert said == [{"case": 1.0, "no-dup": 0.0}, {"case": 0.0, "no-dup": 0.0}]
+    # each step: one fold by the row's first reader, whichever function that is; the other reads ``ctx.memo``
+    assert calls.count("_filed_row") == 2, calls
