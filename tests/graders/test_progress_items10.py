@@ -3,7 +3,8 @@
 What each test plays is what the path settles: the ticket fold keeps a filed ticket's logged insert row as its
 image until an edit of the ticket is folded in, and copies it then (the log's row must never change: a check
 that reads it later, or the collateral check, would read the edit as the insert); a ticket row's lowered text
-and case ticket are worked out once per row in ``ctx.memo`` for every case function of the rubric.
+and case ticket are worked out once per row in ``ctx.memo`` for every case function of the rubric; a share
+function's plan of scope "grantee" files its checks by grant only (its grants never read an index by document).
 """
 
 from __future__ import annotations
@@ -12,9 +13,14 @@ import sys
 from typing import Any
 
 import graders.checks_cases as checks_cases
+from graders import share_step
+from tests.graders.conftest import employee
 from tests.graders.test_progress_comms3 import _play
 from tests.graders.test_progress_mail8 import _in_progress
 from tests.graders.test_progress_pcomms import _file
+from tests.graders.test_progress_pdocs import _doc
+from tests.graders.test_progress_share9 import CHECKS
+from worlds.schema import DocFolder, DocumentShare
 
 REF = {"project": "ENG", "reference": "REF-1234"}
 
@@ -120,3 +126,38 @@ def test_a_ticket_rows_text_is_worked_out_once_a_step_for_every_case_function(wo
     assert said == [{"case": 1.0, "no-dup": 0.0}, {"case": 0.0, "no-dup": 0.0}]
     # each step: one fold by the row's first reader, whichever function that is; the other reads ``ctx.memo``
     assert calls.count("_filed_row") == 2, calls
+
+
+def test_a_grantee_plan_files_its_checks_by_grant_only(world):
+    shared = DocFolder(parent_id=None, name="Shared", owner_id=1, created_at=world.clock.now())
+    world.add(shared)
+    req = DocFolder(parent_id=shared.id, name="Req", owner_id=1, created_at=world.clock.now())
+    world.add(req)
+    docs = {"A": _doc(req.id, "A.odt", [[1, "A"]]), "B": _doc(req.id, "B.odt", [[1, "B"]])}
+    world.add(*docs.values())
+    world.start_seq = world.log_count()
+
+    def grant(doc: str, who: str, permission: str = "view") -> None:
+        world.add(
+            DocumentShare(document_id=docs[doc].id, employee_id=employee(world.session, who).id, permission=permission)
+        )
+
+    def create() -> None:
+        docs["New"] = _doc(req.id, "New.odt", [[1, "New"]])
+        world.add(docs["New"])
+
+    progress, said = _play(
+        world,
+        CHECKS,
+        [lambda: grant("A", "bob"), create, lambda: grant("New", "dave"), lambda: grant("B", "bob", "edit")],
+    )
+    assert said[0] == {"a-bob": 1.0, "a-only": "LATER", "a-kept": 0.0, "b-kept": "LATER"}
+    assert said[2] == {"new-dave": 1.0, "a-kept": "LATER", "b-kept": "LATER"}, "the plan built again: New is in it"
+    assert said[3] == {"b-bob": 1.0, "b-only": "LATER", "a-kept": "LATER", "b-kept": 0.0}
+    lasting = progress.ctx.lasting
+    plans = [plan for key, plan in lasting.items() if type(key) is tuple and key[0] == "share_plan"]
+    assert len(plans) == 3, "one plan per share function"
+    grantee = [p for p in plans if p.by_grant]
+    assert len(grantee) == 1 and grantee[0].by_doc == {}, "a grantee plan builds no index by document"
+    assert all(p.by_doc for p in plans if not p.by_grant), "the other scopes' plans are by document"
+    assert all(p.held is share_step._docs()._held_verdict for p in plans)
