@@ -4,7 +4,9 @@ What each test plays is what the path settles: the ticket fold keeps a filed tic
 image until an edit of the ticket is folded in, and copies it then (the log's row must never change: a check
 that reads it later, or the collateral check, would read the edit as the insert); a ticket row's lowered text
 and case ticket are worked out once per row in ``ctx.memo`` for every case function of the rubric; a share
-function's plan of scope "grantee" files its checks by grant only (its grants never read an index by document).
+function's plan of scope "grantee" files its checks by grant only (its grants never read an index by document);
+``row_exists``' scan of the changed rows finds a row's first logged change with a loop and folds an insert's
+columns without a comprehension (an inserted row from its insert, an updated one read).
 """
 
 from __future__ import annotations
@@ -161,3 +163,22 @@ def test_a_grantee_plan_files_its_checks_by_grant_only(world):
     assert len(grantee) == 1 and grantee[0].by_doc == {}, "a grantee plan builds no index by document"
     assert all(p.by_doc for p in plans if not p.by_grant), "the other scopes' plans are by document"
     assert all(p.held is share_step._docs()._held_verdict for p in plans)
+
+
+def test_a_changed_row_scan_folds_an_inserted_row_and_reads_an_updated_one(world):
+    """``row_exists`` on columns no unique names: the changed rows scanned, a filed one folded from its insert."""
+    checks: list[tuple[str, str, dict[str, Any]]] = [
+        ("filed-high", "row_exists", {"table": "tickets", "where": {"title": "REF-9 down", "priority": "high"}}),
+        ("bug1-urgent", "row_exists", {"table": "tickets", "where": {"title": "Bug 1", "priority": "urgent"}}),
+    ]
+    progress, _ = _play(
+        world,
+        checks,
+        [
+            lambda: _file(world, 6, "REF-9 down", "from mail", priority="low"),  # first changed row: an insert
+            _set(world, "ENG-6", priority="high"),  # the filed row's update, folded on its insert
+            _set(world, "ENG-1", priority="urgent"),  # a row that existed: only updated, so it is read
+            _set(world, "ENG-6", title="REF-9 fixed"),
+        ],
+    )
+    assert [r.score for r in progress.results()] == [0.0, 1.0]
