@@ -190,15 +190,15 @@ def _ticket_fold(ctx: GradingContext) -> _TicketFold:
                             fold.out = None
         fold.seen = len(rows)
     projects = by_table.get("projects", _NO_ROWS)
-    if len(projects) != fold.projects_seen:
-        keys: dict[int, str | None] = ctx.lasting.setdefault("project_keys", {})
+    if len(projects) != fold.projects_seen:  # (each ticket filed bumps its project's number: an update)
         for row in projects[fold.projects_seen :]:
             if row.op == "delete" or (row.op == "update" and "key" in row.changes):
                 fold.bad = True
             elif row.op == "insert":
                 if "key" not in row.changes:
                     fold.bad = True
-                else:
+                else:  # the kept keys fetched here only: a ticket step's bump builds no empty dict for them
+                    keys: dict[int, str | None] = ctx.lasting.setdefault("project_keys", {})
                     keys[row.key[0]] = row.changes["key"]
                     fold.out = None
         fold.projects_seen = len(projects)

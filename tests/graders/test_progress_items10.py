@@ -19,10 +19,12 @@ from graders import share_step
 from tests.graders.conftest import employee
 from tests.graders.test_progress_comms3 import _play
 from tests.graders.test_progress_mail8 import _in_progress
-from tests.graders.test_progress_pcomms import _file
+from tests.graders.test_progress_pcomms import T0, _file
 from tests.graders.test_progress_pdocs import _doc
 from tests.graders.test_progress_share9 import CHECKS
 from worlds.schema import DocFolder, DocumentShare
+from worlds.schema.projects import Project
+from worlds.schema.tickets import Ticket
 
 REF = {"project": "ENG", "reference": "REF-1234"}
 
@@ -182,3 +184,39 @@ def test_a_changed_row_scan_folds_an_inserted_row_and_reads_an_updated_one(world
         ],
     )
     assert [r.score for r in progress.results()] == [0.0, 1.0]
+
+
+def test_a_project_made_on_the_way_is_named_by_its_logged_key_and_a_bump_changes_nothing(world):
+    """The fold takes a new project's key from its insert; a ticket step's number bump (an update) is no key.
+
+    Asserted on the answers, not only against the full grade: the grade reads the same fold.
+    """
+    checks: list[tuple[str, str, dict[str, Any]]] = [
+        ("ops", "ticket_for_reference", {"project": "OPS", "reference": "REF-55"}),
+        ("eng", "ticket_for_reference", dict(REF)),
+    ]
+
+    def project() -> None:
+        world.add(
+            Project(
+                id=2, key="OPS", name="Operations", description="", team_id=1, lead_id=1, status="active",
+                start_date=T0.date(),
+            )
+        )  # fmt: skip
+        world.session.flush()
+        world.add(
+            Ticket(
+                key="OPS-1", project_id=2, number=1, type="bug", title="REF-55 pager storm", description="",
+                status="open", priority="medium", assignee_id=None, reporter_id=1, sprint_id=None,
+                story_points=None, created_at=T0, updated_at=T0,
+            )
+        )  # fmt: skip
+
+    def bump() -> None:
+        world.session.get(Project, 1).next_ticket_number += 1
+        _file(world, 6, "REF-1234 login fails", "from mail")
+
+    progress, said = _play(world, checks, [project, bump])
+    assert said == [{"ops": 1.0}, {"eng": 1.0}]
+    assert [r.evidence for r in progress.results()] == ["OPS-1 filed for REF-55", "ENG-6 filed for REF-1234"]
+    assert progress.ctx.lasting["project_keys"][2] == "OPS"
