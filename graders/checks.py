@@ -378,7 +378,11 @@ def _row_now(
     if base is None and not query:
         if ("row_unlogged", table, key) in ctx.lasting:
             return _UNKNOWN
-        first = next((r for r in ctx.changed_rows(table) if r.key[0] == key), None)
+        first = None
+        for r in ctx.changed_rows(table):  # a loop, not ``next`` over a generator: no frame of its own a step
+            if r.key[0] == key:
+                first = r
+                break
         if first is None or first.op != "insert":
             ctx.lasting[("row_unlogged", table, key)] = True  # its first change stays its first
             return _UNKNOWN
@@ -398,8 +402,8 @@ def _row_now(
             continue
         if r.op == "delete":
             values = None
-        elif r.op == "insert":
-            values = {c: r.changes[c] for c in columns}  # a column the insert did not log: KeyError, re-run
+        elif r.op == "insert":  # a column the insert did not log: KeyError, re-run (built in C: no comprehension)
+            values = dict(zip(columns, map(r.changes.__getitem__, columns), strict=True))
         elif values is not None:
             for c, v in r.changes.items():  # a loop, not a generator handed to ``update`` (a frame per change)
                 if c in values:

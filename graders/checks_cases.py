@@ -125,17 +125,22 @@ class _TicketFold:
     the rows appended since the last fold are read; ``out`` (the case tickets in id order, with their text in
     lower case) is built again only when a row changed a ticket's key, text or project. ``images`` are the
     tickets' insert images with their later logged edits (``_logged_fields`` reads a ticket's fields there);
-    ``gone`` the ids the log saw deleted or edited before an insert, whose fields the log cannot give.
+    ``gone`` the ids the log saw deleted or edited before an insert, whose fields the log cannot give. An image
+    is the logged insert's own ``changes`` until an edit of its ticket is folded in, and a copy (kept in
+    ``edited``) from then on: why, copying every filed ticket's image cost a dict of its every column on the
+    step that files it, and most tickets are never edited; the log's rows are never changed, so the copy is
+    made before the first edit is applied.
     """
 
-    __slots__ = ("at", "bad", "gone", "images", "lowered", "out", "projects_seen", "seen")
+    __slots__ = ("at", "bad", "edited", "gone", "images", "lowered", "out", "projects_seen", "seen")
 
     def __init__(self) -> None:
         self.at = -1  # how long the context's change log was when the fold was last brought up to date
         self.seen = 0
         self.projects_seen = 0
         self.bad = False  # an insert image without a case column, or a project's key changed: read the database
-        self.images: dict[int, dict[str, Any]] = {}
+        self.images: dict[int, Mapping[str, Any]] = {}
+        self.edited: dict[int, dict[str, Any]] = {}  # the images that are the fold's own copy (an edit applied)
         self.gone: set[int] = set()
         self.out: list[CaseTicket] | None = None
         self.lowered: list[str] = []  # each of ``out``'s title and description in lower case, as the case reads it
@@ -163,33 +168,37 @@ def _ticket_fold(ctx: GradingContext) -> _TicketFold:
             if row.op == "insert":
                 if not row.changes.keys() >= _TICKET_IMAGE:
                     fold.bad = True
-                images[tid] = dict(row.changes)
+                images[tid] = row.changes  # the log's row: copied before an edit is applied (``edited``)
                 fold.out = None
             elif row.op == "delete":
                 if images.pop(tid, None) is not None:
                     fold.out = None
+                fold.edited.pop(tid, None)  # (an id filed again after this starts from its new insert's row)
                 gone.add(tid)
             else:
                 image = images.get(tid)
                 if image is None:
                     gone.add(tid)  # edited before it was filed (or after its deletion): the log cannot tell
                     continue
+                edited = fold.edited.get(tid)
+                if edited is None:  # the insert's own row until now: copied first (the log's rows never change)
+                    edited = images[tid] = fold.edited[tid] = dict(image)
                 for column, change in row.changes.items():
-                    if column in image:
-                        image[column] = change[1]
+                    if column in edited:
+                        edited[column] = change[1]
                         if column in _TICKET_IMAGE:
                             fold.out = None
         fold.seen = len(rows)
     projects = by_table.get("projects", _NO_ROWS)
-    if len(projects) != fold.projects_seen:
-        keys: dict[int, str | None] = ctx.lasting.setdefault("project_keys", {})
+    if len(projects) != fold.projects_seen:  # (each ticket filed bumps its project's number: an update)
         for row in projects[fold.projects_seen :]:
             if row.op == "delete" or (row.op == "update" and "key" in row.changes):
                 fold.bad = True
             elif row.op == "insert":
                 if "key" not in row.changes:
                     fold.bad = True
-                else:
+                else:  # the kept keys fetched here only: a ticket step's bump builds no empty dict for them
+                    keys: dict[int, str | None] = ctx.lasting.setdefault("project_keys", {})
                     keys[row.key[0]] = row.changes["key"]
                     fold.out = None
         fold.projects_seen = len(projects)
@@ -612,20 +621,20 @@ def _filed_row(ctx: GradingContext, row: ChangeRow) -> tuple[str, CaseTicket | N
     reads it, its project's key warmed at the first step; None when the fold cannot follow the log or does
     not know the project.
     """
-    step = ctx.log[-1].seq if ctx.log else 0
-    cache: tuple[int, dict[int, tuple[str, CaseTicket | None]]] | None = ctx.lasting.get("case_filed")
-    if cache is None or cache[0] != step:
-        cache = ctx.lasting["case_filed"] = (step, {})
-    found = cache[1].get(row.seq)
+    cache: dict[int, tuple[str, CaseTicket | None]] | None = ctx.memo.get("case_filed")
+    if cache is None:  # kept in ``memo``, which every step that changed a row starts empty: no step key to test
+        cache = ctx.memo["case_filed"] = {}
+    found = cache.get(row.seq)
     if found is None:
         image = row.changes
         text = f"{image['title']}\n{image['description']}".lower()
         fold = _ticket_fold(ctx)  # first: it folds in a project the step created (its key)
-        project = ctx.lasting.get("project_keys", {}).get(image["project_id"])
+        keys: dict[int, str | None] | None = ctx.lasting.get("project_keys")
+        project = None if keys is None else keys.get(image["project_id"])
         ticket = None
         if project is not None and not fold.bad:  # ``CaseTicket(...)`` without its generated ``__new__``'s frame
             ticket = _new(CaseTicket, (row.key[0], image["key"], image["title"], image["description"], project))
-        found = cache[1][row.seq] = (text, ticket)
+        found = cache[row.seq] = (text, ticket)
     return found
 
 

@@ -51,11 +51,11 @@ class _Plan:
 
     __slots__ = ("by_doc", "by_grant", "held", "later", "names", "params", "token")
 
-    def __init__(self, params: list[dict[str, Any]], token: tuple[int, int, int]) -> None:
+    def __init__(self, params: list[dict[str, Any]], token: tuple[int, int, int], held: Callable[..., Verdict]) -> None:
         self.params = params
         self.token = token
-        self.held: Callable[..., Verdict] = _docs()._held_verdict  # ``checks_docs`` is loaded: a plan found a row
-        self.by_doc: dict[Any, list[int]] = {}  # document id -> the checks on it, in rubric order
+        self.held = held  # ``checks_docs._held_verdict``, handed in by ``_plan`` (which has the module at hand)
+        self.by_doc: dict[Any, list[int]] = {}  # document id -> the checks on it, in rubric order (not "grantee")
         # "grantee": (document id, employee id) -> the checks a grant to that person may move (not the owner's: its
         # verdict says it owns the document, whatever is shared)
         self.by_grant: dict[tuple[Any, Any], list[int]] = {}
@@ -96,7 +96,7 @@ def _plan(
     """
     docs = _docs()
     unknown, document, employee = docs._UNKNOWN, docs._document, docs._employee
-    plan = _Plan(params, _token(ctx) if token is None else token)
+    plan = _Plan(params, _token(ctx) if token is None else token, docs._held_verdict)
     for pos, kw in enumerate(params):
         row = document(ctx, kw["document"], query=False)
         if row is unknown:
@@ -104,12 +104,13 @@ def _plan(
         if row is None:
             continue  # no document: its verdict says so whatever is shared
         doc_id = row[0]
-        plan.by_doc.setdefault(doc_id, []).append(pos)
-        if scope == "grantee":
+        if scope == "grantee":  # a grant finds its checks by document and person: ``by_doc`` is not read
             emp = employee(ctx, kw["username"])
             if emp is not None and emp != row[7]:  # an unknown person's verdict, and the owner's, stand
                 plan.by_grant.setdefault((doc_id, emp), []).append(pos)
-        elif scope == "only":
+            continue
+        plan.by_doc.setdefault(doc_id, []).append(pos)
+        if scope == "only":
             plan.names[pos] = frozenset(employee(ctx, u) for u in kw["usernames"])
         else:
             plan.later[pos] = LATER
