@@ -62,7 +62,24 @@ class Sections(list[tuple[str, str]]):
     a match (``_lowered``);
     ``joined`` each section as ``heading\ntext`` (what the whole-document checks search) and ``joined_low`` the
     same lowercased.
+
+    Its attributes are slots: a parse is built at every write, and an instance dictionary would be one more
+    object (grown twice, to eleven keys) made and then read, cold, by every check of the step.
     """
+
+    __slots__ = (
+        "texts",
+        "texts_low",
+        "joined",
+        "joined_low",
+        "heads",
+        "under",
+        "found",
+        "whole",
+        "prev",
+        "changed",
+        "same_heads",
+    )
 
     texts: list[str]
     texts_low: list[str | None]

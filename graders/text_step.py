@@ -53,6 +53,46 @@ def _docs() -> Any:
 
 """The state of a document no row names: its checks' verdicts say so and stand until a row does."""
 
+_UNTOUCHED: Any = object()
+"""``read``'s answer for a document none of the step's rows may change: its checks' verdicts stand."""
+_UNSETTLED: Any = object()
+"""``read``'s answer for a document the logged rows cannot settle (``checks_docs._UNKNOWN``): its checks re-run."""
+
+
+def read(ctx: GradingContext, rows: list[ChangeRow], document: str) -> Any:
+    """What every text function's ``on_step`` reads of ``document`` at this step, worked out by the first to ask.
+
+    ``_UNTOUCHED`` when no row of ``rows`` may change it (``checks_docs._doc_touches``), ``_UNSETTLED`` when the
+    fold cannot tell which row it is now, ``_MISSING`` when there is none, its parse (``checks_docs._sections``)
+    for a text document, None for another kind (a spreadsheet: its checks fail fast and are asked again). A
+    report's rubric has three or four text functions, each an ``on_step`` group handed the same rows: the row
+    loop, the document's fold and the parse's lookup ran once per function (their frames cold after the tool
+    call), where now the first call keeps the answer in ``ctx.memo`` (emptied by every step that changed a row)
+    and the others read it there, for as long as they are handed the same list of rows.
+    """
+    key = ("text_read", document)
+    kept = ctx.memo.get(key)
+    if kept is not None and kept[0] is rows:
+        return kept[1]
+    docs = _docs()  # lazy: office readers
+    for r in rows:
+        if docs._doc_touches(ctx, r, document):
+            break
+    else:
+        ctx.memo[key] = (rows, _UNTOUCHED)
+        return _UNTOUCHED
+    row = docs._document(ctx, document, query=False)
+    if row is docs._UNKNOWN:
+        state: Any = _UNSETTLED
+    elif row is None:
+        state = _MISSING
+    elif row[2] == "text":
+        state = docs._sections(ctx, row)
+    else:
+        state = None
+    ctx.memo[key] = (rows, state)
+    return state
+
 
 def _unmoved_contains(sections: Any, kw: dict[str, Any]) -> bool:
     """Whether ``doc_section_contains``' verdict on ``sections.prev`` stands on ``sections``.
@@ -141,9 +181,6 @@ def text_step(check: str, function: Callable[[], Callable[..., Any]]) -> Callabl
     batch = BATCHES.get(check)
 
     def on_step(ctx: GradingContext, rows: list[ChangeRow], params: list[dict[str, Any]]) -> dict[int, Verdict | None]:
-        docs = _docs()  # lazy: office readers
-        _UNKNOWN, _doc_touches, _document, _sections = docs._UNKNOWN, docs._doc_touches, docs._document, docs._sections
-
         key = ("text_step", check, id(params))
         plan = ctx.lasting.get(key)
         if plan is None or plan[0] is not params:
@@ -158,27 +195,16 @@ def text_step(check: str, function: Callable[[], Callable[..., Any]]) -> Callabl
         states: dict[str, Any] = plan[2]
         out: dict[int, Verdict | None] = {}
         for document, positions in plan[1].items():
-            for r in rows:
-                if _doc_touches(ctx, r, document):
-                    break
-            else:
+            state = read(ctx, rows, document)  # one read a step for every text function of the rubric
+            if state is _UNTOUCHED:
                 continue
-            row = _document(ctx, document, query=False)
-            if row is _UNKNOWN:
+            if state is _UNSETTLED:
                 states.pop(document, None)
                 out.update(dict.fromkeys(positions))
                 continue
             was = states.get(document)
-            if row is None:
-                state: Any = _MISSING
-                if was is _MISSING:
-                    continue
-            elif row[2] == "text":
-                state = _sections(ctx, row)
-                if was is state:
-                    continue
-            else:
-                state = None  # a spreadsheet or the like: its checks fail fast, so each is asked again
+            if was is state and state is not None:  # the same parse (or still no document): its verdicts stand
+                continue
             # the verdicts stand on the parse before this one: this hook's last (``was``), or, when it never saw
             # the document change (``was`` None), the one the checks were all run on when progress started or
             # after the fold could not tell (the framework re-runs them on the document's current parse)
