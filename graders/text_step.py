@@ -9,7 +9,9 @@ write could not move. Here the checks of a function are grouped by document, and
 - per document whose content did not change (the same parse, ``checks_docs._sections``): nothing;
 - per check on a document a write changed: the pattern is matched against the changed sections only (the
   others keep their answer, ``Sections.matching``), and the check is decided again only when one of those
-  answers moved or the check's evidence quotes a changed section. A check left out keeps its verdict;
+  answers moved (a check whose evidence alone quotes a changed section is answered ``LATER``: its score
+  stands, and the framework asks its function for the evidence when results are). A check left out keeps its
+  verdict;
 - per check on a document a step created or rewrote into another number of sections (no diff): its verdict on
   the new parse.
 
@@ -94,12 +96,14 @@ def read(ctx: GradingContext, rows: list[ChangeRow], document: str) -> Any:
     return state
 
 
-def _unmoved_contains(sections: Any, kw: dict[str, Any]) -> bool:
-    """Whether ``doc_section_contains``' verdict on ``sections.prev`` stands on ``sections``.
+def _unmoved_contains(sections: Any, kw: dict[str, Any]) -> Any:
+    """Whether ``doc_section_contains``' verdict on ``sections.prev`` stands on ``sections``: True, ``LATER``, False.
 
     It reads which sections the heading names, which match the pattern, and, only when no named section
     matches, the text of the named ones (the evidence quotes it): with the same headings and the same answer
-    on each changed section, nothing it reads moved unless it quotes a changed section.
+    on each changed section, nothing it reads moved unless it quotes a changed section. Then its score, which
+    reads only the first two, stands and its evidence alone moved: ``LATER`` (the framework asks the function
+    for it when results are asked), rather than a verdict built for a text nobody reads during the episode.
     """
     under = sections.under.get(kw["heading"]) if sections.same_heads else None
     if under is None:
@@ -114,9 +118,9 @@ def _unmoved_contains(sections: Any, kw: dict[str, Any]) -> bool:
         if old[i] != new[i]:
             return False
         quoted = quoted or under[i]
-    if not quoted:
+    if not quoted or any(u and m for u, m in zip(under, old, strict=True)):  # a named section matched: no quote
         return True
-    return any(u and m for u, m in zip(under, old, strict=True))  # a named section matched: no text quoted
+    return LATER
 
 
 def _unmoved_absent(sections: Any, kw: dict[str, Any]) -> bool:
@@ -150,7 +154,7 @@ def _same_answers(sections: Any, pattern: str, joined: bool, same: Callable[[boo
     return all(same(old[i], new[i]) for i in sections.changed)
 
 
-UNMOVED: dict[str, Callable[[Any, dict[str, Any]], bool]] = {
+UNMOVED: dict[str, Callable[[Any, dict[str, Any]], Any]] = {
     "doc_section_contains": _unmoved_contains,
     "doc_mentions_none": _unmoved_absent,
     "doc_lacks": _unmoved_lacks,
@@ -277,7 +281,7 @@ def decide(
     document: str,
     plan: QuietPlan,
     out: dict[int, Verdict | None],
-    unmoved: Callable[[Any, dict[str, Any]], bool],
+    unmoved: Callable[[Any, dict[str, Any]], Any],
     verdict: Callable[[Any, str, dict[str, Any]], Verdict],
     joined: bool,
     heads: bool,
@@ -291,7 +295,9 @@ def decide(
     once per needle, of the changed sections' old and new lowered forms joined by NUL (in C, by ``map``), not
     once per check and section; a quiet check keeps its verdict, and its answers carry over to the new parse (the
     next write diffs them), unless the function quotes the text of a changed section its heading names. The
-    others are tested by ``unmoved`` (their pattern's answers on the changed sections) and decided when moved.
+    others are tested by ``unmoved`` (their pattern's answers on the changed sections) and decided when moved;
+    one whose score stands but whose evidence quotes a changed section is answered ``LATER`` (its evidence is
+    the function's, built when results are asked).
     """
     checks, needles, by_needle, loud, by_heading, keys = plan
     prev, changed = state.prev, state.changed
@@ -325,9 +331,10 @@ def decide(
         asked = sorted(asked)
     for k in asked:
         pos, kw, _ = checks[k]
-        if unmoved(state, kw):
+        stands = unmoved(state, kw)
+        if stands is True:
             continue
-        out[pos] = verdict(state, document, kw)
+        out[pos] = LATER if stands is LATER else verdict(state, document, kw)
 
 
 def shares_decided(function: Callable[[], Callable[..., Any]]) -> Callable[..., Verdict | None]:
