@@ -15,10 +15,12 @@ import re
 from bisect import bisect_right
 from collections.abc import Callable
 from functools import lru_cache
-from itertools import compress
+from itertools import accumulate, compress
 from typing import Any
 
 from graders.checks_common import listing, rx, snippet
+from graders.text_blocks import _HEAD, _TEXT
+from graders.text_blocks import _plain_sections as _plain_sections  # what checks_docs and tests import
 
 _sre_parser: Any = importlib.import_module("re._parser")  # what ``re.compile`` parses a pattern with
 _LITERAL, _BRANCH, _SUBPATTERN, _ASSERT = (
@@ -135,43 +137,31 @@ class Sections(list[tuple[str, str]]):
         return out
 
     def _fresh(self, sections: list[tuple[str, str]]) -> Sections:
-        r"""A parse with no previous one to diff: every section's forms, and both ``whole`` texts, in one pass.
+        r"""A parse with no previous one to diff: every section's forms, and both ``whole`` texts, by C calls.
 
         Every check on it is decided now, and each function's batch reads one of the whole texts (the sections'
-        lowered forms joined by NUL, ``_whole``), so they are built here with the forms rather than by a loop each.
-        ``_lowered`` is inlined for ASCII text (a report's): a section's ``heading\ntext`` is ASCII only if both are.
+        lowered forms joined by NUL, ``_whole``), so they are built here with the forms. A report is ASCII: its
+        sections joined by NUL are lowered once and split there (``str.lower`` lowers ASCII letter by letter,
+        so each piece is its section's ``_lowered`` form, and where each starts follows from the lengths),
+        rather than by a Python loop over the sections; any other text is lowered section by section
+        (``_lowered``) and its whole texts joined from those forms (``_whole``).
         """
         if self.prev is not None:
             self.prev.prev = None  # one parse back is all a check compares with: no chain over the episode
-        heads: list[str] = []
-        texts: list[str] = []
-        lows: list[str | None] = []
-        joined: list[str] = []
-        joined_lows: list[str | None] = []
-        self.texts, self.texts_low, self.joined, self.joined_low = texts, lows, joined, joined_lows
-        offsets: list[int] = []
-        joined_offsets: list[int] = []
-        at = joined_at = 0
-        for h, t in sections:
-            j = f"{h}\n{t}"
-            heads.append(h)
-            texts.append(t)
-            joined.append(j)
-            if j.isascii():
-                lows.append(t.lower())
-                joined_lows.append(j.lower())
-            else:
-                lows.append(_lowered(t))
-                joined_lows.append(_lowered(j))
-            offsets.append(at)
-            joined_offsets.append(joined_at)
-            at += len(t) + 1
-            joined_at += len(j) + 1
-        self.heads = tuple(heads)
-        if None not in lows:
-            self.whole[False] = ("\0".join(lows), offsets)  # type: ignore[arg-type]
-        if None not in joined_lows:
-            self.whole[True] = ("\0".join(joined_lows), joined_offsets)  # type: ignore[arg-type]
+        self.heads = heads = tuple(map(_HEAD, sections))
+        self.texts = texts = list(map(_TEXT, sections))
+        self.joined = joined = list(map("{}\n{}".format, heads, texts))  # ``f"{h}\n{t}"``, by a C call each
+        whole = "\0".join(joined)
+        if whole.isascii() and whole.count("\0") == len(texts) - 1:  # no NUL in a section: the pieces are its
+            low = whole.lower()
+            text_low = "\0".join(texts).lower()
+            self.joined_low, self.texts_low = low.split("\0"), text_low.split("\0")  # type: ignore[assignment]
+            self.whole[True] = (low, list(accumulate(map(_NEXT, map(len, joined[:-1])), initial=0)))
+            self.whole[False] = (text_low, list(accumulate(map(_NEXT, map(len, texts[:-1])), initial=0)))
+        else:
+            self.texts_low, self.joined_low = list(map(_lowered, texts)), list(map(_lowered, joined))
+            self._whole(False)
+            self._whole(True)
         return self
 
     def matching(self, pattern: str, joined: bool = False) -> list[bool]:
@@ -249,6 +239,9 @@ class Sections(list[tuple[str, str]]):
         return hits
 
 
+_NEXT = (1).__add__
+"""A length plus the NUL after it: where the next piece of a NUL-joined text starts."""
+
 _HIDES_ASCII = ("\u0130", "\u0131", "\u017f")
 """The characters a case-insensitive pattern matches to an ASCII letter that ``str.lower`` does not turn into
 that letter in place (İ lowers to two characters, ı and ſ stay): the only ones, with the Kelvin sign (which
@@ -264,49 +257,10 @@ def _lowered(text: str) -> str | None:
     """
     if text.isascii():
         return text.lower()
-    return None if any(c in text for c in _HIDES_ASCII) else text.lower()
-
-
-def _plain_sections(content: dict[str, Any]) -> list[tuple[str, str]] | None:
-    """``text_from_json(content).sections()`` read straight from the blocks, or None to take that path.
-
-    A write's parse is most of what a report's checks cost at that step, and a ``Block`` per paragraph is
-    most of the parse. Only the plain stored form is read here (blocks, no comments); anything else, or a
-    block that does not read as (level, text), goes through ``text_from_json`` (which says what is wrong).
-    """
-    blocks = content.get("blocks")
-    if type(blocks) is not list or content.get("comments"):
-        return None
-    out: list[tuple[str, list[str]]] = [("", [])]
-    body = out[0][1]
-    try:
-        for level, text in blocks:
-            # an int level and a str text, as the office writes them, read as they are; else as ``int``/``str``
-            # read them (a float level, a number for text)
-            if type(level) is not int or type(text) is not str:
-                return _read_blocks(blocks)
-            if level > 0:
-                body = []
-                out.append((text.strip(), body))
-            else:
-                body.append(text)
-    except Exception:  # a malformed block: the full reader raises what the check reports
-        return None
-    return [(h, "\n".join(body)) for h, body in out]
-
-
-def _read_blocks(blocks: list[Any]) -> list[tuple[str, str]] | None:
-    """``_plain_sections`` of blocks whose level or text is not an int or a str: each converted as it is read."""
-    out: list[tuple[str, list[str]]] = [("", [])]
-    try:
-        for level, text in blocks:
-            if int(level) > 0:
-                out.append((str(text).strip(), []))
-            else:
-                out[-1][1].append(str(text))
-    except Exception:  # a malformed block: the full reader raises what the check reports
-        return None
-    return [(h, "\n".join(body)) for h, body in out]
+    for c in _HIDES_ASCII:  # a loop, not ``any`` over a generator: a report with an em dash is lowered per write
+        if c in text:
+            return None
+    return text.lower()
 
 
 @lru_cache(maxsize=4096)
