@@ -16,6 +16,7 @@ from bisect import bisect_right
 from collections.abc import Callable
 from functools import lru_cache
 from itertools import accumulate, compress
+from operator import ne
 from typing import Any
 
 from graders.checks_common import listing, rx, snippet
@@ -117,9 +118,9 @@ class Sections(list[tuple[str, str]]):
         if previous is None or len(previous) != len(sections):
             return out._fresh(sections)
         previous.prev = None  # one parse back is all a check compares with: no chain over the episode
-        out.heads = heads = tuple(h for h, _ in sections)
-        out.texts = [t for _, t in sections]
-        out.changed = changed = [i for i, (a, b) in enumerate(zip(previous, sections, strict=True)) if a != b]
+        out.heads = heads = tuple(map(_HEAD, sections))  # by C calls, as ``_fresh`` reads them
+        out.texts = list(map(_TEXT, sections))
+        out.changed = changed = list(compress(range(len(sections)), map(ne, previous, sections)))  # same length
         out.same_heads = heads == previous.heads
         if out.same_heads:
             out.under = dict(previous.under)

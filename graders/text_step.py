@@ -118,7 +118,7 @@ def _unmoved_contains(sections: Any, kw: dict[str, Any]) -> Any:
         if old[i] != new[i]:
             return False
         quoted = quoted or under[i]
-    if not quoted or any(u and m for u, m in zip(under, old, strict=True)):  # a named section matched: no quote
+    if not quoted or any(compress(under, old)):  # a named section matched: no text quoted
         return True
     return LATER
 
@@ -302,7 +302,7 @@ def decide(
     checks, needles, by_needle, loud, by_heading, keys = plan
     prev, changed = state.prev, state.changed
     old_lows, new_lows = (prev.joined_low, state.joined_low) if joined else (prev.texts_low, state.texts_low)
-    lows = [old_lows[i] for i in changed] + [new_lows[i] for i in changed]
+    lows = [*map(old_lows.__getitem__, changed), *map(new_lows.__getitem__, changed)]  # in C: no frame each
     asked: Any
     if None in lows or (heads and not state.same_heads):  # nothing is quiet
         asked = range(len(checks))
@@ -322,7 +322,7 @@ def decide(
                 under = under_of.get(heading)
                 if under is None:
                     asked.update(at)
-                elif any(under[i] for i in changed):  # a changed section is named: asked unless no text is quoted
+                elif any(map(under.__getitem__, changed)):  # a changed section is named: asked unless no text is quoted
                     for k in at:  # (with the same answers, it is quoted iff no named section matched)
                         if k not in asked:
                             old = kept.get(checks[k][2])
