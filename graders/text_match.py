@@ -15,12 +15,11 @@ import re
 from bisect import bisect_right
 from collections.abc import Callable
 from functools import lru_cache
-from itertools import accumulate, compress
-from operator import ne
+from itertools import compress
+from operator import itemgetter, ne
 from typing import Any
 
 from graders.checks_common import listing, rx, snippet
-from graders.text_blocks import _HEAD, _TEXT
 from graders.text_blocks import _plain_sections as _plain_sections  # what checks_docs and tests import
 
 _sre_parser: Any = importlib.import_module("re._parser")  # what ``re.compile`` parses a pattern with
@@ -138,31 +137,43 @@ class Sections(list[tuple[str, str]]):
         return out
 
     def _fresh(self, sections: list[tuple[str, str]]) -> Sections:
-        r"""A parse with no previous one to diff: every section's forms, and both ``whole`` texts, by C calls.
+        r"""A parse with no previous one to diff: every section's forms, and both ``whole`` texts, in one pass.
 
         Every check on it is decided now, and each function's batch reads one of the whole texts (the sections'
-        lowered forms joined by NUL, ``_whole``), so they are built here with the forms. A report is ASCII: its
-        sections joined by NUL are lowered once and split there (``str.lower`` lowers ASCII letter by letter,
-        so each piece is its section's ``_lowered`` form, and where each starts follows from the lengths),
-        rather than by a Python loop over the sections; any other text is lowered section by section
-        (``_lowered``) and its whole texts joined from those forms (``_whole``).
+        lowered forms joined by NUL, ``_whole``), so they are built here with the forms rather than by a loop each.
+        ``_lowered`` is inlined for ASCII text (a report's): a section's ``heading\ntext`` is ASCII only if both are.
         """
         if self.prev is not None:
             self.prev.prev = None  # one parse back is all a check compares with: no chain over the episode
-        self.heads = heads = tuple(map(_HEAD, sections))
-        self.texts = texts = list(map(_TEXT, sections))
-        self.joined = joined = list(map("{}\n{}".format, heads, texts))  # ``f"{h}\n{t}"``, by a C call each
-        whole = "\0".join(joined)
-        if whole.isascii() and whole.count("\0") == len(texts) - 1:  # no NUL in a section: the pieces are its
-            low = whole.lower()
-            text_low = "\0".join(texts).lower()
-            self.joined_low, self.texts_low = low.split("\0"), text_low.split("\0")  # type: ignore[assignment]
-            self.whole[True] = (low, list(accumulate(map(_NEXT, map(len, joined[:-1])), initial=0)))
-            self.whole[False] = (text_low, list(accumulate(map(_NEXT, map(len, texts[:-1])), initial=0)))
-        else:
-            self.texts_low, self.joined_low = list(map(_lowered, texts)), list(map(_lowered, joined))
-            self._whole(False)
-            self._whole(True)
+        heads: list[str] = []
+        texts: list[str] = []
+        lows: list[str | None] = []
+        joined: list[str] = []
+        joined_lows: list[str | None] = []
+        self.texts, self.texts_low, self.joined, self.joined_low = texts, lows, joined, joined_lows
+        offsets: list[int] = []
+        joined_offsets: list[int] = []
+        at = joined_at = 0
+        for h, t in sections:
+            j = f"{h}\n{t}"
+            heads.append(h)
+            texts.append(t)
+            joined.append(j)
+            if j.isascii():
+                lows.append(t.lower())
+                joined_lows.append(j.lower())
+            else:
+                lows.append(_lowered(t))
+                joined_lows.append(_lowered(j))
+            offsets.append(at)
+            joined_offsets.append(joined_at)
+            at += len(t) + 1
+            joined_at += len(j) + 1
+        self.heads = tuple(heads)
+        if None not in lows:
+            self.whole[False] = ("\0".join(lows), offsets)  # type: ignore[arg-type]
+        if None not in joined_lows:
+            self.whole[True] = ("\0".join(joined_lows), joined_offsets)  # type: ignore[arg-type]
         return self
 
     def matching(self, pattern: str, joined: bool = False) -> list[bool]:
@@ -240,8 +251,8 @@ class Sections(list[tuple[str, str]]):
         return hits
 
 
-_NEXT = (1).__add__
-"""A length plus the NUL after it: where the next piece of a NUL-joined text starts."""
+_HEAD, _TEXT = itemgetter(0), itemgetter(1)
+"""A section's heading and text: read by ``map`` in C."""
 
 _HIDES_ASCII = ("\u0130", "\u0131", "\u017f")
 """The characters a case-insensitive pattern matches to an ASCII letter that ``str.lower`` does not turn into

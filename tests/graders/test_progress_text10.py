@@ -2,11 +2,11 @@
 
 ``text_step.read`` reads a step's document once for every text function (kept in ``ctx.memo`` for the rows the
 framework hands them); ``_unmoved_contains`` answers ``LATER`` for a contains check whose score a section write
-cannot move but whose evidence quotes the written section; ``text_blocks._plain_sections`` reads the blocks by
-C calls, a Python step per section; ``Sections._fresh`` lowers an ASCII parse in one call and splits it. Each
-is compared with what it replaces: after every step of a document's life the progress value and every check's
-score, evidence and details with a full grade, the block reader with the office reader, a fresh parse's forms
-with ``_lowered`` section by section and its whole texts with ``_whole``'s.
+cannot move but whose evidence quotes the written section; a rewritten parse's headings, texts and changed
+sections are mapped by C calls (``Sections.of``), and its attributes are slots. Each is compared with what it
+replaces: after every step of a document's life the progress value and every check's score, evidence and
+details with a full grade; a diffed parse with the comprehensions it replaced and with a fresh parse; the block
+reader (moved to ``graders.text_blocks``) with the office reader.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from graders import checks_docs
 from graders.base import Check, GradingContext, Rubric, grade, read_changes
 from graders.progress import Progress
 from graders.registry import LATER
-from graders.text_match import Sections, _lowered, _plain_sections
+from graders.text_match import Sections, _plain_sections
 from tests.graders.test_progress_pdocs import _doc
 from worlds.office.model import text_from_json
 from worlds.schema import DocFolder
@@ -169,23 +169,22 @@ def test_blocks_read_by_c_calls_are_the_office_readers_sections_or_left_to_it(bl
         assert got is not None, "the plain stored form is read here"
 
 
-PARSES: list[list[tuple[str, str]]] = [
-    [("", "")],
-    [("", "intro"), ("Done", "ENG-1 Shipped\nENG-2"), ("Blocked", "")],
-    [("", "A NUL \0 in a section"), ("Done", "x")],  # the split would misplace it: section by section
-    [("", "an em dash \u2014 here"), ("Done", "ENG-1")],  # not ASCII
-    [("Done", "\u0130stanbul"), ("Next", "SS")],  # lowering would hide a match: no form
-    [("H\u212a", "x"), ("", "y")],
+REWRITES: list[tuple[list[tuple[str, str]], list[tuple[str, str]]]] = [
+    ([("", "a"), ("Done", "x")], [("", "a"), ("Done", "x")]),  # nothing changed
+    ([("", "a"), ("Done", "x")], [("", "b"), ("Done", "x")]),  # the first section's text
+    ([("", "a"), ("Done", "x")], [("", "a"), ("Shipped", "x")]),  # a heading alone
+    ([("", "a"), ("Done", "x"), ("Next", "y")], [("", "A"), ("Done", "x2"), ("Next", "y\u2014")]),  # every one
+    ([("", "")], [("", "\u0130")]),  # a form lowering would hide
 ]
 
 
-@pytest.mark.parametrize("parse", PARSES, ids=range(len(PARSES)))
-def test_a_fresh_parse_lowered_in_one_call_has_each_sections_forms_and_whole_texts(parse):
-    sections = Sections.of(parse)
-    assert sections.heads == tuple(h for h, _ in parse) and sections.texts == [t for _, t in parse]
-    assert sections.joined == [f"{h}\n{t}" for h, t in parse]
-    assert sections.texts_low == [_lowered(t) for _, t in parse]
-    assert sections.joined_low == [_lowered(f"{h}\n{t}") for h, t in parse]
-    built = dict(sections.whole)
-    sections.whole.clear()
-    assert built == {joined: w for joined in (False, True) if (w := sections._whole(joined)) is not None}
+@pytest.mark.parametrize("before, after", REWRITES, ids=range(len(REWRITES)))
+def test_a_rewritten_parse_maps_its_headings_texts_and_changes_as_the_comprehensions_did(before, after):
+    prev = Sections.of(before)
+    new = Sections.of(after, prev)
+    assert new.heads == tuple(h for h, _ in after) and new.texts == [t for _, t in after]
+    assert new.changed == [i for i, (a, b) in enumerate(zip(before, after, strict=True)) if a != b]
+    assert new.same_heads == (tuple(h for h, _ in before) == new.heads)
+    fresh = Sections.of(after)
+    assert (new.texts_low, new.joined, new.joined_low) == (fresh.texts_low, fresh.joined, fresh.joined_low)
+    assert not hasattr(new, "__dict__"), "slots: no instance dictionary a parse"
