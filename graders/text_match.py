@@ -117,7 +117,7 @@ class Sections(list[tuple[str, str]]):
         if previous is None or len(previous) != len(sections):
             return out._fresh(sections)
         previous.prev = None  # one parse back is all a check compares with: no chain over the episode
-        out.heads = heads = tuple(map(_HEAD, sections))  # by C calls, as ``_fresh`` reads them
+        out.heads = heads = tuple(map(_HEAD, sections))  # by C calls: no generator or comprehension frame
         out.texts = list(map(_TEXT, sections))
         out.changed = changed = list(compress(range(len(sections)), map(ne, previous, sections)))  # same length
         out.same_heads = heads == previous.heads
