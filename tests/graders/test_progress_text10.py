@@ -46,7 +46,9 @@ def _outcomes(result: Any) -> list[tuple[str, float, str, Any]]:
     return [(c.id, c.score, c.evidence, c.details) for c in result]
 
 
-def test_one_read_a_step_for_every_text_function_and_later_for_a_quoted_section_equal_a_full_grade(world, monkeypatch):
+def test_one_read_a_step_for_every_text_function_and_later_for_a_quoted_section_equal_a_full_grade(
+    world: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
     shared = DocFolder(parent_id=None, name="Shared", owner_id=1, created_at=world.clock.now())
     world.add(shared)
     reports = DocFolder(parent_id=shared.id, name="Reports", owner_id=1, created_at=world.clock.now())
@@ -65,7 +67,7 @@ def test_one_read_a_step_for_every_text_function_and_later_for_a_quoted_section_
     later: set[str] = set()
     for key, (fn, checks, params) in list(progress._grouped.items()):
 
-        def spy(ctx, rows, params, _fn=fn, _checks=checks):
+        def spy(ctx: Any, rows: Any, params: Any, _fn: Any = fn, _checks: Any = checks) -> Any:
             out = _fn(ctx, rows, params)
             later.update(ids[_checks[pos]] for pos, v in out.items() if v is LATER)
             return out
@@ -74,7 +76,7 @@ def test_one_read_a_step_for_every_text_function_and_later_for_a_quoted_section_
     parsed: list[int] = []
     real_sections = checks_docs._sections
 
-    def sections(ctx, row):
+    def sections(ctx: Any, row: Any) -> Any:
         parsed.append(row[0])
         return real_sections(ctx, row)
 
@@ -122,7 +124,7 @@ def test_one_read_a_step_for_every_text_function_and_later_for_a_quoted_section_
 
 
 @pytest.mark.parametrize("stands", [True, False])
-def test_a_quoted_section_answers_later_only_while_the_score_stands(stands):
+def test_a_quoted_section_answers_later_only_while_the_score_stands(stands: bool) -> None:
     kw = {"document": "d", "heading": "^Done$", "pattern": r"\bENG\-9\b"}
     from graders.text_match import contains_verdict
     from graders.text_step import _unmoved_contains
@@ -156,7 +158,7 @@ BLOCKS: list[Any] = [
 
 
 @pytest.mark.parametrize("blocks", BLOCKS, ids=range(len(BLOCKS)))
-def test_blocks_read_by_c_calls_are_the_office_readers_sections_or_left_to_it(blocks):
+def test_blocks_read_as_the_office_reader_reads_them_or_left_to_it(blocks: Any) -> None:
     content = {"blocks": blocks}
     got = _plain_sections(content)
     try:
@@ -179,7 +181,9 @@ REWRITES: list[tuple[list[tuple[str, str]], list[tuple[str, str]]]] = [
 
 
 @pytest.mark.parametrize("before, after", REWRITES, ids=range(len(REWRITES)))
-def test_a_rewritten_parse_maps_its_headings_texts_and_changes_as_the_comprehensions_did(before, after):
+def test_a_rewritten_parse_maps_its_headings_texts_and_changes_as_the_comprehensions_did(
+    before: list[tuple[str, str]], after: list[tuple[str, str]]
+) -> None:
     prev = Sections.of(before)
     new = Sections.of(after, prev)
     assert new.heads == tuple(h for h, _ in after) and new.texts == [t for _, t in after]
