@@ -16,9 +16,11 @@ from bisect import bisect_right
 from collections.abc import Callable
 from functools import lru_cache
 from itertools import compress
+from operator import itemgetter, ne
 from typing import Any
 
 from graders.checks_common import listing, rx, snippet
+from graders.text_blocks import _plain_sections as _plain_sections  # what checks_docs and tests import
 
 _sre_parser: Any = importlib.import_module("re._parser")  # what ``re.compile`` parses a pattern with
 _LITERAL, _BRANCH, _SUBPATTERN, _ASSERT = (
@@ -62,7 +64,24 @@ class Sections(list[tuple[str, str]]):
     a match (``_lowered``);
     ``joined`` each section as ``heading\ntext`` (what the whole-document checks search) and ``joined_low`` the
     same lowercased.
+
+    Its attributes are slots: a parse is built at every write, and an instance dictionary would be one more
+    object (grown twice, to eleven keys) made and then read, cold, by every check of the step.
     """
+
+    __slots__ = (
+        "texts",
+        "texts_low",
+        "joined",
+        "joined_low",
+        "heads",
+        "under",
+        "found",
+        "whole",
+        "prev",
+        "changed",
+        "same_heads",
+    )
 
     texts: list[str]
     texts_low: list[str | None]
@@ -98,9 +117,9 @@ class Sections(list[tuple[str, str]]):
         if previous is None or len(previous) != len(sections):
             return out._fresh(sections)
         previous.prev = None  # one parse back is all a check compares with: no chain over the episode
-        out.heads = heads = tuple(h for h, _ in sections)
-        out.texts = [t for _, t in sections]
-        out.changed = changed = [i for i, (a, b) in enumerate(zip(previous, sections, strict=True)) if a != b]
+        out.heads = heads = tuple(map(_HEAD, sections))  # by C calls: no generator or comprehension frame
+        out.texts = list(map(_TEXT, sections))
+        out.changed = changed = list(compress(range(len(sections)), map(ne, previous, sections)))  # same length
         out.same_heads = heads == previous.heads
         if out.same_heads:
             out.under = dict(previous.under)
@@ -232,6 +251,9 @@ class Sections(list[tuple[str, str]]):
         return hits
 
 
+_HEAD, _TEXT = itemgetter(0), itemgetter(1)
+"""A section's heading and text: read by ``map`` in C."""
+
 _HIDES_ASCII = ("\u0130", "\u0131", "\u017f")
 """The characters a case-insensitive pattern matches to an ASCII letter that ``str.lower`` does not turn into
 that letter in place (İ lowers to two characters, ı and ſ stay): the only ones, with the Kelvin sign (which
@@ -247,49 +269,10 @@ def _lowered(text: str) -> str | None:
     """
     if text.isascii():
         return text.lower()
-    return None if any(c in text for c in _HIDES_ASCII) else text.lower()
-
-
-def _plain_sections(content: dict[str, Any]) -> list[tuple[str, str]] | None:
-    """``text_from_json(content).sections()`` read straight from the blocks, or None to take that path.
-
-    A write's parse is most of what a report's checks cost at that step, and a ``Block`` per paragraph is
-    most of the parse. Only the plain stored form is read here (blocks, no comments); anything else, or a
-    block that does not read as (level, text), goes through ``text_from_json`` (which says what is wrong).
-    """
-    blocks = content.get("blocks")
-    if type(blocks) is not list or content.get("comments"):
-        return None
-    out: list[tuple[str, list[str]]] = [("", [])]
-    body = out[0][1]
-    try:
-        for level, text in blocks:
-            # an int level and a str text, as the office writes them, read as they are; else as ``int``/``str``
-            # read them (a float level, a number for text)
-            if type(level) is not int or type(text) is not str:
-                return _read_blocks(blocks)
-            if level > 0:
-                body = []
-                out.append((text.strip(), body))
-            else:
-                body.append(text)
-    except Exception:  # a malformed block: the full reader raises what the check reports
-        return None
-    return [(h, "\n".join(body)) for h, body in out]
-
-
-def _read_blocks(blocks: list[Any]) -> list[tuple[str, str]] | None:
-    """``_plain_sections`` of blocks whose level or text is not an int or a str: each converted as it is read."""
-    out: list[tuple[str, list[str]]] = [("", [])]
-    try:
-        for level, text in blocks:
-            if int(level) > 0:
-                out.append((str(text).strip(), []))
-            else:
-                out[-1][1].append(str(text))
-    except Exception:  # a malformed block: the full reader raises what the check reports
-        return None
-    return [(h, "\n".join(body)) for h, body in out]
+    for c in _HIDES_ASCII:  # a loop, not ``any`` over a generator: a report with an em dash is lowered per write
+        if c in text:
+            return None
+    return text.lower()
 
 
 @lru_cache(maxsize=4096)

@@ -9,7 +9,9 @@ write could not move. Here the checks of a function are grouped by document, and
 - per document whose content did not change (the same parse, ``checks_docs._sections``): nothing;
 - per check on a document a write changed: the pattern is matched against the changed sections only (the
   others keep their answer, ``Sections.matching``), and the check is decided again only when one of those
-  answers moved or the check's evidence quotes a changed section. A check left out keeps its verdict;
+  answers moved (a check whose evidence alone quotes a changed section is answered ``LATER``: its score
+  stands, and the framework asks its function for the evidence when results are). A check left out keeps its
+  verdict;
 - per check on a document a step created or rewrote into another number of sections (no diff): its verdict on
   the new parse.
 
@@ -53,13 +55,55 @@ def _docs() -> Any:
 
 """The state of a document no row names: its checks' verdicts say so and stand until a row does."""
 
+_UNTOUCHED: Any = object()
+"""``read``'s answer for a document none of the step's rows may change: its checks' verdicts stand."""
+_UNSETTLED: Any = object()
+"""``read``'s answer for a document the logged rows cannot settle (``checks_docs._UNKNOWN``): its checks re-run."""
 
-def _unmoved_contains(sections: Any, kw: dict[str, Any]) -> bool:
-    """Whether ``doc_section_contains``' verdict on ``sections.prev`` stands on ``sections``.
+
+def read(ctx: GradingContext, rows: list[ChangeRow], document: str) -> Any:
+    """What every text function's ``on_step`` reads of ``document`` at this step, worked out by the first to ask.
+
+    ``_UNTOUCHED`` when no row of ``rows`` may change it (``checks_docs._doc_touches``), ``_UNSETTLED`` when the
+    fold cannot tell which row it is now, ``_MISSING`` when there is none, its parse (``checks_docs._sections``)
+    for a text document, None for another kind (a spreadsheet: its checks fail fast and are asked again). A
+    report's rubric has three or four text functions, each an ``on_step`` group handed the same rows: the row
+    loop, the document's fold and the parse's lookup ran once per function (their frames cold after the tool
+    call), where now the first call keeps the answer in ``ctx.memo`` (emptied by every step that changed a row)
+    and the others read it there, for as long as they are handed the same list of rows.
+    """
+    key = ("text_read", document)
+    kept = ctx.memo.get(key)
+    if kept is not None and kept[0] is rows:
+        return kept[1]
+    docs = _docs()  # lazy: office readers
+    for r in rows:
+        if docs._doc_touches(ctx, r, document):
+            break
+    else:
+        ctx.memo[key] = (rows, _UNTOUCHED)
+        return _UNTOUCHED
+    row = docs._document(ctx, document, query=False)
+    if row is docs._UNKNOWN:
+        state: Any = _UNSETTLED
+    elif row is None:
+        state = _MISSING
+    elif row[2] == "text":
+        state = docs._sections(ctx, row)
+    else:
+        state = None
+    ctx.memo[key] = (rows, state)
+    return state
+
+
+def _unmoved_contains(sections: Any, kw: dict[str, Any]) -> Any:
+    """Whether ``doc_section_contains``' verdict on ``sections.prev`` stands on ``sections``: True, ``LATER``, False.
 
     It reads which sections the heading names, which match the pattern, and, only when no named section
     matches, the text of the named ones (the evidence quotes it): with the same headings and the same answer
-    on each changed section, nothing it reads moved unless it quotes a changed section.
+    on each changed section, nothing it reads moved unless it quotes a changed section. Then its score, which
+    reads only the first two, stands and its evidence alone moved: ``LATER`` (the framework asks the function
+    for it when results are asked), rather than a verdict built for a text nobody reads during the episode.
     """
     under = sections.under.get(kw["heading"]) if sections.same_heads else None
     if under is None:
@@ -74,9 +118,9 @@ def _unmoved_contains(sections: Any, kw: dict[str, Any]) -> bool:
         if old[i] != new[i]:
             return False
         quoted = quoted or under[i]
-    if not quoted:
+    if not quoted or any(compress(under, old)):  # a named section matched: no text quoted
         return True
-    return any(u and m for u, m in zip(under, old, strict=True))  # a named section matched: no text quoted
+    return LATER
 
 
 def _unmoved_absent(sections: Any, kw: dict[str, Any]) -> bool:
@@ -110,7 +154,7 @@ def _same_answers(sections: Any, pattern: str, joined: bool, same: Callable[[boo
     return all(same(old[i], new[i]) for i in sections.changed)
 
 
-UNMOVED: dict[str, Callable[[Any, dict[str, Any]], bool]] = {
+UNMOVED: dict[str, Callable[[Any, dict[str, Any]], Any]] = {
     "doc_section_contains": _unmoved_contains,
     "doc_mentions_none": _unmoved_absent,
     "doc_lacks": _unmoved_lacks,
@@ -141,9 +185,6 @@ def text_step(check: str, function: Callable[[], Callable[..., Any]]) -> Callabl
     batch = BATCHES.get(check)
 
     def on_step(ctx: GradingContext, rows: list[ChangeRow], params: list[dict[str, Any]]) -> dict[int, Verdict | None]:
-        docs = _docs()  # lazy: office readers
-        _UNKNOWN, _doc_touches, _document, _sections = docs._UNKNOWN, docs._doc_touches, docs._document, docs._sections
-
         key = ("text_step", check, id(params))
         plan = ctx.lasting.get(key)
         if plan is None or plan[0] is not params:
@@ -158,27 +199,16 @@ def text_step(check: str, function: Callable[[], Callable[..., Any]]) -> Callabl
         states: dict[str, Any] = plan[2]
         out: dict[int, Verdict | None] = {}
         for document, positions in plan[1].items():
-            for r in rows:
-                if _doc_touches(ctx, r, document):
-                    break
-            else:
+            state = read(ctx, rows, document)  # one read a step for every text function of the rubric
+            if state is _UNTOUCHED:
                 continue
-            row = _document(ctx, document, query=False)
-            if row is _UNKNOWN:
+            if state is _UNSETTLED:
                 states.pop(document, None)
                 out.update(dict.fromkeys(positions))
                 continue
             was = states.get(document)
-            if row is None:
-                state: Any = _MISSING
-                if was is _MISSING:
-                    continue
-            elif row[2] == "text":
-                state = _sections(ctx, row)
-                if was is state:
-                    continue
-            else:
-                state = None  # a spreadsheet or the like: its checks fail fast, so each is asked again
+            if was is state and state is not None:  # the same parse (or still no document): its verdicts stand
+                continue
             # the verdicts stand on the parse before this one: this hook's last (``was``), or, when it never saw
             # the document change (``was`` None), the one the checks were all run on when progress started or
             # after the fold could not tell (the framework re-runs them on the document's current parse)
@@ -251,7 +281,7 @@ def decide(
     document: str,
     plan: QuietPlan,
     out: dict[int, Verdict | None],
-    unmoved: Callable[[Any, dict[str, Any]], bool],
+    unmoved: Callable[[Any, dict[str, Any]], Any],
     verdict: Callable[[Any, str, dict[str, Any]], Verdict],
     joined: bool,
     heads: bool,
@@ -265,12 +295,14 @@ def decide(
     once per needle, of the changed sections' old and new lowered forms joined by NUL (in C, by ``map``), not
     once per check and section; a quiet check keeps its verdict, and its answers carry over to the new parse (the
     next write diffs them), unless the function quotes the text of a changed section its heading names. The
-    others are tested by ``unmoved`` (their pattern's answers on the changed sections) and decided when moved.
+    others are tested by ``unmoved`` (their pattern's answers on the changed sections) and decided when moved;
+    one whose score stands but whose evidence quotes a changed section is answered ``LATER`` (its evidence is
+    the function's, built when results are asked).
     """
     checks, needles, by_needle, loud, by_heading, keys = plan
     prev, changed = state.prev, state.changed
     old_lows, new_lows = (prev.joined_low, state.joined_low) if joined else (prev.texts_low, state.texts_low)
-    lows = [old_lows[i] for i in changed] + [new_lows[i] for i in changed]
+    lows = [*map(old_lows.__getitem__, changed), *map(new_lows.__getitem__, changed)]  # in C: no frame each
     asked: Any
     if None in lows or (heads and not state.same_heads):  # nothing is quiet
         asked = range(len(checks))
@@ -290,7 +322,7 @@ def decide(
                 under = under_of.get(heading)
                 if under is None:
                     asked.update(at)
-                elif any(under[i] for i in changed):  # a changed section is named: asked unless no text is quoted
+                elif any(map(under.__getitem__, changed)):  # a changed section is named: asked unless no text is quoted
                     for k in at:  # (with the same answers, it is quoted iff no named section matched)
                         if k not in asked:
                             old = kept.get(checks[k][2])
@@ -299,9 +331,10 @@ def decide(
         asked = sorted(asked)
     for k in asked:
         pos, kw, _ = checks[k]
-        if unmoved(state, kw):
+        stands = unmoved(state, kw)
+        if stands is True:
             continue
-        out[pos] = verdict(state, document, kw)
+        out[pos] = LATER if stands is LATER else verdict(state, document, kw)
 
 
 def shares_decided(function: Callable[[], Callable[..., Any]]) -> Callable[..., Verdict | None]:
