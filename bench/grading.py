@@ -68,8 +68,10 @@ UNSEEN = range(6, 12)
 """Seeds played once more, after the timed passes, for ``*_progress_cpu_unseen_us_per_step``: tasks (same
 difficulties, 6 % 3 == 0) and texts the process has not met. The timed passes replay the warm pass's episodes
 exactly, so a cache keyed by what the agent wrote (a blob's key, a review note's text) or by the task (a
-rubric's compiled pattern) answers from its first pass on; a new rollout meets neither, and costs more (round
-ten measured code-review 35 -> 58 us a step, triage-tickets 10 -> 15, on the same code)."""
+rubric's compiled pattern) answers from its first pass on. No new rollout meets the first kind hit, and only a
+task's later rollouts meet the second: these seeds are a task's first rollout, an upper bound where the replayed
+passes give a lower one (round ten measured code-review 35 -> 58 us a step, triage-tickets 10 -> 15, on the same
+code)."""
 PASSES = 3
 """Timed passes over the seeds after the warm one. A pass's CPU mean moves by up to a fifth between passes on a
 shared VM (other tenants' load on the host, a garbage collection); the per-step figure is the least of the
