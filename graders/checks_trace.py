@@ -13,7 +13,7 @@ from typing import Annotated, Any
 from pydantic import Field
 
 from graders.base import CheckOutcome, GradingContext, check_fn
-from graders.checks_common import Regex, listing
+from graders.checks_common import Regex, listing, rx
 
 
 def _name(step: Mapping[str, Any]) -> str:
@@ -171,8 +171,10 @@ def submit_explains(ctx: GradingContext, patterns: Annotated[list[Regex], Field(
     """
     summary = _submit_summary(ctx)
     if summary is None:
+        for p in patterns:  # compiled now (``rx``'s cache): the task's, not work for the closing submit's step
+            rx(p)
         return CheckOutcome.of(False, _NOT_SUBMITTED[1])
-    missing = [p for p in patterns if not re.search(p, summary, re.IGNORECASE)]
+    missing = [p for p in patterns if not rx(p).search(summary)]
     if missing:
         return CheckOutcome.of(False, f"the submit summary {summary[:120]!r} does not say {listing(missing)}")
     return CheckOutcome.of(True, f"the submit summary says why: {summary[:160]!r}")
@@ -186,9 +188,10 @@ def submit_answer(ctx: GradingContext, pattern: Regex, value: str, label: str = 
     ``value`` (any case) and there must be one, so a summary listing every candidate earns nothing.
     """
     summary = _submit_summary(ctx)
+    compiled = re.compile(pattern)  # before a submit too (``re``'s cache): the task's, not the closing step's work
     if summary is None:
         return CheckOutcome.of(False, _NOT_SUBMITTED[1])
-    found = sorted({(m.group(1) if m.groups() else m.group(0)).lower() for m in re.finditer(pattern, summary)})
+    found = sorted({(m.group(1) if m.groups() else m.group(0)).lower() for m in compiled.finditer(summary)})
     if found == [value.lower()]:
         return CheckOutcome.of(True, f"the submit summary states {label} {value!r}")
     if not found:

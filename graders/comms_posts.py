@@ -380,6 +380,8 @@ class _PostIndex:
                 who = None if mention is None else _mention_rule(ctx, mention)
                 if mention is None or who is not None:  # (an unknown person: ``_post_verdict`` says so)
                     self.plain[pos] = (state, _plan(pattern), min_count, who, _plain(pattern))
+            else:  # ``no_post_in_channel``: its search planned now (``_plan``'s cache), not by a task's first post
+                _plan(kw["pattern"])
             if kw.get("mention") is not None:
                 self.wants.add(pos)
         # by channel name, each check's (position, author id, ``plain`` rule or None): what ``_one_post`` routes a

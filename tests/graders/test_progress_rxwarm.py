@@ -1,4 +1,4 @@
-"""code-review's note checks compile their regexes when progress starts, not in a task's first note step.
+"""Checks compile their regexes when progress starts, not in a task's first step that tests them.
 
 A rubric's patterns are the task's: a note step of a task's first rollout compiled each (~200 us a pattern),
 work that every later rollout of the task found in the regex caches. ``_groups`` (with ``_names_plan``) and
@@ -16,8 +16,11 @@ from typing import Any
 import pytest
 
 from graders import checks_review as cr
-from graders.changes import ChangeRow
+from graders import checks_trace, text_match
+from graders.base import GradingContext, grade
+from graders.changes import ChangeRow, read_changes
 from graders.checks_common import rx
+from graders.progress import Progress
 
 MR, ACTOR = 7, 1
 FILE, OTHER = "billing/rxwarm_invoices.py", "billing/rxwarm_refunds.py"
@@ -53,12 +56,14 @@ def _ran(ctx: Any, params: list[dict[str, Any]]) -> None:
 
 @pytest.fixture()
 def compiles(monkeypatch: Any) -> list[str]:
-    """The patterns ``re`` compiles from now on (its cache, ``rx``'s and ``_line_rx``'s emptied first)."""
+    """The patterns ``re`` compiles or parses from now on (its cache, ``rx``'s and ``_line_rx``'s emptied first)."""
     re.purge()
     rx.cache_clear()
     cr._line_rx.cache_clear()
     cr._says.cache_clear()
     cr._at_line.cache_clear()
+    text_match._plan.cache_clear()
+    text_match._search.cache_clear()
     seen: list[str] = []
     real = re._compiler.compile  # type: ignore[attr-defined]
 
@@ -66,7 +71,14 @@ def compiles(monkeypatch: Any) -> list[str]:
         seen.append(str(pattern))
         return real(pattern, flags)
 
+    parse = re._parser.parse  # type: ignore[attr-defined]
+
+    def parsing(pattern: Any, *args: Any) -> Any:  # what ``text_match`` plans a search with (no compile)
+        seen.append(f"parse {pattern}")
+        return parse(pattern, *args)
+
     monkeypatch.setattr(re._compiler, "compile", counting)  # type: ignore[attr-defined]
+    monkeypatch.setattr(re._parser, "parse", parsing)  # type: ignore[attr-defined]
     return seen
 
 
@@ -118,3 +130,39 @@ def test_the_review_plan_compiles_its_patterns(compiles: list[str]) -> None:
     assert len(compiles) == made, compiles[made:]
     assert out[0] == cr._review_on_changes(ctx, [], MR, "request_changes", patterns)
     assert out[0][0] == 1.0
+
+
+def test_a_no_post_check_plans_its_search_at_the_start_and_its_first_post_compiles_nothing(
+    world: Any, compiles: list[str]
+) -> None:
+    # a task's first post in the check's channel planned (parsed and compiled) the pattern inside its step before
+    from tests.graders.test_checks import post
+    from tests.graders.test_progress_comms3 import _rubric
+
+    checks = [("quiet", "no_post_in_channel", {"channel": "eng", "pattern": r"\bzq_secret\s+key\b", "author": "carol"})]
+    rubric = _rubric(checks)
+    progress = Progress(rubric, GradingContext(session=world.session, trace=[], actor_id=1))
+    progress.update([])
+    seq, made = world.start_seq, len(compiles)
+    for text, want in (("nothing to see", 1.0), ("the ZQ_SECRET   key is out", 0.0)):
+        post(world, 2, text, author="carol")
+        world.session.flush()
+        rows = read_changes(world.session, after_seq=seq)
+        seq = rows[-1].seq
+        value = progress.update(rows)  # type: ignore[arg-type]
+        assert len(compiles) == made, compiles[made:]  # the step compiled and parsed nothing
+        assert value == grade(rubric, world.ctx()).value == want
+
+
+def test_a_submit_check_compiles_its_patterns_before_the_submit(compiles: list[str]) -> None:
+    ctx: Any = SimpleNamespace(steps=[])
+    patterns = [r"\bzq_left\b", r"\bzq_cannot\b"]
+    assert checks_trace.submit_explains(ctx, patterns=patterns).score == 0.0  # no submit yet: compiled now
+    assert checks_trace.submit_answer(ctx, pattern=r"@(zq_\w+)", value="zq_bob").score == 0.0
+    made = len(compiles)
+    assert set(patterns) | {r"@(zq_\w+)"} <= set(compiles)
+    summary = "zq_bob has zq_left, so I zq_cannot assign it; ask @zq_bob's manager"
+    ctx.steps = [{"action": {"name": "submit", "arguments": {"summary": summary}}, "error": None}]
+    assert checks_trace.submit_explains(ctx, patterns=patterns).score == 1.0
+    assert checks_trace.submit_answer(ctx, pattern=r"@(zq_\w+)", value="zq_bob").score == 1.0
+    assert len(compiles) == made, compiles[made:]
