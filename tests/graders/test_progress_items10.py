@@ -21,8 +21,8 @@ from tests.graders.test_progress_comms3 import _play
 from tests.graders.test_progress_mail8 import _in_progress
 from tests.graders.test_progress_pcomms import T0, _file
 from tests.graders.test_progress_pdocs import _doc
-from tests.graders.test_progress_share9 import CHECKS
-from worlds.schema import DocFolder, DocumentShare
+from tests.graders.test_progress_share9 import CHECKS, _two_docs
+from worlds.schema import DocumentShare
 from worlds.schema.projects import Project
 from worlds.schema.tickets import Ticket
 
@@ -133,13 +133,7 @@ def test_a_ticket_rows_text_is_worked_out_once_a_step_for_every_case_function(wo
 
 
 def test_a_grantee_plan_files_its_checks_by_grant_only(world):
-    shared = DocFolder(parent_id=None, name="Shared", owner_id=1, created_at=world.clock.now())
-    world.add(shared)
-    req = DocFolder(parent_id=shared.id, name="Req", owner_id=1, created_at=world.clock.now())
-    world.add(req)
-    docs = {"A": _doc(req.id, "A.odt", [[1, "A"]]), "B": _doc(req.id, "B.odt", [[1, "B"]])}
-    world.add(*docs.values())
-    world.start_seq = world.log_count()
+    docs, req = _two_docs(world)
 
     def grant(doc: str, who: str, permission: str = "view") -> None:
         world.add(

@@ -1,6 +1,6 @@
-"""The meeting checks' round-11 paths give what a full grade gives, after every step (issue 14).
+"""The meeting checks' round-ten paths (branch meet11) give what a full grade gives, after every step (issue 14).
 
-Round eleven cut what a booking touches: ``checks_meetings.touch_step`` keeps a step's answers by the row list the
+Round ten cut what a booking touches: ``checks_meetings.touch_step`` keeps a step's answers by the row list the
 framework hands it (``_step_of``, no tuple of seqs built and hashed per function) and works out a booking's
 calendar answer first, so ``_rows_left`` is not asked of a step of new events and invitations; the bare agreement
 and double-booking verdicts read no employee record they do not need; a meeting's attendees and invitees are
@@ -40,31 +40,15 @@ def _checks(*groups: Any) -> list[tuple[str, str, dict[str, Any]]]:
     return [check for group in groups for check in group]
 
 
-_EVENT = {"description": "", "rrule": None, "until": None, "cancelled": False}
 _DM = {"team_id": 1, "display_name": "", "type": "D", "purpose": "", "header": "", "creator_id": 1}
 _POST = {"root_id": None, "edited_at": None, "deleted_at": None, "is_pinned": False}
-
-
-def _book(
-    sql: Sql, world: Any, title: str, start: Any, *invited: int, room: int | None = None, rule: Any = None
-) -> int:
-    """The agent books an event (a series with ``rule``) and invites ``invited``; the event's id."""
-    made = {"organizer_id": 1, "title": title, "start_at": start, "end_at": start + timedelta(minutes=30)}
-    event = sql.insert(
-        "events", {**_EVENT, **made, "rrule": rule, "room_id": room, "created_at": world.clock.now()}
-    )  # fmt: skip
-    for who in invited:
-        sql.insert(
-            "event_attendees", {"event_id": event, "employee_id": who, "rsvp": "needs_action", "optional": False}
-        )
-    return event
 
 
 def test_bookings_answers_moves_and_cancellations_agree_with_a_full_grade(world: Any) -> None:
     rubric, progress = _progress(world, _checks(CHECKS, PERSON, RETRO))
     at = [""]
     sql = Sql.of(world.session)
-    said, _ = _calendar(sql, world)
+    said, book = _calendar(sql, world)
 
     def steps() -> Iterator[str]:
         yield "nothing yet"
@@ -101,12 +85,12 @@ def test_bookings_answers_moves_and_cancellations_agree_with_a_full_grade(world:
         )
         yield "the agent escalates to carol's manager"  # the agreement reads her record, and only hers
         world.later()
-        sync = _book(sql, world, "Sync ENG-1", MEET, 2, 3, room=1)
+        sync = book("Sync ENG-1", MEET, 2, 3, room=1)
         yield "the sync booked in a room"  # a step starting with its event: its calendar answer first
         world.later()
         said(3, MEET + timedelta(minutes=10), "yes")
         world.later()
-        retro = _book(sql, world, "Retro", MEET + timedelta(minutes=10), 3, room=1, rule="FREQ=WEEKLY")
+        retro = book("Retro", MEET + timedelta(minutes=10), 3, room=1, rule="FREQ=WEEKLY")
         yield "a weekly retro booked over the sync"  # entered in the sync's kept windows: carol, alice, the room
         world.later()
         sql.update("event_attendees", 4, {"rsvp": ("needs_action", "accepted")})  # bob accepts the sync
@@ -120,13 +104,13 @@ def test_bookings_answers_moves_and_cancellations_agree_with_a_full_grade(world:
         sql.update("event_attendees", 4, {"rsvp": ("accepted", "declined")})
         yield "the retro cancelled, bob declines"  # an event update first, then an answer: not all new
         world.later()
-        _book(sql, world, "Lunch", MEET + timedelta(minutes=5))
+        book("Lunch", MEET + timedelta(minutes=5))
         yield "alice books her lunch over the sync"  # the organiser alone clashes (both invitees declined)
         world.later()
         sql.update("event_attendees", 3, {"event_id": (3, sync)})  # dave's planning invitation moved to the sync
         yield "an old invitation moved to the sync"  # the invitations fold cannot tell: the view reads the table
         world.later()
-        _book(sql, world, "Sync ENG-1", MEET + timedelta(days=1), 2)
+        book("Sync ENG-1", MEET + timedelta(days=1), 2)
         yield "a second sync booked"
 
     evidence = _play(world, rubric, steps(), progress, at)
@@ -172,7 +156,7 @@ def test_a_booking_enters_its_event_once_for_everyone_it_commits(world: Any, mon
 
     monkeypatch.setattr(meeting_log, "_label", label)
     sql = Sql.of(world.session)
-    said, _ = _calendar(sql, world)
+    said, book = _calendar(sql, world)
 
     def steps() -> Iterator[str]:
         yield "nothing yet"
@@ -180,10 +164,10 @@ def test_a_booking_enters_its_event_once_for_everyone_it_commits(world: Any, mon
         said(3, MEET, "yes")
         yield "bob and carol say yes"
         world.later()
-        _book(sql, world, "Sync ENG-1", MEET, 2, 3, room=1)
+        book("Sync ENG-1", MEET, 2, 3, room=1)
         yield "booked"  # alice's, bob's, carol's and the room's events read (an entry each)
         world.later()
-        _book(sql, world, "Retro", MEET - timedelta(minutes=15), 2, 3, room=1)
+        book("Retro", MEET - timedelta(minutes=15), 2, 3, room=1)
         yield "the retro booked over it"  # folded into what is kept for the four, and into the sync's window
 
     evidence = _play(world, rubric, steps(), progress, at)
@@ -206,14 +190,14 @@ def test_a_booking_reads_the_invitations_once_for_attendees_and_invitees(world: 
 
     monkeypatch.setattr(checks_meetings, "invitations", invitations)
     sql = Sql.of(world.session)
-    said, _ = _calendar(sql, world)
+    said, book = _calendar(sql, world)
 
     def steps() -> Iterator[str]:
         yield "nothing yet"
         said(2, MEET, "yes")
         yield "bob says yes"
         world.later()
-        _book(sql, world, "Sync ENG-1", MEET, 2, 3)
+        book("Sync ENG-1", MEET, 2, 3)
         yield "booked"
         world.later()
         sql.update("event_attendees", 5, {"rsvp": ("needs_action", "declined")})

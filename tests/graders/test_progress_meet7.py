@@ -44,8 +44,9 @@ def _calendar(sql: Sql, world: Any) -> tuple[Any, Any]:
         memory = {"employee_id": who, "at": when, "turn": 1, "kind": "did", "subject": "alice"}
         sql.insert("npc_memory", {**memory, "data": {"fact": fact}})
 
-    def book(title: str, start: Any, *invited: int, room: int | None = None) -> None:
-        ev = {"description": "", "rrule": None, "until": None, "room_id": room, "cancelled": False}
+    def book(title: str, start: Any, *invited: int, room: int | None = None, rule: str | None = None) -> int:
+        """The agent books an event (a series with ``rule``) and invites ``invited``; the event's id."""
+        ev = {"description": "", "rrule": rule, "until": None, "room_id": room, "cancelled": False}
         end = start + timedelta(minutes=30)
         made = {"organizer_id": 1, "title": title, "start_at": start, "end_at": end, "created_at": world.clock.now()}
         event = sql.insert("events", {**ev, **made})
@@ -53,6 +54,7 @@ def _calendar(sql: Sql, world: Any) -> tuple[Any, Any]:
             sql.insert(
                 "event_attendees", {"event_id": event, "employee_id": who, "rsvp": "needs_action", "optional": False}
             )
+        return int(event)
 
     return said, book
 

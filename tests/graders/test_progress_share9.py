@@ -35,7 +35,8 @@ CHECKS: list[tuple[str, str, dict[str, Any]]] = [
 ]
 
 
-def test_a_grant_asks_only_its_documents_checks_from_the_plan(world, monkeypatch):
+def _two_docs(world: Any) -> tuple[dict[str, Any], Any]:
+    """Documents A and B in Shared/Req, owned by alice, and the Req folder; the episode starts after them."""
     shared = DocFolder(parent_id=None, name="Shared", owner_id=1, created_at=world.clock.now())
     world.add(shared)
     req = DocFolder(parent_id=shared.id, name="Req", owner_id=1, created_at=world.clock.now())
@@ -43,6 +44,11 @@ def test_a_grant_asks_only_its_documents_checks_from_the_plan(world, monkeypatch
     docs = {"A": _doc(req.id, "A.odt", [[1, "A"]]), "B": _doc(req.id, "B.odt", [[1, "B"]])}
     world.add(*docs.values())
     world.start_seq = world.log_count()
+    return docs, req
+
+
+def test_a_grant_asks_only_its_documents_checks_from_the_plan(world, monkeypatch):
+    docs, req = _two_docs(world)
     looked: list[str] = []
     real = checks_docs._employee
 
