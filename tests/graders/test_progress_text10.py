@@ -16,10 +16,11 @@ from typing import Any
 import pytest
 
 from graders import checks_docs
-from graders.base import Check, GradingContext, Rubric, grade, read_changes
+from graders.base import GradingContext, grade, read_changes
 from graders.progress import Progress
 from graders.registry import LATER
 from graders.text_match import Sections, _plain_sections
+from tests.graders.test_progress_comms3 import _rubric
 from tests.graders.test_progress_pdocs import _doc
 from worlds.office.model import text_from_json
 from worlds.schema import DocFolder
@@ -54,12 +55,7 @@ def test_one_read_a_step_for_every_text_function_and_later_for_a_quoted_section_
     reports = DocFolder(parent_id=shared.id, name="Reports", owner_id=1, created_at=world.clock.now())
     world.add(reports)
     world.start_seq = world.log_count()
-    rubric = Rubric(
-        id="t",
-        version=1,
-        description="t",
-        checks=tuple(Check(id=i, description="d", fn=f, params=p) for i, f, p in CHECKS),
-    )
+    rubric = _rubric(CHECKS)
     ids = [c.id for c in rubric.checks]
     progress = Progress(rubric, GradingContext(session=world.session, trace=[], actor_id=1))
     progress.update([])
