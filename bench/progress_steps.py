@@ -13,13 +13,14 @@ calls, the mean CPU us of its updates and its share of the family's mean (shares
 unknown family is one error line and exit 2 before any world is built.
 
 ``--twin`` asks how much of that time is the caches the tool call left cold rather than the work itself: each
-episode gets a second ``Progress`` (its own context and state, the same session) that every step updates with
-the same rows, right before or right after the episode's own (turn about, so neither is always first). The one
-that runs first pays for the code, the step's rows and the document text the tool call evicted; the second
-finds them warm and pays for its own state and the work. Per tool it prints the median CPU us of the first and
-the second update and the step's CPU outside progress (the tool call, the oracle, the episode's bookkeeping);
-the two values must agree at every step, or the run stops with the step that differed (the twin is also a
-check that an update's result does not hang on state outside its own ``Progress``).
+episode gets a second ``Progress`` (its own context and state, the same session) that every step updates with the
+same rows, right before or right after the episode's own (turn about, so neither is always first). The one that
+runs first pays for the code, the step's rows and the document text the tool call evicted; the second finds them
+warm and pays for its own state and the work. Per family it prints the mean CPU us a step of the update run first
+and of the one run second, and of the step outside progress (this thread's: the tool call, the oracle, the
+episode's bookkeeping), then the same per tool as medians; the two values must agree at every step, or the run
+stops with the step that differed (the twin is also a check that an update's result does not hang on state outside
+its own ``Progress``).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ import sys
 import tempfile
 import time
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import graders.progress as progress
@@ -106,7 +107,7 @@ class _Twin(progress.Progress):
         return b if twin_first else a
 
 
-def _play(family: str, store: WorldStore, cls: type[progress.Progress], keep: Any) -> None:
+def _play(family: str, store: WorldStore, cls: type[progress.Progress], keep: Callable[[bool], None]) -> None:
     """Play the oracle over ``SEEDS`` once to warm, then ``ROUNDS`` times timed, with ``cls`` as the Progress.
 
     ``keep(timed)`` is told before each pass whether that pass is timed (the class then keeps its samples).
