@@ -15,13 +15,13 @@ from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
 
-from graders import checks_meetings, meeting_log
+from graders import meeting_log
 from graders.base import GradingContext
 from graders.progress import Progress
 from tests.graders.test_progress_meet import CHECKS, MEET
 from tests.graders.test_progress_meet4 import PERSON
 from tests.graders.test_progress_meet5 import _play
-from tests.graders.test_progress_meet7 import _calendar, _progress
+from tests.graders.test_progress_meet7 import _calendar, _calls, _progress
 from worlds.rawsql import Sql
 
 BOOKED = "the sync booked"
@@ -63,15 +63,7 @@ def test_a_booking_writes_no_evidence_and_results_write_it(world, monkeypatch):
 def test_the_announcement_is_scored_from_the_logged_posts_until_they_cannot_tell(world, monkeypatch):
     rubric, progress = _progress(world, CHECKS)
     at = [""]
-    folded: Counter[str] = Counter()  # step -> the posts fold asked for by the progress score
-    real = checks_meetings.new_posts
-
-    def new_posts(ctx: Any) -> Any:
-        if ctx is progress.ctx and at[0] != "full grade":
-            folded[at[0]] += 1
-        return real(ctx)
-
-    monkeypatch.setattr(checks_meetings, "new_posts", new_posts)
+    folded = _calls(monkeypatch, "new_posts", progress, at)  # step -> the posts fold asked for by the progress score
     sql = Sql.of(world.session)
     said, book = _calendar(sql, world)
     text = f"ENG-1 sync booked for {MEET.isoformat()}"
@@ -112,15 +104,7 @@ def test_the_announcement_is_scored_from_the_logged_posts_until_they_cannot_tell
 def test_a_post_in_a_channel_the_log_does_not_name_is_read_from_the_fold(world, monkeypatch):
     rubric, progress = _progress(world, CHECKS)
     at = [""]
-    folded: Counter[str] = Counter()
-    real = checks_meetings.new_posts
-
-    def new_posts(ctx: Any) -> Any:
-        if ctx is progress.ctx and at[0] != "full grade":
-            folded[at[0]] += 1
-        return real(ctx)
-
-    monkeypatch.setattr(checks_meetings, "new_posts", new_posts)
+    folded = _calls(monkeypatch, "new_posts", progress, at)
     sql = Sql.of(world.session)
     said, book = _calendar(sql, world)
 
@@ -148,15 +132,7 @@ def test_a_post_in_a_channel_the_log_does_not_name_is_read_from_the_fold(world, 
 def test_a_booking_asks_which_rows_are_left_once_and_a_wait_still_asks(world, monkeypatch):
     rubric, progress = _progress(world, CHECKS + PERSON)
     at = [""]
-    asked: Counter[str] = Counter()  # step -> ``_rows_left`` calls by the progress score
-    real = checks_meetings._rows_left
-
-    def rows_left(ctx: Any, kind: str, rows: Any, titles: Any) -> Any:
-        if ctx is progress.ctx and at[0] != "full grade":
-            asked[at[0]] += 1
-        return real(ctx, kind, rows, titles)
-
-    monkeypatch.setattr(checks_meetings, "_rows_left", rows_left)
+    asked = _calls(monkeypatch, "_rows_left", progress, at)  # step -> ``_rows_left`` calls by the progress score
     sql = Sql.of(world.session)
     said, book = _calendar(sql, world)
 
@@ -242,15 +218,7 @@ def test_a_window_decides_a_series_as_recurs_in_does():
 def test_the_answers_are_read_from_the_logged_answers_until_a_memory_changes(world, monkeypatch):
     rubric, progress = _progress(world, CHECKS)
     at = [""]
-    folded: Counter[str] = Counter()  # step -> the memories' fold asked for by the progress score
-    real = checks_meetings.memories
-
-    def memories(ctx: Any) -> Any:
-        if ctx is progress.ctx and at[0] != "full grade":
-            folded[at[0]] += 1
-        return real(ctx)
-
-    monkeypatch.setattr(checks_meetings, "memories", memories)
+    folded = _calls(monkeypatch, "memories", progress, at)  # step -> the memories' fold asked for by the progress score
     sql = Sql.of(world.session)
     said, book = _calendar(sql, world)
     memory = {"employee_id": 2, "turn": 1, "subject": "alice"}

@@ -23,7 +23,7 @@ from graders.changes import ChangeRow
 from tests.graders.test_progress_meet import CHECKS, MEET
 from tests.graders.test_progress_meet4 import PERSON
 from tests.graders.test_progress_meet5 import _play
-from tests.graders.test_progress_meet7 import _calendar, _progress
+from tests.graders.test_progress_meet7 import _calendar, _calls, _progress
 from worlds.rawsql import Sql
 
 RETRO: list[tuple[str, str, dict[str, Any]]] = [
@@ -180,15 +180,7 @@ def test_a_booking_enters_its_event_once_for_everyone_it_commits(world: Any, mon
 def test_a_booking_reads_the_invitations_once_for_attendees_and_invitees(world: Any, monkeypatch: Any) -> None:
     rubric, progress = _progress(world, _checks(CHECKS, PERSON))
     at = [""]
-    built: Counter[str] = Counter()  # step -> invitation folds asked by the meeting checks' view
-    real = meeting_log.invitations  # as ``checks_meetings`` names it (imported from there)
-
-    def invitations(ctx: Any) -> Any:
-        if ctx is progress.ctx and at[0] != "full grade":
-            built[at[0]] += 1
-        return real(ctx)
-
-    monkeypatch.setattr(checks_meetings, "invitations", invitations)
+    built = _calls(monkeypatch, "invitations", progress, at)  # step -> invitation folds asked by the meetings' view
     sql = Sql.of(world.session)
     said, book = _calendar(sql, world)
 

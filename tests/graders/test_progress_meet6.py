@@ -25,6 +25,7 @@ from tests.graders.test_progress_meet import CHECKS as MEET_CHECKS
 from tests.graders.test_progress_meet import MEET, SETUP
 from tests.graders.test_progress_meet4 import PERSON, _asking
 from tests.graders.test_progress_meet5 import _play
+from tests.graders.test_progress_meet7 import _calls
 from worlds.rawsql import Sql
 from worlds.rows import insert_rows
 
@@ -76,15 +77,8 @@ def test_an_answer_counts_only_for_a_meeting_booked_after_it(world, monkeypatch)
     rubric = Rubric(id="t", version=1, description="t", checks=tuple(checks))
     progress = Progress(rubric, GradingContext(session=world.session, trace=[], actor_id=1))
     at = [""]
-    builds: dict[str, int] = {}  # step -> builds of the answers index by the progress score
-    real = checks_meetings.answers_from_log  # the index's build reads the logged answers first (round nine)
-
-    def answers_from_log(ctx: GradingContext, told: Any) -> Any:
-        if ctx is progress.ctx and at[0] != "full grade":
-            builds[at[0]] = builds.get(at[0], 0) + 1
-        return real(ctx, told)
-
-    monkeypatch.setattr(checks_meetings, "answers_from_log", answers_from_log)
+    # step -> builds of the answers index by the progress score (its build reads the logged answers first)
+    builds = _calls(monkeypatch, "answers_from_log", progress, at)
     evidence = _play(world, rubric, _steps(Sql.of(world.session), world), progress, at)
     sync = evidence["carol says yes to both times, after the sync was booked"]["agreed-sync"]
     assert "@bob agreed at" in sync and "@carol agreed" not in sync and "1 of 2 covered" in sync, sync

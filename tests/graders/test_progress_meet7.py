@@ -70,6 +70,23 @@ def _progress(world: Any, checks: list[tuple[str, str, dict[str, Any]]]) -> tupl
     return rubric, Progress(rubric, GradingContext(session=world.session, trace=[], actor_id=1))
 
 
+def _calls(monkeypatch: Any, name: str, progress: Progress, at: list[str]) -> Counter[str]:
+    """Calls of ``checks_meetings.<name>`` for ``progress``'s context, by the step under way (full grades not counted).
+
+    The function is replaced by a spy for the test; its first argument must be the grading context.
+    """
+    calls: Counter[str] = Counter()
+    real = getattr(checks_meetings, name)
+
+    def spy(ctx: Any, *args: Any) -> Any:
+        if ctx is progress.ctx and at[0] != "full grade":
+            calls[at[0]] += 1
+        return real(ctx, *args)
+
+    monkeypatch.setattr(checks_meetings, name, spy)
+    return calls
+
+
 def _filed(monkeypatch: Any, progress: Progress, at: list[str]) -> dict[str, int]:
     """Memories filed into the answers index by the progress score, by step (not by the full grades)."""
     filed: dict[str, int] = {}

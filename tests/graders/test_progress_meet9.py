@@ -22,7 +22,7 @@ from graders.progress import Progress
 from tests.graders.test_progress_meet import CHECKS, MEET
 from tests.graders.test_progress_meet4 import PERSON
 from tests.graders.test_progress_meet5 import _play
-from tests.graders.test_progress_meet7 import _calendar, _progress
+from tests.graders.test_progress_meet7 import _calendar, _calls, _progress
 from worlds.rawsql import Sql
 
 RETRO = MEET + timedelta(days=1)
@@ -149,15 +149,7 @@ def test_a_booking_finds_every_title_s_meetings_in_one_pass(world, monkeypatch):
     titled = [("agreed-retro", "meeting_agreed", {"title_pattern": "Retro", "attendees": ["carol"]})]
     rubric, progress = _progress(world, CHECKS + PERSON + titled)
     at = [""]
-    passes: dict[str, int] = {}  # step -> passes over the new events to find meetings (by the progress score)
-    real = checks_meetings._new_events
-
-    def new_events(ctx: GradingContext) -> Any:
-        if ctx is progress.ctx and at[0] != "full grade":
-            passes[at[0]] = passes.get(at[0], 0) + 1
-        return real(ctx)
-
-    monkeypatch.setattr(checks_meetings, "_new_events", new_events)
+    passes = _calls(monkeypatch, "_new_events", progress, at)  # step -> passes over the new events to find meetings
     said, book = _calendar(Sql.of(world.session), world)
 
     def steps() -> Iterator[str]:
